@@ -1,0 +1,53 @@
+"""pytest-parity: prove that a MindSpore Cell and a PyTorch Module compute the same numbers."""
+
+from __future__ import annotations
+
+from .errors import ParityError, ParityInternalError, ParityMismatch, ParityUsageError
+from .inputs import randint, randn, uniform
+from .result import Result
+from .tolerance import Tolerance
+from .weights import WeightReport
+
+__all__ = [
+    "check", "constant", "transfer_weights", "Result", "WeightReport",
+    "Tolerance", "randn", "uniform", "randint",
+    "ParityError", "ParityMismatch", "ParityUsageError", "ParityInternalError",
+]
+__version__ = "0.1.0"
+
+
+def constant(value: float):
+    """``weights=parity.constant(0.1)``: every floating weight and buffer on both sides set to ``value``."""
+    from .runner import Constant
+
+    return Constant(float(value))
+
+
+def check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, train=False, ms_mode="pynative",
+          tolerance=None, name_map=None, seed=None, reference=None, check_dtype=True):
+    """Run ``ms_cell`` and ``torch_module`` on the same seeded inputs with the same weights, and
+    compare forward outputs, input gradients, parameter gradients and (in train mode) running
+    statistics. Returns a :class:`Result`; raises :class:`ParityMismatch` when anything is out
+    of tolerance and :class:`ParityUsageError` when the call itself is wrong.
+
+    * ``weights``: ``"copy"`` (PyTorch -> MindSpore), ``"copy_to_torch"``, ``parity.constant(v)``,
+      or ``"as_is"``.
+    * ``inputs``: an array or spec (``parity.randn(...)``), a tuple of them, or a dict of keyword inputs.
+    * ``tolerance``: ``Tolerance(rtol, atol)``, or ``{"*": ..., "features.3.*": ...}`` name-glob overrides.
+    * ``reference="float64"``: also run PyTorch in float64 and accept MindSpore where its error
+      against that reference is within a few times PyTorch float32's own (for ill-conditioned grads).
+    """
+    from .runner import run_check
+
+    return run_check(ms_cell, torch_module, inputs, weights=weights, grads=grads, train=train, ms_mode=ms_mode,
+                     tolerance=tolerance, name_map=name_map, seed=seed, reference=reference,
+                     check_dtype=check_dtype)
+
+
+def transfer_weights(src, dst, *, name_map=None):
+    """Copy every parameter and buffer from ``src`` to ``dst`` (a MindSpore Cell and a PyTorch
+    Module, either way round) and verify the copy. ``name_map`` maps PyTorch names to MindSpore
+    names. Returns a :class:`WeightReport`."""
+    from .runner import transfer
+
+    return transfer(src, dst, name_map=name_map)

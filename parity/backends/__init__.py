@@ -1,0 +1,66 @@
+"""The framework adapters. Only ``backends/mindspore.py`` and ``backends/torch.py`` import a
+framework, and only when a check runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Tuple
+
+import numpy as np
+
+__all__ = ["Slot", "Grads", "framework_of", "flatten_outputs", "is_float"]
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One parameter or buffer, known by its attribute path."""
+
+    name: str
+    shape: Tuple[int, ...]
+    dtype: str
+    trainable: bool
+    layer: str  # attribute path of the owning sub-Cell/sub-Module ("" for the root)
+    layer_type: str
+    aliases: Tuple[str, ...] = ()  # other paths to the same tensor (tied weights)
+
+    @property
+    def leaf(self) -> str:
+        return self.name.rsplit(".", 1)[-1]
+
+
+@dataclass
+class Grads:
+    """Gradients by input name and by parameter path (numpy, on the host)."""
+
+    inputs: Dict[str, np.ndarray]
+    params: Dict[str, np.ndarray]
+
+
+def framework_of(obj) -> str:
+    """"mindspore", "torch" or "" for anything else, judged without importing either."""
+    for klass in type(obj).__mro__:
+        where = f"{klass.__module__}.{klass.__qualname__}"
+        if where == "mindspore.nn.cell.Cell":
+            return "mindspore"
+        if where == "torch.nn.modules.module.Module":
+            return "torch"
+    return ""
+
+
+def is_float(array: np.ndarray) -> bool:
+    return array.dtype.kind in "fc"
+
+
+def flatten_outputs(value, path: str = "output") -> List[Tuple[str, object]]:
+    """(path, leaf) for every leaf of nested tuples/lists/dicts, in order."""
+    if isinstance(value, dict):
+        items = []
+        for key, item in value.items():
+            items += flatten_outputs(item, f"{path}[{key!r}]")
+        return items
+    if isinstance(value, (tuple, list)):
+        items = []
+        for i, item in enumerate(value):
+            items += flatten_outputs(item, f"{path}[{i}]")
+        return items
+    return [(path, value)]

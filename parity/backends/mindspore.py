@@ -1,0 +1,148 @@
+"""MindSpore adapter: tensors in and out as numpy, forward through ``mindspore.vjp`` so that one
+forward and one backward run per check, in PYNATIVE or GRAPH mode."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Dict, List
+
+import numpy as np
+import mindspore as ms
+from mindspore import nn
+
+from ..errors import ParityUsageError
+from . import Grads, Slot, flatten_outputs
+
+NAME = "mindspore"
+LABEL = "MindSpore"
+_MODES = {"pynative": ms.PYNATIVE_MODE, "graph": ms.GRAPH_MODE}
+
+
+def prepare(*, seed: int, device: str) -> None:
+    ms.set_seed(seed)
+    try:
+        ms.set_device(device)
+    except (RuntimeError, ValueError) as exc:
+        raise ParityUsageError(f"MindSpore cannot use device {device!r} here: {exc}") from None
+
+
+@contextlib.contextmanager
+def execution_mode(mode: str):
+    """Run the block in MindSpore's ``mode``, restoring the previous mode afterwards."""
+    previous = ms.get_context("mode")
+    ms.set_context(mode=_MODES[mode])
+    try:
+        yield
+    finally:
+        ms.set_context(mode=previous)
+
+
+def _cells(model) -> Dict[str, object]:
+    return dict(model.cells_and_names())
+
+
+def layer_types(model) -> Dict[str, str]:
+    return {name: type(cell).__name__ for name, cell in _cells(model).items()}
+
+
+def _parameters(model) -> Dict[str, object]:
+    """Parameters by attribute path (``Parameter.name`` depends on nesting, so it is not used)."""
+    return dict(model.parameters_and_names())
+
+
+def slots(model) -> List[Slot]:
+    types = layer_types(model)
+    result: List[Slot] = []
+    seen: Dict[int, int] = {}
+    for name, param in model.parameters_and_names(expand=True):
+        if id(param) in seen:
+            first = result[seen[id(param)]]
+            result[seen[id(param)]] = Slot(**{**first.__dict__, "aliases": first.aliases + (name,)})
+            continue
+        layer = name.rpartition(".")[0]
+        seen[id(param)] = len(result)
+        dtype = str(param.dtype).lower()
+        dtype = {"float": "float32", "int": "int32"}.get(dtype, dtype)
+        result.append(Slot(name, tuple(param.shape), dtype, bool(param.requires_grad), layer, types.get(layer, "")))
+    return result
+
+
+def read(model, name: str) -> np.ndarray:
+    return _parameters(model)[name].asnumpy().copy()
+
+
+def write(model, name: str, array: np.ndarray) -> None:
+    param = _parameters(model)[name]
+    param.set_data(ms.Tensor(np.ascontiguousarray(array), dtype=param.dtype))
+
+
+def set_train(model, train: bool) -> None:
+    model.set_train(train)
+
+
+class _Keywords(nn.Cell):
+    """Feeds keyword inputs positionally, so that ``mindspore.vjp`` can differentiate them."""
+
+    def __init__(self, net, n_args: int, names):
+        super().__init__()
+        self.net = net
+        self.n_args = n_args
+        self.names = tuple(names)
+
+    def construct(self, *values):
+        kwargs = {}
+        for i, name in enumerate(self.names):
+            kwargs[name] = values[self.n_args + i]
+        return self.net(*values[: self.n_args], **kwargs)
+
+
+class Pass:
+    """One forward through ``mindspore.vjp``; ``backward`` applies the saved VJP function."""
+
+    def __init__(self, model, inputs, *, grads: bool, mode: str):
+        self.model = model
+        self.mode = mode
+        named = list(inputs.named())
+        self._names = [name for name, _ in named]
+        self._float = [array.dtype.kind == "f" for _, array in named]
+        values = [ms.Tensor(array) for _, array in named]
+        fn = _Keywords(model, len(inputs.args), inputs.kwargs) if inputs.kwargs else model
+        self._params = list(model.trainable_params()) if grads else []
+        self._by_id = {id(p): n for n, p in _parameters(model).items()}
+        with execution_mode(mode):
+            if grads and values:
+                self.raw, self._vjp = ms.vjp(fn, *values, weights=self._params or None)
+            else:
+                self.raw, self._vjp = fn(*values), None
+        self.leaves = flatten_outputs(self.raw)
+
+    def outputs(self):
+        return [(path, _numpy(leaf, path)) for path, leaf in self.leaves]
+
+    def backward(self, cotangents: Dict[str, np.ndarray], params: List[str]) -> Grads:
+        cots = []
+        for path, leaf in self.leaves:
+            array = cotangents.get(path)
+            if array is None:
+                array = np.zeros(tuple(leaf.shape), _numpy(leaf, path).dtype)
+            cots.append(ms.Tensor(array))
+        sens = cots[0] if len(cots) == 1 and not isinstance(self.raw, (tuple, list)) else tuple(cots)
+        with execution_mode(self.mode):
+            result = self._vjp(sens)
+        if self._params:
+            input_grads, param_grads = result
+        else:
+            input_grads, param_grads = result, ()
+        if not isinstance(input_grads, (tuple, list)):
+            input_grads = (input_grads,)
+        inputs = {n: g.asnumpy() for n, g, f in zip(self._names, input_grads, self._float) if f}
+        by_name = {self._by_id[id(p)]: g.asnumpy() for p, g in zip(self._params, param_grads)}
+        return Grads(inputs, {p: by_name[p] for p in params})
+
+
+def _numpy(leaf, path: str) -> np.ndarray:
+    if isinstance(leaf, ms.Tensor):
+        return leaf.asnumpy()
+    if isinstance(leaf, (int, float, bool)):
+        return np.asarray(leaf)
+    raise ParityUsageError(f"MindSpore {path} is a {type(leaf).__qualname__}, not a Tensor")

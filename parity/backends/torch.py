@@ -1,0 +1,138 @@
+"""PyTorch adapter: tensors in and out as numpy, forward with autograd, vector-Jacobian product."""
+
+from __future__ import annotations
+
+import copy
+from typing import Dict, List
+
+import numpy as np
+import torch
+
+from ..errors import ParityUsageError
+from . import Grads, Slot, flatten_outputs
+
+NAME = "torch"
+LABEL = "PyTorch"
+_DEVICES = {"CPU": "cpu", "GPU": "cuda", "Ascend": "npu"}
+
+
+def prepare(*, seed: int, device: str) -> None:
+    torch.manual_seed(seed)
+    if device == "Ascend":
+        try:
+            import torch_npu  # noqa: F401
+        except ImportError:
+            raise ParityUsageError("--parity-device=Ascend needs torch_npu installed for the PyTorch side") from None
+
+
+def torch_device(device: str) -> str:
+    return _DEVICES[device]
+
+
+def _owners(model) -> Dict[str, str]:
+    return {name: type(module).__name__ for name, module in model.named_modules()}
+
+
+def slots(model) -> List[Slot]:
+    """Every parameter and buffer, tied aliases folded into the first name."""
+    owners = _owners(model)
+    seen: Dict[int, int] = {}
+    result: List[Slot] = []
+    named = [(n, t, True) for n, t in model.named_parameters(remove_duplicate=False)]
+    named += [(n, t, False) for n, t in model.named_buffers(remove_duplicate=False)]
+    for name, tensor, is_param in named:
+        if tensor is None:
+            continue
+        key = id(tensor)
+        if key in seen:
+            first = result[seen[key]]
+            result[seen[key]] = Slot(**{**first.__dict__, "aliases": first.aliases + (name,)})
+            continue
+        layer = name.rpartition(".")[0]
+        seen[key] = len(result)
+        dtype = str(tensor.dtype).replace("torch.", "")
+        trainable = bool(is_param and tensor.requires_grad)
+        result.append(Slot(name, tuple(tensor.shape), dtype, trainable, layer, owners.get(layer, "")))
+    return result
+
+
+def _tensor(model, name: str):
+    module_path, _, leaf = name.rpartition(".")
+    module = model.get_submodule(module_path) if module_path else model
+    return getattr(module, leaf)
+
+
+def read(model, name: str) -> np.ndarray:
+    return _tensor(model, name).detach().cpu().numpy().copy()
+
+
+def write(model, name: str, array: np.ndarray) -> None:
+    target = _tensor(model, name)
+    with torch.no_grad():
+        target.copy_(torch.from_numpy(np.ascontiguousarray(array)).to(target.dtype))
+
+
+def set_train(model, train: bool) -> None:
+    model.train(train)
+
+
+def layer_types(model) -> Dict[str, str]:
+    return _owners(model)
+
+
+def float64_copy(model):
+    """A deep copy in float64, for the noise-floor reference."""
+    return copy.deepcopy(model).double()
+
+
+class Pass:
+    """One forward pass kept alive for its backward."""
+
+    def __init__(self, model, inputs, *, grads: bool, device: str, cast=None):
+        self.model = model
+        dev = torch_device(device)
+        self._diff: Dict[str, torch.Tensor] = {}
+        args = [self._convert(f"input[{i}]", a, grads, dev, cast) for i, a in enumerate(inputs.args)]
+        kwargs = {k: self._convert(k, a, grads, dev, cast) for k, a in inputs.kwargs.items()}
+        with torch.set_grad_enabled(grads):
+            self.raw = model(*args, **kwargs)
+        self.leaves = flatten_outputs(self.raw)
+
+    def _convert(self, name, array, grads, dev, cast):
+        tensor = torch.from_numpy(np.ascontiguousarray(array)).to(dev)
+        if tensor.is_floating_point():
+            if cast is not None:
+                tensor = tensor.to(cast)
+            if grads:
+                tensor.requires_grad_(True)
+                self._diff[name] = tensor
+        return tensor
+
+    def outputs(self):
+        return [(path, _numpy(leaf, path)) for path, leaf in self.leaves]
+
+    def backward(self, cotangents: Dict[str, np.ndarray], params: List[str]) -> Grads:
+        outs, cots = [], []
+        for path, leaf in self.leaves:
+            if path in cotangents and isinstance(leaf, torch.Tensor) and leaf.requires_grad:
+                outs.append(leaf)
+                cots.append(torch.from_numpy(cotangents[path]).to(leaf.device, leaf.dtype))
+        targets = list(self._diff.values()) + [_tensor(self.model, name) for name in params]
+        if not outs or not targets:
+            grads = [None] * len(targets)
+        else:
+            grads = torch.autograd.grad(outs, targets, cots, allow_unused=True)
+        arrays = [None if g is None else g.detach().cpu().numpy() for g in grads]
+        n = len(self._diff)
+        zero = lambda t: np.zeros(tuple(t.shape), str(t.dtype).replace("torch.", ""))  # noqa: E731
+        inputs = {k: a if a is not None else zero(t) for (k, t), a in zip(self._diff.items(), arrays[:n])}
+        named = {p: a if a is not None else zero(_tensor(self.model, p)) for p, a in zip(params, arrays[n:])}
+        return Grads(inputs, named)
+
+
+def _numpy(leaf, path: str) -> np.ndarray:
+    if isinstance(leaf, torch.Tensor):
+        return leaf.detach().cpu().numpy()
+    if isinstance(leaf, (int, float, bool)):
+        return np.asarray(leaf)
+    raise ParityUsageError(f"PyTorch {path} is a {type(leaf).__qualname__}, not a tensor")

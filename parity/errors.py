@@ -1,0 +1,41 @@
+"""The three kinds of failure, kept apart.
+
+* :class:`ParityUsageError`: the case or call is wrong (bad argument, unmappable weights, a net
+  that rejects its inputs). Fix the test.
+* :class:`ParityMismatch`: the frameworks disagree. An ``AssertionError``, so pytest shows it
+  as a test failure.
+* :class:`ParityInternalError`: parity itself broke. Please report it.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ParityError", "ParityUsageError", "ParityMismatch", "ParityInternalError"]
+
+
+class ParityError(Exception):
+    """Base of every error raised by parity."""
+
+
+class ParityUsageError(ParityError, ValueError):
+    """The case, the call or the configuration is wrong; the message says what to write instead."""
+
+
+class ParityMismatch(ParityError, AssertionError):
+    """MindSpore and PyTorch computed different numbers (or shapes, dtypes, non-finite values).
+
+    ``result`` holds the full :class:`parity.Result` of the failed check.
+    """
+
+    def __init__(self, message: str, result=None):
+        super().__init__(message)
+        self.result = result
+
+
+class ParityInternalError(ParityError, RuntimeError):
+    """A bug in parity, not in the case: the message says so and what to report."""
+
+    def __init__(self, message: str):
+        super().__init__(
+            f"{message}\nThis is a bug in pytest-parity, not in your case; please report it "
+            "with the full traceback."
+        )

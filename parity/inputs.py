@@ -1,0 +1,195 @@
+"""Seeded input specs that give bit-identical arrays on every run and machine.
+
+Values come from the raw 64-bit stream of PCG64, seeded by ``SeedSequence(seed)`` spawned with
+the input's name, and are turned into numbers by fixed arithmetic of our own (not numpy's
+distribution samplers, whose algorithms may change between releases). So adding an input does
+not change the others, and the same seed gives the same bits everywhere.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Dict, Mapping, Tuple
+
+import numpy as np
+
+from .errors import ParityUsageError
+
+__all__ = ["InputSpec", "randn", "uniform", "randint", "Inputs", "materialize", "seeded_stream"]
+
+_FLOATS = ("float16", "float32", "float64", "bfloat16")
+_INTS = ("int8", "int16", "int32", "int64", "uint8", "bool")
+
+
+def seeded_stream(seed: int, key: str) -> np.random.PCG64:
+    """The bit generator for input ``key`` under ``seed``."""
+    spawn_key = (zlib.crc32(key.encode("utf-8")),)
+    return np.random.PCG64(np.random.SeedSequence(int(seed), spawn_key=spawn_key))
+
+
+def _unit_floats(stream: np.random.PCG64, count: int) -> np.ndarray:
+    """``count`` float64 values in [0, 1) from the top 53 bits of each raw draw."""
+    raw = stream.random_raw(count).astype(np.uint64)
+    return (raw >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+
+
+def _normal(stream: np.random.PCG64, count: int) -> np.ndarray:
+    """Box-Muller on our own uniforms: a fixed recipe, unlike numpy's ziggurat."""
+    half = (count + 1) // 2
+    u1 = 1.0 - _unit_floats(stream, half)  # (0, 1]: log is finite
+    u2 = _unit_floats(stream, half)
+    radius = np.sqrt(-2.0 * np.log(u1))
+    angle = 2.0 * np.pi * u2
+    return np.concatenate([radius * np.cos(angle), radius * np.sin(angle)])[:count]
+
+
+def _check_shape(shape) -> Tuple[int, ...]:
+    if isinstance(shape, int):
+        shape = (shape,)
+    try:
+        shape = tuple(int(d) for d in shape)
+    except TypeError:
+        raise ParityUsageError(f"input shape must be a tuple of ints, got {shape!r}") from None
+    if any(d < 0 for d in shape):
+        raise ParityUsageError(f"input shape must not have negative sizes, got {shape}")
+    return shape
+
+
+class InputSpec:
+    """A recipe for one input array: shape, dtype and distribution."""
+
+    shape: Tuple[int, ...]
+    dtype: str
+
+    def generate(self, stream: np.random.PCG64) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _cast(self, values: np.ndarray) -> np.ndarray:
+        if self.dtype == "bfloat16":
+            raise ParityUsageError("bfloat16 inputs are not supported by numpy; use float32 and cast in the net")
+        return values.reshape(self.shape).astype(self.dtype)
+
+
+@dataclass(frozen=True)
+class _Normal(InputSpec):
+    shape: Tuple[int, ...]
+    dtype: str = "float32"
+    mean: float = 0.0
+    std: float = 1.0
+
+    def generate(self, stream):
+        count = int(np.prod(self.shape, dtype=np.int64))
+        return self._cast(self.mean + self.std * _normal(stream, count))
+
+    def __str__(self):
+        return f"{self.dtype}{list(self.shape)} ~ N({self.mean:g}, {self.std:g})"
+
+
+@dataclass(frozen=True)
+class _Uniform(InputSpec):
+    shape: Tuple[int, ...]
+    low: float = 0.0
+    high: float = 1.0
+    dtype: str = "float32"
+
+    def generate(self, stream):
+        count = int(np.prod(self.shape, dtype=np.int64))
+        return self._cast(self.low + (self.high - self.low) * _unit_floats(stream, count))
+
+    def __str__(self):
+        return f"{self.dtype}{list(self.shape)} ~ U({self.low:g}, {self.high:g})"
+
+
+@dataclass(frozen=True)
+class _RandInt(InputSpec):
+    shape: Tuple[int, ...]
+    low: int = 0
+    high: int = 2
+    dtype: str = "int64"
+
+    def generate(self, stream):
+        count = int(np.prod(self.shape, dtype=np.int64))
+        span = np.uint64(self.high - self.low)
+        raw = stream.random_raw(count).astype(np.uint64) % span
+        return (raw.astype(np.int64) + self.low).reshape(self.shape).astype(self.dtype)
+
+    def __str__(self):
+        return f"{self.dtype}{list(self.shape)} ~ randint[{self.low}, {self.high})"
+
+
+def _check_dtype(dtype: str, allowed) -> str:
+    name = str(np.dtype(dtype)) if dtype != "bfloat16" else dtype
+    if name not in allowed:
+        raise ParityUsageError(f"dtype {dtype!r} is not one of {', '.join(allowed)}")
+    return name
+
+
+def randn(shape, *, dtype: str = "float32", mean: float = 0.0, std: float = 1.0) -> InputSpec:
+    """Normal samples ``N(mean, std**2)`` of ``shape``."""
+    return _Normal(_check_shape(shape), _check_dtype(dtype, _FLOATS), float(mean), float(std))
+
+
+def uniform(shape, low: float = 0.0, high: float = 1.0, *, dtype: str = "float32") -> InputSpec:
+    """Uniform samples in ``[low, high)`` of ``shape``."""
+    if not high > low:
+        raise ParityUsageError(f"uniform needs low < high, got low={low!r}, high={high!r}")
+    return _Uniform(_check_shape(shape), float(low), float(high), _check_dtype(dtype, _FLOATS))
+
+
+def randint(shape, low: int, high: int, *, dtype: str = "int64") -> InputSpec:
+    """Integers in ``[low, high)``, for labels and indices."""
+    if not int(high) > int(low):
+        raise ParityUsageError(f"randint needs low < high, got low={low!r}, high={high!r}")
+    return _RandInt(_check_shape(shape), int(low), int(high), _check_dtype(dtype, _INTS))
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Materialised inputs: positional arrays, keyword arrays, and how each was made."""
+
+    args: Tuple[np.ndarray, ...]
+    kwargs: Dict[str, np.ndarray]
+    descriptions: Dict[str, str]
+
+    def named(self):
+        """(name, array) for every input: ``input[0]``... then keyword names."""
+        for i, array in enumerate(self.args):
+            yield f"input[{i}]", array
+        yield from self.kwargs.items()
+
+    def describe(self, seed: int) -> str:
+        parts = [f"{name}: {text}" for name, text in self.descriptions.items()]
+        return f"seed {seed} -> " + "; ".join(parts)
+
+
+def _one(value, key: str, seed: int):
+    if isinstance(value, InputSpec):
+        return value.generate(seeded_stream(seed, key)), str(value)
+    if isinstance(value, np.ndarray):
+        return value, f"{value.dtype}{list(value.shape)} (given array)"
+    if isinstance(value, (np.generic, int, float, bool)):
+        array = np.asarray(value)
+        return array, f"{array.dtype} scalar (given)"
+    raise ParityUsageError(
+        f"input {key!r} must be a numpy array or a parity input spec (parity.randn, "
+        f"parity.uniform, parity.randint), got {type(value).__module__}.{type(value).__qualname__}"
+    )
+
+
+def materialize(inputs, seed: int) -> Inputs:
+    """Turn one input, a tuple/list of inputs, or a dict of keyword inputs into arrays."""
+    if isinstance(inputs, Mapping):
+        kwargs, descriptions = {}, {}
+        for key, value in inputs.items():
+            if not isinstance(key, str) or not key.isidentifier():
+                raise ParityUsageError(f"keyword input names must be identifiers, got {key!r}")
+            kwargs[key], descriptions[key] = _one(value, key, seed)
+        return Inputs((), kwargs, descriptions)
+    items = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    args, descriptions = [], {}
+    for i, value in enumerate(items):
+        key = f"input[{i}]"
+        array, descriptions[key] = _one(value, key, seed)
+        args.append(array)
+    return Inputs(tuple(args), {}, descriptions)

@@ -1,0 +1,137 @@
+"""Text only: failure messages, layer tables and summary lines. Numbers come from ``compare``."""
+
+from __future__ import annotations
+
+from typing import List, Optional, Sequence
+
+__all__ = ["failure_message", "structure_message", "reproduce_line", "summary_line", "fmt"]
+
+_HEADLINE = "MindSpore and PyTorch outputs are not close!"
+_SIDE_NAMES = {"output": "forward output", "input grad": "gradient of input", "param grad": "gradient of parameter",
+               "buffer": "running statistic"}
+
+
+def fmt(value: float) -> str:
+    """A number as a person reads it: few digits, no trailing noise."""
+    if value != value:
+        return "nan"
+    if value in (float("inf"), float("-inf")):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:.2g}" if value and (abs(value) < 1e-3 or abs(value) >= 1e4) else f"{value:.3g}"
+
+
+def _index(index) -> str:
+    return str(tuple(index)) if len(index) != 1 else f"({index[0]},)"
+
+
+def _where(c) -> str:
+    name = f"{_SIDE_NAMES[c.kind]} '{c.name}'"
+    if c.ms_name != c.torch_name:
+        name += f" (MindSpore '{c.ms_name}')"
+    return f"{name}, {c.mode} mode" if c.mode != "pynative" else name
+
+
+def _headline(c) -> str:
+    if c.problem == "shape":
+        return (f"{_SIDE_NAMES[c.kind].capitalize()} shapes differ: MindSpore {tuple(c.ms_shape)} vs "
+                f"PyTorch {tuple(c.torch_shape)}")
+    if c.problem == "dtype":
+        return f"{_SIDE_NAMES[c.kind].capitalize()} dtypes differ: MindSpore {c.ms_dtype} vs PyTorch {c.torch_dtype}"
+    if c.nonfinite is not None and not c.nonfinite.agree:
+        return "Non-finite values differ between MindSpore and PyTorch!"
+    return _HEADLINE
+
+
+def _metrics(c) -> List[str]:
+    if c.problem is not None:
+        return []
+    t = c.tolerance
+    lines = [
+        f"Mismatched elements: {c.mismatched} / {c.total} ({100.0 * c.mismatched / max(c.total, 1):.1f}%)",
+        f"Greatest absolute difference: {fmt(c.max_abs)} at index {_index(c.max_abs_index)} "
+        f"(up to {fmt(t.atol)} allowed)",
+        f"Greatest relative difference: {fmt(c.max_rel)} at index {_index(c.max_rel_index)} "
+        f"(up to {fmt(t.rtol)} allowed)",
+        f"Cosine similarity: {c.cosine:.6f}",
+    ]
+    nf = c.nonfinite
+    if nf is not None:
+        verdict = "both sides agree on them" if nf.agree else f"{nf.disagreeing} positions disagree"
+        shown = ", ".join(_index(p) for p in nf.positions)
+        lines.append(f"Non-finite: MindSpore {nf.ms_count}, PyTorch {nf.torch_count} NaN/Inf; {verdict}; at {shown}")
+    if c.noise is not None:
+        n = c.noise
+        lines.append(f"Float64 reference: MindSpore relative error {fmt(n.ms_error)} vs PyTorch float32's "
+                     f"{fmt(n.torch_error)} (up to {n.factor:g}x = {fmt(n.allowed)} allowed)")
+    return lines
+
+
+def _kind_table(result) -> List[str]:
+    """One line per kind of compared tensor: how many failed and the worst margin."""
+    lines = []
+    for kind in ("output", "input grad", "param grad", "buffer"):
+        group = [c for c in result.comparisons if c.kind == kind]
+        if not group:
+            continue
+        failed = [c for c in group if not c.passed]
+        worst = max(group, key=lambda c: c.margin)
+        status = "FAIL" if failed else "ok"
+        lines.append(f"  {status:<5} {kind + 's':<12} {len(group) - len(failed)}/{len(group)} within tolerance; "
+                     f"worst '{worst.name}' at {fmt(worst.margin)}x allowed")
+    return lines
+
+
+def failure_message(result, *, likely_causes: Sequence[str] = ()) -> str:
+    """The full failure text, first divergence in execution order first."""
+    failures = result.failures
+    first = failures[0]
+    lines = [_headline(first), ""]
+    if result.case:
+        location = f"  ({result.location})" if result.location else ""
+        lines.append(f"Case:       {result.case}{location}")
+    lines.append(f"Pair:       mindspore {result.ms_type} <-> torch {result.torch_type}"
+                 f" ({'train' if result.train else 'eval'} mode)")
+    lines.append(f"Divergence: first at {_where(first)}")
+    lines.append("")
+    lines += _metrics(first)
+    if first.problem is None:
+        lines.append(f"Tolerance: {first.tolerance_source} ({first.tolerance})")
+    lines += ["", f"Compared tensors ({len(failures)} of {len(result.comparisons)} failed):"] + _kind_table(result)
+    others = [c for c in failures[1:6]]
+    if others:
+        lines.append("Also failing: " + ", ".join(f"{c.kind} '{c.name}' ({fmt(c.margin)}x)" for c in others)
+                     + (f" and {len(failures) - 6} more" if len(failures) > 6 else ""))
+    lines.append("")
+    for cause in likely_causes:
+        lines.append(f"Likely cause: {cause}")
+    lines.append(f"Weights: {result.weights}")
+    lines.append(f"Inputs: {result.inputs}")
+    for note in result.notes:
+        lines.append(f"Note: {note}")
+    lines += ["", f"Reproduce: {result.reproduce}"]
+    return "\n".join(lines)
+
+
+def structure_message(ms_paths: List[str], torch_paths: List[str]) -> str:
+    only_ms = [p for p in ms_paths if p not in torch_paths]
+    only_torch = [p for p in torch_paths if p not in ms_paths]
+    return (f"Output structures differ: MindSpore returns {len(ms_paths)} tensors {ms_paths}, "
+            f"PyTorch returns {len(torch_paths)} {torch_paths}"
+            + (f"\nIn MindSpore only: {only_ms}" if only_ms else "")
+            + (f"\nIn PyTorch only: {only_torch}" if only_torch else ""))
+
+
+def reproduce_line(prefix: str, seed: int) -> str:
+    if prefix:
+        return f"{prefix} --parity-seed={seed}"
+    return f"parity.check(..., seed={seed})"
+
+
+def summary_line(name: str, result: Optional[object], error: str = "") -> str:
+    """One line of the run summary: status, case, worst margin."""
+    if result is None:
+        return f"ERROR {name}: {error}"
+    worst = result.worst
+    status = "ok  " if result.passed else "FAIL"
+    where = f" ({worst.kind} '{worst.name}')" if worst is not None else ""
+    return f"{status} {name}: worst margin {fmt(result.worst_margin)}x allowed{where}"

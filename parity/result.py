@@ -1,0 +1,58 @@
+"""The record of one check: every compared tensor, the weight transfer and the inputs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+from .compare import Comparison
+from .weights import WeightReport
+
+__all__ = ["Result"]
+
+
+@dataclass
+class Result:
+    """Everything a check compared, in execution order (forward, then backward order)."""
+
+    ms_type: str
+    torch_type: str
+    comparisons: List[Comparison]
+    weights: WeightReport
+    inputs: str
+    seed: int
+    modes: Tuple[str, ...]
+    train: bool
+    reference: Optional[str] = None
+    reproduce: str = ""
+    case: str = ""
+    location: str = ""
+    notes: List[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.comparisons)
+
+    @property
+    def failures(self) -> List[Comparison]:
+        return [c for c in self.comparisons if not c.passed]
+
+    @property
+    def worst(self) -> Optional[Comparison]:
+        """The comparison with the greatest margin (difference / allowed)."""
+        return max(self.comparisons, key=lambda c: c.margin, default=None)
+
+    @property
+    def worst_margin(self) -> float:
+        worst = self.worst
+        return worst.margin if worst is not None else 0.0
+
+    def __getitem__(self, name: str) -> Comparison:
+        """The comparison named ``name`` (e.g. ``"output"``, ``"input[0]"``, ``"conv.weight"``)."""
+        for comparison in self.comparisons:
+            if name in (comparison.name, comparison.ms_name, comparison.torch_name):
+                return comparison
+        raise KeyError(f"no compared tensor named {name!r}; known: {[c.name for c in self.comparisons]}")
+
+    def __len__(self) -> int:
+        return len(self.comparisons)

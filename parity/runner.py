@@ -1,0 +1,287 @@
+"""The one engine behind the fixture, the catalogue items and the CLI: ``run_check``."""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, replace
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from . import report
+from .backends import framework_of, is_float
+from .compare import Comparison, NoiseFloor, compare_arrays, relative_error, structural_problem
+from .errors import ParityMismatch, ParityUsageError
+from .inputs import _normal, materialize, seeded_stream
+from .result import Result
+from .tolerance import ToleranceSpec, resolve
+from .weights import copy_weights, fill_weights, map_weights, WeightReport
+
+__all__ = ["Settings", "Constant", "run_check", "DEFAULT_SEED", "MODES", "DEVICES"]
+
+DEFAULT_SEED = 1234
+MODES = ("pynative", "graph", "both")
+DEVICES = ("CPU", "GPU", "Ascend")
+WEIGHTS = ("copy", "copy_to_torch", "as_is")
+REFERENCES = (None, "float64")
+NOISE_FACTOR = 4.0
+
+
+@dataclass(frozen=True)
+class Constant:
+    """``weights=parity.constant(0.1)``: every floating weight and buffer on both sides set to value."""
+
+    value: float
+
+    def __str__(self):
+        return f"constant({self.value:g})"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How a run behaves (decided by the command line or the caller), and where it comes from."""
+
+    seed: Optional[int] = None
+    mode: Optional[str] = None
+    device: str = "CPU"
+    tolerances: Tuple[ToleranceSpec, ...] = ()  # most specific first, after the call's own
+    case: str = ""
+    location: str = ""
+    reproduce: str = ""  # command prefix; the seed is appended
+
+
+def _check_choice(label: str, value, choices, where: str):
+    if value not in choices:
+        shown = ", ".join(repr(c) for c in choices)
+        raise ParityUsageError(f"{where}: unknown {label} {value!r}; expected one of {shown}")
+
+
+def _check_pair(ms_cell, torch_module) -> None:
+    ms_kind, torch_kind = framework_of(ms_cell), framework_of(torch_module)
+    if ms_kind == "torch" and torch_kind == "mindspore":
+        raise ParityUsageError("the arguments are swapped: check(ms_cell, torch_module, ...) takes the "
+                               "MindSpore Cell first and the PyTorch Module second")
+    for given, want, label in ((ms_kind, "mindspore", "ms_cell"), (torch_kind, "torch", "torch_module")):
+        if given != want:
+            obj = ms_cell if label == "ms_cell" else torch_module
+            expected = "a mindspore.nn.Cell" if want == "mindspore" else "a torch.nn.Module"
+            raise ParityUsageError(f"{label} must be {expected}, got {type(obj).__module__}."
+                                   f"{type(obj).__qualname__}")
+
+
+def _framework_error(label: str, exc: BaseException, what: str) -> ParityUsageError:
+    lines = traceback.format_exception_only(type(exc), exc)
+    text = "".join(lines).strip().splitlines()
+    shown = "\n    ".join(text[:12] + (["..."] if len(text) > 12 else []))
+    return ParityUsageError(f"The {label} side raised during {what}:\n    {shown}\n"
+                            "Check that the net accepts these inputs (shapes, dtypes, argument names).")
+
+
+def run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, train=False, ms_mode=None,
+              tolerance=None, name_map=None, seed=None, reference=None, check_dtype=True,
+              settings: Settings = Settings()) -> Result:
+    """See :func:`parity.check`."""
+    _check_pair(ms_cell, torch_module)
+    mode = ms_mode or settings.mode or "pynative"
+    _check_choice("ms_mode", mode, MODES, "check()")
+    _check_choice("reference", reference, REFERENCES, "check()")
+    _check_choice("device", settings.device, DEVICES, "settings")
+    if not isinstance(weights, Constant):
+        _check_choice("weights", weights, WEIGHTS + ("parity.constant(value)",), "check()")
+    seed = int(seed if seed is not None else settings.seed if settings.seed is not None else DEFAULT_SEED)
+    chain = (ToleranceSpec.parse(tolerance),) + settings.tolerances
+
+    from .backends import mindspore as msb, torch as tb
+
+    msb.prepare(seed=seed, device=settings.device)
+    tb.prepare(seed=seed, device=settings.device)
+    wmap = map_weights(msb.slots(ms_cell), tb.slots(torch_module), name_map)
+    wreport = _set_weights(weights, wmap, ms_cell, torch_module)
+    msb.set_train(ms_cell, train)
+    tb.set_train(torch_module, train)
+    data = materialize(inputs, seed)
+
+    reference_module = tb.float64_copy(torch_module) if reference == "float64" else None
+    ms_start = {p.ms: msb.read(ms_cell, p.ms) for p in wmap.pairs if not p.trainable} if mode == "both" else {}
+    torch_side = _run_side(lambda: tb.Pass(torch_module, data, grads=grads, device=settings.device), "PyTorch")
+    torch_buffers = _buffers(tb, torch_module, wmap, "torch") if train else {}
+    trainable = wmap.trainable_pairs()
+    cotangents = _cotangents(torch_side, seed)
+    torch_grads = None
+    modes = ("pynative", "graph") if mode == "both" else (mode,)
+    pairs: List[_ArrayPair] = []
+    for run_mode in modes:
+        for name, value in ms_start.items():
+            msb.write(ms_cell, name, value)
+        ms_side = _run_side(lambda: msb.Pass(ms_cell, data, grads=grads, mode=run_mode), "MindSpore")
+        _check_structure(ms_side, torch_side)
+        outputs = _output_pairs(ms_side, torch_side, run_mode)
+        pairs += outputs
+        if grads and all(p.ms.shape == p.torch.shape for p in outputs):
+            if torch_grads is None:
+                torch_grads = _backward(torch_side, cotangents, [p.torch for p in trainable], "PyTorch")
+            ms_grads = _backward(ms_side, cotangents, [p.ms for p in trainable], "MindSpore")
+            pairs += _grad_pairs(ms_grads, torch_grads, trainable, run_mode)
+        if train:
+            pairs += _buffer_pairs(_buffers(msb, ms_cell, wmap, "ms"), torch_buffers, wmap, run_mode)
+    references = {}
+    if reference_module is not None:
+        references = _float64_reference(reference_module, data, grads, settings, cotangents, wmap, train)
+    comparisons = [_compare(p, chain, check_dtype, references.get(p.key)) for p in pairs]
+
+    result = Result(
+        ms_type=type(ms_cell).__name__, torch_type=type(torch_module).__name__, comparisons=comparisons,
+        weights=wreport, inputs=data.describe(seed), seed=seed, modes=modes, train=train,
+        reference=reference, case=settings.case, location=settings.location,
+        reproduce=report.reproduce_line(settings.reproduce, seed))
+    if not result.passed:
+        raise ParityMismatch(report.failure_message(result), result)
+    return result
+
+
+def _set_weights(weights, wmap, ms_cell, torch_module) -> WeightReport:
+    from .backends import mindspore as msb, torch as tb
+
+    if isinstance(weights, Constant):
+        return fill_weights(wmap, ms_cell, torch_module, weights.value)
+    if weights == "copy":
+        return copy_weights(wmap, torch_module, ms_cell, to_torch=False)
+    if weights == "copy_to_torch":
+        return copy_weights(wmap, ms_cell, torch_module, to_torch=True)
+    return WeightReport(wmap, "as is")
+
+
+def _run_side(make, label: str):
+    try:
+        side = make()
+        side.values = side.outputs()  # MindSpore may raise here: PYNATIVE runs asynchronously
+    except ParityUsageError:
+        raise
+    except Exception as exc:  # the framework rejected the net or the inputs
+        raise _framework_error(label, exc, "the forward pass") from None
+    return side
+
+
+def _backward(side, cotangents, params, label: str):
+    try:
+        return side.backward(cotangents, params)
+    except ParityUsageError:
+        raise
+    except Exception as exc:
+        raise _framework_error(label, exc, "the backward pass") from None
+
+
+def _cotangents(torch_side, seed: int) -> Dict[str, np.ndarray]:
+    """A seeded N(0, 1) cotangent for every floating output: the VJP direction, never ``.sum()``."""
+    cots = {}
+    for path, value in torch_side.values:
+        if is_float(value):
+            count = int(value.size)
+            cots[path] = _normal(seeded_stream(seed, f"cotangent:{path}"), count).reshape(value.shape).astype(value.dtype)
+    return cots
+
+
+@dataclass(frozen=True)
+class _ArrayPair:
+    """Two arrays to compare and what to call them."""
+
+    kind: str
+    name: str
+    ms_name: str
+    torch_name: str
+    mode: str
+    ms: np.ndarray
+    torch: np.ndarray
+    layer: str = ""
+
+    @property
+    def key(self) -> Tuple[str, str]:
+        return self.kind, self.torch_name
+
+
+def _compare(pair: _ArrayPair, chain, check_dtype: bool, reference: Optional[np.ndarray]) -> Comparison:
+    dtype = str(pair.torch.dtype)
+    tol, source = resolve(chain, (pair.name, pair.ms_name, pair.torch_name), dtype)
+    item = Comparison(pair.kind, pair.name, pair.ms_name, pair.torch_name, pair.mode, tuple(pair.ms.shape),
+                      tuple(pair.torch.shape), str(pair.ms.dtype), dtype, tol, source, layer=pair.layer)
+    item.problem = structural_problem(pair.ms, pair.torch, check_dtype=check_dtype and pair.kind != "buffer")
+    if item.problem is not None:
+        item.margin = float("inf")
+        return item
+    for key, value in compare_arrays(pair.ms, pair.torch, tol).items():
+        setattr(item, key, value)
+    if reference is not None and is_float(pair.torch):
+        item.noise = NoiseFloor(relative_error(pair.ms, reference), relative_error(pair.torch, reference),
+                                NOISE_FACTOR)
+    return item
+
+
+def _check_structure(ms_side, torch_side) -> None:
+    ms_paths, torch_paths = [p for p, _ in ms_side.values], [p for p, _ in torch_side.values]
+    if ms_paths != torch_paths:
+        raise ParityMismatch(report.structure_message(ms_paths, torch_paths))
+
+
+def _output_pairs(ms_side, torch_side, mode) -> List[_ArrayPair]:
+    return [_ArrayPair("output", path, path, path, mode, ms_value, torch_value)
+            for (path, ms_value), (_, torch_value) in zip(ms_side.values, torch_side.values)]
+
+
+def _grad_pairs(ms_grads, torch_grads, trainable, mode) -> List[_ArrayPair]:
+    found = [_ArrayPair("input grad", name, name, name, mode, ms_grads.inputs[name], value)
+             for name, value in torch_grads.inputs.items()]
+    for pair in reversed(trainable):  # backward order: the last layer's grads are computed first
+        ms_value = ms_grads.params[pair.ms]
+        if pair.reshaped:
+            ms_value = ms_value.reshape(pair.torch_shape)
+        found.append(_ArrayPair("param grad", pair.torch, pair.ms, pair.torch, mode, ms_value,
+                                torch_grads.params[pair.torch], pair.torch.rpartition(".")[0]))
+    return found
+
+
+def _buffers(backend, model, wmap, side: str) -> Dict[str, np.ndarray]:
+    """Non-trainable tensors by PyTorch name, in the PyTorch layout."""
+    found = {}
+    for pair in wmap.pairs:
+        if not pair.trainable:
+            value = backend.read(model, pair.ms if side == "ms" else pair.torch)
+            found[pair.torch] = value.reshape(pair.torch_shape)
+    return found
+
+
+def _buffer_pairs(ms_buffers, torch_buffers, wmap, mode) -> List[_ArrayPair]:
+    return [_ArrayPair("buffer", p.torch, p.ms, p.torch, mode, ms_buffers[p.torch], torch_buffers[p.torch],
+                       p.torch.rpartition(".")[0]) for p in wmap.pairs if not p.trainable]
+
+
+def _float64_reference(module64, data, grads, settings, cotangents, wmap, train):
+    """The same forward and VJP in float64 on the PyTorch side, keyed like ``_ArrayPair.key``."""
+    import torch
+
+    from .backends import torch as tb
+
+    side = _run_side(lambda: tb.Pass(module64, data, grads=grads, device=settings.device, cast=torch.float64),
+                     "PyTorch float64")
+    found = {("output", path): value for path, value in side.values}
+    if grads:
+        trainable = [p.torch for p in wmap.trainable_pairs()]
+        result = _backward(side, cotangents, trainable, "PyTorch float64")
+        found.update({("input grad", k): v for k, v in result.inputs.items()})
+        found.update({("param grad", k): v for k, v in result.params.items()})
+    if train:
+        found.update({("buffer", k): v for k, v in _buffers(tb, module64, wmap, "torch").items()})
+    return found
+
+
+def transfer(src, dst, *, name_map=None) -> WeightReport:
+    """See :func:`parity.transfer_weights`."""
+    src_kind, dst_kind = framework_of(src), framework_of(dst)
+    if {src_kind, dst_kind} != {"mindspore", "torch"}:
+        raise ParityUsageError(
+            "transfer_weights(src, dst) needs one mindspore.nn.Cell and one torch.nn.Module, got "
+            f"{type(src).__qualname__} ({src_kind or 'neither'}) and {type(dst).__qualname__} ({dst_kind or 'neither'})")
+    from .backends import mindspore as msb, torch as tb
+
+    ms_model, torch_model = (src, dst) if src_kind == "mindspore" else (dst, src)
+    wmap = map_weights(msb.slots(ms_model), tb.slots(torch_model), name_map)
+    return copy_weights(wmap, src, dst, to_torch=src_kind == "mindspore")

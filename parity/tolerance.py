@@ -1,0 +1,127 @@
+"""Tolerances as a type: ``Tolerance(rtol, atol)``, dtype defaults, per-layer overrides.
+
+An element passes when ``|mindspore - torch| <= atol + rtol * |torch|``, the rule of
+``torch.testing.assert_close``. Every resolved tolerance carries the name of its source, so
+a failure can say where the numbers came from.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Optional, Tuple, Union
+
+from .errors import ParityUsageError
+
+__all__ = ["Tolerance", "ToleranceSpec", "DTYPE_DEFAULTS", "resolve", "dtype_default"]
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Relative and absolute tolerance, given together or not at all."""
+
+    rtol: float
+    atol: float
+
+    def __post_init__(self):
+        for label in ("rtol", "atol"):
+            value = getattr(self, label)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ParityUsageError(f"Tolerance {label} must be a number, got {value!r}")
+            if not math.isfinite(value) or value < 0:
+                raise ParityUsageError(f"Tolerance {label} must be finite and >= 0, got {value!r}")
+
+    def __str__(self) -> str:
+        return f"rtol={self.rtol:g}, atol={self.atol:g}"
+
+
+# The defaults of torch.testing.assert_close, by dtype name.
+DTYPE_DEFAULTS: Mapping[str, Tolerance] = {
+    "float16": Tolerance(1e-3, 1e-5),
+    "bfloat16": Tolerance(1.6e-2, 1e-5),
+    "float32": Tolerance(1.3e-6, 1e-5),
+    "float64": Tolerance(1e-7, 1e-7),
+    "complex64": Tolerance(1.3e-6, 1e-5),
+    "complex128": Tolerance(1e-7, 1e-7),
+}
+_EXACT = Tolerance(0.0, 0.0)
+
+ToleranceLike = Union[None, Tolerance, Tuple[float, float], Mapping[str, object]]
+
+
+def _coerce(value, where: str) -> Tolerance:
+    if isinstance(value, Tolerance):
+        return value
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        return Tolerance(*value)
+    if isinstance(value, Mapping) and set(value) == {"rtol", "atol"}:
+        return Tolerance(value["rtol"], value["atol"])
+    raise ParityUsageError(
+        f"{where}: expected Tolerance(rtol, atol), an (rtol, atol) pair or "
+        f"{{'rtol': ..., 'atol': ...}}, got {value!r}"
+    )
+
+
+@dataclass(frozen=True)
+class ToleranceSpec:
+    """What a check was told: one tolerance for everything and/or name-glob overrides.
+
+    ``overrides`` maps a glob over tensor names (parameter names such as ``features.3.*``, or
+    ``output*``) to a tolerance; the most specific (longest) matching glob wins.
+    """
+
+    default: Optional[Tolerance] = None
+    overrides: Tuple[Tuple[str, Tolerance], ...] = ()
+    source: str = "check(tolerance=...)"
+    _sorted: Tuple[Tuple[str, Tolerance], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        ordered = tuple(sorted(self.overrides, key=lambda item: -len(item[0])))
+        object.__setattr__(self, "_sorted", ordered)
+
+    @classmethod
+    def parse(cls, value: ToleranceLike, *, source: str = "check(tolerance=...)") -> "ToleranceSpec":
+        """Accept a Tolerance, an (rtol, atol) pair, or a mapping of globs to either."""
+        if value is None:
+            return cls(source=source)
+        if isinstance(value, ToleranceSpec):
+            return value
+        if isinstance(value, Mapping) and set(value) != {"rtol", "atol"}:
+            default = None
+            overrides = []
+            for glob, item in value.items():
+                if not isinstance(glob, str):
+                    raise ParityUsageError(f"{source}: tolerance keys must be name globs, got {glob!r}")
+                tol = _coerce(item, f"{source}[{glob!r}]")
+                if glob == "*":
+                    default = tol
+                else:
+                    overrides.append((glob, tol))
+            return cls(default, tuple(overrides), source)
+        return cls(_coerce(value, source), (), source)
+
+    def lookup(self, names) -> Optional[Tuple[Tolerance, str]]:
+        """This spec's tolerance for a tensor known by ``names``, or None if it says nothing."""
+        for glob, tol in self._sorted:
+            if any(fnmatch.fnmatchcase(name, glob) for name in names if name):
+                return tol, f"{self.source}[{glob!r}]"
+        if self.default is not None:
+            return self.default, self.source
+        return None
+
+
+def resolve(chain, names, dtype: str) -> Tuple[Tolerance, str]:
+    """Walk ``chain`` (most specific spec first); the dtype default when none says anything."""
+    for spec in chain:
+        found = spec.lookup(names)
+        if found is not None:
+            return found
+    return dtype_default(dtype)
+
+
+def dtype_default(dtype: str) -> Tuple[Tolerance, str]:
+    """The assert_close default for ``dtype``; exact comparison for integers and booleans."""
+    if dtype in DTYPE_DEFAULTS:
+        return DTYPE_DEFAULTS[dtype], f"{dtype} default"
+    return _EXACT, f"{dtype}: exact"
