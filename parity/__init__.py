@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from .errors import ParityError, ParityInternalError, ParityMismatch, ParityUsageError
+from .case import ParityCase
 from .inputs import randint, randn, uniform
 from .result import Result
 from .tolerance import Tolerance
 from .weights import WeightReport
 
 __all__ = [
-    "check", "constant", "transfer_weights", "Result", "WeightReport",
+    "check", "constant", "transfer_weights", "Result", "WeightReport", "ParityCase",
     "Tolerance", "randn", "uniform", "randint",
     "ParityError", "ParityMismatch", "ParityUsageError", "ParityInternalError",
 ]

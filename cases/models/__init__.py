@@ -1,0 +1,1 @@
+"""Model pairs used by the catalogue."""

@@ -1,0 +1,150 @@
+"""Catalogue records: a ``ParityCase`` names how to build both sides, the inputs and the
+expectations; the plugin and the CLI turn each into one item per variant (eval/train)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+
+from .errors import ParityUsageError
+
+__all__ = ["ParityCase", "Variant", "load_cases", "build"]
+
+Factory = Union[str, Callable[..., Any]]
+
+
+@dataclass(frozen=True)
+class Variant:
+    case: "ParityCase"
+    train: bool
+
+    @property
+    def id(self) -> str:
+        return f"{self.case.name}[{'train' if self.train else 'eval'}]"
+
+
+@dataclass(frozen=True)
+class ParityCase:
+    """One pair in the catalogue.
+
+    ``mindspore`` and ``torch`` are factories: callables, or dotted paths ``"package.module:Name"``
+    called with ``ms_kwargs`` / ``torch_kwargs``. ``train`` is a bool or a tuple of bools (one
+    item each). ``xfail`` is a reason: the case is expected to mismatch (strictly).
+    """
+
+    name: str
+    mindspore: Factory
+    torch: Factory
+    inputs: Any
+    ms_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    torch_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    weights: Any = "copy"
+    grads: bool = True
+    train: Union[bool, Tuple[bool, ...]] = False
+    tolerance: Any = None
+    name_map: Any = None
+    reference: Optional[str] = None
+    ms_mode: Optional[str] = None
+    xfail: Optional[str] = None
+    line: int = field(default=0, compare=False)
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise ParityUsageError(f"ParityCase name must be an identifier, got {self.name!r}")
+        for label in ("mindspore", "torch"):
+            factory = getattr(self, label)
+            if not (callable(factory) or (isinstance(factory, str) and ":" in factory)):
+                raise ParityUsageError(f"ParityCase {self.name!r}: {label} must be a callable or "
+                                       f"'package.module:Name', got {factory!r}")
+        if not self.line:
+            frame = sys._getframe(2)  # the module that wrote ParityCase(...)
+            object.__setattr__(self, "line", frame.f_lineno)
+
+    def variants(self) -> List[Variant]:
+        trains = self.train if isinstance(self.train, tuple) else (self.train,)
+        return [Variant(self, bool(t)) for t in trains]
+
+    def check_kwargs(self) -> Dict[str, Any]:
+        """The keyword arguments this case gives :func:`parity.check`."""
+        return {"weights": self.weights, "grads": self.grads, "tolerance": self.tolerance,
+                "name_map": self.name_map, "reference": self.reference, "ms_mode": self.ms_mode}
+
+
+def _resolve(factory: Factory, where: str) -> Callable[..., Any]:
+    if callable(factory):
+        return factory
+    module_name, _, attr = factory.partition(":")
+    try:
+        target = importlib.import_module(module_name)
+        for part in attr.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as exc:
+        raise ParityUsageError(f"{where}: cannot import {factory!r}: {exc}") from None
+    return target
+
+
+def build(case: ParityCase) -> Tuple[Any, Any]:
+    """Construct the MindSpore and the PyTorch side of ``case``."""
+    made = []
+    for label, factory, kwargs in (("mindspore", case.mindspore, case.ms_kwargs),
+                                   ("torch", case.torch, case.torch_kwargs)):
+        where = f"case {case.name!r} {label}"
+        try:
+            made.append(_resolve(factory, where)(**dict(kwargs)))
+        except ParityUsageError:
+            raise
+        except Exception as exc:
+            raise ParityUsageError(f"{where}: building failed: {type(exc).__name__}: {exc}") from None
+    return made[0], made[1]
+
+
+def _import_path(path: Path):
+    """Import ``path`` under its package name (walking up ``__init__.py`` files), so that case
+    modules and the model modules they import are each imported once."""
+    path = Path(path).resolve()
+    parts = [path.stem]
+    base = path.parent
+    while (base / "__init__.py").exists():
+        parts.insert(0, base.name)
+        base = base.parent
+    if str(base) not in sys.path:
+        sys.path.insert(0, str(base))
+    return importlib.import_module(".".join(parts))
+
+
+def load_cases(path: Path) -> List[ParityCase]:
+    """Every ParityCase defined at module level in ``path`` (alone or in lists), in line order."""
+    module = _import_path(Path(path))
+    found: Dict[int, ParityCase] = {}
+    for value in vars(module).values():
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        for item in items:
+            if isinstance(item, ParityCase):
+                found[id(item)] = item
+    cases = sorted(found.values(), key=lambda c: c.line)
+    names = [c.name for c in cases]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ParityUsageError(f"{path}: case names must be unique, repeated: {duplicates}")
+    return cases
+
+
+def looks_like_case_file(path: Path) -> bool:
+    """Cheap test, without importing: does the module define catalogue cases?"""
+    try:
+        return "ParityCase(" in Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def iter_case_files(root: Path) -> Iterator[Path]:
+    """Case modules under ``root`` (a file or a folder), in path order."""
+    root = Path(root)
+    paths = [root] if root.is_file() else sorted(root.rglob("*.py"))
+    for path in paths:
+        if path.name != "conftest.py" and looks_like_case_file(path):
+            yield path

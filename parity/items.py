@@ -1,0 +1,123 @@
+"""The pytest nodes behind the plugin: catalogue files and items, and the fixture's checker."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from . import options as opts
+from . import report
+from .errors import ParityError, ParityMismatch, ParityUsageError
+from .runner import Settings, run_check
+from .tolerance import ToleranceSpec
+
+_MARKER_KEYS = {"tolerance", "train", "ms_mode", "reference", "weights", "grads", "name_map", "check_dtype"}
+
+
+def settings_for(config, nodeid: str, location: str, tolerances=()) -> Settings:
+    """The session's settings (seed, mode, device) as the runner takes them."""
+    seed = opts.parse_seed(config.getoption(opts.SEED.dest), opts.SEED.flag)
+    mode = config.getoption(opts.MODE.dest)
+    device = config.getoption(opts.DEVICE.dest)
+    command = ["pytest", nodeid, opts.PARITY]
+    if mode:
+        command.append(f"{opts.MODE.flag}={mode}")
+    if device != "CPU":
+        command.append(f"{opts.DEVICE.flag}={device}")
+    return Settings(seed=seed, mode=mode, device=device, tolerances=tuple(tolerances), case=nodeid,
+                    location=location, reproduce=shlex.join(command))
+
+
+def _short_failure(excinfo):
+    """Parity's own errors print as their message: no traceback from deep inside."""
+    if isinstance(excinfo.value, ParityError):
+        name = type(excinfo.value).__name__
+        return f"{name}: {excinfo.value}"
+    return None
+
+
+class CaseFile(pytest.File):
+    """A catalogue module: one item per ParityCase variant; nothing is imported without --parity."""
+
+    def collect(self):
+        if not self.config.getoption(opts.PARITY):
+            yield SkippedCases.from_parent(self, name="[needs --parity]")
+            return
+        from .case import load_cases
+
+        try:
+            cases = load_cases(self.path)
+        except ParityUsageError as exc:
+            raise self.CollectError(str(exc)) from None
+        for case in cases:
+            for variant in case.variants():
+                item = CaseItem.from_parent(self, name=variant.id, variant=variant)
+                if case.xfail:
+                    item.add_marker(pytest.mark.xfail(reason=case.xfail, raises=ParityMismatch, strict=True))
+                yield item
+
+
+class SkippedCases(pytest.Item):
+    def runtest(self):
+        pytest.skip(SKIP_CASES)
+
+    def reportinfo(self):
+        return self.path, 0, f"{self.path.name} (catalogue)"
+
+
+SKIP_CASES = "parity catalogue: run with `pytest --parity` to build and compare these pairs"
+
+
+class CaseItem(pytest.Item):
+    def __init__(self, *, variant, **kwargs):
+        super().__init__(**kwargs)
+        self.variant = variant
+
+    def runtest(self):
+        from .case import build
+
+        case = self.variant.case
+        location = f"{self.path.relative_to(self.config.rootpath) if self.path.is_relative_to(self.config.rootpath) else self.path}:{case.line}"
+        settings = settings_for(self.config, self.nodeid, location)
+        ms_cell, torch_module = build(case)
+        result = run_check(ms_cell, torch_module, case.inputs, train=self.variant.train, settings=settings,
+                           **case.check_kwargs())
+        self._parity_summary = report.summary_line(self.nodeid, result)
+
+    def repr_failure(self, excinfo):
+        return _short_failure(excinfo) or super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        return self.path, self.variant.case.line - 1, self.name
+
+
+class FixtureChecker:
+    """What the ``parity`` fixture returns: ``check`` bound to the session and the marker."""
+
+    def __init__(self, request):
+        self._request = request
+        marker = request.node.get_closest_marker("parity")
+        self._defaults = dict(marker.kwargs) if marker else {}
+        unknown = set(self._defaults) - _MARKER_KEYS
+        if unknown:
+            raise ParityUsageError(f"@pytest.mark.parity got unknown arguments {sorted(unknown)}; "
+                                   f"known: {sorted(_MARKER_KEYS)}")
+        self.results = []
+
+    def check(self, ms_cell, torch_module, inputs, **kwargs):
+        """:func:`parity.check` with this session's seed, mode and device."""
+        defaults = dict(self._defaults)
+        marker_tolerance = defaults.pop("tolerance", None)
+        chain = (ToleranceSpec.parse(marker_tolerance, source="@pytest.mark.parity(tolerance=...)"),)
+        node = self._request.node
+        location = f"{node.location[0]}:{node.location[1] + 1}"
+        settings = settings_for(node.config, node.nodeid, location, chain)
+        try:
+            result = run_check(ms_cell, torch_module, inputs, settings=settings, **{**defaults, **kwargs})
+        except ParityMismatch as exc:
+            node._parity_summary = report.summary_line(node.nodeid, exc.result)
+            raise
+        self.results.append(result)
+        node._parity_summary = report.summary_line(node.nodeid, result)
+        return result
