@@ -1,0 +1,1 @@
+"""Root conftest: kept tiny. The plugin is loaded through its entry point."""
