@@ -93,7 +93,19 @@ class CaseItem(pytest.Item):
 
 
 class FixtureChecker:
-    """What the ``parity`` fixture returns: ``check`` bound to the session and the marker."""
+    """What the ``parity`` fixture returns: ``check`` bound to the session and the marker, and
+    the input specs, so that a test needs no second import of the package."""
+
+    from .inputs import randint, randn, uniform
+    from .tolerance import Tolerance
+
+    randn, uniform, randint = staticmethod(randn), staticmethod(uniform), staticmethod(randint)
+
+    @staticmethod
+    def constant(value: float):
+        from .runner import Constant
+
+        return Constant(float(value))
 
     def __init__(self, request):
         self._request = request
