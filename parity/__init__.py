@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .errors import ParityError, ParityInternalError, ParityMismatch, ParityUsageError
-from .case import ParityCase
+from .errors import ParityError, ParityInternalError, ParityMismatch, ParityUnsupported, ParityUsageError
+from .case import TRANSLATE, ParityCase
 from .inputs import randint, randn, uniform
 from .result import Result
 from .tolerance import Tolerance
@@ -12,7 +12,8 @@ from .weights import WeightReport
 __all__ = [
     "check", "constant", "transfer_weights", "Result", "WeightReport", "ParityCase",
     "Tolerance", "randn", "uniform", "randint",
-    "ParityError", "ParityMismatch", "ParityUsageError", "ParityInternalError",
+    "ParityError", "ParityMismatch", "ParityUsageError", "ParityUnsupported", "ParityInternalError",
+    "translate", "TRANSLATE",
 ]
 __version__ = "0.1.0"
 
@@ -43,6 +44,14 @@ def check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, train=Fa
     return run_check(ms_cell, torch_module, inputs, weights=weights, grads=grads, train=train, ms_mode=ms_mode,
                      tolerance=tolerance, name_map=name_map, seed=seed, reference=reference,
                      check_dtype=check_dtype)
+
+
+def translate(torch_module, *, device: str = "CPU"):
+    """Build the MindSpore counterpart of ``torch_module`` with equivalent arguments and the same
+    weights. Raises :class:`ParityUnsupported` naming the first child that cannot be translated."""
+    from .translate import translate as _translate
+
+    return _translate(torch_module, device=device)
 
 
 def transfer_weights(src, dst, *, name_map=None):

@@ -12,9 +12,10 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from .errors import ParityUsageError
 
-__all__ = ["ParityCase", "Variant", "load_cases", "build"]
+__all__ = ["ParityCase", "Variant", "TRANSLATE", "load_cases", "build"]
 
 Factory = Union[str, Callable[..., Any]]
+TRANSLATE = "translate"  # ParityCase(mindspore=TRANSLATE): the MindSpore side is parity.translate(torch side)
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,8 @@ class ParityCase:
     """One pair in the catalogue.
 
     ``mindspore`` and ``torch`` are factories: callables, or dotted paths ``"package.module:Name"``
-    called with ``ms_kwargs`` / ``torch_kwargs``. ``train`` is a bool or a tuple of bools (one
+    called with ``ms_kwargs`` / ``torch_kwargs``. ``mindspore=TRANSLATE`` builds the MindSpore side
+    with :func:`parity.translate` from the PyTorch side. ``train`` is a bool or a tuple of bools (one
     item each). ``xfail`` is a reason: the case is expected to mismatch (strictly).
     """
 
@@ -57,6 +59,8 @@ class ParityCase:
             raise ParityUsageError(f"ParityCase name must be an identifier, got {self.name!r}")
         for label in ("mindspore", "torch"):
             factory = getattr(self, label)
+            if label == "mindspore" and factory == TRANSLATE:
+                continue
             if not (callable(factory) or (isinstance(factory, str) and ":" in factory)):
                 raise ParityUsageError(f"ParityCase {self.name!r}: {label} must be a callable or "
                                        f"'package.module:Name', got {factory!r}")
@@ -87,19 +91,24 @@ def _resolve(factory: Factory, where: str) -> Callable[..., Any]:
     return target
 
 
-def build(case: ParityCase) -> Tuple[Any, Any]:
+def build(case: ParityCase, *, device: str = "CPU") -> Tuple[Any, Any]:
     """Construct the MindSpore and the PyTorch side of ``case``."""
     made = []
-    for label, factory, kwargs in (("mindspore", case.mindspore, case.ms_kwargs),
-                                   ("torch", case.torch, case.torch_kwargs)):
+    for label, factory, kwargs in (("torch", case.torch, case.torch_kwargs),
+                                   ("mindspore", case.mindspore, case.ms_kwargs)):
+        if factory == TRANSLATE:
+            from .translate import translate
+
+            made.append(translate(made[0], device=device))
+            continue
         where = f"case {case.name!r} {label}"
         try:
             made.append(_resolve(factory, where)(**dict(kwargs)))
         except ParityUsageError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # the user's factory failed: say which, without a deep traceback
             raise ParityUsageError(f"{where}: building failed: {type(exc).__name__}: {exc}") from None
-    return made[0], made[1]
+    return made[1], made[0]
 
 
 def _import_path(path: Path):

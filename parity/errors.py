@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ParityError", "ParityUsageError", "ParityMismatch", "ParityInternalError"]
+__all__ = ["ParityError", "ParityUsageError", "ParityUnsupported", "ParityMismatch", "ParityInternalError"]
 
 
 class ParityError(Exception):
@@ -18,6 +18,11 @@ class ParityError(Exception):
 
 class ParityUsageError(ParityError, ValueError):
     """The case, the call or the configuration is wrong; the message says what to write instead."""
+
+
+class ParityUnsupported(ParityUsageError):
+    """MindSpore has no counterpart for this feature (on this device or version): the registry
+    entry says why. Catalogue cases expect it with ``xfail=...``."""
 
 
 class ParityMismatch(ParityError, AssertionError):

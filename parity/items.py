@@ -8,7 +8,7 @@ import pytest
 
 from . import options as opts
 from . import report
-from .errors import ParityError, ParityMismatch, ParityUsageError
+from .errors import ParityError, ParityMismatch, ParityUnsupported, ParityUsageError
 from .runner import Settings, run_check
 from .tolerance import ToleranceSpec
 
@@ -54,7 +54,8 @@ class CaseFile(pytest.File):
             for variant in case.variants():
                 item = CaseItem.from_parent(self, name=variant.id, variant=variant)
                 if case.xfail:
-                    item.add_marker(pytest.mark.xfail(reason=case.xfail, raises=ParityMismatch, strict=True))
+                    item.add_marker(pytest.mark.xfail(reason=case.xfail, raises=(ParityMismatch, ParityUnsupported),
+                                                      strict=True))
                 yield item
 
 
@@ -80,9 +81,13 @@ class CaseItem(pytest.Item):
         case = self.variant.case
         location = f"{self.path.relative_to(self.config.rootpath) if self.path.is_relative_to(self.config.rootpath) else self.path}:{case.line}"
         settings = settings_for(self.config, self.nodeid, location)
-        ms_cell, torch_module = build(case)
-        result = run_check(ms_cell, torch_module, case.inputs, train=self.variant.train, settings=settings,
-                           **case.check_kwargs())
+        ms_cell, torch_module = build(case, device=settings.device)
+        try:
+            result = run_check(ms_cell, torch_module, case.inputs, train=self.variant.train, settings=settings,
+                               **case.check_kwargs())
+        except ParityMismatch as exc:
+            self._parity_summary = report.summary_line(self.nodeid, exc.result)
+            raise
         self._parity_summary = report.summary_line(self.nodeid, result)
 
     def repr_failure(self, excinfo):
