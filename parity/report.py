@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 __all__ = ["failure_message", "structure_message", "reproduce_line", "summary_line", "fmt"]
 
@@ -81,17 +81,62 @@ def _kind_table(result) -> List[str]:
     return lines
 
 
-def failure_message(result, *, likely_causes: Sequence[str] = ()) -> str:
+_CONTEXT = 3  # agreeing layers shown before the first divergence
+
+
+def _layer_line(v, marker: str = "") -> str:
+    types = v.ms_type if v.ms_type == v.torch_type or not v.torch_type else f"{v.ms_type}/{v.torch_type}"
+    return f"  {v.status:<10} {v.label:<28} {types:<22} max abs diff {fmt(v.max_abs)}{marker}"
+
+
+def layer_lines(verdicts, direction: str, *, verbose: int = 0) -> List[str]:
+    """The compact table around the first divergence (every layer with ``-vv``)."""
+    from .localize import first_divergence
+
+    first, _ = first_divergence(verdicts)
+    if first is None:
+        return []
+    order = "in execution order" if direction == "forward" else "in backward order"
+    lines = [f"Layers, {direction}, {order}:"]
+    at = verdicts.index(first)
+    shown = verdicts if verbose >= 2 else verdicts[max(0, at - _CONTEXT): at + 1]
+    for v in shown:
+        lines.append(_layer_line(v, "   <- first divergence" if v is first else ""))
+    if verbose < 2:
+        later = [v for v in verdicts[at + 1:] if v.status != "ok"]
+        if later:
+            lines.append(f"  {'FAIL':<10} {len(later)} later layers (downstream or containing it; shown with -vv)")
+    return lines
+
+
+def _divergence(result, first) -> Tuple[str, List[str]]:
+    """The Divergence line and the layer table, from the layer capture when there is one."""
+    layers = getattr(result, "layers", None)
+    if layers is not None:
+        for direction in ("forward", "backward"):
+            verdict, where = layers.first(direction)
+            if verdict is not None:
+                kind = "forward output of" if direction == "forward" else "backward (gradient flowing out of)"
+                text = f"first at {kind} {where}"
+                return text, layer_lines(getattr(layers, direction), direction, verbose=result.verbose)
+    return f"first at {_where(first)}", []
+
+
+def failure_message(result, *, likely_causes: Sequence[str] = (), verbose: int = 0) -> str:
     """The full failure text, first divergence in execution order first."""
     failures = result.failures
     first = failures[0]
+    result.verbose = verbose
+    divergence, table = _divergence(result, first)
     lines = [_headline(first), ""]
     if result.case:
         location = f"  ({result.location})" if result.location else ""
         lines.append(f"Case:       {result.case}{location}")
     lines.append(f"Pair:       mindspore {result.ms_type} <-> torch {result.torch_type}"
                  f" ({'train' if result.train else 'eval'} mode)")
-    lines.append(f"Divergence: first at {_where(first)}")
+    lines.append(f"Divergence: {divergence}")
+    if table or first.kind != "output":
+        lines.append(f"Compared:   {_where(first)}")
     lines.append("")
     lines += _metrics(first)
     if first.problem is None:
@@ -102,6 +147,8 @@ def failure_message(result, *, likely_causes: Sequence[str] = ()) -> str:
         lines.append("Also failing: " + ", ".join(f"{c.kind} '{c.name}' ({fmt(c.margin)}x)" for c in others)
                      + (f" and {len(failures) - 6} more" if len(failures) > 6 else ""))
     lines.append("")
+    if table:
+        lines += table + [""]
     for cause in likely_causes:
         lines.append(f"Likely cause: {cause}")
     lines.append(f"Weights: {result.weights}")

@@ -28,6 +28,7 @@ class Result:
     case: str = ""
     location: str = ""
     notes: List[str] = field(default_factory=list)
+    layers: Optional[object] = None  # parity.localize.LayerTable, when layers were captured
 
     @property
     def passed(self) -> bool:

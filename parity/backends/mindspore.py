@@ -146,3 +146,38 @@ def _numpy(leaf, path: str) -> np.ndarray:
     if isinstance(leaf, (int, float, bool)):
         return np.asarray(leaf)
     raise ParityUsageError(f"MindSpore {path} is a {type(leaf).__qualname__}, not a Tensor")
+
+
+def _arrays(value) -> List[np.ndarray]:
+    found = []
+    for _, leaf in flatten_outputs(value):
+        if isinstance(leaf, ms.Tensor):
+            found.append(leaf.asnumpy())
+        elif leaf is None:
+            found.append(None)
+    return found
+
+
+@contextlib.contextmanager
+def capture(model, recording, *, backward: bool):
+    """Feed every sub-Cell's calls (and, with ``backward``, their gradients) to ``recording``.
+    Hooks run in PYNATIVE mode only."""
+    handles = []
+    for path, cell in model.cells_and_names():
+        if not path:
+            continue
+
+        def forward_hook(cell, inputs, outputs, path=path):
+            recording.forward(path, type(cell).__name__, _arrays(inputs), _arrays(outputs))
+
+        handles.append(cell.register_forward_hook(forward_hook))
+        if backward:
+            def backward_hook(cell, grad_input, grad_output, path=path):
+                recording.backward(path, _arrays(grad_input), _arrays(grad_output))
+
+            handles.append(cell.register_backward_hook(backward_hook))
+    try:
+        yield recording
+    finally:
+        for handle in handles:
+            handle.remove()

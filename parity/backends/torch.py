@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from typing import Dict, List
 
@@ -136,3 +137,50 @@ def _numpy(leaf, path: str) -> np.ndarray:
     if isinstance(leaf, (int, float, bool)):
         return np.asarray(leaf)
     raise ParityUsageError(f"PyTorch {path} is a {type(leaf).__qualname__}, not a tensor")
+
+
+def _arrays(value, cache: Dict[int, tuple]) -> List[np.ndarray]:
+    """Flattened tensors of ``value`` as numpy, each tensor converted once (cached by identity)."""
+    found = []
+    for _, leaf in flatten_outputs(value):
+        if isinstance(leaf, torch.Tensor):
+            key = id(leaf)
+            if key not in cache:
+                cache[key] = (leaf, leaf.detach().cpu().numpy())
+            found.append(cache[key][1])
+        elif leaf is None:
+            found.append(None)
+    return found
+
+
+@contextlib.contextmanager
+def capture(model, recording, *, backward: bool):
+    """Feed every sub-Module's calls (and, with ``backward``, their gradients) to ``recording``.
+
+    In-place activations are switched off meanwhile (same numbers): full backward hooks cannot
+    see through a tensor modified in place."""
+    cache: Dict[int, tuple] = {}
+    handles, inplace = [], []
+    for path, module in model.named_modules():
+        if not path:
+            continue
+        if getattr(module, "inplace", False) is True:
+            module.inplace = False
+            inplace.append(module)
+
+        def forward_hook(module, args, output, path=path):
+            recording.forward(path, type(module).__name__, _arrays(args, cache), _arrays(output, cache))
+
+        handles.append(module.register_forward_hook(forward_hook))
+        if backward:
+            def backward_hook(module, grad_input, grad_output, path=path):
+                recording.backward(path, _arrays(grad_input, {}), _arrays(grad_output, {}))
+
+            handles.append(module.register_full_backward_hook(backward_hook))
+    try:
+        yield recording
+    finally:
+        for handle in handles:
+            handle.remove()
+        for module in inplace:
+            module.inplace = True

@@ -1,0 +1,218 @@
+"""Name the first divergent layer: per-layer records from both sides, aligned and judged.
+
+The PyTorch side runs first and keeps its layer inputs and outputs (as numpy arrays, each
+tensor once). The MindSpore side compares each layer call *as it happens* against the aligned
+PyTorch record and keeps only a summary, so memory stays bounded by one side's activations.
+
+Verdict by error amplification: a layer whose inputs agree (within tolerance) but whose outputs
+do not is where the divergence starts. A layer whose inputs already differ is blamed only when
+its relative output error exceeds ``AMPLIFICATION`` times its relative input error (plus its
+float64 noise floor where known); otherwise it is "downstream" of the real cause.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .compare import relative_error
+from .tolerance import Tolerance
+
+__all__ = ["AMPLIFICATION", "LayerCall", "LayerVerdict", "LayerTable", "Recording", "Localizer", "judge", "settle",
+           "first_divergence"]
+
+AMPLIFICATION = 10.0
+
+
+@dataclass
+class LayerCall:
+    """One call of one sub-Cell/sub-Module: its forward tensors and, later, its gradients."""
+
+    path: str
+    type: str
+    call: int
+    inputs: List[np.ndarray]
+    outputs: List[np.ndarray]
+    grad_outputs: Optional[List[np.ndarray]] = None  # flowing in during backward
+    grad_inputs: Optional[List[np.ndarray]] = None  # flowing out during backward
+
+    @property
+    def key(self) -> Tuple[str, int]:
+        return self.path, self.call
+
+
+@dataclass
+class LayerVerdict:
+    """How one layer call compares, in one direction."""
+
+    direction: str  # "forward" or "backward"
+    path: str  # the PyTorch path
+    ms_path: str
+    ms_type: str
+    torch_type: str
+    call: int
+    in_error: float  # relative L2 error of what flows in
+    in_margin: float  # greatest |diff| / allowed over what flows in
+    out_error: float  # relative L2 error of what flows out
+    out_margin: float  # greatest |diff| / allowed over what flows out
+    max_abs: float
+    status: str = "ok"  # "ok", "FAIL" (divergence starts here), "downstream", "unaligned"
+    note: str = ""
+
+    @property
+    def label(self) -> str:
+        suffix = f" (call {self.call + 1})" if self.call else ""
+        return f"{self.path}{suffix}"
+
+
+class Recording:
+    """Collects LayerCalls from hooks; backward calls are matched to their forward call."""
+
+    def __init__(self, on_forward: Optional[Callable[[LayerCall], None]] = None,
+                 on_backward: Optional[Callable[[LayerCall], None]] = None):
+        self.calls: List[LayerCall] = []
+        self.backward_order: List[LayerCall] = []
+        self._counts: Counter = Counter()
+        self._backward_seen: Counter = Counter()
+        self._by_key: Dict[Tuple[str, int], LayerCall] = {}
+        self._on_forward = on_forward
+        self._on_backward = on_backward
+
+    def forward(self, path: str, type_name: str, inputs, outputs) -> None:
+        call = LayerCall(path, type_name, self._counts[path], inputs, outputs)
+        self._counts[path] += 1
+        if self._on_forward is not None:
+            self._on_forward(call)
+            call.inputs, call.outputs = [], []  # compared already: keep no arrays
+        self.calls.append(call)
+        self._by_key[call.key] = call
+
+    def backward(self, path: str, grad_inputs, grad_outputs) -> None:
+        # Backward visits the calls of one path in reverse order.
+        index = self._counts[path] - 1 - self._backward_seen[path]
+        self._backward_seen[path] += 1
+        call = self._by_key.get((path, index))
+        if call is not None:
+            call.grad_inputs, call.grad_outputs = grad_inputs, grad_outputs
+            if self._on_backward is not None:
+                self._on_backward(call)
+                call.grad_inputs, call.grad_outputs = [], []
+            self.backward_order.append(call)
+
+    def get(self, path: str, call: int) -> Optional[LayerCall]:
+        return self._by_key.get((path, call))
+
+
+def _error(ms: Sequence[np.ndarray], ref: Sequence[np.ndarray]) -> float:
+    pairs = [(a, b) for a, b in zip(ms, ref) if a is not None and b is not None and a.shape == b.shape]
+    if len(pairs) != len(ref) or len(ms) != len(ref):
+        return float("inf")
+    return max((relative_error(a, b) for a, b in pairs), default=0.0)
+
+
+def _margin(ms: Sequence[np.ndarray], ref: Sequence[np.ndarray], tol: Tolerance) -> Tuple[float, float]:
+    margin, max_abs = 0.0, 0.0
+    for a, b in zip(ms, ref):
+        if a is None or b is None:
+            continue
+        if a.shape != b.shape:
+            return float("inf"), float("inf")
+        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+        diff = np.where(np.isnan(diff), np.inf, diff) if diff.size else diff
+        if diff.size:
+            allowed = tol.atol + tol.rtol * np.abs(b.astype(np.float64))
+            margin = max(margin, float(np.max(diff / allowed)))
+            max_abs = max(max_abs, float(diff.max()))
+    return margin, max_abs
+
+
+def judge(direction: str, path: str, ms_path: str, ms_type: str, torch_type: str, call: int,
+          ms_in, ms_out, ref_in, ref_out, tol: Tolerance, noise: float = 0.0) -> LayerVerdict:
+    """Compare one layer call; ``noise`` is the float64 noise floor of its output, if known."""
+    in_error, out_error = _error(ms_in, ref_in), _error(ms_out, ref_out)
+    margin, max_abs = _margin(ms_out, ref_out, tol)
+    in_margin, _ = _margin(ms_in, ref_in, tol)
+    verdict = LayerVerdict(direction, path, ms_path, ms_type, torch_type, call, in_error, in_margin, out_error,
+                           margin, max_abs)
+    if margin <= 1.0:
+        return verdict
+    explained = AMPLIFICATION * in_error + noise
+    verdict.status = "FAIL" if in_margin <= 1.0 or out_error > explained else "downstream"
+    return verdict
+
+
+def settle(verdicts: Sequence[LayerVerdict]) -> None:
+    """Mark containers: a FAIL whose own sub-layer failed first only *contains* the divergence;
+    a FAIL whose sub-layers all agree diverges in its own code between them."""
+    failed: List[str] = []
+    for verdict in verdicts:
+        inside = [v for v in verdicts if v.path.startswith(verdict.path + ".") and v.call == 0]
+        if verdict.status == "FAIL" and any(p.startswith(verdict.path + ".") for p in failed):
+            verdict.status = "contains"
+        elif verdict.status == "FAIL" and inside:
+            last = [v.path for v in inside if verdicts.index(v) < verdicts.index(verdict)]
+            after = f" (after '{last[-1]}')" if last else ""
+            verdict.note = f"in the code of '{verdict.path}' between its sub-layers, which agree{after}"
+        if verdict.status == "FAIL":
+            failed.append(verdict.path)
+
+
+def first_divergence(verdicts: Sequence[LayerVerdict]) -> Tuple[Optional[LayerVerdict], str]:
+    """The first FAIL in the order given (execution order forward, backward order backward), and
+    where it lies. With no FAIL, the first layer whose inputs differ while the layer before it
+    agreed: the divergence lies in functional code between the two."""
+    for verdict in verdicts:
+        if verdict.status == "FAIL":
+            return verdict, verdict.note or f"'{verdict.label}' ({verdict.ms_type} <-> {verdict.torch_type})"
+    previous = None
+    for verdict in verdicts:
+        if verdict.in_margin > 1.0 and verdict.status != "unaligned":
+            before = f"'{previous.label}'" if previous is not None else "the inputs"
+            return verdict, f"between {before} and '{verdict.label}' (functional code, no sub-layer)"
+        if verdict.status == "ok":
+            previous = verdict
+    return None, ""
+
+
+class Localizer:
+    """Compares MindSpore layer calls against the PyTorch recording as they happen."""
+
+    def __init__(self, torch_recording: Recording, align: Callable[[str], Optional[str]], resolve_tol):
+        self.torch = torch_recording
+        self.align = align
+        self.resolve_tol = resolve_tol
+        self.forward: List[LayerVerdict] = []
+        self.backward: List[LayerVerdict] = []
+
+    def _judge(self, direction: str, call: LayerCall, ms_in, ms_out, ref_in_of, ref_out_of) -> LayerVerdict:
+        path = self.align(call.path)
+        ref = self.torch.get(path, call.call) if path is not None else None
+        if ref is None or ref_out_of(ref) is None:
+            return LayerVerdict(direction, path or call.path, call.path, call.type, "", call.call,
+                                0.0, 0.0, 0.0, 0.0, 0.0, status="unaligned")
+        outs = [a for a in ref_out_of(ref) if a is not None]
+        tol = self.resolve_tol((path, call.path), str(outs[0].dtype) if outs else "float32")
+        return judge(direction, path, call.path, call.type, ref.type, call.call, ms_in, ms_out,
+                     ref_in_of(ref), ref_out_of(ref), tol)
+
+    def on_forward(self, call: LayerCall) -> None:
+        self.forward.append(self._judge("forward", call, call.inputs, call.outputs,
+                                        lambda r: r.inputs, lambda r: r.outputs))
+
+    def on_backward(self, call: LayerCall) -> None:
+        self.backward.append(self._judge("backward", call, call.grad_outputs, call.grad_inputs,
+                                         lambda r: r.grad_outputs, lambda r: r.grad_inputs))
+
+
+@dataclass
+class LayerTable:
+    """Every layer call's verdict, forward in execution order and backward in backward order."""
+
+    forward: List[LayerVerdict]
+    backward: List[LayerVerdict]
+
+    def first(self, direction: str) -> Tuple[Optional[LayerVerdict], str]:
+        return first_divergence(self.forward if direction == "forward" else self.backward)
