@@ -26,7 +26,7 @@ def settings_for(config, nodeid: str, location: str, tolerances=()) -> Settings:
     if device != "CPU":
         command.append(f"{opts.DEVICE.flag}={device}")
     return Settings(seed=seed, mode=mode, device=device, tolerances=tuple(tolerances), case=nodeid,
-                    location=location, reproduce=shlex.join(command))
+                    location=location, reproduce=shlex.join(command), verbose=config.get_verbosity())
 
 
 def _short_failure(excinfo):

@@ -1,0 +1,91 @@
+"""``parity``: list or run the catalogue without pytest, through the same runner.
+
+    parity list [PATH ...]
+    parity run [PATH ...] [-k TEXT] [--parity-seed N] [--parity-mode MODE] [--parity-device DEV]
+
+PATH defaults to ``cases``. Exit status: 0 all passed (expected failures included), 1 a case
+failed, 2 a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+from . import options as opts
+from .errors import ParityMismatch, ParityUnsupported, ParityUsageError
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="parity", description="MindSpore <-> PyTorch parity catalogue")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, text in (("list", "list the catalogue's items"), ("run", "run the catalogue's items")):
+        command = commands.add_parser(name, help=text)
+        command.add_argument("paths", nargs="*", default=["cases"], help="case files or folders (default: cases)")
+        command.add_argument("-k", dest="keyword", default="", help="only items whose id contains this text")
+        if name == "run":
+            for option in opts.OPTIONS:
+                command.add_argument(option.flag, dest=option.dest, choices=option.choices, default=option.default,
+                                     metavar=option.metavar, help=option.help)
+    return parser
+
+
+def _variants(paths: List[str], keyword: str):
+    from .case import iter_case_files, load_cases
+
+    for root in paths:
+        if not Path(root).exists():
+            raise ParityUsageError(f"no such case file or folder: {root}")
+        for path in iter_case_files(Path(root)):
+            for case in load_cases(path):
+                for variant in case.variants():
+                    if keyword in variant.id:
+                        yield path, variant
+
+
+def _run_one(path, variant, args) -> str:
+    from . import report
+    from .case import build
+    from .runner import Settings, run_check
+
+    case = variant.case
+    nodeid = f"{path}::{variant.id}"
+    settings = Settings(seed=opts.parse_seed(args.parity_seed, opts.SEED.flag), mode=args.parity_mode,
+                        device=args.parity_device, case=nodeid, location=f"{path}:{case.line}",
+                        reproduce=f"pytest {nodeid} {opts.PARITY}")
+    try:
+        ms_cell, torch_module = build(case, device=args.parity_device)
+        result = run_check(ms_cell, torch_module, case.inputs, train=variant.train, settings=settings,
+                           **case.check_kwargs())
+    except (ParityMismatch, ParityUnsupported) as exc:
+        if case.xfail:
+            return f"xfail {nodeid}: {case.xfail}"
+        raise
+    if case.xfail:
+        raise ParityMismatch(f"{nodeid} passed although marked xfail ({case.xfail}): remove the xfail")
+    return report.summary_line(nodeid, result)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    failed = 0
+    try:
+        for path, variant in _variants(args.paths, args.keyword):
+            if args.command == "list":
+                print(f"{path}::{variant.id}")
+                continue
+            try:
+                print(_run_one(path, variant, args), flush=True)
+            except ParityMismatch as exc:
+                failed += 1
+                print(f"FAIL {path}::{variant.id}\n{exc}\n", flush=True)
+    except ParityUsageError as exc:
+        print(f"parity: error: {exc}", file=sys.stderr)
+        return 2
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
