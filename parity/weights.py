@@ -182,12 +182,9 @@ def map_weights(ms_slots: List[Slot], torch_slots: List[Slot], name_map=None) ->
         prefix = t.name[: len(t.name) - len(t.leaf)]
         candidates = [t.name] + [prefix + alt for alt in RENAMES.get(t.leaf, ())]
         m = next((ms_by_name[c] for c in candidates if c in ms_by_name and ms_by_name[c].name not in claimed), None)
-        if m is not None and not explicit:
+        if m is not None:
             how = "same name" if m.name == t.name else "renamed"
             (claim(t, m, how) if _compatible(t, m) else conflicts.append((m, t)))
-        elif m is not None:
-            (claim(t, m, "same name" if m.name == t.name else "renamed") if _compatible(t, m)
-             else conflicts.append((m, t)))
         elif t.leaf in TORCH_ONLY:
             ignored.append((t.name, TORCH_ONLY[t.leaf]))
         else:
