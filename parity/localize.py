@@ -59,8 +59,10 @@ class LayerVerdict:
     out_error: float  # relative L2 error of what flows out
     out_margin: float  # greatest |diff| / allowed over what flows out
     max_abs: float
-    status: str = "ok"  # "ok", "FAIL" (divergence starts here), "downstream", "unaligned"
+    status: str = "ok"  # "ok", "FAIL" (divergence starts here), "downstream", "contains", "unaligned"
     note: str = ""
+    noise: float = 0.0  # float64 noise floor of what flows out (relative), when known
+    in_noise: float = 0.0
 
     @property
     def label(self) -> str:
@@ -78,6 +80,7 @@ class Recording:
         self._counts: Counter = Counter()
         self._backward_seen: Counter = Counter()
         self._by_key: Dict[Tuple[str, int], LayerCall] = {}
+        self.unmatched: List[str] = []  # backward calls with no forward record
         self._on_forward = on_forward
         self._on_backward = on_backward
 
@@ -101,6 +104,8 @@ class Recording:
                 self._on_backward(call)
                 call.grad_inputs, call.grad_outputs = [], []
             self.backward_order.append(call)
+        else:
+            self.unmatched.append(path)
 
     def get(self, path: str, call: int) -> Optional[LayerCall]:
         return self._by_key.get((path, call))
@@ -130,34 +135,42 @@ def _margin(ms: Sequence[np.ndarray], ref: Sequence[np.ndarray], tol: Tolerance)
 
 
 def judge(direction: str, path: str, ms_path: str, ms_type: str, torch_type: str, call: int,
-          ms_in, ms_out, ref_in, ref_out, tol: Tolerance, noise: float = 0.0) -> LayerVerdict:
-    """Compare one layer call; ``noise`` is the float64 noise floor of its output, if known."""
+          ms_in, ms_out, ref_in, ref_out, tol: Tolerance, noise: float = 0.0, in_noise: float = 0.0) -> LayerVerdict:
+    """Compare one layer call. ``noise``/``in_noise`` are the float64 noise floors (relative
+    errors) of what flows out and in, when a float64 reference was captured."""
     in_error, out_error = _error(ms_in, ref_in), _error(ms_out, ref_out)
     margin, max_abs = _margin(ms_out, ref_out, tol)
     in_margin, _ = _margin(ms_in, ref_in, tol)
     verdict = LayerVerdict(direction, path, ms_path, ms_type, torch_type, call, in_error, in_margin, out_error,
-                           margin, max_abs)
+                           margin, max_abs, noise=noise, in_noise=in_noise)
     if margin <= 1.0:
         return verdict
-    explained = AMPLIFICATION * in_error + noise
-    verdict.status = "FAIL" if in_margin <= 1.0 or out_error > explained else "downstream"
+    # Blame only amplification: what flows in already explains this much of what flows out.
+    verdict.status = "FAIL" if out_error > AMPLIFICATION * in_error + noise else "downstream"
     return verdict
 
 
 def settle(verdicts: Sequence[LayerVerdict]) -> None:
     """Mark containers: a FAIL whose own sub-layer failed first only *contains* the divergence;
-    a FAIL whose sub-layers all agree diverges in its own code between them."""
+    a FAIL whose sub-layers all agree diverges in its own code, between the last sub-layer that
+    agrees and the first one fed a differing input."""
     failed: List[str] = []
-    for verdict in verdicts:
-        inside = [v for v in verdicts if v.path.startswith(verdict.path + ".") and v.call == 0]
+    for i, verdict in enumerate(verdicts):
+        inside = [v for v in verdicts[:i] if v.path.startswith(verdict.path + ".")]
         if verdict.status == "FAIL" and any(p.startswith(verdict.path + ".") for p in failed):
             verdict.status = "contains"
         elif verdict.status == "FAIL" and inside:
-            last = [v.path for v in inside if verdicts.index(v) < verdicts.index(verdict)]
-            after = f" (after '{last[-1]}')" if last else ""
-            verdict.note = f"in the code of '{verdict.path}' between its sub-layers, which agree{after}"
+            fed_badly = next((v for v in inside if _inputs_differ(v)), None)
+            agree = [v for v in inside[: inside.index(fed_badly)] if v.status == "ok"] if fed_badly else inside
+            after = f"after '{agree[-1].label}'" if agree else "at its start"
+            before = f", before '{fed_badly.label}'" if fed_badly else ""
+            verdict.note = f"in the code of '{verdict.path}' between its sub-layers ({after}{before})"
         if verdict.status == "FAIL":
             failed.append(verdict.path)
+
+
+def _inputs_differ(verdict: LayerVerdict) -> bool:
+    return verdict.in_margin > 1.0 and verdict.in_error > verdict.in_noise and verdict.status != "unaligned"
 
 
 def first_divergence(verdicts: Sequence[LayerVerdict]) -> Tuple[Optional[LayerVerdict], str]:
@@ -169,7 +182,7 @@ def first_divergence(verdicts: Sequence[LayerVerdict]) -> Tuple[Optional[LayerVe
             return verdict, verdict.note or f"'{verdict.label}' ({verdict.ms_type} <-> {verdict.torch_type})"
     previous = None
     for verdict in verdicts:
-        if verdict.in_margin > 1.0 and verdict.status != "unaligned":
+        if _inputs_differ(verdict):
             before = f"'{previous.label}'" if previous is not None else "the inputs"
             return verdict, f"between {before} and '{verdict.label}' (functional code, no sub-layer)"
         if verdict.status == "ok":
@@ -180,8 +193,11 @@ def first_divergence(verdicts: Sequence[LayerVerdict]) -> Tuple[Optional[LayerVe
 class Localizer:
     """Compares MindSpore layer calls against the PyTorch recording as they happen."""
 
-    def __init__(self, torch_recording: Recording, align: Callable[[str], Optional[str]], resolve_tol):
+    def __init__(self, torch_recording: Recording, align: Callable[[str], Optional[str]], resolve_tol,
+                 noise_factor: float = 10.0):
         self.torch = torch_recording
+        self.float64: Optional[Recording] = None  # set when a float64 reference pass was captured
+        self.noise_factor = noise_factor
         self.align = align
         self.resolve_tol = resolve_tol
         self.forward: List[LayerVerdict] = []
@@ -195,8 +211,19 @@ class Localizer:
                                 0.0, 0.0, 0.0, 0.0, 0.0, status="unaligned")
         outs = [a for a in ref_out_of(ref) if a is not None]
         tol = self.resolve_tol((path, call.path), str(outs[0].dtype) if outs else "float32")
+        noise, in_noise = self._noise(path, call.call, ref, ref_in_of, ref_out_of)
         return judge(direction, path, call.path, call.type, ref.type, call.call, ms_in, ms_out,
-                     ref_in_of(ref), ref_out_of(ref), tol)
+                     ref_in_of(ref), ref_out_of(ref), tol, noise, in_noise)
+
+    def _noise(self, path, index, ref, ref_in_of, ref_out_of) -> Tuple[float, float]:
+        """``noise_factor`` x PyTorch float32's own error against float64, out and in."""
+        ref64 = self.float64.get(path, index) if self.float64 is not None else None
+        if ref64 is None or ref_out_of(ref64) is None:
+            return 0.0, 0.0
+        out_noise = _error(ref_out_of(ref), ref_out_of(ref64))
+        in_noise = _error(ref_in_of(ref), ref_in_of(ref64))
+        finite = lambda x: x if x != float("inf") else 0.0  # noqa: E731
+        return self.noise_factor * finite(out_noise), self.noise_factor * finite(in_noise)
 
     def on_forward(self, call: LayerCall) -> None:
         self.forward.append(self._judge("forward", call, call.inputs, call.outputs,

@@ -28,6 +28,8 @@ def _where(c) -> str:
     name = f"{_SIDE_NAMES[c.kind]} '{c.name}'"
     if c.ms_name != c.torch_name:
         name += f" (MindSpore '{c.ms_name}')"
+    if c.layer and c.kind == "buffer":
+        name += f" of layer '{c.layer}'"
     return f"{name}, {c.mode} mode" if c.mode != "pynative" else name
 
 
@@ -116,8 +118,11 @@ def _divergence(result, first) -> Tuple[str, List[str]]:
         for direction in ("forward", "backward"):
             verdict, where = layers.first(direction)
             if verdict is not None:
-                kind = "forward output of" if direction == "forward" else "backward (gradient flowing out of)"
-                text = f"first at {kind} {where}"
+                if where.startswith("'"):
+                    kind = "forward output of" if direction == "forward" else "gradient flowing back out of"
+                    text = f"first at {kind} {where}"
+                else:
+                    text = f"first in the {direction} pass, {where}"
                 return text, layer_lines(getattr(layers, direction), direction, verbose=result.verbose)
     return f"first at {_where(first)}", []
 

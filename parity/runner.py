@@ -113,9 +113,9 @@ def run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, trai
     modes = ("pynative", "graph") if mode == "both" else (mode,)
     with run.torch_capture():
         run.torch_forward()
+        references = run.float64_reference(reference_module) if reference_module is not None else {}
         for run_mode in modes:
             run.ms_pass(run_mode)
-        references = run.float64_reference(reference_module) if reference_module is not None else {}
         comparisons = [_compare(p, chain, check_dtype, references.get(p.key)) for p in run.pairs]
         failed = not all(c.passed for c in comparisons)
         if run.localizer is not None and (failed or localize is True) and "pynative" not in modes:
@@ -182,6 +182,7 @@ class _Run:
         hooks = self.localizer is not None and mode == "pynative"
         recording = Recording(self.localizer.on_forward, self.localizer.on_backward) if hooks else None
         capture = msb.capture(self.ms_cell, recording, backward=self.grads) if hooks else contextlib.nullcontext()
+        self.ms_recording = recording or getattr(self, "ms_recording", None)
         with capture:
             ms_side = _run_side(lambda: msb.Pass(self.ms_cell, self.data, grads=self.grads, mode=mode), "MindSpore")
             _check_structure(ms_side, self.torch_side)
@@ -205,13 +206,25 @@ class _Run:
         self.ms_pass("pynative", compare=False)
 
     def layer_verdicts(self):
+        unmatched = getattr(self, "ms_recording", None) and self.ms_recording.unmatched
+        if unmatched:
+            self.notes.append(f"{len(unmatched)} MindSpore backward hook calls had no forward record and "
+                              f"were not compared: {sorted(set(unmatched))[:5]}")
         settle(self.localizer.forward)
         settle(self.localizer.backward)
         return LayerTable(self.localizer.forward, self.localizer.backward)
 
     def float64_reference(self, module64):
-        return _float64_reference(module64, self.data, self.grads, self.device, self.cotangents, self.wmap,
-                                  self.train)
+        """The float64 PyTorch pass; its layers too, as the localiser's noise floor."""
+        from .backends import torch as tb
+
+        if self.localizer is None:
+            return _float64_reference(module64, self.data, self.grads, self.device, self.cotangents, self.wmap,
+                                      self.train)
+        self.localizer.float64 = Recording()
+        with tb.capture(module64, self.localizer.float64, backward=self.grads):
+            return _float64_reference(module64, self.data, self.grads, self.device, self.cotangents, self.wmap,
+                                      self.train)
 
 
 def _layer_alignment(ms_cell, torch_module, wmap):

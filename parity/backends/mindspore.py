@@ -148,6 +148,11 @@ def _numpy(leaf, path: str) -> np.ndarray:
     raise ParityUsageError(f"MindSpore {path} is a {type(leaf).__qualname__}, not a Tensor")
 
 
+def _no_grad():
+    no_grad = getattr(ms, "_no_grad", None)
+    return no_grad() if no_grad is not None else contextlib.nullcontext()
+
+
 def _arrays(value) -> List[np.ndarray]:
     found = []
     for _, leaf in flatten_outputs(value):
@@ -170,7 +175,17 @@ def capture(model, recording, *, backward: bool):
         def forward_hook(cell, inputs, outputs, path=path):
             recording.forward(path, type(cell).__name__, _arrays(inputs), _arrays(outputs))
 
-        handles.append(cell.register_forward_hook(forward_hook))
+        if getattr(cell, "has_bprop", False):
+            # MindSpore runs no forward hook on a Cell with a custom bprop: record from a pre-hook
+            # that evaluates construct once more, without gradient.
+            def pre_hook(cell, inputs, path=path):
+                with _no_grad():
+                    outputs = cell.construct(*inputs)
+                recording.forward(path, type(cell).__name__, _arrays(inputs), _arrays(outputs))
+
+            handles.append(cell.register_forward_pre_hook(pre_hook))
+        else:
+            handles.append(cell.register_forward_hook(forward_hook))
         if backward:
             def backward_hook(cell, grad_input, grad_output, path=path):
                 recording.backward(path, _arrays(grad_input), _arrays(grad_output))
