@@ -113,7 +113,7 @@ def _nonfinite(ms: np.ndarray, ref: np.ndarray):
     ms_bad, ref_bad = ~np.isfinite(ms), ~np.isfinite(ref)
     if not (ms_bad.any() or ref_bad.any()):
         return None, None
-    same = (np.isnan(ms) & np.isnan(ref)) | (np.isinf(ms) & (ms == ref))
+    same = (np.isnan(ms) & np.isnan(ref)) | (np.isinf(ms) & (ms == ref))  # complex: NaN if either part is
     disagree = (ms_bad | ref_bad) & ~same
     shown = np.argwhere(disagree if disagree.any() else same)[:_MAX_POSITIONS]
     record = NonFinite(int(ms_bad.sum()), int(ref_bad.sum()), int(disagree.sum()),
@@ -128,9 +128,10 @@ def compare_arrays(ms: np.ndarray, ref: np.ndarray, tolerance: Tolerance) -> dic
         return {"total": 0}
     if ms.dtype == np.bool_:
         ms, ref = ms.astype(np.int8), ref.astype(np.int8)
-    a = ms.astype(np.float64)
-    b = ref.astype(np.float64)
-    skip, nonfinite = _nonfinite(a, b) if a.dtype.kind == "f" else (None, None)
+    wide = np.complex128 if "c" in (ms.dtype.kind, ref.dtype.kind) else np.float64
+    a = ms.astype(wide)
+    b = ref.astype(wide)
+    skip, nonfinite = _nonfinite(a, b) if a.dtype.kind in "fc" else (None, None)
     if skip is not None:
         a, b = np.where(skip, 0.0, a), np.where(skip, 0.0, b)
     diff = np.abs(a - b)
@@ -141,7 +142,7 @@ def compare_arrays(ms: np.ndarray, ref: np.ndarray, tolerance: Tolerance) -> dic
     mismatched = int((diff > allowed).sum())
     i_abs, i_rel = int(np.argmax(diff)), int(np.argmax(rel))
     norm = float(np.linalg.norm(a) * np.linalg.norm(b))
-    cosine = float(np.dot(a.ravel(), b.ravel()) / norm) if norm > 0 else float(np.array_equal(a, b))
+    cosine = float(np.real(np.vdot(b.ravel(), a.ravel())) / norm) if norm > 0 else float(np.array_equal(a, b))
     return {
         "total": total,
         "mismatched": mismatched + (nonfinite.disagreeing if nonfinite else 0),

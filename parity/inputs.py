@@ -45,12 +45,12 @@ def _normal(stream: np.random.PCG64, count: int) -> np.ndarray:
 
 
 def _check_shape(shape) -> Tuple[int, ...]:
-    if isinstance(shape, int):
+    if isinstance(shape, (int, np.integer)):
         shape = (shape,)
-    try:
-        shape = tuple(int(d) for d in shape)
-    except TypeError:
-        raise ParityUsageError(f"input shape must be a tuple of ints, got {shape!r}") from None
+    if not isinstance(shape, (tuple, list)) or not all(
+            isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in shape):
+        raise ParityUsageError(f"input shape must be a tuple of ints, got {shape!r}")
+    shape = tuple(int(d) for d in shape)
     if any(d < 0 for d in shape):
         raise ParityUsageError(f"input shape must not have negative sizes, got {shape}")
     return shape
@@ -95,7 +95,10 @@ class _Uniform(InputSpec):
 
     def generate(self, stream):
         count = int(np.prod(self.shape, dtype=np.int64))
-        return self._cast(self.low + (self.high - self.low) * _unit_floats(stream, count))
+        values = self._cast(self.low + (self.high - self.low) * _unit_floats(stream, count))
+        # Rounding to a narrow dtype can reach ``high``: keep the interval half-open.
+        below = np.nextafter(np.asarray(self.high, values.dtype), np.asarray(self.low, values.dtype))
+        return np.minimum(values, below)
 
     def __str__(self):
         return f"{self.dtype}{list(self.shape)} ~ U({self.low:g}, {self.high:g})"
@@ -119,7 +122,10 @@ class _RandInt(InputSpec):
 
 
 def _check_dtype(dtype: str, allowed) -> str:
-    name = str(np.dtype(dtype)) if dtype != "bfloat16" else dtype
+    try:
+        name = str(np.dtype(dtype)) if dtype != "bfloat16" else dtype
+    except TypeError:
+        raise ParityUsageError(f"unknown dtype {dtype!r}; expected one of {', '.join(allowed)}") from None
     if name not in allowed:
         raise ParityUsageError(f"dtype {dtype!r} is not one of {', '.join(allowed)}")
     return name
@@ -141,7 +147,11 @@ def randint(shape, low: int, high: int, *, dtype: str = "int64") -> InputSpec:
     """Integers in ``[low, high)``, for labels and indices."""
     if not int(high) > int(low):
         raise ParityUsageError(f"randint needs low < high, got low={low!r}, high={high!r}")
-    return _RandInt(_check_shape(shape), int(low), int(high), _check_dtype(dtype, _INTS))
+    name = _check_dtype(dtype, _INTS)
+    smallest, largest = (0, 1) if name == "bool" else (int(np.iinfo(name).min), int(np.iinfo(name).max))
+    if not (smallest <= int(low) and int(high) - 1 <= largest):
+        raise ParityUsageError(f"randint range [{low}, {high}) does not fit {name} ([{smallest}, {largest}])")
+    return _RandInt(_check_shape(shape), int(low), int(high), name)
 
 
 @dataclass(frozen=True)

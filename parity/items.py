@@ -61,7 +61,7 @@ class CaseFile(pytest.File):
 
 class SkippedCases(pytest.Item):
     def runtest(self):
-        pytest.skip(SKIP_CASES)
+        raise pytest.skip.Exception(SKIP_CASES, _use_item_location=True)
 
     def reportinfo(self):
         return self.path, 0, f"{self.path.name} (catalogue)"
@@ -124,6 +124,7 @@ class FixtureChecker:
 
     def check(self, ms_cell, torch_module, inputs, **kwargs):
         """:func:`parity.check` with this session's seed, mode and device."""
+        __tracebackhide__ = True
         defaults = dict(self._defaults)
         marker_tolerance = defaults.pop("tolerance", None)
         chain = (ToleranceSpec.parse(marker_tolerance, source="@pytest.mark.parity(tolerance=...)"),)

@@ -78,8 +78,9 @@ def _kind_table(result) -> List[str]:
         failed = [c for c in group if not c.passed]
         worst = max(group, key=lambda c: c.margin)
         status = "FAIL" if failed else "ok"
+        how = f"{worst.problem} differs" if worst.problem else f"at {fmt(worst.margin)}x allowed"
         lines.append(f"  {status:<5} {kind + 's':<12} {len(group) - len(failed)}/{len(group)} within tolerance; "
-                     f"worst '{worst.name}' at {fmt(worst.margin)}x allowed")
+                     f"worst '{worst.name}' {how}")
     return lines
 
 
@@ -129,6 +130,8 @@ def _divergence(result, first) -> Tuple[str, List[str]]:
 
 def failure_message(result, *, likely_causes: Sequence[str] = (), verbose: int = 0) -> str:
     """The full failure text, first divergence in execution order first."""
+    if result.problem:
+        return _structure_failure(result)
     failures = result.failures
     first = failures[0]
     result.verbose = verbose
@@ -156,12 +159,20 @@ def failure_message(result, *, likely_causes: Sequence[str] = (), verbose: int =
         lines += table + [""]
     for cause in likely_causes:
         lines.append(f"Likely cause: {cause}")
-    lines.append(f"Weights: {result.weights}")
-    lines.append(f"Inputs: {result.inputs}")
-    for note in result.notes:
-        lines.append(f"Note: {note}")
-    lines += ["", f"Reproduce: {result.reproduce}"]
+    lines += _footer(result)
     return "\n".join(lines)
+
+
+def _footer(result) -> List[str]:
+    lines = [f"Weights: {result.weights}", f"Inputs: {result.inputs}"]
+    lines += [f"Note: {note}" for note in result.notes]
+    return lines + ["", f"Reproduce: {result.reproduce}"]
+
+
+def _structure_failure(result) -> str:
+    case = [f"Case:       {result.case}" + (f"  ({result.location})" if result.location else "")] if result.case else []
+    pair = f"Pair:       mindspore {result.ms_type} <-> torch {result.torch_type}"
+    return "\n".join([result.problem, ""] + case + [pair, ""] + _footer(result))
 
 
 def structure_message(ms_paths: List[str], torch_paths: List[str]) -> str:
@@ -183,6 +194,8 @@ def summary_line(name: str, result: Optional[object], error: str = "") -> str:
     """One line of the run summary: status, case, worst margin."""
     if result is None:
         return f"ERROR {name}: {error}"
+    if result.problem:
+        return f"FAIL {name}: {result.problem.splitlines()[0]}"
     worst = result.worst
     status = "ok  " if result.passed else "FAIL"
     where = f" ({worst.kind} '{worst.name}')" if worst is not None else ""

@@ -29,10 +29,11 @@ class Result:
     location: str = ""
     notes: List[str] = field(default_factory=list)
     layers: Optional[object] = None  # parity.localize.LayerTable, when layers were captured
+    problem: str = ""  # a structural failure found before any value was compared
 
     @property
     def passed(self) -> bool:
-        return all(c.passed for c in self.comparisons)
+        return not self.problem and all(c.passed for c in self.comparisons)
 
     @property
     def failures(self) -> List[Comparison]:

@@ -14,6 +14,7 @@ from .backends import framework_of, is_float
 from .compare import Comparison, NoiseFloor, compare_arrays, relative_error, structural_problem
 from .errors import ParityMismatch, ParityUsageError
 from .inputs import _normal, materialize, seeded_stream
+from .options import parse_seed
 from .localize import LayerTable, Localizer, Recording, settle
 from .result import Result
 from .tolerance import ToleranceSpec, resolve
@@ -87,15 +88,18 @@ def run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, trai
               tolerance=None, name_map=None, seed=None, reference=None, check_dtype=True, localize="auto",
               settings: Settings = Settings()) -> Result:
     """See :func:`parity.check`."""
+    __tracebackhide__ = True  # a failing test shows its own line and the message, not parity's frames
     _check_pair(ms_cell, torch_module)
-    mode = ms_mode or settings.mode or "pynative"
+    mode = settings.mode or ms_mode or "pynative"  # the command line decides how the run behaves
     _check_choice("ms_mode", mode, MODES, "check()")
     _check_choice("reference", reference, REFERENCES, "check()")
     _check_choice("localize", localize, LOCALIZE, "check()")
     _check_choice("device", settings.device, DEVICES, "settings")
-    if not isinstance(weights, Constant):
-        _check_choice("weights", weights, WEIGHTS + ("parity.constant(value)",), "check()")
-    seed = int(seed if seed is not None else settings.seed if settings.seed is not None else DEFAULT_SEED)
+    if not isinstance(weights, Constant) and weights not in WEIGHTS:
+        shown = ", ".join(repr(w) for w in WEIGHTS)
+        raise ParityUsageError(f"check(): unknown weights {weights!r}; expected one of {shown} or parity.constant(value)")
+    seed = parse_seed(seed, "check(seed=...)")
+    seed = seed if seed is not None else settings.seed if settings.seed is not None else DEFAULT_SEED
     chain = (ToleranceSpec.parse(tolerance),) + settings.tolerances
 
     from .backends import mindspore as msb, torch as tb
@@ -111,20 +115,22 @@ def run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, trai
                device=settings.device, check_dtype=check_dtype, capture=localize is not False)
     reference_module = tb.float64_copy(torch_module) if reference == "float64" else None
     modes = ("pynative", "graph") if mode == "both" else (mode,)
-    with run.torch_capture():
+    with run:
         run.torch_forward()
         references = run.float64_reference(reference_module) if reference_module is not None else {}
         for run_mode in modes:
             run.ms_pass(run_mode)
+            if run.structure is not None:
+                break
         comparisons = [_compare(p, chain, check_dtype, references.get(p.key)) for p in run.pairs]
-        failed = not all(c.passed for c in comparisons)
+        failed = run.structure is not None or not all(c.passed for c in comparisons)
         if run.localizer is not None and (failed or localize is True) and "pynative" not in modes:
             run.localize_in_pynative()
     result = Result(
         ms_type=type(ms_cell).__name__, torch_type=type(torch_module).__name__, comparisons=comparisons,
         weights=wreport, inputs=data.describe(seed), seed=seed, modes=modes, train=train,
         reference=reference, case=settings.case, location=settings.location,
-        reproduce=report.reproduce_line(settings.reproduce, seed), notes=run.notes)
+        reproduce=report.reproduce_line(settings.reproduce, seed), notes=run.notes, problem=run.structure or "")
     if run.localizer is not None:
         result.layers = run.layer_verdicts()
     if not result.passed:
@@ -143,28 +149,48 @@ class _Run:
         self.grads, self.train, self.seed, self.device = grads, train, seed, device
         self.trainable = wmap.trainable_pairs()
         self.pairs: List[_ArrayPair] = []
+        self.structure: Optional[str] = None  # set when the two sides return different output structures
         self.notes: List[str] = []
         self.torch_grads = None
         self.ms_start = {p.ms: msb.read(ms_cell, p.ms) for p in wmap.pairs if not p.trainable}
         self.torch_recording = Recording() if capture else None
+        self.backward_layers = capture and grads
         self.localizer = None
         if capture:
             align = _layer_alignment(ms_cell, torch_module, wmap)
             self.localizer = Localizer(self.torch_recording, align,
                                        lambda names, dtype: resolve(chain, names, dtype)[0])
 
-    def torch_capture(self):
+    def __enter__(self):
+        self._stack = contextlib.ExitStack()
+        return self
+
+    def __exit__(self, *exc_info):
+        return self._stack.__exit__(*exc_info)
+
+    def _torch_pass(self):
         from .backends import torch as tb
 
-        if self.torch_recording is None:
-            return contextlib.nullcontext()
-        return tb.capture(self.torch_module, self.torch_recording, backward=self.grads)
+        if self.torch_recording is not None:
+            self._stack.enter_context(tb.capture(self.torch_module, self.torch_recording,
+                                                 backward=self.backward_layers))
+        return tb.Pass(self.torch_module, self.data, grads=self.grads, device=self.device)
 
     def torch_forward(self) -> None:
         from .backends import torch as tb
 
-        self.torch_side = _run_side(lambda: tb.Pass(self.torch_module, self.data, grads=self.grads,
-                                                    device=self.device), "PyTorch")
+        try:
+            self.torch_side = _run_side(self._torch_pass, "PyTorch", keep=tb.hooks_refused)
+        except RuntimeError as exc:
+            if not self.backward_layers:
+                raise _framework_error("PyTorch", exc, "the forward pass") from None
+            self._stack.close()
+            self.backward_layers = False
+            self.torch_recording = self.localizer.torch = Recording()
+            self.notes.append("gradients were not localised layer by layer: the PyTorch module modifies a "
+                              "layer's output in place (e.g. `out += identity`), which torch's backward hooks "
+                              "cannot follow; write `out = out + identity` to localise gradients too")
+            self.torch_side = _run_side(self._torch_pass, "PyTorch")
         self.torch_buffers = _buffers(tb, self.torch_module, self.wmap, "torch") if self.train else {}
         self.cotangents = _cotangents(self.torch_side, self.seed)
 
@@ -181,12 +207,17 @@ class _Run:
             msb.write(self.ms_cell, name, value)
         hooks = self.localizer is not None and mode == "pynative"
         recording = Recording(self.localizer.on_forward, self.localizer.on_backward) if hooks else None
-        capture = msb.capture(self.ms_cell, recording, backward=self.grads) if hooks else contextlib.nullcontext()
+        capture = (msb.capture(self.ms_cell, recording, backward=self.backward_layers) if hooks
+                   else contextlib.nullcontext())
         self.ms_recording = recording or getattr(self, "ms_recording", None)
         with capture:
             ms_side = _run_side(lambda: msb.Pass(self.ms_cell, self.data, grads=self.grads, mode=mode), "MindSpore")
-            _check_structure(ms_side, self.torch_side)
+            self.structure = _structure_problem(ms_side, self.torch_side)
+            if self.structure is not None:
+                return
             outputs = _output_pairs(ms_side, self.torch_side, mode)
+            # Read statistics before the backward: in GRAPH mode the VJP re-runs the forward.
+            ms_buffers = _buffers(msb, self.ms_cell, self.wmap, "ms") if self.train else {}
             shapes_agree = all(p.ms.shape == p.torch.shape for p in outputs)
             if self.grads and shapes_agree:
                 torch_grads = self._torch_backward()
@@ -197,8 +228,7 @@ class _Run:
         if self.grads and shapes_agree:
             self.pairs += _grad_pairs(ms_grads, torch_grads, self.trainable, mode)
         if self.train:
-            self.pairs += _buffer_pairs(_buffers(msb, self.ms_cell, self.wmap, "ms"), self.torch_buffers,
-                                        self.wmap, mode)
+            self.pairs += _buffer_pairs(ms_buffers, self.torch_buffers, self.wmap, mode)
 
     def localize_in_pynative(self) -> None:
         """GRAPH mode runs no hooks: compare the layers in one extra PYNATIVE pass."""
@@ -222,7 +252,7 @@ class _Run:
             return _float64_reference(module64, self.data, self.grads, self.device, self.cotangents, self.wmap,
                                       self.train)
         self.localizer.float64 = Recording()
-        with tb.capture(module64, self.localizer.float64, backward=self.grads):
+        with tb.capture(module64, self.localizer.float64, backward=self.backward_layers):
             return _float64_reference(module64, self.data, self.grads, self.device, self.cotangents, self.wmap,
                                       self.train)
 
@@ -250,13 +280,16 @@ def _set_weights(weights, wmap, ms_cell, torch_module) -> WeightReport:
     return WeightReport(wmap, "as is")
 
 
-def _run_side(make, label: str):
+def _run_side(make, label: str, keep=lambda exc: False):
+    """Run a forward pass; framework errors become usage errors, except those ``keep`` wants raw."""
     try:
         side = make()
         side.values = side.outputs()  # MindSpore may raise here: PYNATIVE runs asynchronously
     except ParityUsageError:
         raise
     except Exception as exc:  # the framework rejected the net or the inputs
+        if keep(exc):
+            raise
         raise _framework_error(label, exc, "the forward pass") from None
     return side
 
@@ -315,10 +348,11 @@ def _compare(pair: _ArrayPair, chain, check_dtype: bool, reference: Optional[np.
     return item
 
 
-def _check_structure(ms_side, torch_side) -> None:
+def _structure_problem(ms_side, torch_side) -> Optional[str]:
     ms_paths, torch_paths = [p for p, _ in ms_side.values], [p for p, _ in torch_side.values]
     if ms_paths != torch_paths:
-        raise ParityMismatch(report.structure_message(ms_paths, torch_paths))
+        return report.structure_message(ms_paths, torch_paths)
+    return None
 
 
 def _output_pairs(ms_side, torch_side, mode) -> List[_ArrayPair]:

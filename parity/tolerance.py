@@ -87,6 +87,8 @@ class ToleranceSpec:
             return cls(source=source)
         if isinstance(value, ToleranceSpec):
             return value
+        if isinstance(value, Mapping) and set(value) & {"rtol", "atol"} and set(value) != {"rtol", "atol"}:
+            raise ParityUsageError(f"{source}: give rtol and atol together, got {dict(value)!r}")
         if isinstance(value, Mapping) and set(value) != {"rtol", "atol"}:
             default = None
             overrides = []
@@ -103,6 +105,9 @@ class ToleranceSpec:
 
     def lookup(self, names) -> Optional[Tuple[Tolerance, str]]:
         """This spec's tolerance for a tensor known by ``names``, or None if it says nothing."""
+        for glob, tol in self.overrides:  # a key written exactly as a name is no pattern
+            if glob in names:
+                return tol, f"{self.source}[{glob!r}]"
         for glob, tol in self._sorted:
             if any(fnmatch.fnmatchcase(name, glob) for name in names if name):
                 return tol, f"{self.source}[{glob!r}]"

@@ -168,7 +168,9 @@ def map_weights(ms_slots: List[Slot], torch_slots: List[Slot], name_map=None) ->
         claimed[m.name] = t
         pairs.append(Pair(m.name, t.name, how, m.shape, t.shape, m.trainable and t.trainable))
 
-    for t in torch_slots:
+    # Explicit entries first, so that an automatic match cannot take a name the map assigns.
+    ordered = sorted(torch_slots, key=lambda t: not (t.name in explicit or any(a in explicit for a in t.aliases)))
+    for t in ordered:
         target = explicit.get(t.name) or next((explicit[a] for a in t.aliases if a in explicit), None)
         if target is not None:
             m = ms_by_name.get(target)
@@ -192,8 +194,11 @@ def map_weights(ms_slots: List[Slot], torch_slots: List[Slot], name_map=None) ->
     if conflicts:
         rows = [r for m, t in conflicts for r in (_row("MindSpore", m), _row("PyTorch", t))]
         raise ParityUsageError("Parameter shapes differ between paired names:\n" + _table(rows))
+    position = {t.name: i for i, t in enumerate(torch_slots)}
+    rest_torch.sort(key=lambda t: position[t.name])
     rest_ms = [m for m in ms_slots if m.name not in claimed]
     _align_by_order(rest_ms, rest_torch, claim)
+    pairs.sort(key=lambda p: position[p.torch])  # definition order, however each pair was found
     return WeightMap(pairs, ignored)
 
 

@@ -145,8 +145,8 @@ def _arrays(value, cache: Dict[int, tuple]) -> List[np.ndarray]:
     for _, leaf in flatten_outputs(value):
         if isinstance(leaf, torch.Tensor):
             key = id(leaf)
-            if key not in cache:
-                cache[key] = (leaf, leaf.detach().cpu().numpy())
+            if key not in cache:  # a copy: later in-place ops must not rewrite what was captured
+                cache[key] = (leaf, leaf.detach().cpu().numpy().copy())
             found.append(cache[key][1])
         elif leaf is None:
             found.append(None)
@@ -184,3 +184,8 @@ def capture(model, recording, *, backward: bool):
             handle.remove()
         for module in inplace:
             module.inplace = True
+
+
+def hooks_refused(exc: BaseException) -> bool:
+    """Did torch refuse full backward hooks because the net modifies a layer's output in place?"""
+    return isinstance(exc, RuntimeError) and "BackwardHookFunction" in str(exc)

@@ -1,0 +1,374 @@
+"""parity.check on real, small MindSpore/PyTorch pairs: what passes, what is caught, and what the
+Result holds."""
+
+import mindspore as ms
+import numpy as np
+import pytest
+import torch
+from mindspore import nn as msnn
+
+import parity
+from parity import ParityMismatch, Tolerance
+from parity.inputs import materialize
+
+
+def param_grads(result, mode="pynative"):
+    return {c.name: c for c in result.comparisons if c.kind == "param grad" and c.mode == mode}
+
+
+# -- nets --------------------------------------------------------------------------------------
+
+
+class MSConvBN(msnn.Cell):
+    def __init__(self, momentum=0.9):
+        super().__init__()
+        self.conv = msnn.Conv2d(3, 4, 3, pad_mode="pad", padding=1)
+        self.bn = msnn.BatchNorm2d(4, momentum=momentum)
+
+    def construct(self, x):
+        return self.bn(self.conv(x))
+
+
+class TorchConvBN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1, bias=False)
+        self.bn = torch.nn.BatchNorm2d(4)  # momentum 0.1 here is MindSpore's 0.9
+
+    def forward(self, x):
+        return self.bn(self.conv(x))
+
+
+class MSFlipGrad(msnn.Cell):
+    """Identity forward; its hand-written backward reverses the incoming gradient's last axis.
+    A VJP with an all-ones cotangent (a `.sum()` loss) cannot see this."""
+
+    def construct(self, x):
+        return x * 1.0
+
+    def bprop(self, x, out, dout):
+        return (ms.ops.flip(dout, (-1,)),)
+
+
+class MSDenseFlipGrad(msnn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = msnn.Dense(4, 3)
+        self.flip = MSFlipGrad()
+
+    def construct(self, x):
+        return self.flip(self.fc(x))
+
+
+class TorchLinear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class MSScaled(msnn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = msnn.Dense(4, 3)
+
+    def construct(self, x, scale):
+        return self.fc(x) * scale
+
+
+class TorchScaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x, scale):
+        return self.fc(x) * scale
+
+
+class MSTwoOutputs(msnn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = msnn.Dense(4, 3)
+
+    def construct(self, x):
+        y = self.fc(x)
+        return y, ms.ops.tanh(y)
+
+
+class TorchTwoOutputs(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        y = self.fc(x)
+        return y, torch.tanh(y)
+
+
+# -- passing pairs -----------------------------------------------------------------------------
+
+
+def test_dense_matches_linear():
+    cell, module = msnn.Dense(4, 3), torch.nn.Linear(4, 3)
+    result = parity.check(cell, module, parity.randn((2, 4)))
+    assert result.passed
+    assert [c.kind for c in result.comparisons] == ["output", "input grad", "param grad", "param grad"]
+    assert result["output"].cosine > 0.9999
+    assert result["output"].ms_shape == result["output"].torch_shape == (2, 3)
+    assert result.worst_margin <= 1.0
+    # the copy went PyTorch -> MindSpore
+    assert np.array_equal(cell.weight.asnumpy(), module.weight.detach().numpy())
+    assert result.reproduce == "parity.check(..., seed=1234)"
+    assert result.inputs == "seed 1234 -> input[0]: float32[2, 4] ~ N(0, 1)"
+    with pytest.raises(KeyError, match=r"no compared tensor named 'nope'; known: \['output', 'input\[0\]', "):
+        result["nope"]
+
+
+def test_conv2d_with_explicit_padding_matches():
+    result = parity.check(msnn.Conv2d(3, 4, 3, pad_mode="pad", padding=1, has_bias=True),
+                          torch.nn.Conv2d(3, 4, 3, padding=1), parity.uniform((2, 3, 8, 8), -1, 1))
+    assert result["output"].torch_shape == (2, 4, 8, 8)
+    assert set(param_grads(result)) == {"weight", "bias"}
+
+
+def test_every_trainable_parameter_has_a_gradient_keyed_by_name():
+    module = TorchConvBN()
+    result = parity.check(MSConvBN(), module, parity.randn((2, 3, 5, 5)))
+    grads = param_grads(result)
+    assert set(grads) == {name for name, p in module.named_parameters() if p.requires_grad}
+    assert result["bn.gamma"] is result["bn.weight"] is grads["bn.weight"]
+    assert grads["bn.weight"].ms_name == "bn.gamma"
+    assert grads["conv.weight"].torch_shape == (4, 3, 3, 3)
+    assert result["input[0]"].kind == "input grad"
+    assert not [c for c in result.comparisons if c.kind == "buffer"]  # eval mode: no running stats compared
+
+
+def test_multiple_outputs_are_compared_each_with_their_path():
+    result = parity.check(MSTwoOutputs(), TorchTwoOutputs(), parity.randn((2, 4)))
+    assert [c.name for c in result.comparisons if c.kind == "output"] == ["output[0]", "output[1]"]
+
+
+def test_grads_false_compares_outputs_only():
+    result = parity.check(msnn.Dense(4, 3), torch.nn.Linear(4, 3), parity.randn((2, 4)), grads=False)
+    assert [c.kind for c in result.comparisons] == ["output"]
+
+
+def test_the_seed_decides_the_inputs():
+    result = parity.check(msnn.Dense(4, 3), torch.nn.Linear(4, 3), parity.randn((2, 4)), seed=7)
+    assert result.seed == 7
+    assert result.inputs.startswith("seed 7 -> ")
+    assert result.reproduce == "parity.check(..., seed=7)"
+
+
+# -- caught mismatches -------------------------------------------------------------------------
+
+
+def test_conv2d_default_same_padding_is_a_shape_mismatch():
+    with pytest.raises(ParityMismatch) as info:
+        parity.check(msnn.Conv2d(120, 240, 4, has_bias=False), torch.nn.Conv2d(120, 240, 4, bias=False),
+                     parity.uniform((2, 120, 12, 12), -1, 1), weights=parity.constant(0.1))
+    message = str(info.value)
+    assert message.splitlines()[0] == ("Forward output shapes differ: MindSpore (2, 240, 12, 12) vs "
+                                       "PyTorch (2, 240, 9, 9)")
+    result = info.value.result
+    assert result["output"].problem == "shape"
+    assert "(constant 0.1)" in message
+    assert not param_grads(result)  # no backward through mismatched shapes
+
+
+def test_gelu_tanh_against_exact_is_caught_with_the_full_anatomy():
+    x = parity.randn((4, 8))
+    with pytest.raises(ParityMismatch) as info:
+        parity.check(msnn.GELU(approximate=False), torch.nn.GELU(approximate="tanh"), x)
+    message, result = str(info.value), info.value.result
+    data = materialize(x, 1234).args[0].astype(np.float64)
+    exact = torch.nn.functional.gelu(torch.from_numpy(data)).numpy()
+    tanh = torch.nn.functional.gelu(torch.from_numpy(data), approximate="tanh").numpy()
+    expected = int((np.abs(exact - tanh) > 1e-5 + 1.3e-6 * np.abs(tanh)).sum())
+
+    assert not result.passed
+    assert result["output"].mismatched == pytest.approx(expected, abs=2)  # float32 vs float64 at the edges
+    lines = message.splitlines()
+    assert lines[0] == "MindSpore and PyTorch outputs are not close!"
+    assert "Divergence: first at forward output 'output'" in message
+    assert f"Mismatched elements: {result['output'].mismatched} / 32 " in message
+    assert "Greatest absolute difference: " in message and "(up to 1e-05 allowed)" in message
+    assert "Tolerance: float32 default (rtol=1.3e-06, atol=1e-05)" in lines
+    assert "Inputs: seed 1234 -> input[0]: float32[4, 8] ~ N(0, 1)" in lines
+    assert lines[-1] == "Reproduce: parity.check(..., seed=1234)"
+
+
+def test_a_scaled_weight_is_caught_in_outputs_and_grads():
+    class MSScaledWeight(msnn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.fc = msnn.Dense(4, 3)
+
+        def construct(self, x):
+            return ms.ops.matmul(x, (self.fc.weight * 1.001).T) + self.fc.bias
+
+    with pytest.raises(ParityMismatch) as info:
+        parity.check(MSScaledWeight(), TorchLinear(), parity.randn((8, 4)))
+    result = info.value.result
+    failing = {(c.kind, c.name) for c in result.failures}
+    assert ("output", "output") in failing
+    assert ("param grad", "fc.weight") in failing
+    assert result["fc.bias"].passed  # the bias gradient does not involve the weight
+
+
+def test_gradients_use_a_random_cotangent_not_a_sum():
+    """Forward outputs agree exactly; only a non-uniform cotangent reveals the reversed gradient."""
+    with pytest.raises(ParityMismatch) as info:
+        parity.check(MSDenseFlipGrad(), TorchLinear(), parity.randn((2, 4)))
+    result = info.value.result
+    assert result["output"].passed and result["output"].max_abs == 0.0
+    assert {c.kind for c in result.failures} == {"input grad", "param grad"}
+    assert result.failures[0].name == "input[0]"  # first in execution order
+    assert "gradient of input 'input[0]'" in str(info.value)
+
+
+def test_weights_as_is_with_different_initialisation_is_caught():
+    with pytest.raises(ParityMismatch, match=r"values left as built \(weights='as_is'\)"):
+        parity.check(msnn.Dense(4, 3), torch.nn.Linear(4, 3), parity.randn((2, 4)), weights="as_is")
+
+
+# -- modes -------------------------------------------------------------------------------------
+
+
+def test_graph_mode():
+    result = parity.check(msnn.Dense(4, 3), torch.nn.Linear(4, 3), parity.randn((2, 4)), ms_mode="graph")
+    assert result.modes == ("graph",)
+    assert {c.mode for c in result.comparisons} == {"graph"}
+
+
+def test_both_modes_compare_everything_twice():
+    result = parity.check(msnn.Dense(4, 3), torch.nn.Linear(4, 3), parity.randn((2, 4)), ms_mode="both")
+    assert result.modes == ("pynative", "graph")
+    per_mode = {mode: [(c.kind, c.name) for c in result.comparisons if c.mode == mode] for mode in result.modes}
+    assert per_mode["pynative"] == per_mode["graph"]
+    assert len(per_mode["graph"]) == 4
+    assert ms.get_context("mode") == ms.PYNATIVE_MODE  # the mode is restored
+
+
+def test_a_failure_in_graph_mode_names_the_mode():
+    with pytest.raises(ParityMismatch, match=r"forward output 'output', graph mode"):
+        parity.check(msnn.GELU(approximate=False), torch.nn.GELU(approximate="tanh"), parity.randn((4, 8)),
+                     ms_mode="graph")
+
+
+# -- train mode: running statistics ------------------------------------------------------------
+
+
+def test_train_mode_compares_running_statistics():
+    result = parity.check(MSConvBN(), TorchConvBN(), parity.randn((2, 3, 5, 5)), train=True)
+    buffers = {c.name: c for c in result.comparisons if c.kind == "buffer"}
+    assert set(buffers) == {"bn.running_mean", "bn.running_var"}
+    assert buffers["bn.running_mean"].ms_name == "bn.moving_mean"
+    assert buffers["bn.running_mean"].max_abs < 1e-5 and buffers["bn.running_mean"].passed
+    assert result.train
+
+
+def test_momentum_convention_mismatch_is_caught_in_running_statistics():
+    """MindSpore's momentum keeps the old value (0.9 == PyTorch's 0.1); writing 0.1 on both sides
+    gives the same forward and grads in train mode, but different running statistics."""
+    with pytest.raises(ParityMismatch) as info:
+        parity.check(MSConvBN(momentum=0.1), TorchConvBN(), parity.randn((2, 3, 5, 5)), train=True)
+    result = info.value.result
+    assert {c.kind for c in result.failures} == {"buffer"}
+    message = str(info.value)
+    assert "running statistic 'bn.running_mean' (MindSpore 'bn.moving_mean')" in message
+    assert "(train mode)" in message
+
+
+def test_train_mode_running_statistics_in_graph_mode():
+    result = parity.check(MSConvBN(), TorchConvBN(), parity.randn((2, 3, 5, 5)), train=True, ms_mode="graph")
+    assert result["bn.running_mean"].passed
+
+
+# -- weights -----------------------------------------------------------------------------------
+
+
+def test_weights_copy_to_torch():
+    cell, module = msnn.Dense(4, 3), torch.nn.Linear(4, 3)
+    ms_weight = cell.weight.asnumpy().copy()
+    result = parity.check(cell, module, parity.randn((2, 4)), weights="copy_to_torch")
+    assert np.array_equal(module.weight.detach().numpy(), ms_weight)
+    assert np.array_equal(cell.weight.asnumpy(), ms_weight)
+    assert result.weights.direction == "MindSpore -> PyTorch"
+
+
+def test_weights_as_is_leaves_both_sides_alone():
+    cell, module = msnn.Dense(4, 3), torch.nn.Linear(4, 3)
+    with torch.no_grad():
+        module.weight.copy_(torch.from_numpy(cell.weight.asnumpy()))
+        module.bias.copy_(torch.from_numpy(cell.bias.asnumpy()))
+    before = module.weight.detach().numpy().copy()
+    result = parity.check(cell, module, parity.randn((2, 4)), weights="as_is")
+    assert np.array_equal(module.weight.detach().numpy(), before)
+    assert "values left as built (weights='as_is')" in str(result.weights)
+
+
+def test_weights_constant():
+    cell, module = msnn.Dense(4, 3), torch.nn.Linear(4, 3)
+    result = parity.check(cell, module, parity.randn((2, 4)), weights=parity.constant(0.25))
+    assert np.all(cell.weight.asnumpy() == np.float32(0.25))
+    assert np.all(module.bias.detach().numpy() == np.float32(0.25))
+    assert str(result.weights) == "2/2 tensors mapped and verified identical (constant 0.25)"
+
+
+# -- inputs ------------------------------------------------------------------------------------
+
+
+def test_keyword_inputs():
+    result = parity.check(MSScaled(), TorchScaled(), {"x": parity.randn((2, 4)), "scale": parity.uniform((2, 3), 0.5, 2)})
+    assert [c.name for c in result.comparisons if c.kind == "input grad"] == ["x", "scale"]
+    assert result.inputs == "seed 1234 -> x: float32[2, 4] ~ N(0, 1); scale: float32[2, 3] ~ U(0.5, 2)"
+
+
+def test_integer_inputs_feed_an_embedding():
+    result = parity.check(msnn.Embedding(10, 4), torch.nn.Embedding(10, 4), parity.randint((2, 5), 0, 10))
+    assert [(c.kind, c.name, c.ms_name) for c in result.comparisons] == [
+        ("output", "output", "output"), ("param grad", "weight", "embedding_table")]  # no grad of the indices
+    assert result["weight"].mismatched == 0
+
+
+# -- tolerances --------------------------------------------------------------------------------
+
+
+def test_a_glob_override_passes_one_tensor_and_the_message_names_the_other_s_source():
+    gelu = (msnn.GELU(approximate=False), torch.nn.GELU(approximate="tanh"), parity.randn((4, 8)))
+    with pytest.raises(ParityMismatch):
+        parity.check(*gelu)  # both the output and the input grad fail at the float32 default
+    with pytest.raises(ParityMismatch) as info:
+        parity.check(*gelu, tolerance={"output": Tolerance(1e-2, 1e-2), "input*": Tolerance(1e-4, 1e-4)})
+    result = info.value.result
+    assert result["output"].passed
+    assert result["output"].tolerance_source == "check(tolerance=...)['output']"
+    assert [c.name for c in result.failures] == ["input[0]"]
+    assert "Tolerance: check(tolerance=...)['input*'] (rtol=0.0001, atol=0.0001)" in str(info.value).splitlines()
+
+
+def test_a_tolerance_for_everything_passes():
+    result = parity.check(msnn.GELU(approximate=False), torch.nn.GELU(approximate="tanh"), parity.randn((4, 8)),
+                          tolerance=Tolerance(1e-2, 1e-2))
+    assert {c.tolerance_source for c in result.comparisons} == {"check(tolerance=...)"}
+
+
+# -- float64 reference -------------------------------------------------------------------------
+
+
+def test_float64_reference_on_a_small_resnet():
+    from cases.models.resnet import ms_resnet_small, torch_resnet_small
+
+    module = torch_resnet_small()
+    result = parity.check(ms_resnet_small(), module, parity.randn((2, 3, 32, 32)), reference="float64")
+    assert result.reference == "float64"
+    assert set(param_grads(result)) == {name for name, _ in module.named_parameters()}
+    for comparison in result.comparisons:
+        noise = comparison.noise
+        assert noise is not None, comparison.name
+        assert noise.allowed == pytest.approx(noise.factor * noise.torch_error)
+        assert noise.passed, comparison.name
+        assert 0 <= noise.torch_error < 1e-4  # float32 against float64: a rounding-level error
