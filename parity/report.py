@@ -106,9 +106,11 @@ def layer_lines(verdicts, direction: str, *, verbose: int = 0) -> List[str]:
     for v in shown:
         lines.append(_layer_line(v, "   <- first divergence" if v is first else ""))
     if verbose < 2:
-        later = [v for v in verdicts[at + 1:] if v.status != "ok"]
+        later = [v.status for v in verdicts[at + 1:] if v.status != "ok"]
         if later:
-            lines.append(f"  {'FAIL':<10} {len(later)} later layers (downstream or containing it; shown with -vv)")
+            counts = ", ".join(f"{later.count(s)} {s}" for s in ("downstream", "contains", "FAIL", "unaligned")
+                               if later.count(s))
+            lines.append(f"  {'...':<10} {len(later)} later layers differ ({counts}; every layer with -vv)")
     return lines
 
 
