@@ -52,7 +52,7 @@ def check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, train=Fa
 def translate(torch_module, *, device: str = "CPU"):
     """Build the MindSpore counterpart of ``torch_module`` with equivalent arguments and the same
     weights. Raises :class:`ParityUnsupported` naming the first child that cannot be translated."""
-    from .translate import translate as _translate
+    from .translation import translate as _translate
 
     return _translate(torch_module, device=device)
 

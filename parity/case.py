@@ -35,7 +35,9 @@ class ParityCase:
     ``mindspore`` and ``torch`` are factories: callables, or dotted paths ``"package.module:Name"``
     called with ``ms_kwargs`` / ``torch_kwargs``. ``mindspore=TRANSLATE`` builds the MindSpore side
     with :func:`parity.translate` from the PyTorch side. ``train`` is a bool or a tuple of bools (one
-    item each). ``xfail`` is a reason: the case is expected to mismatch (strictly).
+    item each). ``xfail`` is a reason: the case is expected to mismatch (strictly). ``acknowledge``
+    names known-mismatch entries (``parity.registry``): the case lint accepts a MindSpore default
+    they cover, and the run summary reports an acknowledged entry that did not show as stale.
     """
 
     name: str
@@ -52,6 +54,7 @@ class ParityCase:
     reference: Optional[str] = None
     ms_mode: Optional[str] = None
     xfail: Optional[str] = None
+    acknowledge: Tuple[str, ...] = ()  # known-mismatch ids this case knowingly exhibits or relies on
     line: int = field(default=0, compare=False)
 
     def __post_init__(self):
@@ -64,9 +67,20 @@ class ParityCase:
             if not (callable(factory) or (isinstance(factory, str) and ":" in factory)):
                 raise ParityUsageError(f"ParityCase {self.name!r}: {label} must be a callable or "
                                        f"'package.module:Name', got {factory!r}")
+        object.__setattr__(self, "acknowledge", tuple(self.acknowledge))
         if not self.line:
             frame = sys._getframe(2)  # the module that wrote ParityCase(...)
             object.__setattr__(self, "line", frame.f_lineno)
+
+    def lint(self, *, device: str = "CPU") -> List[str]:
+        """What the registry says is wrong with how this case builds its MindSpore side."""
+        from .registry import lint
+
+        api = self.mindspore if isinstance(self.mindspore, (str, type)) and self.mindspore != TRANSLATE else ""
+        kwargs = self.ms_kwargs if api else {}
+        torch_kwargs = self.torch_kwargs if api else None
+        return [str(issue) for issue in lint(api, dict(kwargs), tuple(self.acknowledge),
+                                             torch_kwargs=torch_kwargs, device=device)]
 
     def variants(self) -> List[Variant]:
         trains = self.train if isinstance(self.train, tuple) else (self.train,)
@@ -97,7 +111,7 @@ def build(case: ParityCase, *, device: str = "CPU") -> Tuple[Any, Any]:
     for label, factory, kwargs in (("torch", case.torch, case.torch_kwargs),
                                    ("mindspore", case.mindspore, case.ms_kwargs)):
         if factory == TRANSLATE:
-            from .translate import translate
+            from .translation import translate
 
             made.append(translate(made[0], device=device))
             continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 
 import pytest
@@ -37,6 +38,18 @@ def _short_failure(excinfo):
     return None
 
 
+@contextlib.contextmanager
+def acknowledged(node, entry_ids):
+    """Record, for the run summary, whether each acknowledged known mismatch showed (the check
+    failed or met an unsupported feature) or stayed quiet (a stale acknowledgement)."""
+    try:
+        yield
+    except (ParityMismatch, ParityUnsupported):
+        node._parity_acks = [(entry_id, True) for entry_id in entry_ids]
+        raise
+    node._parity_acks = [(entry_id, False) for entry_id in entry_ids]
+
+
 class CaseFile(pytest.File):
     """A catalogue module: one item per ParityCase variant; nothing is imported without --parity."""
 
@@ -50,6 +63,11 @@ class CaseFile(pytest.File):
             cases = load_cases(self.path)
         except ParityUsageError as exc:
             raise self.CollectError(str(exc)) from None
+        device = self.config.getoption(opts.DEVICE.dest)
+        problems = [f"{self.path.name}:{case.line}: case {case.name!r}: {issue}"
+                    for case in cases for issue in case.lint(device=device)]
+        if problems:
+            raise self.CollectError("\n".join(problems))
         for case in cases:
             for variant in case.variants():
                 item = CaseItem.from_parent(self, name=variant.id, variant=variant)
@@ -81,13 +99,14 @@ class CaseItem(pytest.Item):
         case = self.variant.case
         location = f"{self.path.relative_to(self.config.rootpath) if self.path.is_relative_to(self.config.rootpath) else self.path}:{case.line}"
         settings = settings_for(self.config, self.nodeid, location)
-        ms_cell, torch_module = build(case, device=settings.device)
-        try:
-            result = run_check(ms_cell, torch_module, case.inputs, train=self.variant.train, settings=settings,
-                               **case.check_kwargs())
-        except ParityMismatch as exc:
-            self._parity_summary = report.summary_line(self.nodeid, exc.result)
-            raise
+        with acknowledged(self, case.acknowledge):
+            ms_cell, torch_module = build(case, device=settings.device)
+            try:
+                result = run_check(ms_cell, torch_module, case.inputs, train=self.variant.train, settings=settings,
+                                   **case.check_kwargs())
+            except ParityMismatch as exc:
+                self._parity_summary = report.summary_line(self.nodeid, exc.result)
+                raise
         self._parity_summary = report.summary_line(self.nodeid, result)
 
     def repr_failure(self, excinfo):
@@ -122,8 +141,14 @@ class FixtureChecker:
                                    f"known: {sorted(_MARKER_KEYS)}")
         self.results = []
 
-    def check(self, ms_cell, torch_module, inputs, **kwargs):
-        """:func:`parity.check` with this session's seed, mode and device."""
+    def check(self, ms_cell, torch_module, inputs, *, acknowledge=(), **kwargs):
+        """:func:`parity.check` with this session's seed, mode and device. ``acknowledge`` names
+        known mismatches the pair exhibits: the run summary reports those that did not show."""
+        __tracebackhide__ = True
+        with acknowledged(self._request.node, tuple(acknowledge)):
+            return self._check(ms_cell, torch_module, inputs, **kwargs)
+
+    def _check(self, ms_cell, torch_module, inputs, **kwargs):
         __tracebackhide__ = True
         defaults = dict(self._defaults)
         marker_tolerance = defaults.pop("tolerance", None)

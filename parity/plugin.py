@@ -12,6 +12,7 @@ import pytest
 from . import options as opts
 from .errors import ParityUsageError
 
+STRICT_MISMATCHES = "--parity-strict-mismatches"
 SKIP_REASON = "parity test: run with `pytest --parity` (MindSpore and PyTorch are imported only then)"
 
 
@@ -22,6 +23,8 @@ def pytest_addoption(parser):
     for option in opts.OPTIONS:
         group.addoption(option.flag, dest=option.dest, choices=option.choices, default=option.default,
                         metavar=option.metavar, help=option.help)
+    group.addoption(STRICT_MISMATCHES, action="store_true", default=False,
+                    help="fail the run when an acknowledged known mismatch did not show (stale)")
     parser.addini("parity_cases", "folders holding the parity catalogue (ParityCase modules)",
                   type="paths", default=[])
 
@@ -29,6 +32,9 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line("markers", "parity(**check_kwargs): a parity test; its keyword arguments are "
                                        "defaults for parity.check (tolerance=, train=, ms_mode=, reference=...)")
+    config.addinivalue_line("markers", "parity_mismatches(torch_api=None, mindspore_api=None): parametrise the "
+                                       "`parity_mismatch` fixture over the known mismatches of these APIs")
+    config.pluginmanager.register(_LedgerKeeper(config), "parity-ledger")
     if config.getoption(opts.SEED.dest) is not None:
         try:
             opts.parse_seed(config.getoption(opts.SEED.dest), opts.SEED.flag)
@@ -69,12 +75,68 @@ def parity(request):
     return FixtureChecker(request)
 
 
+class _LedgerKeeper:
+    """Fills the known-mismatch ledger from test reports, wherever they arrive (xdist's
+    controller too), and fails a ``--parity-strict-mismatches`` run that has stale entries."""
+
+    def __init__(self, config):
+        from .registry.ledger import Ledger
+
+        self.config = config
+        self.ledger = Ledger()
+
+    def pytest_runtest_logreport(self, report):
+        if report.when == "call":
+            for key, value in getattr(report, "user_properties", ()):
+                if key == "parity-mismatch":
+                    self.ledger.record(value[0], report.nodeid, triggered=bool(value[1]))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session):
+        if self.config.getoption(STRICT_MISMATCHES) and self.ledger.stale():
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(scope="session")
+def parity_registry():
+    """The known-mismatch registry (``parity.registry.Registry``), loaded and validated once."""
+    from .registry import load
+
+    return load()
+
+
+@pytest.fixture
+def parity_mismatch(request, parity_registry):
+    """One known-mismatch entry: parametrise it by id (``indirect=True``) or with
+    ``@pytest.mark.parity_mismatches(torch_api=...)``; ``parity.registry.selftest(entry)`` proves it."""
+    if not hasattr(request, "param"):
+        raise ParityUsageError("parity_mismatch needs an entry id: @pytest.mark.parametrize('parity_mismatch', "
+                               "['conv2d-pad-mode-default'], indirect=True) or @pytest.mark.parity_mismatches(...)")
+    return parity_registry.get(request.param)
+
+
+def pytest_generate_tests(metafunc):
+    marker = metafunc.definition.get_closest_marker("parity_mismatches")
+    if marker is None or "parity_mismatch" not in metafunc.fixturenames:
+        return
+    from .registry import load
+
+    entries = load().for_api(**marker.kwargs)
+    if not entries:
+        raise ParityUsageError(f"@pytest.mark.parity_mismatches({marker.kwargs}) matches no known mismatch")
+    ids = [entry.id for entry in entries]
+    metafunc.parametrize("parity_mismatch", ids, indirect=True, ids=ids)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
-    line = getattr(item, "_parity_summary", None)
-    if line is not None and report.when == "call":
-        report.user_properties.append(("parity", line))
+    if report.when == "call":
+        line = getattr(item, "_parity_summary", None)
+        if line is not None:
+            report.user_properties.append(("parity", line))
+        for entry_id, showed in getattr(item, "_parity_acks", ()):
+            report.user_properties.append(("parity-mismatch", (entry_id, showed)))
     return report
 
 
@@ -84,6 +146,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         for key, line in getattr(report, "user_properties", ()):
             if key == "parity":
                 lines.append(line)
+    keeper = config.pluginmanager.get_plugin("parity-ledger")
+    lines += keeper.ledger.summary_lines(strict=config.getoption(STRICT_MISMATCHES))
     if lines:
         terminalreporter.write_sep("=", "parity summary")
         for line in lines:

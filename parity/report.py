@@ -147,10 +147,8 @@ def failure_message(result, *, likely_causes: Sequence[str] = (), verbose: int =
     lines.append(f"Divergence: {divergence}")
     if table or first.kind != "output":
         lines.append(f"Compared:   {_where(first)}")
-    lines.append("")
-    lines += _metrics(first)
     if first.problem is None:
-        lines.append(f"Tolerance: {first.tolerance_source} ({first.tolerance})")
+        lines += [""] + _metrics(first) + [f"Tolerance: {first.tolerance_source} ({first.tolerance})"]
     lines += ["", f"Compared tensors ({len(failures)} of {len(result.comparisons)} failed):"] + _kind_table(result)
     others = [c for c in failures[1:6]]
     if others:

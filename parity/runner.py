@@ -134,8 +134,27 @@ def run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, trai
     if run.localizer is not None:
         result.layers = run.layer_verdicts()
     if not result.passed:
-        raise ParityMismatch(report.failure_message(result, verbose=settings.verbose), result)
+        causes = _likely_causes(ms_cell, torch_module, result, settings.device, modes[-1])
+        raise ParityMismatch(report.failure_message(result, likely_causes=causes, verbose=settings.verbose),
+                             result)
     return result
+
+
+def _likely_causes(ms_cell, torch_module, result, device: str, mode: str) -> List[str]:
+    """The registry's known mismatches that plausibly explain the failure, most likely first,
+    those at the first divergent layer ahead of the rest."""
+    from .registry import likely_causes
+
+    at = None
+    if result.layers is not None:
+        for direction in ("forward", "backward"):
+            verdict, _ = result.layers.first(direction)
+            if verdict is not None:
+                at = verdict.path
+                break
+    if at is None and result.failures and result.failures[0].layer:
+        at = result.failures[0].layer
+    return likely_causes(ms_cell, torch_module, at=at, device=device, mode=mode)
 
 
 class _Run:
@@ -290,6 +309,7 @@ def _run_side(make, label: str, keep=lambda exc: False):
     except Exception as exc:  # the framework rejected the net or the inputs
         if keep(exc):
             raise
+        _recover(label)
         raise _framework_error(label, exc, "the forward pass") from None
     return side
 
@@ -300,7 +320,15 @@ def _backward(side, cotangents, params, label: str):
     except ParityUsageError:
         raise
     except Exception as exc:
+        _recover(label)
         raise _framework_error(label, exc, "the backward pass") from None
+
+
+def _recover(label: str) -> None:
+    if label == "MindSpore":
+        from .backends import mindspore as msb
+
+        msb.recover()
 
 
 def _cotangents(torch_side, seed: int) -> Dict[str, np.ndarray]:

@@ -20,10 +20,23 @@ _MODES = {"pynative": ms.PYNATIVE_MODE, "graph": ms.GRAPH_MODE}
 
 def prepare(*, seed: int, device: str) -> None:
     ms.set_seed(seed)
+    if ms.get_context("device_target") == device:
+        return  # already set: once the runtime has started, MindSpore refuses to set it again
     try:
         ms.set_device(device)
     except (RuntimeError, ValueError) as exc:
         raise ParityUsageError(f"MindSpore cannot use device {device!r} here: {exc}") from None
+
+
+def recover() -> None:
+    """After a failed kernel, PYNATIVE may raise the same error again at the next op: run a
+    trivial op until it stops, so the next check starts clean."""
+    for _ in range(3):
+        try:
+            (ms.ops.ones((1,), ms.float32) + 1).asnumpy()
+            return
+        except Exception:  # the stale error of the failed kernel
+            continue
 
 
 @contextlib.contextmanager

@@ -1,0 +1,94 @@
+"""Known mismatches between MindSpore and PyTorch, as data with a lifecycle.
+
+Each known difference (a default, a parameter name, a layout, a formula, a missing feature or
+kernel) is one entry in ``parity/data/mismatches/<family>.toml``. Entries are validated on load
+(:func:`load`), queried (:meth:`Registry.get`, :meth:`Registry.for_api`), matched against real
+models (:func:`diagnose`) and cases (:func:`lint`), and proven on the installed frameworks by a
+self-test (:func:`selftest`): the naive pair must differ as stated and the fix must agree; a naive
+pair that agrees is STALE. ``docs/known-mismatches.md`` is generated from the data
+(``python -m parity.registry docs``; ``measure`` refreshes the numbers it shows).
+
+Schema (``schema = 1`` at the top of every file; optional ``title = "..."``)::
+
+    [[mismatch]]
+    id = "conv2d-pad-mode-default"       # lowercase-words-with-dashes, unique across files
+    kind = "default"                     # default | name | layout | formula | unsupported
+    torch = "torch.nn.Conv2d"            # the PyTorch API (dotted path)
+    mindspore = "mindspore.nn.Conv2d"    # the MindSpore API; family "mint" iff it is mindspore.mint.*
+    family = "nn"                        # nn | mint
+    summary = "..."                      # one line: what differs
+    fix = "..."                          # one line: what to write (absent: no fix known)
+    arguments = [{ torch = "padding", torch_default = 0, mindspore = "pad_mode", mindspore_default = "same",
+                   note = "..." }]       # the arguments involved; a side without the argument omits it
+    rule = { pad_mode = "pad_mode(torch.padding)", padding = "pad4(torch.padding)" }
+                                         # MindSpore kwargs of the fix, as expressions over the PyTorch
+                                         # kwargs (see parity.registry.rules: literals, arithmetic,
+                                         # comparisons, x if c else y, torch.<arg>, input_shape, helpers)
+    replacement = "mindspore.nn.Conv2d"  # the API the fix builds when it is not `mindspore`
+                                         # (also "package.module:Name", e.g. parity.registry.cells:SELU)
+    weights = { weight = "w" }           # PyTorch parameter leaf -> MindSpore leaf, for the fix
+    layout = { weight = "permute(1, 0)" }  # PyTorch -> MindSpore weight layout, where it differs
+    inspect = { torch = ["padding"], mindspore = ["pad_mode"], when = "ms.pad_mode == 'same' and ..." }
+                                         # diagnosis: attributes shown as evidence (a list, or a table
+                                         # name -> expression over ms.<attr> / torch.<attr>) and the
+                                         # condition under which a built pair shows the mismatch
+    versions = { mindspore = ">=2.7", torch = ">=2.0" }   # PEP 440 specifiers
+    devices = ["CPU", "GPU", "Ascend"]   # where the mismatch occurs
+    modes = ["pynative"]                 # MindSpore modes where it occurs (default both)
+    runs_on = ["Ascend"]                 # unsupported APIs: the documented platforms
+    reason = "..."                       # why, with the evidence
+    reference = "https://www.mindspore.cn/docs/en/master/note/api_mapping/pytorch_diff/Conv2d.html"
+    selftest_skip = "..."                # instead of [mismatch.selftest]: why it cannot be shown
+
+    [mismatch.selftest]                  # a real pair that shows the difference and its fix
+    torch_kwargs = { in_channels = 3, out_channels = 4, kernel_size = 3 }
+    ms_kwargs = { in_channels = 3, out_channels = 4, kernel_size = 3, has_bias = true }   # the naive side
+    inputs = [{ randn = [2, 3, 8, 8] }]  # also { uniform = [[shape], low, high] }, { randint = [...], dtype = "int32" }
+    differs_in = "shape"                 # shape | values | grads | buffers | params | raises | init | zero_fraction
+    raises = "..."                       # differs_in = "raises": text the error must contain
+    train = false                        # grads = true, weights = "copy" | "as_is", ms_mode = "pynative"
+    fixed = true                         # default: whether the entry has a fix; fixed_inputs, fixed_ms_mode
+    optimizer = { shape = [4, 3], steps = 3 }   # an optimizer pair: same parameter, same gradients
+
+    [[available]]                        # an API measured to run and agree (the family/device table)
+    mindspore = "mindspore.mint.nn.GroupNorm"
+    torch = "torch.nn.GroupNorm"
+    kwargs = { num_groups = 3, num_channels = 3 }
+    inputs = [{ randn = [2, 3, 4, 4] }]
+    runs_on = ["CPU"]                    # measured
+    documented = ["Ascend"]              # the docstring's "Supported Platforms"
+
+TOML has no null: the string ``"None"`` stands for Python's None in defaults and kwargs; arrays
+become tuples.
+"""
+
+from __future__ import annotations
+
+from .diagnosis import Diagnosis, LintIssue, diagnose, likely_causes, lint
+from .ledger import Ledger
+from .schema import Argument, Availability, Entry, RegistryError, SelfTestSpec
+from .store import Registry, installed_versions, load
+
+__all__ = [
+    "load", "Registry", "Entry", "Argument", "SelfTestSpec", "Availability", "RegistryError",
+    "diagnose", "Diagnosis", "likely_causes", "lint", "LintIssue",
+    "selftest", "SelfTestOutcome", "Ledger", "installed_versions",
+]
+
+
+def selftest(entry, *, device: str = "CPU", seed: int = 1234):
+    """Run ``entry``'s self-test (an :class:`Entry` or an id) on the installed frameworks; returns a
+    :class:`~parity.registry.selftests.SelfTestOutcome`. Imports MindSpore and PyTorch."""
+    from .selftests import selftest as _selftest
+
+    if isinstance(entry, str):
+        entry = load().get(entry)
+    return _selftest(entry, device=device, seed=seed)
+
+
+def __getattr__(name):
+    if name == "SelfTestOutcome":
+        from .selftests import SelfTestOutcome
+
+        return SelfTestOutcome
+    raise AttributeError(f"module 'parity.registry' has no attribute {name!r}")

@@ -1,0 +1,273 @@
+"""Registry against real objects and cases: ``diagnose`` (which known mismatches a failing pair
+likely hits) and ``lint`` (a case that builds a MindSpore API with a known-different default)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+
+from . import rules
+from .schema import Argument, Entry
+from .store import Registry, api_matches, installed_versions, load, resolve_api
+
+__all__ = ["Diagnosis", "LintIssue", "diagnose", "likely_causes", "lint", "HIGH", "UNSUPPORTED", "PRESENT"]
+
+HIGH = 0.9         # the instances were built the way the entry describes
+UNSUPPORTED = 0.6  # the API has no kernel/feature where this runs
+PRESENT = 0.2      # the layer types are merely present on both sides
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """A known mismatch found in a pair of models: ``score`` in [0, 1], higher is more likely."""
+
+    entry: Entry
+    score: float
+    evidence: str
+    path: str          # the layer's attribute path (PyTorch's, where the two differ)
+    ms_path: str = ""  # MindSpore's path, where it differs from PyTorch's
+
+    def __str__(self) -> str:
+        where = f"{self.path or '(root)'!r}" + (f" (MindSpore {self.ms_path!r})" if self.ms_path else "")
+        return f"known mismatch {self.entry.id!r} at {where} ({self.evidence})"
+
+    def cause(self) -> str:
+        """One line for a failure message: what, where, and the fix."""
+        fix = f"; fix: {self.entry.fix}" if self.entry.fix else ""
+        return f"{self}{fix}"
+
+
+@dataclass(frozen=True)
+class LintIssue:
+    """A case builds ``entry.mindspore`` in a way the registry knows differs from PyTorch."""
+
+    entry_id: str
+    argument: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _versions(mindspore_version, torch_version):
+    if mindspore_version is not None or torch_version is not None:
+        return mindspore_version, torch_version
+    found = []
+    for name in ("mindspore", "torch"):
+        module = sys.modules.get(name)
+        found.append(getattr(module, "__version__", None))
+    if None in found:
+        installed = installed_versions()
+        found = [f or i for f, i in zip(found, installed)]
+    return found[0], found[1]
+
+
+def diagnose(ms_model, torch_model, *, registry: Optional[Registry] = None, device: Optional[str] = None,
+             mode: Optional[str] = None, mindspore_version: Optional[str] = None,
+             torch_version: Optional[str] = None) -> List[Diagnosis]:
+    """Known mismatches between the layers of ``ms_model`` and ``torch_model``, most likely first.
+
+    Only entries that apply to the installed versions, ``device`` and ``mode`` (those given) count.
+    Layers are paired by attribute path (then, per entry, in definition order). An entry whose
+    ``inspect.when`` holds for the instances ranks high; one whose ``when`` is false is left out; an
+    unsupported API on ``device`` ranks medium; otherwise the layer types' presence ranks low."""
+    registry = registry or load()
+    ms_version, torch_version = _versions(mindspore_version, torch_version)
+    entries = [e for e in registry.entries if e.applies(ms_version, torch_version, device, mode)]
+    ms_layers = list(ms_model.cells_and_names())
+    torch_layers = dict(torch_model.named_modules())
+    found: List[Tuple[float, int, str, Diagnosis]] = []
+    for entry in entries:
+        ms_class, torch_class = resolve_api(entry.mindspore), resolve_api(entry.torch)
+        if not isinstance(ms_class, type) or not isinstance(torch_class, type):
+            continue
+        for order, path, ms_path, ms_layer, torch_layer in _pairs(ms_layers, torch_layers, ms_class, torch_class):
+            found_one = _judge(entry, path, ms_path, ms_layer, torch_layer, device)
+            if found_one is not None:
+                found.append((-found_one.score, order, entry.id, found_one))
+    found.sort(key=lambda item: item[:3])
+    return [item[3] for item in found]
+
+
+def likely_causes(ms_model, torch_model, *, at: Optional[str] = None, device: Optional[str] = None,
+                  mode: Optional[str] = None, threshold: float = UNSUPPORTED,
+                  registry: Optional[Registry] = None) -> List[str]:
+    """``Likely cause:`` lines for a failure message: the diagnoses at or above ``threshold``, each
+    with its fix, those at layer ``at`` (the first divergence) first. Never raises: a failing
+    diagnosis must not hide the failure it explains."""
+    try:
+        found = diagnose(ms_model, torch_model, registry=registry, device=device, mode=mode)
+    except Exception:  # the registry is a helper of the message, not part of the verdict
+        return []
+    found = sorted((d for d in found if d.score >= threshold), key=lambda d: at is not None and d.path != at)
+    return [d.cause() for d in found]
+
+
+def _pairs(ms_layers, torch_layers: Dict[str, Any], ms_class: type, torch_class: type):
+    """(order, path, MindSpore path if different, ms layer, torch layer) of these types: the same
+    path first, the rest paired in definition order; ``order`` is the MindSpore layer's position,
+    to rank ties by execution order."""
+    ms_of_type = [(i, p, c) for i, (p, c) in enumerate(ms_layers) if isinstance(c, ms_class)]
+    torch_of_type = [(p, m) for p, m in torch_layers.items() if isinstance(m, torch_class)]
+    torch_paths = {p for p, _ in torch_of_type}
+    paired = [(i, p, "", c, torch_layers[p]) for i, p, c in ms_of_type if p in torch_paths]
+    used = {p for _, p, _, _, _ in paired}
+    rest_ms = [(i, p, c) for i, p, c in ms_of_type if p not in used]
+    rest_torch = [(p, m) for p, m in torch_of_type if p not in used]
+    for (i, ms_path, cell), (torch_path, module) in zip(rest_ms, rest_torch):
+        paired.append((i, torch_path, ms_path, cell, module))
+    return paired
+
+
+def _reader(obj):
+    def read(name):
+        try:
+            return getattr(obj, name)
+        except AttributeError:
+            raise rules.MissingArgument(type(obj).__name__, name) from None
+    return read
+
+
+def _judge(entry: Entry, path: str, ms_path: str, ms_layer, torch_layer, device: Optional[str]) -> Optional[Diagnosis]:
+    roots = {"ms": _reader(ms_layer), "torch": _reader(torch_layer)}
+    if entry.kind == "unsupported" and device is not None and device in entry.devices and not entry.when:
+        return Diagnosis(entry, UNSUPPORTED, f"{entry.summary} (device {device})", path, ms_path)
+    if entry.when:
+        try:
+            holds = bool(rules.evaluate(entry.when, roots))
+        except rules.RuleError as exc:
+            return Diagnosis(entry, PRESENT, f"layer types present; could not read the arguments: {exc}", path, ms_path)
+        if not holds:
+            return None
+        return Diagnosis(entry, HIGH, _evidence(entry, roots), path, ms_path)
+    return Diagnosis(entry, PRESENT, f"layer types present on both sides: {entry.summary}", path, ms_path)
+
+
+def _evidence(entry: Entry, roots) -> str:
+    sides = []
+    for label, table in (("MindSpore", entry.inspect_mindspore), ("PyTorch", entry.inspect_torch)):
+        shown = []
+        for name, source in table.items():
+            try:
+                shown.append(f"{name}={rules.evaluate(source, roots)!r}")
+            except rules.RuleError:
+                shown.append(f"{name}=?")
+        if shown:
+            sides.append(f"{label} {', '.join(shown)}")
+    return " vs ".join(sides) or entry.summary
+
+
+def lint(mindspore_api, ms_kwargs: Mapping[str, Any], acknowledged: Iterable[str] = (), *,
+         torch_kwargs: Optional[Mapping[str, Any]] = None, device: Optional[str] = None,
+         registry: Optional[Registry] = None, mindspore_version: Optional[str] = None,
+         torch_version: Optional[str] = None) -> List[LintIssue]:
+    """Issues with a case that builds ``mindspore_api(**ms_kwargs)``.
+
+    * an argument whose MindSpore default is known to differ is not set, and the entry is not
+      acknowledged: the issue names the argument and what to write (the rule's value when
+      ``torch_kwargs`` are given);
+    * with ``torch_kwargs``, an argument set to something other than what the rule translates to;
+    * an API known to be unsupported on ``device``;
+    * an acknowledged id that the registry does not hold.
+    """
+    registry = registry or load()
+    acknowledged = set(acknowledged)
+    issues = [LintIssue(i, "", f"acknowledges unknown mismatch {i!r}{_suggest(registry, i)}")
+              for i in sorted(acknowledged) if i not in registry]
+    ms_version, torch_version = mindspore_version, torch_version
+    if ms_version is None and torch_version is None:
+        ms_version, torch_version = installed_versions()
+    for entry in registry.entries:
+        if entry.id in acknowledged or not api_matches(entry.mindspore, mindspore_api):
+            continue
+        if not entry.applies(ms_version, torch_version, None):
+            continue
+        issues += _lint_entry(entry, dict(ms_kwargs), torch_kwargs, device)
+    return issues
+
+
+def _suggest(registry: Registry, entry_id: str) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(entry_id, [e.id for e in registry.entries], n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _ack(entry: Entry) -> str:
+    return f"(known mismatch {entry.id!r}; or acknowledge=({entry.id!r},) if the difference is the point)"
+
+
+def _lint_entry(entry: Entry, ms_kwargs: Dict[str, Any], torch_kwargs, device) -> List[LintIssue]:
+    api = entry.mindspore
+    if entry.kind == "unsupported":
+        if device is not None and device in entry.devices:
+            fix = f"; {entry.fix}" if entry.fix else ""
+            return [LintIssue(entry.id, "", f"{api} on {device}: {entry.summary}{fix} {_ack(entry)}")]
+        return []
+    expected = _expected(entry, torch_kwargs or {})
+    concrete = bool(torch_kwargs) and all(v is not None for v in expected.values())
+    issues = []
+    for argument in entry.arguments:
+        name = argument.mindspore
+        if not name or not argument.has_mindspore_default or name in ms_kwargs or entry.kind == "layout":
+            continue
+        if name in expected:
+            differs = not _equal(expected[name], argument.mindspore_default)
+        elif argument.has_torch_default:
+            differs = entry.kind == "default" and not _equal(argument.torch_default, argument.mindspore_default)
+        else:
+            differs = entry.kind == "default"
+        if differs:
+            issues.append(LintIssue(entry.id, name, _unset_message(entry, argument, expected if concrete else {},
+                                                                   torch_kwargs or {})))
+    for name, value in expected.items():
+        if name in ms_kwargs and torch_kwargs and not _equal(ms_kwargs[name], value):
+            issues.append(LintIssue(entry.id, name, f"{api}({name}={ms_kwargs[name]!r}) does not match PyTorch's "
+                                    f"{_torch_args(entry, torch_kwargs)}: write {name}={value!r} {_ack(entry)}"))
+    return issues
+
+
+def _expected(entry: Entry, torch_kwargs) -> Dict[str, Any]:
+    """The rule's MindSpore kwargs for these PyTorch kwargs (PyTorch's defaults for the rest)."""
+    if not entry.rule:
+        return {}
+    try:
+        return entry.translate_kwargs(torch_kwargs)
+    except Exception:  # the rule needs more than the case gives (e.g. the input shape)
+        return {}
+
+
+def _unset_message(entry: Entry, argument: Argument, expected: Dict[str, Any], torch_kwargs) -> str:
+    name = argument.mindspore
+    torch_value = torch_kwargs.get(argument.torch, argument.torch_default)
+    torch_side = f" (PyTorch {argument.torch}={torch_value!r})" if argument.torch and \
+        (argument.torch in torch_kwargs or argument.has_torch_default) else ""
+    if expected:
+        write = "write " + ", ".join(f"{k}={v!r}" for k, v in expected.items())
+    else:
+        write = f"fix: {entry.fix}" if entry.fix else f"set {name}"
+    return (f"{entry.mindspore} is built without {name}: MindSpore's default {name}={argument.mindspore_default!r} "
+            f"differs{torch_side}; {write} {_ack(entry)}")
+
+
+def _torch_args(entry: Entry, torch_kwargs) -> str:
+    names = sorted({n for s in entry.rule.values() for n in rules.referenced(s, "torch")})
+    shown = [f"{n}={torch_kwargs[n]!r}" for n in names if torch_kwargs and n in torch_kwargs]
+    return ", ".join(shown) or "arguments"
+
+
+def _equal(a, b) -> bool:
+    return a == b or _same(a, b) or (isinstance(a, float) and isinstance(b, float) and abs(a - b) <= 1e-9 * max(1.0, abs(b)))
+
+
+def _same(a, b) -> bool:
+    """1 == (1, 1): MindSpore stores scalars where PyTorch normalised to tuples and back."""
+    if isinstance(a, (tuple, list)) and not isinstance(b, (tuple, list)):
+        return all(x == b for x in a)
+    if isinstance(b, (tuple, list)) and not isinstance(a, (tuple, list)):
+        return all(x == a for x in b)
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return tuple(a) == tuple(b)
+    return False
+

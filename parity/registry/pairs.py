@@ -1,0 +1,284 @@
+"""Build and run one pair for a self-test, and say what it did: a module pair through
+:func:`parity.check`, initial-weight spreads, dropout rates, or an optimizer's updates.
+
+Imports MindSpore and PyTorch when a pair runs, never at import.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import re
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..errors import ParityMismatch, ParityUsageError
+from .schema import Entry, SelfTestSpec
+
+__all__ = ["Measurement", "fmt2", "resolve", "quiet", "module_pair", "init_stats", "zero_fraction",
+           "optimizer_pair", "check_available", "flush_mindspore", "first_shape"]
+
+_STATS_LIMIT = {"init": 1.5, "zero_fraction": 0.1}  # std ratio; difference of zero fractions
+
+
+def fmt2(value: Optional[float]) -> str:
+    """Two significant digits, so that a generated document stays stable."""
+    if value is None:
+        return "-"
+    return "0" if value == 0 else f"{value:.2g}"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What one pair did: ``observed`` is "agrees" or one of the ``differs_in`` words (or "usage"),
+    ``value`` the headline number (max abs difference; std ratio; zero-fraction difference)."""
+
+    observed: str
+    value: Optional[float] = None
+    detail: str = ""
+    text: str = field(default="", compare=False, repr=False)  # the whole error, for `raises`
+
+    @property
+    def display(self) -> str:
+        """The number (or shape, or error) a person reads in the document."""
+        return fmt2(self.value) if self.detail in ("", "agrees") else self.detail
+
+
+def resolve(path: str):
+    """``"package.module:Name"`` or a dotted path ``"mindspore.nn.Conv2d"`` -> the object (imports)."""
+    if ":" in path:
+        module, _, attr = path.partition(":")
+        target = importlib.import_module(module)
+        for part in attr.split("."):
+            target = getattr(target, part)
+        return target
+    module, _, attr = path.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError):
+        target = resolve(module)
+        return getattr(target, attr)
+
+
+@contextlib.contextmanager
+def quiet():
+    """Framework warnings (deprecations, implicit choices) are noise for a self-test."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+_NOISE = re.compile(r"^(-+|- .*|\w+(Error|Exception):?|The (MindSpore|PyTorch) side raised during .*|"
+                    r"Check that the net accepts .*)$")
+
+
+def _raised(exc: BaseException) -> Measurement:
+    """A failure to build or run: the most telling line as detail, the whole text for ``raises``."""
+    text = str(exc)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    telling = [line for line in lines if not _NOISE.match(line)]
+    kind = next((m.group(1) for m in (re.match(r"^(\w+(Error|Exception)):", line) for line in lines) if m),
+                type(exc).__name__)
+    line = telling[0] if telling else kind
+    if not line.startswith(kind):
+        line = f"{kind}: {line}"
+    return Measurement("raises", None, line if len(line) <= 100 else line[:97] + "...", f"{type(exc).__name__}: {text}")
+
+
+def _inputs(specs: Sequence[Mapping[str, Any]]):
+    from .. import inputs as parity_inputs
+
+    made = []
+    for spec in specs:
+        dtype = {"dtype": spec["dtype"]} if "dtype" in spec else {}
+        if "randn" in spec:
+            made.append(parity_inputs.randn(tuple(spec["randn"]), **dtype))
+        elif "uniform" in spec:
+            shape, low, high = spec["uniform"]
+            made.append(parity_inputs.uniform(tuple(shape), low, high, **dtype))
+        else:
+            shape, low, high = spec["randint"]
+            made.append(parity_inputs.randint(tuple(shape), low, high, **dtype))
+    return made[0] if len(made) == 1 else tuple(made)
+
+
+def first_shape(specs) -> Optional[Tuple[int, ...]]:
+    if not specs:
+        return None
+    spec = specs[0]
+    shape = spec.get("randn") or (spec.get("uniform") or spec.get("randint"))[0]
+    return tuple(shape)
+
+
+def flush_mindspore() -> None:
+    """After a failed MindSpore kernel, PyNative may raise the same error again on the next op."""
+    from ..backends import mindspore as msb
+
+    msb.recover()
+
+
+def module_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *, fixed: bool, device: str,
+                 seed: int) -> Measurement:
+    from ..runner import Settings, run_check
+
+    torch_module = resolve(entry.torch)(**spec.torch_kwargs)
+    try:
+        ms_cell = resolve(api)(**ms_kwargs)
+    except Exception as exc:  # the naive MindSpore construction is rejected
+        return _raised(exc)
+    name_map = _weights_map(entry) if fixed and entry.weights else None
+    weights = "copy" if fixed else spec.weights
+    mode = (spec.fixed_ms_mode or spec.ms_mode) if fixed else spec.ms_mode
+    try:
+        result = run_check(ms_cell, torch_module, _inputs(inputs), weights=weights, grads=spec.grads,
+                           train=spec.train, ms_mode=mode, name_map=name_map,
+                           settings=Settings(seed=seed, device=device))
+    except ParityMismatch as exc:
+        return _classify(exc)
+    except ParityUsageError as exc:
+        flush_mindspore()
+        text = str(exc)
+        if text.startswith(("Unmapped parameters", "Parameter shapes differ")):
+            return Measurement("params", None, _params_detail(text), text)
+        if "raised during" in text:
+            return _raised(exc)
+        return Measurement("usage", None, text.splitlines()[0][:100], text)
+    values = [c.max_abs for c in result.comparisons if c.problem is None and c.max_abs is not None]
+    return Measurement("agrees", max(values, default=0.0), "agrees")
+
+
+def _params_detail(text: str) -> str:
+    """'Unmapped parameters: ...' / 'Parameter shapes differ ...' -> one short line."""
+    first = text.splitlines()[0]
+    match = re.match(r"Unmapped parameters: in MindSpore only (\[.*?\]); in PyTorch only (\[.*?\])", first)
+    if match:
+        parts = [f"{side} only {names}" for side, names in (("MindSpore", match.group(1)), ("PyTorch", match.group(2)))
+                 if names != "[]"]
+        return "unmapped parameters: " + "; ".join(parts)
+    rows = [line.split() for line in text.splitlines()[2:4]]
+    if len(rows) == 2 and all(len(r) >= 3 for r in rows):
+        shapes = [" ".join(r[2:-1]) for r in rows]
+        return f"'{rows[1][1]}' shape {shapes[0]} vs {shapes[1]}"
+    return first[:100]
+
+
+def _weights_map(entry: Entry) -> Callable[[str], Optional[str]]:
+    def name_map(torch_name: str) -> Optional[str]:
+        return entry.name_map([torch_name]).get(torch_name)
+    return name_map
+
+
+def _classify(exc: ParityMismatch) -> Measurement:
+    result = exc.result
+    if result is None:
+        return Measurement("shape", None, str(exc).splitlines()[0][:120])
+    failures = result.failures
+    shaped = [c for c in failures if c.problem == "shape"]
+    if shaped:
+        c = shaped[0]
+        return Measurement("shape", None, f"{c.kind} shape {tuple(c.ms_shape)} vs {tuple(c.torch_shape)}")
+    kinds = {c.kind for c in failures}
+    observed = ("values" if "output" in kinds else "grads" if kinds & {"input grad", "param grad"} else "buffers")
+    group = {"values": ("output",), "grads": ("input grad", "param grad"), "buffers": ("buffer",)}[observed]
+    values = [c.max_abs for c in failures if c.kind in group and c.max_abs is not None]
+    worst = max(values, default=None)
+    label = {"values": "outputs", "grads": "gradients", "buffers": "running stats"}[observed]
+    return Measurement(observed, worst, f"{label}: {fmt2(worst)}")
+
+
+def _build_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device: str, seed: int):
+    from ..backends import mindspore as msb, torch as tb
+
+    msb.prepare(seed=seed, device=device)
+    tb.prepare(seed=seed, device=device)
+    return resolve(api)(**ms_kwargs), resolve(entry.torch)(**spec.torch_kwargs)
+
+
+def init_stats(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device: str, seed: int) -> Measurement:
+    """Initial weights drawn from different distributions: compare each tensor's spread."""
+    from ..backends import mindspore as msb, torch as tb
+    from ..weights import map_weights
+
+    ms_cell, torch_module = _build_pair(entry, api, ms_kwargs, spec, device, seed)
+    wmap = map_weights(msb.slots(ms_cell), tb.slots(torch_module), None)
+    worst, detail = 1.0, ""
+    for pair in wmap.trainable_pairs():
+        ms_std = float(np.std(msb.read(ms_cell, pair.ms)))
+        torch_std = float(np.std(tb.read(torch_module, pair.torch)))
+        ratio = max(ms_std, torch_std) / max(min(ms_std, torch_std), 1e-12)
+        if ratio >= worst:
+            worst, detail = ratio, f"'{pair.torch}' std {fmt2(ms_std)} vs {fmt2(torch_std)}"
+    observed = "init" if worst > _STATS_LIMIT["init"] else "agrees"
+    return Measurement(observed, worst, detail or "no weights")
+
+
+def zero_fraction(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device: str, seed: int) -> Measurement:
+    """Dropout masks come from different generators: compare the fraction dropped in train mode."""
+    import mindspore as ms
+    import torch
+
+    ms_cell, torch_module = _build_pair(entry, api, ms_kwargs, spec, device, seed)
+    ms_cell.set_train(True)
+    torch_module.train(True)
+    ones = np.ones(first_shape(spec.inputs), np.float32)
+    ms_zero = float(np.mean(ms_cell(ms.Tensor(ones)).asnumpy() == 0))
+    torch_zero = float(np.mean(torch_module(torch.from_numpy(ones)).detach().numpy() == 0))
+    gap = abs(ms_zero - torch_zero)
+    observed = "zero_fraction" if gap > _STATS_LIMIT["zero_fraction"] else "agrees"
+    return Measurement(observed, gap, f"zeros {ms_zero:.0%} vs {torch_zero:.0%}")
+
+
+def optimizer_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, mode: str, device: str,
+                    seed: int) -> Measurement:
+    """The same parameter and the same gradients, ``steps`` updates on each side."""
+    import mindspore as ms
+    import torch
+
+    from ..backends import mindspore as msb
+
+    shape = tuple(spec.optimizer["shape"])
+    rng = np.random.default_rng(seed)
+    start = rng.standard_normal(shape).astype(np.float32)
+    grads = [rng.standard_normal(shape).astype(np.float32) for _ in range(int(spec.optimizer.get("steps", 3)))]
+    msb.prepare(seed=seed, device=device)
+    ms_param = ms.Parameter(ms.Tensor(start.copy()), name=f"w_{entry.id.replace('-', '_')}")
+    try:
+        ms_opt = resolve(api)([ms_param], **ms_kwargs)
+        with msb.execution_mode(mode):
+            for grad in grads:
+                ms_opt((ms.Tensor(grad),))
+        ms_final = ms_param.asnumpy()
+    except Exception as exc:  # no kernel, or the arguments are rejected
+        flush_mindspore()
+        return _raised(exc)
+    torch_param = torch.nn.Parameter(torch.from_numpy(start.copy()))
+    torch_opt = resolve(entry.torch)([torch_param], **spec.torch_kwargs)
+    for grad in grads:
+        torch_param.grad = torch.from_numpy(grad.copy())
+        torch_opt.step()
+    torch_final = torch_param.detach().numpy()
+    diff = float(np.max(np.abs(ms_final - torch_final)))
+    close = np.allclose(ms_final, torch_final, rtol=1.3e-6, atol=1e-5)
+    detail = "agrees" if close else f"parameters after {len(grads)} steps: {fmt2(diff)}"
+    return Measurement("agrees" if close else "values", diff, detail)
+
+
+def check_available(record, *, device: str = "CPU", seed: int = 1234) -> Measurement:
+    """Run an ``[[available]]`` record: the API must build, run and agree with PyTorch."""
+    from ..runner import Settings, run_check
+
+    with quiet():
+        torch_module = resolve(record.torch)(**record.kwargs)
+        ms_cell = resolve(record.mindspore)(**record.kwargs)
+        try:
+            result = run_check(ms_cell, torch_module, _inputs(record.inputs), settings=Settings(seed=seed, device=device))
+        except ParityMismatch as exc:
+            return _classify(exc)
+        except ParityUsageError as exc:
+            flush_mindspore()
+            return _raised(exc)
+    values = [c.max_abs for c in result.comparisons if c.problem is None and c.max_abs is not None]
+    return Measurement("agrees", max(values, default=0.0), "agrees")

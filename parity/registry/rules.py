@@ -1,0 +1,224 @@
+"""A small, safe expression language for translation rules and diagnosis conditions.
+
+Rules map PyTorch constructor arguments to MindSpore ones (``pad_mode = "pad_mode(torch.padding)"``);
+``inspect`` expressions read instance attributes (``ms.approximate == 'tanh'``). Expressions are
+parsed with :mod:`ast` and walked by hand, never passed to :func:`eval`: only literals, arithmetic,
+comparisons, ``and/or/not``, ``x if c else y``, subscripts, attribute reads on the root names of the
+context (``torch.<arg>``, ``ms.<attr>``, and attributes of those, ``ms.softmax.axis``) and calls of the helpers in :data:`HELPERS` are allowed.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from typing import Any, Callable, Dict, FrozenSet, Mapping, Optional
+
+__all__ = ["RuleError", "MissingArgument", "HELPERS", "check_expression", "evaluate", "referenced"]
+
+
+class RuleError(ValueError):
+    """An expression is malformed, uses something not allowed, or failed while evaluating."""
+
+
+class MissingArgument(RuleError):
+    """The expression reads ``<root>.<name>`` and the context has no value for it."""
+
+    def __init__(self, root: str, name: str):
+        super().__init__(f"needs {root}.{name}, which was not given")
+        self.root, self.name = root, name
+
+
+def _pad_mode(padding) -> str:
+    """PyTorch ``padding`` -> MindSpore ``pad_mode``: 'same'/'valid' stay, numbers need 'pad'."""
+    return padding if isinstance(padding, str) else "pad"
+
+
+def _pad_int(padding) -> int:
+    """PyTorch ``padding`` -> one int (MindSpore 1-D ops and pooling): strings mean 0."""
+    if isinstance(padding, str):
+        return 0
+    if isinstance(padding, (tuple, list)):
+        if len(set(padding)) != 1:
+            raise RuleError(f"padding {tuple(padding)} differs per dimension; MindSpore needs one value here")
+        return int(padding[0])
+    return int(padding)
+
+
+def _pad4(padding):
+    """PyTorch ``padding`` -> MindSpore Conv padding: (h, w) -> (top, bottom, left, right)."""
+    if isinstance(padding, str):
+        return 0
+    if isinstance(padding, (tuple, list)):
+        values = tuple(int(p) for p in padding)
+        if len(set(values)) == 1:
+            return values[0]
+        return tuple(v for v in values for _ in (0, 1))
+    return int(padding)
+
+
+def _scaled_size(shape, factor):
+    """Output spatial size of interpolation by ``factor`` for an NC... input of ``shape``."""
+    spatial = tuple(shape)[2:]
+    factors = tuple(factor) if isinstance(factor, (tuple, list)) else (factor,) * len(spatial)
+    return tuple(int(math.floor(d * f)) for d, f in zip(spatial, factors))
+
+
+def _first(value):
+    return value[0] if isinstance(value, (tuple, list)) else value
+
+
+def _as_tuple(value):
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+HELPERS: Dict[str, Callable[..., Any]] = {
+    "len": len, "int": int, "float": float, "bool": bool, "str": str, "tuple": tuple, "list": list,
+    "min": min, "max": max, "abs": abs, "round": round,
+    "pad_mode": _pad_mode, "pad_int": _pad_int, "pad4": _pad4, "scaled_size": _scaled_size, "first": _first,
+    "as_tuple": _as_tuple,
+}
+
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_}
+_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+            ast.Gt: operator.gt, ast.GtE: operator.ge, ast.In: lambda a, b: a in b,
+            ast.NotIn: lambda a, b: a not in b, ast.Is: operator.is_, ast.IsNot: operator.is_not}
+
+
+def _parse(source: str) -> ast.Expression:
+    if not isinstance(source, str):
+        raise RuleError(f"an expression must be a string, got {type(source).__name__} {source!r}")
+    try:
+        return ast.parse(source.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise RuleError(f"cannot parse {source!r}: {exc.msg}") from None
+
+
+def check_expression(source: str, roots: FrozenSet[str], names: FrozenSet[str] = frozenset()) -> None:
+    """Raise :class:`RuleError` unless ``source`` uses only allowed syntax, the ``roots``
+    (as ``root.attr``), the bare ``names`` and the helpers."""
+    tree = _parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if node.id not in roots and node.id not in names and node.id not in HELPERS:
+                allowed = sorted(set(HELPERS) | set(names) | {f"{r}.<name>" for r in roots})
+                raise RuleError(f"unknown name {node.id!r} in {source!r}; allowed: {', '.join(allowed)}")
+        elif isinstance(node, ast.Attribute):
+            base = node.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if not (isinstance(base, ast.Name) and base.id in roots) or node.attr.startswith("_"):
+                raise RuleError(f"attribute access is only allowed as {'/'.join(sorted(roots))}.<name>[.<name>...] "
+                                f"(no _private names) in {source!r}")
+        elif isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name) and node.func.id not in HELPERS:
+                raise RuleError(f"unknown name {node.func.id!r} in {source!r}; the helpers are {', '.join(sorted(HELPERS))}")
+            if not isinstance(node.func, ast.Name) or node.keywords:
+                raise RuleError(f"only the helpers {sorted(HELPERS)} may be called (positionally) in {source!r}")
+        elif not isinstance(node, _ALLOWED):
+            raise RuleError(f"{type(node).__name__} is not allowed in {source!r}")
+        if isinstance(node, ast.Name) and node.id in roots and not _is_attribute_root(tree, node):
+            raise RuleError(f"{node.id!r} must be followed by .<name> in {source!r}")
+
+
+_ALLOWED = (ast.Expression, ast.Constant, ast.Tuple, ast.List, ast.UnaryOp, ast.BinOp, ast.BoolOp, ast.Compare,
+            ast.IfExp, ast.Subscript, ast.Load, ast.Name, ast.Attribute, ast.Call,
+            *_BINARY, *_UNARY, *_COMPARE, ast.And, ast.Or)
+
+
+def _is_attribute_root(tree, name_node) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.value is name_node for n in ast.walk(tree))
+
+
+def referenced(source: str, root: str) -> FrozenSet[str]:
+    """The names read as ``root.<name>`` in ``source``."""
+    return frozenset(n.attr for n in ast.walk(_parse(source))
+                     if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == root)
+
+
+Lookup = Callable[[str], Any]
+
+
+def evaluate(source: str, roots: Mapping[str, Lookup], names: Optional[Mapping[str, Any]] = None) -> Any:
+    """Evaluate ``source``; ``roots[r](name)`` supplies ``r.name`` (raising :class:`MissingArgument`
+    when it has none) and ``names`` the bare names."""
+    return _Evaluator(roots, dict(names or {})).visit(_parse(source).body)
+
+
+class _Evaluator:
+    def __init__(self, roots: Mapping[str, Lookup], names: Dict[str, Any]):
+        self.roots, self.names = roots, names
+
+    def visit(self, node):
+        method = getattr(self, f"_{type(node).__name__}", None)
+        if method is None:
+            raise RuleError(f"{type(node).__name__} is not allowed")
+        return method(node)
+
+    def _Constant(self, node):
+        return node.value
+
+    def _Tuple(self, node):
+        return tuple(self.visit(e) for e in node.elts)
+
+    def _List(self, node):
+        return [self.visit(e) for e in node.elts]
+
+    def _Name(self, node):
+        if node.id in self.names:
+            return self.names[node.id]
+        raise RuleError(f"name {node.id!r} has no value here")
+
+    def _Attribute(self, node):
+        if isinstance(node.value, ast.Name) and node.value.id in self.roots:
+            return self.roots[node.value.id](node.attr)
+        if not isinstance(node.value, ast.Attribute) or node.attr.startswith("_"):
+            raise RuleError("attribute access is only allowed on the context roots")
+        owner = self.visit(node.value)
+        try:
+            return getattr(owner, node.attr)
+        except AttributeError:
+            raise MissingArgument(type(owner).__name__, node.attr) from None
+
+    def _Subscript(self, node):
+        return self.visit(node.value)[self.visit(node.slice)]
+
+    def _UnaryOp(self, node):
+        return _UNARY[type(node.op)](self.visit(node.operand))
+
+    def _BinOp(self, node):
+        return _BINARY[type(node.op)](self.visit(node.left), self.visit(node.right))
+
+    def _BoolOp(self, node):
+        value = None
+        for item in node.values:
+            value = self.visit(item)
+            if isinstance(node.op, ast.And) and not value:
+                return value
+            if isinstance(node.op, ast.Or) and value:
+                return value
+        return value
+
+    def _Compare(self, node):
+        left = self.visit(node.left)
+        for op, right_node in zip(node.ops, node.comparators):
+            right = self.visit(right_node)
+            if not _COMPARE[type(op)](left, right):
+                return False
+            left = right
+        return True
+
+    def _IfExp(self, node):
+        return self.visit(node.body) if self.visit(node.test) else self.visit(node.orelse)
+
+    def _Call(self, node):
+        helper = HELPERS[node.func.id]
+        args = [self.visit(a) for a in node.args]
+        try:
+            return helper(*args)
+        except RuleError:
+            raise
+        except Exception as exc:  # a helper rejected its arguments
+            raise RuleError(f"{node.func.id}{tuple(args)!r} failed: {exc}") from None
