@@ -105,8 +105,13 @@ def _resolve(factory: Factory, where: str) -> Callable[..., Any]:
     return target
 
 
-def build(case: ParityCase, *, device: str = "CPU") -> Tuple[Any, Any]:
-    """Construct the MindSpore and the PyTorch side of ``case``."""
+def build(case: ParityCase, *, device: str = "CPU", seed: int = 1234) -> Tuple[Any, Any]:
+    """Construct the MindSpore and the PyTorch side of ``case``, both frameworks seeded first so
+    that initial weights (and a reproduce command) are the same on every run."""
+    from .backends import mindspore as msb, torch as tb
+
+    msb.prepare(seed=seed, device=device)
+    tb.prepare(seed=seed, device=device)
     made = []
     for label, factory, kwargs in (("torch", case.torch, case.torch_kwargs),
                                    ("mindspore", case.mindspore, case.ms_kwargs)):

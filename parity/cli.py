@@ -56,7 +56,7 @@ def _run_one(path, variant, args) -> str:
                         device=args.parity_device, case=nodeid, location=f"{path}:{case.line}",
                         reproduce=f"pytest {nodeid} {opts.PARITY}")
     try:
-        ms_cell, torch_module = build(case, device=args.parity_device)
+        ms_cell, torch_module = build(case, device=args.parity_device, seed=settings.resolved_seed)
         result = run_check(ms_cell, torch_module, case.inputs, train=variant.train, settings=settings,
                            **case.check_kwargs())
     except (ParityMismatch, ParityUnsupported) as exc:

@@ -100,7 +100,7 @@ class CaseItem(pytest.Item):
         location = f"{self.path.relative_to(self.config.rootpath) if self.path.is_relative_to(self.config.rootpath) else self.path}:{case.line}"
         settings = settings_for(self.config, self.nodeid, location)
         with acknowledged(self, case.acknowledge):
-            ms_cell, torch_module = build(case, device=settings.device)
+            ms_cell, torch_module = build(case, device=settings.device, seed=settings.resolved_seed)
             try:
                 result = run_check(ms_cell, torch_module, case.inputs, train=self.variant.train, settings=settings,
                                    **case.check_kwargs())

@@ -56,6 +56,10 @@ class Settings:
     reproduce: str = ""  # command prefix; the seed is appended
     verbose: int = 0  # pytest -v count: 2 and more show every layer
 
+    @property
+    def resolved_seed(self) -> int:
+        return self.seed if self.seed is not None else DEFAULT_SEED
+
 
 def _check_choice(label: str, value, choices, where: str):
     if value not in choices:

@@ -1,0 +1,76 @@
+"""``parity.translate(torch_module)``: the MindSpore counterpart of a PyTorch Module, with
+equivalent arguments and the same weights.
+
+How it works:
+
+* Every supported ``torch.nn`` layer has a builder (one module per family: ``conv``, ``linear``,
+  ``norm``, ``pool``, ``recurrent``, ``attention``, ``activation``, ``shape``, ``loss``) that reads
+  the layer's attributes and builds the classic ``mindspore.nn`` Cell with the equivalent
+  arguments (``padding=1`` -> ``pad_mode="pad", padding=(1, 1, 1, 1)``; BatchNorm ``momentum=0.1``
+  -> ``0.9``; ``negative_slope`` -> ``alpha``...). Where MindSpore has no Cell for a layer, a small
+  Cell over a classic ``mindspore.ops`` function stands in (``Softplus``, ``CircularPad``); where
+  its Cell falls short of an argument, a thin subclass closes the gap and says so in its
+  docstring (``PaddedConv2d`` pads for ``padding_mode``, ``CrossEntropyLossInt64`` casts labels,
+  ``EmbeddingPaddingIdx`` stops the padding row's gradient...). Each family module lists the
+  MindSpore defaults and gaps it relies on, as read from the installed MindSpore.
+* ``Sequential`` -> ``SequentialCell``, ``ModuleList`` -> ``CellList``, ``ModuleDict`` -> ``CellDict``,
+  children keeping their names.
+* Any other Module whose children all translate becomes a ``TorchForward`` Cell: its children,
+  parameters, buffers and plain attributes under the same names, its helper methods bound to it,
+  and a ``construct`` that runs the PyTorch class's own ``forward`` with ``self`` bound to that
+  Cell. This works in PYNATIVE mode when ``forward`` only calls children, Python operators and
+  Tensor methods MindSpore shares; a ``forward`` (or helper) that uses ``torch.*``, ``F.*`` or
+  ``super()`` is refused up front, naming them. A user subclass that only configures a layer
+  (``class MyConv(nn.Conv2d)`` with nothing but ``__init__``) translates as that layer.
+* Translation refuses (``ParityUnsupported``) what MindSpore cannot be configured to do: a missing
+  argument (``proj_size``, ``log_target``), an argument combination, a kernel missing on the
+  device. Where MindSpore can be configured but computes different numbers (a bug, a different
+  algorithm), the translation is made and ``parity.check`` reports the mismatch.
+* Weights are copied last, through parity's own name mapping (the one ``parity.check`` uses), so
+  the translated Cell keeps PyTorch's attribute paths and layouts (MindSpore's known renames
+  aside, and the transformer layers' ``dense1/2``, paired in definition order); the copy is verified.
+
+Anything without a counterpart raises :class:`parity.ParityUnsupported` naming the attribute path,
+the PyTorch type and the reason. Only this package and ``parity.backends`` import the frameworks.
+"""
+
+from __future__ import annotations
+
+from ..errors import ParityInternalError, ParityUsageError
+from . import activation, attention, conv, linear, loss, norm, pool, recurrent, shape  # noqa: F401  (register)
+from ._registry import Context, translated_names
+from .modules import translate_module
+
+__all__ = ["translate", "translated_names"]
+
+DEVICES = ("CPU", "GPU", "Ascend")
+
+
+def translate(torch_module, *, device: str = "CPU"):
+    """Build the MindSpore Cell equivalent to ``torch_module`` for ``device``, with its weights,
+    in the module's train/eval mode."""
+    import mindspore as ms
+    import torch
+
+    if not isinstance(torch_module, torch.nn.Module):
+        raise ParityUsageError(f"translate() takes a torch.nn.Module, got {type(torch_module).__module__}."
+                               f"{type(torch_module).__qualname__}")
+    if device not in DEVICES:
+        raise ParityUsageError(f"translate(): unknown device {device!r}; expected one of {', '.join(DEVICES)}")
+    ms.set_device(device)  # some Cells (the recurrent ones) pick their kernels when built
+    cell = translate_module(torch_module, Context("", device, torch_module))
+    _copy_weights(torch_module, cell)
+    cell.set_train(torch_module.training)  # a fresh Cell is in eval mode, a fresh Module in train mode
+    return cell
+
+
+def _copy_weights(torch_module, cell) -> None:
+    from ..backends import mindspore as msb, torch as tb
+    from ..weights import copy_weights, map_weights
+
+    try:
+        wmap = map_weights(msb.slots(cell), tb.slots(torch_module))
+    except ParityUsageError as exc:
+        raise ParityInternalError(f"translate() built a Cell whose parameters do not line up with the "
+                                  f"PyTorch Module's:\n{exc}") from None
+    copy_weights(wmap, torch_module, cell, to_torch=False)

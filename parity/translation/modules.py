@@ -1,0 +1,158 @@
+"""The tree walk: layers go to their family's builder, containers to their MindSpore containers,
+and any other Module whose children all translate to a :class:`TorchForward` Cell that runs the
+PyTorch class's own ``forward`` against the translated children."""
+
+from __future__ import annotations
+
+import types
+from collections import OrderedDict
+from dataclasses import replace
+from typing import Dict, List
+
+import mindspore as ms
+import torch
+from mindspore import nn
+
+from ._registry import Context, builder_for, torch_name
+
+__all__ = ["translate_module", "TorchForward"]
+
+# Plain attribute types copied from a custom Module onto its TorchForward Cell.
+_PLAIN = (bool, int, float, str, type(None))
+_TORCH_CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
+
+
+def translate_module(module, ctx: Context):
+    """The MindSpore Cell for ``module`` (recursively), without weights copied yet."""
+    found = builder_for(module)
+    if found is not None:
+        kind, build = found
+        return build(module, replace(ctx, kind=kind))
+    if isinstance(module, _TORCH_CONTAINERS) and _plain_container(module):
+        return _container(module, ctx)
+    if type(module).__module__.startswith("torch."):
+        raise ctx.no_translation()
+    return _custom(module, ctx)
+
+
+def _children(module) -> Dict[str, object]:
+    return dict(module.named_children())
+
+
+def _translated_children(module, ctx: Context) -> "OrderedDict[str, object]":
+    return OrderedDict((name, translate_module(child, ctx.child(name, child)))
+                       for name, child in _children(module).items())
+
+
+def _plain_container(module) -> bool:
+    """A container, or a subclass that keeps the container's forward (ModuleList/Dict have none)."""
+    if isinstance(module, torch.nn.Sequential):
+        return type(module).forward is torch.nn.Sequential.forward
+    return True
+
+
+def _container(module, ctx: Context):
+    cells = _translated_children(module, ctx)
+    if isinstance(module, torch.nn.Sequential):
+        return nn.SequentialCell(cells)
+    if isinstance(module, torch.nn.ModuleList):
+        return nn.CellList(list(cells.values()))
+    return nn.CellDict(cells)
+
+
+# --- custom Modules ---------------------------------------------------------------------------
+
+def _user_functions(klass) -> Dict[str, types.FunctionType]:
+    """``forward`` and the helper methods the user's classes define (not torch.nn.Module's)."""
+    found: Dict[str, types.FunctionType] = {}
+    for base in reversed(klass.__mro__):
+        if base.__module__.startswith("torch.") or base is object:
+            continue
+        for name, value in vars(base).items():
+            if isinstance(value, types.FunctionType) and name != "__init__":
+                found[name] = value
+    return found
+
+
+def _torch_names(function) -> List[str]:
+    """Global names that ``function`` (and functions nested in it) uses and that are PyTorch."""
+    found, codes = [], [function.__code__]
+    while codes:
+        code = codes.pop()
+        codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+        for name in code.co_names:
+            value = function.__globals__.get(name)
+            where = getattr(value, "__name__", "") if isinstance(value, types.ModuleType) else \
+                getattr(value, "__module__", "") or ""
+            if value is not None and (where == "torch" or where.startswith("torch.")) and name not in found:
+                found.append(name)
+        if "super" in code.co_names and "super()" not in found:
+            found.append("super()")
+    return found
+
+
+def _check_functions(functions: Dict[str, types.FunctionType], ctx: Context) -> None:
+    if "forward" not in functions:
+        raise ctx.unsupported("has no forward of its own to run")
+    for name, function in functions.items():
+        used = _torch_names(function)
+        if used:
+            raise ctx.unsupported(
+                f"{name}() uses {', '.join(used)}: a custom Module is translated by running its forward on "
+                "MindSpore tensors, so forward may only call its children, Python operators and Tensor "
+                "methods MindSpore shares; write this Cell by hand (or move the PyTorch calls into a "
+                "supported layer)")
+
+
+def _plain_attributes(module) -> Dict[str, object]:
+    """Numbers, strings and tuples of them that forward may read (``self.scale``, ``self.dim``)."""
+    found = {}
+    for name, value in vars(module).items():
+        if name.startswith("_") or name == "training":
+            continue
+        if isinstance(value, _PLAIN) or isinstance(value, tuple) and all(isinstance(v, _PLAIN) for v in value):
+            found[name] = value
+    return found
+
+
+def _ms_tensor(value: torch.Tensor, name: str, trainable: bool):
+    array = value.detach().cpu().numpy().copy()
+    return ms.Parameter(ms.Tensor(array), name=name, requires_grad=trainable)
+
+
+def _custom(module, ctx: Context):
+    functions = _user_functions(type(module))
+    _check_functions(functions, ctx)
+    cell = TorchForward(type(module))
+    for name, child in _translated_children(module, ctx).items():
+        cell.insert_child_to_cell(name, child)
+    for name, param in module.named_parameters(recurse=False):
+        setattr(cell, name, _ms_tensor(param, name, param.requires_grad))
+    for name, buffer in module.named_buffers(recurse=False):
+        setattr(cell, name, _ms_tensor(buffer, name, False))
+    for name, value in _plain_attributes(module).items():
+        if hasattr(nn.Cell, name):
+            raise ctx.unsupported(f"attribute {name!r} clashes with mindspore.nn.Cell.{name}")
+        setattr(cell, name, value)
+    for name, function in functions.items():
+        if name != "forward":
+            object.__setattr__(cell, name, types.MethodType(function, cell))
+    return cell
+
+
+class TorchForward(nn.Cell):
+    """A custom PyTorch Module, translated: the same children, parameters and attributes under the
+    same names, and ``construct`` = the PyTorch class's ``forward`` with ``self`` bound to this Cell.
+    Made for PYNATIVE mode; GRAPH mode compiles the PyTorch ``forward``'s source, which works where
+    that source stays within MindSpore's graph syntax."""
+
+    def __init__(self, torch_class: type):
+        super().__init__()
+        self.torch_class = torch_name(torch_class)
+        self._torch_forward = torch_class.forward
+
+    def construct(self, *args, **kwargs):
+        return self._torch_forward(self, *args, **kwargs)
+
+    def extend_repr(self) -> str:
+        return f"forward of {self.torch_class}"

@@ -1,0 +1,101 @@
+"""Pooling: ``MaxPool1d/2d/3d``, ``AvgPool1d/2d/3d``, ``AdaptiveAvgPool1d/2d/3d``,
+``AdaptiveMaxPool1d/2d/3d``, ``LPPool1d/2d``.
+
+MindSpore facts (mindspore 2.10, ``mindspore/nn/layer/pooling.py``): the pooling Cells default to
+``kernel_size=1, stride=1, pad_mode="valid"`` (PyTorch: ``stride=kernel_size``), so all three are
+always passed. ``padding``, ``dilation``, ``ceil_mode``, ``return_indices`` (max) and
+``count_include_pad``/``divisor_override`` (average) need ``pad_mode="pad"``, which runs the 3-d
+kernels (``MaxPool3DWithArgmax``, ``AvgPool3D``) over unit dims; ``nn.AvgPool1d`` has no
+``divisor_override``. ``nn.AdaptiveAvgPool1d``/``AdaptiveMaxPool1d`` need the length to be a multiple
+of the output size (PyTorch does not), so the 1-d adaptive pools run the 2-d Cells over a unit height.
+"""
+
+from __future__ import annotations
+
+import torch
+from mindspore import nn
+
+from ._registry import Context, ntuple, single, translates
+
+__all__ = ["AdaptiveAvgPool1dAnyLength", "AdaptiveMaxPool1dAnyLength"]
+
+
+class AdaptiveAvgPool1dAnyLength(nn.AdaptiveAvgPool2d):
+    """``torch.nn.AdaptiveAvgPool1d`` for any input length: the 2-d Cell over ``(N, C, 1, L)``."""
+
+    def construct(self, x):
+        return super().construct(x.expand_dims(-2)).squeeze(-2)
+
+
+class AdaptiveMaxPool1dAnyLength(nn.AdaptiveMaxPool2d):
+    """``torch.nn.AdaptiveMaxPool1d`` for any input length; indices into ``1 x L`` are indices into ``L``."""
+
+    def construct(self, x):
+        out = super().construct(x.expand_dims(-2))
+        if self.return_indices:
+            return out[0].squeeze(-2), out[1].squeeze(-2)
+        return out.squeeze(-2)
+
+
+_MAX = {torch.nn.MaxPool1d: nn.MaxPool1d, torch.nn.MaxPool2d: nn.MaxPool2d, torch.nn.MaxPool3d: nn.MaxPool3d}
+_AVG = {torch.nn.AvgPool1d: nn.AvgPool1d, torch.nn.AvgPool2d: nn.AvgPool2d, torch.nn.AvgPool3d: nn.AvgPool3d}
+_ADAPTIVE = {
+    torch.nn.AdaptiveAvgPool1d: AdaptiveAvgPool1dAnyLength, torch.nn.AdaptiveAvgPool2d: nn.AdaptiveAvgPool2d,
+    torch.nn.AdaptiveAvgPool3d: nn.AdaptiveAvgPool3d, torch.nn.AdaptiveMaxPool1d: AdaptiveMaxPool1dAnyLength,
+    torch.nn.AdaptiveMaxPool2d: nn.AdaptiveMaxPool2d, torch.nn.AdaptiveMaxPool3d: nn.AdaptiveMaxPool3d,
+}
+_LP = {torch.nn.LPPool1d: nn.LPPool1d, torch.nn.LPPool2d: nn.LPPool2d}
+_DIMS = {torch.nn.MaxPool1d: 1, torch.nn.MaxPool2d: 2, torch.nn.MaxPool3d: 3,
+         torch.nn.AvgPool1d: 1, torch.nn.AvgPool2d: 2, torch.nn.AvgPool3d: 3}
+
+
+def _sizes(module, nd: int, names) -> dict:
+    """Window arguments as MindSpore takes them: ints for 1-d Cells, tuples otherwise (PyTorch
+    already stores ``stride=None`` as the kernel size)."""
+    found = {}
+    for name in names:
+        value = ntuple(getattr(module, name), nd)
+        found[name] = single(value) if nd == 1 else value
+    return found
+
+
+@translates(*_MAX)
+def max_pool(module, ctx: Context):
+    nd = _DIMS[ctx.kind]
+    kwargs = _sizes(module, nd, ("kernel_size", "stride", "padding", "dilation"))
+    plain = not any(ntuple(module.padding, nd)) and set(ntuple(module.dilation, nd)) == {1} \
+        and not module.ceil_mode and not module.return_indices
+    if plain:
+        return _MAX[ctx.kind](kernel_size=kwargs["kernel_size"], stride=kwargs["stride"], pad_mode="valid")
+    return _MAX[ctx.kind](pad_mode="pad", ceil_mode=module.ceil_mode, return_indices=module.return_indices,
+                              **kwargs)
+
+
+@translates(*_AVG)
+def avg_pool(module, ctx: Context):
+    nd = _DIMS[ctx.kind]
+    kwargs = _sizes(module, nd, ("kernel_size", "stride", "padding"))
+    divisor = getattr(module, "divisor_override", None)
+    if nd == 1:
+        ctx.require(divisor is None, "divisor_override: nn.AvgPool1d has none")
+    elif divisor is not None:
+        kwargs["divisor_override"] = divisor
+    return _AVG[ctx.kind](pad_mode="pad", ceil_mode=module.ceil_mode,
+                              count_include_pad=module.count_include_pad, **kwargs)
+
+
+@translates(*_ADAPTIVE)
+def adaptive_pool(module, ctx: Context):
+    size = module.output_size
+    cell_type = _ADAPTIVE[ctx.kind]
+    if cell_type in (AdaptiveAvgPool1dAnyLength, AdaptiveMaxPool1dAnyLength):
+        size = (1, single(size))
+    if getattr(module, "return_indices", False):
+        return cell_type(size, return_indices=True)
+    return cell_type(size)
+
+
+@translates(*_LP)
+def lp_pool(module, ctx: Context):
+    return _LP[ctx.kind](float(module.norm_type), module.kernel_size, stride=module.stride,
+                             ceil_mode=module.ceil_mode)

@@ -1,0 +1,101 @@
+"""Layers that move values around: ``Upsample`` (and ``UpsamplingNearest2d``/``UpsamplingBilinear2d``),
+the ``Zero/Constant/Reflection/Replication/CircularPad`` families, ``PixelShuffle``,
+``PixelUnshuffle`` and ``ChannelShuffle``.
+
+MindSpore facts (mindspore 2.10, ``mindspore/nn/layer/basic.py`` and ``padding.py``):
+``nn.Upsample(size, scale_factor, mode, align_corners, recompute_scale_factor)`` is
+``ops.interpolate`` with PyTorch's argument names, but only ``trilinear`` and 5-d ``nearest`` take a
+``scale_factor`` as such: the others need ``recompute_scale_factor=True`` (the output size is
+computed, and the source coordinates come from the sizes). That is PyTorch's arithmetic when every
+scale factor is a whole number or PyTorch recomputes too; other scale factors are refused.
+The padding Cells take PyTorch's ``(left, right, top, bottom, ...)`` order; there is no
+``ZeroPad1d``/``ZeroPad3d`` (a ``ConstantPad`` of 0 stands in) and no circular padding Cell (a
+small Cell over ``ops.pad(mode="circular")`` stands in).
+"""
+
+from __future__ import annotations
+
+import torch
+from mindspore import nn, ops
+
+from ._registry import Context, translates
+
+__all__ = ["CircularPad"]
+
+
+class CircularPad(nn.Cell):
+    """``torch.nn.CircularPad1d/2d/3d``: mindspore.nn has no circular padding Cell."""
+
+    def __init__(self, padding):
+        super().__init__()
+        self.padding = tuple(padding)
+
+    def construct(self, x):
+        return ops.pad(x, self.padding, mode="circular")
+
+
+def _scale(module, ctx: Context):
+    """(scale_factor, recompute_scale_factor) for MindSpore (see the module docstring)."""
+    scale = module.scale_factor
+    if scale is None:
+        return None, module.recompute_scale_factor
+    scale = tuple(float(s) for s in scale) if isinstance(scale, tuple) else float(scale)
+    if module.mode == "trilinear" or module.recompute_scale_factor:
+        return scale, module.recompute_scale_factor
+    whole = all(float(s).is_integer() for s in (scale if isinstance(scale, tuple) else (scale,)))
+    ctx.require(whole, f"scale_factor={module.scale_factor} in mode {module.mode!r}: MindSpore maps source "
+                       "coordinates from the sizes, PyTorch from 1/scale_factor (equal for whole numbers only)")
+    return scale, True
+
+
+@translates(torch.nn.Upsample)
+def upsample(module, ctx: Context):
+    scale, recompute = _scale(module, ctx)
+    size = tuple(module.size) if isinstance(module.size, (tuple, list)) else module.size
+    return nn.Upsample(size=size, scale_factor=scale, mode=module.mode, align_corners=module.align_corners,
+                       recompute_scale_factor=recompute)
+
+
+@translates(torch.nn.UpsamplingNearest2d, torch.nn.UpsamplingBilinear2d)
+def upsampling_2d(module, ctx: Context):
+    return upsample(module, ctx)
+
+
+_CONSTANT = {torch.nn.ConstantPad1d: nn.ConstantPad1d, torch.nn.ConstantPad2d: nn.ConstantPad2d,
+             torch.nn.ConstantPad3d: nn.ConstantPad3d, torch.nn.ZeroPad1d: nn.ConstantPad1d,
+             torch.nn.ZeroPad2d: nn.ConstantPad2d, torch.nn.ZeroPad3d: nn.ConstantPad3d}
+_EDGE = {torch.nn.ReflectionPad1d: nn.ReflectionPad1d, torch.nn.ReflectionPad2d: nn.ReflectionPad2d,
+         torch.nn.ReflectionPad3d: nn.ReflectionPad3d, torch.nn.ReplicationPad1d: nn.ReplicationPad1d,
+         torch.nn.ReplicationPad2d: nn.ReplicationPad2d, torch.nn.ReplicationPad3d: nn.ReplicationPad3d}
+
+
+@translates(*_CONSTANT)
+def constant_pad(module, ctx: Context):
+    if ctx.kind is torch.nn.ZeroPad2d:
+        return nn.ZeroPad2d(tuple(module.padding))
+    return _CONSTANT[ctx.kind](tuple(module.padding), float(module.value))
+
+
+@translates(*_EDGE)
+def edge_pad(module, ctx: Context):
+    return _EDGE[ctx.kind](tuple(module.padding))
+
+
+@translates(torch.nn.CircularPad1d, torch.nn.CircularPad2d, torch.nn.CircularPad3d)
+def circular_pad(module, ctx: Context):
+    return CircularPad(module.padding)
+
+
+@translates(torch.nn.PixelShuffle)
+def pixel_shuffle(module, ctx: Context):
+    return nn.PixelShuffle(module.upscale_factor)
+
+
+@translates(torch.nn.PixelUnshuffle)
+def pixel_unshuffle(module, ctx: Context):
+    return nn.PixelUnshuffle(module.downscale_factor)
+
+
+@translates(torch.nn.ChannelShuffle)
+def channel_shuffle(module, ctx: Context):
+    return nn.ChannelShuffle(module.groups)
