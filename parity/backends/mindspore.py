@@ -4,6 +4,7 @@ forward and one backward run per check, in PYNATIVE or GRAPH mode."""
 from __future__ import annotations
 
 import contextlib
+import importlib
 from typing import Dict, List
 
 import numpy as np
@@ -28,9 +29,23 @@ def prepare(*, seed: int, device: str) -> None:
         raise ParityUsageError(f"MindSpore cannot use device {device!r} here: {exc}") from None
 
 
+def _pynative_executor():
+    """MindSpore's private PYNATIVE executor (it moved between releases), or None."""
+    for where in ("mindspore.graph.api", "mindspore.common.api"):
+        try:
+            return getattr(importlib.import_module(where), "_pynative_executor")
+        except (ImportError, AttributeError):
+            continue
+    return None
+
+
 def recover() -> None:
-    """After a failed kernel, PYNATIVE may raise the same error again at the next op: run a
-    trivial op until it stops, so the next check starts clean."""
+    """After an error inside ``mindspore.vjp``, PYNATIVE keeps the half-built grad graph (a later
+    backward then fails, e.g. "LayerNormGrad index out of range") and may raise the failed
+    kernel's error again at the next op: drop its resources and run a trivial op until clean."""
+    executor = _pynative_executor()
+    if executor is not None:
+        executor.clear_res()
     for _ in range(3):
         try:
             (ms.ops.ones((1,), ms.float32) + 1).asnumpy()
