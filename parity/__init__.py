@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from .errors import ParityError, ParityInternalError, ParityMismatch, ParityUnsupported, ParityUsageError
 from .case import TRANSLATE, ParityCase
-from .inputs import randint, randn, uniform
-from .result import Result
 from .tolerance import Tolerance
-from .weights import WeightReport
 
 __all__ = [
     "check", "constant", "transfer_weights", "Result", "WeightReport", "ParityCase",
@@ -64,3 +61,15 @@ def transfer_weights(src, dst, *, name_map=None):
     from .runner import transfer
 
     return transfer(src, dst, name_map=name_map)
+
+
+_LAZY = {"randn": "inputs", "uniform": "inputs", "randint": "inputs", "Result": "result", "WeightReport": "weights"}
+
+
+def __getattr__(name):
+    """Numpy-backed names load on first use, so that loading the pytest plugin stays cheap."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module 'parity' has no attribute {name!r}")

@@ -115,10 +115,42 @@ def run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, trai
     msb.set_train(ms_cell, train)
     tb.set_train(torch_module, train)
     data = materialize(inputs, seed)
-    run = _Run(ms_cell, torch_module, data, wmap, chain, grads=grads, train=train, seed=seed,
-               device=settings.device, check_dtype=check_dtype, capture=localize is not False)
-    reference_module = tb.float64_copy(torch_module) if reference == "float64" else None
     modes = ("pynative", "graph") if mode == "both" else (mode,)
+    restore = _snapshot(ms_cell, torch_module, wmap)
+    options = dict(grads=grads, train=train, seed=seed, device=settings.device, check_dtype=check_dtype,
+                   reference=reference)
+    run, comparisons = _execute(ms_cell, torch_module, data, wmap, chain, modes, capture=localize is True, **options)
+    layered = run if localize is True else None
+    if localize == "auto" and (run.structure is not None or not all(c.passed for c in comparisons)):
+        # Passing checks pay nothing for localisation; a failing one gets one captured pass per side.
+        restore()
+        msb.prepare(seed=seed, device=settings.device)
+        tb.prepare(seed=seed, device=settings.device)
+        layered = _execute(ms_cell, torch_module, data, wmap, chain, ("pynative",), capture=True, **options)[0]
+        layered.notes.append("layers were compared in one extra pass per side, with hooks (localize='auto')")
+    layers = layered.layer_verdicts() if layered is not None else None
+    if layered is not None and layered is not run:
+        run.notes += layered.notes
+    result = Result(
+        ms_type=type(ms_cell).__name__, torch_type=type(torch_module).__name__, comparisons=comparisons,
+        weights=wreport, inputs=data.describe(seed), seed=seed, modes=modes, train=train,
+        reference=reference, case=settings.case, location=settings.location,
+        reproduce=report.reproduce_line(settings.reproduce, seed), notes=run.notes, problem=run.structure or "")
+    result.layers = layers
+    if not result.passed:
+        causes = _likely_causes(ms_cell, torch_module, result, settings.device, modes[-1])
+        raise ParityMismatch(report.failure_message(result, likely_causes=causes, verbose=settings.verbose),
+                             result)
+    return result
+
+
+def _execute(ms_cell, torch_module, data, wmap, chain, modes, *, capture, reference, **options):
+    """PyTorch once (and in float64 for ``reference``), MindSpore once per mode; the compared pairs."""
+    from .backends import torch as tb
+
+    check_dtype = options.pop("check_dtype")
+    run = _Run(ms_cell, torch_module, data, wmap, chain, capture=capture, **options)
+    reference_module = tb.float64_copy(torch_module) if reference == "float64" else None
     with run:
         run.torch_forward()
         references = run.float64_reference(reference_module) if reference_module is not None else {}
@@ -127,21 +159,24 @@ def run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, trai
             if run.structure is not None:
                 break
         comparisons = [_compare(p, chain, check_dtype, references.get(p.key)) for p in run.pairs]
-        failed = run.structure is not None or not all(c.passed for c in comparisons)
-        if run.localizer is not None and (failed or localize is True) and "pynative" not in modes:
+        if run.localizer is not None and "pynative" not in modes:
             run.localize_in_pynative()
-    result = Result(
-        ms_type=type(ms_cell).__name__, torch_type=type(torch_module).__name__, comparisons=comparisons,
-        weights=wreport, inputs=data.describe(seed), seed=seed, modes=modes, train=train,
-        reference=reference, case=settings.case, location=settings.location,
-        reproduce=report.reproduce_line(settings.reproduce, seed), notes=run.notes, problem=run.structure or "")
-    if run.localizer is not None:
-        result.layers = run.layer_verdicts()
-    if not result.passed:
-        causes = _likely_causes(ms_cell, torch_module, result, settings.device, modes[-1])
-        raise ParityMismatch(report.failure_message(result, likely_causes=causes, verbose=settings.verbose),
-                             result)
-    return result
+    return run, comparisons
+
+
+def _snapshot(ms_cell, torch_module, wmap):
+    """Every non-trainable tensor on both sides (running statistics), and a function restoring them."""
+    from .backends import mindspore as msb, torch as tb
+
+    saved = [(backend, model, name, backend.read(model, name))
+             for pair in wmap.pairs if not pair.trainable
+             for backend, model, name in ((msb, ms_cell, pair.ms), (tb, torch_module, pair.torch))]
+
+    def restore():
+        for backend, model, name, value in saved:
+            backend.write(model, name, value)
+
+    return restore
 
 
 def _likely_causes(ms_cell, torch_module, result, device: str, mode: str) -> List[str]:
@@ -164,8 +199,7 @@ def _likely_causes(ms_cell, torch_module, result, device: str, mode: str) -> Lis
 class _Run:
     """The passes of one check: PyTorch once, MindSpore once per mode, layer capture riding along."""
 
-    def __init__(self, ms_cell, torch_module, data, wmap, chain, *, grads, train, seed, device, check_dtype,
-                 capture):
+    def __init__(self, ms_cell, torch_module, data, wmap, chain, *, grads, train, seed, device, capture):
         from .backends import mindspore as msb
 
         self.ms_cell, self.torch_module, self.data, self.wmap = ms_cell, torch_module, data, wmap

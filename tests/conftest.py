@@ -3,3 +3,16 @@ afterwards, and torch cannot be imported twice in one process."""
 
 import mindspore  # noqa: F401
 import torch  # noqa: F401
+
+# Hypothesis profiles for tests/test_properties.py (README: "Property-based checks").
+# "fast" is the default: the same few examples on every run, for `make test` and CI.
+# "thorough" is for nightly runs: pytest --hypothesis-profile=thorough (Hypothesis's own option).
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("fast", max_examples=8, deadline=None, derandomize=True, database=None, print_blob=True)
+settings.register_profile("thorough", max_examples=200, deadline=None, print_blob=True)
+
+
+def pytest_configure(config):
+    if not config.getoption("--hypothesis-profile"):  # the option, when given, was loaded by Hypothesis
+        settings.load_profile("fast")

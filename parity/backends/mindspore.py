@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import weakref
 from typing import Dict, List
 
 import numpy as np
@@ -21,8 +22,14 @@ _MODES = {"pynative": ms.PYNATIVE_MODE, "graph": ms.GRAPH_MODE}
 
 def prepare(*, seed: int, device: str) -> None:
     ms.set_seed(seed)
+    use_device(device)
+
+
+def use_device(device: str) -> None:
+    """Select ``device`` unless it is already selected: once the runtime has started, MindSpore
+    refuses to set it again, even to the same value."""
     if ms.get_context("device_target") == device:
-        return  # already set: once the runtime has started, MindSpore refuses to set it again
+        return
     try:
         ms.set_device(device)
     except (RuntimeError, ValueError) as exc:
@@ -73,9 +80,22 @@ def layer_types(model) -> Dict[str, str]:
     return {name: type(cell).__name__ for name, cell in _cells(model).items()}
 
 
+_TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Cell -> {path: Parameter}
+
+
 def _parameters(model) -> Dict[str, object]:
     """Parameters by attribute path (``Parameter.name`` depends on nesting, so it is not used)."""
-    return dict(model.parameters_and_names())
+    table = dict(model.parameters_and_names())
+    _TABLES[model] = table
+    return table
+
+
+def _parameter(model, name: str):
+    """One Parameter by path, from a table built once per Cell (rebuilt when the name is new)."""
+    table = _TABLES.get(model)
+    if table is None or name not in table:
+        table = _parameters(model)
+    return table[name]
 
 
 def slots(model) -> List[Slot]:
@@ -96,11 +116,11 @@ def slots(model) -> List[Slot]:
 
 
 def read(model, name: str) -> np.ndarray:
-    return _parameters(model)[name].asnumpy().copy()
+    return _parameter(model, name).asnumpy().copy()
 
 
 def write(model, name: str, array: np.ndarray) -> None:
-    param = _parameters(model)[name]
+    param = _parameter(model, name)
     param.set_data(ms.Tensor(np.ascontiguousarray(array), dtype=param.dtype))
 
 

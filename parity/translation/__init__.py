@@ -49,15 +49,16 @@ DEVICES = ("CPU", "GPU", "Ascend")
 def translate(torch_module, *, device: str = "CPU"):
     """Build the MindSpore Cell equivalent to ``torch_module`` for ``device``, with its weights,
     in the module's train/eval mode."""
-    import mindspore as ms
     import torch
+
+    from ..backends.mindspore import use_device
 
     if not isinstance(torch_module, torch.nn.Module):
         raise ParityUsageError(f"translate() takes a torch.nn.Module, got {type(torch_module).__module__}."
                                f"{type(torch_module).__qualname__}")
     if device not in DEVICES:
         raise ParityUsageError(f"translate(): unknown device {device!r}; expected one of {', '.join(DEVICES)}")
-    ms.set_device(device)  # some Cells (the recurrent ones) pick their kernels when built
+    use_device(device)  # some Cells (the recurrent ones) pick their kernels when built
     cell = translate_module(torch_module, Context("", device, torch_module))
     _copy_weights(torch_module, cell)
     cell.set_train(torch_module.training)  # a fresh Cell is in eval mode, a fresh Module in train mode
