@@ -55,20 +55,6 @@ def check_translation(case: LayerCase, config=None) -> None:
 # below by its smallest falsifying examples, xfail strict: a fix makes them XPASS, which fails the
 # run until the entry and its cut-out are deleted.
 
-AVGPOOL_DIVISOR = (
-    "TRANSLATION BUG: AvgPool2d(divisor_override=d, count_include_pad=False) is translated with both "
-    "arguments; MindSpore's forward divides by d, but its gradient divides a window that overlaps "
-    "the padding (padding > 0 or ceil_mode) by its count of real elements (corner of "
-    "kernel_size=2, padding=1, d=4: gradient 1.0 instead of 0.25). PyTorch ignores "
-    "count_include_pad when divisor_override is set, so passing count_include_pad=True fixes it."
-)
-
-
-def avgpool_divisor_bug(case: LayerCase) -> bool:
-    return (case.layer == "AvgPool2d" and case.kwargs.get("divisor_override") is not None
-            and case.kwargs.get("count_include_pad") is False)
-
-
 UPSAMPLE_LINEAR_TO_ONE = (
     "TRANSLATION BUG: Upsample(mode='linear', align_corners=False or None) to an output length of 1 "
     "is translated to nn.Upsample as it is; MindSpore then returns the first element (align_corners=True "
@@ -90,11 +76,23 @@ def _bug(case, reason, id):
     return pytest.param(case, id=id, marks=pytest.mark.xfail(strict=True, raises=parity.ParityMismatch, reason=reason))
 
 
+# Falsifying examples of bugs the properties found and that were fixed: kept as regressions.
+FIXED_BUGS = [
+    # AvgPool2d(divisor_override, count_include_pad=False): MindSpore's gradient divided windows over
+    # the padding by their real count (corner gradient 1.0 instead of 0.25).
+    LayerCase("AvgPool2d", dict(kernel_size=2, padding=1, count_include_pad=False, divisor_override=4),
+              shapes=[(1, 1, 4, 4)]),
+    LayerCase("AvgPool2d", dict(kernel_size=2, ceil_mode=True, count_include_pad=False, divisor_override=3),
+              shapes=[(1, 1, 5, 5)]),
+]
+
+
+@pytest.mark.parametrize("case", FIXED_BUGS, ids=["avgpool2d-divisor-padding", "avgpool2d-divisor-ceil"])
+def test_fixed_translation_bug_stays_fixed(case):
+    check_translation(case)
+
+
 KNOWN_BUGS = [
-    _bug(LayerCase("AvgPool2d", dict(kernel_size=2, padding=1, count_include_pad=False, divisor_override=4),
-                   shapes=[(1, 1, 4, 4)]), AVGPOOL_DIVISOR, "avgpool2d-divisor-padding"),
-    _bug(LayerCase("AvgPool2d", dict(kernel_size=2, ceil_mode=True, count_include_pad=False, divisor_override=3),
-                   shapes=[(1, 1, 5, 5)]), AVGPOOL_DIVISOR, "avgpool2d-divisor-ceil"),
     _bug(LayerCase("Upsample", dict(size=1, mode="linear"), shapes=[(1, 1, 2)]), UPSAMPLE_LINEAR_TO_ONE,
          "upsample-linear-size-1"),
     _bug(LayerCase("Upsample", dict(scale_factor=0.5, recompute_scale_factor=True, mode="linear", align_corners=False),
@@ -104,7 +102,7 @@ KNOWN_BUGS = [
 
 @pytest.mark.parametrize("case", KNOWN_BUGS)
 def test_known_translation_bug(case):
-    assert avgpool_divisor_bug(case) or upsample_linear_to_one_bug(case)  # inside a region cut out below
+    assert upsample_linear_to_one_bug(case)  # inside the region cut out below
     check_translation(case)
 
 
@@ -115,7 +113,7 @@ def test_conv(pytestconfig, case):
     check_translation(case, pytestconfig)
 
 
-@given(case=pool_layers().filter(lambda case: not avgpool_divisor_bug(case)))
+@given(case=pool_layers())
 def test_pool(pytestconfig, case):
     check_translation(case, pytestconfig)
 

@@ -80,8 +80,10 @@ def avg_pool(module, ctx: Context):
         ctx.require(divisor is None, "divisor_override: nn.AvgPool1d has none")
     elif divisor is not None:
         kwargs["divisor_override"] = divisor
-    return _AVG[ctx.kind](pad_mode="pad", ceil_mode=module.ceil_mode,
-                              count_include_pad=module.count_include_pad, **kwargs)
+    # PyTorch ignores count_include_pad once divisor_override is set; MindSpore's gradient does
+    # not (it divides windows over the padding by their real count), so pass True there.
+    include_pad = True if divisor is not None else module.count_include_pad
+    return _AVG[ctx.kind](pad_mode="pad", ceil_mode=module.ceil_mode, count_include_pad=include_pad, **kwargs)
 
 
 @translates(*_ADAPTIVE)
