@@ -57,6 +57,13 @@ def _pad4(padding):
     return int(padding)
 
 
+def _as4(padding):
+    """A MindSpore Conv padding (an int or a 4-tuple) as the 4-tuple it means, for comparisons."""
+    if isinstance(padding, (tuple, list)):
+        return tuple(int(p) for p in padding)
+    return (int(padding),) * 4
+
+
 def _scaled_size(shape, factor):
     """Output spatial size of interpolation by ``factor`` for an NC... input of ``shape``."""
     spatial = tuple(shape)[2:]
@@ -76,7 +83,7 @@ HELPERS: Dict[str, Callable[..., Any]] = {
     "len": len, "int": int, "float": float, "bool": bool, "str": str, "tuple": tuple, "list": list,
     "min": min, "max": max, "abs": abs, "round": round,
     "pad_mode": _pad_mode, "pad_int": _pad_int, "pad4": _pad4, "scaled_size": _scaled_size, "first": _first,
-    "as_tuple": _as_tuple,
+    "as_tuple": _as_tuple, "as4": _as4,
 }
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
