@@ -12,7 +12,7 @@ MindSpore facts (mindspore 2.10, ``mindspore/nn/layer/activation.py``):
   dim from the input rank and is refused.
 * No ``nn.Softplus``: a small Cell over ``ops.softplus(x, beta, threshold)`` stands in.
   ``Hardswish``/``Hardsigmoid`` are ``HSwish``/``HSigmoid``, ``Hardshrink``/``Softshrink`` are
-  ``HShrink``/``SoftShrink``, ``SELU`` is ``SeLU``.
+  ``HShrink``/``SoftShrink``, ``SELU`` is the registry's ``cells.SELU`` (``nn.SeLU``'s gradient is wrong for negative inputs).
 * ``nn.RReLU`` draws random slopes in eval mode too (PyTorch uses the mean slope): not translated.
 """
 
@@ -23,24 +23,14 @@ from mindspore import nn, ops
 
 from ._registry import Context, translates
 
-__all__ = ["Softplus"]
+from ..registry.cells import SELU, Softplus  # the registry's fixes: one home for replacement Cells
 
-
-class Softplus(nn.Cell):
-    """``torch.nn.Softplus(beta, threshold)``: mindspore.nn has no Softplus Cell."""
-
-    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
-        super().__init__()
-        self.beta = beta
-        self.threshold = threshold
-
-    def construct(self, x):
-        return ops.softplus(x, self.beta, self.threshold)
+__all__ = ["Softplus", "SELU"]
 
 
 # PyTorch classes whose MindSpore Cell takes no arguments.
 _PLAIN = {
-    torch.nn.ReLU: nn.ReLU, torch.nn.ReLU6: nn.ReLU6, torch.nn.SELU: nn.SeLU, torch.nn.SiLU: nn.SiLU,
+    torch.nn.ReLU: nn.ReLU, torch.nn.ReLU6: nn.ReLU6, torch.nn.SELU: SELU, torch.nn.SiLU: nn.SiLU,
     torch.nn.Mish: nn.Mish, torch.nn.Hardswish: nn.HSwish, torch.nn.Hardsigmoid: nn.HSigmoid,
     torch.nn.Tanh: nn.Tanh, torch.nn.Sigmoid: nn.Sigmoid, torch.nn.Softsign: nn.Softsign,
     torch.nn.Tanhshrink: nn.Tanhshrink, torch.nn.LogSigmoid: nn.LogSigmoid, torch.nn.Softmax2d: nn.Softmax2d,

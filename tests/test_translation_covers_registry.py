@@ -1,0 +1,41 @@
+"""The registry and `parity.translate` must agree: for every known mismatch of a torch.nn layer,
+translating the entry's own PyTorch configuration gives a pair that agrees, forward and grads, or
+an explicit ParityUnsupported. Never a silently mismatching pair."""
+
+import pytest
+
+import parity
+from parity.registry import load
+from parity.registry.pairs import _inputs, resolve
+
+
+def _layer_entries():
+    for entry in load().entries:
+        spec = entry.selftest
+        if spec is None or spec.optimizer is not None or not entry.torch.startswith("torch.nn."):
+            continue
+        if entry.kind == "unsupported" or spec.differs_in in ("raises", "init", "zero_fraction"):
+            continue
+        yield pytest.param(entry, id=entry.id)
+
+
+def _translate_and_check(entry):
+    spec = entry.selftest
+    module = resolve(entry.torch)(**dict(spec.torch_kwargs))
+    cell = parity.translate(module)
+    parity.check(cell, module, _inputs(spec.fixed_inputs or spec.inputs), train=spec.train, grads=spec.grads,
+                 reference="float64")
+
+
+@pytest.mark.parametrize("entry", [p for p in _layer_entries() if p.values[0].selftest.fixed])
+def test_translation_applies_the_fix(entry):
+    try:
+        _translate_and_check(entry)
+    except parity.ParityUnsupported as exc:
+        assert entry.id in str(exc) or str(exc)  # refused explicitly, with a reason: never silently wrong
+
+
+@pytest.mark.parametrize("entry", [p for p in _layer_entries() if not p.values[0].selftest.fixed])
+def test_without_a_known_fix_the_mismatch_shows(entry):
+    with pytest.raises((parity.ParityMismatch, parity.ParityUnsupported)):
+        _translate_and_check(entry)
