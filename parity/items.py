@@ -105,7 +105,7 @@ class CaseItem(pytest.Item):
                 result = run_check(ms_cell, torch_module, case.inputs, train=self.variant.train, settings=settings,
                                    **case.check_kwargs())
             except ParityMismatch as exc:
-                self._parity_summary = report.summary_line(self.nodeid, exc.result)
+                self._parity_summary = report.summary_line(self.nodeid, exc.result, expected=bool(case.xfail))
                 raise
         self._parity_summary = report.summary_line(self.nodeid, result)
 

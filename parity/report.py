@@ -190,13 +190,18 @@ def reproduce_line(prefix: str, seed: int) -> str:
     return f"parity.check(..., seed={seed})"
 
 
-def summary_line(name: str, result: Optional[object], error: str = "") -> str:
-    """One line of the run summary: status, case, worst margin."""
+def summary_line(name: str, result: Optional[object], error: str = "", *, expected: bool = False) -> str:
+    """One line of the run summary: status, case, worst margin. ``expected``: a strict xfail."""
+    status = "xfail" if expected else "FAIL "
     if result is None:
         return f"ERROR {name}: {error}"
     if result.problem:
-        return f"FAIL {name}: {result.problem.splitlines()[0]}"
+        return f"{status} {name}: {result.problem.splitlines()[0]}"
     worst = result.worst
-    status = "ok  " if result.passed else "FAIL"
+    status = "ok   " if result.passed else status
     where = f" ({worst.kind} '{worst.name}')" if worst is not None else ""
-    return f"{status} {name}: worst margin {fmt(result.worst_margin)}x allowed{where}"
+    floor = ""
+    if worst is not None and worst.margin > 1 and worst.passed and worst.noise is not None:
+        floor = f"; within the float64 noise floor ({fmt(worst.noise.ms_error / worst.noise.torch_error)}x " \
+                f"PyTorch float32's own error)" if worst.noise.torch_error else ""
+    return f"{status} {name}: worst margin {fmt(result.worst_margin)}x allowed{where}{floor}"

@@ -222,8 +222,8 @@ def test_fixture_pass_and_fail_with_the_summary(project):
     assert "site-packages/torch" not in out
     result.stdout.fnmatch_lines([
         "*= parity summary =*",
-        "ok   test_fixture.py::test_pass: worst margin *x allowed (output 'output')",
-        "FAIL test_fixture.py::test_fail: worst margin *x allowed (*)",
+        "ok    test_fixture.py::test_pass: worst margin *x allowed (output 'output')",
+        "FAIL  test_fixture.py::test_fail: worst margin *x allowed (*)",
     ])
 
 
@@ -348,11 +348,11 @@ def test_catalogue_run_with_strict_xfail_and_summary(project):
     result.stdout.fnmatch_lines(["*[[]XPASS(strict)[]]*stale: the tolerance already covers it*"])
     result.stdout.fnmatch_lines(["*= parity summary =*"])
     result.stdout.fnmatch_lines_random([
-        "ok   catalogue/tiny.py::Tiny[[]eval[]]: worst margin *",
-        "ok   catalogue/tiny.py::Tiny[[]train[]]: worst margin *",
-        "FAIL catalogue/tiny.py::Gelu[[]eval[]]: worst margin *",
-        "ok   catalogue/tiny.py::Fixed[[]eval[]]: worst margin *",
-        "FAIL catalogue/tiny.py::Broken[[]eval[]]: worst margin *",
+        "ok    catalogue/tiny.py::Tiny[[]eval[]]: worst margin *",
+        "ok    catalogue/tiny.py::Tiny[[]train[]]: worst margin *",
+        "xfail catalogue/tiny.py::Gelu[[]eval[]]: worst margin *",
+        "ok    catalogue/tiny.py::Fixed[[]eval[]]: worst margin *",
+        "FAIL  catalogue/tiny.py::Broken[[]eval[]]: worst margin *",
     ])
 
 
@@ -385,7 +385,7 @@ def test_summary_under_xdist(project):
     result = project.runpytest_subprocess(PARITY, "-n", "2", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines_random([
-        "ok   test_fixture.py::test_pass: worst margin *x allowed*",
-        "FAIL test_fixture.py::test_fail: worst margin *x allowed*",
+        "ok    test_fixture.py::test_pass: worst margin *x allowed*",
+        "FAIL  test_fixture.py::test_fail: worst margin *x allowed*",
     ])
     result.stdout.fnmatch_lines(["*= parity summary =*"])

@@ -8,7 +8,7 @@ import pytest
 
 import parity
 from parity import report
-from parity.compare import Comparison, compare_arrays
+from parity.compare import Comparison, compare_arrays, NoiseFloor
 from parity.inputs import materialize
 from parity.result import Result
 from parity.tolerance import ToleranceSpec, resolve
@@ -88,8 +88,10 @@ def test_golden_summary_and_structure_lines():
     ms, ref = small_pair()
     failing = result_of([compared("output", "output", ms, ref)])
     passing = result_of([compared("output", "output", ref.copy(), ref)])
-    assert report.summary_line(NODE, failing) == f"FAIL {NODE}: worst margin 89.8x allowed (output 'output')"
-    assert report.summary_line(NODE, passing) == f"ok   {NODE}: worst margin 0x allowed (output 'output')"
+    assert report.summary_line(NODE, failing) == f"FAIL  {NODE}: worst margin 89.8x allowed (output 'output')"
+    assert report.summary_line(NODE, passing) == f"ok    {NODE}: worst margin 0x allowed (output 'output')"
+    assert report.summary_line(NODE, failing, expected=True) == (
+        f"xfail {NODE}: worst margin 89.8x allowed (output 'output')")
     assert report.structure_message(["output[0]", "output[1]"], ["output"]) == (
         "Output structures differ: MindSpore returns 2 tensors ['output[0]', 'output[1]'], PyTorch returns 1 "
         "['output']\nIn MindSpore only: ['output[0]', 'output[1]']\nIn PyTorch only: ['output']")
@@ -212,3 +214,15 @@ def test_index_formatting_of_one_dimensional_and_scalar_indices():
     scalar = compared("output", "output", np.array(1.0, np.float32), np.array(0.0, np.float32))
     assert re.search(r"Greatest absolute difference: 1 at index \(1,\) ", report.failure_message(result_of([one_d])))
     assert re.search(r"Greatest absolute difference: 1 at index \(\) ", report.failure_message(result_of([scalar])))
+
+
+def test_summary_says_when_a_tensor_passed_on_the_float64_noise_floor():
+    ms, ref = small_pair()
+    item = compared("param grad", "fc.weight", ms, ref)
+    assert item.mismatched > 0  # out of the elementwise tolerance...
+    item.noise = NoiseFloor(ms_error=2e-6, torch_error=1e-6, factor=10.0)  # ...but within 10x PyTorch's own error
+    passing = result_of([item])
+    assert passing.passed
+    assert report.summary_line(NODE, passing) == (
+        f"ok    {NODE}: worst margin {report.fmt(item.margin)}x allowed (param grad 'fc.weight'); "
+        "within the float64 noise floor (2x PyTorch float32's own error)")
