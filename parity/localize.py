@@ -12,7 +12,7 @@ float64 noise floor where known); otherwise it is "downstream" of the real cause
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -111,36 +111,74 @@ class Recording:
         return self._by_key.get((path, call))
 
 
+class _Metrics:
+    """(relative L2 error, greatest |diff| / allowed, greatest |diff|) of one array pair, in the
+    arrays' own precision, remembered for the last few pairs: a tensor flows out of a layer, out of
+    its container and into the next layer, and is measured once."""
+
+    def __init__(self, size: int = 32):
+        self._memo: "OrderedDict[tuple, tuple]" = OrderedDict()
+        self._size = size
+
+    def __call__(self, a: np.ndarray, b: np.ndarray, tol: Tolerance) -> Tuple[float, float, float]:
+        key = (id(a), id(b), tol)
+        if key in self._memo:
+            return self._memo[key][2]
+        found = _pair_metrics(a, b, tol)
+        self._memo[key] = (a, b, found)  # the arrays are kept so that their ids stay theirs
+        if len(self._memo) > self._size:
+            self._memo.popitem(last=False)
+        return found
+
+
+def _pair_metrics(a: np.ndarray, b: np.ndarray, tol: Tolerance) -> Tuple[float, float, float]:
+    if a.shape != b.shape:
+        return float("inf"), float("inf"), float("inf")
+    if a.size == 0:
+        return 0.0, 0.0, 0.0
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return _nonfinite_metrics(a, b, tol)
+    work = np.result_type(a.dtype, b.dtype, np.float32)
+    diff = np.abs(a.astype(work, copy=False) - b.astype(work, copy=False))
+    ref = np.abs(b.astype(work, copy=False))
+    margin = float(np.max(diff / (tol.atol + tol.rtol * ref)))
+    ref_norm = float(np.linalg.norm(ref))
+    error = float(np.linalg.norm(diff)) / ref_norm if ref_norm else (0.0 if not diff.any() else float("inf"))
+    return error, margin, float(diff.max())
+
+
+def _nonfinite_metrics(a, b, tol):
+    """The slow path: NaN/Inf where both sides agree count as equal; elsewhere as infinitely off."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    diff = np.abs(a64 - b64)
+    same = (np.isnan(a64) & np.isnan(b64)) | (np.isinf(a64) & (a64 == b64))
+    diff = np.where(same, 0.0, np.where(np.isnan(diff), np.inf, diff))
+    margin = float(np.max(diff / (tol.atol + tol.rtol * np.abs(np.where(same, 0.0, b64)))))
+    return relative_error(a, b), margin, float(diff.max())
+
+
+def _measure(ms: Sequence[np.ndarray], ref: Sequence[np.ndarray], tol: Tolerance, metrics) -> Tuple[float, float, float]:
+    """Worst error, margin and |diff| over the tensors of one side of a layer call."""
+    if len(ms) != len(ref):
+        return float("inf"), float("inf"), float("inf")
+    found = [metrics(a, b, tol) for a, b in zip(ms, ref) if a is not None and b is not None]
+    if not found:
+        return 0.0, 0.0, 0.0
+    return tuple(max(values) for values in zip(*found))
+
+
 def _error(ms: Sequence[np.ndarray], ref: Sequence[np.ndarray]) -> float:
-    pairs = [(a, b) for a, b in zip(ms, ref) if a is not None and b is not None and a.shape == b.shape]
-    if len(pairs) != len(ref) or len(ms) != len(ref):
-        return float("inf")
-    return max((relative_error(a, b) for a, b in pairs), default=0.0)
-
-
-def _margin(ms: Sequence[np.ndarray], ref: Sequence[np.ndarray], tol: Tolerance) -> Tuple[float, float]:
-    margin, max_abs = 0.0, 0.0
-    for a, b in zip(ms, ref):
-        if a is None or b is None:
-            continue
-        if a.shape != b.shape:
-            return float("inf"), float("inf")
-        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
-        diff = np.where(np.isnan(diff), np.inf, diff) if diff.size else diff
-        if diff.size:
-            allowed = tol.atol + tol.rtol * np.abs(b.astype(np.float64))
-            margin = max(margin, float(np.max(diff / allowed)))
-            max_abs = max(max_abs, float(diff.max()))
-    return margin, max_abs
+    """Relative L2 error (for noise floors), comparing arrays only."""
+    return _measure(ms, ref, Tolerance(0.0, 1.0), _pair_metrics)[0]
 
 
 def judge(direction: str, path: str, ms_path: str, ms_type: str, torch_type: str, call: int,
-          ms_in, ms_out, ref_in, ref_out, tol: Tolerance, noise: float = 0.0, in_noise: float = 0.0) -> LayerVerdict:
+          ms_in, ms_out, ref_in, ref_out, tol: Tolerance, noise: float = 0.0, in_noise: float = 0.0,
+          metrics=_pair_metrics) -> LayerVerdict:
     """Compare one layer call. ``noise``/``in_noise`` are the float64 noise floors (relative
     errors) of what flows out and in, when a float64 reference was captured."""
-    in_error, out_error = _error(ms_in, ref_in), _error(ms_out, ref_out)
-    margin, max_abs = _margin(ms_out, ref_out, tol)
-    in_margin, _ = _margin(ms_in, ref_in, tol)
+    in_error, in_margin, _ = _measure(ms_in, ref_in, tol, metrics)
+    out_error, margin, max_abs = _measure(ms_out, ref_out, tol, metrics)
     verdict = LayerVerdict(direction, path, ms_path, ms_type, torch_type, call, in_error, in_margin, out_error,
                            margin, max_abs, noise=noise, in_noise=in_noise)
     if margin <= 1.0:
@@ -202,6 +240,7 @@ class Localizer:
         self.resolve_tol = resolve_tol
         self.forward: List[LayerVerdict] = []
         self.backward: List[LayerVerdict] = []
+        self.metrics = _Metrics()
 
     def _judge(self, direction: str, call: LayerCall, ms_in, ms_out, ref_in_of, ref_out_of) -> LayerVerdict:
         path = self.align(call.path)
@@ -213,7 +252,7 @@ class Localizer:
         tol = self.resolve_tol((path, call.path), str(outs[0].dtype) if outs else "float32")
         noise, in_noise = self._noise(path, call.call, ref, ref_in_of, ref_out_of)
         return judge(direction, path, call.path, call.type, ref.type, call.call, ms_in, ms_out,
-                     ref_in_of(ref), ref_out_of(ref), tol, noise, in_noise)
+                     ref_in_of(ref), ref_out_of(ref), tol, noise, in_noise, self.metrics)
 
     def _noise(self, path, index, ref, ref_in_of, ref_out_of) -> Tuple[float, float]:
         """``noise_factor`` x PyTorch float32's own error against float64, out and in."""

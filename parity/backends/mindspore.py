@@ -3,6 +3,7 @@ forward and one backward run per check, in PYNATIVE or GRAPH mode."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import importlib
 import weakref
@@ -201,7 +202,34 @@ def _no_grad():
     return no_grad() if no_grad is not None else contextlib.nullcontext()
 
 
+class _Recent:
+    """The numpy copies of the last few tensors seen by the hooks: a tensor that flows out of a
+    layer, out of its container and into the next layer is copied once, and memory stays bounded."""
+
+    def __init__(self, size: int = 16):
+        self._items: "collections.OrderedDict[int, tuple]" = collections.OrderedDict()
+        self._size = size
+
+    def arrays(self, value) -> List[np.ndarray]:
+        found = []
+        for _, leaf in flatten_outputs(value):
+            if isinstance(leaf, ms.Tensor):
+                found.append(self._array(leaf))
+            elif leaf is None:
+                found.append(None)
+        return found
+
+    def _array(self, tensor) -> np.ndarray:
+        key = id(tensor)
+        if key not in self._items:
+            self._items[key] = (tensor, tensor.asnumpy())  # the tensor is kept so that its id stays its own
+            if len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return self._items[key][1]
+
+
 def _arrays(value) -> List[np.ndarray]:
+    """Gradients: fresh tensors each time, copied as they come."""
     found = []
     for _, leaf in flatten_outputs(value):
         if isinstance(leaf, ms.Tensor):
@@ -216,12 +244,13 @@ def capture(model, recording, *, backward: bool):
     """Feed every sub-Cell's calls (and, with ``backward``, their gradients) to ``recording``.
     Hooks run in PYNATIVE mode only."""
     handles = []
+    recent = _Recent()
     for path, cell in model.cells_and_names():
         if not path:
             continue
 
         def forward_hook(cell, inputs, outputs, path=path):
-            recording.forward(path, type(cell).__name__, _arrays(inputs), _arrays(outputs))
+            recording.forward(path, type(cell).__name__, recent.arrays(inputs), recent.arrays(outputs))
 
         if getattr(cell, "has_bprop", False):
             # MindSpore runs no forward hook on a Cell with a custom bprop: record from a pre-hook
@@ -229,7 +258,7 @@ def capture(model, recording, *, backward: bool):
             def pre_hook(cell, inputs, path=path):
                 with _no_grad():
                     outputs = cell.construct(*inputs)
-                recording.forward(path, type(cell).__name__, _arrays(inputs), _arrays(outputs))
+                recording.forward(path, type(cell).__name__, recent.arrays(inputs), recent.arrays(outputs))
 
             handles.append(cell.register_forward_pre_hook(pre_hook))
         else:
