@@ -19,6 +19,10 @@ variant is warmed up once, because MindSpore compiles and initialises on first u
 prints the ratio b/a. It also times ``pytest --help`` with and without the plugin and checks that a
 plain pytest run (no ``--parity``) imports neither framework. This is a measurement, not a test:
 nothing here asserts on a time; the targets are printed beside the figures.
+
+``--localize`` also compares ``parity.check(localize=True)``, ``False`` and ``"auto"`` on the
+ResNet (time and peak RSS, each variant in a fresh process): see ``bench_localize.py``, which
+runs that comparison alone.
 """
 
 from __future__ import annotations
@@ -353,6 +357,10 @@ def render(results: dict) -> str:
         "",
     ]
     lines += _render_workloads(results["workloads"])
+    if results.get("localize") is not None:
+        import bench_localize
+
+        lines += [""] + bench_localize.render(results["localize"], profile=True).splitlines()
     if results.get("pytest_help") is not None:
         lines += [""] + _render_pytest(results["pytest_help"], results["imports"])
     return "\n".join(lines)
@@ -433,6 +441,12 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="extra keyword arguments for parity.check, to attribute overhead "
                              "(e.g. '{\"localize\": false}')")
     parser.add_argument("--skip-pytest", action="store_true", help="skip the pytest --help and import measurements")
+    parser.add_argument("--localize", action="store_true",
+                        help="also compare localize=True/False/'auto' on the ResNet, time and peak RSS, each in a "
+                             "fresh process (benchmarks/bench_localize.py; the options below tune it)")
+    import bench_localize  # benchmarks/ is on sys.path when this file runs as a script
+
+    bench_localize.add_arguments(parser, prefix="localize-")
     args = parser.parse_args(argv)
     if args.repeats is not None and args.repeats < 1:
         parser.error("--repeats must be at least 1")
@@ -447,6 +461,13 @@ def main(argv=None) -> int:
         log("timing pytest --help and probing imports")
         results["pytest_help"] = bench_pytest_help(HELP_RUNS)
         results["imports"] = probe_imports()
+    if args.localize:  # child processes; this one holds no framework yet
+        import bench_localize
+
+        results["localize"] = bench_localize.run(
+            args.quick, variants=args.localize_variants, repeats=args.localize_repeats,
+            no_warmup=args.localize_no_warmup, profile=args.localize_profile,
+            check_kwargs=args.localize_check_kwargs, log=log)
     _setup_frameworks()
     results["environment"] = _environment()
     results["workloads"] = [bench_workload(w, log=log, profile=args.profile, check_kwargs=args.check_kwargs)

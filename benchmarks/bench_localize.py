@@ -79,12 +79,12 @@ def _reset_peak() -> bool:
         return False
 
 
-def _one_check(ms_cell, torch_module, x, localize):
+def _one_check(ms_cell, torch_module, x, localize, check_kwargs):
     import parity
 
     try:
         return parity.check(ms_cell, torch_module, x, weights="copy", ms_mode="pynative", seed=bench_check.SEED,
-                            localize=localize)
+                            localize=localize, **check_kwargs)
     except parity.ParityMismatch as exc:  # still the full work; reported, not raised
         return exc.result
 
@@ -93,17 +93,18 @@ def _summary(result) -> dict:
     layers = result.layers
     return {"passed": result.passed, "compared": len(result), "notes": list(result.notes),
             "max_abs_diff": max((c.max_abs for c in result.comparisons), default=0.0),
+            "failed": [f"{c.name} (margin {c.margin:.3g})" for c in result.failures],
             "layers": None if layers is None else {"forward": len(layers.forward), "backward": len(layers.backward),
                                                    "failed": sum(v.status == "FAIL" for v in layers.forward
                                                                  + layers.backward)}}
 
 
-def _timed_check(ms_cell, torch_module, x, localize) -> dict:
+def _timed_check(ms_cell, torch_module, x, localize, check_kwargs) -> dict:
     gc.collect()
     rss_before = _status_kb("VmRSS")
     reset = _reset_peak()
     wall, cpu = time.perf_counter(), time.process_time()
-    result = _one_check(ms_cell, torch_module, x, localize)
+    result = _one_check(ms_cell, torch_module, x, localize, check_kwargs)
     found = {"wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu,
              "rss_before_kb": rss_before, "peak_kb": _status_kb("VmHWM") if reset else None}
     return {**found, **_summary(result)}
@@ -123,12 +124,14 @@ def child(spec: dict) -> int:
     found = {"workload": workload.name, "localize": spec["localize"], "setup_s": time.perf_counter() - started,
              "rss_built_kb": _status_kb("VmRSS")}
     if spec["warmup"]:
-        found["warmup"] = _timed_check(ms_cell, torch_module, x, spec["localize"])
-    found["measured"] = _timed_check(ms_cell, torch_module, x, spec["localize"])
+        found["warmup"] = _timed_check(ms_cell, torch_module, x, spec["localize"], spec["check_kwargs"])
+    found["measured"] = _timed_check(ms_cell, torch_module, x, spec["localize"], spec["check_kwargs"])
+    found["ru_maxrss_measured_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kB on Linux
     if spec["profile"]:
         from bench_localize_profile import profile_check
 
-        found["profile"] = profile_check(lambda: _one_check(ms_cell, torch_module, x, spec["localize"]))
+        found["profile"] = profile_check(lambda: _one_check(ms_cell, torch_module, x, spec["localize"],
+                                                            spec["check_kwargs"]))
     found["ru_maxrss_self_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kB on Linux
     Path(spec["out"]).write_text(json.dumps(found, default=str))
     return 0
@@ -137,12 +140,22 @@ def child(spec: dict) -> int:
 # The parent --------------------------------------------------------------------------------------
 
 
-def run_variant(quick: bool, localize, *, warmup: bool, profile: bool, log) -> dict:
+def _steal_s() -> Optional[float]:
+    """CPU time the hypervisor gave to others, all CPUs, since boot (Linux /proc/stat)."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def run_variant(quick: bool, localize, *, warmup: bool, profile: bool, check_kwargs: dict, log) -> dict:
     """One fresh child process; its own report plus the kernel's account of it (wait4)."""
     with tempfile.TemporaryDirectory(prefix="parity-bench-loc-") as tmp:
         out, console = os.path.join(tmp, "child.json"), os.path.join(tmp, "child.log")
-        spec = {"quick": quick, "localize": localize, "warmup": warmup, "profile": profile, "out": out}
-        load_before = bench_check._load_average()
+        spec = {"quick": quick, "localize": localize, "warmup": warmup, "profile": profile, "out": out,
+                "check_kwargs": check_kwargs}
+        load_before, steal_before = bench_check._load_average(), _steal_s()
         started = time.perf_counter()
         with open(console, "w") as sink:
             proc = subprocess.Popen([sys.executable, __file__, "--variant", json.dumps(spec)], cwd=ROOT,
@@ -150,26 +163,35 @@ def run_variant(quick: bool, localize, *, warmup: bool, profile: bool, log) -> d
             _, status, usage = os.wait4(proc.pid, 0)
             proc.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - started
+        steal = _steal_s()
         if proc.returncode != 0 or not os.path.exists(out):
             tail = Path(console).read_text()[-3000:]
             raise RuntimeError(f"{_label(localize)} child exited {proc.returncode}:\n{tail}")
         found = json.loads(Path(out).read_text())
-    found.update(process_wall_s=wall, process_cpu_s=usage.ru_utime + usage.ru_stime,
-                 process_peak_kb=usage.ru_maxrss, load_before=load_before, load_after=bench_check._load_average())
+    # With --profile the child ran one more check after the measured one: its peak up to then.
+    peak = found["ru_maxrss_measured_kb"] if profile else usage.ru_maxrss
+    found.update(process_wall_s=wall, process_cpu_s=usage.ru_utime + usage.ru_stime, process_peak_kb=peak,
+                 wait4_maxrss_kb=usage.ru_maxrss, load_before=load_before, load_after=bench_check._load_average(),
+                 steal_s=None if steal is None or steal_before is None else steal - steal_before)
     m = found["measured"]
     log(f"{found['workload']} {_label(localize)}: check {m['wall_s']:.2f} s wall, {m['cpu_s']:.2f} s CPU; "
-        f"process peak {usage.ru_maxrss / 1024:.0f} MB; passed {m['passed']}; load {found['load_after']}")
+        f"process peak {peak / 1024:.0f} MB; passed {m['passed']}; load {found['load_after']}; CPU stolen by the "
+        f"hypervisor meanwhile {found['steal_s'] if found['steal_s'] is None else round(found['steal_s'], 1)} s "
+        f"of {wall:.0f} s")
     return found
 
 
-def bench_localize(quick: bool, *, variants: List[str], repeats: int, warmup: bool, profile: bool, log) -> dict:
+def bench_localize(quick: bool, *, variants: List[str], repeats: int, warmup: bool, profile: bool,
+                   check_kwargs: dict, log) -> dict:
     runs: Dict[str, List[dict]] = {name: [] for name in variants}
     for i in range(repeats):
         order = variants if i % 2 == 0 else list(reversed(variants))
         for name in order:
-            runs[name].append(run_variant(quick, VARIANTS[name], warmup=warmup, profile=profile, log=log))
+            runs[name].append(run_variant(quick, VARIANTS[name], warmup=warmup, profile=profile,
+                                          check_kwargs=check_kwargs, log=log))
     stats = {name: _stats(samples) for name, samples in runs.items()}
     found = {"workload": runs[variants[0]][0]["workload"], "repeats": repeats, "warmup": warmup,
+             "check_kwargs": check_kwargs,
              "variants": stats, "ratios": {}}
     if "false" in stats:
         base = stats["false"]
@@ -194,6 +216,9 @@ def _stats(samples: List[dict]) -> dict:
     if warm:
         stats["first_wall_s"] = min(w["wall_s"] for w in warm)
         stats["first_cpu_s"] = min(w["cpu_s"] for w in warm)
+        if all(w["peak_kb"] for w in warm):  # the first check starts from the freshly built process
+            stats["first_peak_mb"] = median("peak_kb", warm) / 1024
+            stats["first_added_mb"] = stats["first_peak_mb"] - median("rss_before_kb", warm) / 1024
     return {**stats, "samples": samples}
 
 
@@ -202,22 +227,29 @@ def _stats(samples: List[dict]) -> dict:
 
 def render(found: dict, *, profile: bool = False) -> str:
     first = "warm-up check" if found["warmup"] else "no warm-up"
-    lines = [f"Localisation cost on {found['workload']}: parity.check(weights='copy', PYNATIVE, eval), each variant "
+    extra = "".join(f", {k}={v!r}" for k, v in found.get("check_kwargs", {}).items())
+    lines = [f"Localisation cost on {found['workload']}: parity.check(weights='copy'{extra}, PYNATIVE, eval), each variant "
              f"in a fresh process ({found['repeats']} per variant, order alternating); {first}, then one measured "
              "check. Times: best; memory: median, MB.", ""]
-    header = ("variant", "check wall s", "check CPU s", "1st check wall/CPU s", "RSS before", "check peak",
-              "check adds", "process peak", "passed", "layers fwd/bwd", "load after")
+    header = ("variant", "check wall s", "check CPU s", "1st check wall/CPU s", "1st check peak/adds",
+              "RSS before", "check peak", "check adds", "process peak", "passed", "layers fwd/bwd", "load after")
     rows = []
     for name, s in found["variants"].items():
         last = s["samples"][-1]
         layers = last["measured"]["layers"]
         rows.append((_label(VARIANTS[name]), f"{s['wall_s']:.2f}", f"{s['cpu_s']:.2f}",
                      f"{s['first_wall_s']:.2f} / {s['first_cpu_s']:.2f}" if "first_wall_s" in s else "-",
+                     f"{s['first_peak_mb']:.0f} / {s['first_added_mb']:.0f}" if "first_peak_mb" in s else "-",
                      f"{s['rss_before_mb']:.0f}", _mb(s.get("check_peak_mb")), _mb(s.get("check_added_mb")),
                      f"{s['process_peak_mb']:.0f}", str(last["measured"]["passed"]),
                      "none" if layers is None else f"{layers['forward']}/{layers['backward']}",
                      " ".join(f"{v:.1f}" for v in last["load_after"] or [])))
     lines += bench_check._table(header, rows) + [""]
+    for name, s in found["variants"].items():
+        failed = s["samples"][-1]["measured"]["failed"]
+        if failed:
+            more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
+            lines.append(f"  {_label(VARIANTS[name])}: out of tolerance: {', '.join(failed[:5])}{more}")
     for name, r in found["ratios"].items():
         lines.append(f"  {_label(VARIANTS[name])} / localize=False: " + _ratios(name, r, found["variants"][name]))
     if profile:
@@ -235,7 +267,9 @@ def _ratios(name: str, r: dict, stats: dict) -> str:
             + (f" (first check {r['first_wall_s']:.2f} / {r['first_cpu_s']:.2f})" if "first_wall_s" in r else "")
             + f"; process peak RSS {r['process_peak_mb']:.2f}"
             + (f", check-window peak {r['check_peak_mb']:.2f}" if "check_peak_mb" in r else "")
-            + (f", what the check adds {r['check_added_mb']:.2f}" if "check_added_mb" in r else ""))
+            + (f", what the check adds {r['check_added_mb']:.2f}" if "check_added_mb" in r else "")
+            + (f"; first check: peak {r['first_peak_mb']:.2f}, adds {r['first_added_mb']:.2f}"
+               if "first_added_mb" in r else ""))
     if name == "true":
         verdict = lambda value, target: "meets" if value <= target else "MISSES"  # noqa: E731
         text += (f"\n    targets: time <= {TARGET_TIME} (CPU {verdict(r['cpu_s'], TARGET_TIME)}, wall "
@@ -256,27 +290,33 @@ def _mb(value) -> str:
 # Main --------------------------------------------------------------------------------------------
 
 
-def add_arguments(parser: argparse.ArgumentParser, *, standalone: bool) -> None:
-    prefix = "" if standalone else "localize-"
+def add_arguments(parser: argparse.ArgumentParser, prefix: str = "") -> None:
+    """The options of this comparison; bench_check.py adds them as --localize-variants etc."""
     parser.add_argument(f"--{prefix}variants", default="false,true,auto", metavar="LIST",
                         help="comma-separated localize values to run, of false,true,auto (default: all three)")
     parser.add_argument(f"--{prefix}repeats", type=int, default=None, metavar="N",
                         help="fresh processes per variant (default: 3 with --quick, 1 for ResNet-50)")
-    parser.add_argument("--no-warmup", action="store_true",
+    parser.add_argument(f"--{prefix}no-warmup", action="store_true",
                         help="measure each child's first check (no warm-up check before it)")
-    if standalone:
-        parser.add_argument("--profile", action="store_true",
-                            help="one more check per child under cProfile, with an RSS timeline by phase")
+    parser.add_argument(f"--{prefix}check-kwargs", metavar="JSON", type=json.loads, default={},
+                        help="extra keyword arguments for parity.check in every variant, e.g. "
+                             "'{\"tolerance\": [1e-3, 1e-3]}' to make a check pass")
+    parser.add_argument(f"--{prefix}profile", action="store_true",
+                        help="one more check per child, after the measured one, under cProfile, with an RSS "
+                             "timeline by phase")
 
 
-def run(args, *, variants: str, repeats: Optional[int], profile: bool, log) -> dict:
+def run(quick: bool, *, variants: str, repeats: Optional[int], no_warmup: bool, profile: bool, check_kwargs: dict,
+        log) -> dict:
     names = [v.strip().lower() for v in variants.split(",") if v.strip()]
     unknown = [n for n in names if n not in VARIANTS]
     if unknown or not names:
         raise SystemExit(f"unknown localize variants {unknown}; choose from {', '.join(VARIANTS)}")
-    repeats = repeats or (3 if args.quick else 1)
-    return bench_localize(args.quick, variants=names, repeats=repeats, warmup=not args.no_warmup, profile=profile,
-                          log=log)
+    if repeats is not None and repeats < 1:
+        raise SystemExit("--repeats must be at least 1")
+    repeats = repeats or (3 if quick else 1)
+    return bench_localize(quick, variants=names, repeats=repeats, warmup=not no_warmup, profile=profile,
+                          check_kwargs=check_kwargs, log=log)
 
 
 def main(argv=None) -> int:
@@ -284,13 +324,14 @@ def main(argv=None) -> int:
     parser.add_argument("--variant", help=argparse.SUPPRESS)  # the child: a JSON spec
     parser.add_argument("--quick", action="store_true", help="the small ResNet on (2,3,64,64) instead of ResNet-50")
     parser.add_argument("--json", metavar="PATH", help="also write every number to PATH as JSON")
-    add_arguments(parser, standalone=True)
+    add_arguments(parser)
     args = parser.parse_args(argv)
     if args.variant:
         return child(json.loads(args.variant))
     log = lambda text: print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)  # noqa: E731
     load_start = bench_check._load_average()
-    found = run(args, variants=args.variants, repeats=args.repeats, profile=args.profile, log=log)
+    found = run(args.quick, variants=args.variants, repeats=args.repeats, no_warmup=args.no_warmup,
+                profile=args.profile, check_kwargs=args.check_kwargs, log=log)
     found.update(load_average_start=load_start, load_average_end=bench_check._load_average(), argv=sys.argv[1:])
     print(f"load average {found['load_average_start']} at start, {found['load_average_end']} at end")
     print(render(found, profile=args.profile))
