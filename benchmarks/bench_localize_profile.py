@@ -91,20 +91,25 @@ def profile_check(run_check: Callable) -> dict:
             recordings.append(self)
         return inner
 
-    targets = {
-        (runner._Run, "torch_forward"): phase("PyTorch forward"),
-        (runner._Run, "_torch_backward"): phase("PyTorch backward"),
-        (msb.Pass, "__init__"): phase("MindSpore forward (vjp)"),
-        (msb.Pass, "backward"): phase("MindSpore backward"),
-        (runner, "_compare"): accumulate("compare outputs/grads (runner._compare)"),
-        (tb, "_arrays"): accumulate("PyTorch hooks: tensors to numpy copies (torch._arrays)"),
-        (msb, "_arrays"): accumulate("MindSpore hooks: tensors to numpy (mindspore._arrays)"),
-        (localize.Localizer, "on_forward"): accumulate("layer comparisons, forward (Localizer.on_forward)"),
-        (localize.Localizer, "on_backward"): accumulate("layer comparisons, backward (Localizer.on_backward)"),
-        (localize, "_margin"): accumulate("  of which localize._margin (float64 diff / allowed)"),
-        (localize, "_error"): accumulate("  of which localize._error (relative L2 error)"),
-        (localize.Recording, "__init__"): keep_recordings,
-    }
+    # (owner, attribute): wrapper. parity's internals move; what a version lacks is skipped.
+    wanted = [
+        ((runner._Run, "torch_forward"), phase("PyTorch forward")),
+        ((runner._Run, "_torch_backward"), phase("PyTorch backward")),
+        ((msb.Pass, "__init__"), phase("MindSpore forward (vjp)")),
+        ((msb.Pass, "backward"), phase("MindSpore backward")),
+        ((runner, "_compare"), accumulate("compare outputs/grads (runner._compare)")),
+        ((tb, "_arrays"), accumulate("PyTorch hooks: tensors to numpy copies (torch._arrays)")),
+        ((getattr(msb, "_Recent", None), "arrays"),
+         accumulate("MindSpore forward hooks: tensors to numpy (mindspore._Recent.arrays)")),
+        ((msb, "_arrays"), accumulate("MindSpore hooks: tensors to numpy (mindspore._arrays)")),
+        ((localize.Localizer, "on_forward"), accumulate("layer comparisons, forward (Localizer.on_forward)")),
+        ((localize.Localizer, "on_backward"), accumulate("layer comparisons, backward (Localizer.on_backward)")),
+        ((localize, "_pair_metrics"), accumulate("  of which localize._pair_metrics (error, margin, max |diff|)")),
+        ((localize, "_margin"), accumulate("  of which localize._margin (float64 diff / allowed)")),
+        ((localize, "_error"), accumulate("  of which localize._error (relative L2 error)")),
+        ((localize.Recording, "__init__"), keep_recordings),
+    ]
+    targets = {key: wrap for key, wrap in wanted if key[0] is not None and hasattr(*key)}
     sampler = _Sampler()
     profiler = cProfile.Profile()
     with _patched(targets):
