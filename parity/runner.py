@@ -207,6 +207,7 @@ class _Run:
         self.trainable = wmap.trainable_pairs()
         self.pairs: List[_ArrayPair] = []
         self.structure: Optional[str] = None  # set when the two sides return different output structures
+        self.ms_recording: Optional[Recording] = None  # the hooked MindSpore pass, when layers are captured
         self.notes: List[str] = []
         self.torch_grads = None
         self.ms_start = {p.ms: msb.read(ms_cell, p.ms) for p in wmap.pairs if not p.trainable}
@@ -266,7 +267,7 @@ class _Run:
         recording = Recording(self.localizer.on_forward, self.localizer.on_backward) if hooks else None
         capture = (msb.capture(self.ms_cell, recording, backward=self.backward_layers) if hooks
                    else contextlib.nullcontext())
-        self.ms_recording = recording or getattr(self, "ms_recording", None)
+        self.ms_recording = recording or self.ms_recording
         with capture:
             ms_side = _run_side(lambda: msb.Pass(self.ms_cell, self.data, grads=self.grads, mode=mode), "MindSpore")
             self.structure = _structure_problem(ms_side, self.torch_side)
@@ -293,7 +294,7 @@ class _Run:
         self.ms_pass("pynative", compare=False)
 
     def layer_verdicts(self):
-        unmatched = getattr(self, "ms_recording", None) and self.ms_recording.unmatched
+        unmatched = self.ms_recording.unmatched if self.ms_recording is not None else []
         if unmatched:
             self.notes.append(f"{len(unmatched)} MindSpore backward hook calls had no forward record and "
                               f"were not compared: {sorted(set(unmatched))[:5]}")

@@ -202,31 +202,25 @@ def test_nan_on_one_side_only_is_a_mismatch_with_positions():
     assert info.value.result["output"].margin == float("inf")
 
 
+class MSPair(msnn.Cell):
+    """Returns two tensors where the PyTorch Linear returns one."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = msnn.Dense(4, 3)
+
+    def construct(self, x):
+        y = self.fc(x)
+        return y, y
+
+
 def test_output_structures_that_differ():
-    class MSPair(msnn.Cell):
-        def __init__(self):
-            super().__init__()
-            self.fc = msnn.Dense(4, 3)
-
-        def construct(self, x):
-            y = self.fc(x)
-            return y, y
-
     with pytest.raises(ParityMismatch, match=r"Output structures differ: MindSpore returns 2 tensors "
                                              r"\['output\[0\]', 'output\[1\]'\], PyTorch returns 1 \['output'\]"):
         parity.check(MSPair(), linear(), X)
 
 
 def test_output_structure_mismatch_says_how_to_reproduce():
-    class MSPair(msnn.Cell):
-        def __init__(self):
-            super().__init__()
-            self.fc = msnn.Dense(4, 3)
-
-        def construct(self, x):
-            y = self.fc(x)
-            return y, y
-
     with pytest.raises(ParityMismatch) as info:
         parity.check(MSPair(), linear(), X)
     assert info.value.result is not None
