@@ -34,8 +34,8 @@ class LayerCall:
     path: str
     type: str
     call: int
-    inputs: List[np.ndarray]
-    outputs: List[np.ndarray]
+    inputs: Optional[List[np.ndarray]]
+    outputs: Optional[List[np.ndarray]]
     grad_outputs: Optional[List[np.ndarray]] = None  # flowing in during backward
     grad_inputs: Optional[List[np.ndarray]] = None  # flowing out during backward
 
@@ -93,17 +93,19 @@ class Recording:
         self.calls.append(call)
         self._by_key[call.key] = call
 
-    def backward(self, path: str, grad_inputs, grad_outputs) -> None:
-        # Backward visits the calls of one path in reverse order.
-        index = self._counts[path] - 1 - self._backward_seen[path]
-        self._backward_seen[path] += 1
-        call = self._by_key.get((path, index))
-        if call is not None:
-            call.grad_inputs, call.grad_outputs = grad_inputs, grad_outputs
+    def backward(self, path: str, grad_inputs, grad_outputs, call: Optional[int] = None) -> None:
+        """One layer call's gradients. Without ``call``, the calls of one path are taken to come
+        back in reverse order, as backward visits them."""
+        if call is None:
+            call = self._counts[path] - 1 - self._backward_seen[path]
+            self._backward_seen[path] += 1
+        record = self._by_key.get((path, call))
+        if record is not None:
+            record.grad_inputs, record.grad_outputs = grad_inputs, grad_outputs
             if self._on_backward is not None:
-                self._on_backward(call)
-                call.grad_inputs, call.grad_outputs = [], []
-            self.backward_order.append(call)
+                self._on_backward(record)
+                record.grad_inputs, record.grad_outputs = [], []
+            self.backward_order.append(record)
         else:
             self.unmatched.append(path)
 
@@ -229,12 +231,16 @@ def first_divergence(verdicts: Sequence[LayerVerdict]) -> Tuple[Optional[LayerVe
 
 
 class Localizer:
-    """Compares MindSpore layer calls against the PyTorch recording as they happen."""
+    """Compares MindSpore layer calls against the PyTorch recording as they happen.
+
+    Each PyTorch array is released once the MindSpore call aligned with it has been compared, so
+    the recording shrinks while the MindSpore side runs. Noise floors are measured while the
+    float64 pass runs and kept as numbers only."""
 
     def __init__(self, torch_recording: Recording, align: Callable[[str], Optional[str]], resolve_tol,
                  noise_factor: float = 10.0):
         self.torch = torch_recording
-        self.float64: Optional[Recording] = None  # set when a float64 reference pass was captured
+        self.noise: Dict[Tuple[str, str, int], Tuple[float, float]] = {}  # (direction, path, call) -> floors
         self.noise_factor = noise_factor
         self.align = align
         self.resolve_tol = resolve_tol
@@ -242,35 +248,60 @@ class Localizer:
         self.backward: List[LayerVerdict] = []
         self.metrics = _Metrics()
 
-    def _judge(self, direction: str, call: LayerCall, ms_in, ms_out, ref_in_of, ref_out_of) -> LayerVerdict:
+    def _judge(self, direction: str, call: LayerCall, ms_in, ms_out) -> LayerVerdict:
         path = self.align(call.path)
         ref = self.torch.get(path, call.call) if path is not None else None
-        if ref is None or ref_out_of(ref) is None:
+        ref_in, ref_out = _sides(ref, direction) if ref is not None else (None, None)
+        if ref_out is None:
             return LayerVerdict(direction, path or call.path, call.path, call.type, "", call.call,
                                 0.0, 0.0, 0.0, 0.0, 0.0, status="unaligned")
-        outs = [a for a in ref_out_of(ref) if a is not None]
+        outs = [a for a in ref_out if a is not None]
         tol = self.resolve_tol((path, call.path), str(outs[0].dtype) if outs else "float32")
-        noise, in_noise = self._noise(path, call.call, ref, ref_in_of, ref_out_of)
-        return judge(direction, path, call.path, call.type, ref.type, call.call, ms_in, ms_out,
-                     ref_in_of(ref), ref_out_of(ref), tol, noise, in_noise, self.metrics)
-
-    def _noise(self, path, index, ref, ref_in_of, ref_out_of) -> Tuple[float, float]:
-        """``noise_factor`` x PyTorch float32's own error against float64, out and in."""
-        ref64 = self.float64.get(path, index) if self.float64 is not None else None
-        if ref64 is None or ref_out_of(ref64) is None:
-            return 0.0, 0.0
-        out_noise = _error(ref_out_of(ref), ref_out_of(ref64))
-        in_noise = _error(ref_in_of(ref), ref_in_of(ref64))
-        finite = lambda x: x if x != float("inf") else 0.0  # noqa: E731
-        return self.noise_factor * finite(out_noise), self.noise_factor * finite(in_noise)
+        noise, in_noise = self.noise.get((direction, path, call.call), (0.0, 0.0))
+        verdict = judge(direction, path, call.path, call.type, ref.type, call.call, ms_in, ms_out,
+                        ref_in, ref_out, tol, noise, in_noise, self.metrics)
+        _release(ref, direction)
+        return verdict
 
     def on_forward(self, call: LayerCall) -> None:
-        self.forward.append(self._judge("forward", call, call.inputs, call.outputs,
-                                        lambda r: r.inputs, lambda r: r.outputs))
+        self.forward.append(self._judge("forward", call, call.inputs, call.outputs))
 
     def on_backward(self, call: LayerCall) -> None:
-        self.backward.append(self._judge("backward", call, call.grad_outputs, call.grad_inputs,
-                                         lambda r: r.grad_outputs, lambda r: r.grad_inputs))
+        self.backward.append(self._judge("backward", call, call.grad_outputs, call.grad_inputs))
+
+    def float64_recording(self) -> Recording:
+        """A recording for the float64 PyTorch pass: each call's noise floors (``noise_factor`` x
+        PyTorch float32's own relative error against float64, out and in) are measured as it
+        comes, against the float32 recording, and its arrays are dropped."""
+        return Recording(lambda call: self._floor("forward", call), lambda call: self._floor("backward", call))
+
+    def _floor(self, direction: str, call64: LayerCall) -> None:
+        ref = self.torch.get(call64.path, call64.call)
+        if ref is None:
+            return
+        ref_in, ref_out = _sides(ref, direction)
+        in64, out64 = _sides(call64, direction)
+        if ref_out is None or out64 is None:
+            return
+        finite = lambda x: x if x != float("inf") else 0.0  # noqa: E731
+        self.noise[(direction, call64.path, call64.call)] = (self.noise_factor * finite(_error(ref_out, out64)),
+                                                             self.noise_factor * finite(_error(ref_in or [], in64 or [])))
+
+
+def _sides(call: LayerCall, direction: str):
+    """What flows in and what flows out of ``call`` in ``direction``."""
+    if direction == "forward":
+        return call.inputs, call.outputs
+    return call.grad_outputs, call.grad_inputs
+
+
+def _release(call: LayerCall, direction: str) -> None:
+    """Drop a PyTorch call's arrays once compared (a second MindSpore call aligned with the same
+    PyTorch call then reads as unaligned)."""
+    if direction == "forward":
+        call.inputs, call.outputs = None, None
+    else:
+        call.grad_outputs, call.grad_inputs = None, None
 
 
 @dataclass

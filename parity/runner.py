@@ -268,8 +268,10 @@ class _Run:
         capture = (msb.capture(self.ms_cell, recording, backward=self.backward_layers) if hooks
                    else contextlib.nullcontext())
         self.ms_recording = recording or self.ms_recording
-        with capture:
+        with capture as layers:
             ms_side = _run_side(lambda: msb.Pass(self.ms_cell, self.data, grads=self.grads, mode=mode), "MindSpore")
+            if layers is not None:
+                layers.flush()  # the forward's layers, compared before the backward starts
             self.structure = _structure_problem(ms_side, self.torch_side)
             if self.structure is not None:
                 return
@@ -309,8 +311,9 @@ class _Run:
         if self.localizer is None:
             return _float64_reference(module64, self.data, self.grads, self.device, self.cotangents, self.wmap,
                                       self.train)
-        self.localizer.float64 = Recording()
-        with tb.capture(module64, self.localizer.float64, backward=self.backward_layers):
+        if self.grads:
+            self._torch_backward()  # first, so that each float64 layer call is measured as it comes
+        with tb.capture(module64, self.localizer.float64_recording(), backward=self.backward_layers):
             return _float64_reference(module64, self.data, self.grads, self.device, self.cotangents, self.wmap,
                                       self.train)
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import importlib
 import weakref
-from typing import Dict, List
+from collections import Counter
+from typing import Dict, List, Optional
 
 import numpy as np
 import mindspore as ms
@@ -203,21 +205,15 @@ def _no_grad():
 
 
 class _Recent:
-    """The numpy copies of the last few tensors seen by the hooks: a tensor that flows out of a
-    layer, out of its container and into the next layer is copied once, and memory stays bounded."""
+    """The numpy copies of the last few tensors converted: a tensor that flows out of a layer, out
+    of its container and into the next layer is copied once, and memory stays bounded."""
 
     def __init__(self, size: int = 16):
         self._items: "collections.OrderedDict[int, tuple]" = collections.OrderedDict()
         self._size = size
 
-    def arrays(self, value) -> List[np.ndarray]:
-        found = []
-        for _, leaf in flatten_outputs(value):
-            if isinstance(leaf, ms.Tensor):
-                found.append(self._array(leaf))
-            elif leaf is None:
-                found.append(None)
-        return found
+    def arrays(self, tensors) -> List[Optional[np.ndarray]]:
+        return [None if t is None else self._array(t) for t in tensors]
 
     def _array(self, tensor) -> np.ndarray:
         key = id(tensor)
@@ -228,48 +224,117 @@ class _Recent:
         return self._items[key][1]
 
 
-def _arrays(value) -> List[np.ndarray]:
-    """Gradients: fresh tensors each time, copied as they come."""
-    found = []
-    for _, leaf in flatten_outputs(value):
-        if isinstance(leaf, ms.Tensor):
-            found.append(leaf.asnumpy())
-        elif leaf is None:
-            found.append(None)
-    return found
+def _tensors(value) -> List[object]:
+    """The Tensors of a (nested) value, in order; other leaves are skipped, None is kept."""
+    return [leaf for _, leaf in flatten_outputs(value) if leaf is None or isinstance(leaf, ms.Tensor)]
+
+
+def _differentiable(tensor) -> bool:
+    return isinstance(tensor, ms.Tensor) and tensor.dtype in ms.dtype.float_type
+
+
+class _Layers:
+    """What MindSpore's hooks see, held as Tensors and handed to the recording in ``flush``.
+
+    Converting a Tensor to numpy waits for all the work MindSpore has queued, so doing it inside
+    every hook serialises the pass; here each pass waits once. Gradients come from Tensor hooks:
+    a pre-hook gives each Tensor input of a layer call a view of its own, whose gradient is that
+    call's contribution (``grad_inputs``); the outputs' gradients are ``grad_outputs``. A layer's
+    backward ends when the last of its gradients arrives: that is the backward order."""
+
+    def __init__(self, recording, *, backward: bool):
+        self.recording = recording
+        self.backward = backward
+        self.calls: Counter = Counter()  # forward calls seen per path
+        self.forward_calls: List[tuple] = []  # (path, type, input Tensors, output Tensors)
+        self.grads: Dict[tuple, list] = {}  # (path, call) -> [grad_inputs, grad_outputs]
+        self.finished: Dict[tuple, int] = {}  # (path, call) -> order of its last gradient
+        self.cell_hooked: List[tuple] = []  # custom-bprop Cells, through MindSpore's Cell hooks
+        self._events = 0
+
+    def pre_hook(self, path, cell, args):
+        if not self.backward:
+            return None
+        call = self.calls[path]
+        grads = self.grads.setdefault((path, call), [[None] * len(args), []])
+        wrapped = list(args)
+        for i, arg in enumerate(args):
+            if _differentiable(arg):
+                wrapped[i] = arg.view(arg.shape)
+                wrapped[i].register_hook(self._hook(path, call, 0, i))
+        return tuple(wrapped)
+
+    def forward_hook(self, path, cell, args, outputs):
+        call = self.calls[path]
+        self.calls[path] += 1
+        outs = _tensors(outputs)
+        self.forward_calls.append((path, type(cell).__name__, _tensors(args), outs))
+        if self.backward:
+            grads = self.grads.setdefault((path, call), [[None] * len(args), []])
+            grads[1] = [None] * len(outs)
+            for i, out in enumerate(outs):
+                if _differentiable(out):
+                    out.register_hook(self._hook(path, call, 1, i))
+
+    def recorded_forward(self, path, cell, args, outputs):
+        """A forward seen without a forward hook (custom-bprop Cells); its gradients come from a
+        Cell backward hook instead."""
+        self.calls[path] += 1
+        self.forward_calls.append((path, type(cell).__name__, _tensors(args), _tensors(outputs)))
+
+    def cell_backward_hook(self, path, cell, grad_input, grad_output):
+        self.cell_hooked.append((path, _tensors(grad_input), _tensors(grad_output)))
+
+    def _hook(self, path, call, side, slot):
+        def hook(grad):
+            self.grads[(path, call)][side][slot] = grad
+            self.finished[(path, call)] = self._events
+            self._events += 1
+
+        return hook
+
+    def flush(self) -> None:
+        """Hand what was seen so far to the recording, as numpy, in order."""
+        recent = _Recent()
+        calls, self.forward_calls = self.forward_calls, []
+        for path, type_name, args, outputs in calls:
+            self.recording.forward(path, type_name, recent.arrays(args), recent.arrays(outputs))
+        done = sorted(self.finished, key=self.finished.get)
+        self.finished = {}
+        for key in done:
+            grad_inputs, grad_outputs = self.grads.pop(key)
+            self.recording.backward(key[0], recent.arrays(grad_inputs), recent.arrays(grad_outputs), call=key[1])
+        hooked, self.cell_hooked = self.cell_hooked, []
+        for path, grad_input, grad_output in hooked:
+            self.recording.backward(path, recent.arrays(grad_input), recent.arrays(grad_output))
 
 
 @contextlib.contextmanager
 def capture(model, recording, *, backward: bool):
-    """Feed every sub-Cell's calls (and, with ``backward``, their gradients) to ``recording``.
-    Hooks run in PYNATIVE mode only."""
+    """Feed every sub-Cell's calls (and, with ``backward``, their gradients) to ``recording``, at
+    each ``flush()`` of the object yielded and at the end. Hooks run in PYNATIVE mode only."""
+    layers = _Layers(recording, backward=backward)
     handles = []
-    recent = _Recent()
     for path, cell in model.cells_and_names():
         if not path:
             continue
-
-        def forward_hook(cell, inputs, outputs, path=path):
-            recording.forward(path, type(cell).__name__, recent.arrays(inputs), recent.arrays(outputs))
-
         if getattr(cell, "has_bprop", False):
             # MindSpore runs no forward hook on a Cell with a custom bprop: record from a pre-hook
             # that evaluates construct once more, without gradient.
             def pre_hook(cell, inputs, path=path):
                 with _no_grad():
                     outputs = cell.construct(*inputs)
-                recording.forward(path, type(cell).__name__, recent.arrays(inputs), recent.arrays(outputs))
+                layers.recorded_forward(path, cell, inputs, outputs)
 
             handles.append(cell.register_forward_pre_hook(pre_hook))
-        else:
-            handles.append(cell.register_forward_hook(forward_hook))
-        if backward:
-            def backward_hook(cell, grad_input, grad_output, path=path):
-                recording.backward(path, _arrays(grad_input), _arrays(grad_output))
-
-            handles.append(cell.register_backward_hook(backward_hook))
+            if backward:
+                handles.append(cell.register_backward_hook(functools.partial(layers.cell_backward_hook, path)))
+            continue
+        handles.append(cell.register_forward_pre_hook(functools.partial(layers.pre_hook, path)))
+        handles.append(cell.register_forward_hook(functools.partial(layers.forward_hook, path)))
     try:
-        yield recording
+        yield layers
+        layers.flush()
     finally:
         for handle in handles:
             handle.remove()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from typing import Dict, List
+import weakref
+from typing import Dict, List, Optional
 
 import numpy as np
 import torch
@@ -139,18 +140,39 @@ def _numpy(leaf, path: str) -> np.ndarray:
     raise ParityUsageError(f"PyTorch {path} is a {type(leaf).__qualname__}, not a tensor")
 
 
-def _arrays(value, cache: Dict[int, tuple]) -> List[np.ndarray]:
-    """Flattened tensors of ``value`` as numpy, each tensor converted once (cached by identity)."""
-    found = []
-    for _, leaf in flatten_outputs(value):
-        if isinstance(leaf, torch.Tensor):
-            key = id(leaf)
-            if key not in cache:  # a copy: later in-place ops must not rewrite what was captured
-                cache[key] = (leaf, leaf.detach().cpu().numpy().copy())
-            found.append(cache[key][1])
-        elif leaf is None:
-            found.append(None)
-    return found
+class _Copies:
+    """numpy copies of the tensors the hooks see, one per piece of data.
+
+    A copy is needed: the forward may later modify a captured output in place. But one tensor
+    reaches several hooks (a layer's output is its container's output and the next layer's input),
+    often as different tensor objects over the same storage (full backward hooks wrap them), so
+    copies are found again by storage, offset, layout and version, and confirmed equal before they
+    are shared. The copies are held weakly: once the recording lets one go, it is gone."""
+
+    def __init__(self):
+        self._items: Dict[tuple, "weakref.ref"] = {}
+
+    def arrays(self, value) -> List[Optional[np.ndarray]]:
+        found = []
+        for _, leaf in flatten_outputs(value):
+            if isinstance(leaf, torch.Tensor):
+                found.append(self._array(leaf))
+            elif leaf is None:
+                found.append(None)
+        return found
+
+    def _array(self, tensor) -> np.ndarray:
+        tensor = tensor.detach()
+        key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape), tensor.stride(),
+               tensor.dtype, tensor._version)
+        known = self._items.get(key)
+        array = known() if known is not None else None
+        view = tensor.cpu().numpy()
+        if array is not None and np.array_equal(array, view, equal_nan=view.dtype.kind in "fc"):
+            return array
+        array = view.copy()
+        self._items[key] = weakref.ref(array)
+        return array
 
 
 @contextlib.contextmanager
@@ -159,7 +181,7 @@ def capture(model, recording, *, backward: bool):
 
     In-place activations are switched off meanwhile (same numbers): full backward hooks cannot
     see through a tensor modified in place."""
-    cache: Dict[int, tuple] = {}
+    copies = _Copies()
     handles, inplace = [], []
     for path, module in model.named_modules():
         if not path:
@@ -169,12 +191,12 @@ def capture(model, recording, *, backward: bool):
             inplace.append(module)
 
         def forward_hook(module, args, output, path=path):
-            recording.forward(path, type(module).__name__, _arrays(args, cache), _arrays(output, cache))
+            recording.forward(path, type(module).__name__, copies.arrays(args), copies.arrays(output))
 
         handles.append(module.register_forward_hook(forward_hook))
         if backward:
             def backward_hook(module, grad_input, grad_output, path=path):
-                recording.backward(path, _arrays(grad_input, {}), _arrays(grad_output, {}))
+                recording.backward(path, copies.arrays(grad_input), copies.arrays(grad_output))
 
             handles.append(module.register_full_backward_hook(backward_hook))
     try:
