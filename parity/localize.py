@@ -21,7 +21,7 @@ import numpy as np
 from .compare import relative_error
 from .tolerance import Tolerance
 
-__all__ = ["AMPLIFICATION", "LayerCall", "LayerVerdict", "LayerTable", "Recording", "Localizer", "judge", "settle",
+__all__ = ["AMPLIFICATION", "align_layers", "LayerCall", "LayerVerdict", "LayerTable", "Recording", "Localizer", "judge", "settle",
            "first_divergence"]
 
 AMPLIFICATION = 10.0
@@ -302,6 +302,89 @@ def _release(call: LayerCall, direction: str) -> None:
         call.inputs, call.outputs = None, None
     else:
         call.grad_outputs, call.grad_inputs = None, None
+
+
+# mindspore.nn classes named differently from their torch.nn counterparts (lower case).
+_SAME_KIND = {"dense": "linear", "sequentialcell": "sequential", "celllist": "modulelist", "celldict": "moduledict",
+              "conv1dtranspose": "convtranspose1d", "conv2dtranspose": "convtranspose2d",
+              "conv3dtranspose": "convtranspose3d", "hsigmoid": "hardsigmoid", "hswish": "hardswish",
+              "hshrink": "hardshrink", "softshrink": "softshrink", "fastgelu": "gelu", "logsoftmax": "logsoftmax"}
+
+
+def _kind(ms_name: str) -> str:
+    name = ms_name.lower()
+    return _SAME_KIND.get(name, name)
+
+
+def align_layers(ms_kinds: Dict[str, Tuple[str, bool]], torch_kinds: Dict[str, Tuple[str, bool]],
+                 known: Dict[str, str]) -> Dict[str, str]:
+    """MindSpore layer path -> PyTorch layer path.
+
+    ``known`` holds what names and weights already paired. Parents of paired layers are paired
+    too, when all their paired children agree. Then, under each paired parent (the roots
+    included), the children still unpaired are paired by structure, in definition order: all of
+    them in order when both sides have as many and no two built-in layers of different kinds
+    would meet, else those of the same kind, in order. ``*_kinds`` map a path to (class name,
+    whether the class is the framework's own)."""
+    mapping = {m: t for m, t in known.items() if m in ms_kinds and t in torch_kinds}
+    _pair_parents(mapping, ms_kinds, torch_kinds)
+    taken = set(mapping.values())
+    queue = [("", "")] + sorted(mapping.items(), key=lambda item: list(ms_kinds).index(item[0]))
+    expanded = set()
+    while queue:
+        parent = queue.pop(0)
+        if parent in expanded:
+            continue
+        expanded.add(parent)
+        ms_kids = [c for c in _children(ms_kinds, parent[0]) if c not in mapping]
+        torch_kids = [c for c in _children(torch_kinds, parent[1]) if c not in taken]
+        for m, t in _match(ms_kids, torch_kids, ms_kinds, torch_kinds):
+            mapping[m] = t
+            taken.add(t)
+            queue.append((m, t))
+    return mapping
+
+
+def _parent(path: str) -> str:
+    return path.rpartition(".")[0]
+
+
+def _children(kinds, parent: str) -> List[str]:
+    return [p for p in kinds if p and _parent(p) == parent]
+
+
+def _pair_parents(mapping: Dict[str, str], ms_kinds, torch_kinds) -> None:
+    votes: Dict[str, set] = {}
+    for m, t in mapping.items():
+        while m and t:
+            m, t = _parent(m), _parent(t)
+            votes.setdefault(m, set()).add(t)
+    taken = set(mapping.values())
+    for m, ts in votes.items():
+        if m and m not in mapping and len(ts) == 1:
+            t = next(iter(ts))
+            if t and t not in taken and t in torch_kinds:
+                mapping[m] = t
+                taken.add(t)
+
+
+def _match(ms_kids: List[str], torch_kids: List[str], ms_kinds, torch_kinds) -> List[Tuple[str, str]]:
+    def same(m, t):
+        return _kind(ms_kinds[m][0]) == torch_kinds[t][0].lower()
+
+    def clash(m, t):
+        return ms_kinds[m][1] and torch_kinds[t][1] and not same(m, t)
+
+    if ms_kids and len(ms_kids) == len(torch_kids) and not any(clash(m, t) for m, t in zip(ms_kids, torch_kids)):
+        return list(zip(ms_kids, torch_kids))
+    pairs, start = [], 0
+    for m in ms_kids:
+        for j in range(start, len(torch_kids)):
+            if same(m, torch_kids[j]):
+                pairs.append((m, torch_kids[j]))
+                start = j + 1
+                break
+    return pairs
 
 
 @dataclass

@@ -15,7 +15,7 @@ from .compare import Comparison, NoiseFloor, compare_arrays, relative_error, str
 from .errors import ParityMismatch, ParityUsageError
 from .inputs import _normal, materialize, seeded_stream
 from .options import parse_seed
-from .localize import LayerTable, Localizer, Recording, settle
+from .localize import LayerTable, Localizer, Recording, align_layers, settle
 from .result import Result
 from .tolerance import ToleranceSpec, resolve
 from .weights import copy_weights, fill_weights, map_weights, WeightReport
@@ -210,6 +210,7 @@ class _Run:
         self.ms_recording: Optional[Recording] = None  # the hooked MindSpore pass, when layers are captured
         self.notes: List[str] = []
         self.torch_grads = None
+        self.torch_layers = None  # the PyTorch capture, while layers are captured
         self.ms_start = {p.ms: msb.read(ms_cell, p.ms) for p in wmap.pairs if not p.trainable}
         self.torch_recording = Recording() if capture else None
         self.backward_layers = capture and grads
@@ -230,25 +231,14 @@ class _Run:
         from .backends import torch as tb
 
         if self.torch_recording is not None:
-            self._stack.enter_context(tb.capture(self.torch_module, self.torch_recording,
-                                                 backward=self.backward_layers))
+            self.torch_layers = self._stack.enter_context(tb.capture(self.torch_module, self.torch_recording,
+                                                                     backward=self.backward_layers))
         return tb.Pass(self.torch_module, self.data, grads=self.grads, device=self.device)
 
     def torch_forward(self) -> None:
         from .backends import torch as tb
 
-        try:
-            self.torch_side = _run_side(self._torch_pass, "PyTorch", keep=tb.hooks_refused)
-        except RuntimeError as exc:
-            if not self.backward_layers:
-                raise _framework_error("PyTorch", exc, "the forward pass") from None
-            self._stack.close()
-            self.backward_layers = False
-            self.torch_recording = self.localizer.torch = Recording()
-            self.notes.append("gradients were not localised layer by layer: the PyTorch module modifies a "
-                              "layer's output in place (e.g. `out += identity`), which torch's backward hooks "
-                              "cannot follow; write `out = out + identity` to localise gradients too")
-            self.torch_side = _run_side(self._torch_pass, "PyTorch")
+        self.torch_side = _run_side(self._torch_pass, "PyTorch")
         self.torch_buffers = _buffers(tb, self.torch_module, self.wmap, "torch") if self.train else {}
         self.cotangents = _cotangents(self.torch_side, self.seed)
 
@@ -256,6 +246,8 @@ class _Run:
         if self.torch_grads is None:
             self.torch_grads = _backward(self.torch_side, self.cotangents, [p.torch for p in self.trainable],
                                          "PyTorch")
+            if self.torch_layers is not None:
+                self.torch_layers.flush()  # the layers' gradients, into the recording
         return self.torch_grads
 
     def ms_pass(self, mode: str, *, compare: bool = True) -> None:
@@ -319,14 +311,15 @@ class _Run:
 
 
 def _layer_alignment(ms_cell, torch_module, wmap):
-    """MindSpore layer path -> PyTorch layer path: same path, else as the weight map paired them."""
+    """MindSpore layer path -> PyTorch layer path: same path, else as the weight map paired them,
+    else by structure (see :func:`parity.localize.align_layers`)."""
     from .backends import mindspore as msb, torch as tb
 
-    torch_layers = tb.layer_types(torch_module)
-    mapping = {path: path for path in msb.layer_types(ms_cell) if path in torch_layers}
+    ms_kinds, torch_kinds = msb.layer_kinds(ms_cell), tb.layer_kinds(torch_module)
+    known = {path: path for path in ms_kinds if path and path in torch_kinds}
     for pair in wmap.pairs:
-        mapping.setdefault(pair.ms.rpartition(".")[0], pair.torch.rpartition(".")[0])
-    return mapping.get
+        known.setdefault(pair.ms.rpartition(".")[0], pair.torch.rpartition(".")[0])
+    return align_layers(ms_kinds, torch_kinds, known).get
 
 
 def _set_weights(weights, wmap, ms_cell, torch_module) -> WeightReport:
@@ -341,16 +334,14 @@ def _set_weights(weights, wmap, ms_cell, torch_module) -> WeightReport:
     return WeightReport(wmap, "as is")
 
 
-def _run_side(make, label: str, keep=lambda exc: False):
-    """Run a forward pass; framework errors become usage errors, except those ``keep`` wants raw."""
+def _run_side(make, label: str):
+    """Run a forward pass; framework errors become usage errors."""
     try:
         side = make()
         side.values = side.outputs()  # MindSpore may raise here: PYNATIVE runs asynchronously
     except ParityUsageError:
         raise
     except Exception as exc:  # the framework rejected the net or the inputs
-        if keep(exc):
-            raise
         _recover(label)
         raise _framework_error(label, exc, "the forward pass") from None
     return side

@@ -8,7 +8,6 @@ import contextlib
 import functools
 import importlib
 import weakref
-from collections import Counter
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -17,6 +16,7 @@ from mindspore import nn
 
 from ..errors import ParityUsageError
 from . import Grads, Slot, flatten_outputs
+from ._hooks import LayerHooks
 
 NAME = "mindspore"
 LABEL = "MindSpore"
@@ -81,6 +81,12 @@ def _cells(model) -> Dict[str, object]:
 
 def layer_types(model) -> Dict[str, str]:
     return {name: type(cell).__name__ for name, cell in _cells(model).items()}
+
+
+def layer_kinds(model) -> Dict[str, tuple]:
+    """Path -> (class name, whether it is a ``mindspore.nn`` class), in definition order."""
+    return {name: (type(cell).__name__, getattr(nn, type(cell).__name__, None) is type(cell))
+            for name, cell in _cells(model).items()}
 
 
 _TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Cell -> {path: Parameter}
@@ -224,89 +230,49 @@ class _Recent:
         return self._items[key][1]
 
 
-def _tensors(value) -> List[object]:
-    """The Tensors of a (nested) value, in order; other leaves are skipped, None is kept."""
-    return [leaf for _, leaf in flatten_outputs(value) if leaf is None or isinstance(leaf, ms.Tensor)]
+class _Layers(LayerHooks):
+    """MindSpore's side of the capture. Tensors are held as they are and converted in ``flush``:
+    converting a Tensor to numpy waits for all the work MindSpore has queued, so doing it in
+    every hook would serialise the pass; here each pass waits once.
 
-
-def _differentiable(tensor) -> bool:
-    return isinstance(tensor, ms.Tensor) and tensor.dtype in ms.dtype.float_type
-
-
-class _Layers:
-    """What MindSpore's hooks see, held as Tensors and handed to the recording in ``flush``.
-
-    Converting a Tensor to numpy waits for all the work MindSpore has queued, so doing it inside
-    every hook serialises the pass; here each pass waits once. Gradients come from Tensor hooks:
-    a pre-hook gives each Tensor input of a layer call a view of its own, whose gradient is that
-    call's contribution (``grad_inputs``); the outputs' gradients are ``grad_outputs``. A layer's
-    backward ends when the last of its gradients arrives: that is the backward order."""
+    A Cell with a custom bprop runs no forward hook and no tensor hooks inside: its forward is
+    recorded from a pre-hook that evaluates construct once more without gradient, and its
+    gradients come from MindSpore's Cell backward hook."""
 
     def __init__(self, recording, *, backward: bool):
-        self.recording = recording
-        self.backward = backward
-        self.calls: Counter = Counter()  # forward calls seen per path
-        self.forward_calls: List[tuple] = []  # (path, type, input Tensors, output Tensors)
-        self.grads: Dict[tuple, list] = {}  # (path, call) -> [grad_inputs, grad_outputs]
-        self.finished: Dict[tuple, int] = {}  # (path, call) -> order of its last gradient
-        self.cell_hooked: List[tuple] = []  # custom-bprop Cells, through MindSpore's Cell hooks
-        self._events = 0
+        super().__init__(recording, backward=backward)
+        self.recent = _Recent()
+        self.cell_hooked: List[tuple] = []
 
-    def pre_hook(self, path, cell, args):
-        if not self.backward:
-            return None
-        call = self.calls[path]
-        grads = self.grads.setdefault((path, call), [[None] * len(args), []])
-        wrapped = list(args)
-        for i, arg in enumerate(args):
-            if _differentiable(arg):
-                wrapped[i] = arg.view(arg.shape)
-                wrapped[i].register_hook(self._hook(path, call, 0, i))
-        return tuple(wrapped)
+    def is_tensor(self, value) -> bool:
+        return isinstance(value, ms.Tensor)
 
-    def forward_hook(self, path, cell, args, outputs):
-        call = self.calls[path]
+    def differentiable(self, tensor) -> bool:
+        return isinstance(tensor, ms.Tensor) and tensor.dtype in ms.dtype.float_type
+
+    def view(self, tensor):
+        return tensor.view(tensor.shape)
+
+    def on_grad(self, tensor, hook) -> None:
+        tensor.register_hook(hook)
+
+    def arrays(self, held: list) -> list:
+        return self.recent.arrays(held)
+
+    def bprop_pre_hook(self, path: str, cell, inputs) -> None:
+        with _no_grad():
+            outputs = cell.construct(*inputs)
         self.calls[path] += 1
-        outs = _tensors(outputs)
-        self.forward_calls.append((path, type(cell).__name__, _tensors(args), outs))
-        if self.backward:
-            grads = self.grads.setdefault((path, call), [[None] * len(args), []])
-            grads[1] = [None] * len(outs)
-            for i, out in enumerate(outs):
-                if _differentiable(out):
-                    out.register_hook(self._hook(path, call, 1, i))
+        self.forward_calls.append((path, type(cell).__name__, self.tensors(inputs), self.tensors(outputs)))
 
-    def recorded_forward(self, path, cell, args, outputs):
-        """A forward seen without a forward hook (custom-bprop Cells); its gradients come from a
-        Cell backward hook instead."""
-        self.calls[path] += 1
-        self.forward_calls.append((path, type(cell).__name__, _tensors(args), _tensors(outputs)))
-
-    def cell_backward_hook(self, path, cell, grad_input, grad_output):
-        self.cell_hooked.append((path, _tensors(grad_input), _tensors(grad_output)))
-
-    def _hook(self, path, call, side, slot):
-        def hook(grad):
-            self.grads[(path, call)][side][slot] = grad
-            self.finished[(path, call)] = self._events
-            self._events += 1
-
-        return hook
+    def cell_backward_hook(self, path: str, cell, grad_input, grad_output) -> None:
+        self.cell_hooked.append((path, self.tensors(grad_input), self.tensors(grad_output)))
 
     def flush(self) -> None:
-        """Hand what was seen so far to the recording, as numpy, in order."""
-        recent = _Recent()
-        calls, self.forward_calls = self.forward_calls, []
-        for path, type_name, args, outputs in calls:
-            self.recording.forward(path, type_name, recent.arrays(args), recent.arrays(outputs))
-        done = sorted(self.finished, key=self.finished.get)
-        self.finished = {}
-        for key in done:
-            grad_inputs, grad_outputs = self.grads.pop(key)
-            self.recording.backward(key[0], recent.arrays(grad_inputs), recent.arrays(grad_outputs), call=key[1])
+        super().flush()
         hooked, self.cell_hooked = self.cell_hooked, []
         for path, grad_input, grad_output in hooked:
-            self.recording.backward(path, recent.arrays(grad_input), recent.arrays(grad_output))
+            self.recording.backward(path, self.arrays(grad_input), self.arrays(grad_output))
 
 
 @contextlib.contextmanager
@@ -319,14 +285,7 @@ def capture(model, recording, *, backward: bool):
         if not path:
             continue
         if getattr(cell, "has_bprop", False):
-            # MindSpore runs no forward hook on a Cell with a custom bprop: record from a pre-hook
-            # that evaluates construct once more, without gradient.
-            def pre_hook(cell, inputs, path=path):
-                with _no_grad():
-                    outputs = cell.construct(*inputs)
-                layers.recorded_forward(path, cell, inputs, outputs)
-
-            handles.append(cell.register_forward_pre_hook(pre_hook))
+            handles.append(cell.register_forward_pre_hook(functools.partial(layers.bprop_pre_hook, path)))
             if backward:
                 handles.append(cell.register_backward_hook(functools.partial(layers.cell_backward_hook, path)))
             continue

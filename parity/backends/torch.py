@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import weakref
 from typing import Dict, List, Optional
 
@@ -12,6 +13,7 @@ import torch
 
 from ..errors import ParityUsageError
 from . import Grads, Slot, flatten_outputs
+from ._hooks import LayerHooks
 
 NAME = "torch"
 LABEL = "PyTorch"
@@ -80,6 +82,12 @@ def set_train(model, train: bool) -> None:
 
 def layer_types(model) -> Dict[str, str]:
     return _owners(model)
+
+
+def layer_kinds(model) -> Dict[str, tuple]:
+    """Path -> (class name, whether it is a ``torch.nn`` class), in definition order."""
+    return {name: (type(module).__name__, getattr(torch.nn, type(module).__name__, None) is type(module))
+            for name, module in model.named_modules()}
 
 
 def float64_copy(model):
@@ -152,16 +160,7 @@ class _Copies:
     def __init__(self):
         self._items: Dict[tuple, "weakref.ref"] = {}
 
-    def arrays(self, value) -> List[Optional[np.ndarray]]:
-        found = []
-        for _, leaf in flatten_outputs(value):
-            if isinstance(leaf, torch.Tensor):
-                found.append(self._array(leaf))
-            elif leaf is None:
-                found.append(None)
-        return found
-
-    def _array(self, tensor) -> np.ndarray:
+    def array(self, tensor) -> np.ndarray:
         tensor = tensor.detach()
         key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape), tensor.stride(),
                tensor.dtype, tensor._version)
@@ -175,13 +174,43 @@ class _Copies:
         return array
 
 
+class _Layers(LayerHooks):
+    """PyTorch's side of the capture: every tensor is copied to numpy as its hook sees it (the
+    forward may modify it in place later); forward calls are recorded at once."""
+
+    defer_forward = False
+
+    def __init__(self, recording, *, backward: bool):
+        super().__init__(recording, backward=backward)
+        self.copies = _Copies()
+
+    def is_tensor(self, value) -> bool:
+        return isinstance(value, torch.Tensor)
+
+    def differentiable(self, tensor) -> bool:
+        return isinstance(tensor, torch.Tensor) and tensor.requires_grad
+
+    def view(self, tensor):
+        return tensor.view_as(tensor)
+
+    def on_grad(self, tensor, hook) -> None:
+        tensor.register_hook(hook)
+
+    def hold(self, tensor):
+        return self.copies.array(tensor)
+
+    def arrays(self, held: list) -> list:
+        return held
+
+
 @contextlib.contextmanager
 def capture(model, recording, *, backward: bool):
-    """Feed every sub-Module's calls (and, with ``backward``, their gradients) to ``recording``.
+    """Feed every sub-Module's calls (and, with ``backward``, their gradients) to ``recording``:
+    forward calls as they come, gradients at each ``flush()`` of the object yielded and at the end.
 
-    In-place activations are switched off meanwhile (same numbers): full backward hooks cannot
-    see through a tensor modified in place."""
-    copies = _Copies()
+    In-place activations are switched off meanwhile (same numbers), so that a layer's input view
+    is never modified in place."""
+    layers = _Layers(recording, backward=backward)
     handles, inplace = [], []
     for path, module in model.named_modules():
         if not path:
@@ -189,25 +218,13 @@ def capture(model, recording, *, backward: bool):
         if getattr(module, "inplace", False) is True:
             module.inplace = False
             inplace.append(module)
-
-        def forward_hook(module, args, output, path=path):
-            recording.forward(path, type(module).__name__, copies.arrays(args), copies.arrays(output))
-
-        handles.append(module.register_forward_hook(forward_hook))
-        if backward:
-            def backward_hook(module, grad_input, grad_output, path=path):
-                recording.backward(path, copies.arrays(grad_input), copies.arrays(grad_output))
-
-            handles.append(module.register_full_backward_hook(backward_hook))
+        handles.append(module.register_forward_pre_hook(functools.partial(layers.pre_hook, path)))
+        handles.append(module.register_forward_hook(functools.partial(layers.forward_hook, path)))
     try:
-        yield recording
+        yield layers
+        layers.flush()
     finally:
         for handle in handles:
             handle.remove()
         for module in inplace:
             module.inplace = True
-
-
-def hooks_refused(exc: BaseException) -> bool:
-    """Did torch refuse full backward hooks because the net modifies a layer's output in place?"""
-    return isinstance(exc, RuntimeError) and "BackwardHookFunction" in str(exc)
