@@ -321,15 +321,19 @@ def align_layers(ms_kinds: Dict[str, Tuple[str, bool]], torch_kinds: Dict[str, T
     """MindSpore layer path -> PyTorch layer path.
 
     ``known`` holds what names and weights already paired. Parents of paired layers are paired
-    too, when all their paired children agree. Then, under each paired parent (the roots
-    included), the children still unpaired are paired by structure, in definition order: all of
-    them in order when both sides have as many and no two built-in layers of different kinds
-    would meet, else those of the same kind, in order. ``*_kinds`` map a path to (class name,
-    whether the class is the framework's own)."""
+    too, when all their paired children lie under one PyTorch layer. Then, under each paired
+    parent (the roots included, and a wrapper whose paired children all lie under one layer on the
+    other side), the children still unpaired are paired by structure, in definition order: all of
+    them in order when both sides have as many, each pair is two containers or two leaves, and no
+    two built-in layers of different kinds would meet; else those of the same kind, in order.
+    ``*_kinds`` map a path to (class name, whether the class is the framework's own), in
+    definition order."""
     mapping = {m: t for m, t in known.items() if m in ms_kinds and t in torch_kinds}
-    _pair_parents(mapping, ms_kinds, torch_kinds)
+    frames = _pair_parents(mapping, torch_kinds)
     taken = set(mapping.values())
-    queue = [("", "")] + sorted(mapping.items(), key=lambda item: list(ms_kinds).index(item[0]))
+    order = {path: i for i, path in enumerate(ms_kinds)}
+    queue = [("", "")] + sorted(list(mapping.items()) + frames, key=lambda item: order[item[0]])
+    containers = ({_parent(p) for p in ms_kinds if p}, {_parent(p) for p in torch_kinds if p})
     expanded = set()
     while queue:
         parent = queue.pop(0)
@@ -338,7 +342,7 @@ def align_layers(ms_kinds: Dict[str, Tuple[str, bool]], torch_kinds: Dict[str, T
         expanded.add(parent)
         ms_kids = [c for c in _children(ms_kinds, parent[0]) if c not in mapping]
         torch_kids = [c for c in _children(torch_kinds, parent[1]) if c not in taken]
-        for m, t in _match(ms_kids, torch_kids, ms_kinds, torch_kinds):
+        for m, t in _match(ms_kids, torch_kids, ms_kinds, torch_kinds, containers):
             mapping[m] = t
             taken.add(t)
             queue.append((m, t))
@@ -353,29 +357,40 @@ def _children(kinds, parent: str) -> List[str]:
     return [p for p in kinds if p and _parent(p) == parent]
 
 
-def _pair_parents(mapping: Dict[str, str], ms_kinds, torch_kinds) -> None:
+def _pair_parents(mapping: Dict[str, str], torch_kinds) -> List[Tuple[str, str]]:
+    """Pair each MindSpore parent whose paired descendants all lie under one PyTorch layer with
+    it (unless that layer is paired already); return every such (parent, layer) as a frame for
+    structural pairing, paired or not."""
     votes: Dict[str, set] = {}
     for m, t in mapping.items():
-        while m and t:
-            m, t = _parent(m), _parent(t)
+        while m:
+            m, t = _parent(m), (_parent(t) if t else None)
+            if t is None:
+                break
             votes.setdefault(m, set()).add(t)
     taken = set(mapping.values())
+    frames = []
     for m, ts in votes.items():
-        if m and m not in mapping and len(ts) == 1:
-            t = next(iter(ts))
-            if t and t not in taken and t in torch_kinds:
-                mapping[m] = t
-                taken.add(t)
+        if not m or m in mapping or len(ts) != 1:
+            continue
+        t = next(iter(ts))
+        frames.append((m, t))
+        if t and t not in taken and t in torch_kinds:
+            mapping[m] = t
+            taken.add(t)
+    return frames
 
 
-def _match(ms_kids: List[str], torch_kids: List[str], ms_kinds, torch_kinds) -> List[Tuple[str, str]]:
+def _match(ms_kids: List[str], torch_kids: List[str], ms_kinds, torch_kinds, containers) -> List[Tuple[str, str]]:
     def same(m, t):
         return _kind(ms_kinds[m][0]) == torch_kinds[t][0].lower()
 
-    def clash(m, t):
-        return ms_kinds[m][1] and torch_kinds[t][1] and not same(m, t)
+    def fits(m, t):
+        if (m in containers[0]) != (t in containers[1]):
+            return False
+        return same(m, t) or not (ms_kinds[m][1] and torch_kinds[t][1])
 
-    if ms_kids and len(ms_kids) == len(torch_kids) and not any(clash(m, t) for m, t in zip(ms_kids, torch_kids)):
+    if ms_kids and len(ms_kids) == len(torch_kids) and all(fits(m, t) for m, t in zip(ms_kids, torch_kids)):
         return list(zip(ms_kids, torch_kids))
     pairs, start = [], 0
     for m in ms_kids:

@@ -8,6 +8,7 @@ import contextlib
 import functools
 import importlib
 import weakref
+from collections import Counter
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -242,7 +243,7 @@ class _Layers(LayerHooks):
     def __init__(self, recording, *, backward: bool):
         super().__init__(recording, backward=backward)
         self.recent = _Recent()
-        self.cell_hooked: List[tuple] = []
+        self.bprop_seen: Counter = Counter()  # backward calls seen per custom-bprop path
 
     def is_tensor(self, value) -> bool:
         return isinstance(value, ms.Tensor)
@@ -266,13 +267,12 @@ class _Layers(LayerHooks):
         self.forward_calls.append((path, type(cell).__name__, self.tensors(inputs), self.tensors(outputs)))
 
     def cell_backward_hook(self, path: str, cell, grad_input, grad_output) -> None:
-        self.cell_hooked.append((path, self.tensors(grad_input), self.tensors(grad_output)))
-
-    def flush(self) -> None:
-        super().flush()
-        hooked, self.cell_hooked = self.cell_hooked, []
-        for path, grad_input, grad_output in hooked:
-            self.recording.backward(path, self.arrays(grad_input), self.arrays(grad_output))
+        # Backward visits the calls of one path in reverse order.
+        call = self.calls[path] - 1 - self.bprop_seen[path]
+        self.bprop_seen[path] += 1
+        self.grads[(path, call)] = [self.tensors(grad_input), self.tensors(grad_output)]
+        self.finished[(path, call)] = self._events
+        self._events += 1
 
 
 @contextlib.contextmanager
