@@ -55,7 +55,7 @@ def _patched(targets: Dict[tuple, Callable]):
 def profile_check(run_check: Callable) -> dict:
     """Run ``run_check()`` once, instrumented; return the figures as plain data."""
     from parity import localize, runner
-    from parity.backends import mindspore as msb, torch as tb
+    from parity.backends import _hooks as hooks, mindspore as msb, torch as tb
 
     phases: List[tuple] = []  # (label, start, end)
     spent: Dict[str, List[float]] = {}  # label -> [seconds, calls]
@@ -99,9 +99,13 @@ def profile_check(run_check: Callable) -> dict:
         ((msb.Pass, "backward"), phase("MindSpore backward")),
         ((runner, "_compare"), accumulate("compare outputs/grads (runner._compare)")),
         ((tb, "_arrays"), accumulate("PyTorch hooks: tensors to numpy copies (torch._arrays)")),
+        ((getattr(tb, "_Copies", None), "array"), accumulate("PyTorch hooks: tensors to numpy copies (torch._Copies.array)")),
         ((getattr(msb, "_Recent", None), "arrays"),
-         accumulate("MindSpore forward hooks: tensors to numpy (mindspore._Recent.arrays)")),
+         accumulate("MindSpore: tensors to numpy (mindspore._Recent.arrays)")),
         ((msb, "_arrays"), accumulate("MindSpore hooks: tensors to numpy (mindspore._arrays)")),
+        ((getattr(msb, "_Layers", None), "flush"), accumulate("MindSpore: layers handed over and compared (_Layers.flush)")),
+        ((hooks.LayerHooks, "pre_hook"), accumulate("both sides: pre-hooks (input views, tensor hooks)")),
+        ((hooks.LayerHooks, "forward_hook"), accumulate("both sides: forward hooks")),
         ((localize.Localizer, "on_forward"), accumulate("layer comparisons, forward (Localizer.on_forward)")),
         ((localize.Localizer, "on_backward"), accumulate("layer comparisons, backward (Localizer.on_backward)")),
         ((localize, "_pair_metrics"), accumulate("  of which localize._pair_metrics (error, margin, max |diff|)")),
@@ -153,7 +157,7 @@ def _recording_bytes(recording) -> dict:
     seen, unique, total = set(), 0, 0
     by_kind = {"forward": 0, "backward": 0}
     for call in recording.calls:
-        for kind, arrays in (("forward", call.inputs + call.outputs),
+        for kind, arrays in (("forward", (call.inputs or []) + (call.outputs or [])),
                              ("backward", (call.grad_inputs or []) + (call.grad_outputs or []))):
             for array in arrays:
                 if array is None:

@@ -141,12 +141,16 @@ def _pair_metrics(a: np.ndarray, b: np.ndarray, tol: Tolerance) -> Tuple[float, 
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
         return _nonfinite_metrics(a, b, tol)
     work = np.result_type(a.dtype, b.dtype, np.float32)
-    diff = np.abs(a.astype(work, copy=False) - b.astype(work, copy=False))
-    ref = np.abs(b.astype(work, copy=False))
-    margin = float(np.max(diff / (tol.atol + tol.rtol * ref)))
-    ref_norm = float(np.linalg.norm(ref))
-    error = float(np.linalg.norm(diff)) / ref_norm if ref_norm else (0.0 if not diff.any() else float("inf"))
-    return error, margin, float(diff.max())
+    diff = np.subtract(a, b, dtype=work)  # two temporaries in all: these are activations
+    np.abs(diff, out=diff)
+    allowed = np.abs(b, dtype=work)
+    ref_norm = float(np.linalg.norm(allowed.ravel()))
+    diff_norm, max_abs = float(np.linalg.norm(diff.ravel())), float(diff.max())
+    allowed *= tol.rtol
+    allowed += tol.atol
+    margin = float(np.divide(diff, allowed, out=allowed).max())
+    error = diff_norm / ref_norm if ref_norm else (0.0 if not max_abs else float("inf"))
+    return error, margin, max_abs
 
 
 def _nonfinite_metrics(a, b, tol):

@@ -5,8 +5,8 @@ attribute names of torchvision's ``resnet50``: ``conv1``, ``bn1``, ``relu``,
 ``maxpool``, ``layer1`` .. ``layer4``, ``avgpool``, ``fc``; each Bottleneck has
 ``conv1``..``conv3``, ``bn1``..``bn3``, ``relu`` and ``downsample`` (a
 conv1x1 + batch-norm sequence, or None).  The stride sits on ``conv2``
-(ResNet v1.5).  ReLU is not in-place on the PyTorch side, so per-layer
-outputs can be captured without being overwritten.
+(ResNet v1.5).  As in torchvision, the PyTorch side updates in place
+(``ReLU(inplace=True)``, ``out += identity``); localisation captures through it.
 """
 
 import dataclasses
@@ -149,7 +149,7 @@ class TorchBottleneck(torch.nn.Module):
         self.bn2 = _torch_bn(planes)
         self.conv3 = _torch_conv(planes, planes * EXPANSION, 1)
         self.bn3 = _torch_bn(planes * EXPANSION)
-        self.relu = torch.nn.ReLU()
+        self.relu = torch.nn.ReLU(inplace=True)
         self.downsample = None
         if _needs_downsample(in_planes, planes, stride):
             self.downsample = torch.nn.Sequential(
@@ -164,7 +164,8 @@ class TorchBottleneck(torch.nn.Module):
         out = self.bn3(self.conv3(out))
         if self.downsample is not None:
             identity = self.downsample(x)
-        return self.relu(out + identity)
+        out += identity
+        return self.relu(out)
 
 
 class TorchResNet(torch.nn.Module):
@@ -174,7 +175,7 @@ class TorchResNet(torch.nn.Module):
         super().__init__()
         self.conv1 = torch.nn.Conv2d(3, spec.width, 7, stride=2, padding=3, bias=False)
         self.bn1 = _torch_bn(spec.width)
-        self.relu = torch.nn.ReLU()
+        self.relu = torch.nn.ReLU(inplace=True)
         self.maxpool = torch.nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
         for name, block_args in spec.stages():
             blocks = [TorchBottleneck(*args) for args in block_args]
