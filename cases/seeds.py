@@ -1,6 +1,6 @@
 """The seeds' examples: the classic Conv2d check, a small CNN, ResNet-50 and a custom backward."""
 
-from parity import ParityCase, Tolerance, constant, randn, uniform
+from parity import ParityCase, constant, randn, uniform
 
 CONV_INPUT = uniform((2, 120, 12, 12), -1, 1)
 

@@ -59,7 +59,7 @@ def _run_one(path, variant, args) -> str:
         ms_cell, torch_module = build(case, device=args.parity_device, seed=settings.resolved_seed)
         result = run_check(ms_cell, torch_module, case.inputs, train=variant.train, settings=settings,
                            **case.check_kwargs())
-    except (ParityMismatch, ParityUnsupported) as exc:
+    except (ParityMismatch, ParityUnsupported):
         if case.xfail:
             return f"xfail {nodeid}: {case.xfail}"
         raise

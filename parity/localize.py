@@ -13,7 +13,7 @@ float64 noise floor where known); otherwise it is "downstream" of the real cause
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import traceback
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
@@ -323,8 +323,6 @@ def _layer_alignment(ms_cell, torch_module, wmap):
 
 
 def _set_weights(weights, wmap, ms_cell, torch_module) -> WeightReport:
-    from .backends import mindspore as msb, torch as tb
-
     if isinstance(weights, Constant):
         return fill_weights(wmap, ms_cell, torch_module, weights.value)
     if weights == "copy":

@@ -155,7 +155,6 @@ def map_weights(ms_slots: List[Slot], torch_slots: List[Slot], name_map=None) ->
     for slot in ms_slots:
         for alias in slot.aliases:
             ms_by_name.setdefault(alias, slot)
-    torch_by_name = {s.name: s for s in torch_slots}
     explicit = _explicit(name_map, [s.name for s in torch_slots] +
                          [a for s in torch_slots for a in s.aliases], set(ms_by_name))
     claimed: Dict[str, Slot] = {}  # ms name -> torch slot

@@ -13,9 +13,9 @@ class LayerHooks:
     """What one side's layer hooks see, handed to a ``Recording`` in ``flush``.
 
     Forward: a forward hook per layer call records its inputs and outputs. Backward, through
-    tensor hooks: a pre-hook gives each differentiable tensor input of a call a view of its own,
-    whose gradient is that call's contribution (its ``grad_inputs``, as in torch's full backward
-    hooks); the gradients of its outputs are its ``grad_outputs``. A call's backward ends when the
+    tensor hooks: a pre-hook gives each differentiable tensor input of a call an alias of its own
+    (``view``), whose gradient is that call's contribution (its ``grad_inputs``, as in torch's full
+    backward hooks); the gradients of its outputs are its ``grad_outputs``. A call's backward ends when the
     last of its gradients arrives, which gives the backward order. Tensor hooks are used rather
     than whole-layer backward hooks because they survive in-place updates of a layer's output
     (``out += identity``) and cost MindSpore far less.

@@ -252,7 +252,9 @@ class _Layers(LayerHooks):
         return isinstance(tensor, ms.Tensor) and tensor.dtype in ms.dtype.float_type
 
     def view(self, tensor):
-        return tensor.view(tensor.shape)
+        # A copy, not a view: MindSpore's view and reshape made ResNet-50's vjp 1.3-1.55x slower,
+        # deepcopy 1.01x (MindSpore-only probe, tensor hooks on every sub-Cell's inputs).
+        return ms.ops.deepcopy(tensor)
 
     def on_grad(self, tensor, hook) -> None:
         tensor.register_hook(hook)

@@ -6,7 +6,7 @@ import contextlib
 import copy
 import functools
 import weakref
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import numpy as np
 import torch

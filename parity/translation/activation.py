@@ -19,7 +19,7 @@ MindSpore facts (mindspore 2.10, ``mindspore/nn/layer/activation.py``):
 from __future__ import annotations
 
 import torch
-from mindspore import nn, ops
+from mindspore import nn
 
 from ._registry import Context, translates
 
