@@ -137,6 +137,39 @@ def child(spec: dict) -> int:
     return 0
 
 
+def interleaved(quick: bool, rounds: int, names: List[str], check_kwargs: dict, log) -> dict:
+    """Time only, in this one process: each variant warmed up once, then ``rounds`` rounds that
+    run every variant once, in alternating order. Checks of one process side by side are far
+    steadier than fresh processes (which differ by up to 20 % on a shared machine); peak RSS needs
+    the fresh processes and is not measured here."""
+
+    args = argparse.Namespace(quick=quick, repeats=None)
+    workload = bench_check.workloads(args)[1]
+    bench_check._setup_frameworks()
+    ms_cell, torch_module = workload.build()
+    x = bench_check.make_input(workload)
+    times: Dict[str, List[tuple]] = {name: [] for name in names}
+    for name in names:
+        _timed_check(ms_cell, torch_module, x, VARIANTS[name], check_kwargs)
+    for i in range(rounds):
+        for name in (names if i % 2 == 0 else names[::-1]):
+            found = _timed_check(ms_cell, torch_module, x, VARIANTS[name], check_kwargs)
+            times[name].append((found["wall_s"], found["cpu_s"]))
+            log(f"round {i + 1}: {_label(VARIANTS[name])} {found['wall_s']:.2f} s wall, {found['cpu_s']:.2f} s CPU")
+    base = names[0]
+    lines = [f"Interleaved in one process, {workload.name}, {rounds} rounds (median, best; time only):"]
+    for name in names:
+        walls, cpus = [t[0] for t in times[name]], [t[1] for t in times[name]]
+        line = (f"  {_label(VARIANTS[name]):16s} wall {statistics.median(walls):7.2f} {min(walls):7.2f}   "
+                f"CPU {statistics.median(cpus):7.2f} {min(cpus):7.2f}")
+        if name != base:
+            per_round = [(t[0] / b[0], t[1] / b[1]) for t, b in zip(times[name], times[base])]
+            line += (f"   / {_label(VARIANTS[base])}: median of round ratios {statistics.median(r[0] for r in per_round):.3f} "
+                     f"wall, {statistics.median(r[1] for r in per_round):.3f} CPU")
+        lines.append(line)
+    return {"workload": workload.name, "rounds": rounds, "times": times, "text": "\n".join(lines)}
+
+
 # The parent --------------------------------------------------------------------------------------
 
 
@@ -324,11 +357,20 @@ def main(argv=None) -> int:
     parser.add_argument("--variant", help=argparse.SUPPRESS)  # the child: a JSON spec
     parser.add_argument("--quick", action="store_true", help="the small ResNet on (2,3,64,64) instead of ResNet-50")
     parser.add_argument("--json", metavar="PATH", help="also write every number to PATH as JSON")
+    parser.add_argument("--interleave", type=int, metavar="ROUNDS",
+                        help="time only: all variants in this one process, alternating, ROUNDS rounds")
     add_arguments(parser)
     args = parser.parse_args(argv)
     if args.variant:
         return child(json.loads(args.variant))
     log = lambda text: print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)  # noqa: E731
+    if args.interleave:
+        names = [v.strip().lower() for v in args.variants.split(",") if v.strip()]
+        found = interleaved(args.quick, args.interleave, names, args.check_kwargs, log)
+        print(found.pop("text"))
+        if args.json:
+            Path(args.json).write_text(json.dumps(found, indent=2, default=str) + "\n")
+        return 0
     load_start = bench_check._load_average()
     found = run(args.quick, variants=args.variants, repeats=args.repeats, no_warmup=args.no_warmup,
                 profile=args.profile, check_kwargs=args.check_kwargs, log=log)
