@@ -78,7 +78,6 @@ class Recording:
         self.calls: List[LayerCall] = []
         self.backward_order: List[LayerCall] = []
         self._counts: Counter = Counter()
-        self._backward_seen: Counter = Counter()
         self._by_key: Dict[Tuple[str, int], LayerCall] = {}
         self.unmatched: List[str] = []  # backward calls with no forward record
         self._on_forward = on_forward
@@ -93,12 +92,8 @@ class Recording:
         self.calls.append(call)
         self._by_key[call.key] = call
 
-    def backward(self, path: str, grad_inputs, grad_outputs, call: Optional[int] = None) -> None:
-        """One layer call's gradients. Without ``call``, the calls of one path are taken to come
-        back in reverse order, as backward visits them."""
-        if call is None:
-            call = self._counts[path] - 1 - self._backward_seen[path]
-            self._backward_seen[path] += 1
+    def backward(self, path: str, grad_inputs, grad_outputs, call: int) -> None:
+        """The gradients of call number ``call`` of ``path``."""
         record = self._by_key.get((path, call))
         if record is not None:
             record.grad_inputs, record.grad_outputs = grad_inputs, grad_outputs

@@ -383,19 +383,6 @@ def test_recording_numbers_the_calls_of_each_path():
     assert recording.get("act", 2) is None
 
 
-def test_recording_backward_without_a_call_number_goes_in_reverse_order():
-    recording = Recording()
-    recording.forward("act", "ReLU", arrays(1), arrays(2))
-    recording.forward("act", "ReLU", arrays(3), arrays(4))
-    recording.backward("act", arrays(10), arrays(20))
-    recording.backward("act", arrays(30), arrays(40))
-    recording.backward("act", arrays(50), arrays(60))  # a third backward for two forward calls
-    assert [c.call for c in recording.backward_order] == [1, 0]
-    assert recording.get("act", 1).grad_inputs == arrays(10) and recording.get("act", 1).grad_outputs == arrays(20)
-    assert recording.get("act", 0).grad_inputs == arrays(30)
-    assert recording.unmatched == ["act"]
-
-
 def test_recording_backward_with_a_call_number_and_unmatched_paths():
     recording = Recording()
     recording.forward("act", "ReLU", arrays(1), arrays(2))
@@ -413,7 +400,7 @@ def test_recording_drops_the_arrays_once_its_callbacks_have_seen_them():
     recording = Recording(on_forward=lambda c: seen.append((c.inputs, c.outputs)),
                           on_backward=lambda c: seen.append((c.grad_outputs, c.grad_inputs)))
     recording.forward("fc", "Dense", arrays(1), arrays(2))
-    recording.backward("fc", arrays(3), arrays(4))
+    recording.backward("fc", arrays(3), arrays(4), call=0)
     assert seen == [(arrays(1), arrays(2)), (arrays(4), arrays(3))]
     call = recording.calls[0]
     assert (call.inputs, call.outputs, call.grad_inputs, call.grad_outputs) == ([], [], [], [])
@@ -458,11 +445,11 @@ def test_localizer_a_layer_with_no_counterpart_is_unaligned_under_its_own_name()
 
 def test_localizer_backward_compares_gradients_in_and_out():
     torch_recording = torch_recorded("t")
-    torch_recording.backward("t", [REF.copy()], [REF.copy()])  # grad_inputs, grad_outputs
+    torch_recording.backward("t", [REF.copy()], [REF.copy()], call=0)  # grad_inputs, grad_outputs
     localizer = Localizer(torch_recording, {"m": "t"}.get, lambda names, dtype: TOL)
     ms_recording = Recording(localizer.on_forward, localizer.on_backward)
     ms_recording.forward("m", "Dense", [REF.copy()], [REF.copy()])
-    ms_recording.backward("m", [REF + [0.5, 0.0]], [REF.copy()])  # the gradient flowing out differs
+    ms_recording.backward("m", [REF + [0.5, 0.0]], [REF.copy()], call=0)  # the gradient flowing out differs
     assert [v.status for v in localizer.forward] == ["ok"]
     (back,) = localizer.backward
     assert (back.direction, back.status, back.in_error) == ("backward", "FAIL", 0.0)
