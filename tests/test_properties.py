@@ -11,7 +11,6 @@ command and a line of Python that runs the same check without Hypothesis.
 from __future__ import annotations
 
 import copy
-import math
 import os
 
 import pytest
@@ -51,58 +50,28 @@ def check_translation(case: LayerCase, config=None) -> None:
 
 
 # --- translation bugs these properties found -------------------------------------------------
-# Each bug's region is cut out of its family's property (as narrowly as the bug allows) and pinned
-# below by its smallest falsifying examples, xfail strict: a fix makes them XPASS, which fails the
-# run until the entry and its cut-out are deleted.
+# A bug's region is cut out of its family's property (as narrowly as the bug allows) and pinned by
+# its smallest falsifying examples as strict xfails until it is fixed; then the examples stay here
+# as regressions and the cut-out goes.
 
-UPSAMPLE_LINEAR_TO_ONE = (
-    "TRANSLATION BUG: Upsample(mode='linear', align_corners=False or None) to an output length of 1 "
-    "is translated to nn.Upsample as it is; MindSpore then returns the first element (align_corners=True "
-    "arithmetic) where PyTorch interpolates at the centre (input 0..5, size=1: MindSpore 0.0, PyTorch 2.5). "
-    "'bilinear' to 1 x 1 agrees."
-)
-
-
-def upsample_linear_to_one_bug(case: LayerCase) -> bool:
-    if case.layer != "Upsample" or case.kwargs.get("mode") != "linear" or case.kwargs.get("align_corners"):
-        return False
-    size = case.kwargs.get("size")
-    if size is None:
-        size = math.floor(case.shapes[0][-1] * case.kwargs["scale_factor"])
-    return size == 1
-
-
-def _bug(case, reason, id):
-    return pytest.param(case, id=id, marks=pytest.mark.xfail(strict=True, raises=parity.ParityMismatch, reason=reason))
-
-
-# Falsifying examples of bugs the properties found and that were fixed: kept as regressions.
 FIXED_BUGS = [
     # AvgPool2d(divisor_override, count_include_pad=False): MindSpore's gradient divided windows over
     # the padding by their real count (corner gradient 1.0 instead of 0.25).
-    LayerCase("AvgPool2d", dict(kernel_size=2, padding=1, count_include_pad=False, divisor_override=4),
-              shapes=[(1, 1, 4, 4)]),
-    LayerCase("AvgPool2d", dict(kernel_size=2, ceil_mode=True, count_include_pad=False, divisor_override=3),
-              shapes=[(1, 1, 5, 5)]),
+    pytest.param(LayerCase("AvgPool2d", dict(kernel_size=2, padding=1, count_include_pad=False, divisor_override=4),
+                           shapes=[(1, 1, 4, 4)]), id="avgpool2d-divisor-padding"),
+    pytest.param(LayerCase("AvgPool2d", dict(kernel_size=2, ceil_mode=True, count_include_pad=False,
+                                             divisor_override=3), shapes=[(1, 1, 5, 5)]), id="avgpool2d-divisor-ceil"),
+    # Upsample(mode='linear', align_corners=False or None) to an output length of 1: nn.Upsample
+    # returned the first element (align_corners=True arithmetic) where PyTorch interpolates at the
+    # centre (input 0..5, size=1: MindSpore 0.0, PyTorch 2.5).
+    pytest.param(LayerCase("Upsample", dict(size=1, mode="linear"), shapes=[(1, 1, 2)]), id="upsample-linear-size-1"),
+    pytest.param(LayerCase("Upsample", dict(scale_factor=0.5, recompute_scale_factor=True, mode="linear",
+                                            align_corners=False), shapes=[(1, 1, 3)]), id="upsample-linear-scale-to-1"),
 ]
 
 
-@pytest.mark.parametrize("case", FIXED_BUGS, ids=["avgpool2d-divisor-padding", "avgpool2d-divisor-ceil"])
+@pytest.mark.parametrize("case", FIXED_BUGS)
 def test_fixed_translation_bug_stays_fixed(case):
-    check_translation(case)
-
-
-KNOWN_BUGS = [
-    _bug(LayerCase("Upsample", dict(size=1, mode="linear"), shapes=[(1, 1, 2)]), UPSAMPLE_LINEAR_TO_ONE,
-         "upsample-linear-size-1"),
-    _bug(LayerCase("Upsample", dict(scale_factor=0.5, recompute_scale_factor=True, mode="linear", align_corners=False),
-                   shapes=[(1, 1, 3)]), UPSAMPLE_LINEAR_TO_ONE, "upsample-linear-scale-to-1"),
-]
-
-
-@pytest.mark.parametrize("case", KNOWN_BUGS)
-def test_known_translation_bug(case):
-    assert upsample_linear_to_one_bug(case)  # inside the region cut out below
     check_translation(case)
 
 
@@ -123,7 +92,7 @@ def test_norm(pytestconfig, case):
     check_translation(case, pytestconfig)
 
 
-@given(case=upsample_layers().filter(lambda case: not upsample_linear_to_one_bug(case)))
+@given(case=upsample_layers())
 def test_upsample(pytestconfig, case):
     check_translation(case, pytestconfig)
 

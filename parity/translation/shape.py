@@ -15,12 +15,14 @@ small Cell over ``ops.pad(mode="circular")`` stands in).
 
 from __future__ import annotations
 
+import math
+
 import torch
 from mindspore import nn, ops
 
 from ._registry import Context, translates
 
-__all__ = ["CircularPad"]
+__all__ = ["CircularPad", "LinearUpsample"]
 
 
 class CircularPad(nn.Cell):
@@ -48,12 +50,38 @@ def _scale(module, ctx: Context):
     return scale, True
 
 
+class LinearUpsample(nn.Cell):
+    """``torch.nn.Upsample(mode="linear", align_corners=False)``: ``nn.Upsample``, except to an output
+    length of 1, where MindSpore returns the first element (``align_corners=True`` arithmetic) and
+    PyTorch interpolates at the centre, source coordinate ``length / 2 - 0.5``."""
+
+    def __init__(self, upsample, size, scale):
+        super().__init__()
+        self.upsample = upsample
+        self.size = size[0] if isinstance(size, tuple) else size
+        self.scale = scale[0] if isinstance(scale, tuple) else scale
+
+    def construct(self, x):
+        length = x.shape[-1]
+        out_length = self.size if self.size is not None else math.floor(length * self.scale)
+        if out_length != 1:
+            return self.upsample(x)
+        source = max(length / 2.0 - 0.5, 0.0)
+        low = math.floor(source)
+        high = min(low + 1, length - 1)
+        weight = source - low
+        return x[..., low:low + 1] * (1.0 - weight) + x[..., high:high + 1] * weight
+
+
 @translates(torch.nn.Upsample)
 def upsample(module, ctx: Context):
     scale, recompute = _scale(module, ctx)
     size = tuple(module.size) if isinstance(module.size, (tuple, list)) else module.size
-    return nn.Upsample(size=size, scale_factor=scale, mode=module.mode, align_corners=module.align_corners,
+    cell = nn.Upsample(size=size, scale_factor=scale, mode=module.mode, align_corners=module.align_corners,
                        recompute_scale_factor=recompute)
+    if module.mode == "linear" and not module.align_corners:
+        return LinearUpsample(cell, size, scale)
+    return cell
 
 
 @translates(torch.nn.UpsamplingNearest2d, torch.nn.UpsamplingBilinear2d)
