@@ -300,12 +300,12 @@ class _Run:
         """The float64 PyTorch pass; its layers too, as the localiser's noise floor."""
         from .backends import torch as tb
 
-        if self.localizer is None:
-            return _float64_reference(module64, self.data, self.grads, self.device, self.cotangents, self.wmap,
-                                      self.train)
-        if self.grads:
-            self._torch_backward()  # first, so that each float64 layer call is measured as it comes
-        with tb.capture(module64, self.localizer.float64_recording(), backward=self.backward_layers):
+        capture = contextlib.nullcontext()
+        if self.localizer is not None:
+            if self.grads:
+                self._torch_backward()  # first, so that each float64 layer call is measured as it comes
+            capture = tb.capture(module64, self.localizer.float64_recording(), backward=self.backward_layers)
+        with capture:
             return _float64_reference(module64, self.data, self.grads, self.device, self.cotangents, self.wmap,
                                       self.train)
 

@@ -80,10 +80,6 @@ def set_train(model, train: bool) -> None:
     model.train(train)
 
 
-def layer_types(model) -> Dict[str, str]:
-    return _owners(model)
-
-
 def layer_kinds(model) -> Dict[str, tuple]:
     """Path -> (class name, whether it is a ``torch.nn`` class), in definition order."""
     return {name: (type(module).__name__, getattr(torch.nn, type(module).__name__, None) is type(module))
