@@ -19,9 +19,9 @@ else:  # pragma: no cover - exercised on Python < 3.11 only
     import tomli as tomllib
 
 from . import rules
-from .schema import (DEVICES, DIFFERS, FAMILIES, ID_PATTERN, KINDS, MODES, RULE_NAMES, RULE_ROOTS, SCHEMA,
-                     Argument, Availability, Entry, RegistryError, SelfTestSpec, check_names, from_toml,
-                     inspect_table, parse_versions)
+from .schema import (DEVICES, DIFFERS, FAMILIES, ID_PATTERN, INSPECT_ROOTS, KINDS, MODES, RULE_NAMES, RULE_ROOTS,
+                     SCHEMA, Argument, Availability, Entry, RegistryError, SelfTestSpec, check_names,
+                     from_toml, inspect_table, parse_versions)
 
 __all__ = ["DATA_DIR", "default_paths", "read_files"]
 
@@ -172,13 +172,13 @@ def _entry(raw: Dict[str, Any], text: _Text, index: int, errors: List[str]) -> O
     arguments = _arguments(raw.get("arguments", []), where, errors)
     rule = _rule(raw.get("rule", {}), where, errors)
     inspect = raw.get("inspect", {})
-    if not isinstance(inspect, dict) or set(inspect) - {"torch", "mindspore", "when"}:
-        errors.append(f"{where('inspect')}: inspect must be a table with keys torch, mindspore, when")
+    if not isinstance(inspect, dict) or set(inspect) - {"torch", "mindspore", "when", "fix"}:
+        errors.append(f"{where('inspect')}: inspect must be a table with keys torch, mindspore, when, fix")
         inspect = {}
     when = inspect.get("when", "")
     if when:
         try:
-            rules.check_expression(when, frozenset({"torch", "ms"}))
+            rules.check_expression(when, INSPECT_ROOTS, RULE_NAMES)
         except rules.RuleError as exc:
             errors.append(f"{where('inspect')}: inspect.when: {exc}")
     selftest = _selftest(raw, where, errors)
@@ -191,6 +191,7 @@ def _entry(raw: Dict[str, Any], text: _Text, index: int, errors: List[str]) -> O
         layout=_layout(raw.get("layout", {}), where, errors),
         inspect_torch=inspect_table(inspect.get("torch", []), where("inspect"), errors, "torch"),
         inspect_mindspore=inspect_table(inspect.get("mindspore", []), where("inspect"), errors, "ms"),
+        inspect_fix=inspect_table(inspect.get("fix", {}), where("inspect"), errors, "fix"),
         when=when, versions=parse_versions(raw.get("versions", {}), where("versions"), errors),
         modes=check_names(raw.get("modes", list(MODES)), MODES, "modes", where("modes"), errors),
         runs_on=tuple(raw.get("runs_on", ())), selftest=selftest, selftest_skip=raw.get("selftest_skip", ""),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from typing import Any, Callable, Dict, FrozenSet, Mapping, Optional
+from typing import Any, Callable, Dict, FrozenSet, Mapping, Optional, Tuple
 
 __all__ = ["RuleError", "MissingArgument", "HELPERS", "check_expression", "evaluate", "referenced"]
 
@@ -71,6 +71,48 @@ def _scaled_size(shape, factor):
     return tuple(int(math.floor(d * f)) for d, f in zip(spatial, factors))
 
 
+def _per_dim(value, n: int) -> Tuple[int, ...]:
+    values = tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
+    if len(values) != n:
+        raise RuleError(f"{values} has {len(values)} values for {n} spatial dimensions")
+    return tuple(int(v) for v in values)
+
+
+def _same_pad(size: int, kernel: int, stride: int, dilation: int) -> Tuple[int, int]:
+    """MindSpore's pad_mode='same': ceil(size / stride) outputs, the odd extra at the end."""
+    total = max(0, (-(-size // stride) - 1) * stride + (kernel - 1) * dilation + 1 - size)
+    return total // 2, total - total // 2
+
+
+def _torch_pad(padding, kernel: int, dilation: int) -> Tuple[int, int]:
+    """PyTorch's padding of one dimension: a number pads both ends, 'same' puts the odd extra at the end."""
+    if padding == "valid":
+        return 0, 0
+    if padding == "same":
+        total = (kernel - 1) * dilation
+        return total // 2, total - total // 2
+    return int(padding), int(padding)
+
+
+def _same_pads_differ(input_shape, kernel_size, stride, dilation, padding) -> bool:
+    """Whether MindSpore's pad_mode='same' pads differently from PyTorch's ``padding`` for an input
+    of ``input_shape`` (N, C, *spatial) with these PyTorch arguments; with ``input_shape`` None,
+    whether it does for any input size. Equal pads give equal output sizes and values."""
+    n = len(kernel_size) if isinstance(kernel_size, (tuple, list)) else \
+        len(input_shape) - 2 if input_shape is not None else 1
+    paddings = padding if isinstance(padding, (tuple, list)) else (padding,) * n
+    dims = zip(_per_dim(kernel_size, n), _per_dim(stride, n), _per_dim(dilation, n), paddings)
+    for i, (kernel, step, dilation_, pad) in enumerate(dims):
+        span = (kernel - 1) * dilation_ + 1
+        torch_pad = _torch_pad(pad, kernel, dilation_)
+        # The pads repeat with period ``step`` in the size: these sizes cover every case.
+        sizes = [input_shape[len(input_shape) - n + i]] if input_shape is not None else range(1, span + 2 * step + 1)
+        for size in sizes:
+            if size + sum(torch_pad) >= span and _same_pad(size, kernel, step, dilation_) != torch_pad:
+                return True
+    return False
+
+
 def _first(value):
     return value[0] if isinstance(value, (tuple, list)) else value
 
@@ -83,7 +125,7 @@ HELPERS: Dict[str, Callable[..., Any]] = {
     "len": len, "int": int, "float": float, "bool": bool, "str": str, "tuple": tuple, "list": list,
     "min": min, "max": max, "abs": abs, "round": round,
     "pad_mode": _pad_mode, "pad_int": _pad_int, "pad4": _pad4, "scaled_size": _scaled_size, "first": _first,
-    "as_tuple": _as_tuple, "as4": _as4,
+    "as_tuple": _as_tuple, "as4": _as4, "same_pads_differ": _same_pads_differ,
 }
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,

@@ -114,6 +114,7 @@ class Entry:
     layout: Mapping[str, str] = field(default_factory=dict)
     inspect_torch: Mapping[str, str] = field(default_factory=dict)
     inspect_mindspore: Mapping[str, str] = field(default_factory=dict)
+    inspect_fix: Mapping[str, str] = field(default_factory=dict)  # MindSpore kwargs fixing a built pair
     when: str = ""
     versions: Mapping[str, SpecifierSet] = field(default_factory=dict)
     modes: Tuple[str, ...] = MODES
