@@ -108,7 +108,7 @@ def parity_registry():
 @pytest.fixture
 def parity_mismatch(request, parity_registry):
     """One known-mismatch entry: parametrise it by id (``indirect=True``) or with
-    ``@pytest.mark.parity_mismatches(torch_api=...)``; ``parity.registry.selftest(entry)`` proves it."""
+    ``@pytest.mark.parity_mismatches(torch_api=...)``; ``parity.mismatch_checks.selftest(entry)`` proves it."""
     if not hasattr(request, "param"):
         raise ParityUsageError("parity_mismatch needs an entry id: @pytest.mark.parametrize('parity_mismatch', "
                                "['conv2d-pad-mode-default'], indirect=True) or @pytest.mark.parity_mismatches(...)")

@@ -3,7 +3,7 @@
 import pytest
 import torch
 import parity
-import parity.registry
+import parity.mismatch_checks
 
 
 def test_translate_example():
@@ -14,4 +14,4 @@ def test_translate_example():
 
 @pytest.mark.parity_mismatches(torch_api="torch.nn.Conv2d")
 def test_conv_entries_still_hold(parity_mismatch):
-    assert parity.registry.selftest(parity_mismatch).ok
+    assert parity.mismatch_checks.selftest(parity_mismatch).ok

@@ -316,7 +316,7 @@ def test_measurements_match_the_entries():
     measured = set(docs.read_measured()["entries"])
     tested = {e.id for e in load() if e.selftest is not None}
     assert measured == tested, (f"unmeasured: {sorted(tested - measured)}; orphaned: {sorted(measured - tested)}; "
-                                "run `python -m parity.registry measure`")
+                                "run `python -m parity.mismatch_checks measure`")
 
 
 def test_doc_rows_and_family_table():

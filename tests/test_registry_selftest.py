@@ -14,9 +14,9 @@ import pytest
 
 import parity
 
-from parity.registry import diagnose, likely_causes, load, selftest
+from parity.mismatch_checks import check_available, resolve, selftest
+from parity.registry import diagnose, likely_causes, load
 from parity.registry import docs
-from parity.registry.selftests import check_available, resolve
 from parity.registry.signatures import check_arguments, check_rule_arguments, documented_platforms
 
 REGISTRY = load()
@@ -35,7 +35,7 @@ def test_selftest(entry):
     value, fresh = stored.get("before_value"), outcome.naive.value
     if value is not None and fresh is not None:
         assert math.isclose(fresh, value, rel_tol=0.1), \
-            f"{entry.id}: measured {fresh:.3g} now, {value:.3g} stored: run `python -m parity.registry measure`"
+            f"{entry.id}: measured {fresh:.3g} now, {value:.3g} stored: run `python -m parity.mismatch_checks measure`"
 
 
 @pytest.mark.parametrize("entry", list(REGISTRY), ids=[e.id for e in REGISTRY])

@@ -6,7 +6,7 @@ import pytest
 
 import parity
 from parity.registry import load
-from parity.registry.pairs import _inputs, resolve
+from parity.mismatch_checks.pairs import _inputs, resolve
 
 
 def _layer_entries():

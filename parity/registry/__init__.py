@@ -2,11 +2,14 @@
 
 Each known difference (a default, a parameter name, a layout, a formula, a missing feature or
 kernel) is one entry in ``parity/data/mismatches/<family>.toml``. Entries are validated on load
-(:func:`load`), queried (:meth:`Registry.get`, :meth:`Registry.for_api`), matched against real
-models (:func:`diagnose`) and cases (:func:`lint`), and proven on the installed frameworks by a
-self-test (:func:`selftest`): the naive pair must differ as stated and the fix must agree; a naive
-pair that agrees is STALE. ``docs/known-mismatches.md`` is generated from the data
-(``python -m parity.registry docs``; ``measure`` refreshes the numbers it shows).
+(:func:`load`), queried (:meth:`Registry.get`, :meth:`Registry.for_api`) and matched against real
+models (:func:`diagnose`) and cases (:func:`lint`). ``docs/known-mismatches.md`` is generated from
+the data and the stored measurements (``python -m parity.registry docs``).
+
+This package is data and its diagnosis: it imports neither the runner nor the backends. Proving an
+entry on the installed frameworks (its self-test: the naive pair must differ as stated and the fix
+must agree; a naive pair that agrees is STALE) is :func:`parity.mismatch_checks.selftest`, which
+sits above both (``python -m parity.mismatch_checks measure`` refreshes the stored numbers).
 
 Schema (``schema = 1`` at the top of every file; optional ``title = "..."``)::
 
@@ -25,13 +28,17 @@ Schema (``schema = 1`` at the top of every file; optional ``title = "..."``)::
                                          # kwargs (see parity.registry.rules: literals, arithmetic,
                                          # comparisons, x if c else y, torch.<arg>, input_shape, helpers)
     replacement = "mindspore.nn.Conv2d"  # the API the fix builds when it is not `mindspore`
-                                         # (also "package.module:Name", e.g. parity.registry.cells:SELU)
+                                         # (also "package.module:Name", e.g. parity.translation.activation:SELU)
     weights = { weight = "w" }           # PyTorch parameter leaf -> MindSpore leaf, for the fix
     layout = { weight = "permute(1, 0)" }  # PyTorch -> MindSpore weight layout, where it differs
     inspect = { torch = ["padding"], mindspore = ["pad_mode"], when = "ms.pad_mode == 'same' and ..." }
                                          # diagnosis: attributes shown as evidence (a list, or a table
                                          # name -> expression over ms.<attr> / torch.<attr>) and the
-                                         # condition under which a built pair shows the mismatch
+                                         # condition under which a built pair shows the mismatch; it may
+                                         # read input_shape, the shape the layer saw (None when unknown:
+                                         # then it must hold when some input would show the mismatch)
+                                         # fix = { has_bias = "torch.bias is not None" }: the MindSpore
+                                         # arguments that fix the built pair, shown in the failure
     versions = { mindspore = ">=2.7", torch = ">=2.0" }   # PEP 440 specifiers
     devices = ["CPU", "GPU", "Ascend"]   # where the mismatch occurs
     modes = ["pynative"]                 # MindSpore modes where it occurs (default both)
@@ -72,23 +79,6 @@ from .store import Registry, installed_versions, load
 __all__ = [
     "load", "Registry", "Entry", "Argument", "SelfTestSpec", "Availability", "RegistryError",
     "diagnose", "Diagnosis", "likely_causes", "lint", "LintIssue",
-    "selftest", "SelfTestOutcome", "Ledger", "installed_versions",
+    "Ledger", "installed_versions",
 ]
 
-
-def selftest(entry, *, device: str = "CPU", seed: int = 1234):
-    """Run ``entry``'s self-test (an :class:`Entry` or an id) on the installed frameworks; returns a
-    :class:`~parity.registry.selftests.SelfTestOutcome`. Imports MindSpore and PyTorch."""
-    from .selftests import selftest as _selftest
-
-    if isinstance(entry, str):
-        entry = load().get(entry)
-    return _selftest(entry, device=device, seed=seed)
-
-
-def __getattr__(name):
-    if name == "SelfTestOutcome":
-        from .selftests import SelfTestOutcome
-
-        return SelfTestOutcome
-    raise AttributeError(f"module 'parity.registry' has no attribute {name!r}")

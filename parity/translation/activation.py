@@ -12,20 +12,55 @@ MindSpore facts (mindspore 2.10, ``mindspore/nn/layer/activation.py``):
   dim from the input rank and is refused.
 * No ``nn.Softplus``: a small Cell over ``ops.softplus(x, beta, threshold)`` stands in.
   ``Hardswish``/``Hardsigmoid`` are ``HSwish``/``HSigmoid``, ``Hardshrink``/``Softshrink`` are
-  ``HShrink``/``SoftShrink``, ``SELU`` is the registry's ``cells.SELU`` (``nn.SeLU``'s gradient is wrong for negative inputs).
+  ``HShrink``/``SoftShrink``, ``SELU`` is :class:`SELU` (``nn.SeLU``'s gradient is wrong for
+  negative inputs).
+
+:class:`ELU`, :class:`SELU` and :class:`Softplus` are also the known-mismatch registry's fixes
+(its data names them as ``parity.translation.activation:SELU``...).
 * ``nn.RReLU`` draws random slopes in eval mode too (PyTorch uses the mean slope): not translated.
 """
 
 from __future__ import annotations
 
 import torch
-from mindspore import nn
+from mindspore import nn, ops
 
 from ._registry import Context, translates
 
-from ..registry.cells import SELU, Softplus  # the registry's fixes: one home for replacement Cells
+__all__ = ["ELU", "SELU", "Softplus"]
 
-__all__ = ["Softplus", "SELU"]
+_SELU_ALPHA = 1.6732632423543772
+_SELU_SCALE = 1.0507009873554805
+
+
+class ELU(nn.Cell):
+    """``torch.nn.ELU(alpha)`` for any alpha (``nn.ELU``'s kernel accepts only alpha=1.0)."""
+
+    def __init__(self, alpha: float = 1.0):
+        super().__init__()
+        self.alpha = float(alpha)
+
+    def construct(self, x):
+        return ops.where(x > 0, x, self.alpha * (ops.exp(ops.minimum(x, 0.0)) - 1.0))
+
+
+class SELU(nn.Cell):
+    """``torch.nn.SELU`` built from differentiable primitives: ``nn.SeLU``'s gradient is wrong for
+    negative inputs."""
+
+    def construct(self, x):
+        return _SELU_SCALE * ops.where(x > 0, x, _SELU_ALPHA * (ops.exp(ops.minimum(x, 0.0)) - 1.0))
+
+
+class Softplus(nn.Cell):
+    """``torch.nn.Softplus(beta, threshold)``: MindSpore has only the function ``ops.softplus``."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def construct(self, x):
+        return ops.softplus(x, self.beta, self.threshold)
 
 
 # PyTorch classes whose MindSpore Cell takes no arguments.

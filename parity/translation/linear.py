@@ -5,7 +5,8 @@ MindSpore facts (mindspore 2.10): ``nn.Dense(in, out, has_bias=True)`` keeps PyT
 ``(out, in)`` weight; ``nn.BiDense`` keeps ``(out, in1, in2)``. ``nn.Embedding`` names its table
 ``embedding_table`` (parity's renames pair it with ``weight``); its ``padding_idx`` only zeroes
 that row when built, the row still gets gradient (PyTorch's does not), so
-:class:`EmbeddingPaddingIdx` stops the gradient of that row. ``nn.Dropout`` takes
+:class:`EmbeddingPaddingIdx` (also the known-mismatch registry's fix) stops the gradient of that
+row. ``nn.Dropout`` takes
 ``p`` (``keep_prob`` is deprecated); dropout is random in train mode, so it is compared in eval
 mode, where both sides are the identity.
 """
@@ -22,13 +23,15 @@ __all__ = ["EmbeddingPaddingIdx"]
 
 
 class EmbeddingPaddingIdx(nn.Embedding):
-    """``nn.Embedding`` whose ``padding_idx`` row gets no gradient, as in PyTorch. The forward is
-    bit-identical: the table is ``w * keep + stop_gradient(w) * (1 - keep)`` with a 0/1 row mask."""
+    """``nn.Embedding`` whose ``padding_idx`` row gets no gradient, as in PyTorch (without
+    ``padding_idx`` every row trains, as in ``nn.Embedding``). The forward is bit-identical: the
+    table is ``w * keep + stop_gradient(w) * (1 - keep)`` with a 0/1 row mask. Ids of any shape."""
 
-    def __init__(self, vocab_size: int, embedding_size: int, padding_idx: int):
+    def __init__(self, vocab_size: int, embedding_size: int, padding_idx=None):
         super().__init__(vocab_size, embedding_size, padding_idx=padding_idx)
         keep = np.ones((vocab_size, 1), np.float32)
-        keep[padding_idx] = 0.0
+        if padding_idx is not None:
+            keep[padding_idx] = 0.0
         self.keep = Tensor(keep)
 
     def construct(self, ids):

@@ -30,7 +30,8 @@ __all__ = ["CrossEntropyLossInt64"]
 
 
 class CrossEntropyLossInt64(nn.CrossEntropyLoss):
-    """``nn.CrossEntropyLoss`` that takes PyTorch's ``int64`` class indices."""
+    """``nn.CrossEntropyLoss`` that takes PyTorch's ``int64`` class indices (cast to the ``int32``
+    MindSpore's kernel wants); also the known-mismatch registry's fix."""
 
     def construct(self, logits, labels):
         if labels.dtype == ms.int64:

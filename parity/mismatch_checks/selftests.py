@@ -14,8 +14,8 @@ from typing import Any, Dict, Optional, Tuple
 
 from .pairs import (Measurement, check_available, first_shape, fmt2, init_stats, module_pair, optimizer_pair, quiet,
                     resolve, zero_fraction)
-from .schema import Entry, SelfTestSpec
-from .store import installed_versions
+from ..registry.schema import Entry, SelfTestSpec
+from ..registry.store import installed_versions
 
 __all__ = ["Measurement", "SelfTestOutcome", "selftest", "check_available", "resolve", "fmt2", "STATUSES"]
 
@@ -104,6 +104,6 @@ def _fixed_kwargs(entry: Entry, spec: SelfTestSpec, input_shape) -> Dict[str, An
 
 
 def _signature_defaults(obj) -> Dict[str, Any]:
-    from .signatures import parameters_of
+    from ..registry.signatures import parameters_of
 
     return {n: p.default for n, p in parameters_of(obj).items() if p.default is not inspect.Parameter.empty}

@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import ParityMismatch, ParityUsageError
-from .schema import Entry, SelfTestSpec
+from ..registry.schema import Entry, SelfTestSpec
 
 __all__ = ["Measurement", "fmt2", "resolve", "quiet", "module_pair", "init_stats", "zero_fraction",
            "optimizer_pair", "check_available", "flush_mindspore", "first_shape"]
