@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from typing import Dict, Mapping, Tuple
+from typing import Dict, List, Mapping, Tuple
 
 import numpy as np
 
@@ -171,6 +171,20 @@ class Inputs:
     def describe(self, seed: int) -> str:
         parts = [f"{name}: {text}" for name, text in self.descriptions.items()]
         return f"seed {seed} -> " + "; ".join(parts)
+
+    def notes(self) -> List[str]:
+        """What a reader of the result must know about the inputs: those holding NaN or Inf."""
+        found = []
+        for name, array in self.named():
+            if array.dtype.kind not in "fc":
+                continue
+            nan, inf = int(np.count_nonzero(np.isnan(array))), int(np.count_nonzero(np.isinf(array)))
+            if nan or inf:
+                found.append(f"{name} holds {nan} NaN and {inf} Inf of {array.size} elements")
+        if not found:
+            return []
+        return ["non-finite inputs: " + "; ".join(found) + ". Output and gradient elements that are NaN/Inf "
+                "at the same positions on both sides count as agreeing: what is computed from them goes unchecked"]
 
 
 def _one(value, key: str, seed: int):

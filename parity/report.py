@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
-__all__ = ["failure_message", "structure_message", "reproduce_line", "summary_line", "fmt"]
+__all__ = ["failure_message", "structure_message", "reproduce_line", "summary_line", "result_line", "fmt"]
 
 _HEADLINE = "MindSpore and PyTorch outputs are not close!"
 _SIDE_NAMES = {"output": "forward output", "input grad": "gradient of input", "param grad": "gradient of parameter",
@@ -24,13 +24,40 @@ def _index(index) -> str:
     return str(tuple(index)) if len(index) != 1 else f"({index[0]},)"
 
 
-def _where(c) -> str:
+def _where(c, modes: Sequence[str] = ()) -> str:
+    """The tensor, and ``modes``: the MindSpore modes it failed in, when the check ran in several."""
     name = f"{_SIDE_NAMES[c.kind]} '{c.name}'"
     if c.ms_name != c.torch_name:
         name += f" (MindSpore '{c.ms_name}')"
     if c.layer and c.kind == "buffer":
         name += f" of layer '{c.layer}'"
+    if modes:
+        return f"{name} ({' and '.join(modes)})"
     return f"{name}, {c.mode} mode" if c.mode != "pynative" else name
+
+
+def _failed_modes(result, c) -> Tuple[str, ...]:
+    """The modes in which ``c``'s tensor failed, when the check ran in more than one mode."""
+    if len(result.modes) < 2:
+        return ()
+    return tuple(f.mode for f in result.failures if (f.kind, f.name) == (c.kind, c.name))
+
+
+def _also_failing(result, first) -> List[str]:
+    """The other failing tensors, each once, with the modes it failed in (when several ran)."""
+    seen, others = {(first.kind, first.name)}, []
+    for c in result.failures:
+        if (c.kind, c.name) not in seen:
+            seen.add((c.kind, c.name))
+            others.append(c)
+    if not others:
+        return []
+    shown = []
+    for c in others[:5]:
+        modes = _failed_modes(result, c)
+        shown.append(f"{c.kind} '{c.name}' ({' and '.join(modes) + ', ' if modes else ''}{fmt(c.margin)}x)")
+    more = f" and {len(others) - 5} more" if len(others) > 5 else ""
+    return ["Also failing: " + ", ".join(shown) + more]
 
 
 def _headline(c) -> str:
@@ -80,7 +107,7 @@ def _kind_table(result) -> List[str]:
         status = "FAIL" if failed else "ok"
         how = f"{worst.problem} differs" if worst.problem else f"at {fmt(worst.margin)}x allowed"
         lines.append(f"  {status:<5} {kind + 's':<12} {len(group) - len(failed)}/{len(group)} within tolerance; "
-                     f"worst '{worst.name}' {how}")
+                     f"worst '{worst.name}'{f' ({worst.mode})' if len(result.modes) > 1 else ''} {how}")
     return lines
 
 
@@ -126,8 +153,8 @@ def _divergence(result, first) -> Tuple[str, List[str]]:
                     text = f"first at {kind} {where}"
                 else:
                     text = f"first in the {direction} pass, {where}"
-                return text, layer_lines(getattr(layers, direction), direction, verbose=result.verbose)
-    return f"first at {_where(first)}", []
+                return text, layer_lines(getattr(layers, direction), direction, verbose=getattr(result, "verbose", 0))
+    return f"first at {_where(first, _failed_modes(result, first))}", []
 
 
 def failure_message(result, *, likely_causes: Sequence[str] = (), verbose: int = 0) -> str:
@@ -146,14 +173,12 @@ def failure_message(result, *, likely_causes: Sequence[str] = (), verbose: int =
                  f" ({'train' if result.train else 'eval'} mode)")
     lines.append(f"Divergence: {divergence}")
     if table or first.kind != "output":
-        lines.append(f"Compared:   {_where(first)}")
+        lines.append(f"Compared:   {_where(first, _failed_modes(result, first))}")
     if first.problem is None:
-        lines += [""] + _metrics(first) + [f"Tolerance: {first.tolerance_source} ({first.tolerance})"]
+        figures = [f"In {first.mode} mode:"] if len(_failed_modes(result, first)) > 1 else []
+        lines += [""] + figures + _metrics(first) + [f"Tolerance: {first.tolerance_source} ({first.tolerance})"]
     lines += ["", f"Compared tensors ({len(failures)} of {len(result.comparisons)} failed):"] + _kind_table(result)
-    others = [c for c in failures[1:6]]
-    if others:
-        lines.append("Also failing: " + ", ".join(f"{c.kind} '{c.name}' ({fmt(c.margin)}x)" for c in others)
-                     + (f" and {len(failures) - 6} more" if len(failures) > 6 else ""))
+    lines += _also_failing(result, first)
     lines.append("")
     if table:
         lines += table + [""]
@@ -182,6 +207,29 @@ def structure_message(ms_paths: List[str], torch_paths: List[str]) -> str:
             f"PyTorch returns {len(torch_paths)} {torch_paths}"
             + (f"\nIn MindSpore only: {only_ms}" if only_ms else "")
             + (f"\nIn PyTorch only: {only_torch}" if only_torch else ""))
+
+
+def result_line(result) -> str:
+    """``str(Result)``: the verdict, the worst tensor and its margin, and where it diverged first."""
+    pair = (f"mindspore {result.ms_type} <-> torch {result.torch_type} "
+            f"({'train' if result.train else 'eval'}, {' and '.join(result.modes)})")
+    if result.problem:
+        return f"FAIL: {pair}; {result.problem.splitlines()[0]}"
+    failures, total = result.failures, len(result.comparisons)
+    parts = [f"{total - len(failures)} of {total} tensors within tolerance"]
+    worst = result.worst
+    if worst is not None:
+        if worst.problem:
+            how = f"{worst.problem} differs"
+        elif worst.nonfinite is not None and not worst.nonfinite.agree:
+            how = "NaN/Inf positions differ"
+        else:
+            how = f"at {fmt(worst.margin)}x allowed"
+        mode = f" ({worst.mode})" if len(result.modes) > 1 else ""
+        parts.append(f"worst {worst.kind} '{worst.name}'{mode} {how}")
+    if failures:
+        parts.append(f"divergence {_divergence(result, failures[0])[0]}")
+    return f"{'FAIL' if failures else 'ok'}: {pair}; " + "; ".join(parts)
 
 
 def reproduce_line(prefix: str, seed: int) -> str:

@@ -58,3 +58,10 @@ class Result:
 
     def __len__(self) -> int:
         return len(self.comparisons)
+
+    def __str__(self) -> str:
+        """One line: the verdict, the worst tensor and its margin, and the first divergence; the
+        full record is ``repr`` and the fields."""
+        from .report import result_line
+
+        return result_line(self)

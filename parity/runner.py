@@ -17,7 +17,7 @@ from .inputs import _normal, materialize, seeded_stream
 from .options import parse_seed
 from .localize import LayerTable, Localizer, Recording, align_layers, settle
 from .result import Result
-from .tolerance import ToleranceSpec, resolve
+from .tolerance import ToleranceSpec, check_globs_used, resolve
 from .weights import copy_weights, fill_weights, map_weights, WeightReport
 
 __all__ = ["Settings", "Constant", "run_check", "DEFAULT_SEED", "MODES", "DEVICES"]
@@ -88,7 +88,29 @@ def _framework_error(label: str, exc: BaseException, what: str) -> ParityUsageEr
                             "Check that the net accepts these inputs (shapes, dtypes, argument names).")
 
 
-def run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, train=False, ms_mode=None,
+def run_check(ms_cell, torch_module, inputs, **options) -> Result:
+    """See :func:`parity.check`. Both sides' train/eval flags, every sub-module's own, are as they
+    were when the check returns or raises."""
+    __tracebackhide__ = True
+    _check_pair(ms_cell, torch_module)
+    from .backends import mindspore as msb, torch as tb
+
+    restore_ms, restore_torch = msb.train_flags(ms_cell), tb.train_flags(torch_module)
+    try:
+        return _run_check(ms_cell, torch_module, inputs, **options)
+    finally:
+        restore_ms()
+        restore_torch()
+
+
+def _check_globs(spec: ToleranceSpec, run, comparisons) -> None:
+    """The call's name globs must each match a compared tensor (unless a structural failure left
+    tensors uncompared: the failure is reported instead)."""
+    if run.structure is None and not any(c.problem == "shape" for c in comparisons if c.kind == "output"):
+        check_globs_used(spec, [n for c in comparisons for n in (c.name, c.ms_name, c.torch_name)])
+
+
+def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, train=False, ms_mode=None,
               tolerance=None, name_map=None, seed=None, reference=None, check_dtype=True, localize="auto",
               settings: Settings = Settings()) -> Result:
     """See :func:`parity.check`."""
@@ -120,6 +142,7 @@ def run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, trai
     options = dict(grads=grads, train=train, seed=seed, device=settings.device, check_dtype=check_dtype,
                    reference=reference)
     run, comparisons = _execute(ms_cell, torch_module, data, wmap, chain, modes, capture=localize is True, **options)
+    _check_globs(chain[0], run, comparisons)
     layered = run if localize is True else None
     if localize == "auto" and (run.structure is not None or not all(c.passed for c in comparisons)):
         # Passing checks pay nothing for localisation; a failing one gets one captured pass per side.
@@ -135,7 +158,8 @@ def run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, trai
         ms_type=type(ms_cell).__name__, torch_type=type(torch_module).__name__, comparisons=comparisons,
         weights=wreport, inputs=data.describe(seed), seed=seed, modes=modes, train=train,
         reference=reference, case=settings.case, location=settings.location,
-        reproduce=report.reproduce_line(settings.reproduce, seed), notes=run.notes, problem=run.structure or "")
+        reproduce=report.reproduce_line(settings.reproduce, seed), notes=data.notes() + run.notes,
+        problem=run.structure or "")
     result.layers = layers
     if not result.passed:
         causes = _likely_causes(ms_cell, torch_module, result, settings.device, modes[-1])

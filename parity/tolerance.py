@@ -7,14 +7,15 @@ a failure can say where the numbers came from.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import math
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Tuple, Union
+from typing import Iterable, List, Mapping, Optional, Tuple, Union
 
 from .errors import ParityUsageError
 
-__all__ = ["Tolerance", "ToleranceSpec", "DTYPE_DEFAULTS", "resolve", "dtype_default"]
+__all__ = ["Tolerance", "ToleranceSpec", "DTYPE_DEFAULTS", "resolve", "dtype_default", "check_globs_used"]
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,12 @@ class ToleranceSpec:
             return self.default, self.source
         return None
 
+    def unmatched(self, names: Iterable[str]) -> List[str]:
+        """The globs (``"*"`` aside) that match none of ``names``, in the order they were given."""
+        names = [n for n in names if n]
+        return [glob for glob, _ in self.overrides
+                if glob not in names and not any(fnmatch.fnmatchcase(n, glob) for n in names)]
+
 
 def resolve(chain, names, dtype: str) -> Tuple[Tolerance, str]:
     """Walk ``chain`` (most specific spec first); the dtype default when none says anything."""
@@ -130,3 +137,26 @@ def dtype_default(dtype: str) -> Tuple[Tolerance, str]:
     if dtype in DTYPE_DEFAULTS:
         return DTYPE_DEFAULTS[dtype], f"{dtype} default"
     return _EXACT, f"{dtype}: exact"
+
+
+_NAMES_SHOWN = 40
+
+
+def check_globs_used(spec: ToleranceSpec, names: Iterable[str]) -> None:
+    """A glob of ``spec`` other than ``"*"`` that matches none of the compared tensors' ``names``
+    is a usage error: the tolerance meant for some tensors applied to none."""
+    known = sorted({n for n in names if n})
+    unused = spec.unmatched(known)
+    if not unused:
+        return
+    lines = []
+    for glob in unused:
+        close = difflib.get_close_matches(glob, known, n=3, cutoff=0.6)
+        hint = f" (close names: {', '.join(repr(c) for c in close)})" if close else ""
+        lines.append(f"{spec.source}: the glob {glob!r} matches none of the compared tensors' names{hint}")
+    shown = ", ".join(repr(n) for n in known[:_NAMES_SHOWN])
+    more = f" and {len(known) - _NAMES_SHOWN} more" if len(known) > _NAMES_SHOWN else ""
+    lines.append(f"The compared tensors' names ({len(known)}): {shown}{more}")
+    lines.append("Correct the glob or remove it. Names are the outputs ('output', 'output[0]'...), the inputs "
+                 "('input[0]'... or keyword names) and the parameters and buffers, by PyTorch or MindSpore name.")
+    raise ParityUsageError("\n".join(lines))

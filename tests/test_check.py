@@ -372,3 +372,77 @@ def test_float64_reference_on_a_small_resnet():
         assert noise.allowed == pytest.approx(noise.factor * noise.torch_error)
         assert noise.passed, comparison.name
         assert 0 <= noise.torch_error < 1e-4  # float32 against float64: a rounding-level error
+
+
+# -- what a check leaves behind and says about itself ------------------------------------------
+
+
+def _flags(ms_cell, torch_module):
+    """Every sub-module's own train/eval flag (MindSpore also its phase)."""
+    return ([(n, c.training, c.phase) for n, c in ms_cell.cells_and_names()],
+            [(n, m.training) for n, m in torch_module.named_modules()])
+
+
+def _mixed_flags(momentum=0.9):
+    ms_net, torch_net = MSConvBN(momentum), TorchConvBN()
+    ms_net.set_train(True)
+    ms_net.bn.set_train(False)
+    torch_net.conv.train(False)  # the root and bn stay in train mode
+    return ms_net, torch_net
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_train_eval_flags_of_every_sub_module_are_restored(train):
+    ms_net, torch_net = _mixed_flags()
+    before = _flags(ms_net, torch_net)
+    assert before == ([("", True, "train"), ("conv", True, "train"), ("bn", False, "predict")],
+                      [("", True), ("conv", False), ("bn", True)])
+    parity.check(ms_net, torch_net, parity.randn((2, 3, 5, 5)), train=train, ms_mode="both")
+    assert _flags(ms_net, torch_net) == before
+
+
+def test_train_eval_flags_are_restored_when_the_check_fails():
+    ms_net, torch_net = _mixed_flags(momentum=0.1)
+    before = _flags(ms_net, torch_net)
+    with pytest.raises(ParityMismatch):
+        parity.check(ms_net, torch_net, parity.randn((2, 3, 5, 5)), train=True)
+    assert _flags(ms_net, torch_net) == before
+    with pytest.raises(parity.ParityUsageError, match="raised during the forward pass"):
+        parity.check(ms_net, torch_net, parity.randn((2, 5, 5, 5)))  # 5 channels where 3 are expected
+    assert _flags(ms_net, torch_net) == before
+
+
+def test_non_finite_inputs_are_noted_in_the_result_and_the_message():
+    x = materialize(parity.randn((4, 8)), 1234).args[0].copy()
+    x[0, :3] = np.nan
+    x[1, 0] = np.inf
+    result = parity.check(msnn.Dense(8, 3), torch.nn.Linear(8, 3), x, grads=False)
+    assert result.passed  # NaN/Inf at the same positions on both sides agree...
+    note = "non-finite inputs: input[0] holds 3 NaN and 1 Inf of 32 elements"
+    assert any(n.startswith(note) for n in result.notes)  # ...which the result says
+    with pytest.raises(ParityMismatch, match="Forward output shapes differ") as info:
+        parity.check(msnn.Identity(), torch.nn.Flatten(0), x)
+    assert f"Note: {note}" in str(info.value)
+    assert not any("non-finite" in n for n in parity.check(msnn.Dense(8, 3), torch.nn.Linear(8, 3),
+                                                            parity.randn((4, 8))).notes)
+
+
+def test_str_of_a_result_is_one_line_with_verdict_worst_tensor_and_divergence():
+    result = parity.check(msnn.Dense(4, 3), torch.nn.Linear(4, 3), parity.randn((2, 4)))
+    text = str(result)
+    assert "\n" not in text
+    assert text.startswith("ok: mindspore Dense <-> torch Linear (eval, pynative); 4 of 4 tensors within tolerance; "
+                           "worst ")
+    worst = result.worst
+    assert f"worst {worst.kind} '{worst.name}' at {parity.report.fmt(worst.margin)}x allowed" in text
+    assert repr(result).startswith("Result(ms_type='Dense'")  # the full record stays in repr
+
+    with pytest.raises(ParityMismatch) as info:
+        parity.check(msnn.SequentialCell([msnn.Dense(4, 3), msnn.GELU()]),
+                     torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.GELU()), parity.randn((2, 4)))
+    result = info.value.result
+    text = str(result)
+    assert text.startswith(f"FAIL: mindspore SequentialCell <-> torch Sequential (eval, pynative); "
+                           f"{len(result) - len(result.failures)} of {len(result)} tensors within tolerance; worst ")
+    assert text.endswith("; divergence first at forward output of '1' (GELU <-> GELU)") and "\n" not in text
+    assert "Divergence: first at forward output of '1' (GELU <-> GELU)" in str(info.value)  # as the message says

@@ -282,3 +282,49 @@ def test_bad_choices_on_the_command_line_are_usage_errors(pytester, flag, value)
     result = pytester.runpytest(f"{flag}={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*argument {flag}: invalid choice: '{value}'*"])
+
+
+# -- tolerance globs that match no compared tensor ---------------------------------------------
+
+
+def test_a_tolerance_glob_that_matches_no_compared_tensor_is_a_usage_error():
+    tolerance = {"*": parity.Tolerance(1e-5, 1e-5), "features.3.*": parity.Tolerance(1e-3, 1e-3),
+                 "wieght": parity.Tolerance(1e-3, 1e-3), "bias": parity.Tolerance(1e-4, 1e-4)}
+    with pytest.raises(ParityUsageError) as info:
+        parity.check(dense(), linear(), X, tolerance=tolerance)
+    assert_short(info)
+    lines = str(info.value).splitlines()
+    assert lines[:3] == [
+        "check(tolerance=...): the glob 'features.3.*' matches none of the compared tensors' names",
+        "check(tolerance=...): the glob 'wieght' matches none of the compared tensors' names (close names: 'weight')",
+        "The compared tensors' names (4): 'bias', 'input[0]', 'output', 'weight'",
+    ]
+    assert lines[3].startswith("Correct the glob or remove it.")
+
+
+def test_globs_match_by_pytorch_or_mindspore_name_and_star_alone_is_never_unused():
+    class MSNet(msnn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.conv = msnn.Conv2d(3, 4, 3, pad_mode="pad", padding=1, has_bias=True)
+            self.bn = msnn.BatchNorm2d(4)
+
+        def construct(self, x):
+            return self.bn(self.conv(x))
+
+    net = torch.nn.Sequential()
+    net.add_module("conv", torch.nn.Conv2d(3, 4, 3, padding=1))
+    net.add_module("bn", torch.nn.BatchNorm2d(4))
+    loose = parity.Tolerance(1e-4, 1e-4)
+    result = parity.check(MSNet(), net, parity.randn((2, 3, 5, 5)),
+                          tolerance={"*": loose, "bn.gamma": loose, "conv.*": loose, "output": loose})
+    assert result["bn.weight"].tolerance_source == "check(tolerance=...)['bn.gamma']"  # MindSpore's name
+    parity.check(dense(), linear(), X, tolerance={"*": loose})
+    with pytest.raises(ParityUsageError, match="the glob 'bn.running_mean' matches none"):
+        parity.check(MSNet(), net, parity.randn((2, 3, 5, 5)), tolerance={"bn.running_mean": loose})  # eval mode
+
+
+def test_a_structural_failure_is_reported_rather_than_the_globs_it_left_uncompared():
+    with pytest.raises(ParityMismatch, match="Forward output shapes differ"):
+        parity.check(msnn.Conv2d(3, 4, 3, has_bias=False), torch.nn.Conv2d(3, 4, 3, bias=False),
+                     parity.randn((1, 3, 6, 6)), tolerance={"weight": parity.Tolerance(1e-4, 1e-4)})

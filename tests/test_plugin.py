@@ -389,3 +389,16 @@ def test_summary_under_xdist(project):
         "FAIL  test_fixture.py::test_fail: worst margin *x allowed*",
     ])
     result.stdout.fnmatch_lines(["*= parity summary =*"])
+
+
+def test_both_modes_name_the_modes_each_failing_tensor_failed_in(project):
+    project.makepyfile(test_fixture=FIXTURE_TESTS)
+    result = project.runpytest(PARITY, f"{MODE}=both", "-k", "fail")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*Divergence: first at forward output 'output' (pynative and graph)",
+        "*In pynative mode:",
+        "*FAIL  outputs      0/2 within tolerance; worst 'output' (*) at *x allowed",
+        "*Also failing: input grad 'input[[]0[]]' (pynative and graph, *x)",
+        f"*Reproduce: pytest test_fixture.py::test_fail {PARITY} {MODE}=both {SEED}=1234",
+    ])

@@ -138,6 +138,19 @@ def set_train(model, train: bool) -> None:
     model.set_train(train)
 
 
+def train_flags(model):
+    """Every sub-Cell's own ``training`` flag and phase, and a function that puts them back
+    (``set_train`` sets the flag of the whole tree, the phase of the root only)."""
+    saved = [(cell, cell.training, cell.phase) for _, cell in model.cells_and_names()]
+
+    def restore() -> None:
+        for cell, training, phase in saved:
+            cell.add_flags(training=training)  # as set_train records it
+            cell.phase = phase
+
+    return restore
+
+
 class _Keywords(nn.Cell):
     """Feeds keyword inputs positionally, so that ``mindspore.vjp`` can differentiate them."""
 

@@ -80,6 +80,17 @@ def set_train(model, train: bool) -> None:
     model.train(train)
 
 
+def train_flags(model):
+    """Every sub-Module's own ``training`` flag, and a function that puts them back."""
+    saved = [(module, module.training) for module in model.modules()]
+
+    def restore() -> None:
+        for module, training in saved:
+            module.training = training
+
+    return restore
+
+
 def layer_kinds(model) -> Dict[str, tuple]:
     """Path -> (class name, whether it is a ``torch.nn`` class), in definition order."""
     return {name: (type(module).__name__, getattr(torch.nn, type(module).__name__, None) is type(module))
