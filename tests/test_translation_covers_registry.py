@@ -36,3 +36,17 @@ def test_translation_applies_the_fix(entry):
 def test_without_a_known_fix_the_mismatch_shows(entry):
     with pytest.raises((parity.ParityMismatch, parity.ParityUnsupported)):
         _translate_and_check(entry)
+
+
+def test_replacement_cells_are_the_ones_translate_builds():
+    """A fix that names a Cell of parity's own names the Cell `parity.translate` builds for that
+    layer: one implementation serves both, and the registry's self-test proves it."""
+    own = [e for e in load().entries if e.replacement and e.replacement.startswith("parity.")]
+    assert {e.replacement.rpartition(":")[2] for e in own} == {
+        "ELU", "SELU", "Softplus", "EmbeddingPaddingIdx", "CrossEntropyLossInt64"}
+    for entry in own:
+        cell_class = resolve(entry.replacement)
+        assert cell_class.__module__.startswith("parity.translation."), entry.id
+        module = resolve(entry.torch)(**dict(entry.selftest.torch_kwargs))
+        if entry.family == "nn":  # a mint entry's selftest may use kwargs the nn fix handles plainly
+            assert isinstance(parity.translate(module), cell_class), entry.id

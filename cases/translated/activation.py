@@ -20,10 +20,10 @@ PReLU_channels = ParityCase("PReLU_channels", mindspore=TRANSLATE, torch="torch.
                             torch_kwargs={"num_parameters": 3, "init": 0.1}, inputs=X4)
 ELU = ParityCase("ELU", mindspore=TRANSLATE, torch="torch.nn:ELU", inputs=X)
 ELU_alpha = ParityCase("ELU_alpha", mindspore=TRANSLATE, torch="torch.nn:ELU", torch_kwargs={"alpha": 0.5},
-                       inputs=X, xfail="MindSpore's Elu kernel accepts only alpha=1.0")
+                       inputs=X)  # MindSpore's Elu kernel accepts only alpha=1.0: translation.activation.ELU
 CELU_alpha = ParityCase("CELU_alpha", mindspore=TRANSLATE, torch="torch.nn:CELU", torch_kwargs={"alpha": 0.5},
                         inputs=X)
-SELU = ParityCase("SELU", mindspore=TRANSLATE, torch="torch.nn:SELU", inputs=X)  # via the registry's cells.SELU
+SELU = ParityCase("SELU", mindspore=TRANSLATE, torch="torch.nn:SELU", inputs=X)  # via translation.activation.SELU
 GELU = ParityCase("GELU", mindspore=TRANSLATE, torch="torch.nn:GELU", inputs=X)
 GELU_tanh = ParityCase("GELU_tanh", mindspore=TRANSLATE, torch="torch.nn:GELU",
                        torch_kwargs={"approximate": "tanh"}, inputs=X)

@@ -12,7 +12,9 @@ How it works:
   its Cell falls short of an argument, a thin subclass closes the gap and says so in its
   docstring (``PaddedConv2d`` pads for ``padding_mode``, ``CrossEntropyLossInt64`` casts labels,
   ``EmbeddingPaddingIdx`` stops the padding row's gradient...). Each family module lists the
-  MindSpore defaults and gaps it relies on, as read from the installed MindSpore.
+  MindSpore defaults and gaps it relies on, as read from the installed MindSpore. These Cells are
+  also the fixes the known-mismatch registry names (``replacement = "parity.translation.loss:
+  CrossEntropyLossInt64"``): one implementation, proven by the registry's self-tests.
 * ``Sequential`` -> ``SequentialCell``, ``ModuleList`` -> ``CellList``, ``ModuleDict`` -> ``CellDict``,
   children keeping their names.
 * Any other Module whose children all translate becomes a ``TorchForward`` Cell: its children,

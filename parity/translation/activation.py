@@ -7,7 +7,7 @@ MindSpore facts (mindspore 2.10, ``mindspore/nn/layer/activation.py``):
 * ``nn.LeakyReLU(alpha=0.2)``: PyTorch's ``negative_slope`` (default 0.01) is ``alpha``.
 * ``nn.PReLU`` names its parameter ``w``; ``nn.PReLUExt(num_parameters, init)`` names it ``weight``
   like PyTorch and runs on CPU, so it is used.
-* ``nn.ELU``'s kernel accepts only ``alpha=1.0``; ``nn.CELU`` takes any.
+* ``nn.ELU``'s kernel accepts only ``alpha=1.0``: other alphas use :class:`ELU`; ``nn.CELU`` takes any.
 * ``Softmax``/``LogSoftmax``/``Softmin`` take ``axis`` (default -1); PyTorch's ``dim=None`` picks a
   dim from the input rank and is refused.
 * No ``nn.Softplus``: a small Cell over ``ops.softplus(x, beta, threshold)`` stands in.
@@ -102,8 +102,7 @@ def prelu(module, ctx: Context):
 
 @translates(torch.nn.ELU)
 def elu(module, ctx: Context):
-    ctx.require(module.alpha == 1.0, f"alpha={module.alpha}: MindSpore's Elu kernel accepts only alpha=1.0")
-    return nn.ELU(alpha=1.0)
+    return nn.ELU(alpha=1.0) if module.alpha == 1.0 else ELU(float(module.alpha))
 
 
 @translates(torch.nn.CELU)
