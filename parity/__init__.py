@@ -57,13 +57,15 @@ def translate(torch_module, *, device: str = "CPU"):
 def transfer_weights(src, dst, *, name_map=None):
     """Copy every parameter and buffer from ``src`` to ``dst`` (a MindSpore Cell and a PyTorch
     Module, either way round) and verify the copy. ``name_map`` maps PyTorch names to MindSpore
-    names. Returns a :class:`WeightReport`."""
+    names, or names one tensor made of several of the other side's (``parity.fuse``), transposed
+    (``parity.transpose``) or reshaped (``parity.reshape``). Returns a :class:`WeightReport`."""
     from .runner import transfer
 
     return transfer(src, dst, name_map=name_map)
 
 
-_LAZY = {"randn": "inputs", "uniform": "inputs", "randint": "inputs", "Result": "result", "WeightReport": "weights"}
+_LAZY = {"randn": "inputs", "uniform": "inputs", "randint": "inputs", "Result": "result", "WeightReport": "weights",
+         "fuse": "layouts", "transpose": "layouts", "reshape": "layouts"}
 
 
 def __getattr__(name):

@@ -18,6 +18,7 @@ from .options import parse_seed
 from .localize import LayerTable, Localizer, Recording, align_layers, settle
 from .result import Result
 from .tolerance import ToleranceSpec, check_globs_used, resolve
+from .layouts import by_torch_name, ms_label, torch_layout
 from .weights import copy_weights, fill_weights, map_weights, WeightReport
 
 __all__ = ["Settings", "Constant", "run_check", "DEFAULT_SEED", "MODES", "DEVICES"]
@@ -446,28 +447,28 @@ def _output_pairs(ms_side, torch_side, mode) -> List[_ArrayPair]:
 def _grad_pairs(ms_grads, torch_grads, trainable, mode) -> List[_ArrayPair]:
     found = [_ArrayPair("input grad", name, name, name, mode, ms_grads.inputs[name], value)
              for name, value in torch_grads.inputs.items()]
-    for pair in reversed(trainable):  # backward order: the last layer's grads are computed first
-        ms_value = ms_grads.params[pair.ms]
-        if pair.reshaped:
-            ms_value = ms_value.reshape(pair.torch_shape)
-        found.append(_ArrayPair("param grad", pair.torch, pair.ms, pair.torch, mode, ms_value,
-                                torch_grads.params[pair.torch], pair.torch.rpartition(".")[0]))
+    # Backward order: the last layer's grads are computed first. One comparison per PyTorch
+    # tensor, the MindSpore gradient moved through the weight map's layout (part of a fused one,
+    # parts joined, transposed).
+    for name, pairs in reversed(list(by_torch_name(trainable).items())):
+        found.append(_ArrayPair("param grad", name, ms_label(pairs), name, mode, torch_layout(pairs, ms_grads.params),
+                                torch_grads.params[name], name.rpartition(".")[0]))
     return found
 
 
 def _buffers(backend, model, wmap, side: str) -> Dict[str, np.ndarray]:
     """Non-trainable tensors by PyTorch name, in the PyTorch layout."""
-    found = {}
-    for pair in wmap.pairs:
-        if not pair.trainable:
-            value = backend.read(model, pair.ms if side == "ms" else pair.torch)
-            found[pair.torch] = value.reshape(pair.torch_shape)
-    return found
+    groups = by_torch_name(p for p in wmap.pairs if not p.trainable)
+    if side != "ms":
+        return {name: backend.read(model, name) for name in groups}
+    arrays = {p.ms: backend.read(model, p.ms) for pairs in groups.values() for p in pairs}
+    return {name: torch_layout(pairs, arrays) for name, pairs in groups.items()}
 
 
 def _buffer_pairs(ms_buffers, torch_buffers, wmap, mode) -> List[_ArrayPair]:
-    return [_ArrayPair("buffer", p.torch, p.ms, p.torch, mode, ms_buffers[p.torch], torch_buffers[p.torch],
-                       p.torch.rpartition(".")[0]) for p in wmap.pairs if not p.trainable]
+    groups = by_torch_name(p for p in wmap.pairs if not p.trainable)
+    return [_ArrayPair("buffer", name, ms_label(pairs), name, mode, ms_buffers[name], torch_buffers[name],
+                       name.rpartition(".")[0]) for name, pairs in groups.items()]
 
 
 def _float64_reference(module64, data, grads, device, cotangents, wmap, train):

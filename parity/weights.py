@@ -1,15 +1,20 @@
 """Map every parameter and buffer of a MindSpore Cell to its PyTorch counterpart, copy values
 across in either direction, and verify the copy.
 
-Mapping order: an explicit ``name_map`` (PyTorch name -> MindSpore name) always wins; then the
-same attribute path; then the known renames (norm ``gamma/beta/moving_mean/moving_variance`` <->
-``weight/bias/running_mean/running_var``, Embedding ``embedding_table`` <-> ``weight``); last,
-what is left is aligned in definition order by kind, leaf and shape, and the report says so.
-Anything left over, ambiguous or of the wrong shape is a :class:`ParityUsageError` with a table.
+Mapping order: an explicit ``name_map`` always wins (PyTorch name -> MindSpore name, or a
+:mod:`parity.layouts` value such as ``parity.fuse([...])`` for a tensor made of several); then
+the same attribute path; then the known renames (norm ``gamma/beta/moving_mean/moving_variance``
+<-> ``weight/bias/running_mean/running_var``, Embedding ``embedding_table`` <-> ``weight``).
+PyTorch buffers that are not part of the state (non-persistent buffers, BatchNorm's step
+counter) are then set aside as ignored, with the reason. What is left is paired as fused q/k/v
+where shapes make that unambiguous, then in definition order (all of it in lockstep, else
+by kind and shape), and the report says so. Anything still left over, or of the wrong shape, is
+a :class:`ParityUsageError` listing the leftovers with the nearest candidates.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -18,6 +23,7 @@ import numpy as np
 
 from .backends import Slot
 from .errors import ParityUsageError
+from .layouts import Fuse, Pair, Reshape, Transpose, by_torch_name, layout_pairs, torch_layout
 
 __all__ = ["Pair", "WeightMap", "WeightReport", "map_weights", "copy_weights", "fill_weights"]
 
@@ -31,20 +37,16 @@ RENAMES: Dict[str, Tuple[str, ...]] = {
 _CANONICAL = {alt: leaf for leaf, alts in RENAMES.items() for alt in alts}
 # Buffers that exist on one side only by design, with the reason shown in the report.
 TORCH_ONLY = {"num_batches_tracked": "BatchNorm step counter; MindSpore keeps none"}
-
-
-@dataclass(frozen=True)
-class Pair:
-    ms: str
-    torch: str
-    how: str  # "same name", "renamed", "name_map", "definition order"
-    ms_shape: Tuple[int, ...]
-    torch_shape: Tuple[int, ...]
-    trainable: bool
-
-    @property
-    def reshaped(self) -> bool:
-        return self.ms_shape != self.torch_shape
+NOT_PERSISTENT = "non-persistent buffers, not in state_dict"
+# Layer classes whose tensors pair by kind; MindSpore's names first where they differ.
+_KINDS = {"Dense": "Linear", "Linear": "Linear", "Embedding": "Embedding", "LayerNorm": "LayerNorm",
+          "GroupNorm": "GroupNorm", "Conv1d": "Conv1d", "Conv2d": "Conv2d", "Conv3d": "Conv3d",
+          "Conv1dTranspose": "ConvTranspose1d", "Conv2dTranspose": "ConvTranspose2d",
+          "ConvTranspose1d": "ConvTranspose1d", "ConvTranspose2d": "ConvTranspose2d",
+          "BatchNorm1d": "BatchNorm", "BatchNorm2d": "BatchNorm", "BatchNorm3d": "BatchNorm",
+          "InstanceNorm1d": "InstanceNorm", "InstanceNorm2d": "InstanceNorm", "PReLU": "PReLU",
+          # A fused q/k/v projection and its output projection are Linear layers' tensors.
+          "MultiheadAttention": "Linear", "NonDynamicallyQuantizableLinear": "Linear"}
 
 
 @dataclass
@@ -61,6 +63,10 @@ class WeightMap:
     def alignments(self) -> List[Pair]:
         """Pairs not matched by name: the report lists them so nothing is guessed silently."""
         return [p for p in self.pairs if p.how == "definition order"]
+
+    def automatic_layouts(self) -> List[Pair]:
+        """Pairs fused or split without a ``name_map`` entry: the report lists them too."""
+        return [p for p in self.pairs if p.how in ("fused automatically", "split automatically")]
 
 
 @dataclass
@@ -79,19 +85,44 @@ class WeightReport:
         if self.direction == "as is":
             return f"{self.total}/{self.total} tensors mapped; values left as built (weights='as_is')"
         text = f"{self.verified}/{self.total} tensors mapped and verified identical ({self.direction})"
+        return text + "".join(f"; {e}" for e in self._extras())
+
+    def _extras(self) -> List[str]:
         extra = []
-        if self.map.ignored:
-            extra.append(f"{len(self.map.ignored)} PyTorch-only buffers ignored ({self.map.ignored[0][1]})")
+        reasons: Dict[str, List[str]] = {}
+        for name, reason in self.map.ignored:
+            reasons.setdefault(reason, []).append(name)
+        for reason, names in reasons.items():
+            shown = f": {_some(names)}" if reason == NOT_PERSISTENT else ""  # a step counter per BatchNorm is noise
+            extra.append(f"{len(names)} PyTorch-only buffers ignored ({reason}{shown})")
+        for label, pairs in (("fused automatically", [p for p in self.map.pairs if p.how == "fused automatically"]),
+                             ("split automatically", [p for p in self.map.pairs if p.how == "split automatically"])):
+            if pairs:
+                tensors = sorted({p.ms if label.startswith("fused") else p.torch for p in pairs})
+                extra.append(f"{len(tensors)} {label}: {_fusions(pairs, label)}")
         aligned = self.map.alignments()
         if aligned:
-            shown = ", ".join(f"{p.torch} -> {p.ms}" for p in aligned[:3])
-            more = f" and {len(aligned) - 3} more" if len(aligned) > 3 else ""
-            extra.append(f"{len(aligned)} aligned by definition order: {shown}{more}")
+            extra.append(f"{len(aligned)} aligned by definition order: "
+                         f"{_some([f'{p.torch} -> {p.ms}' for p in aligned])}")
         reshaped = [p for p in self.map.pairs if p.reshaped]
         if reshaped:
             extra.append(f"{len(reshaped)} reshaped across unit dims, e.g. {reshaped[0].torch} "
                          f"{reshaped[0].torch_shape} -> {reshaped[0].ms} {reshaped[0].ms_shape}")
-        return text + "".join(f"; {e}" for e in extra)
+        return extra
+
+
+def _some(items: Sequence[str], shown: int = 3) -> str:
+    more = f" and {len(items) - shown} more" if len(items) > shown else ""
+    return ", ".join(items[:shown]) + more
+
+
+def _fusions(pairs: List[Pair], label: str) -> str:
+    """``blocks.0.attn.qkv.weight = [q.weight, k.weight, v.weight]``, the first few."""
+    joined: Dict[str, List[str]] = {}
+    for p in pairs:
+        whole, part = (p.ms, p.torch) if label.startswith("fused") else (p.torch, p.ms)
+        joined.setdefault(whole, []).append(part)
+    return _some([f"{whole} = [{', '.join(parts)}]" for whole, parts in joined.items()], shown=2)
 
 
 def _squeezed(shape) -> Tuple[int, ...]:
@@ -103,26 +134,76 @@ def _compatible(a: Slot, b: Slot) -> bool:
 
 
 def _canonical_leaf(slot: Slot) -> str:
-    return _CANONICAL.get(slot.leaf, slot.leaf)
+    leaf = _CANONICAL.get(slot.leaf, slot.leaf)
+    for base in ("weight", "bias"):  # MultiheadAttention's in_proj_weight is a weight too
+        if leaf.endswith("_" + base):
+            return base
+    return leaf
+
+
+def _kind(slot: Slot) -> Tuple[str, str]:
+    """What a tensor is, for pairing by definition order: a known layer kind and its leaf, or
+    any parameter of a custom layer (whose names say nothing reliable)."""
+    kind = _KINDS.get(slot.layer_type)
+    return (kind, _canonical_leaf(slot)) if kind else ("custom", "")
+
+
+class _Index:
+    """One side's slots by name and alias, and which of them are taken."""
+
+    def __init__(self, slots: List[Slot], label: str):
+        self.slots, self.label = slots, label
+        self.by_name: Dict[str, Slot] = {}
+        for slot in slots:
+            self.by_name.setdefault(slot.name, slot)
+            for alias in slot.aliases:
+                self.by_name.setdefault(alias, slot)
+        self.taken: Dict[str, str] = {}  # slot name -> what took it
+
+    def get(self, name: str, where: str) -> Slot:
+        slot = self.by_name.get(name)
+        if slot is None:
+            near = difflib.get_close_matches(name, list(self.by_name), n=3, cutoff=0.6)
+            hint = f" Nearest: {near}." if near else f" {self.label} has: {_some(sorted(self.by_name), 8)}."
+            raise ParityUsageError(f"{where} names {name!r}, which is no {self.label} tensor.{hint}")
+        return slot
+
+    def take(self, slot: Slot, by: str) -> None:
+        if slot.name in self.taken:
+            raise ParityUsageError(f"name_map pairs {self.label} {slot.name!r} twice: with {self.taken[slot.name]!r} "
+                                   f"and {by!r}")
+        self.taken[slot.name] = by
+
+    def rest(self) -> List[Slot]:
+        return [s for s in self.slots if s.name not in self.taken]
 
 
 NameMap = Optional[object]  # dict, callable or list of (regex, replacement)
 
 
-def _explicit(name_map, torch_names: Sequence[str], ms_names: set) -> Dict[str, str]:
+def _explicit(name_map, ms: _Index, torch: _Index) -> Tuple[Dict[str, str], List[Tuple[str, bool, object]]]:
+    """Plain entries {PyTorch name: MindSpore name}, and layout entries (key, key is MindSpore's, value)."""
     if name_map is None:
-        return {}
+        return {}, []
+    torch_names = list(torch.by_name)
     if callable(name_map):
         found = {t: name_map(t) for t in torch_names}
-        return {t: m for t, m in found.items() if m}
+        return {t: m for t, m in found.items() if m}, []
     if isinstance(name_map, dict):
-        unknown = [k for k in name_map if k not in torch_names]
+        plain, layouts, unknown = {}, [], []
+        for key, value in name_map.items():
+            if isinstance(value, (Fuse, Transpose, Reshape)):
+                layouts.append((key, _key_side(key, value, ms, torch), value))
+            elif key in torch.by_name:
+                plain[key] = value
+            else:
+                unknown.append(key)
         if unknown:
             hint = ""
-            if all(k in ms_names for k in unknown):
+            if all(k in ms.by_name for k in unknown):
                 hint = " They look like MindSpore names: keys are PyTorch names, values MindSpore names."
             raise ParityUsageError(f"name_map names PyTorch tensors that do not exist: {unknown}.{hint}")
-        return dict(name_map)
+        return plain, layouts
     if isinstance(name_map, (list, tuple)):
         rules = [(re.compile(p), r) for p, r in name_map]
         result = {}
@@ -131,11 +212,37 @@ def _explicit(name_map, torch_names: Sequence[str], ms_names: set) -> Dict[str, 
                 if pattern.search(t):
                     result[t] = pattern.sub(replacement, t)
                     break
-        return result
+        return result, []
     raise ParityUsageError(
         "name_map must be a dict {pytorch_name: mindspore_name}, a callable or a list of "
         f"(regex, replacement) rules, got {type(name_map).__qualname__}"
     )
+
+
+def _key_side(key: str, value, ms: _Index, torch: _Index) -> bool:
+    """Is a layout entry's key a MindSpore name (its parts PyTorch names)? The side that has the
+    key; for a name both sides have, the side that does not have the parts."""
+    in_ms, in_torch = key in ms.by_name, key in torch.by_name
+    if in_ms and in_torch:
+        parts = value.parts if isinstance(value, Fuse) else (value,)
+        return all((p if isinstance(p, str) else p.name) in torch.by_name for p in parts)
+    if in_ms or in_torch:
+        return in_ms
+    near = difflib.get_close_matches(key, list(ms.by_name) + list(torch.by_name), n=3, cutoff=0.6)
+    raise ParityUsageError(f"name_map key {key!r} is no tensor of either framework"
+                           + (f"; nearest: {near}" if near else ""))
+
+
+def _finder(key: str, own: _Index, other: _Index) -> Callable[[str], Slot]:
+    """Find a layout entry's part among the other framework's tensors, or say what is wrong."""
+    def find(name: str) -> Slot:
+        if name not in other.by_name and name in own.by_name:
+            raise ParityUsageError(f"name_map[{key!r}]: {name!r} is a {own.label} tensor, as the key is; the key "
+                                   f"must be a tensor of one framework and every part a tensor of the other "
+                                   f"(MindSpore key with PyTorch parts, or PyTorch key with MindSpore parts)")
+        return other.get(name, f"name_map[{key!r}]")
+
+    return find
 
 
 def _table(rows: List[Tuple[str, str, str, str]]) -> str:
@@ -150,95 +257,212 @@ def _row(side: str, slot: Slot):
 
 
 def map_weights(ms_slots: List[Slot], torch_slots: List[Slot], name_map=None) -> WeightMap:
-    """Pair every MindSpore slot with exactly one PyTorch slot, or raise with a table."""
-    ms_by_name = {s.name: s for s in ms_slots}
-    for slot in ms_slots:
-        for alias in slot.aliases:
-            ms_by_name.setdefault(alias, slot)
-    explicit = _explicit(name_map, [s.name for s in torch_slots] +
-                         [a for s in torch_slots for a in s.aliases], set(ms_by_name))
-    claimed: Dict[str, Slot] = {}  # ms name -> torch slot
+    """Pair every MindSpore slot with PyTorch slots (or parts of them), or raise with a table."""
+    ms, torch = _Index(ms_slots, "MindSpore"), _Index(torch_slots, "PyTorch")
+    plain, layouts = _explicit(name_map, ms, torch)
     pairs: List[Pair] = []
     conflicts: List[Tuple[Slot, Slot]] = []
-    ignored: List[Tuple[str, str]] = []
-    rest_torch: List[Slot] = []
 
     def claim(t: Slot, m: Slot, how: str):
-        claimed[m.name] = t
+        ms.take(m, t.name)
+        torch.take(t, m.name)
         pairs.append(Pair(m.name, t.name, how, m.shape, t.shape, m.trainable and t.trainable))
 
     # Explicit entries first, so that an automatic match cannot take a name the map assigns.
-    ordered = sorted(torch_slots, key=lambda t: not (t.name in explicit or any(a in explicit for a in t.aliases)))
-    for t in ordered:
-        target = explicit.get(t.name) or next((explicit[a] for a in t.aliases if a in explicit), None)
-        if target is not None:
-            m = ms_by_name.get(target)
-            if m is None:
-                raise ParityUsageError(f"name_map maps PyTorch {t.name!r} to {target!r}, which is no "
-                                       f"MindSpore parameter. MindSpore has: {sorted(ms_by_name)}")
-            if m.name in claimed:
-                raise ParityUsageError(f"name_map maps both {claimed[m.name].name!r} and {t.name!r} to {m.name!r}")
-            (claim(t, m, "name_map") if _compatible(t, m) else conflicts.append((m, t)))
+    for key, key_is_ms, value in layouts:
+        own, other = (ms, torch) if key_is_ms else (torch, ms)
+        key_slot = own.get(key, "name_map")
+        found = layout_pairs(key, key_is_ms, value, key_slot, _finder(key, own, other))
+        own.take(key_slot, repr(value))
+        for pair in found:
+            other.take(other.by_name[pair.torch if key_is_ms else pair.ms], key)
+        pairs += found
+    for t in torch_slots:
+        target = plain.get(t.name) or next((plain[a] for a in t.aliases if a in plain), None)
+        if target is None:
             continue
+        m = ms.by_name.get(target)
+        if m is None:
+            raise ParityUsageError(f"name_map maps PyTorch {t.name!r} to {target!r}, which is no "
+                                   f"MindSpore parameter. MindSpore has: {sorted(ms.by_name)}")
+        if m.name in ms.taken:
+            raise ParityUsageError(f"name_map maps both {ms.taken[m.name]!r} and {t.name!r} to {m.name!r}")
+        (claim(t, m, "name_map") if _compatible(t, m) else conflicts.append((m, t)))
+    for t in torch.rest():
         prefix = t.name[: len(t.name) - len(t.leaf)]
         candidates = [t.name] + [prefix + alt for alt in RENAMES.get(t.leaf, ())]
-        m = next((ms_by_name[c] for c in candidates if c in ms_by_name and ms_by_name[c].name not in claimed), None)
+        m = next((ms.by_name[c] for c in candidates if c in ms.by_name and ms.by_name[c].name not in ms.taken), None)
         if m is not None:
             how = "same name" if m.name == t.name else "renamed"
             (claim(t, m, how) if _compatible(t, m) else conflicts.append((m, t)))
-        elif t.leaf in TORCH_ONLY:
-            ignored.append((t.name, TORCH_ONLY[t.leaf]))
-        else:
-            rest_torch.append(t)
     if conflicts:
         rows = [r for m, t in conflicts for r in (_row("MindSpore", m), _row("PyTorch", t))]
         raise ParityUsageError("Parameter shapes differ between paired names:\n" + _table(rows))
+    ignored = _ignore(torch)
+    pairs += _fuse_automatically(ms, torch)
+    _align_by_order(ms.rest(), torch.rest(), claim, ignored)
     position = {t.name: i for i, t in enumerate(torch_slots)}
-    rest_torch.sort(key=lambda t: position[t.name])
-    rest_ms = [m for m in ms_slots if m.name not in claimed]
-    _align_by_order(rest_ms, rest_torch, claim)
     pairs.sort(key=lambda p: position[p.torch])  # definition order, however each pair was found
     return WeightMap(pairs, ignored)
 
 
-def _align_by_order(rest_ms: List[Slot], rest_torch: List[Slot], claim: Callable) -> None:
-    """Pair what names could not, in definition order by kind, leaf and shape; raise otherwise."""
-    if not rest_ms and not rest_torch:
-        return
+def _ignore(torch: _Index) -> List[Tuple[str, str]]:
+    """PyTorch tensors left over that are no part of the model's state, set aside with the reason."""
+    ignored = []
+    for t in torch.rest():
+        reason = TORCH_ONLY.get(t.leaf) or (NOT_PERSISTENT if not t.persistent else None)
+        if reason:
+            torch.take(t, "ignored")
+            ignored.append((t.name, reason))
+    return ignored
+
+
+def _sibling_runs(slots: List[Slot]) -> List[List[Slot]]:
+    """Tensors of sibling layers with the same leaf, shape and layer type (q/k/v), two or more."""
+    runs: Dict[tuple, List[Slot]] = {}
+    for s in slots:
+        runs.setdefault((s.layer.rpartition(".")[0], _canonical_leaf(s), s.shape, s.layer_type, s.trainable), []).append(s)
+    return [run for run in runs.values() if len(run) >= 2 and len({s.layer for s in run}) == len(run)]
+
+
+def _fuse_automatically(ms: _Index, torch: _Index) -> List[Pair]:
+    """Pair leftover tensors that are several sibling tensors of the other side joined along
+    axis 0 (fused q/k/v), when as many such tensors as such sibling runs are left, in order."""
+    found: List[Pair] = []
+    for fused_side, split_side, fused_is_ms in ((ms, torch, True), (torch, ms, False)):
+        runs = _sibling_runs(split_side.rest())
+        by_shape: Dict[tuple, Tuple[List[Slot], List[List[Slot]]]] = {}
+        for f in fused_side.rest():
+            if not f.shape:
+                continue
+            fits = [r for r in runs if _kind(r[0]) == _kind(f) != ("custom", "") and r[0].trainable == f.trainable
+                    and (len(r) * r[0].shape[0],) + r[0].shape[1:] == f.shape]
+            if fits:
+                key = (f.shape, _canonical_leaf(f), f.trainable)
+                by_shape.setdefault(key, ([], fits))[0].append(f)
+        how = "fused automatically" if fused_is_ms else "split automatically"
+        for fused, fits in by_shape.values():
+            if len(fused) != len(fits):
+                continue  # ambiguous: left to the definition order or to the error
+            for f, run in zip(fused, fits):
+                value = Fuse(tuple(s.name for s in run), 0)
+                pairs = layout_pairs(f.name, fused_is_ms, value, f, split_side.by_name.__getitem__, how)
+                fused_side.take(f, how)
+                for s in run:
+                    split_side.take(s, f.name)
+                found += pairs
+    return found
+
+
+def _align_by_order(rest_ms: List[Slot], rest_torch: List[Slot], claim: Callable, ignored) -> None:
+    """Pair what names could not, in definition order: all of it in lockstep when leaf and shape
+    agree all along, else kind by kind (layer class and shape); raise on what is left."""
+    left_ms, left_torch = [], []
     for trainable in (True, False):
         ms_group = [m for m in rest_ms if m.trainable == trainable]
         torch_group = [t for t in rest_torch if t.trainable == trainable]
-        fits = len(ms_group) == len(torch_group) and all(
-            _compatible(m, t) and _canonical_leaf(m) == _canonical_leaf(t) for m, t in zip(ms_group, torch_group))
-        if not fits:
-            rows = [_row("MindSpore", m) for m in rest_ms] + [_row("PyTorch", t) for t in rest_torch]
-            raise ParityUsageError(
-                f"Unmapped parameters: in MindSpore only {[m.name for m in rest_ms]}; "
-                f"in PyTorch only {[t.name for t in rest_torch]}\n{_table(rows)}\n"
-                "Names differ beyond the known renames and the leftovers do not line up in definition "
-                "order by kind and shape. Pass name_map={pytorch_name: mindspore_name} for these.")
-        for m, t in zip(ms_group, torch_group):
-            claim(t, m, "definition order")
+        if len(ms_group) == len(torch_group) and all(
+                _compatible(m, t) and _canonical_leaf(m) == _canonical_leaf(t) for m, t in zip(ms_group, torch_group)):
+            for m, t in zip(ms_group, torch_group):
+                claim(t, m, "definition order")
+            continue
+        kinds: Dict[tuple, Tuple[List[Slot], List[Slot]]] = {}
+        for side, group in ((0, ms_group), (1, torch_group)):
+            for s in group:
+                kinds.setdefault(_kind(s) + (_squeezed(s.shape),), ([], []))[side].append(s)
+        for ms_kind, torch_kind in kinds.values():
+            if len(ms_kind) == len(torch_kind):
+                for m, t in zip(ms_kind, torch_kind):
+                    claim(t, m, "definition order")
+            else:
+                left_ms += ms_kind
+                left_torch += torch_kind
+    if left_ms or left_torch:
+        order = {s.name: i for i, s in enumerate(rest_ms + rest_torch)}
+        left_ms.sort(key=lambda s: order[s.name])
+        left_torch.sort(key=lambda s: order[s.name])
+        raise ParityUsageError(_unmapped_message(left_ms, left_torch, ignored))
+
+
+def _unmapped_message(left_ms: List[Slot], left_torch: List[Slot], ignored) -> str:
+    rows = [_row("MindSpore", m) for m in left_ms] + [_row("PyTorch", t) for t in left_torch]
+    lines = [f"Unmapped parameters: in MindSpore only {[m.name for m in left_ms]}; "
+             f"in PyTorch only {[t.name for t in left_torch]}", _table(rows),
+             "Names differ beyond the known renames and the leftovers do not line up in definition "
+             "order by kind and shape. Pass name_map={pytorch_name: mindspore_name} for these."]
+    entries = _suggestions(left_ms, left_torch)
+    if entries:
+        lines.append("Nearest candidates (check them), as name_map entries:")
+        lines += [f"    {entry}," for entry in entries]
+    if ignored:
+        lines.append(f"Ignored PyTorch buffers (not paired): {_some([f'{n} ({r})' for n, r in ignored])}")
+    return "\n".join(lines)
+
+
+def _similarity(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a, b).ratio()
+
+
+def _suggestions(left_ms: List[Slot], left_torch: List[Slot]) -> List[str]:
+    """name_map entries that would pair the leftovers: a ``parity.fuse`` of sibling tensors whose
+    rows add up to a leftover of the other side (the first ones in definition order, where more
+    siblings are left than it takes), then for each MindSpore leftover the PyTorch leftover of a
+    fitting shape whose name is nearest."""
+    entries, used = [], set()
+    for fused_side, split_side, fused_is_ms in ((left_ms, left_torch, True), (left_torch, left_ms, False)):
+        for f in fused_side:
+            for run in _sibling_runs([s for s in split_side if s.name not in used]):
+                count = f.shape[0] // run[0].shape[0] if f.shape and run[0].shape and run[0].shape[0] else 0
+                if (f.name not in used and _kind(run[0]) == _kind(f) and 2 <= count <= len(run)
+                        and f.shape == (count * run[0].shape[0],) + run[0].shape[1:]):
+                    used.update([f.name] + [s.name for s in run[:count]])
+                    entries.append(f"{f.name!r}: parity.fuse({[s.name for s in run[:count]]}, axis=0)")
+    for m in left_ms:
+        fits = [t for t in left_torch if t.name not in used and _compatible(m, t)]
+        if m.name not in used and fits:
+            t = max(fits, key=lambda t: (_kind(t) == _kind(m), _similarity(m.name, t.name)))
+            used.update((m.name, t.name))
+            entries.append(f"{t.name!r}: {m.name!r}")
+    return entries
 
 
 def copy_weights(wmap: WeightMap, src, dst, *, to_torch: bool) -> WeightReport:
-    """Copy every mapped tensor from ``src`` to ``dst`` and verify each landed bit-identical."""
+    """Copy every mapped tensor from ``src`` to ``dst`` and verify each landed bit-identical.
+    A destination tensor made of several parts is written once, all parts in place."""
     from .backends import mindspore as ms_backend, torch as torch_backend
 
     read = ms_backend.read if to_torch else torch_backend.read
     write = torch_backend.write if to_torch else ms_backend.write
     read_back = torch_backend.read if to_torch else ms_backend.read
-    verified = 0
+    sources: Dict[str, np.ndarray] = {}
+    targets: Dict[str, List[Pair]] = {}
     for pair in wmap.pairs:
-        src_name, dst_name = (pair.ms, pair.torch) if to_torch else (pair.torch, pair.ms)
-        dst_shape = pair.torch_shape if to_torch else pair.ms_shape
-        value = read(src, src_name).reshape(dst_shape)
+        targets.setdefault(pair.torch if to_torch else pair.ms, []).append(pair)
+    verified = 0
+    for dst_name, pairs in targets.items():
+        whole = pairs[0].torch_part is None if to_torch else pairs[0].ms_part is None
+        value = None if whole else read_back(dst, dst_name)
+        pieces = []
+        for pair in pairs:
+            src_name = pair.ms if to_torch else pair.torch
+            if src_name not in sources:
+                sources[src_name] = read(src, src_name)
+            piece = (pair.to_torch(pair.ms_region(sources[src_name])) if to_torch
+                     else pair.to_ms(pair.torch_region(sources[src_name])))
+            pieces.append((pair, piece))
+            if whole:
+                value = piece
+            else:
+                (pair.torch_part if to_torch else pair.ms_part).put(value, piece.astype(value.dtype))
         write(dst, dst_name, value)
         landed = read_back(dst, dst_name)
-        if not np.array_equal(landed, value.astype(landed.dtype), equal_nan=True):
-            raise ParityUsageError(f"copying {src_name} -> {dst_name} did not take: the values read back differ "
-                                   f"(destination dtype {landed.dtype}, source {value.dtype})")
-        verified += 1
+        for pair, piece in pieces:
+            region = (pair.torch_region(landed) if to_torch else pair.ms_region(landed))
+            if not np.array_equal(region, piece.astype(landed.dtype), equal_nan=True):
+                src_name = pair.ms if to_torch else pair.torch
+                raise ParityUsageError(f"copying {src_name} -> {dst_name} did not take: the values read back differ "
+                                       f"(destination dtype {landed.dtype}, source {piece.dtype})")
+            verified += 1
     direction = "MindSpore -> PyTorch" if to_torch else "PyTorch -> MindSpore"
     return WeightReport(wmap, direction, verified)
 
@@ -247,13 +471,19 @@ def fill_weights(wmap: WeightMap, ms_model, torch_model, value: float) -> Weight
     """Set every floating parameter and buffer on both sides to ``value``."""
     from .backends import mindspore as ms_backend, torch as torch_backend
 
-    verified = 0
+    filled = set()
     for pair in wmap.pairs:
         for backend, model, name, shape in ((ms_backend, ms_model, pair.ms, pair.ms_shape),
                                             (torch_backend, torch_model, pair.torch, pair.torch_shape)):
+            if (backend.NAME, name) in filled:
+                continue
+            filled.add((backend.NAME, name))
             current = backend.read(model, name)
             if current.dtype.kind == "f":
                 backend.write(model, name, np.full(shape, value, current.dtype))
-        if np.array_equal(ms_backend.read(ms_model, pair.ms).ravel(), torch_backend.read(torch_model, pair.torch).ravel()):
-            verified += 1
+    verified = 0
+    for torch_name, pairs in by_torch_name(wmap.pairs).items():
+        ms_arrays = {p.ms: ms_backend.read(ms_model, p.ms) for p in pairs}
+        if np.array_equal(torch_layout(pairs, ms_arrays), torch_backend.read(torch_model, torch_name)):
+            verified += len(pairs)
     return WeightReport(wmap, f"constant {value:g}", verified)

@@ -22,6 +22,7 @@ class Slot:
     layer: str  # attribute path of the owning sub-Cell/sub-Module ("" for the root)
     layer_type: str
     aliases: Tuple[str, ...] = ()  # other paths to the same tensor (tied weights)
+    persistent: bool = True  # False for a PyTorch buffer left out of state_dict
 
     @property
     def leaf(self) -> str:

@@ -56,7 +56,9 @@ def slots(model) -> List[Slot]:
         seen[key] = len(result)
         dtype = str(tensor.dtype).replace("torch.", "")
         trainable = bool(is_param and tensor.requires_grad)
-        result.append(Slot(name, tuple(tensor.shape), dtype, trainable, layer, owners.get(layer, "")))
+        persistent = is_param or name.rpartition(".")[2] not in model.get_submodule(layer)._non_persistent_buffers_set
+        result.append(Slot(name, tuple(tensor.shape), dtype, trainable, layer, owners.get(layer, ""),
+                           persistent=persistent))
     return result
 
 
