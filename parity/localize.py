@@ -63,6 +63,16 @@ class LayerVerdict:
     note: str = ""
     noise: float = 0.0  # float64 noise floor of what flows out (relative), when known
     in_noise: float = 0.0
+    # The shapes each side saw: what flowed in and out, per tensor (None where a tensor is absent).
+    ms_in_shapes: Tuple[Optional[Tuple[int, ...]], ...] = ()
+    ms_out_shapes: Tuple[Optional[Tuple[int, ...]], ...] = ()
+    in_shapes: Tuple[Optional[Tuple[int, ...]], ...] = ()  # PyTorch's
+    out_shapes: Tuple[Optional[Tuple[int, ...]], ...] = ()
+
+    @property
+    def shapes_differ(self) -> bool:
+        """Whether what flowed out has different shapes on the two sides."""
+        return bool(self.out_shapes) and self.ms_out_shapes != self.out_shapes
 
     @property
     def label(self) -> str:
@@ -181,12 +191,17 @@ def judge(direction: str, path: str, ms_path: str, ms_type: str, torch_type: str
     in_error, in_margin, _ = _measure(ms_in, ref_in, tol, metrics)
     out_error, margin, max_abs = _measure(ms_out, ref_out, tol, metrics)
     verdict = LayerVerdict(direction, path, ms_path, ms_type, torch_type, call, in_error, in_margin, out_error,
-                           margin, max_abs, noise=noise, in_noise=in_noise)
+                           margin, max_abs, noise=noise, in_noise=in_noise, ms_in_shapes=_shapes(ms_in),
+                           ms_out_shapes=_shapes(ms_out), in_shapes=_shapes(ref_in), out_shapes=_shapes(ref_out))
     if margin <= 1.0:
         return verdict
     # Blame only amplification: what flows in already explains this much of what flows out.
     verdict.status = "FAIL" if out_error > AMPLIFICATION * in_error + noise else "downstream"
     return verdict
+
+
+def _shapes(tensors) -> Tuple[Optional[Tuple[int, ...]], ...]:
+    return tuple(None if t is None else tuple(t.shape) for t in tensors or ())
 
 
 def settle(verdicts: Sequence[LayerVerdict]) -> None:

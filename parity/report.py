@@ -116,7 +116,24 @@ _CONTEXT = 3  # agreeing layers shown before the first divergence
 
 def _layer_line(v, marker: str = "") -> str:
     types = v.ms_type if v.ms_type == v.torch_type or not v.torch_type else f"{v.ms_type}/{v.torch_type}"
-    return f"  {v.status:<10} {v.label:<28} {types:<22} max abs diff {fmt(v.max_abs)}{marker}"
+    return f"  {v.status:<10} {v.label:<28} {types:<22} {_layer_difference(v)}{marker}"
+
+
+def _layer_difference(v) -> str:
+    """How a layer's outputs differ: their shapes where those differ, else the greatest |diff|."""
+    ms, torch = v.ms_out_shapes, v.out_shapes
+    if v.shapes_differ:
+        if len(ms) == len(torch):
+            ms, torch = next((m, t) for m, t in zip(ms, torch) if m != t)
+        return f"shapes differ: {_shape(ms)} vs {_shape(torch)}"
+    return f"max abs diff {fmt(v.max_abs)}"
+
+
+def _shape(shape) -> str:
+    """A shape as a tuple, a list of several tensors' shapes as a list."""
+    if isinstance(shape, tuple) and shape and isinstance(shape[0], (tuple, type(None))):
+        return "[" + ", ".join(_shape(s) for s in shape) + "]"
+    return str(tuple(shape)) if shape is not None else "None"
 
 
 def layer_lines(verdicts, direction: str, *, verbose: int = 0) -> List[str]:

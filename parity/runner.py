@@ -19,7 +19,7 @@ from .localize import LayerTable, Localizer, Recording, align_layers, settle
 from .result import Result
 from .tolerance import ToleranceSpec, check_globs_used, resolve
 from .layouts import by_torch_name, ms_label, torch_layout
-from .weights import copy_weights, fill_weights, map_weights, WeightReport
+from .weights import TORCH_ONLY, WeightMap, WeightReport, copy_weights, fill_weights, map_weights
 
 __all__ = ["Settings", "Constant", "run_check", "DEFAULT_SEED", "MODES", "DEVICES"]
 
@@ -133,7 +133,7 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
 
     msb.prepare(seed=seed, device=settings.device)
     tb.prepare(seed=seed, device=settings.device)
-    wmap = map_weights(msb.slots(ms_cell), tb.slots(torch_module), name_map)
+    wmap = _map_weights(ms_cell, torch_module, name_map, settings.device)
     wreport = _set_weights(weights, wmap, ms_cell, torch_module)
     msb.set_train(ms_cell, train)
     tb.set_train(torch_module, train)
@@ -204,10 +204,28 @@ def _snapshot(ms_cell, torch_module, wmap):
     return restore
 
 
+def _map_weights(ms_cell, torch_module, name_map, device: str) -> WeightMap:
+    """:func:`map_weights`; where parameters cannot be paired, the usage error names the known
+    mismatches that explain a missing or extra parameter (``has_bias`` and the like)."""
+    __tracebackhide__ = True
+    from .backends import mindspore as msb, torch as tb
+    from .registry.diagnosis import parameter_causes
+
+    ms_slots, torch_slots = msb.slots(ms_cell), tb.slots(torch_module)
+    try:
+        return map_weights(ms_slots, torch_slots, name_map)
+    except ParityUsageError as exc:
+        causes = parameter_causes(ms_cell, torch_module, ms_slots, torch_slots, device=device, ignore=TORCH_ONLY)
+        if not causes:
+            raise
+        raise ParityUsageError("\n".join([str(exc), ""] + [f"Likely cause: {c}" for c in causes])) from None
+
+
 def _likely_causes(ms_cell, torch_module, result, device: str, mode: str) -> List[str]:
     """The registry's known mismatches that plausibly explain the failure, most likely first,
-    those at the first divergent layer ahead of the rest."""
-    from .registry import likely_causes
+    those at the first divergent layer ahead of the rest; judged on the shapes the layers saw
+    and, where a layer diverged, only at layers that did (when the layers were captured)."""
+    from .registry.diagnosis import likely_causes, observed
 
     at = None
     if result.layers is not None:
@@ -218,7 +236,11 @@ def _likely_causes(ms_cell, torch_module, result, device: str, mode: str) -> Lis
                 break
     if at is None and result.failures and result.failures[0].layer:
         at = result.failures[0].layer
-    return likely_causes(ms_cell, torch_module, at=at, device=device, mode=mode)
+    seen = None
+    if result.layers is not None:
+        failed = [c.layer for c in result.failures if c.layer and c.kind in ("param grad", "buffer")]
+        seen = observed(result.layers, failed)
+    return likely_causes(ms_cell, torch_module, at=at, device=device, mode=mode, seen=seen)
 
 
 class _Run:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from . import rules
 from .schema import Argument, Entry
 from .store import Registry, api_matches, installed_versions, load, resolve_api
 
-__all__ = ["Diagnosis", "LintIssue", "diagnose", "likely_causes", "lint", "HIGH", "UNSUPPORTED", "PRESENT"]
+__all__ = ["Diagnosis", "Seen", "LintIssue", "diagnose", "likely_causes", "observed", "parameter_causes", "lint",
+           "HIGH", "UNSUPPORTED", "PRESENT"]
 
 HIGH = 0.9         # the instances were built the way the entry describes
 UNSUPPORTED = 0.6  # the API has no kernel/feature where this runs
@@ -27,6 +28,7 @@ class Diagnosis:
     evidence: str
     path: str          # the layer's attribute path (PyTorch's, where the two differ)
     ms_path: str = ""  # MindSpore's path, where it differs from PyTorch's
+    fix: str = ""      # the arguments that fix this pair (``inspect.fix``), where the entry has them
 
     def __str__(self) -> str:
         where = f"{self.path or '(root)'!r}" + (f" (MindSpore {self.ms_path!r})" if self.ms_path else "")
@@ -34,8 +36,17 @@ class Diagnosis:
 
     def cause(self) -> str:
         """One line for a failure message: what, where, and the fix."""
-        fix = f"; fix: {self.entry.fix}" if self.entry.fix else ""
+        fix = f"; fix: pass {self.fix}" if self.fix else f"; fix: {self.entry.fix}" if self.entry.fix else ""
         return f"{self}{fix}"
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What one layer did in a failing check (from the layer capture), by PyTorch path."""
+
+    ms_path: str
+    input_shapes: Tuple[Tuple[int, ...], ...] = ()  # the shape of its first input, per distinct call
+    diverged: bool = False  # a divergence starts here, or its parameters' gradients or statistics failed
 
 
 @dataclass(frozen=True)
@@ -65,25 +76,33 @@ def _versions(mindspore_version, torch_version):
 
 def diagnose(ms_model, torch_model, *, registry: Optional[Registry] = None, device: Optional[str] = None,
              mode: Optional[str] = None, mindspore_version: Optional[str] = None,
-             torch_version: Optional[str] = None) -> List[Diagnosis]:
+             torch_version: Optional[str] = None, seen: Optional[Mapping[str, Seen]] = None) -> List[Diagnosis]:
     """Known mismatches between the layers of ``ms_model`` and ``torch_model``, most likely first.
 
     Only entries that apply to the installed versions, ``device`` and ``mode`` (those given) count.
-    Layers are paired by attribute path (then, per entry, in definition order). An entry whose
-    ``inspect.when`` holds for the instances ranks high; one whose ``when`` is false is left out; an
-    unsupported API on ``device`` ranks medium; otherwise the layer types' presence ranks low."""
+    Layers are paired as ``seen`` pairs them, then by attribute path, then (per entry) in
+    definition order. An entry whose ``inspect.when`` holds for the instances ranks high; one whose
+    ``when`` is false is left out; an unsupported API on ``device`` ranks medium; otherwise the
+    layer types' presence ranks low. ``seen`` (PyTorch layer path -> :class:`Seen`) holds what
+    the layers saw in a check: a ``when`` that reads ``input_shape`` is judged on each layer's
+    input shapes; without them ``input_shape`` is None and ``when`` says whether some input would
+    show the mismatch (a 1x1 convolution with stride 1 pads nothing under any convention)."""
     registry = registry or load()
     ms_version, torch_version = _versions(mindspore_version, torch_version)
     entries = [e for e in registry.entries if e.applies(ms_version, torch_version, device, mode)]
     ms_layers = list(ms_model.cells_and_names())
     torch_layers = dict(torch_model.named_modules())
+    seen = seen or {}
+    aligned = {s.ms_path: path for path, s in seen.items()}
     found: List[Tuple[float, int, str, Diagnosis]] = []
     for entry in entries:
         ms_class, torch_class = resolve_api(entry.mindspore), resolve_api(entry.torch)
         if not isinstance(ms_class, type) or not isinstance(torch_class, type):
             continue
-        for order, path, ms_path, ms_layer, torch_layer in _pairs(ms_layers, torch_layers, ms_class, torch_class):
-            found_one = _judge(entry, path, ms_path, ms_layer, torch_layer, device)
+        for order, path, ms_path, ms_layer, torch_layer in _pairs(ms_layers, torch_layers, ms_class, torch_class,
+                                                                  aligned):
+            shapes = seen[path].input_shapes if path in seen else ()
+            found_one = _judge(entry, path, ms_path, ms_layer, torch_layer, device, shapes)
             if found_one is not None:
                 found.append((-found_one.score, order, entry.id, found_one))
     found.sort(key=lambda item: item[:3])
@@ -92,30 +111,94 @@ def diagnose(ms_model, torch_model, *, registry: Optional[Registry] = None, devi
 
 def likely_causes(ms_model, torch_model, *, at: Optional[str] = None, device: Optional[str] = None,
                   mode: Optional[str] = None, threshold: float = UNSUPPORTED,
-                  registry: Optional[Registry] = None) -> List[str]:
-    """``Likely cause:`` lines for a failure message: the diagnoses at or above ``threshold``, each
-    with its fix, those at layer ``at`` (the first divergence) first. Never raises: a failing
-    diagnosis must not hide the failure it explains."""
+                  registry: Optional[Registry] = None, seen: Optional[Mapping[str, Seen]] = None) -> List[str]:
+    """``Likely cause:`` lines for a failure message: the diagnoses at or above ``threshold`` that
+    can explain the failure, each with its fix, those at layer ``at`` (the first divergence) first.
+    With ``seen`` (see :func:`diagnose`, :func:`observed`), conditions are judged on the shapes the
+    layers saw, and where some layer diverged, a layer seen to agree explains nothing and is left
+    out. Never raises: a failing diagnosis must not hide the failure it explains."""
     try:
-        found = diagnose(ms_model, torch_model, registry=registry, device=device, mode=mode)
+        found = diagnose(ms_model, torch_model, registry=registry, device=device, mode=mode, seen=seen)
     except Exception:  # the registry is a helper of the message, not part of the verdict
         return []
-    found = sorted((d for d in found if d.score >= threshold), key=lambda d: at is not None and d.path != at)
+    found = [d for d in found if d.score >= threshold and _can_explain(d, seen or {})]
+    found.sort(key=lambda d: at is not None and d.path != at)  # stable: most likely first otherwise
     return [d.cause() for d in found]
 
 
-def _pairs(ms_layers, torch_layers: Dict[str, Any], ms_class: type, torch_class: type):
-    """(order, path, MindSpore path if different, ms layer, torch layer) of these types: the same
-    path first, the rest paired in definition order; ``order`` is the MindSpore layer's position,
-    to rank ties by execution order."""
+def _can_explain(diagnosis: Diagnosis, seen: Mapping[str, Seen]) -> bool:
+    if not any(s.diverged for s in seen.values()):
+        return True  # no layer to blame (e.g. functional code diverged): every candidate stays
+    layer = seen.get(diagnosis.path)
+    return layer is None or layer.diverged
+
+
+def observed(layers, failed_layers: Iterable[str] = ()) -> Dict[str, Seen]:
+    """:class:`Seen` per PyTorch layer path, from a check's layer table (``.forward`` and
+    ``.backward`` verdicts with ``path``, ``ms_path``, ``status`` and input shapes) and the layers
+    whose parameter gradients or running statistics failed (``failed_layers``)."""
+    ms_paths: Dict[str, str] = {}
+    shapes: Dict[str, List[Tuple[int, ...]]] = {}
+    diverged = set(failed_layers)
+    for verdict in list(layers.forward) + list(layers.backward):
+        if verdict.status == "unaligned":
+            continue
+        ms_paths.setdefault(verdict.path, verdict.ms_path)
+        if verdict.status in ("FAIL", "contains"):
+            diverged.add(verdict.path)
+        if verdict.direction == "forward":
+            shape = _first_shape(verdict.in_shapes) or _first_shape(verdict.ms_in_shapes)
+            known = shapes.setdefault(verdict.path, [])
+            if shape is not None and shape not in known:
+                known.append(shape)
+    return {path: Seen(ms_path, tuple(shapes.get(path, ())), path in diverged) for path, ms_path in ms_paths.items()}
+
+
+def _first_shape(shapes) -> Optional[Tuple[int, ...]]:
+    return tuple(shapes[0]) if shapes and shapes[0] is not None else None
+
+
+def parameter_causes(ms_model, torch_model, ms_slots, torch_slots, *, device: Optional[str] = None,
+                     ignore: Iterable[str] = (), registry: Optional[Registry] = None) -> List[str]:
+    """``Likely cause:`` lines for weights that cannot be paired: the known mismatches whose naive
+    pair differs in its parameters (self-test ``differs_in = "params"``) that hold at a layer pair
+    whose own parameters do not line up (another count or other shapes). ``*_slots`` describe each
+    side's parameters and buffers (``layer``, ``leaf``, ``shape``, ``trainable``); leaves in
+    ``ignore`` exist on one side by design. Never raises."""
+    try:
+        found = diagnose(ms_model, torch_model, registry=registry, device=device)
+        ms_params, torch_params = _params_by_layer(ms_slots, set(ignore)), _params_by_layer(torch_slots, set(ignore))
+    except Exception:  # hints for a usage error must not replace it
+        return []
+    return [d.cause() for d in found
+            if d.score >= HIGH and d.entry.selftest is not None and d.entry.selftest.differs_in == "params"
+            and ms_params.get(d.ms_path or d.path, []) != torch_params.get(d.path, [])]
+
+
+def _params_by_layer(slots, ignore) -> Dict[str, List[Tuple[bool, Tuple[int, ...]]]]:
+    found: Dict[str, List[Tuple[bool, Tuple[int, ...]]]] = {}
+    for slot in slots:
+        if slot.leaf not in ignore:
+            found.setdefault(slot.layer, []).append((bool(slot.trainable), tuple(slot.shape)))
+    return {layer: sorted(params) for layer, params in found.items()}
+
+
+def _pairs(ms_layers, torch_layers: Dict[str, Any], ms_class: type, torch_class: type,
+           aligned: Optional[Mapping[str, str]] = None):
+    """(order, path, MindSpore path if different, ms layer, torch layer) of these types: as
+    ``aligned`` (MindSpore path -> PyTorch path) pairs them, then the same path, the rest paired in
+    definition order; ``order`` is the MindSpore layer's position, to rank ties by execution order."""
+    aligned = aligned or {}
     ms_of_type = [(i, p, c) for i, (p, c) in enumerate(ms_layers) if isinstance(c, ms_class)]
-    torch_of_type = [(p, m) for p, m in torch_layers.items() if isinstance(m, torch_class)]
-    torch_paths = {p for p, _ in torch_of_type}
-    paired = [(i, p, "", c, torch_layers[p]) for i, p, c in ms_of_type if p in torch_paths]
-    used = {p for _, p, _, _, _ in paired}
-    rest_ms = [(i, p, c) for i, p, c in ms_of_type if p not in used]
-    rest_torch = [(p, m) for p, m in torch_of_type if p not in used]
-    for (i, ms_path, cell), (torch_path, module) in zip(rest_ms, rest_torch):
+    torch_of_type = {p: m for p, m in torch_layers.items() if isinstance(m, torch_class)}
+    paired, rest_ms = [], []
+    for i, ms_path, cell in ms_of_type:
+        torch_path = next((p for p in (aligned.get(ms_path), ms_path) if p in torch_of_type), None)
+        if torch_path is None:
+            rest_ms.append((i, ms_path, cell))
+            continue
+        paired.append((i, torch_path, "" if torch_path == ms_path else ms_path, cell, torch_of_type.pop(torch_path)))
+    for (i, ms_path, cell), (torch_path, module) in zip(rest_ms, torch_of_type.items()):
         paired.append((i, torch_path, ms_path, cell, module))
     return paired
 
@@ -129,19 +212,32 @@ def _reader(obj):
     return read
 
 
-def _judge(entry: Entry, path: str, ms_path: str, ms_layer, torch_layer, device: Optional[str]) -> Optional[Diagnosis]:
+def _judge(entry: Entry, path: str, ms_path: str, ms_layer, torch_layer, device: Optional[str],
+           shapes: Sequence[Tuple[int, ...]] = ()) -> Optional[Diagnosis]:
     roots = {"ms": _reader(ms_layer), "torch": _reader(torch_layer)}
     if entry.kind == "unsupported" and device is not None and device in entry.devices and not entry.when:
         return Diagnosis(entry, UNSUPPORTED, f"{entry.summary} (device {device})", path, ms_path)
-    if entry.when:
+    if not entry.when:
+        return Diagnosis(entry, PRESENT, f"layer types present on both sides: {entry.summary}", path, ms_path)
+    by_shape = "input_shape" in rules.bare_names(entry.when)
+    for shape in (shapes if by_shape and shapes else (None,)):
         try:
-            holds = bool(rules.evaluate(entry.when, roots))
+            holds = bool(rules.evaluate(entry.when, roots, {"input_shape": shape}))
         except rules.RuleError as exc:
             return Diagnosis(entry, PRESENT, f"layer types present; could not read the arguments: {exc}", path, ms_path)
-        if not holds:
-            return None
-        return Diagnosis(entry, HIGH, _evidence(entry, roots), path, ms_path)
-    return Diagnosis(entry, PRESENT, f"layer types present on both sides: {entry.summary}", path, ms_path)
+        if holds:
+            evidence = _evidence(entry, roots) + (f"; input shape {shape}" if by_shape and shape is not None else "")
+            return Diagnosis(entry, HIGH, evidence, path, ms_path, _fix(entry, roots, shape))
+    return None
+
+
+def _fix(entry: Entry, roots, shape) -> str:
+    """``inspect.fix`` evaluated for this pair, as keyword arguments; empty where it cannot be."""
+    try:
+        return ", ".join(f"{name}={rules.evaluate(source, roots, {'input_shape': shape})!r}"
+                         for name, source in entry.inspect_fix.items())
+    except rules.RuleError:
+        return ""
 
 
 def _evidence(entry: Entry, roots) -> str:

@@ -14,7 +14,7 @@ import math
 import operator
 from typing import Any, Callable, Dict, FrozenSet, Mapping, Optional, Tuple
 
-__all__ = ["RuleError", "MissingArgument", "HELPERS", "check_expression", "evaluate", "referenced"]
+__all__ = ["RuleError", "MissingArgument", "HELPERS", "check_expression", "evaluate", "bare_names", "referenced"]
 
 
 class RuleError(ValueError):
@@ -185,6 +185,13 @@ def referenced(source: str, root: str) -> FrozenSet[str]:
     """The names read as ``root.<name>`` in ``source``."""
     return frozenset(n.attr for n in ast.walk(_parse(source))
                      if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == root)
+
+
+def bare_names(source: str) -> FrozenSet[str]:
+    """The bare names ``source`` reads (``input_shape``), helpers and roots left out."""
+    tree = _parse(source)
+    return frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+                     and n.id not in HELPERS and not _is_attribute_root(tree, n))
 
 
 Lookup = Callable[[str], Any]

@@ -1,0 +1,220 @@
+"""Likely causes without false leads: known mismatches judged on the shapes each layer saw, only
+at layers that can explain the divergence; registry hints on weights that cannot be paired; layer
+rows whose outputs differ in shape.
+
+The end-to-end regression is mindcv's ResNet-50 convention against torchvision's layout: the stem
+max-pool (``pad_mode='same'``) is the one cause, none of the 36 1x1 convolutions (``pad_mode='same'``
+too, which pads nothing for a 1x1 kernel) is."""
+
+from __future__ import annotations
+
+import mindspore  # noqa: F401  (both frameworks before parity, as everywhere in tests/)
+import pytest
+import torch
+from mindspore import nn as msnn
+
+import parity
+from cases.models import resnet, resnet_mindcv
+from parity import report
+from parity.localize import LayerTable, LayerVerdict
+from parity.registry import rules
+from parity.registry.diagnosis import Seen, diagnose, likely_causes, observed, parameter_causes
+from parity.runner import Settings, run_check
+
+same_pads_differ = rules.HELPERS["same_pads_differ"]
+
+
+# ---------------------------------------------------------------- MindSpore 'same' vs PyTorch padding
+
+
+@pytest.mark.parametrize("shape, kernel, stride, padding, differs", [
+    ((2, 64, 32, 32), 3, 2, 1, True),       # 'same' pads (0, 1), PyTorch (1, 1): the ResNet stem max-pool
+    ((2, 64, 33, 33), 3, 2, 1, False),      # 'same' pads (1, 1) on an odd size
+    ((2, 8, 16, 16), (3, 3), (1, 1), (1, 1), False),
+    ((2, 8, 16, 16), (3, 3), (1, 1), (0, 0), True),
+    ((2, 8, 16, 16), (1, 1), (1, 1), (0, 0), False),
+    ((2, 8, 15, 16), (1, 1), (2, 2), (0, 0), False),  # a strided 1x1 kernel pads nothing either
+    ((2, 8, 16, 16), 2, 2, 0, False),
+    ((2, 8, 15, 15), 2, 2, 0, True),        # odd: 'same' keeps the last column, PyTorch drops it
+    ((2, 4, 10), (3,), (1,), "valid", True),
+    ((2, 4, 10), (4,), (1,), "same", False),  # PyTorch's own 'same' also puts the odd pad at the end
+])
+def test_same_pads_differ_for_the_input_shape(shape, kernel, stride, padding, differs):
+    assert same_pads_differ(shape, kernel, stride, 1, padding) is differs
+
+
+@pytest.mark.parametrize("kernel, stride, padding, differs", [
+    ((1, 1), (1, 1), (0, 0), False),
+    ((1, 1), (2, 2), (0, 0), False),
+    ((3, 3), (1, 1), (1, 1), False),
+    ((3, 3), (2, 2), (1, 1), True),   # for even sizes
+    ((2, 2), (2, 2), (0, 0), True),   # for odd sizes
+    ((3, 3), (1, 1), (0, 0), True),
+])
+def test_same_pads_differ_for_some_input_when_the_shape_is_unknown(kernel, stride, padding, differs):
+    assert same_pads_differ(None, kernel, stride, (1, 1), padding) is differs
+
+
+def test_same_pads_differ_agrees_with_mindspore_and_pytorch():
+    """The helper's verdicts are what the frameworks compute: equal outputs exactly where it says so."""
+    import numpy as np
+
+    for size in (7, 8, 9, 10):
+        x = np.random.default_rng(size).standard_normal((1, 2, size, size)).astype(np.float32)
+        ms_out = msnn.MaxPool2d(3, 2, pad_mode="same")(mindspore.Tensor(x)).asnumpy()
+        torch_out = torch.nn.MaxPool2d(3, 2, padding=1)(torch.from_numpy(x)).numpy()
+        equal = ms_out.shape == torch_out.shape and np.array_equal(ms_out, torch_out)
+        assert equal is not same_pads_differ(x.shape, 3, 2, 1, 1), size
+
+
+# ---------------------------------------------------------------- diagnosis judged on what the layers saw
+
+
+def _stem_pair():
+    """A 1x1 conv, a 3x3 strided conv and a ResNet stem max-pool, MindSpore convention vs PyTorch's."""
+    ms_net = msnn.SequentialCell([msnn.Conv2d(3, 4, 1), msnn.Conv2d(4, 4, 3, stride=2, pad_mode="pad", padding=1),
+                                  msnn.MaxPool2d(3, 2, pad_mode="same")])
+    torch_net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 1, bias=False),
+                                    torch.nn.Conv2d(4, 4, 3, stride=2, padding=1, bias=False),
+                                    torch.nn.MaxPool2d(3, 2, padding=1))
+    return ms_net, torch_net
+
+
+def test_a_one_by_one_convolution_is_no_candidate_even_without_shapes():
+    found = [d.entry.id for d in diagnose(*_stem_pair()) if d.score >= 0.9]
+    assert found == ["maxpool2d-pad-mode-same"]
+
+
+def test_the_max_pool_is_judged_on_the_shape_it_saw():
+    seen = lambda size: {"2": Seen("2", ((2, 4, size, size),), diverged=True)}  # noqa: E731
+    assert likely_causes(*_stem_pair(), at="2", seen=seen(16)) == [
+        "known mismatch 'maxpool2d-pad-mode-same' at '2' (MindSpore pad_mode='SAME' vs PyTorch padding=1; "
+        "input shape (2, 4, 16, 16)); fix: pass pad_mode='pad', padding=1"]
+    assert likely_causes(*_stem_pair(), at="2", seen=seen(17)) == []  # 'same' pads (1, 1) there
+
+
+def test_a_layer_seen_to_agree_explains_nothing():
+    ms_net = msnn.SequentialCell([msnn.Conv2d(3, 4, 3), msnn.GELU()])
+    torch_net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, bias=False), torch.nn.GELU())
+    shapes = ((2, 3, 8, 8),), ((2, 4, 8, 8),)
+    gelu_failed = {"0": Seen("0", shapes[0], False), "1": Seen("1", shapes[1], True)}
+    causes = likely_causes(ms_net, torch_net, at="1", seen=gelu_failed)
+    assert [c.split("'")[1] for c in causes] == ["gelu-approximate-default"]
+    nothing_failed = {"0": Seen("0", shapes[0], False), "1": Seen("1", shapes[1], False)}
+    causes = likely_causes(ms_net, torch_net, seen=nothing_failed)  # no layer to blame: every candidate
+    assert sorted(c.split("'")[1] for c in causes) == ["conv2d-pad-mode-default", "gelu-approximate-default"]
+
+
+def test_layers_pair_as_the_check_aligned_them():
+    class MSNet(msnn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.pool_b = msnn.MaxPool2d(3, 1, pad_mode="pad", padding=1)
+            self.pool_a = msnn.MaxPool2d(3, 2, pad_mode="same")
+
+    class TorchNet(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.first = torch.nn.MaxPool2d(3, 2, padding=1)
+            self.second = torch.nn.MaxPool2d(3, 1, padding=1)
+
+    seen = {"first": Seen("pool_a", ((1, 2, 8, 8),), True), "second": Seen("pool_b", ((1, 2, 4, 4),), False)}
+    found = [d for d in diagnose(MSNet(), TorchNet(), seen=seen) if d.score >= 0.9]
+    assert [(d.entry.id, d.path, d.ms_path) for d in found] == [("maxpool2d-pad-mode-same", "first", "pool_a")]
+
+
+def _verdict(path, status, shape, direction="forward", ms_path=None):
+    return LayerVerdict(direction, path, ms_path or path, "Conv2d", "Conv2d", 0, 0.0, 0.0, 0.0, 0.0, 0.0,
+                        status=status, in_shapes=(shape,), ms_in_shapes=(shape,))
+
+
+def test_observed_collects_input_shapes_and_divergence():
+    table = LayerTable(
+        forward=[_verdict("a", "ok", (1, 3, 8, 8)), _verdict("a", "ok", (1, 3, 4, 4)), _verdict("a", "ok", (1, 3, 8, 8)),
+                 _verdict("b", "FAIL", (1, 4, 8, 8), ms_path="b_ms"), _verdict("c", "downstream", (1, 4, 4, 4)),
+                 _verdict("x", "unaligned", (1, 1))],
+        backward=[_verdict("c", "FAIL", (1, 4, 4, 4), direction="backward")])
+    seen = observed(table, failed_layers=["d"])
+    assert seen == {"a": Seen("a", ((1, 3, 8, 8), (1, 3, 4, 4)), False), "b": Seen("b_ms", ((1, 4, 8, 8),), True),
+                    "c": Seen("c", ((1, 4, 4, 4),), True)}
+
+
+# ---------------------------------------------------------------- registry hints on usage errors
+
+
+def test_an_unmapped_bias_names_has_bias():
+    with pytest.raises(parity.ParityUsageError) as raised:
+        run_check(msnn.Conv2d(120, 240, 4), torch.nn.Conv2d(120, 240, 4), parity.randn((2, 120, 12, 12)))
+    text = str(raised.value)
+    assert text.startswith("Unmapped parameters: in MindSpore only []; in PyTorch only ['bias']")
+    assert text.splitlines()[-1] == ("Likely cause: known mismatch 'conv2d-has-bias-default' at '(root)' "
+                                     "(MindSpore has_bias=False vs PyTorch bias=True); fix: pass has_bias=True")
+    assert "conv2d-pad-mode-default" not in text  # padding does not explain a missing parameter
+
+
+def test_unpaired_weights_without_a_known_cause_get_no_hint():
+    with pytest.raises(parity.ParityUsageError) as raised:
+        run_check(msnn.Dense(4, 3), torch.nn.Linear(4, 5), parity.randn((2, 4)))
+    assert "Likely cause" not in str(raised.value)
+
+
+def test_parameter_causes_only_where_the_parameters_do_not_line_up():
+    from parity.backends import mindspore as msb, torch as tb
+
+    ms_net = msnn.SequentialCell([msnn.Conv2d(3, 4, 3, has_bias=True), msnn.Conv2d(4, 4, 3)])
+    torch_net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Conv2d(4, 4, 3))
+    causes = parameter_causes(ms_net, torch_net, msb.slots(ms_net), tb.slots(torch_net))
+    assert causes == ["known mismatch 'conv2d-has-bias-default' at '1' (MindSpore has_bias=False vs "
+                      "PyTorch bias=True); fix: pass has_bias=True"]
+
+
+# ---------------------------------------------------------------- layer rows whose shapes differ
+
+
+def test_a_layer_row_with_different_output_shapes_says_so():
+    verdict = LayerVerdict("forward", "pool", "pool", "MaxPool2d", "MaxPool2d", 0, 0.0, 0.0, float("inf"),
+                           float("inf"), float("inf"), status="FAIL", in_shapes=((2, 3, 8, 8),),
+                           ms_in_shapes=((2, 3, 8, 8),), out_shapes=((2, 3, 4, 4),), ms_out_shapes=((2, 3, 7, 7),))
+    line = report.layer_lines([verdict], "forward")[1]
+    assert line.endswith("MaxPool2d              shapes differ: (2, 3, 7, 7) vs (2, 3, 4, 4)   <- first divergence")
+    assert "inf" not in line
+
+
+def test_a_failure_message_shows_the_shapes_a_layer_changed():
+    ms_net = msnn.SequentialCell([msnn.ReLU(), msnn.MaxPool2d(2), msnn.Flatten()])  # stride 1 by default
+    torch_net = torch.nn.Sequential(torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten())
+    with pytest.raises(parity.ParityMismatch) as raised:
+        run_check(ms_net, torch_net, parity.randn((2, 3, 8, 8)), grads=False)
+    text = str(raised.value)
+    assert "  FAIL       1                            MaxPool2d              shapes differ: (2, 3, 7, 7) vs " \
+           "(2, 3, 4, 4)   <- first divergence" in text
+    assert "max abs diff inf" not in text
+    assert "Likely cause: known mismatch 'maxpool2d-stride-default' at '1'" in text
+
+
+# ---------------------------------------------------------------- regression: mindcv's ResNet-50 stem
+
+
+def _likely_causes(text):
+    return [line for line in text.splitlines() if line.startswith("Likely cause:")]
+
+
+def test_mindcv_resnet50_blames_the_stem_max_pool_alone():
+    with pytest.raises(parity.ParityMismatch) as raised:
+        run_check(resnet_mindcv.ms_resnet50(), resnet.torch_resnet50(), parity.randn((2, 3, 32, 32)), grads=False)
+    text = str(raised.value)
+    verdict, _ = raised.value.result.layers.first("forward")
+    assert (verdict.path, verdict.ms_path) == ("maxpool", "max_pool")
+    assert "Divergence: first at forward output of 'maxpool' (MaxPool2d <-> MaxPool2d)" in text
+    assert _likely_causes(text) == [
+        "Likely cause: known mismatch 'maxpool2d-pad-mode-same' at 'maxpool' (MindSpore 'max_pool') (MindSpore "
+        "pad_mode='SAME' vs PyTorch padding=1; input shape (2, 64, 16, 16)); fix: pass pad_mode='pad', padding=1"]
+
+
+def test_without_layer_capture_candidates_that_no_input_shows_are_dropped():
+    with pytest.raises(parity.ParityMismatch) as raised:
+        run_check(*_stem_pair(), parity.randn((2, 3, 16, 16)), grads=False, localize=False, settings=Settings())
+    assert raised.value.result.layers is None
+    assert _likely_causes(str(raised.value)) == [
+        "Likely cause: known mismatch 'maxpool2d-pad-mode-same' at '2' (MindSpore pad_mode='SAME' vs PyTorch "
+        "padding=1); fix: pass pad_mode='pad', padding=1"]
