@@ -40,6 +40,11 @@ class Result:
         return [c for c in self.comparisons if not c.passed]
 
     @property
+    def noise_judged(self) -> List[Comparison]:
+        """Tensors beyond the tolerance that passed only inside PyTorch's own rounding envelope."""
+        return [c for c in self.comparisons if c.noise_judged]
+
+    @property
     def worst(self) -> Optional[Comparison]:
         """The comparison with the greatest margin (difference / allowed)."""
         return max(self.comparisons, key=lambda c: c.margin, default=None)

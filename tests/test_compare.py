@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from parity import Tolerance
-from parity.compare import Comparison, NoiseFloor, compare_arrays, relative_error, structural_problem
+from parity.compare import Comparison, Envelope, compare_arrays, envelope_metrics, relative_error, structural_problem
 
 FP32 = Tolerance(1.3e-6, 1e-5)
 
@@ -158,17 +158,52 @@ def test_verdicts():
     assert not comparison(problem="shape").passed
 
 
-def test_float64_noise_floor_rescues_an_out_of_tolerance_tensor():
-    within = NoiseFloor(ms_error=3e-6, torch_error=1e-6, factor=4.0)
-    beyond = NoiseFloor(ms_error=5e-6, torch_error=1e-6, factor=4.0)
-    assert within.allowed == pytest.approx(4e-6)
-    assert comparison(mismatched=7, noise=within).passed
-    assert not comparison(mismatched=7, noise=beyond).passed
+def test_the_envelope_allows_tolerance_plus_factor_times_spread_per_element():
+    ref = np.array([1.0, 2.0, 0.0, 4.0], np.float32)
+    spread = np.array([1e-4, 0.0, 0.0, 0.0])
+    ms = ref + np.array([1.5e-4, 0.0, 0.0, 0.0], np.float32)  # 15x the atol alone
+    margin, outside, ms_error, spread_error, flips = envelope_metrics(ms, ref, spread, FP32, 2.0, 16 * 2 ** -23)
+    allowed = FP32.atol + FP32.rtol * 1.0 + 2.0 * 1e-4
+    assert (outside, flips) == (0, 0)
+    assert margin == pytest.approx(1.5e-4 / allowed, rel=1e-3)
+    assert ms_error == pytest.approx(1.5e-4 / np.linalg.norm(ref), rel=1e-3)
+    assert spread_error == pytest.approx(1e-4 / np.linalg.norm(ref), rel=1e-3)
+    # The same difference where PyTorch itself did not move is outside.
+    margin, outside, *_ = envelope_metrics(ms[::-1].copy(), ref[::-1].copy(), spread, FP32, 2.0, 16 * 2 ** -23)
+    assert outside == 1 and margin > 1
 
 
-def test_disagreeing_non_finite_values_fail_even_within_the_noise_floor():
+def test_an_element_that_jumps_between_runs_counts_as_a_flip():
+    ref = np.array([0.5, -0.25, 1.0, 0.75], np.float32)
+    spread = np.array([0.0, 0.0, 0.3, 1e-7])  # element 2 moved by 0.3 in one run: a mask flipped
+    *_, flips = envelope_metrics(ref, ref, spread, FP32, 2.0, 16 * 2 ** -23)
+    assert flips == 1
+
+
+def envelope(**fields):
+    base = dict(draws=4, float64=True, factor=2.0, margin=0.4, outside=0, ms_error=1e-6, spread=1e-6)
+    return Envelope(**{**base, **fields})
+
+
+def test_the_envelope_verdict_replaces_the_tolerance_verdict():
+    assert comparison(mismatched=7, envelope=envelope()).passed
+    assert comparison(mismatched=7, envelope=envelope()).noise_judged
+    assert not comparison(mismatched=0, envelope=envelope()).noise_judged  # within tolerance anyway
+    assert not comparison(mismatched=7, envelope=envelope(outside=3, margin=9.0)).passed
+
+
+def test_a_tensor_whose_runs_flip_masks_is_judged_whole():
+    flipped = envelope(outside=1, margin=40.0, flips=5, ms_error=3e-4, spread=2e-4)
+    assert flipped.judged_whole and comparison(mismatched=1, envelope=flipped).passed
+    too_far = envelope(outside=1, margin=40.0, flips=5, ms_error=5e-4, spread=2e-4)
+    assert not too_far.passed
+    smooth = envelope(outside=1, margin=40.0, flips=0, ms_error=1e-9, spread=2e-4)
+    assert not smooth.passed  # no flips in PyTorch's runs: every element must be inside
+
+
+def test_disagreeing_non_finite_values_fail_even_within_the_envelope():
     nf = compare_arrays(np.array([np.nan], np.float32), np.array([1.0], np.float32), FP32)["nonfinite"]
-    assert not comparison(mismatched=0, nonfinite=nf, noise=NoiseFloor(0.0, 1.0, 4.0)).passed
+    assert not comparison(mismatched=0, nonfinite=nf, envelope=envelope()).passed
 
 
 def test_relative_error_is_the_relative_l2_norm_over_finite_values():

@@ -15,6 +15,7 @@ from mindspore import nn as msnn
 import parity
 from cases.faults import catalogue, models
 from parity import ParityMismatch, ParityUsageError
+from parity.backends import mindspore as msb
 from parity.case import build
 
 
@@ -110,6 +111,18 @@ def test_the_injected_fault_is_localised_to_its_layer(fault, outcomes):
     for name in fault.names:
         assert name in outcome.where and name in line, f"{name} missing from {line!r}"
     assert outcome.where in line
+
+
+@pytest.mark.parametrize("fault", list(_faults()))
+def test_the_injected_fault_is_still_named_on_another_cpu(fault, seed=1):
+    """The same, with MindSpore's layers perturbed by a few ulps as another CPU would round them
+    (see tests/test_benign_perturbation.py): rounding noise must not hide a fault or move the blame."""
+    ms_cell, torch_module = build(fault.case)
+    train = fault.case.train[0] if isinstance(fault.case.train, tuple) else fault.case.train
+    with msb.perturbed(ms_cell, seed=seed, ulps=4.0), pytest.raises(ParityMismatch) as info:
+        parity.check(ms_cell, torch_module, fault.case.inputs, **{**fault.case.check_kwargs(), "train": train})
+    outcome = _localised(fault, info.value.result, str(info.value))
+    assert outcome.found == fault.expected, f"localised to {outcome.found!r}: {outcome.where}"
 
 
 def test_the_deep_fault_blames_no_earlier_layer():

@@ -8,7 +8,7 @@ import pytest
 
 import parity
 from parity import report
-from parity.compare import Comparison, compare_arrays, NoiseFloor
+from parity.compare import Comparison, Envelope, compare_arrays
 from parity.inputs import materialize
 from parity.result import Result
 from parity.tolerance import ToleranceSpec, resolve
@@ -216,13 +216,21 @@ def test_index_formatting_of_one_dimensional_and_scalar_indices():
     assert re.search(r"Greatest absolute difference: 1 at index \(\) ", report.failure_message(result_of([scalar])))
 
 
-def test_summary_says_when_a_tensor_passed_on_the_float64_noise_floor():
+def test_summary_flags_a_pass_that_needed_the_rounding_envelope():
     ms, ref = small_pair()
     item = compared("param grad", "fc.weight", ms, ref)
     assert item.mismatched > 0  # out of the elementwise tolerance...
-    item.noise = NoiseFloor(ms_error=2e-6, torch_error=1e-6, factor=10.0)  # ...but within 10x PyTorch's own error
+    beyond = item.margin
+    # ...but inside PyTorch's own rounding envelope: the margin shown is against what was allowed.
+    item.envelope = Envelope(draws=4, float64=True, factor=2.0, margin=0.3, outside=0, ms_error=2e-6, spread=1e-6,
+                             tolerance_margin=beyond)
+    item.margin = 0.3
     passing = result_of([item])
     assert passing.passed
     assert report.summary_line(NODE, passing) == (
-        f"ok    {NODE}: worst margin {report.fmt(item.margin)}x allowed (param grad 'fc.weight'); "
-        "within the float64 noise floor (2x PyTorch float32's own error)")
+        f"ok    {NODE}: worst margin 0.3x allowed (param grad 'fc.weight'); noise-judged: 1 tensor beyond the "
+        f"tolerance but inside PyTorch's rounding envelope (e.g. 'fc.weight' at {report.fmt(beyond)}x the "
+        "tolerance alone)")
+    message_line = report.envelope_line(item.envelope)
+    assert message_line.startswith("Rounding envelope: every element inside it (allowed: tolerance + 2x PyTorch's "
+                                   "own spread over 4 perturbed runs and float64; 0.3x allowed at worst)")

@@ -433,21 +433,23 @@ class ScaledDense(nn.Dense):
         return super().construct(x) * DEEP_FAULT_SCALE
 
 
-class SigmoidTanh(nn.Cell):
-    """tanh(x) as 2 sigmoid(2x) - 1.  MindSpore 2.10's CPU tanh kernel is off by up to 9.4e-5
-    against float64 (PyTorch's by 3e-8; measured on 4096 N(0, 1.5) values): a genuine mismatch at
-    the first tanh that would hide what the deep stack is here to show.  Its sigmoid is within
-    8.3e-7, so this form is accurate to 1.6e-6."""
+class SinhCoshTanh(nn.Cell):
+    """tanh(x) as sinh(x) / cosh(x) on x clamped to [-9, 9] (where float32 tanh is 1 already).
+    MindSpore 2.10's CPU tanh kernel is off by up to 8.3e-5 against float64 (PyTorch's by 3e-8;
+    measured on 4096 N(0, 1.5) values): a genuine mismatch at the first tanh that would hide what
+    the deep stack is here to show. This form is within 1.3e-7 (its gradient 2.4e-7); 2 sigmoid(2x) - 1
+    would be within 1.5e-6 only, enough to use up half the float32 tolerance over twelve layers."""
 
     def construct(self, x):
-        return 2.0 * ops.sigmoid(2.0 * x) - 1.0
+        clamped = ops.clamp(x, -9.0, 9.0)
+        return ops.sinh(clamped) / ops.cosh(clamped)
 
 
 class MSDenseTanh(nn.Cell):
     def __init__(self, fault=False, native_tanh=False):
         super().__init__()
         self.fc = (ScaledDense if fault else nn.Dense)(DEEP_WIDTH, DEEP_WIDTH)
-        self.act = nn.Tanh() if native_tanh else SigmoidTanh()
+        self.act = nn.Tanh() if native_tanh else SinhCoshTanh()
 
     def construct(self, x):
         return self.act(self.fc(x))

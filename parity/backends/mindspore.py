@@ -312,3 +312,50 @@ def capture(model, recording, *, backward: bool):
     finally:
         for handle in handles:
             handle.remove()
+
+
+_EPS = {ms.float16: 2.0 ** -10, ms.bfloat16: 2.0 ** -7, ms.float32: 2.0 ** -23, ms.float64: 2.0 ** -52}
+
+
+def _jitter(tensor, rng: np.random.Generator, ulps: float):
+    """``tensor`` plus uniform noise of ``ulps`` units in the last place of each element and as
+    much at the tensor's own scale (its RMS), computed by MindSpore ops (no wait for the queue).
+    Elements that are exactly zero stay zero."""
+    if not isinstance(tensor, ms.Tensor) or not ms.ops.is_floating_point(tensor) or tensor.size == 0:
+        return tensor
+    eps = _EPS.get(tensor.dtype, 2.0 ** -23) * ulps
+    element = ms.Tensor(rng.uniform(-eps, eps, tensor.shape), tensor.dtype)
+    layer = ms.Tensor(rng.uniform(-eps, eps, tensor.shape), tensor.dtype)
+    finite = ms.ops.isfinite(tensor)
+    kept = ms.ops.where(finite, ms.ops.stop_gradient(tensor), ms.ops.zeros_like(tensor))
+    scale = ms.ops.sqrt(ms.ops.mean(ms.ops.square(kept)))
+    # Exact zeros (a ReLU's, a mask's) are exact on every CPU, and NaN/Inf stay: computed values move.
+    noise = (element * ms.ops.abs(kept) + layer * scale) * ms.ops.not_equal(kept, 0).astype(tensor.dtype)
+    return tensor + noise
+
+
+@contextlib.contextmanager
+def perturbed(model, *, seed: int, ulps: float):
+    """Inside, every leaf sub-Cell's floating outputs, and the gradients flowing back into them,
+    are moved by up to ``ulps`` units in the last place, relative to each element and to the
+    output's own scale: what another CPU's kernels may do. PYNATIVE mode only (hooks)."""
+    rng = np.random.default_rng(seed)
+
+    def forward_hook(cell, args, output):
+        def move(tensor):
+            moved = _jitter(tensor, rng, ulps)
+            if moved is not tensor:
+                moved.register_hook(lambda grad: _jitter(grad, rng, ulps))
+            return moved
+
+        if isinstance(output, (tuple, list)):
+            return type(output)(move(t) for t in output)
+        return move(output)
+
+    handles = [cell.register_forward_hook(forward_hook) for _, cell in model.cells_and_names()
+               if not cell.name_cells()]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()

@@ -99,6 +99,94 @@ def layer_kinds(model) -> Dict[str, tuple]:
             for name, module in model.named_modules()}
 
 
+class _Jitter(torch.autograd.Function):
+    """Adds rounding-level noise to a tensor going forward and to its gradient coming back."""
+
+    @staticmethod
+    def forward(ctx, tensor, forward_noise, backward_noise):
+        ctx.backward_noise = backward_noise
+        return tensor + forward_noise(tensor)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad + ctx.backward_noise(grad), None, None
+
+
+def _signs(tensor, generator):
+    """+1 or -1 per element, seeded."""
+    return torch.randint(0, 2, tensor.shape, generator=generator).to(tensor.dtype).mul_(2).sub_(1)
+
+
+def _noise(generator, ulps: float):
+    """A function of a tensor: ``ulps`` units in the last place of each element, plus as much at the
+    tensor's own scale (its RMS) so that near-zero elements move too, each with a seeded sign: every
+    element moves by the full amount, so a near-tie within reach flips in one of a mirrored pair of
+    runs. Exact zeros stay zero."""
+    def make(tensor):
+        if not tensor.is_floating_point() or tensor.numel() == 0:
+            return torch.zeros_like(tensor)
+        eps = torch.finfo(tensor.dtype).eps * ulps  # negative: the mirror image of the same draw
+        kept = torch.nan_to_num(tensor.detach(), nan=0.0, posinf=0.0, neginf=0.0)  # NaN/Inf stay as they are
+        scale = kept.double().pow(2).mean().sqrt().to(tensor.dtype)
+        element, layer = _signs(tensor, generator), _signs(tensor, generator)
+        # Exact zeros (a ReLU's, a mask's) are exact on every CPU: only computed values move.
+        return (element * kept.abs() + layer * scale).mul_(kept != 0) * eps
+    return make
+
+
+@contextlib.contextmanager
+def perturbed(model, *, seed: int, ulps: float):
+    """Inside, ``model`` computes as another CPU might, and then some: every floating parameter and
+    buffer is moved by ``ulps`` units in the last place (each element up or down, seeded), and every
+    leaf sub-Module's floating outputs (and the gradients flowing back into them) by as much,
+    relative to each element and to the output's own scale. Everything is restored on exit (running statistics updated meanwhile included).
+    A negative ``ulps`` moves everything the other way (the same seed draws the same noise)."""
+    generator = torch.Generator().manual_seed(seed)
+    saved = {name: t.detach().clone() for name, t in model.state_dict(keep_vars=True).items()
+             if isinstance(t, torch.Tensor)}
+    forward_noise, backward_noise = _noise(generator, ulps), _noise(generator, ulps)
+    with torch.no_grad():
+        for tensor in list(model.parameters()) + list(model.buffers()):
+            if tensor.is_floating_point():
+                tensor.add_(_relative(tensor, generator, ulps))
+
+    def jitter(module, args, output):
+        leaves = flatten_outputs(output)
+        if not any(isinstance(t, torch.Tensor) and t.is_floating_point() for _, t in leaves):
+            return None
+        return _rebuild(output, lambda t: _Jitter.apply(t, forward_noise, backward_noise)
+                        if t.is_floating_point() and t.requires_grad else
+                        (t + forward_noise(t) if t.is_floating_point() else t))
+
+    handles = [m.register_forward_hook(jitter) for _, m in model.named_modules()
+               if not any(True for _ in m.children())]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+        state = model.state_dict(keep_vars=True)
+        with torch.no_grad():
+            for name, value in saved.items():
+                state[name].copy_(value)
+
+
+def _relative(tensor, generator, ulps: float):
+    eps = torch.finfo(tensor.dtype).eps * ulps
+    return _signs(tensor, generator).mul_(tensor.abs()).mul_(eps)
+
+
+def _rebuild(value, convert):
+    """``value`` (a tensor or nested tuples/lists/dicts of them) with every tensor converted."""
+    if isinstance(value, torch.Tensor):
+        return convert(value)
+    if isinstance(value, dict):
+        return type(value)((k, _rebuild(v, convert)) for k, v in value.items())
+    if isinstance(value, (tuple, list)) and not hasattr(value, "_fields"):
+        return type(value)(_rebuild(v, convert) for v in value)
+    return value
+
+
 def float64_copy(model):
     """A deep copy in float64, for the noise-floor reference."""
     return copy.deepcopy(model).double()
