@@ -71,7 +71,8 @@ become tuples.
 
 from __future__ import annotations
 
-from .diagnosis import Diagnosis, LintIssue, diagnose, likely_causes, lint
+from .diagnosis import Diagnosis, diagnose, likely_causes
+from .lint import LintIssue, lint
 from .ledger import Ledger
 from .schema import Argument, Availability, Entry, RegistryError, SelfTestSpec
 from .store import Registry, installed_versions, load
