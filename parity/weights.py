@@ -17,36 +17,20 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from .backends import Slot
 from .errors import ParityUsageError
 from .layouts import Fuse, Pair, Reshape, Transpose, by_torch_name, layout_pairs, torch_layout
+from .pairing import RENAMES, Index, align_by_order, compatible, fuse_automatically, row, some, table
 
 __all__ = ["Pair", "WeightMap", "WeightReport", "map_weights", "copy_weights", "fill_weights"]
 
-# PyTorch leaf name -> MindSpore leaf names it may be called instead.
-RENAMES: Dict[str, Tuple[str, ...]] = {
-    "weight": ("gamma", "embedding_table"),
-    "bias": ("beta",),
-    "running_mean": ("moving_mean",),
-    "running_var": ("moving_variance",),
-}
-_CANONICAL = {alt: leaf for leaf, alts in RENAMES.items() for alt in alts}
 # Buffers that exist on one side only by design, with the reason shown in the report.
 TORCH_ONLY = {"num_batches_tracked": "BatchNorm step counter; MindSpore keeps none"}
 NOT_PERSISTENT = "non-persistent buffers, not in state_dict"
-# Layer classes whose tensors pair by kind; MindSpore's names first where they differ.
-_KINDS = {"Dense": "Linear", "Linear": "Linear", "Embedding": "Embedding", "LayerNorm": "LayerNorm",
-          "GroupNorm": "GroupNorm", "Conv1d": "Conv1d", "Conv2d": "Conv2d", "Conv3d": "Conv3d",
-          "Conv1dTranspose": "ConvTranspose1d", "Conv2dTranspose": "ConvTranspose2d",
-          "ConvTranspose1d": "ConvTranspose1d", "ConvTranspose2d": "ConvTranspose2d",
-          "BatchNorm1d": "BatchNorm", "BatchNorm2d": "BatchNorm", "BatchNorm3d": "BatchNorm",
-          "InstanceNorm1d": "InstanceNorm", "InstanceNorm2d": "InstanceNorm", "PReLU": "PReLU",
-          # A fused q/k/v projection and its output projection are Linear layers' tensors.
-          "MultiheadAttention": "Linear", "NonDynamicallyQuantizableLinear": "Linear"}
 
 
 @dataclass
@@ -93,7 +77,7 @@ class WeightReport:
         for name, reason in self.map.ignored:
             reasons.setdefault(reason, []).append(name)
         for reason, names in reasons.items():
-            shown = f": {_some(names)}" if reason == NOT_PERSISTENT else ""  # a step counter per BatchNorm is noise
+            shown = f": {some(names)}" if reason == NOT_PERSISTENT else ""  # a step counter per BatchNorm is noise
             extra.append(f"{len(names)} PyTorch-only buffers ignored ({reason}{shown})")
         for label, pairs in (("fused automatically", [p for p in self.map.pairs if p.how == "fused automatically"]),
                              ("split automatically", [p for p in self.map.pairs if p.how == "split automatically"])):
@@ -103,17 +87,12 @@ class WeightReport:
         aligned = self.map.alignments()
         if aligned:
             extra.append(f"{len(aligned)} aligned by definition order: "
-                         f"{_some([f'{p.torch} -> {p.ms}' for p in aligned])}")
+                         f"{some([f'{p.torch} -> {p.ms}' for p in aligned])}")
         reshaped = [p for p in self.map.pairs if p.reshaped]
         if reshaped:
             extra.append(f"{len(reshaped)} reshaped across unit dims, e.g. {reshaped[0].torch} "
                          f"{reshaped[0].torch_shape} -> {reshaped[0].ms} {reshaped[0].ms_shape}")
         return extra
-
-
-def _some(items: Sequence[str], shown: int = 3) -> str:
-    more = f" and {len(items) - shown} more" if len(items) > shown else ""
-    return ", ".join(items[:shown]) + more
 
 
 def _fusions(pairs: List[Pair], label: str) -> str:
@@ -122,66 +101,13 @@ def _fusions(pairs: List[Pair], label: str) -> str:
     for p in pairs:
         whole, part = (p.ms, p.torch) if label.startswith("fused") else (p.torch, p.ms)
         joined.setdefault(whole, []).append(part)
-    return _some([f"{whole} = [{', '.join(parts)}]" for whole, parts in joined.items()], shown=2)
-
-
-def _squeezed(shape) -> Tuple[int, ...]:
-    return tuple(d for d in shape if d != 1)
-
-
-def _compatible(a: Slot, b: Slot) -> bool:
-    return a.shape == b.shape or _squeezed(a.shape) == _squeezed(b.shape)
-
-
-def _canonical_leaf(slot: Slot) -> str:
-    leaf = _CANONICAL.get(slot.leaf, slot.leaf)
-    for base in ("weight", "bias"):  # MultiheadAttention's in_proj_weight is a weight too
-        if leaf.endswith("_" + base):
-            return base
-    return leaf
-
-
-def _kind(slot: Slot) -> Tuple[str, str]:
-    """What a tensor is, for pairing by definition order: a known layer kind and its leaf, or
-    any parameter of a custom layer (whose names say nothing reliable)."""
-    kind = _KINDS.get(slot.layer_type)
-    return (kind, _canonical_leaf(slot)) if kind else ("custom", "")
-
-
-class _Index:
-    """One side's slots by name and alias, and which of them are taken."""
-
-    def __init__(self, slots: List[Slot], label: str):
-        self.slots, self.label = slots, label
-        self.by_name: Dict[str, Slot] = {}
-        for slot in slots:
-            self.by_name.setdefault(slot.name, slot)
-            for alias in slot.aliases:
-                self.by_name.setdefault(alias, slot)
-        self.taken: Dict[str, str] = {}  # slot name -> what took it
-
-    def get(self, name: str, where: str) -> Slot:
-        slot = self.by_name.get(name)
-        if slot is None:
-            near = difflib.get_close_matches(name, list(self.by_name), n=3, cutoff=0.6)
-            hint = f" Nearest: {near}." if near else f" {self.label} has: {_some(sorted(self.by_name), 8)}."
-            raise ParityUsageError(f"{where} names {name!r}, which is no {self.label} tensor.{hint}")
-        return slot
-
-    def take(self, slot: Slot, by: str) -> None:
-        if slot.name in self.taken:
-            raise ParityUsageError(f"name_map pairs {self.label} {slot.name!r} twice: with {self.taken[slot.name]!r} "
-                                   f"and {by!r}")
-        self.taken[slot.name] = by
-
-    def rest(self) -> List[Slot]:
-        return [s for s in self.slots if s.name not in self.taken]
+    return some([f"{whole} = [{', '.join(parts)}]" for whole, parts in joined.items()], shown=2)
 
 
 NameMap = Optional[object]  # dict, callable or list of (regex, replacement)
 
 
-def _explicit(name_map, ms: _Index, torch: _Index) -> Tuple[Dict[str, str], List[Tuple[str, bool, object]]]:
+def _explicit(name_map, ms: Index, torch: Index) -> Tuple[Dict[str, str], List[Tuple[str, bool, object]]]:
     """Plain entries {PyTorch name: MindSpore name}, and layout entries (key, key is MindSpore's, value)."""
     if name_map is None:
         return {}, []
@@ -219,7 +145,7 @@ def _explicit(name_map, ms: _Index, torch: _Index) -> Tuple[Dict[str, str], List
     )
 
 
-def _key_side(key: str, value, ms: _Index, torch: _Index) -> bool:
+def _key_side(key: str, value, ms: Index, torch: Index) -> bool:
     """Is a layout entry's key a MindSpore name (its parts PyTorch names)? The side that has the
     key; for a name both sides have, the side that does not have the parts."""
     in_ms, in_torch = key in ms.by_name, key in torch.by_name
@@ -233,7 +159,7 @@ def _key_side(key: str, value, ms: _Index, torch: _Index) -> bool:
                            + (f"; nearest: {near}" if near else ""))
 
 
-def _finder(key: str, own: _Index, other: _Index) -> Callable[[str], Slot]:
+def _finder(key: str, own: Index, other: Index) -> Callable[[str], Slot]:
     """Find a layout entry's part among the other framework's tensors, or say what is wrong."""
     def find(name: str) -> Slot:
         if name not in other.by_name and name in own.by_name:
@@ -245,20 +171,9 @@ def _finder(key: str, own: _Index, other: _Index) -> Callable[[str], Slot]:
     return find
 
 
-def _table(rows: List[Tuple[str, str, str, str]]) -> str:
-    header = ("side", "name", "shape", "dtype")
-    widths = [max(len(r[i]) for r in rows + [header]) for i in range(4)]
-    line = lambda r: "  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
-    return "\n".join([line(header)] + [line(r) for r in rows])
-
-
-def _row(side: str, slot: Slot):
-    return (side, slot.name, str(slot.shape), slot.dtype)
-
-
 def map_weights(ms_slots: List[Slot], torch_slots: List[Slot], name_map=None) -> WeightMap:
     """Pair every MindSpore slot with PyTorch slots (or parts of them), or raise with a table."""
-    ms, torch = _Index(ms_slots, "MindSpore"), _Index(torch_slots, "PyTorch")
+    ms, torch = Index(ms_slots, "MindSpore"), Index(torch_slots, "PyTorch")
     plain, layouts = _explicit(name_map, ms, torch)
     pairs: List[Pair] = []
     conflicts: List[Tuple[Slot, Slot]] = []
@@ -287,26 +202,26 @@ def map_weights(ms_slots: List[Slot], torch_slots: List[Slot], name_map=None) ->
                                    f"MindSpore parameter. MindSpore has: {sorted(ms.by_name)}")
         if m.name in ms.taken:
             raise ParityUsageError(f"name_map maps both {ms.taken[m.name]!r} and {t.name!r} to {m.name!r}")
-        (claim(t, m, "name_map") if _compatible(t, m) else conflicts.append((m, t)))
+        (claim(t, m, "name_map") if compatible(t, m) else conflicts.append((m, t)))
     for t in torch.rest():
         prefix = t.name[: len(t.name) - len(t.leaf)]
         candidates = [t.name] + [prefix + alt for alt in RENAMES.get(t.leaf, ())]
         m = next((ms.by_name[c] for c in candidates if c in ms.by_name and ms.by_name[c].name not in ms.taken), None)
         if m is not None:
             how = "same name" if m.name == t.name else "renamed"
-            (claim(t, m, how) if _compatible(t, m) else conflicts.append((m, t)))
+            (claim(t, m, how) if compatible(t, m) else conflicts.append((m, t)))
     if conflicts:
-        rows = [r for m, t in conflicts for r in (_row("MindSpore", m), _row("PyTorch", t))]
-        raise ParityUsageError("Parameter shapes differ between paired names:\n" + _table(rows))
+        rows = [r for m, t in conflicts for r in (row("MindSpore", m), row("PyTorch", t))]
+        raise ParityUsageError("Parameter shapes differ between paired names:\n" + table(rows))
     ignored = _ignore(torch)
-    pairs += _fuse_automatically(ms, torch)
-    _align_by_order(ms.rest(), torch.rest(), claim, ignored)
+    pairs += fuse_automatically(ms, torch)
+    align_by_order(ms.rest(), torch.rest(), claim, ignored)
     position = {t.name: i for i, t in enumerate(torch_slots)}
     pairs.sort(key=lambda p: position[p.torch])  # definition order, however each pair was found
     return WeightMap(pairs, ignored)
 
 
-def _ignore(torch: _Index) -> List[Tuple[str, str]]:
+def _ignore(torch: Index) -> List[Tuple[str, str]]:
     """PyTorch tensors left over that are no part of the model's state, set aside with the reason."""
     ignored = []
     for t in torch.rest():
@@ -315,115 +230,6 @@ def _ignore(torch: _Index) -> List[Tuple[str, str]]:
             torch.take(t, "ignored")
             ignored.append((t.name, reason))
     return ignored
-
-
-def _sibling_runs(slots: List[Slot]) -> List[List[Slot]]:
-    """Tensors of sibling layers with the same leaf, shape and layer type (q/k/v), two or more."""
-    runs: Dict[tuple, List[Slot]] = {}
-    for s in slots:
-        runs.setdefault((s.layer.rpartition(".")[0], _canonical_leaf(s), s.shape, s.layer_type, s.trainable), []).append(s)
-    return [run for run in runs.values() if len(run) >= 2 and len({s.layer for s in run}) == len(run)]
-
-
-def _fuse_automatically(ms: _Index, torch: _Index) -> List[Pair]:
-    """Pair leftover tensors that are several sibling tensors of the other side joined along
-    axis 0 (fused q/k/v), when as many such tensors as such sibling runs are left, in order."""
-    found: List[Pair] = []
-    for fused_side, split_side, fused_is_ms in ((ms, torch, True), (torch, ms, False)):
-        runs = _sibling_runs(split_side.rest())
-        by_shape: Dict[tuple, Tuple[List[Slot], List[List[Slot]]]] = {}
-        for f in fused_side.rest():
-            if not f.shape:
-                continue
-            fits = [r for r in runs if _kind(r[0]) == _kind(f) != ("custom", "") and r[0].trainable == f.trainable
-                    and (len(r) * r[0].shape[0],) + r[0].shape[1:] == f.shape]
-            if fits:
-                key = (f.shape, _canonical_leaf(f), f.trainable)
-                by_shape.setdefault(key, ([], fits))[0].append(f)
-        how = "fused automatically" if fused_is_ms else "split automatically"
-        for fused, fits in by_shape.values():
-            if len(fused) != len(fits):
-                continue  # ambiguous: left to the definition order or to the error
-            for f, run in zip(fused, fits):
-                value = Fuse(tuple(s.name for s in run), 0)
-                pairs = layout_pairs(f.name, fused_is_ms, value, f, split_side.by_name.__getitem__, how)
-                fused_side.take(f, how)
-                for s in run:
-                    split_side.take(s, f.name)
-                found += pairs
-    return found
-
-
-def _align_by_order(rest_ms: List[Slot], rest_torch: List[Slot], claim: Callable, ignored) -> None:
-    """Pair what names could not, in definition order: all of it in lockstep when leaf and shape
-    agree all along, else kind by kind (layer class and shape); raise on what is left."""
-    left_ms, left_torch = [], []
-    for trainable in (True, False):
-        ms_group = [m for m in rest_ms if m.trainable == trainable]
-        torch_group = [t for t in rest_torch if t.trainable == trainable]
-        if len(ms_group) == len(torch_group) and all(
-                _compatible(m, t) and _canonical_leaf(m) == _canonical_leaf(t) for m, t in zip(ms_group, torch_group)):
-            for m, t in zip(ms_group, torch_group):
-                claim(t, m, "definition order")
-            continue
-        kinds: Dict[tuple, Tuple[List[Slot], List[Slot]]] = {}
-        for side, group in ((0, ms_group), (1, torch_group)):
-            for s in group:
-                kinds.setdefault(_kind(s) + (_squeezed(s.shape),), ([], []))[side].append(s)
-        for ms_kind, torch_kind in kinds.values():
-            if len(ms_kind) == len(torch_kind):
-                for m, t in zip(ms_kind, torch_kind):
-                    claim(t, m, "definition order")
-            else:
-                left_ms += ms_kind
-                left_torch += torch_kind
-    if left_ms or left_torch:
-        order = {s.name: i for i, s in enumerate(rest_ms + rest_torch)}
-        left_ms.sort(key=lambda s: order[s.name])
-        left_torch.sort(key=lambda s: order[s.name])
-        raise ParityUsageError(_unmapped_message(left_ms, left_torch, ignored))
-
-
-def _unmapped_message(left_ms: List[Slot], left_torch: List[Slot], ignored) -> str:
-    rows = [_row("MindSpore", m) for m in left_ms] + [_row("PyTorch", t) for t in left_torch]
-    lines = [f"Unmapped parameters: in MindSpore only {[m.name for m in left_ms]}; "
-             f"in PyTorch only {[t.name for t in left_torch]}", _table(rows),
-             "Names differ beyond the known renames and the leftovers do not line up in definition "
-             "order by kind and shape. Pass name_map={pytorch_name: mindspore_name} for these."]
-    entries = _suggestions(left_ms, left_torch)
-    if entries:
-        lines.append("Nearest candidates (check them), as name_map entries:")
-        lines += [f"    {entry}," for entry in entries]
-    if ignored:
-        lines.append(f"Ignored PyTorch buffers (not paired): {_some([f'{n} ({r})' for n, r in ignored])}")
-    return "\n".join(lines)
-
-
-def _similarity(a: str, b: str) -> float:
-    return difflib.SequenceMatcher(None, a, b).ratio()
-
-
-def _suggestions(left_ms: List[Slot], left_torch: List[Slot]) -> List[str]:
-    """name_map entries that would pair the leftovers: a ``parity.fuse`` of sibling tensors whose
-    rows add up to a leftover of the other side (the first ones in definition order, where more
-    siblings are left than it takes), then for each MindSpore leftover the PyTorch leftover of a
-    fitting shape whose name is nearest."""
-    entries, used = [], set()
-    for fused_side, split_side, fused_is_ms in ((left_ms, left_torch, True), (left_torch, left_ms, False)):
-        for f in fused_side:
-            for run in _sibling_runs([s for s in split_side if s.name not in used]):
-                count = f.shape[0] // run[0].shape[0] if f.shape and run[0].shape and run[0].shape[0] else 0
-                if (f.name not in used and _kind(run[0]) == _kind(f) and 2 <= count <= len(run)
-                        and f.shape == (count * run[0].shape[0],) + run[0].shape[1:]):
-                    used.update([f.name] + [s.name for s in run[:count]])
-                    entries.append(f"{f.name!r}: parity.fuse({[s.name for s in run[:count]]}, axis=0)")
-    for m in left_ms:
-        fits = [t for t in left_torch if t.name not in used and _compatible(m, t)]
-        if m.name not in used and fits:
-            t = max(fits, key=lambda t: (_kind(t) == _kind(m), _similarity(m.name, t.name)))
-            used.update((m.name, t.name))
-            entries.append(f"{t.name!r}: {m.name!r}")
-    return entries
 
 
 def copy_weights(wmap: WeightMap, src, dst, *, to_torch: bool) -> WeightReport:

@@ -1,0 +1,113 @@
+"""Model-zoo packages: what is installed, and how their models' weights pair with no name map.
+The forward checks of the same pairs are catalogue cases (``cases/zoo``, ``make parity``)."""
+
+import importlib.metadata
+import importlib.util
+import pathlib
+import re
+
+import numpy as np
+import pytest
+import torch
+
+import parity
+from parity.backends import mindspore as msb
+
+ZOO = ("torchvision", "transformers", "mindone", "mindcv")
+_MISSING = [p for p in ZOO if importlib.util.find_spec(p) is None]
+if _MISSING:  # shown in the run summary (-ra): make installs them
+    pytest.skip(f"the zoo packages are not installed: {_MISSING} (make, or pip install -e .[zoo])",
+                allow_module_level=True)
+
+from cases.models import zoo_text, zoo_vision  # noqa: E402
+from cases.models.zoo_compat import import_quietly  # noqa: E402
+
+CONSTRAINTS = pathlib.Path(__file__).parents[1] / "constraints.txt"
+
+
+def pinned(package: str) -> str:
+    match = re.search(rf"^{re.escape(package)}==(\S+)$", CONSTRAINTS.read_text(), re.M)
+    assert match, f"{package} is not pinned exactly in constraints.txt"
+    return match.group(1)
+
+
+def test_the_zoo_packages_leave_the_cpu_torch_in_place():
+    # An unpinned torch, or a package that pulls one in, replaces the CPU build with a CUDA one.
+    assert torch.__version__ == importlib.metadata.version("torch") == f"{pinned('torch')}+cpu"
+    assert torch.version.cuda is None, f"a CUDA build of torch was installed: {torch.__version__}"
+    for package in ZOO:
+        assert importlib.metadata.version(package) == pinned(package), package
+
+
+def mindone():
+    return import_quietly("mindone.transformers")
+
+
+@pytest.mark.parametrize("model, config", [("BertModel", zoo_text.bert_config), ("GPT2Model", zoo_text.gpt2_config)])
+def test_mindone_models_pair_with_transformers_both_ways(model, config):
+    cell = getattr(mindone(), model)(config())
+    module = getattr(import_quietly("transformers"), model)(config())
+    report = parity.transfer_weights(module, cell)
+    assert {p.how for p in report.map.pairs} <= {"same name", "renamed"}
+    assert report.map.ignored and {reason for _, reason in report.map.ignored} == {parity.weights.NOT_PERSISTENT}
+    back = parity.transfer_weights(cell, module)
+    assert back.verified == back.total == report.total
+    first = report.map.pairs[0]
+    assert np.array_equal(msb.read(cell, first.ms), module.get_parameter(first.torch).detach().numpy())
+
+
+def test_bert_and_gpt2_report_the_buffers_they_ignore():
+    cell, module = mindone().GPT2Model(zoo_text.gpt2_config()), zoo_text.torch_gpt2()
+    report = parity.transfer_weights(module, cell)
+    assert [name for name, _ in report.map.ignored] == ["h.0.attn.bias", "h.0.attn.masked_bias",
+                                                         "h.1.attn.bias", "h.1.attn.masked_bias"]
+    assert ("4 PyTorch-only buffers ignored (non-persistent buffers, not in state_dict: h.0.attn.bias, "
+            "h.0.attn.masked_bias, h.1.attn.bias and 1 more)") in str(report)
+    bert = parity.transfer_weights(zoo_text.torch_bert(), mindone().BertModel(zoo_text.bert_config()))
+    assert [name for name, _ in bert.map.ignored] == ["embeddings.position_ids", "embeddings.token_type_ids"]
+
+
+@pytest.mark.parametrize("ours, model, config", [(zoo_text.ms_bert, "BertModel", zoo_text.bert_config),
+                                                 (zoo_text.ms_gpt2, "GPT2Model", zoo_text.gpt2_config)])
+def test_the_cpu_counterparts_have_mindones_parameter_tables(ours, model, config):
+    table = lambda cell: [(s.name, s.shape, s.trainable, s.dtype) for s in msb.slots(cell)]  # noqa: E731
+    assert table(ours()) == table(getattr(mindone(), model)(config()))
+
+
+def test_mindone_bert_needs_kernels_mindspore_has_not_on_cpu():
+    """Why the forward checks use the counterparts: when this starts passing, use mindone's own."""
+    import mindspore as ms
+
+    cell = mindone().BertModel(zoo_text.bert_config())
+    with pytest.raises(RuntimeError, match="The kernel Embedding unregistered"):
+        cell(ms.Tensor(np.array([[1, 2, 3]], np.int32))).asnumpy()
+    msb.recover()
+
+
+def test_vit_qkv_is_fused_automatically_and_reported():
+    report = parity.transfer_weights(zoo_vision.torch_vit_hf(), zoo_vision.ms_vit())
+    fused = sorted({p.ms for p in report.map.pairs if p.how == "fused automatically"})
+    assert fused == ["blocks.0.attn.qkv.bias", "blocks.0.attn.qkv.weight", "blocks.1.attn.qkv.bias",
+                     "blocks.1.attn.qkv.weight"]
+    assert ("4 fused automatically: blocks.0.attn.qkv.weight = [vit.encoder.layer.0.attention.attention.query.weight, "
+            "vit.encoder.layer.0.attention.attention.key.weight, vit.encoder.layer.0.attention.attention.value.weight]"
+            ) in str(report)
+    assert {p.how for p in report.map.pairs} == {"fused automatically", "definition order"}
+
+
+def test_vit_fused_qkv_checks_from_mindspore_weights_with_grads_named_by_pytorch():
+    result = parity.check(zoo_vision.ms_vit(), zoo_vision.torch_vit_hf(), parity.randn((2, 3, 32, 32)),
+                          weights="copy_to_torch")
+    grads = {c.name: c.ms_name for c in result.comparisons if c.kind == "param grad"}
+    assert grads["vit.encoder.layer.1.attention.attention.value.weight"] == "part 2 of fused blocks.1.attn.qkv.weight"
+    assert grads["vit.encoder.layer.1.attention.output.dense.weight"] == "blocks.1.attn.proj.weight"
+
+
+def test_resnet50_and_mobilenet_v2_pair_by_renames_and_definition_order():
+    resnet = parity.transfer_weights(zoo_vision.torch_resnet50(), zoo_vision.ms_resnet50())
+    pairs = {p.torch: p.ms for p in resnet.map.pairs}
+    assert pairs["layer1.0.downsample.1.running_var"] == "layer1.0.down_sample.1.moving_variance"
+    assert pairs["fc.weight"] == "classifier.weight"
+    assert resnet.verified == resnet.total == 267
+    mobilenet = parity.transfer_weights(zoo_vision.torch_mobilenet_v2(), zoo_vision.ms_mobilenet_v2())
+    assert mobilenet.verified == mobilenet.total == 262
