@@ -67,6 +67,35 @@ def test_same_pads_differ_agrees_with_mindspore_and_pytorch():
         assert equal is not same_pads_differ(x.shape, 3, 2, 1, 1), size
 
 
+def test_same_transpose_differs_agrees_with_mindspore_and_pytorch():
+    """Transposed convolutions: 'same' crops the full result floor(c/2) at the start, the rest at the
+    end; PyTorch crops padding at the start and padding - output_padding at the end."""
+    import numpy as np
+
+    differs = rules.HELPERS["same_transpose_differs"]
+    x = np.random.default_rng(0).standard_normal((1, 2, 5, 5)).astype(np.float32)
+    for kernel, stride, padding, output_padding in [(2, 2, 0, 0), (4, 2, 1, 0), (3, 1, 1, 0), (3, 2, 1, 0),
+                                                    (3, 2, 1, 1), (5, 2, 2, 1), (1, 2, 0, 1), (2, 1, 0, 0)]:
+        module = torch.nn.ConvTranspose2d(2, 3, kernel, stride, padding, output_padding, bias=False)
+        cell = msnn.Conv2dTranspose(2, 3, kernel, stride, pad_mode="same")
+        cell.weight.set_data(mindspore.Tensor(module.weight.detach().numpy()))
+        ms_out, torch_out = cell(mindspore.Tensor(x)).asnumpy(), module(torch.from_numpy(x)).detach().numpy()
+        equal = ms_out.shape == torch_out.shape and np.allclose(ms_out, torch_out, atol=1e-5)
+        assert equal is not differs((kernel,) * 2, (stride,) * 2, (1, 1), (padding,) * 2, (output_padding,) * 2), \
+            (kernel, stride, padding, output_padding)
+
+
+def test_an_upsampling_transposed_convolution_is_no_candidate():
+    """UNet's ConvTranspose2d(kernel_size=2, stride=2) and DCGAN's (4, 2, padding=1) compute what
+    MindSpore's default pad_mode='same' computes; (3, 2, padding=1) does not."""
+    def leads(kernel, stride, padding):
+        pair = msnn.Conv2dTranspose(4, 4, kernel, stride), torch.nn.ConvTranspose2d(4, 4, kernel, stride, padding)
+        return [d.entry.id for d in diagnose(*pair) if d.score >= 0.9 and "pad-mode" in d.entry.id]
+
+    assert leads(2, 2, 0) == [] and leads(4, 2, 1) == []
+    assert leads(3, 2, 1) == ["conv2d-transpose-pad-mode-default"]
+
+
 # ---------------------------------------------------------------- diagnosis judged on what the layers saw
 
 

@@ -113,6 +113,21 @@ def _same_pads_differ(input_shape, kernel_size, stride, dilation, padding) -> bo
     return False
 
 
+def _same_transpose_differs(kernel_size, stride, dilation, padding, output_padding) -> bool:
+    """Whether a MindSpore transposed convolution with pad_mode='same' (output = input x stride:
+    the full result cropped floor(c/2) at the start and the rest at the end, or padded at the end
+    where c < 0) differs from PyTorch's with ``padding``/``output_padding`` (crops p at the start,
+    p - output_padding at the end). The same for every input size."""
+    n = len(kernel_size) if isinstance(kernel_size, (tuple, list)) else 1
+    dims = zip(*(_per_dim(v, n) for v in (kernel_size, stride, dilation, padding, output_padding)))
+    for kernel, step, dilation_, pad, extra in dims:
+        crop = (kernel - 1) * dilation_ + 1 - step
+        same = (crop // 2, crop - crop // 2) if crop >= 0 else (0, crop)
+        if same != (pad, pad - extra):
+            return True
+    return False
+
+
 def _first(value):
     return value[0] if isinstance(value, (tuple, list)) else value
 
@@ -126,6 +141,7 @@ HELPERS: Dict[str, Callable[..., Any]] = {
     "min": min, "max": max, "abs": abs, "round": round,
     "pad_mode": _pad_mode, "pad_int": _pad_int, "pad4": _pad4, "scaled_size": _scaled_size, "first": _first,
     "as_tuple": _as_tuple, "as4": _as4, "same_pads_differ": _same_pads_differ,
+    "same_transpose_differs": _same_transpose_differs,
 }
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
