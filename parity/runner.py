@@ -443,7 +443,8 @@ def _layer_alignment(ms_cell, torch_module, wmap):
     ms_kinds, torch_kinds = msb.layer_kinds(ms_cell), tb.layer_kinds(torch_module)
     known = {path: path for path in ms_kinds if path and path in torch_kinds}
     for pair in wmap.pairs:
-        known.setdefault(pair.ms.rpartition(".")[0], pair.torch.rpartition(".")[0])
+        if pair.ms_part is None and pair.torch_part is None:  # a fused layer has no one counterpart
+            known.setdefault(pair.ms.rpartition(".")[0], pair.torch.rpartition(".")[0])
     return align_layers(ms_kinds, torch_kinds, known).get
 
 

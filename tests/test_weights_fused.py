@@ -477,3 +477,28 @@ def test_unmapped_error_lists_leftovers_only_with_name_map_entries_that_would_pa
     assert message.startswith("Unmapped parameters: in MindSpore only ['head.weight', 'head.bias']; "
                               "in PyTorch only ['classifier.weight', 'classifier.bias']")
     assert "qkv" not in message
+
+
+def test_a_fused_layer_is_not_blamed_for_a_fault_after_it():
+    """qkv (3 x 8 outputs) has no one counterpart among query/key/value: layers are not aligned
+    through fused weights, and the divergence is found where it starts."""
+
+    class MSNormed(MSFusedNet):
+        def __init__(self):
+            super().__init__()
+            self.norm = msnn.LayerNorm((HIDDEN,), epsilon=1e-1)
+
+        def construct(self, x):
+            return self.norm(self.attn(x))
+
+    class TorchNormed(TorchSplitNet):
+        def __init__(self):
+            super().__init__()
+            self.norm = torch.nn.LayerNorm(HIDDEN)
+
+        def forward(self, x):
+            return self.norm(self.attn(x))
+
+    with pytest.raises(ParityMismatch) as info:
+        parity.check(MSNormed(), TorchNormed(), X)
+    assert "Divergence: first at forward output of 'norm' (LayerNorm <-> LayerNorm)" in str(info.value)
