@@ -168,6 +168,8 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
         reproduce=report.reproduce_line(settings.reproduce, seed), notes=data.notes() + run.notes,
         problem=run.structure or "")
     result.layers = layers
+    if result.passed and layers is not None:
+        layers.passed_within_noise()
     if not result.passed:
         causes = _likely_causes(ms_cell, torch_module, result, settings.device, modes[-1])
         raise ParityMismatch(report.failure_message(result, likely_causes=causes, verbose=settings.verbose),
