@@ -152,20 +152,45 @@ def test_layers_pair_as_the_check_aligned_them():
     assert [(d.entry.id, d.path, d.ms_path) for d in found] == [("maxpool2d-pad-mode-same", "first", "pool_a")]
 
 
-def _verdict(path, status, shape, direction="forward", ms_path=None):
-    return LayerVerdict(direction, path, ms_path or path, "Conv2d", "Conv2d", 0, 0.0, 0.0, 0.0, 0.0, 0.0,
+def _verdict(path, status, shape, direction="forward", ms_path=None, fed=0.0):
+    """A verdict whose inputs are ``fed`` times their tolerance off (relative error as much)."""
+    return LayerVerdict(direction, path, ms_path or path, "Conv2d", "Conv2d", 0, fed, fed, 0.0, 0.0, 0.0,
                         status=status, in_shapes=(shape,), ms_in_shapes=(shape,))
 
 
 def test_observed_collects_input_shapes_and_divergence():
     table = LayerTable(
         forward=[_verdict("a", "ok", (1, 3, 8, 8)), _verdict("a", "ok", (1, 3, 4, 4)), _verdict("a", "ok", (1, 3, 8, 8)),
-                 _verdict("b", "FAIL", (1, 4, 8, 8), ms_path="b_ms"), _verdict("c", "downstream", (1, 4, 4, 4)),
+                 _verdict("b", "FAIL", (1, 4, 8, 8), ms_path="b_ms"), _verdict("c", "downstream", (1, 4, 4, 4), fed=5),
                  _verdict("x", "unaligned", (1, 1))],
         backward=[_verdict("c", "FAIL", (1, 4, 4, 4), direction="backward")])
-    seen = observed(table, failed_layers=["d"])
-    assert seen == {"a": Seen("a", ((1, 3, 8, 8), (1, 3, 4, 4)), False), "b": Seen("b_ms", ((1, 4, 8, 8),), True),
-                    "c": Seen("c", ((1, 4, 4, 4),), True)}
+    assert observed(table) == {"a": Seen("a", ((1, 3, 8, 8), (1, 3, 4, 4)), False),
+                               "b": Seen("b_ms", ((1, 4, 8, 8),), True), "c": Seen("c", ((1, 4, 4, 4),), True)}
+
+
+def test_a_layers_own_failing_tensors_count_only_where_what_flowed_in_agreed():
+    table = LayerTable(forward=[_verdict("bn", "ok", (2, 4)), _verdict("fed", "downstream", (2, 4), fed=3)],
+                       backward=[_verdict("bn", "ok", (2, 4), "backward", fed=3), _verdict("fed", "ok", (2, 4), "backward")])
+    seen = observed(table, [("bn", "buffer"), ("fed", "buffer"), ("fed", "param grad"), ("gone", "buffer")])
+    assert {p: s.diverged for p, s in seen.items()} == {"bn": True, "fed": False}
+    seen = observed(table, [("bn", "param grad")])  # its gradient flowed in already differing
+    assert not seen["bn"].diverged
+
+
+def test_running_statistics_of_a_layer_fed_alike_keep_its_cause():
+    """Train mode, BatchNorm momentum: every layer's outputs agree, only the running statistics
+    differ; the cause at that BatchNorm stays, the LeakyReLU's slope (seen to agree on positive
+    inputs) is left out."""
+    ms_net = msnn.SequentialCell([msnn.LeakyReLU(), msnn.Conv2d(3, 4, 3, pad_mode="pad", padding=1),
+                                  msnn.BatchNorm2d(4, momentum=0.5)])
+    torch_net = torch.nn.Sequential(torch.nn.LeakyReLU(), torch.nn.Conv2d(3, 4, 3, padding=1, bias=False),
+                                    torch.nn.BatchNorm2d(4))
+    assert {d.entry.id for d in diagnose(ms_net, torch_net) if d.score >= 0.9} == {
+        "leakyrelu-negative-slope-default", "batchnorm2d-momentum-convention"}
+    with pytest.raises(parity.ParityMismatch) as raised:
+        run_check(ms_net, torch_net, parity.uniform((2, 3, 6, 6), 0.1, 1.0), train=True, grads=False)
+    assert [c.split("'")[1:4] for c in _likely_causes(str(raised.value))] == [
+        ["batchnorm2d-momentum-convention", " at ", "2"]]
 
 
 # ---------------------------------------------------------------- registry hints on usage errors

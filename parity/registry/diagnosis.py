@@ -122,24 +122,33 @@ def _can_explain(diagnosis: Diagnosis, seen: Mapping[str, Seen]) -> bool:
     return layer is None or layer.diverged
 
 
-def observed(layers, failed_layers: Iterable[str] = ()) -> Dict[str, Seen]:
+def observed(layers, failed: Iterable[Tuple[str, str]] = ()) -> Dict[str, Seen]:
     """:class:`Seen` per PyTorch layer path, from a check's layer table (``.forward`` and
-    ``.backward`` verdicts with ``path``, ``ms_path``, ``status`` and input shapes) and the layers
-    whose parameter gradients or running statistics failed (``failed_layers``)."""
+    ``.backward`` verdicts with ``path``, ``ms_path``, ``status``, input margins and shapes) and
+    the failing tensors that belong to a layer, as ``(layer, kind)`` (``"param grad"``,
+    ``"buffer"``). A layer diverged where a divergence starts (``FAIL``, or ``contains`` one), or
+    where its own tensors failed although what flowed into it agreed: forward for its running
+    statistics, forward and backward for its parameters' gradients."""
     ms_paths: Dict[str, str] = {}
     shapes: Dict[str, List[Tuple[int, ...]]] = {}
-    diverged = set(failed_layers)
+    diverged, fed_badly = set(), {"forward": set(), "backward": set()}
     for verdict in list(layers.forward) + list(layers.backward):
         if verdict.status == "unaligned":
             continue
         ms_paths.setdefault(verdict.path, verdict.ms_path)
         if verdict.status in ("FAIL", "contains"):
             diverged.add(verdict.path)
+        if verdict.in_margin > 1.0 and verdict.in_error > verdict.in_noise:
+            fed_badly[verdict.direction].add(verdict.path)
         if verdict.direction == "forward":
             shape = _first_shape(verdict.in_shapes) or _first_shape(verdict.ms_in_shapes)
             known = shapes.setdefault(verdict.path, [])
             if shape is not None and shape not in known:
                 known.append(shape)
+    for layer, kind in failed:
+        inflows = ("forward", "backward") if kind == "param grad" else ("forward",)
+        if layer in ms_paths and not any(layer in fed_badly[d] for d in inflows):
+            diverged.add(layer)
     return {path: Seen(ms_path, tuple(shapes.get(path, ())), path in diverged) for path, ms_path in ms_paths.items()}
 
 
