@@ -607,4 +607,3 @@ def transfer(src, dst, *, name_map=None) -> WeightReport:
     ms_model, torch_model = (src, dst) if src_kind == "mindspore" else (dst, src)
     wmap = map_weights(msb.slots(ms_model), tb.slots(torch_model), name_map)
     return copy_weights(wmap, src, dst, to_torch=src_kind == "mindspore")
-
