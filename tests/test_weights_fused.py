@@ -256,6 +256,11 @@ def test_fused_qkv_passes_a_check_with_one_gradient_per_pytorch_tensor(weights):
     assert set(grads) == {name for name, _ in TorchSplitNet().named_parameters()}
 
 
+def test_constant_weights_fill_fused_tensors_and_verify_each_part():
+    result = parity.check(MSFusedNet(), TorchSplitNet(), X, weights=parity.constant(0.1))
+    assert result.weights.verified == result.weights.total == 8
+
+
 def test_a_gradient_fault_in_one_part_names_the_pytorch_parameter():
     class MSTokens(msnn.Cell):
         def __init__(self):
