@@ -189,13 +189,17 @@ def _pairs(ms_layers, torch_layers: Dict[str, Any], ms_class: type, torch_class:
     aligned = aligned or {}
     ms_of_type = [(i, p, c) for i, (p, c) in enumerate(ms_layers) if isinstance(c, ms_class)]
     torch_of_type = {p: m for p, m in torch_layers.items() if isinstance(m, torch_class)}
-    paired, rest_ms = [], []
-    for i, ms_path, cell in ms_of_type:
-        torch_path = next((p for p in (aligned.get(ms_path), ms_path) if p in torch_of_type), None)
-        if torch_path is None:
-            rest_ms.append((i, ms_path, cell))
-            continue
-        paired.append((i, torch_path, "" if torch_path == ms_path else ms_path, cell, torch_of_type.pop(torch_path)))
+    paired, rest_ms = [], ms_of_type
+    for match in (aligned.get, lambda path: path):  # as the check aligned them, then by path
+        left = []
+        for i, ms_path, cell in rest_ms:
+            torch_path = match(ms_path)
+            if torch_path not in torch_of_type:
+                left.append((i, ms_path, cell))
+                continue
+            module = torch_of_type.pop(torch_path)
+            paired.append((i, torch_path, "" if torch_path == ms_path else ms_path, cell, module))
+        rest_ms = left
     for (i, ms_path, cell), (torch_path, module) in zip(rest_ms, torch_of_type.items()):
         paired.append((i, torch_path, ms_path, cell, module))
     return paired
