@@ -38,6 +38,7 @@ NOISE_FACTOR = 2.0
 ENVELOPE_DRAWS = 4
 ENVELOPE_ULPS = 16.0
 HEADROOM = 0.5
+FLIP_FLOOR = 4.0  # a jump is more than this many times the perturbation at the element's scale
 
 
 @dataclass(frozen=True)
@@ -206,14 +207,24 @@ def _judge_close_ones(run, comparisons, references) -> None:
              and (c.nonfinite is None or c.nonfinite.agree)]
     if not close:
         return
-    spread = run.rounding_spread({pair.key for pair, _ in close}, references)
+    spread, jumped = run.rounding_spread({pair.key for pair, _ in close}, references)
     for pair, c in close:
         margin, outside, ms_error, spread_error, flips = envelope_metrics(
-            pair.ms, pair.torch, spread[pair.key], c.tolerance, NOISE_FACTOR,
-            ENVELOPE_ULPS * float(np.finfo(pair.torch.dtype).eps))
+            pair.ms, pair.torch, spread[pair.key], c.tolerance, NOISE_FACTOR, jumped[pair.key])
         c.envelope = Envelope(ENVELOPE_DRAWS, True, NOISE_FACTOR, margin, outside, ms_error, spread_error, flips,
                               tolerance_margin=c.margin)
         c.margin = margin
+
+
+def _jumps(plus: np.ndarray, minus: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """Elements that jumped in one run of a mirrored pair. A smooth element moves one way under +u
+    and back the other way under -u (the response is linear at this scale), so ``plus + minus`` is
+    next to nothing; a flipped ReLU/max-pool mask moves it in one run only. Moves within a few
+    times the perturbation at the element's own scale are left alone (rounding of the runs)."""
+    bigger = np.maximum(np.abs(plus), np.abs(minus))
+    scale = np.sqrt(np.mean(np.square(base, dtype=np.float64))) if base.size else 0.0
+    floor = FLIP_FLOOR * ENVELOPE_ULPS * float(np.finfo(base.dtype).eps) * (np.abs(base) + scale)
+    return (np.abs(plus + minus) > 0.5 * bigger) & (bigger > floor)
 
 
 def _perturbed_inputs(data: Inputs, seed: int, draw: int, ulps: float) -> Inputs:
@@ -385,20 +396,28 @@ class _Run:
         settle(self.localizer.backward)
         return LayerTable(self.localizer.forward, self.localizer.backward)
 
-    def rounding_spread(self, keys, references) -> Dict[Tuple[str, str], np.ndarray]:
-        """Per element, how far PyTorch's result for each of ``keys`` moves from its float32 result
-        under rounding-level perturbations: ENVELOPE_DRAWS perturbed runs and a float64 run."""
+    def rounding_spread(self, keys, references):
+        """Per element of each of ``keys``: how far PyTorch's result moves from its float32 result
+        under rounding-level perturbations (ENVELOPE_DRAWS perturbed runs and a float64 run), and
+        where it jumped (see :func:`_jumps`)."""
         from .backends import torch as tb
 
         base = {p.key: p.torch for p in self.pairs if p.key in keys}
         spread = {key: np.zeros(value.shape, np.float64) for key, value in base.items()}
+        jumped = {key: np.zeros(value.shape, bool) for key, value in base.items()}
+        mirrored: Dict[Tuple[str, str], np.ndarray] = {}
 
-        def widen(values):
+        def widen(values, sign=0):
             for key, value in values.items():
                 if key in spread and value.shape == spread[key].shape:
                     with np.errstate(invalid="ignore", over="ignore"):  # Inf - Inf where both agree
-                        moved = np.abs(value.astype(np.float64) - base[key])
-                    np.maximum(spread[key], np.where(np.isfinite(moved), moved, 0.0), out=spread[key])
+                        moved = value.astype(np.float64) - base[key]
+                    moved = np.where(np.isfinite(moved), moved, 0.0)
+                    np.maximum(spread[key], np.abs(moved), out=spread[key])
+                    if sign > 0:
+                        mirrored[key] = moved
+                    elif sign < 0:
+                        jumped[key] |= _jumps(mirrored.pop(key), moved, base[key])
 
         after = {name: tb.read(self.torch_module, name) for name in self.torch_start}
         if not references:
@@ -417,10 +436,11 @@ class _Run:
             tb.prepare(seed=self.seed, device=self.device)  # the same dropout masks as the first run
             with tb.perturbed(self.torch_module, seed=_draw_seed(self.seed, draw // 2), ulps=ulps):
                 widen(_reference_values(self.torch_module, _perturbed_inputs(self.data, self.seed, draw // 2, ulps),
-                                        self.grads, self.device, self.cotangents, self.wmap, self.train))
+                                        self.grads, self.device, self.cotangents, self.wmap, self.train),
+                      sign=1 if ulps > 0 else -1)
         for name, value in after.items():
             tb.write(self.torch_module, name, value)
-        return spread
+        return spread, jumped
 
     def float64_reference(self, module64):
         """The float64 PyTorch pass; its layers too, as the localiser's noise floor."""

@@ -162,21 +162,25 @@ def test_the_envelope_allows_tolerance_plus_factor_times_spread_per_element():
     ref = np.array([1.0, 2.0, 0.0, 4.0], np.float32)
     spread = np.array([1e-4, 0.0, 0.0, 0.0])
     ms = ref + np.array([1.5e-4, 0.0, 0.0, 0.0], np.float32)  # 15x the atol alone
-    margin, outside, ms_error, spread_error, flips = envelope_metrics(ms, ref, spread, FP32, 2.0, 16 * 2 ** -23)
+    margin, outside, ms_error, spread_error, flips = envelope_metrics(ms, ref, spread, FP32, 2.0, np.zeros(4, bool))
     allowed = FP32.atol + FP32.rtol * 1.0 + 2.0 * 1e-4
     assert (outside, flips) == (0, 0)
     assert margin == pytest.approx(1.5e-4 / allowed, rel=1e-3)
     assert ms_error == pytest.approx(1.5e-4 / np.linalg.norm(ref), rel=1e-3)
     assert spread_error == pytest.approx(1e-4 / np.linalg.norm(ref), rel=1e-3)
     # The same difference where PyTorch itself did not move is outside.
-    margin, outside, *_ = envelope_metrics(ms[::-1].copy(), ref[::-1].copy(), spread, FP32, 2.0, 16 * 2 ** -23)
+    margin, outside, *_ = envelope_metrics(ms[::-1].copy(), ref[::-1].copy(), spread, FP32, 2.0, np.zeros(4, bool))
     assert outside == 1 and margin > 1
 
 
-def test_an_element_that_jumps_between_runs_counts_as_a_flip():
-    ref = np.array([0.5, -0.25, 1.0, 0.75], np.float32)
-    spread = np.array([0.0, 0.0, 0.3, 1e-7])  # element 2 moved by 0.3 in one run: a mask flipped
-    *_, flips = envelope_metrics(ref, ref, spread, FP32, 2.0, 16 * 2 ** -23)
+def test_an_element_that_jumps_in_one_run_of_a_mirrored_pair_is_a_flip():
+    from parity.runner import _jumps
+
+    base = np.array([0.5, -0.25, 1.0, 0.75, 0.0], np.float32)
+    plus = np.array([1e-5, -2e-5, 0.3, 1e-9, 0.0])  # element 2 jumped under +u only: a mask flipped
+    minus = np.array([-1e-5, 2e-5, 0.0, 3e-9, 0.0])  # the rest moved back (linear), or not at all
+    assert _jumps(plus, minus, base).tolist() == [False, False, True, False, False]
+    *_, flips = envelope_metrics(base, base, np.abs(plus), FP32, 2.0, _jumps(plus, minus, base))
     assert flips == 1
 
 
