@@ -359,3 +359,106 @@ def perturbed(model, *, seed: int, ulps: float):
     finally:
         for handle in handles:
             handle.remove()
+
+
+# Training: one step is value_and_grad over the optimizer's parameters, then the optimizer.
+# State that classic optimizers keep, by attribute, under PyTorch's state names (per class:
+# ``accum`` is SGD's momentum buffer but Adagrad's sum of squares).
+_OPTIMIZER_STATE = {
+    "Adam": {"moment1": "exp_avg", "moment2": "exp_avg_sq"},
+    "AdamWeightDecay": {"moments1": "exp_avg", "moments2": "exp_avg_sq"},
+    "Momentum": {"moments": "momentum_buffer"},
+    "SGD": {"accum": "momentum_buffer"},
+    "Adagrad": {"accum": "sum"},
+    "RMSProp": {"mean_square": "square_avg", "moment": "momentum_buffer", "mean_grad": "grad_avg"},
+}
+
+
+class TrainStep:
+    """Training steps of ``model`` under ``loss_fn`` and ``optimizer`` (a ``mindspore.nn.Optimizer``,
+    or one of :mod:`parity.translation.optim`), as users write them: ``value_and_grad`` over the
+    optimizer's parameters, the gradients summed over micro-batches, optionally clipped by their
+    global norm, then ``optimizer(grads)``. Gradients are returned by attribute path."""
+
+    def __init__(self, model, loss_fn, optimizer, *, accumulate: int, clip_grad_norm: Optional[float], mode: str):
+        self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
+        self.params = list(optimizer.parameters)
+        by_id = {id(p): n for n, p in _parameters(model).items()}
+        unknown = [p.name for p in self.params if id(p) not in by_id]
+        if unknown:
+            raise ParityUsageError(f"the MindSpore optimizer holds parameters that are not the Cell's: {unknown[:5]}; "
+                                   "build it from the parameters it is given (ms_factory(params))")
+        self.names = [by_id[id(p)] for p in self.params]
+        self.accumulate, self.clip, self.mode = accumulate, clip_grad_norm, mode
+        scale = 1.0 / accumulate
+
+        def forward(*values):
+            loss = loss_fn(model(*values[:-1]), values[-1])
+            return loss * scale if accumulate > 1 else loss
+
+        self._grad = ms.value_and_grad(forward, None, ms.ParameterTuple(self.params))
+
+    def step(self, micro_batches):
+        """One optimizer step over ``micro_batches`` (``(Inputs, target)`` pairs): the loss summed
+        over them and the gradients before clipping, as numpy by attribute path."""
+        total, grads = None, None
+        with execution_mode(self.mode):
+            for inputs, target in micro_batches:
+                values = [ms.Tensor(a) for _, a in inputs.named()] + [ms.Tensor(target)]
+                loss, part = self._grad(*values)
+                total = loss if total is None else total + loss
+                grads = list(part) if grads is None else [g + p for g, p in zip(grads, part)]
+            seen = {n: g.asnumpy() for n, g in zip(self.names, grads)}
+            if self.clip is not None:
+                grads = _clipped(grads, self.clip)
+            self.optimizer(tuple(grads))
+        return float(total.asnumpy()), seen
+
+    def lrs(self) -> Dict[str, float]:
+        """The learning rate the next step uses, per parameter."""
+        lr_of = getattr(self.optimizer, "lr_of", None)
+        if lr_of is not None:
+            return {n: lr_of(p) for n, p in zip(self.names, self.params)}
+        lr = self.optimizer.get_lr()
+        if isinstance(lr, (tuple, list)):
+            return {n: float(v.asnumpy()) for n, v in zip(self.names, lr)}
+        return {n: float(np.asarray(lr.asnumpy()).reshape(-1)[0]) for n in self.names}
+
+    def state(self) -> Dict[str, Dict[str, np.ndarray]]:
+        """The optimizer's state per parameter (attribute path), under PyTorch's names."""
+        state_arrays = getattr(self.optimizer, "state_arrays", None)
+        if state_arrays is not None:
+            return {n: state_arrays(p) for n, p in zip(self.names, self.params)}
+        found: Dict[str, Dict[str, np.ndarray]] = {n: {} for n in self.names}
+        for attribute, torch_name in _OPTIMIZER_STATE.get(type(self.optimizer).__name__, {}).items():
+            held = getattr(self.optimizer, attribute, None)
+            if isinstance(held, (tuple, list)) and len(held) == len(self.params):
+                for n, value in zip(self.names, held):
+                    found[n][torch_name] = value.asnumpy()
+        step = getattr(self.optimizer, "global_step", None)
+        if isinstance(step, ms.Tensor):
+            count = np.float32(step.asnumpy().reshape(-1)[0])
+            for n in self.names:
+                found[n]["step"] = count
+        return found
+
+
+def _clipped(grads, max_norm: float):
+    """``torch.nn.utils.clip_grad_norm_``'s arithmetic: each gradient's 2-norm, the 2-norm of
+    those, ``coef = min(max_norm / (total + 1e-6), 1)``, every gradient times ``coef``."""
+    norms = ms.ops.stack([ms.ops.norm(g.astype(ms.float32)) for g in grads])
+    coef = ms.ops.clamp(max_norm / (ms.ops.norm(norms) + 1e-6), max=1.0)
+    return [g * coef.astype(g.dtype) for g in grads]
+
+
+def refuse_dropout(model) -> List[str]:
+    """Paths of sub-Cells that drop elements at random in train mode."""
+    found = []
+    for path, cell in model.cells_and_names():
+        name = type(cell).__name__
+        if "Dropout" in name:
+            p = getattr(cell, "p", None)
+            keep = getattr(cell, "keep_prob", None)
+            if (p is not None and p > 0) or (keep is not None and keep < 1) or (p is None and keep is None):
+                found.append(path or "(root)")
+    return found

@@ -338,3 +338,112 @@ def capture(model, recording, *, backward: bool):
             handle.remove()
         for module in inplace:
             module.inplace = True
+
+
+class TrainStep:
+    """PyTorch's training steps, as users write them: ``loss / accumulate`` backward per
+    micro-batch, optionally ``clip_grad_norm_``, then ``optimizer.step()`` and ``zero_grad``.
+
+    With ``perturb=(seed, ulps)`` a step runs as another CPU might (see :func:`perturbed`): the
+    forward and backward under the perturbation, the running statistics they updated kept, and
+    every gradient moved by as much before the optimizer uses it. ``cast`` runs in that dtype
+    (the module and loss converted in place, so that the optimizer factory's closures still
+    reach the same Parameters)."""
+
+    def __init__(self, model, loss_fn, optimizer, *, accumulate: int, clip_grad_norm, device: str, cast=None):
+        self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
+        self.accumulate, self.clip, self.cast = accumulate, clip_grad_norm, cast
+        self.device = torch_device(device)
+        self.names = {id(p): n for n, p in model.named_parameters()}
+        self.params = [p for p in model.parameters() if p.requires_grad]
+
+    def _tensor(self, array, float_cast: bool):
+        tensor = torch.from_numpy(np.ascontiguousarray(array)).to(self.device)
+        return tensor.to(self.cast) if float_cast and self.cast is not None and tensor.is_floating_point() else tensor
+
+    def step(self, micro_batches, perturb=None):
+        """One optimizer step; the loss summed over the micro-batches and the gradients before
+        clipping, as numpy by parameter name."""
+        self.optimizer.zero_grad(set_to_none=True)
+        total = 0.0
+        for index, (inputs, target) in enumerate(micro_batches):
+            args = [self._tensor(a, True) for a in inputs.args]
+            kwargs = {k: self._tensor(a, True) for k, a in inputs.kwargs.items()}
+            target = self._tensor(target, True)
+            context = (perturbed_keeping_buffers(self.model, seed=perturb[0] + index, ulps=perturb[1])
+                       if perturb else contextlib.nullcontext())
+            with context:
+                loss = self.loss_fn(self.model(*args, **kwargs), target)
+                if self.accumulate > 1:
+                    loss = loss * (1.0 / self.accumulate)
+                loss.backward()
+            total += float(loss.detach())
+        grads = {self.names[id(p)]: p.grad.detach().cpu().numpy().copy()
+                 for p in self.params if p.grad is not None}
+        if perturb:
+            generator = torch.Generator().manual_seed(perturb[0] + len(micro_batches))
+            noise = _noise(generator, perturb[1])
+            with torch.no_grad():
+                for p in self.params:
+                    if p.grad is not None:
+                        p.grad.add_(noise(p.grad))
+        if self.clip is not None:
+            torch.nn.utils.clip_grad_norm_(self.params, self.clip)
+        self.optimizer.step()
+        return total, grads
+
+    def lrs(self) -> Dict[str, float]:
+        return {self.names[id(p)]: float(group["lr"]) for group in self.optimizer.param_groups
+                for p in group["params"] if id(p) in self.names}
+
+    def state(self) -> Dict[str, Dict[str, np.ndarray]]:
+        found = {}
+        for p in self.params:
+            entries = {}
+            for key, value in self.optimizer.state.get(p, {}).items():
+                if isinstance(value, torch.Tensor):
+                    entries[key] = value.detach().cpu().numpy().copy()
+                elif isinstance(value, (int, float)):
+                    entries[key] = np.float32(value)
+            found[self.names[id(p)]] = entries
+        return found
+
+
+@contextlib.contextmanager
+def perturbed_keeping_buffers(model, *, seed: int, ulps: float):
+    """:func:`perturbed`, except that what the block wrote into the buffers (running statistics)
+    is kept: parameters come back as they were, buffers as the block left them."""
+    with perturbed(model, seed=seed, ulps=ulps):
+        yield
+        kept = {name: b.detach().clone() for name, b in model.named_buffers()}
+    with torch.no_grad():
+        for name, b in model.named_buffers():
+            b.copy_(kept[name])
+
+
+def state_of(model) -> Dict[str, "torch.Tensor"]:
+    """Every parameter and buffer, cloned (``restore_state`` puts them back, in any dtype)."""
+    return {name: t.detach().clone() for name, t in model.state_dict(keep_vars=True).items()
+            if isinstance(t, torch.Tensor)}
+
+
+def restore_state(model, saved, dtype_name=None) -> None:
+    """Convert ``model`` to ``torch.<dtype_name>`` (in place: Parameter objects stay the same) and
+    copy ``saved`` in."""
+    if dtype_name is not None:
+        cast_module(model, dtype_name)
+    state = model.state_dict(keep_vars=True)
+    with torch.no_grad():
+        for name, value in saved.items():
+            state[name].copy_(value)
+
+
+def cast_module(module, dtype_name: str) -> None:
+    """``module.to(torch.<dtype_name>)`` in place (floating tensors only)."""
+    module.to(getattr(torch, dtype_name))
+
+
+def dropout_layers(model) -> List[str]:
+    """Paths of sub-Modules that drop elements at random in train mode."""
+    return [path or "(root)" for path, m in model.named_modules()
+            if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0]

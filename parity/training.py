@@ -1,0 +1,574 @@
+"""Training parity: the same optimizer steps on both sides, compared step by step.
+
+One more use of the engine behind :func:`parity.check`: the same weight map and copy, the same
+seeded inputs, the same per-tensor comparison and tolerance chain, the same rounding-envelope
+judge (PyTorch's whole training run repeated under mirrored rounding-level perturbations and in
+float64), the same message anatomy and registry. Per step, in order: the loss, every parameter
+gradient, the optimizer state (moments, momentum buffers, step counts, the learning rate used),
+the parameters after the update, and the running statistics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from . import report
+from .backends import framework_of
+from .compare import Comparison, Envelope, envelope_metrics
+from .errors import ParityMismatch, ParityUsageError
+from .inputs import Inputs, materialize, seeded_stream
+from .layouts import by_torch_name, ms_label, torch_layout
+from .options import parse_seed
+from .runner import (DEFAULT_SEED, ENVELOPE_DRAWS, ENVELOPE_ULPS, HEADROOM, NOISE_FACTOR, Settings, _ArrayPair,
+                     _buffers, _check_choice, _check_pair, _compare, _framework_error, _jumps, _map_weights, _perturbed_inputs,
+                     _set_weights)
+from .tolerance import ToleranceSpec, check_globs_used
+from .weights import WeightReport
+
+__all__ = ["TrainingResult", "TrainingStep", "run_training", "STAGES"]
+
+# Stage -> the Comparison kind it is recorded as, in the order a step compares them.
+STAGES = {"loss": "loss", "grads": "param grad", "state": "optimizer state", "params": "parameter",
+          "buffers": "buffer"}
+_SPOKEN = {"loss": "loss", "param grad": "gradient of parameter", "optimizer state": "optimizer state",
+           "parameter": "parameter after the update", "buffer": "running statistic"}
+MODES = ("pynative",)
+
+
+@dataclass
+class TrainingStep:
+    """One optimizer step: both losses and every tensor compared after it, in stage order."""
+
+    step: int
+    ms_loss: float
+    torch_loss: float
+    comparisons: List[Comparison]
+
+    def stage(self, stage: str) -> List[Comparison]:
+        return [c for c in self.comparisons if c.kind == STAGES[stage]]
+
+    @property
+    def failures(self) -> List[Comparison]:
+        return [c for c in self.comparisons if not c.passed]
+
+
+@dataclass
+class TrainingResult:
+    """Everything a training check compared, step by step."""
+
+    ms_type: str
+    torch_type: str
+    steps: List[TrainingStep]
+    weights: WeightReport
+    optimizer: str
+    loss: str
+    batches: str
+    seed: int
+    mode: str
+    reproduce: str = ""
+    case: str = ""
+    location: str = ""
+    notes: List[str] = field(default_factory=list)
+
+    @property
+    def ms_losses(self) -> List[float]:
+        return [s.ms_loss for s in self.steps]
+
+    @property
+    def torch_losses(self) -> List[float]:
+        return [s.torch_loss for s in self.steps]
+
+    @property
+    def comparisons(self) -> List[Comparison]:
+        return [c for s in self.steps for c in s.comparisons]
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.comparisons)
+
+    @property
+    def failures(self) -> List[Comparison]:
+        return [c for c in self.comparisons if not c.passed]
+
+    @property
+    def first_failure(self) -> Optional[Tuple[int, Comparison]]:
+        """(step, comparison) of the first tensor out of tolerance, in step and stage order."""
+        for s in self.steps:
+            if s.failures:
+                return s.step, s.failures[0]
+        return None
+
+    @property
+    def noise_judged(self) -> List[Comparison]:
+        return [c for c in self.comparisons if c.noise_judged]
+
+    @property
+    def worst(self) -> Optional[Comparison]:
+        return max(self.comparisons, key=lambda c: c.margin, default=None)
+
+    @property
+    def worst_margin(self) -> float:
+        return self.worst.margin if self.worst is not None else 0.0
+
+    @property
+    def problem(self) -> str:
+        return ""
+
+    def __getitem__(self, step: int) -> TrainingStep:
+        """Step ``step`` (counted from 1, as messages count them)."""
+        for s in self.steps:
+            if s.step == step:
+                return s
+        raise KeyError(f"no step {step}; steps are 1..{len(self.steps)}")
+
+    def __str__(self) -> str:
+        total, failures = len(self.comparisons), self.failures
+        pair = f"mindspore {self.ms_type} <-> torch {self.torch_type} ({len(self.steps)} steps, {self.mode})"
+        parts = [f"{total - len(failures)} of {total} tensors within tolerance"]
+        worst = self.worst
+        if worst is not None:
+            parts.append(f"worst {worst.kind} '{worst.name}' at {report.fmt(worst.margin)}x allowed")
+        if self.noise_judged:
+            parts.append(f"{len(self.noise_judged)} noise-judged (beyond the tolerance, inside PyTorch's "
+                         "rounding envelope)")
+        first = self.first_failure
+        if first is not None:
+            parts.append(f"first divergence at step {first[0]}, {_where(first[1])}")
+        return f"{'ok' if not failures else 'FAIL'}: {pair}; " + "; ".join(parts)
+
+
+def run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps: int = 3, clip_grad_norm=None,
+                 accumulate: int = 1, weights="copy", ms_mode="pynative", tolerance=None, name_map=None,
+                 seed=None, settings: Settings = Settings()) -> TrainingResult:
+    """See :func:`parity.check_training`. Train/eval flags are restored on return; the weights,
+    running statistics and optimizers are left as the steps left them."""
+    __tracebackhide__ = True
+    _check_pair(ms_cell, torch_module)
+    from .backends import mindspore as msb, torch as tb
+
+    restore_ms, restore_torch = msb.train_flags(ms_cell), tb.train_flags(torch_module)
+    try:
+        return _run_training(ms_cell, torch_module, batches, loss=loss, optimizer=optimizer, steps=steps,
+                             clip_grad_norm=clip_grad_norm, accumulate=accumulate, weights=weights,
+                             ms_mode=ms_mode, tolerance=tolerance, name_map=name_map, seed=seed, settings=settings)
+    finally:
+        restore_ms()
+        restore_torch()
+
+
+def _positive_int(value, label: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ParityUsageError(f"check_training(): {label} must be an integer >= 1, got {value!r}")
+    return value
+
+
+def _validate(steps, accumulate, clip_grad_norm, mode) -> None:
+    _positive_int(steps, "steps")
+    _positive_int(accumulate, "accumulate")
+    if clip_grad_norm is not None and (isinstance(clip_grad_norm, bool) or not isinstance(clip_grad_norm, (int, float))
+                                       or not clip_grad_norm > 0):
+        raise ParityUsageError(f"check_training(): clip_grad_norm must be a number > 0 (PyTorch's max_norm), "
+                               f"got {clip_grad_norm!r}")
+    _check_choice("ms_mode", mode, MODES, "check_training()")
+
+
+def _batch_list(batches, count: int, seed: int) -> Tuple[List[Tuple[Inputs, np.ndarray]], str]:
+    """``count`` (inputs, target) pairs, cycling through ``batches``; specs drawn once per batch."""
+    if isinstance(batches, tuple) and len(batches) == 2 and not isinstance(batches[0], tuple):
+        raise ParityUsageError("check_training(): batches is a list of (inputs, target) pairs; for one batch "
+                               "write [(inputs, target)]")
+    try:
+        items = list(batches)
+    except TypeError:
+        raise ParityUsageError(f"check_training(): batches must be a list of (inputs, target) pairs, got "
+                               f"{type(batches).__qualname__}") from None
+    if not items:
+        raise ParityUsageError("check_training(): batches is empty; give at least one (inputs, target) pair")
+    made, described = [], []
+    for index, item in enumerate(items):
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise ParityUsageError(f"check_training(): batches[{index}] must be an (inputs, target) pair, got "
+                                   f"{type(item).__qualname__}" + (f" of {len(item)}" if isinstance(item, (tuple, list))
+                                                                    else ""))
+        batch_seed = int(seeded_stream(seed, f"batch:{index}").random_raw()) >> 1
+        inputs = materialize(item[0], batch_seed)
+        target = materialize(item[1], batch_seed ^ 0x5A5A)
+        made.append((inputs, target.args[0]))
+        described.append(f"[{index}] " + "; ".join(list(inputs.descriptions.values())
+                                                   + [f"target {d}" for d in target.descriptions.values()]))
+    return [made[i % len(made)] for i in range(count)], f"seed {seed} -> " + ", ".join(described)
+
+
+def _losses(loss, device: str):
+    """(MindSpore loss, PyTorch loss, description) from a PyTorch loss or a pair."""
+    if isinstance(loss, (tuple, list)):
+        if len(loss) != 2 or framework_of(loss[1]) != "torch" or not callable(loss[0]):
+            raise ParityUsageError("check_training(): loss=(ms_loss, torch_loss) takes a MindSpore loss Cell (or "
+                                   "function) and a PyTorch loss Module")
+        return loss[0], loss[1], f"{_type(loss[0])} <-> {_type(loss[1])} (given pair)"
+    if framework_of(loss) != "torch":
+        raise ParityUsageError(f"check_training(): loss must be a PyTorch loss Module (translated to MindSpore) or "
+                               f"a pair (ms_loss, torch_loss), got {_type(loss)}")
+    from .translation import translate
+
+    ms_loss = translate(loss, device=device)
+    return ms_loss, loss, f"{_type(ms_loss)} <-> {_type(loss)} (translated)"
+
+
+def _type(obj) -> str:
+    klass = type(obj)
+    return f"{klass.__module__}.{klass.__qualname__}" if klass.__module__.split(".")[0] not in ("torch", "mindspore") \
+        else f"{klass.__module__.split('.')[0]}.{'nn.' if '.nn' in klass.__module__ else ''}" \
+             f"{'optim.' if '.optim' in klass.__module__ else ''}{klass.__qualname__}"
+
+
+class _Optimizers:
+    """The PyTorch optimizer factory and the way to build its MindSpore counterpart."""
+
+    def __init__(self, optimizer, ms_cell, torch_module, wmap):
+        self.pair = isinstance(optimizer, (tuple, list))
+        if self.pair and (len(optimizer) != 2 or not all(callable(f) for f in optimizer)):
+            raise ParityUsageError("check_training(): optimizer=(ms_factory, torch_factory) takes two functions of "
+                                   "the parameters")
+        if not self.pair and not callable(optimizer):
+            raise ParityUsageError("check_training(): optimizer must be a function of the parameters returning a "
+                                   "torch.optim optimizer (lambda params: torch.optim.Adam(params, lr=1e-3)), or a "
+                                   f"pair (ms_factory, torch_factory); got {type(optimizer).__qualname__}")
+        self.ms_factory, self.torch_factory = optimizer if self.pair else (None, optimizer)
+        self.ms_cell, self.torch_module, self.wmap = ms_cell, torch_module, wmap
+
+    def torch(self):
+        import torch
+
+        built = self.torch_factory(self.torch_module.parameters())
+        if not isinstance(built, torch.optim.Optimizer):
+            raise ParityUsageError(f"check_training(): the PyTorch optimizer factory returned {_type(built)}, not a "
+                                   "torch.optim.Optimizer")
+        return built
+
+    def mindspore(self, torch_optimizer):
+        if self.pair:
+            built = self.ms_factory(self.ms_cell.trainable_params())
+            if not hasattr(built, "parameters") or not callable(built):
+                raise ParityUsageError(f"check_training(): the MindSpore optimizer factory returned {_type(built)}, "
+                                       "not a mindspore.nn.Optimizer")
+            return built, f"{_type(built)} <-> {_type(torch_optimizer)} (given pair)"
+        from .backends import mindspore as msb
+        from .translation.optim import translate_optimizer
+
+        by_torch = {}
+        for pair in self.wmap.trainable_pairs():
+            by_torch.setdefault(pair.torch, []).append(pair.ms)
+        names = {id(p): n for n, p in self.torch_module.named_parameters()}
+
+        def ms_params_of(torch_param):
+            return [msb._parameter(self.ms_cell, n) for n in by_torch.get(names.get(id(torch_param)), [])]
+
+        built = translate_optimizer(torch_optimizer, ms_params_of)
+        return built, f"{_type(torch_optimizer)} (translated: {type(built).__module__}.{type(built).__name__})"
+
+
+def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, clip_grad_norm, accumulate, weights,
+                  ms_mode, tolerance, name_map, seed, settings) -> TrainingResult:
+    __tracebackhide__ = True
+    mode = settings.mode or ms_mode or "pynative"
+    _validate(steps, accumulate, clip_grad_norm, mode)
+    seed = parse_seed(seed, "check_training(seed=...)")
+    seed = seed if seed is not None else settings.seed if settings.seed is not None else DEFAULT_SEED
+    chain = (ToleranceSpec.parse(tolerance, source="check_training(tolerance=...)"),) + settings.tolerances
+    from .backends import mindspore as msb, torch as tb
+
+    msb.prepare(seed=seed, device=settings.device)
+    tb.prepare(seed=seed, device=settings.device)
+    _refuse_dropout(msb.refuse_dropout(ms_cell), tb.dropout_layers(torch_module))
+    data, described = _batch_list(batches, steps * accumulate, seed)
+    ms_loss, torch_loss, loss_label = _losses(loss, settings.device)
+    optimizers = _Optimizers(optimizer, ms_cell, torch_module, None)
+    wmap = _map_weights(ms_cell, torch_module, name_map, settings.device)
+    optimizers.wmap = wmap
+    wreport = _set_weights(weights, wmap, ms_cell, torch_module)
+    msb.set_train(ms_cell, True)
+    tb.set_train(torch_module, True)
+    torch_start = tb.state_of(torch_module)
+    torch_opt = optimizers.torch()
+    ms_opt, opt_label = optimizers.mindspore(torch_opt)
+    ms_steps = msb.TrainStep(ms_cell, ms_loss, ms_opt, accumulate=accumulate, clip_grad_norm=clip_grad_norm, mode=mode)
+    torch_steps = tb.TrainStep(torch_module, torch_loss, torch_opt, accumulate=accumulate,
+                               clip_grad_norm=clip_grad_norm, device=settings.device)
+    records = []
+    for step in range(steps):
+        micro = data[step * accumulate:(step + 1) * accumulate]
+        ms_record = _side_step(lambda: _ms_record(ms_steps, micro, ms_cell, wmap), "MindSpore", step)
+        torch_record = _side_step(lambda: _torch_record(torch_steps, micro, torch_module, wmap), "PyTorch", step)
+        records.append((ms_record, torch_record))
+    trained = [_compare_step(i + 1, ms_r, t_r, wmap, chain, mode) for i, (ms_r, t_r) in enumerate(records)]
+    check_globs_used(chain[0], [n for s in trained for c in s[1] for n in (c.name, c.ms_name, c.torch_name)])
+    close = [(i, pair, c) for i, (pairs, comparisons) in enumerate(trained) for pair, c in zip(pairs, comparisons)
+             if c.problem is None and c.total and c.margin > HEADROOM and pair.torch.dtype.kind == "f"
+             and (c.nonfinite is None or c.nonfinite.agree)]
+    if close:
+        envelope = _Envelope(torch_module, torch_loss, optimizers, data, steps, accumulate, clip_grad_norm, wmap,
+                             settings.device, seed, torch_start)
+        spread, jumped = envelope.spread({(i, pair.key) for i, pair, _ in close}, records)
+        for i, pair, c in close:
+            key = (i, pair.key)
+            margin, outside, ms_error, spread_error, flips = envelope_metrics(
+                pair.ms, pair.torch, spread[key], c.tolerance, NOISE_FACTOR, jumped[key])
+            c.envelope = Envelope(ENVELOPE_DRAWS, True, NOISE_FACTOR, margin, outside, ms_error, spread_error, flips,
+                                  tolerance_margin=c.margin)
+            c.margin = margin
+    result = TrainingResult(
+        type(ms_cell).__name__, type(torch_module).__name__,
+        [TrainingStep(i + 1, float(ms_r[("loss", "loss")]), float(t_r[("loss", "loss")]), comparisons)
+         for i, ((ms_r, t_r), (_, comparisons)) in enumerate(zip(records, trained))],
+        wreport, opt_label, loss_label, described, seed, mode, case=settings.case, location=settings.location,
+        reproduce=report.reproduce_line(settings.reproduce, seed).replace("parity.check(", "parity.check_training("))
+    if not result.passed:
+        causes = _likely_causes(ms_opt, torch_opt, ms_cell, torch_module, settings.device)
+        raise ParityMismatch(failure_message(result, causes), result)
+    return result
+
+
+def _refuse_dropout(ms_paths, torch_paths) -> None:
+    if ms_paths or torch_paths:
+        raise ParityUsageError(
+            "check_training(): Dropout draws different masks in MindSpore and PyTorch, so no step could agree: "
+            f"MindSpore {ms_paths or 'none'}, PyTorch {torch_paths or 'none'}. Set their rate to 0 "
+            "(torch p=0.0, MindSpore p=0.0) for the check, or replace them with a fixed mask on both sides")
+
+
+def _side_step(run, label: str, step: int):
+    """One side's step; what the framework raises becomes a usage error naming the side and step."""
+    try:
+        return run()
+    except ParityUsageError:
+        raise
+    except Exception as exc:
+        if label == "MindSpore":
+            from .backends import mindspore as msb
+
+            msb.recover()
+        raise _framework_error(label, exc, f"training step {step + 1}") from None
+
+
+def _ms_record(trainer, micro, ms_cell, wmap) -> Dict[Tuple[str, str], object]:
+    """What one MindSpore step left, keyed (stage, MindSpore name); state by (stage, name, key)."""
+    from .backends import mindspore as msb
+
+    lrs = trainer.lrs()
+    loss, grads = trainer.step(micro)
+    record = {("loss", "loss"): np.float32(loss), "grads": grads, "lr": lrs, "state": trainer.state(),
+              "params": {p.ms: msb.read(ms_cell, p.ms) for p in wmap.trainable_pairs()},
+              "buffers": _buffers(msb, ms_cell, wmap, "ms")}
+    return record
+
+
+def _torch_record(trainer, micro, torch_module, wmap, perturb=None, cast=None):
+    from .backends import torch as tb
+
+    lrs = trainer.lrs()
+    loss, grads = trainer.step(micro, perturb)
+    return {("loss", "loss"): np.float32(loss) if cast is None else np.float64(loss), "grads": grads, "lr": lrs,
+            "state": trainer.state(), "params": {p.torch: tb.read(torch_module, p.torch) for p in wmap.trainable_pairs()},
+            "buffers": _buffers(tb, torch_module, wmap, "torch")}
+
+
+def _torch_arrays(record, wmap) -> Dict[Tuple[str, str], np.ndarray]:
+    """A PyTorch record flattened to Comparison keys (kind, PyTorch name)."""
+    found = {("loss", "loss"): np.asarray(record[("loss", "loss")])}
+    for name in by_torch_name(wmap.trainable_pairs()):
+        if name in record["grads"]:
+            found[("param grad", name)] = record["grads"][name]
+        for key, value in record["state"].get(name, {}).items():
+            found[("optimizer state", f"{name}:{key}")] = np.asarray(value)
+        if name in record["lr"]:
+            found[("optimizer state", f"{name}:lr")] = np.float32(record["lr"][name])
+        found[("parameter", name)] = record["params"][name]
+    for name, value in record["buffers"].items():
+        found[("buffer", name)] = value
+    return found
+
+
+def _compare_step(step, ms_r, torch_r, wmap, chain, mode):
+    """The pairs and comparisons of one step, in stage order."""
+    pairs: List[_ArrayPair] = [_ArrayPair("loss", "loss", "loss", "loss", mode, np.asarray(ms_r[("loss", "loss")]),
+                                          np.asarray(torch_r[("loss", "loss")]))]
+    groups = by_torch_name(wmap.trainable_pairs())
+    stages = {"param grad": [], "optimizer state": [], "parameter": []}
+    for name, group in groups.items():
+        held = [p.ms for p in group]
+        layer = name.rpartition(".")[0]
+        label = ms_label(group)
+        if all(h in ms_r["grads"] for h in held):
+            torch_grad = torch_r["grads"].get(name)
+            ms_grad = torch_layout(group, ms_r["grads"])
+            stages["param grad"].append(_ArrayPair("param grad", name, label, name, mode, ms_grad,
+                                                   torch_grad if torch_grad is not None else np.zeros_like(ms_grad),
+                                                   layer))
+        ms_state = {h: ms_r["state"].get(h, {}) for h in held}
+        for key, value in torch_r["state"].get(name, {}).items():
+            if all(key in ms_state[h] for h in held):
+                parts = {h: np.asarray(ms_state[h][key]) for h in held}
+                ms_value = parts[held[0]] if np.ndim(value) == 0 else torch_layout(group, parts)
+                stages["optimizer state"].append(_ArrayPair("optimizer state", f"{name}:{key}", f"{label}:{key}",
+                                                            f"{name}:{key}", mode, np.asarray(ms_value, np.float32)
+                                                            if np.ndim(value) == 0 else ms_value, np.asarray(value),
+                                                            layer))
+        if name in torch_r["lr"] and held[0] in ms_r["lr"]:
+            stages["optimizer state"].append(_ArrayPair("optimizer state", f"{name}:lr", f"{label}:lr", f"{name}:lr",
+                                                        mode, np.float32(ms_r["lr"][held[0]]),
+                                                        np.float32(torch_r["lr"][name]), layer))
+        stages["parameter"].append(_ArrayPair("parameter", name, label, name, mode, torch_layout(group, ms_r["params"]),
+                                              torch_r["params"][name], layer))
+    for kind in ("param grad", "optimizer state", "parameter"):
+        pairs += stages[kind]
+    groups = by_torch_name(p for p in wmap.pairs if not p.trainable)
+    pairs += [_ArrayPair("buffer", name, ms_label(g), name, mode, ms_r["buffers"][name], torch_r["buffers"][name],
+                         name.rpartition(".")[0]) for name, g in groups.items()]
+    return pairs, [_compare(p, chain, check_dtype=p.kind != "buffer") for p in pairs]
+
+
+class _Envelope:
+    """PyTorch's whole training run again: once in float64, and ENVELOPE_DRAWS times with every
+    input, weight, layer output, gradient flowing back and parameter gradient moved by
+    ENVELOPE_ULPS units in the last place (mirrored pairs, a fresh draw per step), each from the
+    same start and with a fresh optimizer from the same factory. Each tensor's spread is the
+    farthest any run lands from PyTorch's own float32 run, step by step."""
+
+    def __init__(self, module, loss_fn, optimizers, data, steps, accumulate, clip, wmap, device, seed, start):
+        self.module, self.loss_fn, self.optimizers, self.data = module, loss_fn, optimizers, data
+        self.steps, self.accumulate, self.clip, self.wmap = steps, accumulate, clip, wmap
+        self.device, self.seed, self.start = device, seed, start
+
+    def _run(self, dtype: str, cast=None, draw=None, ulps=0.0):
+        """One run from the start, in ``cast`` (a dtype name) or the module's own ``dtype``."""
+        from .backends import torch as tb
+
+        tb.restore_state(self.module, self.start, cast or dtype)
+        if hasattr(self.loss_fn, "to"):
+            tb.cast_module(self.loss_fn, cast or dtype)
+        tb.prepare(seed=self.seed, device=self.device)
+        trainer = tb.TrainStep(self.module, self.loss_fn, self.optimizers.torch(), accumulate=self.accumulate,
+                               clip_grad_norm=self.clip, device=self.device, cast=_dtype(cast))
+        runs = []
+        for step in range(self.steps):
+            micro = self.data[step * self.accumulate:(step + 1) * self.accumulate]
+            perturb = None
+            if draw is not None:
+                step_seed = int(seeded_stream(self.seed, f"training-envelope:{draw}:{step}").random_raw()) >> 1
+                micro = [(_perturbed_inputs(inputs, step_seed, draw, ulps), target) for inputs, target in micro]
+                perturb = (step_seed, ulps)
+            runs.append(_torch_arrays(_torch_record(trainer, micro, self.module, self.wmap, perturb, cast), self.wmap))
+        return runs
+
+    def spread(self, keys, records):
+        from .backends import torch as tb
+
+        base = {(i, key): _torch_arrays(records[i][1], self.wmap)[key] for i, key in keys}
+        spread = {k: np.zeros(np.shape(v), np.float64) for k, v in base.items()}
+        jumped = {k: np.zeros(np.shape(v), bool) for k, v in base.items()}
+        after = tb.state_of(self.module)
+        dtype = next((str(p.dtype).replace("torch.", "") for p in self.module.parameters()), "float32")
+        mirrored = {}
+
+        def widen(runs, sign=0):
+            for i, found in enumerate(runs):
+                for (step, key), value in ((k, found.get(k[1])) for k in spread if k[0] == i):
+                    if value is None or np.shape(value) != spread[(step, key)].shape:
+                        continue
+                    with np.errstate(invalid="ignore", over="ignore"):
+                        moved = np.asarray(value, np.float64) - base[(step, key)]
+                    moved = np.where(np.isfinite(moved), moved, 0.0)
+                    np.maximum(spread[(step, key)], np.abs(moved), out=spread[(step, key)])
+                    if sign > 0:
+                        mirrored[(step, key)] = moved
+                    elif sign < 0:
+                        jumped[(step, key)] |= _jumps(mirrored.pop((step, key)), moved,
+                                                      np.asarray(base[(step, key)]))
+
+        try:
+            widen(self._run(dtype, cast="float64"))
+            for draw in range(ENVELOPE_DRAWS):
+                ulps = ENVELOPE_ULPS if draw % 2 == 0 else -ENVELOPE_ULPS
+                widen(self._run(dtype, draw=draw // 2, ulps=ulps), sign=1 if ulps > 0 else -1)
+        finally:
+            tb.restore_state(self.module, after, dtype)
+            if hasattr(self.loss_fn, "to"):
+                tb.cast_module(self.loss_fn, dtype)
+        return spread, jumped
+
+
+def _dtype(name):
+    if name is None:
+        return None
+    import torch
+
+    return getattr(torch, name)
+
+
+# Text: the failure message, with check's anatomy.
+
+def _where(c: Comparison) -> str:
+    if c.kind == "optimizer state":
+        param, _, key = c.name.rpartition(":")
+        ms_param = c.ms_name.rpartition(":")[0]
+        text = f"optimizer state '{key}' of parameter '{param}'"
+        return text + (f" (MindSpore '{ms_param}')" if ms_param != param else "")
+    text = f"{_SPOKEN[c.kind]} '{c.name}'" if c.kind != "loss" else "loss"
+    return text + (f" (MindSpore '{c.ms_name}')" if c.ms_name != c.name else "")
+
+
+def step_table(result: TrainingResult) -> List[str]:
+    """Per step: both losses, and per stage the worst tensor's margin."""
+    lines = ["Per step (loss MindSpore vs PyTorch; worst tensor per stage, difference / allowed):",
+             f"  {'step':<5} {'loss MindSpore':<15} {'loss PyTorch':<15} " + " ".join(
+                 f"{stage:<30}" for stage in list(STAGES)[1:])]
+    for s in result.steps:
+        cells = []
+        for stage in list(STAGES)[1:]:
+            group = s.stage(stage)
+            if not group:
+                cells.append(f"{'-':<30}")
+                continue
+            worst = max(group, key=lambda c: c.margin)
+            status = "FAIL" if any(not c.passed for c in group) else "ok"
+            cells.append(f"{status + ' ' + report.fmt(worst.margin) + 'x ' + worst.name:<30.30}")
+        loss_flag = "" if all(c.passed for c in s.stage("loss")) else " FAIL"
+        lines.append(f"  {s.step:<5} {s.ms_loss:<15.7g} {s.torch_loss:<15.7g} " + " ".join(cells) + loss_flag)
+    return lines
+
+
+def failure_message(result: TrainingResult, likely_causes=()) -> str:
+    step, first = result.first_failure
+    lines = [f"MindSpore and PyTorch do not train the same! First at step {step}, {_where(first)}", ""]
+    if result.case:
+        lines.append(f"Case:       {result.case}" + (f"  ({result.location})" if result.location else ""))
+    lines += [f"Pair:       mindspore {result.ms_type} <-> torch {result.torch_type} (train mode, {result.mode})",
+              f"Optimizer:  {result.optimizer}", f"Loss:       {result.loss}",
+              f"Divergence: first at step {step} of {len(result.steps)}, stage "
+              f"'{next(k for k, v in STAGES.items() if v == first.kind)}', {_where(first)}", ""]
+    if first.problem is None:
+        lines += report._metrics(first) + [f"Tolerance: {first.tolerance_source} ({first.tolerance})"]
+    else:
+        lines.append(f"{first.problem.capitalize()}s differ: MindSpore {first.ms_shape or first.ms_dtype} vs "
+                     f"PyTorch {first.torch_shape or first.torch_dtype}")
+    failing = result.failures
+    lines += ["", f"Compared tensors ({len(failing)} of {len(result.comparisons)} failed over {len(result.steps)} "
+                  "steps)"] + step_table(result) + [""]
+    lines += [f"Likely cause: {cause}" for cause in likely_causes]
+    lines += [f"Weights: {result.weights}", f"Batches: {result.batches}"]
+    lines += [f"Note: {note}" for note in result.notes]
+    return "\n".join(lines + ["", f"Reproduce: {result.reproduce}"])
+
+
+def _likely_causes(ms_opt, torch_opt, ms_cell, torch_module, device) -> List[str]:
+    """The registry's optimizer entries this pair of optimizers hits (never raises)."""
+    from .registry.optimizers import optimizer_causes
+
+    try:
+        return optimizer_causes(ms_opt, torch_opt, ms_cell, device=device)
+    except Exception:  # the registry helps the message; it never hides the failure
+        return []
