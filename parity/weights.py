@@ -179,19 +179,48 @@ def map_weights(ms_slots: List[Slot], torch_slots: List[Slot], name_map=None) ->
     conflicts: List[Tuple[Slot, Slot]] = []
 
     def claim(t: Slot, m: Slot, how: str):
+        if not compatible(t, m):
+            conflicts.append((m, t))
+            return
         ms.take(m, t.name)
         torch.take(t, m.name)
         pairs.append(Pair(m.name, t.name, how, m.shape, t.shape, m.trainable and t.trainable))
 
     # Explicit entries first, so that an automatic match cannot take a name the map assigns.
     for key, key_is_ms, value in layouts:
-        own, other = (ms, torch) if key_is_ms else (torch, ms)
-        key_slot = own.get(key, "name_map")
-        found = layout_pairs(key, key_is_ms, value, key_slot, _finder(key, own, other))
-        own.take(key_slot, repr(value))
-        for pair in found:
-            other.take(other.by_name[pair.torch if key_is_ms else pair.ms], key)
-        pairs += found
+        pairs += _layout_entry(key, key_is_ms, value, ms, torch)
+    named = _plain_entries(plain, torch_slots, ms, claim)
+    for t in torch.rest():
+        prefix = t.name[: len(t.name) - len(t.leaf)]
+        candidates = [t.name] + [prefix + alt for alt in RENAMES.get(t.leaf, ())]
+        m = next((ms.by_name[c] for c in candidates if c in ms.by_name and ms.by_name[c].name not in ms.taken), None)
+        if m is not None and t.name not in named:
+            claim(t, m, "same name" if m.name == t.name else "renamed")
+    if conflicts:
+        rows = [r for m, t in conflicts for r in (row("MindSpore", m), row("PyTorch", t))]
+        raise ParityUsageError("Parameter shapes differ between paired names:\n" + table(rows))
+    ignored = _ignore(torch)
+    pairs += fuse_automatically(ms, torch)
+    align_by_order(ms.rest(), torch.rest(), claim, ignored)
+    position = {t.name: i for i, t in enumerate(torch_slots)}
+    pairs.sort(key=lambda p: position[p.torch])  # definition order, however each pair was found
+    return WeightMap(pairs, ignored)
+
+
+def _layout_entry(key: str, key_is_ms: bool, value, ms: Index, torch: Index) -> List[Pair]:
+    """The pairs of one ``name_map`` entry whose value is a fuse/transpose/reshape; its tensors taken."""
+    own, other = (ms, torch) if key_is_ms else (torch, ms)
+    key_slot = own.get(key, "name_map")
+    found = layout_pairs(key, key_is_ms, value, key_slot, _finder(key, own, other))
+    own.take(key_slot, repr(value))
+    for pair in found:
+        other.take(other.by_name[pair.torch if key_is_ms else pair.ms], key)
+    return found
+
+
+def _plain_entries(plain: Dict[str, str], torch_slots: List[Slot], ms: Index, claim: Callable) -> set:
+    """Claim the ``name_map`` entries {PyTorch name: MindSpore name}; the PyTorch names they cover."""
+    named = set()
     for t in torch_slots:
         target = plain.get(t.name) or next((plain[a] for a in t.aliases if a in plain), None)
         if target is None:
@@ -202,23 +231,9 @@ def map_weights(ms_slots: List[Slot], torch_slots: List[Slot], name_map=None) ->
                                    f"MindSpore parameter. MindSpore has: {sorted(ms.by_name)}")
         if m.name in ms.taken:
             raise ParityUsageError(f"name_map maps both {ms.taken[m.name]!r} and {t.name!r} to {m.name!r}")
-        (claim(t, m, "name_map") if compatible(t, m) else conflicts.append((m, t)))
-    for t in torch.rest():
-        prefix = t.name[: len(t.name) - len(t.leaf)]
-        candidates = [t.name] + [prefix + alt for alt in RENAMES.get(t.leaf, ())]
-        m = next((ms.by_name[c] for c in candidates if c in ms.by_name and ms.by_name[c].name not in ms.taken), None)
-        if m is not None:
-            how = "same name" if m.name == t.name else "renamed"
-            (claim(t, m, how) if compatible(t, m) else conflicts.append((m, t)))
-    if conflicts:
-        rows = [r for m, t in conflicts for r in (row("MindSpore", m), row("PyTorch", t))]
-        raise ParityUsageError("Parameter shapes differ between paired names:\n" + table(rows))
-    ignored = _ignore(torch)
-    pairs += fuse_automatically(ms, torch)
-    align_by_order(ms.rest(), torch.rest(), claim, ignored)
-    position = {t.name: i for i, t in enumerate(torch_slots)}
-    pairs.sort(key=lambda p: position[p.torch])  # definition order, however each pair was found
-    return WeightMap(pairs, ignored)
+        named.add(t.name)
+        claim(t, m, "name_map")
+    return named
 
 
 def _ignore(torch: Index) -> List[Tuple[str, str]]:
