@@ -327,7 +327,7 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, cli
         wreport, opt_label, loss_label, described, seed, mode, case=settings.case, location=settings.location,
         reproduce=report.reproduce_line(settings.reproduce, seed).replace("parity.check(", "parity.check_training("))
     if not result.passed:
-        causes = _likely_causes(ms_opt, torch_opt, ms_cell, torch_module, settings.device)
+        causes = _likely_causes(ms_opt, torch_opt, settings.device)
         raise ParityMismatch(failure_message(result, causes), result)
     return result
 
@@ -564,11 +564,11 @@ def failure_message(result: TrainingResult, likely_causes=()) -> str:
     return "\n".join(lines + ["", f"Reproduce: {result.reproduce}"])
 
 
-def _likely_causes(ms_opt, torch_opt, ms_cell, torch_module, device) -> List[str]:
-    """The registry's optimizer entries this pair of optimizers hits (never raises)."""
+def _likely_causes(ms_opt, torch_opt, device) -> List[str]:
+    """The registry's entries this pair of optimizers hits (never raises)."""
     from .registry.optimizers import optimizer_causes
 
     try:
-        return optimizer_causes(ms_opt, torch_opt, ms_cell, device=device)
+        return optimizer_causes(ms_opt, torch_opt, device=device)
     except Exception:  # the registry helps the message; it never hides the failure
         return []

@@ -408,7 +408,7 @@ class TrainStep:
                 loss, part = self._grad(*values)
                 total = loss if total is None else total + loss
                 grads = list(part) if grads is None else [g + p for g, p in zip(grads, part)]
-            seen = {n: g.asnumpy() for n, g in zip(self.names, grads)}
+            seen = {n: g.asnumpy().copy() for n, g in zip(self.names, grads)}
             if self.clip is not None:
                 grads = _clipped(grads, self.clip)
             self.optimizer(tuple(grads))
@@ -434,7 +434,7 @@ class TrainStep:
             held = getattr(self.optimizer, attribute, None)
             if isinstance(held, (tuple, list)) and len(held) == len(self.params):
                 for n, value in zip(self.names, held):
-                    found[n][torch_name] = value.asnumpy()
+                    found[n][torch_name] = value.asnumpy().copy()  # the Parameter is updated in place
         step = getattr(self.optimizer, "global_step", None)
         if isinstance(step, ms.Tensor):
             count = np.float32(step.asnumpy().reshape(-1)[0])

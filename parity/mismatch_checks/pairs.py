@@ -233,7 +233,8 @@ def zero_fraction(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device:
 
 def optimizer_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, mode: str, device: str,
                     seed: int) -> Measurement:
-    """The same parameter and the same gradients, ``steps`` updates on each side."""
+    """The same parameter and the same gradients, ``steps`` updates on each side. ``grad_scale``
+    scales the N(0, 1) gradients; ``name`` names the MindSpore Parameter (filters read it)."""
     import mindspore as ms
     import torch
 
@@ -242,9 +243,10 @@ def optimizer_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, mode: 
     shape = tuple(spec.optimizer["shape"])
     rng = np.random.default_rng(seed)
     start = rng.standard_normal(shape).astype(np.float32)
-    grads = [rng.standard_normal(shape).astype(np.float32) for _ in range(int(spec.optimizer.get("steps", 3)))]
+    scale = float(spec.optimizer.get("grad_scale", 1.0))
+    grads = [(rng.standard_normal(shape) * scale).astype(np.float32) for _ in range(int(spec.optimizer.get("steps", 3)))]
     msb.prepare(seed=seed, device=device)
-    ms_param = ms.Parameter(ms.Tensor(start.copy()), name=f"w_{entry.id.replace('-', '_')}")
+    ms_param = ms.Parameter(ms.Tensor(start.copy()), name=spec.optimizer.get("name", f"w_{entry.id.replace('-', '_')}"))
     try:
         ms_opt = resolve(api)([ms_param], **ms_kwargs)
         with msb.execution_mode(mode):

@@ -21,23 +21,33 @@ PyTorch's names (``exp_avg``, ``momentum_buffer``...), so that training parity c
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Sequence
+from typing import Dict, List
 
 from mindspore import ops
 
 from ..errors import ParityUnsupported
 
-__all__ = ["TorchFormulaOptimizer", "SGD", "Adam", "RMSprop", "Adagrad", "translate_optimizer"]
+__all__ = ["TorchFormulaOptimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "translate_optimizer",
+           "translated_optimizers"]
 
 
 class TorchFormulaOptimizer:
-    """Holds MindSpore Parameters in groups, each group a dict of PyTorch's hyperparameters;
-    ``optimizer(grads)`` updates them (grads in the order of ``parameters``)."""
+    """Built like its ``torch.optim`` class: ``Adam(params, lr=1e-3, weight_decay=1e-5)``, where
+    ``params`` are MindSpore Parameters or groups (``[{"params": [...], "lr": 0.1}, ...]``), with
+    PyTorch's defaults. ``optimizer(grads)`` updates them (grads in the order of ``parameters``)."""
 
     torch_class = ""
+    defaults: Dict[str, object] = {}
 
-    def __init__(self, groups: Sequence[dict]):
-        self.param_groups: List[dict] = [dict(g) for g in groups]
+    def __init__(self, params, **hyper):
+        unknown = sorted(set(hyper) - set(self.defaults))
+        if unknown:
+            raise ParityUnsupported(f"{type(self).__name__} has no argument {unknown}; it takes "
+                                    f"{sorted(self.defaults)}")
+        params = list(params)
+        groups = params if params and isinstance(params[0], dict) else [{"params": params}]
+        self.param_groups: List[dict] = [{**self.defaults, **hyper, **g, "params": list(g["params"])}
+                                         for g in groups]
         self.parameters = [p for g in self.param_groups for p in g["params"]]
         self.state: Dict[int, Dict[str, object]] = {id(p): {} for p in self.parameters}
 
@@ -64,7 +74,7 @@ class TorchFormulaOptimizer:
 
         found = {}
         for name, value in self.state[id(param)].items():
-            found[name] = np.float32(value) if isinstance(value, (int, float)) else value.asnumpy()
+            found[name] = np.float32(value) if isinstance(value, (int, float)) else value.asnumpy().copy()
         return found
 
     def lr_of(self, param) -> float:
@@ -84,6 +94,8 @@ class SGD(TorchFormulaOptimizer):
     step), nesterov ``g + momentum * buf``, ``p -= lr * g``."""
 
     torch_class = "torch.optim.SGD"
+    defaults = {"lr": 1e-3, "momentum": 0.0, "dampening": 0.0, "nesterov": False, "weight_decay": 0.0,
+                "maximize": False}
 
     def _update(self, param, grad, state, group):
         grad = _decayed(grad, param, group["weight_decay"])
@@ -103,6 +115,8 @@ class Adam(TorchFormulaOptimizer):
     ``denom = sqrt(v) / sqrt(1 - beta2^t) + eps``, ``p -= lr / (1 - beta1^t) * m / denom``."""
 
     torch_class = "torch.optim.Adam"
+    defaults = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0, "amsgrad": False,
+                "maximize": False, "decoupled_weight_decay": False}
 
     def _update(self, param, grad, state, group):
         if not state:
@@ -134,6 +148,8 @@ class RMSprop(TorchFormulaOptimizer):
     (centered: ``sqrt(v - mean^2) + eps``), momentum on ``g / avg``."""
 
     torch_class = "torch.optim.RMSprop"
+    defaults = {"lr": 1e-2, "alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0, "momentum": 0.0, "centered": False,
+                "maximize": False}
 
     def _update(self, param, grad, state, group):
         alpha, eps, momentum = group["alpha"], group["eps"], group["momentum"]
@@ -164,6 +180,8 @@ class Adagrad(TorchFormulaOptimizer):
     ``p -= lr / (1 + (t - 1) * lr_decay) * g / (sqrt(sum) + eps)``."""
 
     torch_class = "torch.optim.Adagrad"
+    defaults = {"lr": 1e-2, "lr_decay": 0.0, "weight_decay": 0.0, "initial_accumulator_value": 0.0, "eps": 1e-10,
+                "maximize": False}
 
     def _update(self, param, grad, state, group):
         if not state:
@@ -175,11 +193,18 @@ class Adagrad(TorchFormulaOptimizer):
         ops.assign(param, param - (grad / (ops.sqrt(total) + group["eps"])) * clr)
 
 
+class AdamW(Adam):
+    """``torch.optim.AdamW``: :class:`Adam` with decoupled weight decay, 0.01 by default."""
+
+    torch_class = "torch.optim.AdamW"
+    defaults = {**Adam.defaults, "weight_decay": 1e-2, "decoupled_weight_decay": True}
+
+
 # PyTorch class name -> (translation, the group keys it needs, option values it cannot honour).
 _TRANSLATIONS = {
     "SGD": (SGD, ("lr", "momentum", "dampening", "nesterov", "weight_decay", "maximize")),
     "Adam": (Adam, ("lr", "betas", "eps", "weight_decay", "amsgrad", "maximize")),
-    "AdamW": (Adam, ("lr", "betas", "eps", "weight_decay", "amsgrad", "maximize")),
+    "AdamW": (AdamW, ("lr", "betas", "eps", "weight_decay", "amsgrad", "maximize")),
     "RMSprop": (RMSprop, ("lr", "alpha", "eps", "weight_decay", "momentum", "centered", "maximize")),
     "Adagrad": (Adagrad, ("lr", "lr_decay", "eps", "weight_decay", "initial_accumulator_value", "maximize")),
 }
@@ -214,7 +239,7 @@ def translate_optimizer(torch_optimizer, ms_params_of) -> TorchFormulaOptimizer:
             raise ParityUnsupported(f"torch.optim.{name} group {index} lacks {missing}: not a PyTorch version "
                                     "this translation knows")
         hyper = {k: (tuple(_number(b) for b in group[k]) if k == "betas" else _number(group[k])) for k in keys}
-        if klass is Adam:
+        if issubclass(klass, Adam):
             hyper["decoupled_weight_decay"] = bool(group.get("decoupled_weight_decay", name == "AdamW"))
         params = []
         for torch_param in group["params"]:
@@ -226,6 +251,4 @@ def translate_optimizer(torch_optimizer, ms_params_of) -> TorchFormulaOptimizer:
                     placed[id(ms_param)] = index
                     params.append(ms_param)
         groups.append({**hyper, "params": params})
-    optimizer = klass(groups)
-    optimizer.torch_class = f"torch.optim.{name}"  # AdamW is Adam with decoupled weight decay
-    return optimizer
+    return klass(groups)
