@@ -1,0 +1,113 @@
+"""parity.check_training against the real frameworks: tiny nets, 3 steps."""
+
+import mindspore
+import pytest
+import torch
+
+import parity
+from parity.registry.optimizers import NORM_SKIPPED
+
+
+def _net():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(),
+                               torch.nn.Linear(8, 5), torch.nn.LayerNorm(5), torch.nn.Linear(5, 3))
+
+
+BATCHES = [(parity.randn((4, 6)), parity.randint((4,), 0, 3)), (parity.randn((4, 6)), parity.randint((4,), 0, 3))]
+
+
+@pytest.mark.parametrize("factory", [
+    lambda p: torch.optim.Adam(p, lr=1e-3, weight_decay=1e-5),
+    lambda p: torch.optim.AdamW(p, lr=1e-2, amsgrad=True),
+    lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, dampening=0.1, weight_decay=1e-3),
+    lambda p: torch.optim.RMSprop(p, lr=1e-2, momentum=0.5, centered=True),
+    lambda p: torch.optim.Adagrad(p, lr=0.1, lr_decay=0.01, initial_accumulator_value=0.1),
+], ids=["adam", "adamw-amsgrad", "sgd-momentum", "rmsprop-centered", "adagrad"])
+def test_translated_optimizers_train_the_same(factory):
+    model = _net()
+    result = parity.check_training(parity.translate(model), model, BATCHES, optimizer=factory,
+                                   loss=torch.nn.CrossEntropyLoss(label_smoothing=0.1), steps=3)
+    assert result.passed and len(result.steps) == 3
+    assert len(result.ms_losses) == len(result.torch_losses) == 3
+    assert result.ms_losses[0] == pytest.approx(result.torch_losses[0], rel=1e-5)
+    assert result.torch_losses[0] != result.torch_losses[2]  # the weights moved
+    assert {c.kind for c in result.comparisons} == {"loss", "param grad", "optimizer state", "parameter", "buffer"}
+
+
+def test_param_groups_nesterov_clipping_and_accumulation():
+    model = _net()
+    factory = lambda p: torch.optim.SGD([  # noqa: E731
+        {"params": model[0].parameters(), "lr": 0.05},
+        {"params": list(model[1].parameters()) + list(model[3].parameters()) + list(model[4].parameters())
+         + list(model[5].parameters()), "weight_decay": 1e-2}], lr=0.1, momentum=0.9, nesterov=True)
+    result = parity.check_training(parity.translate(model), model, BATCHES, optimizer=factory, loss=torch.nn.CrossEntropyLoss(),
+                                   steps=2, clip_grad_norm=0.5, accumulate=2)
+    compared = {c.name for c in result[1].stage("state")}
+    assert {"0.weight:lr", "5.weight:lr", "0.weight:momentum_buffer"} <= compared  # each group's lr, as used
+    assert result.passed
+
+
+def test_regression_losses_translate():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 2))
+    batches = [(parity.randn((5, 4)), parity.randn((5, 2)))]
+    for loss in (torch.nn.MSELoss(), torch.nn.L1Loss(), torch.nn.SmoothL1Loss(beta=0.5), torch.nn.BCEWithLogitsLoss()):
+        assert parity.check_training(parity.translate(model), model, batches, loss=loss, steps=2,
+                                     optimizer=lambda p: torch.optim.SGD(p, lr=0.1)).passed
+
+
+def test_users_nn_adam_with_weight_decay_fails_at_step_one_naming_both_entries():
+    model = _net()
+    cell = parity.translate(model)
+    with pytest.raises(parity.ParityMismatch) as info:
+        parity.check_training(cell, model, BATCHES, loss=torch.nn.CrossEntropyLoss(), steps=3, optimizer=(
+            lambda p: mindspore.nn.Adam(p, learning_rate=1e-3, weight_decay=1e-2),
+            lambda p: torch.optim.Adam(p, lr=1e-3, weight_decay=1e-2)))
+    result, text = info.value.result, str(info.value)
+    step, first = result.first_failure
+    assert (step, first.kind, first.name, first.ms_name) == (1, "optimizer state", "1.weight:exp_avg", "1.gamma:exp_avg")
+    assert not result[2].stage("params")[2].passed  # BatchNorm's gamma itself differs from step 2
+    assert result[1].stage("grads") and all(c.passed for c in result[1].stage("grads"))
+    assert "First at step 1, optimizer state 'exp_avg' of parameter '1.weight' (MindSpore '1.gamma')" in text
+    assert f"Likely cause: known mismatch '{NORM_SKIPPED}'" in text
+    assert "Likely cause: known mismatch 'adam-eps-placement'" in text
+    for part in ("Tolerance: float32 default", "Per step (loss MindSpore vs PyTorch", "Reproduce: parity.check_training("):
+        assert part in text
+
+
+def test_a_wrong_learning_rate_is_named_at_its_step_and_stage():
+    model = _net()
+    with pytest.raises(parity.ParityMismatch) as info:
+        parity.check_training(parity.translate(model), model, BATCHES, loss=torch.nn.CrossEntropyLoss(), steps=2,
+                              optimizer=(lambda p: mindspore.nn.SGD(p, learning_rate=0.11),
+                                         lambda p: torch.optim.SGD(p, lr=0.1)))
+    step, first = info.value.result.first_failure
+    assert (step, first.kind) == (1, "optimizer state") and first.name.endswith(":lr")
+
+
+def test_dropout_is_refused():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Dropout(0.5))
+    with pytest.raises(parity.ParityUsageError, match=r"Dropout draws different masks.*PyTorch \['1'\]"):
+        parity.check_training(parity.translate(model), model, [(parity.randn((2, 4)), parity.randn((2, 3)))],
+                              loss=torch.nn.MSELoss(), optimizer=lambda p: torch.optim.SGD(p, lr=0.1))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"steps": 0}, "steps must be an integer >= 1"),
+    ({"accumulate": 1.5}, "accumulate must be an integer >= 1"),
+    ({"clip_grad_norm": -1}, "clip_grad_norm must be a number > 0"),
+    ({"batches": []}, "batches is empty"),
+    ({"batches": [parity.randn((2, 4))]}, r"batches\[0\] must be an \(inputs, target\) pair"),
+    ({"optimizer": "adam"}, "optimizer must be a function of the parameters"),
+    ({"optimizer": lambda p: torch.optim.LBFGS(p)}, "no MindSpore translation of torch.optim.lbfgs.LBFGS"),
+    ({"loss": mindspore.nn.MSELoss()}, "loss must be a PyTorch loss Module"),
+])
+def test_usage_errors(kwargs, message):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    call = {"batches": [(parity.randn((2, 4)), parity.randn((2, 3)))], "loss": torch.nn.MSELoss(),
+            "optimizer": lambda p: torch.optim.SGD(p, lr=0.1), **kwargs}
+    with pytest.raises((parity.ParityUsageError, parity.ParityUnsupported), match=message):
+        parity.check_training(parity.translate(model), model, call.pop("batches"), **call)
