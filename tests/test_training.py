@@ -111,3 +111,13 @@ def test_usage_errors(kwargs, message):
             "optimizer": lambda p: torch.optim.SGD(p, lr=0.1), **kwargs}
     with pytest.raises((parity.ParityUsageError, parity.ParityUnsupported), match=message):
         parity.check_training(parity.translate(model), model, call.pop("batches"), **call)
+
+
+def test_readme_example():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+    batches = [(parity.randn((4, 6)), parity.randint((4,), 0, 3))]
+    result = parity.check_training(parity.translate(model), model, batches, loss=torch.nn.CrossEntropyLoss(),
+                                   optimizer=lambda p: torch.optim.Adam(p, lr=1e-3, weight_decay=1e-5))
+    assert str(result).startswith("ok: mindspore SequentialCell <-> torch Sequential (3 steps, pynative)")
+    assert result.worst_margin <= 1
