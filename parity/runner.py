@@ -213,7 +213,9 @@ def _judge_close_ones(run, comparisons, references) -> None:
             pair.ms, pair.torch, spread[pair.key], c.tolerance, NOISE_FACTOR, jumped[pair.key])
         c.envelope = Envelope(ENVELOPE_DRAWS, True, NOISE_FACTOR, margin, outside, ms_error, spread_error, flips,
                               tolerance_margin=c.margin)
-        c.margin = margin
+        # The margin shown is against what the tensor was finally allowed: element by element, or,
+        # judged whole, its relative error against the factor times PyTorch's spread.
+        c.margin = ms_error / (NOISE_FACTOR * spread_error) if c.envelope.judged_whole else margin
 
 
 def _jumps(plus: np.ndarray, minus: np.ndarray, base: np.ndarray) -> np.ndarray:
@@ -311,7 +313,7 @@ class _Run:
         self.ms_start = {p.ms: msb.read(ms_cell, p.ms) for p in wmap.pairs if not p.trainable}
         from .backends import torch as tb
 
-        self.torch_start = {p.torch: tb.read(torch_module, p.torch) for p in wmap.pairs if not p.trainable}
+        self.torch_start = tb.buffers(torch_module)  # every buffer, counters too: the envelope's runs start here
         self.torch_recording = Recording() if capture else None
         self.backward_layers = capture and grads
         self.localizer = None
@@ -403,27 +405,25 @@ class _Run:
         from .backends import torch as tb
 
         base = {p.key: p.torch for p in self.pairs if p.key in keys}
-        spread = {key: np.zeros(value.shape, np.float64) for key, value in base.items()}
+        spread = {key: np.zeros(value.shape, value.dtype) for key, value in base.items()}
         jumped = {key: np.zeros(value.shape, bool) for key, value in base.items()}
         mirrored: Dict[Tuple[str, str], np.ndarray] = {}
 
         def widen(values, sign=0):
             for key, value in values.items():
                 if key in spread and value.shape == spread[key].shape:
-                    with np.errstate(invalid="ignore", over="ignore"):  # Inf - Inf where both agree
-                        moved = value.astype(np.float64) - base[key]
-                    moved = np.where(np.isfinite(moved), moved, 0.0)
-                    np.maximum(spread[key], np.abs(moved), out=spread[key])
+                    with np.errstate(invalid="ignore", over="ignore"):  # Inf - Inf where both agree: NaN
+                        moved = np.subtract(value, base[key], dtype=spread[key].dtype)
+                        np.fmax(spread[key], np.abs(moved), out=spread[key])  # fmax skips NaN
                     if sign > 0:
                         mirrored[key] = moved
                     elif sign < 0:
                         jumped[key] |= _jumps(mirrored.pop(key), moved, base[key])
 
-        after = {name: tb.read(self.torch_module, name) for name in self.torch_start}
+        after = tb.buffers(self.torch_module)
         if not references:
             module64 = tb.float64_copy(self.torch_module)
-            for name, value in self.torch_start.items():
-                tb.write(module64, name, value)
+            tb.set_buffers(module64, self.torch_start)
             references = _reference_values(module64, self.data, self.grads, self.device, self.cotangents,
                                            self.wmap, self.train, cast="float64")
         widen(references)
@@ -431,15 +431,13 @@ class _Run:
             # Draws come in mirrored pairs (+u, -u): a near-tie within reach of the perturbation
             # then flips in one of the two, whichever way it leans.
             ulps = ENVELOPE_ULPS if draw % 2 == 0 else -ENVELOPE_ULPS
-            for name, value in self.torch_start.items():
-                tb.write(self.torch_module, name, value)
+            tb.set_buffers(self.torch_module, self.torch_start)
             tb.prepare(seed=self.seed, device=self.device)  # the same dropout masks as the first run
             with tb.perturbed(self.torch_module, seed=_draw_seed(self.seed, draw // 2), ulps=ulps):
                 widen(_reference_values(self.torch_module, _perturbed_inputs(self.data, self.seed, draw // 2, ulps),
                                         self.grads, self.device, self.cotangents, self.wmap, self.train),
                       sign=1 if ulps > 0 else -1)
-        for name, value in after.items():
-            tb.write(self.torch_module, name, value)
+        tb.set_buffers(self.torch_module, after)
         return spread, jumped
 
     def float64_reference(self, module64):

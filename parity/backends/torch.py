@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import math
 import weakref
 from typing import Dict, List
 
@@ -75,11 +76,23 @@ def read(model, name: str) -> np.ndarray:
 def write(model, name: str, array: np.ndarray) -> None:
     target = _tensor(model, name)
     with torch.no_grad():
-        target.copy_(torch.from_numpy(np.ascontiguousarray(array)).to(target.dtype))
+        source = np.asarray(array)
+        source = source if source.flags.c_contiguous else source.copy()  # (ascontiguousarray makes 0-d 1-d)
+        target.copy_(torch.from_numpy(source).to(target.dtype))
 
 
 def set_train(model, train: bool) -> None:
     model.train(train)
+
+
+def buffers(model) -> Dict[str, np.ndarray]:
+    """Every buffer (running statistics, counters such as ``num_batches_tracked``), by name."""
+    return {name: t.detach().cpu().numpy().copy() for name, t in model.named_buffers() if t is not None}
+
+
+def set_buffers(model, values: Dict[str, np.ndarray]) -> None:
+    for name, value in values.items():
+        write(model, name, value)
 
 
 def train_flags(model):
@@ -112,25 +125,52 @@ class _Jitter(torch.autograd.Function):
         return grad + ctx.backward_noise(grad), None, None
 
 
-def _signs(tensor, generator):
-    """+1 or -1 per element, seeded."""
-    return torch.randint(0, 2, tensor.shape, generator=generator).to(tensor.dtype).mul_(2).sub_(1)
+class _Signs:
+    """Seeded +1/-1 per element, cheaply: one random pattern per run, read at a different offset
+    for every tensor (generating fresh random numbers for every activation would cost far more
+    than the network). Two runs with the same seed read the same signs in the same order."""
+
+    _STRIDE = 7919  # a prime: successive tensors start far apart in the pattern
+
+    def __init__(self, seed: int):
+        self.seed, self.calls = seed, 0
+        self.pattern = torch.empty(0)
+        self._cast: Dict[torch.dtype, torch.Tensor] = {}
+
+    def like(self, tensor):
+        count = tensor.numel()
+        if count > self.pattern.numel():
+            generator = torch.Generator().manual_seed(self.seed)
+            size = max(count, 1 << 16)
+            self.pattern = torch.randint(0, 2, (size,), generator=generator).to(torch.float32).mul_(2).sub_(1)
+            self._cast = {}
+        if tensor.dtype not in self._cast:
+            self._cast[tensor.dtype] = self.pattern.to(tensor.dtype)
+        start = (self.calls * self._STRIDE) % (self.pattern.numel() - count + 1)
+        self.calls += 1
+        return self._cast[tensor.dtype][start:start + count].view(tensor.shape)
 
 
-def _noise(generator, ulps: float):
+def _noise(signs, ulps: float):
     """A function of a tensor: ``ulps`` units in the last place of each element, plus as much at the
     tensor's own scale (its RMS) so that near-zero elements move too, each with a seeded sign: every
     element moves by the full amount, so a near-tie within reach flips in one of a mirrored pair of
-    runs. Exact zeros stay zero."""
+    runs. Exact zeros stay zero, and so do NaN and Inf."""
+    if isinstance(signs, torch.Generator):
+        signs = _Signs(signs.initial_seed())
+
     def make(tensor):
         if not tensor.is_floating_point() or tensor.numel() == 0:
             return torch.zeros_like(tensor)
         eps = torch.finfo(tensor.dtype).eps * ulps  # negative: the mirror image of the same draw
-        kept = torch.nan_to_num(tensor.detach(), nan=0.0, posinf=0.0, neginf=0.0)  # NaN/Inf stay as they are
-        scale = kept.double().pow(2).mean().sqrt().to(tensor.dtype)
-        element, layer = _signs(tensor, generator), _signs(tensor, generator)
+        kept = tensor.detach()
+        scale = torch.linalg.vector_norm(kept) / math.sqrt(kept.numel())
+        if not torch.isfinite(scale):
+            kept = torch.nan_to_num(kept, nan=0.0, posinf=0.0, neginf=0.0)
+            scale = torch.linalg.vector_norm(kept) / math.sqrt(kept.numel())
         # Exact zeros (a ReLU's, a mask's) are exact on every CPU: only computed values move.
-        return (element * kept.abs() + layer * scale).mul_(kept != 0) * eps
+        layer = torch.where(kept != 0, signs.like(kept) * (scale * eps), 0.0)
+        return torch.addcmul(layer, signs.like(kept), kept, value=eps)
     return make
 
 
@@ -139,16 +179,18 @@ def perturbed(model, *, seed: int, ulps: float):
     """Inside, ``model`` computes as another CPU might, and then some: every floating parameter and
     buffer is moved by ``ulps`` units in the last place (each element up or down, seeded), and every
     leaf sub-Module's floating outputs (and the gradients flowing back into them) by as much,
-    relative to each element and to the output's own scale. Everything is restored on exit (running statistics updated meanwhile included).
-    A negative ``ulps`` moves everything the other way (the same seed draws the same noise)."""
-    generator = torch.Generator().manual_seed(seed)
+    relative to each element and to the output's own scale. Everything is restored on exit
+    (running statistics updated meanwhile included). A negative ``ulps`` moves everything the other
+    way (the same seed reads the same signs)."""
+    signs = _Signs(seed)
     saved = {name: t.detach().clone() for name, t in model.state_dict(keep_vars=True).items()
              if isinstance(t, torch.Tensor)}
-    forward_noise, backward_noise = _noise(generator, ulps), _noise(generator, ulps)
+    forward_noise, backward_noise = _noise(signs, ulps), _noise(signs, ulps)
     with torch.no_grad():
         for tensor in list(model.parameters()) + list(model.buffers()):
-            if tensor.is_floating_point():
-                tensor.add_(_relative(tensor, generator, ulps))
+            if tensor.is_floating_point() and tensor.numel():
+                eps = torch.finfo(tensor.dtype).eps * ulps
+                tensor.addcmul_(signs.like(tensor), tensor, value=eps)
 
     def jitter(module, args, output):
         leaves = flatten_outputs(output)
@@ -169,11 +211,6 @@ def perturbed(model, *, seed: int, ulps: float):
         with torch.no_grad():
             for name, value in saved.items():
                 state[name].copy_(value)
-
-
-def _relative(tensor, generator, ulps: float):
-    eps = torch.finfo(tensor.dtype).eps * ulps
-    return _signs(tensor, generator).mul_(tensor.abs()).mul_(eps)
 
 
 def _rebuild(value, convert):
