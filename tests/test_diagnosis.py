@@ -206,6 +206,16 @@ def test_an_unmapped_bias_names_has_bias():
     assert "conv2d-pad-mode-default" not in text  # padding does not explain a missing parameter
 
 
+def test_a_weight_of_another_shape_names_group():
+    with pytest.raises(parity.ParityUsageError) as raised:
+        run_check(msnn.Conv2d(4, 4, 3, pad_mode="pad", padding=1, has_bias=True),
+                  torch.nn.Conv2d(4, 4, 3, padding=1, groups=2), parity.randn((2, 4, 6, 6)))
+    text = str(raised.value)
+    assert text.startswith("Parameter shapes differ")
+    assert text.splitlines()[-1] == ("Likely cause: known mismatch 'conv2d-groups-name' at '(root)' (MindSpore "
+                                     "group=1 vs PyTorch groups=2); fix: pass group=2")
+
+
 def test_unpaired_weights_without_a_known_cause_get_no_hint():
     with pytest.raises(parity.ParityUsageError) as raised:
         run_check(msnn.Dense(4, 3), torch.nn.Linear(4, 5), parity.randn((2, 4)))
