@@ -51,10 +51,10 @@ def test_param_groups_nesterov_clipping_and_accumulation():
 def test_regression_losses_translate():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 2))
-    batches = [(parity.randn((5, 4)), parity.randn((5, 2)))]
-    for loss in (torch.nn.MSELoss(), torch.nn.L1Loss(), torch.nn.SmoothL1Loss(beta=0.5), torch.nn.BCEWithLogitsLoss()):
+    batches = [(parity.randn((5, 4)), parity.uniform((5, 2), 0, 1))]
+    for loss in (torch.nn.MSELoss(), torch.nn.L1Loss(), torch.nn.SmoothL1Loss(beta=0.5)):
         assert parity.check_training(parity.translate(model), model, batches, loss=loss, steps=2,
-                                     optimizer=lambda p: torch.optim.SGD(p, lr=0.1)).passed
+                                     optimizer=lambda p: torch.optim.SGD(p, lr=0.1)).passed, loss
 
 
 def test_users_nn_adam_with_weight_decay_fails_at_step_one_naming_both_entries():

@@ -43,10 +43,20 @@ def test_replacement_cells_are_the_ones_translate_builds():
     layer: one implementation serves both, and the registry's self-test proves it."""
     own = [e for e in load().entries if e.replacement and e.replacement.startswith("parity.")]
     assert {e.replacement.rpartition(":")[2] for e in own} == {
-        "ELU", "SELU", "Softplus", "EmbeddingPaddingIdx", "CrossEntropyLossInt64"}
+        "ELU", "SELU", "Softplus", "EmbeddingPaddingIdx", "CrossEntropyLossInt64", "Adam"}
     for entry in own:
         cell_class = resolve(entry.replacement)
         assert cell_class.__module__.startswith("parity.translation."), entry.id
+        if entry.selftest.optimizer is not None:  # an optimizer's fix is the one check_training translates to
+            import torch
+
+            from parity.translation.optim import translate_optimizer
+
+            weight = torch.nn.Parameter(torch.zeros(2))
+            built = translate_optimizer(resolve(entry.torch)([weight], **dict(entry.selftest.torch_kwargs)),
+                                        lambda p: [])
+            assert type(built) is cell_class, entry.id
+            continue
         module = resolve(entry.torch)(**dict(entry.selftest.torch_kwargs))
         if entry.family == "nn":  # a mint entry's selftest may use kwargs the nn fix handles plainly
             assert isinstance(parity.translate(module), cell_class), entry.id
