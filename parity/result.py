@@ -8,11 +8,37 @@ from typing import List, Optional, Tuple
 from .compare import Comparison
 from .weights import WeightReport
 
-__all__ = ["Result"]
+__all__ = ["Result", "Verdicts"]
+
+
+class Verdicts:
+    """What any record of compared tensors (``comparisons``) offers: its failures, the tensors
+    that passed on the rounding envelope, and the worst one."""
+
+    comparisons: List[Comparison]
+
+    @property
+    def failures(self) -> List[Comparison]:
+        return [c for c in self.comparisons if not c.passed]
+
+    @property
+    def noise_judged(self) -> List[Comparison]:
+        """Tensors beyond the tolerance that passed only inside PyTorch's own rounding envelope."""
+        return [c for c in self.comparisons if c.noise_judged]
+
+    @property
+    def worst(self) -> Optional[Comparison]:
+        """The comparison with the greatest margin (difference / allowed)."""
+        return max(self.comparisons, key=lambda c: c.margin, default=None)
+
+    @property
+    def worst_margin(self) -> float:
+        worst = self.worst
+        return worst.margin if worst is not None else 0.0
 
 
 @dataclass
-class Result:
+class Result(Verdicts):
     """Everything a check compared, in execution order (forward, then backward order)."""
 
     ms_type: str
@@ -35,24 +61,6 @@ class Result:
     def passed(self) -> bool:
         return not self.problem and all(c.passed for c in self.comparisons)
 
-    @property
-    def failures(self) -> List[Comparison]:
-        return [c for c in self.comparisons if not c.passed]
-
-    @property
-    def noise_judged(self) -> List[Comparison]:
-        """Tensors beyond the tolerance that passed only inside PyTorch's own rounding envelope."""
-        return [c for c in self.comparisons if c.noise_judged]
-
-    @property
-    def worst(self) -> Optional[Comparison]:
-        """The comparison with the greatest margin (difference / allowed)."""
-        return max(self.comparisons, key=lambda c: c.margin, default=None)
-
-    @property
-    def worst_margin(self) -> float:
-        worst = self.worst
-        return worst.margin if worst is not None else 0.0
 
     def __getitem__(self, name: str) -> Comparison:
         """The comparison named ``name`` (e.g. ``"output"``, ``"input[0]"``, ``"conv.weight"``)."""

@@ -26,6 +26,7 @@ from .runner import (DEFAULT_SEED, ENVELOPE_DRAWS, ENVELOPE_ULPS, HEADROOM, NOIS
                      _buffers, _check_choice, _check_pair, _compare, _framework_error, _jumps, _map_weights, _perturbed_inputs,
                      _set_weights)
 from .tolerance import ToleranceSpec, check_globs_used
+from .result import Verdicts
 from .weights import WeightReport
 
 __all__ = ["TrainingResult", "TrainingStep", "run_training", "STAGES"]
@@ -56,7 +57,7 @@ class TrainingStep:
 
 
 @dataclass
-class TrainingResult:
+class TrainingResult(Verdicts):
     """Everything a training check compared, step by step."""
 
     ms_type: str
@@ -90,28 +91,12 @@ class TrainingResult:
         return all(c.passed for c in self.comparisons)
 
     @property
-    def failures(self) -> List[Comparison]:
-        return [c for c in self.comparisons if not c.passed]
-
-    @property
     def first_failure(self) -> Optional[Tuple[int, Comparison]]:
         """(step, comparison) of the first tensor out of tolerance, in step and stage order."""
         for s in self.steps:
             if s.failures:
                 return s.step, s.failures[0]
         return None
-
-    @property
-    def noise_judged(self) -> List[Comparison]:
-        return [c for c in self.comparisons if c.noise_judged]
-
-    @property
-    def worst(self) -> Optional[Comparison]:
-        return max(self.comparisons, key=lambda c: c.margin, default=None)
-
-    @property
-    def worst_margin(self) -> float:
-        return self.worst.margin if self.worst is not None else 0.0
 
     @property
     def problem(self) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from . import rules
-from .diagnosis import HIGH, PRESENT, Diagnosis
+from .diagnosis import HIGH, PRESENT, Diagnosis, _reader
 from .schema import Entry
 from .store import Registry, installed_versions, load, resolve_api
 
@@ -28,15 +28,6 @@ class _Hyperparameters:
             return self._group[name]
         except KeyError:
             raise AttributeError(name) from None
-
-
-def _reader(obj):
-    def read(name):
-        try:
-            return getattr(obj, name)
-        except AttributeError:
-            raise rules.MissingArgument(type(obj).__name__, name) from None
-    return read
 
 
 def _judge(entry: Entry, ms_optimizer, torch_optimizer) -> Optional[Diagnosis]:
