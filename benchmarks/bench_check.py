@@ -205,12 +205,16 @@ def _stats(samples: List[dict]) -> dict:
             "best_cpu_s": min(s["cpu_s"] for s in samples), "samples": samples}
 
 
-def bench_workload(workload: Workload, *, log: Callable[[str], None], profile: bool, check_kwargs: dict) -> dict:
+def bench_workload(workload: Workload, *, log: Callable[[str], None], profile: bool, check_kwargs: dict,
+                   envelope: bool = False) -> dict:
     built = time.perf_counter()
     ms_cell, torch_module = workload.build()
     x = make_input(workload)
     log(f"{workload.name}: built both nets in {time.perf_counter() - built:.1f} s")
     variants = {"hand_written": hand_written, "parity_check": functools.partial(through_parity, **check_kwargs)}
+    if envelope:  # the same check with every tensor judged against the rounding envelope
+        variants["parity_check_envelope"] = functools.partial(
+            through_parity, **{**check_kwargs, "tolerance": {"rtol": 0.0, "atol": 0.0}, "localize": False})
     runs: Dict[str, List[dict]] = {name: [] for name in variants}
     warmup = {}
     for name, fn in variants.items():
@@ -231,6 +235,13 @@ def bench_workload(workload: Workload, *, log: Callable[[str], None], profile: b
         "ratio_cpu": b["best_cpu_s"] / a["best_cpu_s"],
     }
     found["meets_target"] = found["ratio_best"] <= workload.target
+    if envelope:
+        e = _stats(runs["parity_check_envelope"])
+        found["parity_check_envelope"] = e
+        found["envelope_ratio_best"] = e["best_s"] / a["best_s"]
+        found["envelope_ratio_cpu"] = e["best_cpu_s"] / a["best_cpu_s"]
+        log(f"{workload.name}: every tensor through the rounding envelope: b/a {found['envelope_ratio_best']:.2f} "
+            f"wall, {found['envelope_ratio_cpu']:.2f} CPU")
     if profile:
         found["profile"] = _profile(variants["parity_check"], ms_cell, torch_module, workload, x)
         log(found["profile"])
@@ -441,6 +452,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="extra keyword arguments for parity.check, to attribute overhead "
                              "(e.g. '{\"localize\": false}')")
     parser.add_argument("--skip-pytest", action="store_true", help="skip the pytest --help and import measurements")
+    parser.add_argument("--envelope", action="store_true",
+                        help="also time parity.check with every tensor judged against the rounding envelope "
+                             "(tolerance 0: what a check costs when its tensors come near their tolerance)")
     parser.add_argument("--localize", action="store_true",
                         help="also compare localize=True/False/'auto' on the ResNet, time and peak RSS, each in a "
                              "fresh process (benchmarks/bench_localize.py; the options below tune it)")
@@ -470,8 +484,8 @@ def main(argv=None) -> int:
             check_kwargs=args.localize_check_kwargs, log=log)
     _setup_frameworks()
     results["environment"] = _environment()
-    results["workloads"] = [bench_workload(w, log=log, profile=args.profile, check_kwargs=args.check_kwargs)
-                            for w in workloads(args)]
+    results["workloads"] = [bench_workload(w, log=log, profile=args.profile, check_kwargs=args.check_kwargs,
+                                           envelope=args.envelope) for w in workloads(args)]
     results["load_average_end"] = _load_average()
     print(render(results))
     if args.json:

@@ -83,6 +83,9 @@ class Comparison:
         return f"{prefix} {self.name}" if self.kind != "output" else f"forward {self.name}"
 
 
+OUTLIER_FRACTION = 1e-3  # elements outside the envelope that a tensor judged whole may have, at most
+
+
 @dataclass(frozen=True)
 class Envelope:
     """The rounding-envelope verdict of one tensor.
@@ -95,9 +98,8 @@ class Envelope:
     relative L2 norms (MindSpore's distance from PyTorch, PyTorch's own greatest distance), for the
     reader. ``flips`` counts elements that jumped in one run of a mirrored pair instead of moving
     smoothly with the perturbation (a mask flipped at a ReLU/max-pool near-tie). A tensor whose own runs
-    flip masks is judged as a whole where elements fall outside: it passes when MindSpore's relative
-    error is within ``factor`` x PyTorch's spread (which mask flips, and so which elements differ,
-    depends on the CPU)."""
+    flip masks, or with a few elements outside among many, is judged as a whole (see
+    :attr:`judged_whole`)."""
 
     draws: int
     float64: bool
@@ -108,6 +110,7 @@ class Envelope:
     spread: float
     flips: int = 0
     tolerance_margin: float = 0.0  # greatest difference / what the tolerance alone allows
+    total: int = 0  # elements compared
 
     @property
     def passed(self) -> bool:
@@ -115,9 +118,12 @@ class Envelope:
 
     @property
     def judged_whole(self) -> bool:
-        """Elements fell outside, and the tensor passes as a whole: its runs flip masks, and
-        MindSpore's error is within ``factor`` x PyTorch's spread."""
-        return self.outside > 0 and self.flips > 0 and self.ms_error <= self.factor * self.spread
+        """Elements fell outside, and the tensor passes as a whole: MindSpore's relative error is
+        within ``factor`` x PyTorch's spread, and either PyTorch's own runs flip masks (which ones
+        flip depends on the CPU) or the elements outside are a few in a large tensor (four runs
+        sample each element's spread, and among millions some samples come out small)."""
+        few = self.outside <= OUTLIER_FRACTION * self.total
+        return self.outside > 0 and (self.flips > 0 or few) and self.ms_error <= self.factor * self.spread
 
 
 def _index(flat_index: int, shape) -> Tuple[int, ...]:
@@ -192,14 +198,26 @@ def relative_error(value: np.ndarray, reference: np.ndarray) -> float:
     return err / ref_norm
 
 
+def typical_relative_spread(spread: np.ndarray, ref: np.ndarray) -> float:
+    """The median over non-zero elements of spread / |value|: how far PyTorch's own runs move a
+    typical element, relative to its size. Four runs sample each element's spread; an element
+    whose sample happens to come out small still moves as much as its peers do, at its own scale."""
+    nonzero = ref != 0
+    if not nonzero.any():
+        return 0.0
+    return float(np.median(spread[nonzero] / np.abs(ref[nonzero])))
+
+
 def envelope_metrics(ms: np.ndarray, ref: np.ndarray, spread: np.ndarray, tolerance: Tolerance,
                      factor: float, jumped: np.ndarray) -> Tuple[float, int, float, float, int]:
     """(margin, outside, ms_error, spread_error, flips) of ``ms`` against ``ref`` allowed the tolerance
-    plus ``factor`` x ``spread`` (the per-element envelope, same shape) at every element. ``jumped``
-    marks the elements that flipped in some run (counted as ``flips``)."""
+    plus ``factor`` x ``spread`` (the per-element envelope, same shape) at every element, the spread
+    of each element at least the tensor's typical relative spread at its own size. ``jumped`` marks
+    the elements that flipped in some run (counted as ``flips``)."""
     a, b = ms.astype(np.float64), ref.astype(np.float64)
     keep = np.isfinite(a) & np.isfinite(b)
     a, b, s = np.where(keep, a, 0.0), np.where(keep, b, 0.0), np.where(keep, spread, 0.0)
+    s = np.maximum(s, typical_relative_spread(s, b) * np.abs(b))
     diff = np.abs(a - b)
     allowed = tolerance.atol + tolerance.rtol * np.abs(b) + factor * s
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -17,14 +17,14 @@ import numpy as np
 
 from . import report
 from .backends import framework_of
-from .compare import Comparison, Envelope, envelope_metrics
+from .compare import Comparison
 from .errors import ParityMismatch, ParityUsageError
 from .inputs import Inputs, materialize, seeded_stream
 from .layouts import by_torch_name, ms_label, torch_layout
 from .options import parse_seed
-from .runner import (DEFAULT_SEED, ENVELOPE_DRAWS, ENVELOPE_ULPS, HEADROOM, NOISE_FACTOR, Settings, _ArrayPair,
+from .runner import (DEFAULT_SEED, ENVELOPE_DRAWS, ENVELOPE_ULPS, HEADROOM, Settings, _ArrayPair,
                      _buffers, _check_choice, _check_pair, _compare, _framework_error, _jumps, _map_weights, _perturbed_inputs,
-                     _set_weights)
+                     _set_weights, judge_in_envelope)
 from .tolerance import ToleranceSpec, check_globs_used
 from .result import Verdicts
 from .weights import WeightReport
@@ -300,11 +300,7 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, cli
         spread, jumped = envelope.spread({(i, pair.key) for i, pair, _ in close}, records)
         for i, pair, c in close:
             key = (i, pair.key)
-            margin, outside, ms_error, spread_error, flips = envelope_metrics(
-                pair.ms, pair.torch, spread[key], c.tolerance, NOISE_FACTOR, jumped[key])
-            c.envelope = Envelope(ENVELOPE_DRAWS, True, NOISE_FACTOR, margin, outside, ms_error, spread_error, flips,
-                                  tolerance_margin=c.margin)
-            c.margin = margin
+            judge_in_envelope(c, pair.ms, pair.torch, spread[key], jumped[key])
     result = TrainingResult(
         type(ms_cell).__name__, type(torch_module).__name__,
         [TrainingStep(i + 1, float(ms_r[("loss", "loss")]), float(t_r[("loss", "loss")]), comparisons)

@@ -36,7 +36,9 @@ Hardswish = ParityCase("Hardswish", mindspore=TRANSLATE, torch="torch.nn:Hardswi
 Hardsigmoid = ParityCase("Hardsigmoid", mindspore=TRANSLATE, torch="torch.nn:Hardsigmoid", inputs=X)
 Hardtanh = ParityCase("Hardtanh", mindspore=TRANSLATE, torch="torch.nn:Hardtanh",
                       torch_kwargs={"min_val": -0.5, "max_val": 1.5}, inputs=X)
-Tanh = ParityCase("Tanh", mindspore=TRANSLATE, torch="torch.nn:Tanh", inputs=X, tolerance=CPU_TANH)
+Tanh = ParityCase("Tanh", mindspore=TRANSLATE, torch="torch.nn:Tanh", inputs=X,
+                 xfail="MindSpore 2.10's CPU tanh is off by up to 8.3e-5, its gradient by 1.7e-4 (PyTorch: 3e-8); "
+                       "a loosened tolerance passed it at 0.998x, with no headroom for another CPU")
 Sigmoid = ParityCase("Sigmoid", mindspore=TRANSLATE, torch="torch.nn:Sigmoid", inputs=X)
 Softsign = ParityCase("Softsign", mindspore=TRANSLATE, torch="torch.nn:Softsign", inputs=X)
 Tanhshrink = ParityCase("Tanhshrink", mindspore=TRANSLATE, torch="torch.nn:Tanhshrink", inputs=X,
