@@ -14,6 +14,7 @@ from .runner import Settings, run_check
 from .tolerance import ToleranceSpec
 
 _MARKER_KEYS = {"tolerance", "train", "ms_mode", "reference", "weights", "grads", "name_map", "check_dtype"}
+_TRAINING_MARKER_KEYS = {"tolerance", "ms_mode", "weights", "name_map"}  # what check_training takes
 
 
 def settings_for(config, nodeid: str, location: str, tolerances=()) -> Settings:
@@ -158,6 +159,31 @@ class FixtureChecker:
         settings = settings_for(node.config, node.nodeid, location, chain)
         try:
             result = run_check(ms_cell, torch_module, inputs, settings=settings, **{**defaults, **kwargs})
+        except ParityMismatch as exc:
+            node._parity_summary = report.summary_line(node.nodeid, exc.result)
+            raise
+        self.results.append(result)
+        node._parity_summary = report.summary_line(node.nodeid, result)
+        return result
+
+    def check_training(self, ms_cell, torch_module, batches, *, acknowledge=(), **kwargs):
+        """:func:`parity.check_training` with this session's seed, mode and device, and the
+        marker's ``tolerance``, ``ms_mode``, ``weights`` and ``name_map``."""
+        __tracebackhide__ = True
+        with acknowledged(self._request.node, tuple(acknowledge)):
+            return self._check_training(ms_cell, torch_module, batches, **kwargs)
+
+    def _check_training(self, ms_cell, torch_module, batches, **kwargs):
+        __tracebackhide__ = True
+        from .training import run_training
+
+        defaults = {k: v for k, v in self._defaults.items() if k in _TRAINING_MARKER_KEYS}
+        chain = (ToleranceSpec.parse(defaults.pop("tolerance", None), source="@pytest.mark.parity(tolerance=...)"),)
+        node = self._request.node
+        location = f"{node.location[0]}:{node.location[1] + 1}"
+        settings = settings_for(node.config, node.nodeid, location, chain)
+        try:
+            result = run_training(ms_cell, torch_module, batches, settings=settings, **{**defaults, **kwargs})
         except ParityMismatch as exc:
             node._parity_summary = report.summary_line(node.nodeid, exc.result)
             raise

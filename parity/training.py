@@ -259,6 +259,9 @@ class _Optimizers:
 def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, clip_grad_norm, accumulate, weights,
                   ms_mode, tolerance, name_map, seed, settings) -> TrainingResult:
     __tracebackhide__ = True
+    if settings.mode is not None and settings.mode not in MODES:
+        raise ParityUsageError(f"check_training() runs MindSpore in {' or '.join(MODES)} mode; this session asks "
+                               f"for --parity-mode={settings.mode}")
     mode = settings.mode or ms_mode or "pynative"
     _validate(steps, accumulate, clip_grad_norm, mode)
     seed = parse_seed(seed, "check_training(seed=...)")

@@ -1,0 +1,111 @@
+"""The ``parity`` fixture's ``check_training``, tested from outside with pytester: bound to the
+session's seed, to the marker's tolerance, reported in the run summary and named in failures."""
+
+import gc
+import sys
+
+import pytest
+
+from parity import options as opts
+
+PARITY, SEED, MODE = opts.PARITY, opts.SEED.flag, opts.MODE.flag
+
+TRAINING_TESTS = """
+import pytest
+
+
+def _pair():
+    import torch
+    import parity
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.BatchNorm1d(6), torch.nn.Linear(6, 3))
+    return parity.translate(model), model
+
+
+def test_pass(parity):
+    import torch
+
+    cell, model = _pair()
+    result = parity.check_training(cell, model, [(parity.randn((4, 4)), parity.randint((4,), 0, 3))],
+                                   loss=torch.nn.CrossEntropyLoss(), steps=2,
+                                   optimizer=lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9))
+    assert result.passed and parity.results == [result]
+    assert result.seed == 7 and len(result.steps) == 2
+
+
+def test_fail(parity):
+    import mindspore, torch
+
+    cell, model = _pair()
+    parity.check_training(cell, model, [(parity.randn((4, 4)), parity.randint((4,), 0, 3))],
+                          loss=torch.nn.CrossEntropyLoss(), steps=2,
+                          optimizer=(lambda p: mindspore.nn.SGD(p, learning_rate=0.11),
+                                     lambda p: torch.optim.SGD(p, lr=0.1)))
+
+
+@pytest.mark.parity(tolerance={"*": (1e-7, 1e-9)}, train=True)
+def test_marker_tolerance(parity):
+    import torch
+
+    cell, model = _pair()
+    result = parity.check_training(cell, model, [(parity.randn((4, 4)), parity.randint((4,), 0, 3))],
+                                   loss=torch.nn.CrossEntropyLoss(), steps=1,
+                                   optimizer=lambda p: torch.optim.SGD(p, lr=0.1))
+    assert {c.tolerance_source for c in result.comparisons} == {"@pytest.mark.parity(tolerance=...)"}
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm_frameworks():
+    """Run, in this process, what the in-process runs will run (pytester drops modules first
+    imported during a run; lazily imported framework internals must survive that)."""
+    import torch
+
+    import parity
+    import parity.items  # noqa: F401
+    import parity.training  # noqa: F401
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.BatchNorm1d(6), torch.nn.Linear(6, 3))
+    parity.check_training(parity.translate(model), model, [(parity.randn((4, 4)), parity.randint((4,), 0, 3))],
+                          loss=torch.nn.CrossEntropyLoss(), steps=1, optimizer=lambda p: torch.optim.SGD(p, lr=0.1))
+
+
+@pytest.fixture(autouse=True)
+def collect_inner_cells():
+    """Free the Cells of in-process runs while MindSpore is still whole."""
+    before = getattr(sys, "last_value", None)
+    yield
+    if getattr(sys, "last_value", None) is not before:
+        for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+            if hasattr(sys, name):
+                delattr(sys, name)
+        gc.collect()
+
+
+def test_fixture_check_training_is_bound_to_the_session(pytester):
+    pytester.makepyfile(test_train=TRAINING_TESTS)
+    result = pytester.runpytest(PARITY, f"{SEED}=7")
+    out = result.stdout.str()
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines([
+        "*ParityMismatch*MindSpore and PyTorch do not train the same! First at step 1, optimizer state 'lr'*",
+        "*Case:       test_train.py::test_fail  (test_train.py:*)",
+        "*Batches: seed 7 -> *",
+        f"*Reproduce: pytest test_train.py::test_fail {PARITY} {SEED}=7",
+    ])
+    result.stdout.fnmatch_lines([
+        "*= parity summary =*",
+        "ok    test_train.py::test_pass: worst margin *x allowed (*)",
+        "FAIL  test_train.py::test_fail: worst margin *x allowed (*)",
+    ])
+    assert "parity/training.py" not in out and "site-packages/torch" not in out
+
+
+def test_fixture_check_training_refuses_a_mode_it_cannot_run(pytester):
+    pytester.makepyfile(test_train=TRAINING_TESTS)
+    result = pytester.runpytest(PARITY, f"{MODE}=graph", "-k", "test_pass")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*ParityUsageError: check_training() runs MindSpore in pynative mode; this "
+                                 "session asks for --parity-mode=graph"])
