@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from .errors import ParityError, ParityInternalError, ParityMismatch, ParityUnsupported, ParityUsageError
-from .case import TRANSLATE, ParityCase
+from .case import TRANSLATE, ParityCase, Training
 from .tolerance import Tolerance
 
 __all__ = [
     "check", "constant", "transfer_weights", "Result", "WeightReport", "ParityCase",
     "Tolerance", "randn", "uniform", "randint",
     "ParityError", "ParityMismatch", "ParityUsageError", "ParityUnsupported", "ParityInternalError",
-    "translate", "TRANSLATE", "check_training", "TrainingResult",
+    "translate", "TRANSLATE", "check_training", "TrainingResult", "Training",
 ]
 __version__ = "0.1.0"
 

@@ -12,10 +12,29 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from .errors import ParityUsageError
 
-__all__ = ["ParityCase", "Variant", "TRANSLATE", "load_cases", "build"]
+__all__ = ["ParityCase", "Training", "Variant", "TRANSLATE", "load_cases", "build"]
 
 Factory = Union[str, Callable[..., Any]]
 TRANSLATE = "translate"  # ParityCase(mindspore=TRANSLATE): the MindSpore side is parity.translate(torch side)
+
+
+@dataclass(frozen=True)
+class Training:
+    """What a training case trains: :func:`parity.check_training`'s arguments after the pair.
+    ``batches`` are ``(inputs, target)`` pairs (specs or arrays); ``loss`` a PyTorch loss Module
+    (translated) or ``(ms_loss, torch_loss)``; ``optimizer`` a factory of a PyTorch optimizer
+    (translated) or ``(ms_factory, torch_factory)``."""
+
+    batches: Any
+    loss: Any
+    optimizer: Any
+    steps: int = 3
+    clip_grad_norm: Optional[float] = None
+    accumulate: int = 1
+
+    def kwargs(self) -> Dict[str, Any]:
+        return {"batches": self.batches, "loss": self.loss, "optimizer": self.optimizer, "steps": self.steps,
+                "clip_grad_norm": self.clip_grad_norm, "accumulate": self.accumulate}
 
 
 @dataclass(frozen=True)
@@ -25,7 +44,25 @@ class Variant:
 
     @property
     def id(self) -> str:
+        if self.case.training is not None:
+            return f"{self.case.name}[training]"
         return f"{self.case.name}[{'train' if self.train else 'eval'}]"
+
+    def run(self, ms_cell, torch_module, settings):
+        """This variant's check of the built pair: :func:`parity.check`, or
+        :func:`parity.check_training` for a training case."""
+        __tracebackhide__ = True
+        case = self.case
+        if case.training is not None:
+            from .training import run_training
+
+            return run_training(ms_cell, torch_module, settings=settings, weights=case.weights,
+                                ms_mode=case.ms_mode, tolerance=case.tolerance, name_map=case.name_map,
+                                **case.training.kwargs())
+        from .runner import run_check
+
+        return run_check(ms_cell, torch_module, case.inputs, train=self.train, settings=settings,
+                         **case.check_kwargs())
 
 
 @dataclass(frozen=True)
@@ -35,7 +72,8 @@ class ParityCase:
     ``mindspore`` and ``torch`` are factories: callables, or dotted paths ``"package.module:Name"``
     called with ``ms_kwargs`` / ``torch_kwargs``. ``mindspore=TRANSLATE`` builds the MindSpore side
     with :func:`parity.translate` from the PyTorch side. ``train`` is a bool or a tuple of bools (one
-    item each). ``xfail`` is a reason: the case is expected to mismatch (strictly). ``acknowledge``
+    item each); ``training=Training(batches, loss, optimizer, steps=3)`` makes it a training case
+    (one item, ``[training]``: :func:`parity.check_training`; no ``inputs``). ``xfail`` is a reason: the case is expected to mismatch (strictly). ``acknowledge``
     names known-mismatch entries (``parity.registry``): the case lint accepts a MindSpore default
     they cover, and the run summary reports an acknowledged entry that did not show as stale.
     """
@@ -43,7 +81,7 @@ class ParityCase:
     name: str
     mindspore: Factory
     torch: Factory
-    inputs: Any
+    inputs: Any = None
     ms_kwargs: Mapping[str, Any] = field(default_factory=dict)
     torch_kwargs: Mapping[str, Any] = field(default_factory=dict)
     weights: Any = "copy"
@@ -55,6 +93,7 @@ class ParityCase:
     ms_mode: Optional[str] = None
     xfail: Optional[str] = None
     acknowledge: Tuple[str, ...] = ()  # known-mismatch ids this case knowingly exhibits or relies on
+    training: Optional[Training] = None
     line: int = field(default=0, compare=False)
 
     def __post_init__(self):
@@ -68,6 +107,14 @@ class ParityCase:
                 raise ParityUsageError(f"ParityCase {self.name!r}: {label} must be a callable or "
                                        f"'package.module:Name', got {factory!r}")
         object.__setattr__(self, "acknowledge", tuple(self.acknowledge))
+        if self.training is not None and not isinstance(self.training, Training):
+            raise ParityUsageError(f"ParityCase {self.name!r}: training must be parity.Training(batches, loss, "
+                                   f"optimizer, ...), got {type(self.training).__qualname__}")
+        if self.training is not None and (self.inputs is not None or self.train is not False):
+            raise ParityUsageError(f"ParityCase {self.name!r}: a training case takes its batches from "
+                                   "Training(batches=...); drop inputs= and train=")
+        if self.training is None and self.inputs is None:
+            raise ParityUsageError(f"ParityCase {self.name!r}: give inputs= (or training=Training(...))")
         if not self.line:
             frame = sys._getframe(2)  # the module that wrote ParityCase(...)
             object.__setattr__(self, "line", frame.f_lineno)
@@ -83,6 +130,8 @@ class ParityCase:
                                              torch_kwargs=torch_kwargs, device=device)]
 
     def variants(self) -> List[Variant]:
+        if self.training is not None:
+            return [Variant(self, True)]
         trains = self.train if isinstance(self.train, tuple) else (self.train,)
         return [Variant(self, bool(t)) for t in trains]
 

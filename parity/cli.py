@@ -48,7 +48,7 @@ def _variants(paths: List[str], keyword: str):
 def _run_one(path, variant, args) -> str:
     from . import report
     from .case import build
-    from .runner import Settings, run_check
+    from .runner import Settings
 
     case = variant.case
     nodeid = f"{path}::{variant.id}"
@@ -57,8 +57,7 @@ def _run_one(path, variant, args) -> str:
                         reproduce=f"pytest {nodeid} {opts.PARITY}")
     try:
         ms_cell, torch_module = build(case, device=args.parity_device, seed=settings.resolved_seed)
-        result = run_check(ms_cell, torch_module, case.inputs, train=variant.train, settings=settings,
-                           **case.check_kwargs())
+        result = variant.run(ms_cell, torch_module, settings)
     except (ParityMismatch, ParityUnsupported):
         if case.xfail:
             return f"xfail {nodeid}: {case.xfail}"

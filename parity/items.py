@@ -103,8 +103,7 @@ class CaseItem(pytest.Item):
         with acknowledged(self, case.acknowledge):
             ms_cell, torch_module = build(case, device=settings.device, seed=settings.resolved_seed)
             try:
-                result = run_check(ms_cell, torch_module, case.inputs, train=self.variant.train, settings=settings,
-                                   **case.check_kwargs())
+                result = self.variant.run(ms_cell, torch_module, settings)
             except ParityMismatch as exc:
                 self._parity_summary = report.summary_line(self.nodeid, exc.result, expected=bool(case.xfail))
                 raise

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from parity import options as opts
+from parity.errors import ParityUsageError
 
 PARITY, SEED, MODE = opts.PARITY, opts.SEED.flag, opts.MODE.flag
 
@@ -109,3 +110,58 @@ def test_fixture_check_training_refuses_a_mode_it_cannot_run(pytester):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*ParityUsageError: check_training() runs MindSpore in pynative mode; this "
                                  "session asks for --parity-mode=graph"])
+
+
+TRAINING_CATALOGUE = """
+import mindspore
+import torch
+from parity import TRANSLATE, ParityCase, Training, randint, randn
+
+
+def torch_net():
+    return torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.BatchNorm1d(6), torch.nn.Linear(6, 3))
+
+
+BATCHES = [(randn((4, 4)), randint((4,), 0, 3))]
+
+Trains = ParityCase("Trains", mindspore=TRANSLATE, torch=torch_net,
+                    training=Training(BATCHES, loss=torch.nn.CrossEntropyLoss(), steps=2,
+                                      optimizer=lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)))
+
+WrongLr = ParityCase("WrongLr", mindspore=TRANSLATE, torch=torch_net,
+                     training=Training(BATCHES, loss=torch.nn.CrossEntropyLoss(), steps=2,
+                                       optimizer=(lambda p: mindspore.nn.SGD(p, learning_rate=0.11),
+                                                  lambda p: torch.optim.SGD(p, lr=0.1))),
+                     xfail="MindSpore's learning rate is 0.11")
+"""
+
+
+def test_catalogue_runs_training_cases(pytester):
+    pytester.makefile(".toml", pyproject='[tool.pytest.ini_options]\nparity_cases = ["catalogue"]\n')
+    pytester.mkdir("catalogue")
+    pytester.path.joinpath("catalogue", "loops.py").write_text(TRAINING_CATALOGUE)
+    result = pytester.runpytest(PARITY, "-v")
+    result.assert_outcomes(passed=1, xfailed=1)
+    result.stdout.fnmatch_lines_random([
+        "catalogue/loops.py::Trains[[]training[]] PASSED*",
+        "catalogue/loops.py::WrongLr[[]training[]] XFAIL*",
+        "ok    catalogue/loops.py::Trains[[]training[]]: worst margin *x allowed*",
+        "xfail catalogue/loops.py::WrongLr[[]training[]]: worst margin *x allowed*",
+    ])
+
+
+def test_a_training_case_takes_no_inputs():
+    import torch
+
+    from parity import ParityCase, Training, randint, randn
+
+    training = Training([(randn((2, 4)), randint((2,), 0, 3))], loss=torch.nn.CrossEntropyLoss(),
+                        optimizer=lambda p: torch.optim.SGD(p, lr=0.1))
+    with pytest.raises(ParityUsageError, match="a training case takes its batches from Training"):
+        ParityCase("Both", mindspore="m:a", torch="t:b", inputs=randn((2, 4)), training=training)
+    with pytest.raises(ParityUsageError, match=r"training must be parity.Training\(batches, loss, optimizer"):
+        ParityCase("Dict", mindspore="m:a", torch="t:b", training={"loss": None})
+    with pytest.raises(ParityUsageError, match="give inputs="):
+        ParityCase("Neither", mindspore="m:a", torch="t:b")
+    assert [v.id for v in ParityCase("Loop", mindspore="m:a", torch="t:b", training=training).variants()] == \
+        ["Loop[training]"]

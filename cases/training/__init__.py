@@ -1,0 +1,1 @@
+"""Training cases: a few optimizer steps on both sides, compared step by step."""
