@@ -17,7 +17,7 @@ parity: $(STAMP)
 	$(BIN)/python -m pytest --parity cases
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_check.py

@@ -122,8 +122,24 @@ class Envelope:
         within ``factor`` x PyTorch's spread, and either PyTorch's own runs flip masks (which ones
         flip depends on the CPU) or the elements outside are a few in a large tensor (four runs
         sample each element's spread, and among millions some samples come out small)."""
-        few = self.outside <= OUTLIER_FRACTION * self.total
-        return self.outside > 0 and (self.flips > 0 or few) and self.ms_error <= self.factor * self.spread
+        return self.outside > 0 and self.whole_margin is not None and self.whole_margin <= 1.0
+
+    @property
+    def whole_margin(self) -> Optional[float]:
+        """MindSpore's relative error / (``factor`` x PyTorch's relative spread), where the tensor may
+        be judged whole (its runs flip masks, or at most OUTLIER_FRACTION of it is outside); else None."""
+        if not (self.flips > 0 or self.outside <= OUTLIER_FRACTION * self.total):
+            return None
+        if self.spread == 0:
+            return 0.0 if self.ms_error == 0 else float("inf")
+        return self.ms_error / (self.factor * self.spread)
+
+    @property
+    def final_margin(self) -> float:
+        """How close the tensor is to failing: the smaller of its two routes' margins (it passes when
+        either passes), element by element or whole where it may be judged whole."""
+        whole = self.whole_margin
+        return self.margin if whole is None else min(self.margin, whole)
 
 
 def _index(flat_index: int, shape) -> Tuple[int, ...]:

@@ -218,13 +218,13 @@ def _judge_close_ones(run, comparisons, references) -> None:
 def judge_in_envelope(c: Comparison, ms: np.ndarray, torch: np.ndarray, spread: np.ndarray,
                       jumped: np.ndarray) -> None:
     """Give ``c`` its rounding-envelope verdict. The margin shown becomes the one against what the
-    tensor was finally allowed: element by element, or, judged whole, its relative error against
-    the factor times PyTorch's spread."""
+    tensor was finally allowed: the nearer to passing of element by element and, where the tensor
+    may be judged whole, its relative error against the factor times PyTorch's spread."""
     margin, outside, ms_error, spread_error, flips = envelope_metrics(ms, torch, spread, c.tolerance, NOISE_FACTOR,
                                                                       jumped)
     c.envelope = Envelope(ENVELOPE_DRAWS, True, NOISE_FACTOR, margin, outside, ms_error, spread_error, flips,
                           tolerance_margin=c.margin, total=c.total)
-    c.margin = ms_error / (NOISE_FACTOR * spread_error) if c.envelope.judged_whole else margin
+    c.margin = c.envelope.final_margin
 
 
 def _jumps(plus: np.ndarray, minus: np.ndarray, base: np.ndarray) -> np.ndarray:

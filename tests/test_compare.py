@@ -216,3 +216,15 @@ def test_relative_error_is_the_relative_l2_norm_over_finite_values():
     assert relative_error(value, ref) == pytest.approx(0.5 / 5.0)
     assert relative_error(np.zeros(2), np.zeros(2)) == 0.0
     assert relative_error(np.ones(2), np.zeros(2)) == math.inf
+
+
+def test_the_margin_shown_is_the_nearer_route_to_passing():
+    # Every element inside, the tensor far inside as a whole: the whole-tensor margin is the headroom.
+    inside = envelope(margin=0.7, outside=0, ms_error=1e-7, spread=1e-5, total=20480)
+    assert inside.final_margin == pytest.approx(1e-7 / 2e-5)
+    # Too many elements outside for a large tensor, and no flips: element by element only.
+    many = envelope(margin=3.0, outside=50, ms_error=1e-7, spread=1e-5, total=20480)
+    assert many.whole_margin is None and many.final_margin == 3.0 and not many.passed
+    # A few outside in a large tensor, well inside as a whole: passes, judged whole.
+    few = envelope(margin=3.0, outside=3, ms_error=1e-7, spread=1e-5, total=20480)
+    assert few.judged_whole and few.passed and few.final_margin < 1
