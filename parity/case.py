@@ -58,7 +58,7 @@ class Variant:
 
             return run_training(ms_cell, torch_module, settings=settings, weights=case.weights,
                                 ms_mode=case.ms_mode, tolerance=case.tolerance, name_map=case.name_map,
-                                **case.training.kwargs())
+                                acknowledge=case.acknowledge, **case.training.kwargs())
         from .runner import run_check
 
         return run_check(ms_cell, torch_module, case.inputs, train=self.train, settings=settings,

@@ -127,9 +127,12 @@ class TrainingResult(Verdicts):
 
 def run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps: int = 3, clip_grad_norm=None,
                  accumulate: int = 1, weights="copy", ms_mode="pynative", tolerance=None, name_map=None,
-                 seed=None, settings: Settings = Settings()) -> TrainingResult:
+                 seed=None, acknowledge=None, settings: Settings = Settings()) -> TrainingResult:
     """See :func:`parity.check_training`. Train/eval flags are restored on return; the weights,
-    running statistics and optimizers are left as the steps left them."""
+    running statistics and optimizers are left as the steps left them. ``acknowledge``: None
+    (a call) keeps what the optimizer lint finds as notes of the result and of its failure; a
+    tuple of known-mismatch ids (a catalogue case) makes any other finding a usage error raised
+    before the first step."""
     __tracebackhide__ = True
     _check_pair(ms_cell, torch_module)
     from .backends import mindspore as msb, torch as tb
@@ -138,7 +141,8 @@ def run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps: int 
     try:
         return _run_training(ms_cell, torch_module, batches, loss=loss, optimizer=optimizer, steps=steps,
                              clip_grad_norm=clip_grad_norm, accumulate=accumulate, weights=weights,
-                             ms_mode=ms_mode, tolerance=tolerance, name_map=name_map, seed=seed, settings=settings)
+                             ms_mode=ms_mode, tolerance=tolerance, name_map=name_map, seed=seed,
+                             acknowledge=acknowledge, settings=settings)
     finally:
         restore_ms()
         restore_torch()
@@ -257,7 +261,7 @@ class _Optimizers:
 
 
 def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, clip_grad_norm, accumulate, weights,
-                  ms_mode, tolerance, name_map, seed, settings) -> TrainingResult:
+                  ms_mode, tolerance, name_map, seed, acknowledge, settings) -> TrainingResult:
     __tracebackhide__ = True
     if settings.mode is not None and settings.mode not in MODES:
         raise ParityUsageError(f"check_training() runs MindSpore in {' or '.join(MODES)} mode; this session asks "
@@ -283,6 +287,7 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, cli
     torch_start = tb.state_of(torch_module)
     torch_opt = optimizers.torch()
     ms_opt, opt_label = optimizers.mindspore(torch_opt)
+    findings = _lint_optimizer(ms_opt, acknowledge, settings.device)
     ms_steps = msb.TrainStep(ms_cell, ms_loss, ms_opt, accumulate=accumulate, clip_grad_norm=clip_grad_norm, mode=mode)
     torch_steps = tb.TrainStep(torch_module, torch_loss, torch_opt, accumulate=accumulate,
                                clip_grad_norm=clip_grad_norm, device=settings.device)
@@ -309,11 +314,23 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, cli
         [TrainingStep(i + 1, float(ms_r[("loss", "loss")]), float(t_r[("loss", "loss")]), comparisons)
          for i, ((ms_r, t_r), (_, comparisons)) in enumerate(zip(records, trained))],
         wreport, opt_label, loss_label, described, seed, mode, case=settings.case, location=settings.location,
-        reproduce=report.reproduce_line(settings.reproduce, seed).replace("parity.check(", "parity.check_training("))
+        reproduce=report.reproduce_line(settings.reproduce, seed).replace("parity.check(", "parity.check_training("),
+        notes=[f"optimizer lint: {finding}" for finding in findings])
     if not result.passed:
         causes = _likely_causes(ms_opt, torch_opt, settings.device)
         raise ParityMismatch(failure_message(result, causes), result)
     return result
+
+
+def _lint_optimizer(ms_opt, acknowledge, device) -> List[str]:
+    """The registry's findings on the built MindSpore optimizer, before any step (see run_training)."""
+    from .registry.optimizers import lint_optimizer
+
+    findings = [str(issue) for issue in lint_optimizer(ms_opt, acknowledge or (), device=device)]
+    if findings and acknowledge is not None:
+        raise ParityUsageError("the MindSpore optimizer is known to train differently from PyTorch's, before "
+                               "any step:\n  " + "\n  ".join(findings))
+    return findings
 
 
 def _refuse_dropout(ms_paths, torch_paths) -> None:

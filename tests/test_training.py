@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import parity
-from parity.registry.optimizers import NORM_SKIPPED
+from parity.registry.optimizers import NORM_SKIPPED, lint_optimizer
 
 
 def _net():
@@ -74,6 +74,8 @@ def test_users_nn_adam_with_weight_decay_fails_at_step_one_naming_both_entries()
     assert "Likely cause: known mismatch 'adam-eps-placement'" in text
     for part in ("Tolerance: float32 default", "Per step (loss MindSpore vs PyTorch", "Reproduce: parity.check_training("):
         assert part in text
+    assert f"Note: optimizer lint: mindspore.nn.Adam(weight_decay=0.01) (here ['1.gamma', '1.beta', '4.gamma', " \
+           "'4.beta'])" in text  # what the lint found before the first step
 
 
 def test_a_wrong_learning_rate_is_named_at_its_step_and_stage():
@@ -121,3 +123,49 @@ def test_readme_example():
                                    optimizer=lambda p: torch.optim.Adam(p, lr=1e-3, weight_decay=1e-5))
     assert str(result).startswith("ok: mindspore SequentialCell <-> torch Sequential (3 steps, pynative)")
     assert result.worst_margin <= 1
+
+
+@pytest.mark.parametrize("build, entry", [
+    (lambda p: mindspore.nn.Adam(p, learning_rate=1e-3, weight_decay=1e-5), NORM_SKIPPED),
+    (lambda p: mindspore.nn.Momentum(p, 0.1, 0.9, weight_decay=1e-4), "momentum-weight-decay-skips-gamma-beta"),
+    (lambda p: mindspore.nn.SGD(p, 0.1, weight_decay=1e-4), "sgd-weight-decay-skips-gamma-beta"),
+], ids=["adam", "momentum", "sgd"])
+def test_optimizer_lint_flags_weight_decay_that_skips_norm_parameters(build, entry):
+    cell = parity.translate(_net())
+    issues = lint_optimizer(build(cell.trainable_params()))
+    assert [i.entry_id for i in issues] == [entry]
+    assert "(here ['1.gamma', '1.beta', '4.gamma', '4.beta'])" in str(issues[0]) and "fix: " in str(issues[0])
+    assert lint_optimizer(build(cell.trainable_params()), acknowledged=(entry,)) == []
+    dense = parity.translate(torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(3, 2)))
+    assert lint_optimizer(build(dense.trainable_params())) == []  # nothing named gamma/beta: all decayed
+
+
+def test_optimizer_lint_is_quiet_without_decay_or_with_a_group_of_its_own():
+    params = parity.translate(_net()).trainable_params()
+    assert lint_optimizer(mindspore.nn.Adam(params, learning_rate=1e-3)) == []
+    assert lint_optimizer(mindspore.nn.Adam([{"params": params, "weight_decay": 1e-2}], learning_rate=1e-3)) == []
+
+
+class _CountingLoss(torch.nn.CrossEntropyLoss):
+    calls = 0
+
+    def forward(self, *args):
+        type(self).calls += 1
+        return super().forward(*args)
+
+
+def test_a_training_case_with_such_an_optimizer_is_refused_before_any_step():
+    from parity.case import build
+    from parity.runner import Settings
+
+    loss = _CountingLoss()
+    case = parity.ParityCase("GuideAdam", mindspore=parity.TRANSLATE, torch=_net, training=parity.Training(
+        BATCHES, loss=(mindspore.nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"), loss),
+        optimizer=(lambda p: mindspore.nn.Adam(p, learning_rate=1e-3, weight_decay=1e-5),
+                   lambda p: torch.optim.Adam(p, lr=1e-3, weight_decay=1e-5))))
+    variant, = case.variants()
+    with pytest.raises(parity.ParityUsageError, match=r"known to train differently from PyTorch's, before any step:"
+                                                      r"\n  mindspore.nn.Adam\(weight_decay=1e-05\)") as info:
+        variant.run(*build(case), Settings())
+    assert f"acknowledge=('{NORM_SKIPPED}',)" in str(info.value)
+    assert _CountingLoss.calls == 0

@@ -4,14 +4,15 @@ MindSpore optimizer built against a network (``nn.Adam(weight_decay=...)`` with 
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Iterable, List, Optional
 
 from . import rules
 from .diagnosis import HIGH, PRESENT, Diagnosis, _reader
+from .lint import LintIssue
 from .schema import Entry
 from .store import Registry, installed_versions, load, resolve_api
 
-__all__ = ["optimizer_causes", "NORM_SKIPPED"]
+__all__ = ["optimizer_causes", "lint_optimizer", "NORM_SKIPPED"]
 
 NORM_SKIPPED = "adam-weight-decay-skips-gamma-beta"
 
@@ -62,3 +63,40 @@ def optimizer_causes(ms_optimizer, torch_optimizer, *, device: Optional[str] = N
     found.sort(key=lambda d: -d.score)
     return [f"known mismatch {d.entry.id!r} ({d.evidence})" + (f"; fix: {d.entry.fix}" if d.entry.fix else "")
             for d in found]
+
+
+def lint_optimizer(ms_optimizer, acknowledged: Iterable[str] = (), *, device: Optional[str] = None,
+                   registry: Optional[Registry] = None) -> List[LintIssue]:
+    """What the registry knows is wrong with a built MindSpore optimizer whatever it is compared
+    with, before any step: the entries for its class whose ``inspect.when`` reads the MindSpore
+    side only and holds (``nn.Adam``/``nn.Momentum``/``nn.SGD`` with ``weight_decay > 0`` over
+    parameters named ``gamma``/``beta``, which their default filter leaves undecayed), unless
+    ``acknowledged``."""
+    registry = registry or load()
+    acknowledged = set(acknowledged)
+    ms_version, torch_version = installed_versions()
+    issues = []
+    for entry in registry.entries:
+        if entry.id in acknowledged or not entry.when or not entry.applies(ms_version, torch_version, device):
+            continue
+        if resolve_api(entry.mindspore) is not type(ms_optimizer):
+            continue
+        try:
+            holds = bool(rules.evaluate(entry.when, {"ms": _reader(ms_optimizer)}))
+        except rules.RuleError:  # the condition needs the PyTorch side: a matter for optimizer_causes
+            continue
+        if holds:
+            issues.append(LintIssue(entry.id, "", _optimizer_message(entry, ms_optimizer)))
+    return issues
+
+
+def _optimizer_message(entry: Entry, ms_optimizer) -> str:
+    flags = getattr(ms_optimizer, "decay_flags", ())
+    params = list(getattr(ms_optimizer, "parameters", ()))
+    skipped = [p.name for p, flag in zip(params, flags) if not flag]
+    shown = f"{skipped[:4]}" + (f" and {len(skipped) - 4} more" if len(skipped) > 4 else "")
+    where = f" (here {shown})" if skipped else ""
+    decay = getattr(ms_optimizer, "weight_decay", None)
+    decay = f"{float(decay.asnumpy() if hasattr(decay, 'asnumpy') else decay):g}" if decay is not None else "..."
+    return (f"{entry.mindspore}(weight_decay={decay}){where}: {entry.summary}; fix: {entry.fix} "
+            f"(known mismatch {entry.id!r}; or acknowledge=({entry.id!r},) if the difference is the point)")
