@@ -23,7 +23,8 @@ class Training:
     """What a training case trains: :func:`parity.check_training`'s arguments after the pair.
     ``batches`` are ``(inputs, target)`` pairs (specs or arrays); ``loss`` a PyTorch loss Module
     (translated) or ``(ms_loss, torch_loss)``; ``optimizer`` a factory of a PyTorch optimizer
-    (translated) or ``(ms_factory, torch_factory)``."""
+    (translated) or ``(ms_factory, torch_factory)``; ``lr_scheduler`` a factory of a PyTorch
+    scheduler (or a pair), as :func:`parity.check_training` takes them."""
 
     batches: Any
     loss: Any
@@ -31,10 +32,12 @@ class Training:
     steps: int = 3
     clip_grad_norm: Optional[float] = None
     accumulate: int = 1
+    lr_scheduler: Any = None
 
     def kwargs(self) -> Dict[str, Any]:
         return {"batches": self.batches, "loss": self.loss, "optimizer": self.optimizer, "steps": self.steps,
-                "clip_grad_norm": self.clip_grad_norm, "accumulate": self.accumulate}
+                "clip_grad_norm": self.clip_grad_norm, "accumulate": self.accumulate,
+                "lr_scheduler": self.lr_scheduler}
 
 
 @dataclass(frozen=True)

@@ -125,7 +125,8 @@ class TrainingResult(Verdicts):
         return f"{'ok' if not failures else 'FAIL'}: {pair}; " + "; ".join(parts)
 
 
-def run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps: int = 3, clip_grad_norm=None,
+def run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps: int = 3, lr_scheduler=None,
+                 clip_grad_norm=None,
                  accumulate: int = 1, weights="copy", ms_mode="pynative", tolerance=None, name_map=None,
                  seed=None, acknowledge=None, settings: Settings = Settings()) -> TrainingResult:
     """See :func:`parity.check_training`. Train/eval flags are restored on return; the weights,
@@ -140,6 +141,7 @@ def run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps: int 
     restore_ms, restore_torch = msb.train_flags(ms_cell), tb.train_flags(torch_module)
     try:
         return _run_training(ms_cell, torch_module, batches, loss=loss, optimizer=optimizer, steps=steps,
+                             lr_scheduler=lr_scheduler,
                              clip_grad_norm=clip_grad_norm, accumulate=accumulate, weights=weights,
                              ms_mode=ms_mode, tolerance=tolerance, name_map=name_map, seed=seed,
                              acknowledge=acknowledge, settings=settings)
@@ -260,7 +262,8 @@ class _Optimizers:
         return built, f"{_type(torch_optimizer)} (translated: {type(built).__module__}.{type(built).__name__})"
 
 
-def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, clip_grad_norm, accumulate, weights,
+def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_scheduler, clip_grad_norm,
+                  accumulate, weights,
                   ms_mode, tolerance, name_map, seed, acknowledge, settings) -> TrainingResult:
     __tracebackhide__ = True
     if settings.mode is not None and settings.mode not in MODES:
@@ -279,6 +282,7 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, cli
     data, described = _batch_list(batches, steps * accumulate, seed)
     ms_loss, torch_loss, loss_label = _losses(loss, settings.device)
     optimizers = _Optimizers(optimizer, ms_cell, torch_module, None)
+    schedulers = _Schedulers(lr_scheduler, optimizers.pair)
     wmap = _map_weights(ms_cell, torch_module, name_map, settings.device)
     optimizers.wmap = wmap
     wreport = _set_weights(weights, wmap, ms_cell, torch_module)
@@ -286,7 +290,11 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, cli
     tb.set_train(torch_module, True)
     torch_start = tb.state_of(torch_module)
     torch_opt = optimizers.torch()
+    shadow = schedulers.shadow(torch_opt)  # before the PyTorch scheduler changes a learning rate
     ms_opt, opt_label = optimizers.mindspore(torch_opt)
+    torch_sched = schedulers.torch(torch_opt)
+    ms_sched = schedulers.mindspore(ms_opt, shadow)
+    opt_label += schedulers.label(torch_sched, ms_sched)
     findings = _lint_optimizer(ms_opt, acknowledge, settings.device)
     ms_steps = msb.TrainStep(ms_cell, ms_loss, ms_opt, accumulate=accumulate, clip_grad_norm=clip_grad_norm, mode=mode)
     torch_steps = tb.TrainStep(torch_module, torch_loss, torch_opt, accumulate=accumulate,
@@ -294,8 +302,10 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, cli
     records = []
     for step in range(steps):
         micro = data[step * accumulate:(step + 1) * accumulate]
-        ms_record = _side_step(lambda: _ms_record(ms_steps, micro, ms_cell, wmap), "MindSpore", step)
-        torch_record = _side_step(lambda: _torch_record(torch_steps, micro, torch_module, wmap), "PyTorch", step)
+        ms_record = _side_step(lambda: _stepped(_ms_record(ms_steps, micro, ms_cell, wmap), ms_sched), "MindSpore",
+                               step)
+        torch_record = _side_step(lambda: _stepped(_torch_record(torch_steps, micro, torch_module, wmap), torch_sched),
+                                  "PyTorch", step)
         records.append((ms_record, torch_record))
     trained = [_compare_step(i + 1, ms_r, t_r, wmap, chain, mode) for i, (ms_r, t_r) in enumerate(records)]
     check_globs_used(chain[0], [n for s in trained for c in s[1] for n in (c.name, c.ms_name, c.torch_name)])
@@ -303,7 +313,7 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, cli
              if c.problem is None and c.total and c.margin > HEADROOM and pair.torch.dtype.kind == "f"
              and (c.nonfinite is None or c.nonfinite.agree)]
     if close:
-        envelope = _Envelope(torch_module, torch_loss, optimizers, data, steps, accumulate, clip_grad_norm, wmap,
+        envelope = _Envelope(torch_module, torch_loss, (optimizers, schedulers), data, steps, accumulate, clip_grad_norm, wmap,
                              settings.device, seed, torch_start)
         spread, jumped = envelope.spread({(i, pair.key) for i, pair, _ in close}, records)
         for i, pair, c in close:
@@ -331,6 +341,103 @@ def _lint_optimizer(ms_opt, acknowledge, device) -> List[str]:
         raise ParityUsageError("the MindSpore optimizer is known to train differently from PyTorch's, before "
                                "any step:\n  " + "\n  ".join(findings))
     return findings
+
+
+def _stepped(record, scheduler):
+    """``record`` of a step, once the step's scheduler (if any) has moved the learning rate on."""
+    if scheduler is not None:
+        scheduler.step()
+    return record
+
+
+class _Schedulers:
+    """The learning-rate schedule of both sides. A PyTorch scheduler factory drives both: the
+    PyTorch optimizer's own instance, and, for a translated optimizer, a second instance over a
+    shadow PyTorch optimizer with the same groups, whose learning rates are copied into the
+    translation after every step. A pair ``(ms_factory, torch_factory)`` gives each side its own
+    (``ms_factory(ms_optimizer)`` returns something with ``step()``, or None where the MindSpore
+    optimizer schedules itself, as with ``learning_rate=nn.dynamic_lr...``)."""
+
+    def __init__(self, spec, given_optimizer: bool):
+        self.pair = isinstance(spec, (tuple, list))
+        if self.pair and (len(spec) != 2 or not callable(spec[1]) or not (spec[0] is None or callable(spec[0]))):
+            raise ParityUsageError("check_training(): lr_scheduler=(ms_factory, torch_factory) takes two functions of "
+                                   "the optimizer (ms_factory may be None)")
+        if not self.pair and spec is not None and not callable(spec):
+            raise ParityUsageError("check_training(): lr_scheduler must be a function of the optimizer returning a "
+                                   "torch.optim.lr_scheduler scheduler (lambda opt: StepLR(opt, step_size=2)), or a "
+                                   f"pair (ms_factory, torch_factory); got {type(spec).__qualname__}")
+        if spec is not None and not self.pair and given_optimizer:
+            raise ParityUsageError("check_training(): a PyTorch scheduler drives a translated optimizer only; with "
+                                   "optimizer=(ms_factory, torch_factory) give lr_scheduler=(ms_factory, "
+                                   "torch_factory), ms_factory None where the MindSpore optimizer schedules itself")
+        self.ms_factory, self.torch_factory = spec if self.pair else (None, spec)
+        self.driven = spec is not None and not self.pair
+
+    def torch(self, optimizer):
+        if self.torch_factory is None:
+            return None
+        import torch
+
+        built = self.torch_factory(optimizer)
+        if not isinstance(built, torch.optim.lr_scheduler.LRScheduler) or \
+                isinstance(built, torch.optim.lr_scheduler.ReduceLROnPlateau):
+            raise ParityUsageError(f"check_training(): the PyTorch scheduler factory returned {_type(built)}, not a "
+                                   "torch.optim.lr_scheduler scheduler stepped once per step (ReduceLROnPlateau, "
+                                   "which needs a metric, is not one)")
+        return built
+
+    def shadow(self, torch_optimizer):
+        """A PyTorch optimizer of the same class and groups over stand-in parameters."""
+        if not self.driven:
+            return None
+        import torch
+
+        groups = [{**{k: v for k, v in g.items() if k != "params"}, "params": [torch.zeros(1, requires_grad=True)]}
+                  for g in torch_optimizer.param_groups]
+        return type(torch_optimizer)(groups)
+
+    def mindspore(self, ms_optimizer, shadow):
+        if self.driven:
+            return _Driven(ms_optimizer, self.torch(shadow))
+        if self.ms_factory is None:
+            return None
+        built = self.ms_factory(ms_optimizer)
+        if not callable(getattr(built, "step", None)):
+            raise ParityUsageError(f"check_training(): the MindSpore scheduler factory returned {_type(built)}, "
+                                   "which has no step()")
+        return built
+
+    @staticmethod
+    def label(torch_sched, ms_sched) -> str:
+        if torch_sched is None:
+            return ""
+        how = "driving both" if isinstance(ms_sched, _Driven) else \
+            f"MindSpore {_type(ms_sched)}" if ms_sched is not None else "MindSpore's own schedule"
+        return f"; lr scheduler {_type(torch_sched)} ({how})"
+
+
+_SCHEDULED = ("momentum", "betas")
+
+
+class _Driven:
+    """A translated optimizer's learning rates, set from a PyTorch scheduler over its shadow."""
+
+    def __init__(self, ms_optimizer, scheduler):
+        self.ms_optimizer, self.scheduler = ms_optimizer, scheduler
+        self._copy()
+
+    def _copy(self) -> None:
+        for ms_group, group in zip(self.ms_optimizer.param_groups, self.scheduler.optimizer.param_groups):
+            ms_group["lr"] = float(group["lr"])
+            for key in _SCHEDULED:  # OneCycleLR cycles the momentum (or Adam's beta1) too
+                if key in ms_group and key in group:
+                    ms_group[key] = tuple(map(float, group[key])) if key == "betas" else float(group[key])
+
+    def step(self) -> None:
+        self.scheduler.optimizer.step()  # its stand-ins have no gradient: nothing moves, the order is PyTorch's
+        self.scheduler.step()
+        self._copy()
 
 
 def _refuse_dropout(ms_paths, torch_paths) -> None:
@@ -440,7 +547,8 @@ class _Envelope:
     farthest any run lands from PyTorch's own float32 run, step by step."""
 
     def __init__(self, module, loss_fn, optimizers, data, steps, accumulate, clip, wmap, device, seed, start):
-        self.module, self.loss_fn, self.optimizers, self.data = module, loss_fn, optimizers, data
+        self.module, self.loss_fn, self.data = module, loss_fn, data
+        self.optimizers, self.schedulers = optimizers
         self.steps, self.accumulate, self.clip, self.wmap = steps, accumulate, clip, wmap
         self.device, self.seed, self.start = device, seed, start
 
@@ -452,7 +560,9 @@ class _Envelope:
         if hasattr(self.loss_fn, "to"):
             tb.cast_module(self.loss_fn, cast or dtype)
         tb.prepare(seed=self.seed, device=self.device)
-        trainer = tb.TrainStep(self.module, self.loss_fn, self.optimizers.torch(), accumulate=self.accumulate,
+        optimizer = self.optimizers.torch()
+        scheduler = self.schedulers.torch(optimizer)
+        trainer = tb.TrainStep(self.module, self.loss_fn, optimizer, accumulate=self.accumulate,
                                clip_grad_norm=self.clip, device=self.device, cast=_dtype(cast))
         runs = []
         for step in range(self.steps):
@@ -462,7 +572,8 @@ class _Envelope:
                 step_seed = int(seeded_stream(self.seed, f"training-envelope:{draw}:{step}").random_raw()) >> 1
                 micro = [(_perturbed_inputs(inputs, step_seed, draw, ulps), target) for inputs, target in micro]
                 perturb = (step_seed, ulps)
-            runs.append(_torch_arrays(_torch_record(trainer, micro, self.module, self.wmap, perturb, cast), self.wmap))
+            record = _stepped(_torch_record(trainer, micro, self.module, self.wmap, perturb, cast), scheduler)
+            runs.append(_torch_arrays(record, self.wmap))
         return runs
 
     def spread(self, keys, records):
