@@ -10,7 +10,7 @@ __all__ = [
     "check", "constant", "transfer_weights", "Result", "WeightReport", "ParityCase",
     "Tolerance", "randn", "uniform", "randint",
     "ParityError", "ParityMismatch", "ParityUsageError", "ParityUnsupported", "ParityInternalError",
-    "translate", "TRANSLATE", "check_training", "TrainingResult", "Training",
+    "translate", "TRANSLATE", "check_training", "TrainingResult", "Training", "plot_training",
 ]
 __version__ = "0.1.0"
 
@@ -94,7 +94,7 @@ def transfer_weights(src, dst, *, name_map=None):
     return transfer(src, dst, name_map=name_map)
 
 
-_LAZY = {"TrainingResult": "training", "randn": "inputs", "uniform": "inputs", "randint": "inputs", "Result": "result", "WeightReport": "weights",
+_LAZY = {"TrainingResult": "training", "plot_training": "plot", "randn": "inputs", "uniform": "inputs", "randint": "inputs", "Result": "result", "WeightReport": "weights",
          "fuse": "layouts", "transpose": "layouts", "reshape": "layouts"}
 
 

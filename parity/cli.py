@@ -1,7 +1,10 @@
 """``parity``: list or run the catalogue without pytest, through the same runner.
 
     parity list [PATH ...]
-    parity run [PATH ...] [-k TEXT] [--parity-seed N] [--parity-mode MODE] [--parity-device DEV]
+    parity run [PATH ...] [-k TEXT] [--parity-seed N] [--parity-mode MODE] [--parity-device DEV] [--plot DIR]
+
+``--plot DIR`` writes each training item's loss curves and per-step margins to ``DIR/<item>.html``
+(:func:`parity.plot_training`), whether it passed or failed.
 
 PATH defaults to ``cases``. Exit status: 0 all passed (expected failures included), 1 a case
 failed, 2 a usage error.
@@ -10,6 +13,7 @@ failed, 2 a usage error.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -29,6 +33,8 @@ def _parser() -> argparse.ArgumentParser:
             for option in opts.OPTIONS:
                 command.add_argument(option.flag, dest=option.dest, choices=option.choices, default=option.default,
                                      metavar=option.metavar, help=option.help)
+            command.add_argument("--plot", metavar="DIR", default=None,
+                                 help="write each training item's loss curves to DIR/<item>.html")
     return parser
 
 
@@ -58,19 +64,43 @@ def _run_one(path, variant, args) -> str:
     try:
         ms_cell, torch_module = build(case, device=args.parity_device, seed=settings.resolved_seed)
         result = variant.run(ms_cell, torch_module, settings)
-    except (ParityMismatch, ParityUnsupported):
+    except (ParityMismatch, ParityUnsupported) as exc:
+        _plot(args.plot, variant, getattr(exc, "result", None))
         if case.xfail:
             return f"xfail {nodeid}: {case.xfail}"
         raise
     if case.xfail:
         raise ParityMismatch(f"{nodeid} passed although marked xfail ({case.xfail}): remove the xfail")
+    _plot(args.plot, variant, result)
     return report.summary_line(nodeid, result)
+
+
+def _plot_folder(folder: Optional[str]) -> None:
+    if folder is None:
+        return
+    if Path(folder).exists() and not Path(folder).is_dir():
+        raise ParityUsageError(f"--plot {folder}: not a folder; give a folder for the HTML files")
+    Path(folder).mkdir(parents=True, exist_ok=True)
+
+
+def _plot(folder: Optional[str], variant, result) -> None:
+    """Write a training item's picture, when ``--plot`` asked for one and the item trained."""
+    from .training import TrainingResult
+
+    if folder is None or not isinstance(result, TrainingResult):
+        return
+    from .plot import plot_training
+
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", variant.id).strip("_") + ".html"
+    print(f"plot {plot_training(result, Path(folder) / name)}", flush=True)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     failed = 0
     try:
+        if args.command == "run":
+            _plot_folder(args.plot)
         for path, variant in _variants(args.paths, args.keyword):
             if args.command == "list":
                 print(f"{path}::{variant.id}")
