@@ -19,7 +19,7 @@ from ..errors import ParityMismatch, ParityUsageError
 from ..registry.schema import Entry, SelfTestSpec
 
 __all__ = ["Measurement", "fmt2", "resolve", "quiet", "module_pair", "init_stats", "zero_fraction",
-           "optimizer_pair", "check_available", "flush_mindspore", "first_shape"]
+           "optimizer_pair", "clip_pair", "schedule_pair", "check_available", "flush_mindspore", "first_shape"]
 
 _STATS_LIMIT = {"init": 1.5, "zero_fraction": 0.1}  # std ratio; difference of zero fractions
 
@@ -234,12 +234,17 @@ def zero_fraction(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device:
 def optimizer_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, mode: str, device: str,
                     seed: int) -> Measurement:
     """The same parameter and the same gradients, ``steps`` updates on each side. ``grad_scale``
-    scales the N(0, 1) gradients; ``name`` names the MindSpore Parameter (filters read it)."""
+    scales the N(0, 1) gradients; ``name`` names the MindSpore Parameter (filters read it).
+    ``pair = "clip"`` compares gradient clipping instead, ``pair = "schedule"`` learning-rate
+    schedules (:func:`clip_pair`, :func:`schedule_pair`)."""
     import mindspore as ms
     import torch
 
     from ..backends import mindspore as msb
 
+    other = {"clip": clip_pair, "schedule": schedule_pair}.get(spec.optimizer.get("pair", "step"))
+    if other is not None:
+        return other(entry, api, ms_kwargs, spec, device, seed)
     shape = tuple(spec.optimizer["shape"])
     rng = np.random.default_rng(seed)
     start = rng.standard_normal(shape).astype(np.float32)
@@ -266,6 +271,62 @@ def optimizer_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, mode: 
     close = np.allclose(ms_final, torch_final, rtol=1.3e-6, atol=1e-5)
     detail = "agrees" if close else f"parameters after {len(grads)} steps: {fmt2(diff)}"
     return Measurement("agrees" if close else "values", diff, detail)
+
+
+def clip_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device: str, seed: int) -> Measurement:
+    """The same ``tensors`` gradients (N(0, 1) times ``grad_scale``) clipped on each side: the MindSpore
+    function takes the tuple, the PyTorch one the parameters holding them. Compared in units of
+    ``grad_scale``, so that the gap shows for gradients of any size."""
+    import mindspore as ms
+    import torch
+
+    from ..backends import mindspore as msb
+
+    shape = tuple(spec.optimizer["shape"])
+    rng = np.random.default_rng(seed)
+    scale = float(spec.optimizer.get("grad_scale", 1.0))
+    grads = [(rng.standard_normal(shape) * scale).astype(np.float32) for _ in range(int(spec.optimizer.get("tensors", 2)))]
+    msb.prepare(seed=seed, device=device)
+    try:
+        ms_out = [t.asnumpy() for t in resolve(api)(tuple(ms.Tensor(g) for g in grads), **ms_kwargs)]
+    except Exception as exc:  # no kernel, or the arguments are rejected
+        flush_mindspore()
+        return _raised(exc)
+    params = [torch.nn.Parameter(torch.zeros(shape)) for _ in grads]
+    for param, grad in zip(params, grads):
+        param.grad = torch.from_numpy(grad.copy())
+    resolve(entry.torch)(params, **spec.torch_kwargs)
+    ms_units, torch_units = (np.stack(ms_out) / scale, np.stack([p.grad.numpy() for p in params]) / scale)
+    diff = float(np.max(np.abs(ms_units - torch_units)))
+    close = np.allclose(ms_units, torch_units, rtol=1.3e-6, atol=1e-5)
+    return Measurement("agrees" if close else "values", diff,
+                       "agrees" if close else f"clipped gradients / grad_scale: {fmt2(diff)}")
+
+
+def schedule_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device: str, seed: int) -> Measurement:
+    """A MindSpore learning-rate list (``api(**ms_kwargs)``) against the learning rate a PyTorch
+    scheduler over SGD(lr=``lr``) gives each step, for as many steps as the list is long."""
+    import torch
+
+    try:
+        ms_lrs = [float(v) for v in resolve(api)(**ms_kwargs)]
+    except Exception as exc:  # the arguments are rejected
+        return _raised(exc)
+    param = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.SGD([param], lr=float(spec.optimizer.get("lr", 0.1)))
+    scheduler = resolve(entry.torch)(optimizer, **spec.torch_kwargs)
+    torch_lrs = []
+    for _ in ms_lrs:
+        torch_lrs.append(float(optimizer.param_groups[0]["lr"]))
+        optimizer.step()
+        scheduler.step()
+    gaps = [abs(a - b) for a, b in zip(ms_lrs, torch_lrs)]
+    diff = max(gaps, default=0.0)
+    if np.allclose(ms_lrs, torch_lrs, rtol=1.3e-6, atol=0.0):
+        return Measurement("agrees", diff, "agrees")
+    at = next(i for i, (a, b) in enumerate(zip(ms_lrs, torch_lrs)) if not np.isclose(a, b, rtol=1.3e-6, atol=0.0))
+    return Measurement("values", diff, f"learning rate from step {at + 1}: {fmt2(ms_lrs[at])} vs "
+                                       f"{fmt2(torch_lrs[at])}; at most {fmt2(diff)} apart")
 
 
 def check_available(record, *, device: str = "CPU", seed: int = 1234) -> Measurement:
