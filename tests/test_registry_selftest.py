@@ -7,6 +7,7 @@ installed signatures; every [[available]] API runs and agrees; diagnosis ranks r
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -74,6 +75,25 @@ def test_stale_entry_fails(tmp_path):
     path.write_text("schema = 1\n\n" + block, encoding="utf-8")
     outcome = selftest(load([path]).get("gelu-approximate-default"))
     assert outcome.status == "stale" and "no longer triggers" in outcome.message
+
+
+@pytest.mark.parametrize("entry_id, ms_kwargs, optimizer, torch_kwargs", [
+    # no gamma/beta in the name: with zero gradients both only decay, alike
+    ("adamweightdecay-weight-decay-skips-gamma-beta", None, {"name": "w"}, None),
+    # a global norm of 3.7: the 1e-6 is below float32 rounding
+    ("clip-by-global-norm-no-eps", {"clip_norm": 1.0}, {"grad_scale": 1.0}, {"max_norm": 1.0}),
+    # the run ends one step after T_max: cosine_decay_lr and CosineAnnealingLR agree up to there
+    ("cosine-decay-lr-holds-after-decay", {"total_step": 6}, {}, None),
+], ids=["adamweightdecay-named-w", "clip-norm-3.7", "cosine-within-t-max"])
+def test_optimizer_selftests_see_agreement(entry_id, ms_kwargs, optimizer, torch_kwargs):
+    """The same optimizer, clip and schedule pairs where the two formulas meet come out STALE."""
+    entry = REGISTRY.get(entry_id)
+    spec = dataclasses.replace(entry.selftest, ms_kwargs={**entry.selftest.ms_kwargs, **(ms_kwargs or {})},
+                               torch_kwargs=torch_kwargs or entry.selftest.torch_kwargs,
+                               optimizer={**entry.selftest.optimizer, **optimizer})
+    outcome = selftest(dataclasses.replace(entry, selftest=spec))
+    assert outcome.status == "stale", outcome
+    assert outcome.naive.value < 1e-6, outcome
 
 
 # ---------------------------------------------------------------- diagnosis on real models
