@@ -150,14 +150,18 @@ class FixtureChecker:
 
     def _check(self, ms_cell, torch_module, inputs, **kwargs):
         __tracebackhide__ = True
-        defaults = dict(self._defaults)
-        marker_tolerance = defaults.pop("tolerance", None)
-        chain = (ToleranceSpec.parse(marker_tolerance, source="@pytest.mark.parity(tolerance=...)"),)
+        return self._run(run_check, dict(self._defaults), ms_cell, torch_module, inputs, **kwargs)
+
+    def _run(self, engine, defaults, ms_cell, torch_module, data, **kwargs):
+        """Run ``engine`` (the check or the training check) with the marker's ``defaults`` and this
+        session's settings; the result (or the failure's) goes to the run summary."""
+        __tracebackhide__ = True
+        chain = (ToleranceSpec.parse(defaults.pop("tolerance", None), source="@pytest.mark.parity(tolerance=...)"),)
         node = self._request.node
         location = f"{node.location[0]}:{node.location[1] + 1}"
         settings = settings_for(node.config, node.nodeid, location, chain)
         try:
-            result = run_check(ms_cell, torch_module, inputs, settings=settings, **{**defaults, **kwargs})
+            result = engine(ms_cell, torch_module, data, settings=settings, **{**defaults, **kwargs})
         except ParityMismatch as exc:
             node._parity_summary = report.summary_line(node.nodeid, exc.result)
             raise
@@ -177,15 +181,4 @@ class FixtureChecker:
         from .training import run_training
 
         defaults = {k: v for k, v in self._defaults.items() if k in _TRAINING_MARKER_KEYS}
-        chain = (ToleranceSpec.parse(defaults.pop("tolerance", None), source="@pytest.mark.parity(tolerance=...)"),)
-        node = self._request.node
-        location = f"{node.location[0]}:{node.location[1] + 1}"
-        settings = settings_for(node.config, node.nodeid, location, chain)
-        try:
-            result = run_training(ms_cell, torch_module, batches, settings=settings, **{**defaults, **kwargs})
-        except ParityMismatch as exc:
-            node._parity_summary = report.summary_line(node.nodeid, exc.result)
-            raise
-        self.results.append(result)
-        node._parity_summary = report.summary_line(node.nodeid, result)
-        return result
+        return self._run(run_training, defaults, ms_cell, torch_module, batches, **kwargs)
