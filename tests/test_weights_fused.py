@@ -99,18 +99,15 @@ class TorchSplitAttention(torch.nn.Module):
         return self.output(self.self(x))
 
 
-class TorchFlatAttention(torch.nn.Module):
+class TorchFlatAttention(TorchSelf):
     """query/key/value/out: four siblings of one shape, so which three make qkv is a choice."""
 
     def __init__(self):
         super().__init__()
-        self.query = torch.nn.Linear(HIDDEN, HIDDEN)
-        self.key = torch.nn.Linear(HIDDEN, HIDDEN)
-        self.value = torch.nn.Linear(HIDDEN, HIDDEN)
         self.out = torch.nn.Linear(HIDDEN, HIDDEN)
 
     def forward(self, x):
-        return self.out(torch_attention(self.query(x), self.key(x), self.value(x), HEADS))
+        return self.out(super().forward(x))
 
 
 class TorchSplitNet(torch.nn.Module):
@@ -145,18 +142,15 @@ class MSSplitNet(msnn.Cell):
         return self.o(self.heads(x))
 
 
-class MSFlatSplitNet(msnn.Cell):
+class MSFlatSplitNet(MSQKV):
     """q/k/v/o: four siblings of one shape against ``in_proj``: which three is a choice."""
 
     def __init__(self):
         super().__init__()
-        self.q = msnn.Dense(HIDDEN, HIDDEN)
-        self.k = msnn.Dense(HIDDEN, HIDDEN)
-        self.v = msnn.Dense(HIDDEN, HIDDEN)
         self.o = msnn.Dense(HIDDEN, HIDDEN)
 
     def construct(self, x):
-        return self.o(ms_attention(self.q(x), self.k(x), self.v(x), HEADS))
+        return self.o(super().construct(x))
 
 
 class TorchMultiheadNet(torch.nn.Module):
@@ -358,24 +352,13 @@ class TorchConv1D(torch.nn.Module):
         return torch_attention(q, k, v, HEADS)
 
 
-class MSThreeDense(msnn.Cell):
-    def __init__(self):
-        super().__init__()
-        self.q = msnn.Dense(HIDDEN, HIDDEN)
-        self.k = msnn.Dense(HIDDEN, HIDDEN)
-        self.v = msnn.Dense(HIDDEN, HIDDEN)
-
-    def construct(self, x):
-        return ms_attention(self.q(x), self.k(x), self.v(x), HEADS)
-
-
 CONV1D_MAP = {"c_attn_weight": parity.fuse([parity.transpose("q.weight"), parity.transpose("k.weight"),
                                             parity.transpose("v.weight")], axis=1),
               "c_attn_bias": parity.fuse(["q.bias", "k.bias", "v.bias"])}
 
 
 def test_fuse_of_transposed_parts_copies_both_ways():
-    cell, module = MSThreeDense(), TorchConv1D()
+    cell, module = MSQKV(), TorchConv1D()
     parity.transfer_weights(module, cell, name_map=CONV1D_MAP)
     weight = torch_value(module, "c_attn_weight")
     assert np.array_equal(ms_value(cell, "k.weight"), weight[:, HIDDEN:2 * HIDDEN].T)
@@ -387,7 +370,7 @@ def test_fuse_of_transposed_parts_copies_both_ways():
 
 @pytest.mark.parametrize("weights", ["copy", "copy_to_torch"])
 def test_fuse_of_transposed_parts_passes_a_check(weights):
-    result = parity.check(MSThreeDense(), TorchConv1D(), X, name_map=CONV1D_MAP, weights=weights)
+    result = parity.check(MSQKV(), TorchConv1D(), X, name_map=CONV1D_MAP, weights=weights)
     grads = {c.name: c.ms_name for c in result.comparisons if c.kind == "param grad"}
     assert grads == {"c_attn_weight": "fused from q.weight, k.weight, v.weight",
                      "c_attn_bias": "fused from q.bias, k.bias, v.bias"}
