@@ -1,7 +1,11 @@
 """Import both frameworks before any in-process pytester run: pytester restores sys.modules
 afterwards, and torch cannot be imported twice in one process."""
 
+import gc
+import sys
+
 import mindspore  # noqa: F401
+import pytest
 import torch  # noqa: F401
 
 # Hypothesis profiles for tests/test_properties.py (README: "Property-based checks").
@@ -16,3 +20,17 @@ settings.register_profile("thorough", max_examples=200, deadline=None, print_blo
 def pytest_configure(config):
     if not config.getoption("--hypothesis-profile"):  # the option, when given, was loaded by Hypothesis
         settings.load_profile("fast")
+
+
+@pytest.fixture
+def collect_inner_cells():
+    """Free the Cells of in-process pytester runs while MindSpore is still whole, not at interpreter
+    exit (an inner failure leaves its traceback, and the Cells in its frames, in sys.last_*).
+    Modules that run MindSpore in-process use it: pytestmark = pytest.mark.usefixtures(...)."""
+    before = getattr(sys, "last_value", None)
+    yield
+    if getattr(sys, "last_value", None) is not before:
+        for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+            if hasattr(sys, name):
+                delattr(sys, name)
+        gc.collect()

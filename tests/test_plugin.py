@@ -4,8 +4,6 @@ fixture, the marker, the catalogue items, the summary, and xdist.
 In-process runs share the frameworks tests/conftest.py imported; `runpytest_subprocess` is used
 where the environment matters (which modules get imported, xdist)."""
 
-import gc
-import sys
 import textwrap
 
 import hypothesis  # noqa: F401  imported here, the hypothesis plugin's import survives each in-process run
@@ -15,6 +13,8 @@ from parity import options as opts
 from parity.plugin import SKIP_REASON
 
 PARITY, SEED, MODE, DEVICE = opts.PARITY, opts.SEED.flag, opts.MODE.flag, opts.DEVICE.flag
+
+pytestmark = pytest.mark.usefixtures("collect_inner_cells")  # tests/conftest.py
 
 PYPROJECT = """
 [tool.pytest.ini_options]
@@ -100,19 +100,6 @@ def warm_frameworks():
                      train=True)
     with pytest.raises(parity.ParityMismatch):
         parity.check(mindspore.nn.GELU(approximate=False), torch.nn.GELU(approximate="tanh"), parity.randn((2, 4)))
-
-
-@pytest.fixture(autouse=True)
-def collect_inner_cells():
-    """Free the Cells of in-process runs while MindSpore is still whole, not at interpreter exit
-    (an inner failure leaves its traceback, and the Cells in its frames, in sys.last_*)."""
-    before = getattr(sys, "last_value", None)
-    yield
-    if getattr(sys, "last_value", None) is not before:
-        for name in ("last_type", "last_value", "last_traceback", "last_exc"):
-            if hasattr(sys, name):
-                delattr(sys, name)
-        gc.collect()
 
 
 @pytest.fixture

@@ -1,8 +1,6 @@
 """The ``parity`` fixture's ``check_training``, tested from outside with pytester: bound to the
 session's seed, to the marker's tolerance, reported in the run summary and named in failures."""
 
-import gc
-import sys
 
 import pytest
 
@@ -10,6 +8,8 @@ from parity import options as opts
 from parity.errors import ParityUsageError
 
 PARITY, SEED, MODE = opts.PARITY, opts.SEED.flag, opts.MODE.flag
+
+pytestmark = pytest.mark.usefixtures("collect_inner_cells")  # tests/conftest.py
 
 TRAINING_TESTS = """
 import pytest
@@ -71,18 +71,6 @@ def warm_frameworks():
     model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.BatchNorm1d(6), torch.nn.Linear(6, 3))
     parity.check_training(parity.translate(model), model, [(parity.randn((4, 4)), parity.randint((4,), 0, 3))],
                           loss=torch.nn.CrossEntropyLoss(), steps=1, optimizer=lambda p: torch.optim.SGD(p, lr=0.1))
-
-
-@pytest.fixture(autouse=True)
-def collect_inner_cells():
-    """Free the Cells of in-process runs while MindSpore is still whole."""
-    before = getattr(sys, "last_value", None)
-    yield
-    if getattr(sys, "last_value", None) is not before:
-        for name in ("last_type", "last_value", "last_traceback", "last_exc"):
-            if hasattr(sys, name):
-                delattr(sys, name)
-        gc.collect()
 
 
 def test_fixture_check_training_is_bound_to_the_session(pytester):
