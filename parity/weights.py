@@ -48,10 +48,6 @@ class WeightMap:
         """Pairs not matched by name: the report lists them so nothing is guessed silently."""
         return [p for p in self.pairs if p.how == "definition order"]
 
-    def automatic_layouts(self) -> List[Pair]:
-        """Pairs fused or split without a ``name_map`` entry: the report lists them too."""
-        return [p for p in self.pairs if p.how in ("fused automatically", "split automatically")]
-
 
 @dataclass
 class WeightReport:
@@ -79,11 +75,11 @@ class WeightReport:
         for reason, names in reasons.items():
             shown = f": {some(names)}" if reason == NOT_PERSISTENT else ""  # a step counter per BatchNorm is noise
             extra.append(f"{len(names)} PyTorch-only buffers ignored ({reason}{shown})")
-        for label, pairs in (("fused automatically", [p for p in self.map.pairs if p.how == "fused automatically"]),
-                             ("split automatically", [p for p in self.map.pairs if p.how == "split automatically"])):
+        for label in ("fused automatically", "split automatically"):
+            pairs = [p for p in self.map.pairs if p.how == label]
             if pairs:
-                tensors = sorted({p.ms if label.startswith("fused") else p.torch for p in pairs})
-                extra.append(f"{len(tensors)} {label}: {_fusions(pairs, label)}")
+                wholes = {p.ms if label.startswith("fused") else p.torch for p in pairs}
+                extra.append(f"{len(wholes)} {label}: {_fusions(pairs, label)}")
         aligned = self.map.alignments()
         if aligned:
             extra.append(f"{len(aligned)} aligned by definition order: "
