@@ -11,6 +11,7 @@ __all__ = [
     "Tolerance", "randn", "uniform", "randint",
     "ParityError", "ParityMismatch", "ParityUsageError", "ParityUnsupported", "ParityInternalError",
     "translate", "TRANSLATE", "check_training", "TrainingResult", "Training", "plot_training",
+    "fuse", "transpose", "reshape",
 ]
 __version__ = "0.1.0"
 
@@ -49,7 +50,8 @@ def check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, train=Fa
 
 
 def check_training(ms_cell, torch_module, batches, *, loss, optimizer, steps=3, lr_scheduler=None,
-                   clip_grad_norm=None, accumulate=1, weights="copy", ms_mode="pynative", tolerance=None, name_map=None, seed=None):
+                   clip_grad_norm=None, accumulate=1, weights="copy", ms_mode="pynative", tolerance=None,
+                   name_map=None, seed=None):
     """Train ``ms_cell`` and ``torch_module`` from the same weights on the same batches for
     ``steps`` optimizer steps and compare, step by step: the loss, every parameter gradient, the
     optimizer state (moments, momentum buffers, step counts, learning rates), the parameters after
@@ -71,9 +73,8 @@ def check_training(ms_cell, torch_module, batches, *, loss, optimizer, steps=3, 
     from .training import run_training
 
     return run_training(ms_cell, torch_module, batches, loss=loss, optimizer=optimizer, steps=steps,
-                        lr_scheduler=lr_scheduler,
-                        clip_grad_norm=clip_grad_norm, accumulate=accumulate, weights=weights, ms_mode=ms_mode,
-                        tolerance=tolerance, name_map=name_map, seed=seed)
+                        lr_scheduler=lr_scheduler, clip_grad_norm=clip_grad_norm, accumulate=accumulate,
+                        weights=weights, ms_mode=ms_mode, tolerance=tolerance, name_map=name_map, seed=seed)
 
 
 def translate(torch_module, *, device: str = "CPU"):
@@ -94,8 +95,9 @@ def transfer_weights(src, dst, *, name_map=None):
     return transfer(src, dst, name_map=name_map)
 
 
-_LAZY = {"TrainingResult": "training", "plot_training": "plot", "randn": "inputs", "uniform": "inputs", "randint": "inputs", "Result": "result", "WeightReport": "weights",
-         "fuse": "layouts", "transpose": "layouts", "reshape": "layouts"}
+_LAZY = {"randn": "inputs", "uniform": "inputs", "randint": "inputs", "Result": "result", "WeightReport": "weights",
+         "TrainingResult": "training", "plot_training": "plot", "fuse": "layouts", "transpose": "layouts",
+         "reshape": "layouts"}
 
 
 def __getattr__(name):

@@ -308,7 +308,7 @@ class _Run:
     """The passes of one check: PyTorch once, MindSpore once per mode, layer capture riding along."""
 
     def __init__(self, ms_cell, torch_module, data, wmap, chain, *, grads, train, seed, device, capture):
-        from .backends import mindspore as msb
+        from .backends import mindspore as msb, torch as tb
 
         self.ms_cell, self.torch_module, self.data, self.wmap = ms_cell, torch_module, data, wmap
         self.grads, self.train, self.seed, self.device = grads, train, seed, device
@@ -320,8 +320,6 @@ class _Run:
         self.torch_grads = None
         self.torch_layers = None  # the PyTorch capture, while layers are captured
         self.ms_start = {p.ms: msb.read(ms_cell, p.ms) for p in wmap.pairs if not p.trainable}
-        from .backends import torch as tb
-
         self.torch_start = tb.buffers(torch_module)  # every buffer, counters too: the envelope's runs start here
         self.torch_recording = Recording() if capture else None
         self.backward_layers = capture and grads

@@ -151,14 +151,11 @@ class _Signs:
         return self._cast[tensor.dtype][start:start + count].view(tensor.shape)
 
 
-def _noise(signs, ulps: float):
+def _noise(signs: _Signs, ulps: float):
     """A function of a tensor: ``ulps`` units in the last place of each element, plus as much at the
     tensor's own scale (its RMS) so that near-zero elements move too, each with a seeded sign: every
     element moves by the full amount, so a near-tie within reach flips in one of a mirrored pair of
     runs. Exact zeros stay zero, and so do NaN and Inf."""
-    if isinstance(signs, torch.Generator):
-        signs = _Signs(signs.initial_seed())
-
     def make(tensor):
         if not tensor.is_floating_point() or tensor.numel() == 0:
             return torch.zeros_like(tensor)
@@ -418,8 +415,7 @@ class TrainStep:
         grads = {self.names[id(p)]: p.grad.detach().cpu().numpy().copy()
                  for p in self.params if p.grad is not None}
         if perturb:
-            generator = torch.Generator().manual_seed(perturb[0] + len(micro_batches))
-            noise = _noise(generator, perturb[1])
+            noise = _noise(_Signs(perturb[0] + len(micro_batches)), perturb[1])
             with torch.no_grad():
                 for p in self.params:
                     if p.grad is not None:
