@@ -150,12 +150,6 @@ class Pair:
         moved = ms_region.reshape(tuple(target[a] for a in self.axes))
         return np.transpose(moved, np.argsort(self.axes))
 
-    def describe(self) -> str:
-        """How the pair was laid out, for the report: ``'q.weight -> part 0 of 3 of qkv.weight'``."""
-        ms = f"part {self.ms_part.index} of {self.ms_part.count} of {self.ms}" if self.ms_part else self.ms
-        torch = f"part {self.torch_part.index} of {self.torch_part.count} of {self.torch}" if self.torch_part else self.torch
-        return f"{torch} -> {ms}" + (" (transposed)" if self.axes is not None else "")
-
 
 def by_torch_name(pairs: Iterable[Pair]) -> Dict[str, List[Pair]]:
     """Pairs grouped by PyTorch tensor, in the order given."""
