@@ -74,7 +74,7 @@ def test_users_nn_adam_with_weight_decay_fails_at_step_one_naming_both_entries()
     assert "Likely cause: known mismatch 'adam-eps-placement'" in text
     for part in ("Tolerance: float32 default", "Per step (loss MindSpore vs PyTorch", "Reproduce: parity.check_training("):
         assert part in text
-    assert f"Note: optimizer lint: mindspore.nn.Adam(weight_decay=0.01) (here ['1.gamma', '1.beta', '4.gamma', " \
+    assert "Note: optimizer lint: mindspore.nn.Adam(weight_decay=0.01) (here ['1.gamma', '1.beta', '4.gamma', " \
            "'4.beta'])" in text  # what the lint found before the first step
 
 

@@ -200,7 +200,7 @@ class AdamW(Adam):
     defaults = {**Adam.defaults, "weight_decay": 1e-2, "decoupled_weight_decay": True}
 
 
-# PyTorch class name -> (translation, the group keys it needs, option values it cannot honour).
+# PyTorch class name -> (translation, the group keys it reads).
 _TRANSLATIONS = {
     "SGD": (SGD, ("lr", "momentum", "dampening", "nesterov", "weight_decay", "maximize")),
     "Adam": (Adam, ("lr", "betas", "eps", "weight_decay", "amsgrad", "maximize")),
