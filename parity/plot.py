@@ -47,7 +47,7 @@ def render_training(result) -> str:
     """The HTML text :func:`plot_training` writes."""
     steps = [s.step for s in result.steps]
     margins = [_worst(s.comparisons) for s in result.steps]
-    failing = [not all(c.passed for c in s.comparisons) for s in result.steps]
+    failing = [bool(s.failures) for s in result.steps]
     title = f"Training parity: mindspore {result.ms_type} vs torch {result.torch_type}"
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>{_esc(title)}</title><style>{_STYLE}</style></head><body>",
@@ -189,12 +189,11 @@ def _table(result) -> str:
     for s in result.steps:
         cells = [f"<td>{s.step}</td>", f"<td>{s.ms_loss:.9g}</td>", f"<td>{s.torch_loss:.9g}</td>"]
         for stage in stages:
-            group = s.stage(stage)
-            if not group:
+            found = s.stage_worst(stage)
+            if found is None:
                 cells.append("<td>-</td>")
                 continue
-            worst = max(group, key=lambda c: c.margin)
-            bad = not all(c.passed for c in group)
+            worst, bad = found
             cells.append(f'<td class="{"fail" if bad else "ok"}">{"FAIL" if bad else "ok"} {worst.margin:.3g}x '
                          f"{_esc(worst.name)}</td>")
         rows.append(f"<tr>{''.join(cells)}</tr>")

@@ -51,6 +51,14 @@ class TrainingStep:
     def stage(self, stage: str) -> List[Comparison]:
         return [c for c in self.comparisons if c.kind == STAGES[stage]]
 
+    def stage_worst(self, stage: str) -> Optional[Tuple[Comparison, bool]]:
+        """The stage's tensor with the greatest margin, and whether any tensor of the stage failed
+        (None where the step compared nothing at that stage)."""
+        group = self.stage(stage)
+        if not group:
+            return None
+        return max(group, key=lambda c: c.margin), not all(c.passed for c in group)
+
     @property
     def failures(self) -> List[Comparison]:
         return [c for c in self.comparisons if not c.passed]
@@ -641,12 +649,12 @@ def step_table(result: TrainingResult) -> List[str]:
     for s in result.steps:
         cells = []
         for stage in list(STAGES)[1:]:
-            group = s.stage(stage)
-            if not group:
+            found = s.stage_worst(stage)
+            if found is None:
                 cells.append(f"{'-':<30}")
                 continue
-            worst = max(group, key=lambda c: c.margin)
-            status = "FAIL" if any(not c.passed for c in group) else "ok"
+            worst, failed = found
+            status = "FAIL" if failed else "ok"
             cells.append(f"{status + ' ' + report.fmt(worst.margin) + 'x ' + worst.name:<30.30}")
         loss_flag = "" if all(c.passed for c in s.stage("loss")) else " FAIL"
         lines.append(f"  {s.step:<5} {s.ms_loss:<15.7g} {s.torch_loss:<15.7g} " + " ".join(cells) + loss_flag)
