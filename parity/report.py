@@ -156,7 +156,7 @@ def layer_lines(verdicts, direction: str, *, verbose: int = 0) -> List[str]:
     return lines
 
 
-def _divergence(result, first) -> Tuple[str, List[str]]:
+def _divergence(result, first, verbose: int = 0) -> Tuple[str, List[str]]:
     """The Divergence line and the layer table, from the layer capture when there is one."""
     layers = getattr(result, "layers", None)
     if layers is not None:
@@ -168,7 +168,7 @@ def _divergence(result, first) -> Tuple[str, List[str]]:
                     text = f"first at {kind} {where}"
                 else:
                     text = f"first in the {direction} pass, {where}"
-                return text, layer_lines(getattr(layers, direction), direction, verbose=getattr(result, "verbose", 0))
+                return text, layer_lines(getattr(layers, direction), direction, verbose=verbose)
     return f"first at {_where(first, _failed_modes(result, first))}", []
 
 
@@ -178,8 +178,8 @@ def failure_message(result, *, likely_causes: Sequence[str] = (), verbose: int =
         return _structure_failure(result)
     failures = result.failures
     first = failures[0]
-    result.verbose = verbose
-    divergence, table = _divergence(result, first)
+    modes = _failed_modes(result, first)
+    divergence, table = _divergence(result, first, verbose)
     lines = [_headline(first), ""]
     if result.case:
         location = f"  ({result.location})" if result.location else ""
@@ -188,9 +188,9 @@ def failure_message(result, *, likely_causes: Sequence[str] = (), verbose: int =
                  f" ({'train' if result.train else 'eval'} mode)")
     lines.append(f"Divergence: {divergence}")
     if table or first.kind != "output":
-        lines.append(f"Compared:   {_where(first, _failed_modes(result, first))}")
+        lines.append(f"Compared:   {_where(first, modes)}")
     if first.problem is None:
-        figures = [f"In {first.mode} mode:"] if len(_failed_modes(result, first)) > 1 else []
+        figures = [f"In {first.mode} mode:"] if len(modes) > 1 else []
         lines += [""] + figures + _metrics(first) + [f"Tolerance: {first.tolerance_source} ({first.tolerance})"]
     lines += ["", f"Compared tensors ({len(failures)} of {len(result.comparisons)} failed):"] + _kind_table(result)
     lines += _also_failing(result, first)
