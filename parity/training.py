@@ -227,7 +227,7 @@ def _type(obj) -> str:
 class _Optimizers:
     """The PyTorch optimizer factory and the way to build its MindSpore counterpart."""
 
-    def __init__(self, optimizer, ms_cell, torch_module, wmap):
+    def __init__(self, optimizer, ms_cell, torch_module):
         self.pair = isinstance(optimizer, (tuple, list))
         if self.pair and (len(optimizer) != 2 or not all(callable(f) for f in optimizer)):
             raise ParityUsageError("check_training(): optimizer=(ms_factory, torch_factory) takes two functions of "
@@ -237,7 +237,7 @@ class _Optimizers:
                                    "torch.optim optimizer (lambda params: torch.optim.Adam(params, lr=1e-3)), or a "
                                    f"pair (ms_factory, torch_factory); got {type(optimizer).__qualname__}")
         self.ms_factory, self.torch_factory = optimizer if self.pair else (None, optimizer)
-        self.ms_cell, self.torch_module, self.wmap = ms_cell, torch_module, wmap
+        self.ms_cell, self.torch_module = ms_cell, torch_module
 
     def torch(self):
         import torch
@@ -248,7 +248,7 @@ class _Optimizers:
                                    "torch.optim.Optimizer")
         return built
 
-    def mindspore(self, torch_optimizer):
+    def mindspore(self, torch_optimizer, wmap):
         if self.pair:
             built = self.ms_factory(self.ms_cell.trainable_params())
             if not hasattr(built, "parameters") or not callable(built):
@@ -259,7 +259,7 @@ class _Optimizers:
         from .translation.optim import translate_optimizer
 
         by_torch = {}
-        for pair in self.wmap.trainable_pairs():
+        for pair in wmap.trainable_pairs():
             by_torch.setdefault(pair.torch, []).append(pair.ms)
         names = {id(p): n for n, p in self.torch_module.named_parameters()}
 
@@ -289,17 +289,16 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
     _refuse_dropout(msb.refuse_dropout(ms_cell), tb.dropout_layers(torch_module))
     data, described = _batch_list(batches, steps * accumulate, seed)
     ms_loss, torch_loss, loss_label = _losses(loss, settings.device)
-    optimizers = _Optimizers(optimizer, ms_cell, torch_module, None)
+    optimizers = _Optimizers(optimizer, ms_cell, torch_module)
     schedulers = _Schedulers(lr_scheduler, optimizers.pair)
     wmap = _map_weights(ms_cell, torch_module, name_map, settings.device)
-    optimizers.wmap = wmap
     wreport = _set_weights(weights, wmap, ms_cell, torch_module)
     msb.set_train(ms_cell, True)
     tb.set_train(torch_module, True)
     torch_start = tb.state_of(torch_module)
     torch_opt = optimizers.torch()
     shadow = schedulers.shadow(torch_opt)  # before the PyTorch scheduler changes a learning rate
-    ms_opt, opt_label = optimizers.mindspore(torch_opt)
+    ms_opt, opt_label = optimizers.mindspore(torch_opt, wmap)
     torch_sched = schedulers.torch(torch_opt)
     ms_sched = schedulers.mindspore(ms_opt, shadow)
     opt_label += schedulers.label(torch_sched, ms_sched)
@@ -476,10 +475,9 @@ def _ms_record(trainer, micro, ms_cell, wmap) -> Dict[Tuple[str, str], object]:
 
     lrs = trainer.lrs()
     loss, grads = trainer.step(micro)
-    record = {("loss", "loss"): np.float32(loss), "grads": grads, "lr": lrs, "state": trainer.state(),
-              "params": {p.ms: msb.read(ms_cell, p.ms) for p in wmap.trainable_pairs()},
-              "buffers": _buffers(msb, ms_cell, wmap, "ms")}
-    return record
+    return {("loss", "loss"): np.float32(loss), "grads": grads, "lr": lrs, "state": trainer.state(),
+            "params": {p.ms: msb.read(ms_cell, p.ms) for p in wmap.trainable_pairs()},
+            "buffers": _buffers(msb, ms_cell, wmap, "ms")}
 
 
 def _torch_record(trainer, micro, torch_module, wmap, perturb=None, cast=None):
