@@ -250,10 +250,10 @@ def result_line(result) -> str:
     return f"{'FAIL' if failures else 'ok'}: {pair}; " + "; ".join(parts)
 
 
-def reproduce_line(prefix: str, seed: int) -> str:
+def reproduce_line(prefix: str, seed: int, call: str = "parity.check") -> str:
     if prefix:
         return f"{prefix} --parity-seed={seed}"
-    return f"parity.check(..., seed={seed})"
+    return f"{call}(..., seed={seed})"
 
 
 def summary_line(name: str, result: Optional[object], error: str = "", *, expected: bool = False) -> str:

@@ -331,7 +331,7 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
         [TrainingStep(i + 1, float(ms_r[("loss", "loss")]), float(t_r[("loss", "loss")]), comparisons)
          for i, ((ms_r, t_r), (_, comparisons)) in enumerate(zip(records, trained))],
         wreport, opt_label, loss_label, described, seed, mode, case=settings.case, location=settings.location,
-        reproduce=report.reproduce_line(settings.reproduce, seed).replace("parity.check(", "parity.check_training("),
+        reproduce=report.reproduce_line(settings.reproduce, seed, "parity.check_training"),
         notes=[f"optimizer lint: {finding}" for finding in findings])
     if not result.passed:
         causes = _likely_causes(ms_opt, torch_opt, settings.device)
