@@ -17,7 +17,7 @@ import numpy as np
 from .errors import ParityUsageError
 
 __all__ = ["Fuse", "Transpose", "Reshape", "fuse", "transpose", "reshape", "Part", "Pair",
-           "by_torch_name", "torch_layout", "ms_label"]
+           "by_torch_name", "torch_layout", "ms_label", "squeezed"]
 
 
 @dataclass(frozen=True)
@@ -194,7 +194,8 @@ def _axes(axes: Optional[Tuple[int, ...]], ndim: int, where: str) -> Tuple[int, 
     return tuple(axes)
 
 
-def _squeezed(shape) -> Tuple[int, ...]:
+def squeezed(shape) -> Tuple[int, ...]:
+    """``shape`` without its unit dimensions: shapes that agree so hold the same values in the same order."""
     return tuple(d for d in shape if d != 1)
 
 
@@ -212,7 +213,7 @@ def layout_pairs(key, key_is_ms: bool, layout: Layout, key_slot, other, how: str
     shapes = [tuple(s.shape[a] for a in axes) if axes else s.shape for s, axes, _ in found]
     if not isinstance(layout, Fuse):
         (slot, axes, free), shape = found[0], shapes[0]
-        if int(np.prod(shape)) != int(np.prod(key_slot.shape)) or not (free or _squeezed(shape) == _squeezed(key_slot.shape)):
+        if int(np.prod(shape)) != int(np.prod(key_slot.shape)) or not (free or squeezed(shape) == squeezed(key_slot.shape)):
             raise ParityUsageError(f"{where}: {slot.name!r} {slot.shape} does not fit {key!r} {key_slot.shape}"
                                    + (f" once transposed to {shape}" if axes else ""))
         return [_pair(key_slot, slot, key_is_ms, None, axes, how)]

@@ -9,7 +9,7 @@ from typing import Callable, Dict, List, Sequence, Tuple
 
 from .backends import Slot
 from .errors import ParityUsageError
-from .layouts import Fuse, Pair, layout_pairs
+from .layouts import Fuse, Pair, layout_pairs, squeezed
 
 __all__ = ["RENAMES", "Index", "fuse_automatically", "align_by_order", "compatible", "table", "row", "some"]
 
@@ -37,12 +37,8 @@ def some(items: Sequence[str], shown: int = 3) -> str:
     return ", ".join(items[:shown]) + more
 
 
-def _squeezed(shape) -> Tuple[int, ...]:
-    return tuple(d for d in shape if d != 1)
-
-
 def compatible(a: Slot, b: Slot) -> bool:
-    return a.shape == b.shape or _squeezed(a.shape) == _squeezed(b.shape)
+    return a.shape == b.shape or squeezed(a.shape) == squeezed(b.shape)
 
 
 def _canonical_leaf(slot: Slot) -> str:
@@ -153,7 +149,7 @@ def align_by_order(rest_ms: List[Slot], rest_torch: List[Slot], claim: Callable,
         kinds: Dict[tuple, Tuple[List[Slot], List[Slot]]] = {}
         for side, group in ((0, ms_group), (1, torch_group)):
             for s in group:
-                kinds.setdefault(_kind(s) + (_squeezed(s.shape),), ([], []))[side].append(s)
+                kinds.setdefault(_kind(s) + (squeezed(s.shape),), ([], []))[side].append(s)
         for ms_kind, torch_kind in kinds.values():
             if len(ms_kind) == len(torch_kind):
                 for m, t in zip(ms_kind, torch_kind):
