@@ -92,15 +92,14 @@ class Part:
     index: int
     count: int
 
+    def _where(self, ndim: int) -> Tuple[slice, ...]:
+        return (slice(None),) * self.axis + (slice(self.start, self.stop),) + (slice(None),) * (ndim - self.axis - 1)
+
     def take(self, array: np.ndarray) -> np.ndarray:
-        where = [slice(None)] * array.ndim
-        where[self.axis] = slice(self.start, self.stop)
-        return array[tuple(where)]
+        return array[self._where(array.ndim)]
 
     def put(self, array: np.ndarray, value: np.ndarray) -> None:
-        where = [slice(None)] * array.ndim
-        where[self.axis] = slice(self.start, self.stop)
-        array[tuple(where)] = value
+        array[self._where(array.ndim)] = value
 
     def shape(self, full: Tuple[int, ...]) -> Tuple[int, ...]:
         return full[: self.axis] + (self.stop - self.start,) + full[self.axis + 1:]
