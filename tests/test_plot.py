@@ -1,6 +1,7 @@
 """parity.plot_training and ``parity run --plot``: the HTML file, read back with html.parser."""
 
 import math
+import sys
 from html.parser import HTMLParser
 
 import mindspore
@@ -154,7 +155,17 @@ Forward = ParityCase("Forward", mindspore=TRANSLATE, torch=torch_net, inputs=ran
 """
 
 
-def test_cli_run_plot_writes_one_file_per_training_item(tmp_path, capsys):
+@pytest.fixture
+def imported_here(monkeypatch):
+    """The catalogue loader imports case files by module name onto sys.path: undo both, so that a
+    later run in this process that loads another ``loops.py`` imports its own."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    assert "loops" not in sys.modules
+    yield
+    sys.modules.pop("loops", None)
+
+
+def test_cli_run_plot_writes_one_file_per_training_item(tmp_path, capsys, imported_here):
     (tmp_path / "loops.py").write_text(CATALOGUE)
     out = tmp_path / "plots" / "nested"
     assert cli.main(["run", str(tmp_path / "loops.py"), "--plot", str(out)]) == 0
