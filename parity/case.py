@@ -193,7 +193,13 @@ def _import_path(path: Path):
         base = base.parent
     if str(base) not in sys.path:
         sys.path.insert(0, str(base))
-    return importlib.import_module(".".join(parts))
+    name = ".".join(parts)
+    module = importlib.import_module(name)
+    if Path(getattr(module, "__file__", "") or "").resolve() != path:
+        raise ParityUsageError(f"cannot load the cases in {path}: the module name {name!r} is already taken by "
+                               f"{getattr(module, '__file__', None) or 'a module without a file'}; rename one of them "
+                               "or put the folder in a package (an __init__.py)")
+    return module
 
 
 def load_cases(path: Path) -> List[ParityCase]:

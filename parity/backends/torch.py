@@ -180,8 +180,7 @@ def perturbed(model, *, seed: int, ulps: float):
     (running statistics updated meanwhile included). A negative ``ulps`` moves everything the other
     way (the same seed reads the same signs)."""
     signs = _Signs(seed)
-    saved = {name: t.detach().clone() for name, t in model.state_dict(keep_vars=True).items()
-             if isinstance(t, torch.Tensor)}
+    saved = state_of(model)
     forward_noise, backward_noise = _noise(signs, ulps), _noise(signs, ulps)
     with torch.no_grad():
         for tensor in list(model.parameters()) + list(model.buffers()):
@@ -204,10 +203,7 @@ def perturbed(model, *, seed: int, ulps: float):
     finally:
         for handle in handles:
             handle.remove()
-        state = model.state_dict(keep_vars=True)
-        with torch.no_grad():
-            for name, value in saved.items():
-                state[name].copy_(value)
+        restore_state(model, saved)
 
 
 def _rebuild(value, convert):
