@@ -6,6 +6,12 @@
   PyTorch's ``CrossEntropyLoss`` against MindSpore's ``SoftmaxCrossEntropyWithLogits(sparse=True,
   reduction='mean')``), 3 steps, on the small Bottleneck ResNet of ``cases.models.resnet`` and
   32 x 32 images: ResNet-50 itself trains the same but takes minutes per check on CPU.
+* ``TransformerBlock_AdamW``: a pre-LN Transformer encoder block (``nn.TransformerEncoderLayer``
+  against a MindSpore block written by hand, ``cases.models.transformer``) with a classification
+  head, 5 steps of translated ``AdamW`` (weight_decay 0.01) under a linear warmup, gradients
+  clipped to norm 0.5 (the unclipped norms are 1.1 to 1.3: every step clips). The key projection's
+  bias has no gradient in exact arithmetic (softmax ignores a shift shared by all keys), so its
+  rounding-level gradient moves under AdamW: the rounding envelope judges it.
 """
 
 import mindspore
@@ -25,6 +31,14 @@ def adam(params):
     return torch.optim.Adam(params, lr=1e-3)
 
 
+def adamw(params):
+    return torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01)
+
+
+def warmup(optimizer):
+    return torch.optim.lr_scheduler.LinearLR(optimizer, start_factor=0.25, total_iters=3)
+
+
 def guide_adam(params):
     return torch.optim.Adam(params, lr=1e-3, weight_decay=1e-5)
 
@@ -40,3 +54,11 @@ ResNetGuide = ParityCase(
     training=Training([(randn((4, 3, 32, 32)), randint((4,), 0, 10))], optimizer=guide_adam, steps=3,
                       loss=(mindspore.nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
                             torch.nn.CrossEntropyLoss())))
+
+SEQUENCES = [(randn((4, 8, 32)), randint((4,), 0, 5)), (randn((4, 8, 32)), randint((4,), 0, 5))]
+
+TransformerBlock_AdamW = ParityCase(
+    "TransformerBlock_AdamW", mindspore="cases.models.transformer:MSEncoderClassifier",
+    torch="cases.models.transformer:TorchEncoderClassifier",
+    training=Training(SEQUENCES, loss=torch.nn.CrossEntropyLoss(), optimizer=adamw, lr_scheduler=warmup,
+                      clip_grad_norm=0.5, steps=5))
