@@ -96,6 +96,33 @@ def test_optimizer_selftests_see_agreement(entry_id, ms_kwargs, optimizer, torch
     assert outcome.naive.value < 1e-6, outcome
 
 
+def _excluding_installed(entry):
+    """``entry`` with a MindSpore range that leaves out the installed release."""
+    from packaging.specifiers import SpecifierSet
+
+    from parity.registry import installed_versions
+
+    return dataclasses.replace(entry, versions={**entry.versions,
+                                                "mindspore": SpecifierSet(f"!={installed_versions()[0]}")})
+
+
+def test_check_range_runs_an_entry_outside_its_range_and_finds_it_too_narrow():
+    entry = _excluding_installed(REGISTRY.get("gelu-approximate-default"))
+    assert selftest(entry).status == "not-applicable"  # not run: the range says so
+    outcome = selftest(entry, check_range=True)
+    assert outcome.status == "outside-range", outcome
+    assert "the mismatch shows on MindSpore " in outcome.message and "widen the range" in outcome.message
+
+
+def test_check_range_confirms_an_entry_absent_outside_its_range():
+    entry = _excluding_installed(REGISTRY.get("gelu-approximate-default"))
+    spec = dataclasses.replace(entry.selftest, ms_kwargs={"approximate": False})  # the naive pair agrees
+    outcome = selftest(dataclasses.replace(entry, selftest=spec), check_range=True)
+    assert outcome.status == "not-applicable", outcome
+    assert outcome.message.startswith("outside its versions (mindspore !=") and \
+        outcome.message.endswith("as measured: the naive pair agrees"), outcome
+
+
 # ---------------------------------------------------------------- diagnosis on real models
 
 

@@ -19,12 +19,14 @@ from .selftests import STATUSES, SelfTestOutcome
 __all__ = ["selftest", "SelfTestOutcome", "Measurement", "STATUSES", "check_available", "resolve"]
 
 
-def selftest(entry, *, device: str = "CPU", seed: int = 1234) -> SelfTestOutcome:
+def selftest(entry, *, device: str = "CPU", seed: int = 1234, check_range: bool = False) -> SelfTestOutcome:
     """Run ``entry``'s self-test (an :class:`~parity.registry.Entry` or an id) on the installed
-    frameworks. Imports MindSpore and PyTorch."""
+    frameworks; ``check_range=True`` runs it also where its version range leaves out the installed
+    versions, to measure the range (see :mod:`parity.mismatch_checks.selftests`). Imports MindSpore
+    and PyTorch."""
     from ..registry import load
     from .selftests import selftest as _selftest
 
     if isinstance(entry, str):
         entry = load().get(entry)
-    return _selftest(entry, device=device, seed=seed)
+    return _selftest(entry, device=device, seed=seed, check_range=check_range)

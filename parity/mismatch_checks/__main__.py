@@ -1,10 +1,12 @@
 """``python -m parity.mismatch_checks {selftest,measure}`` (both import the frameworks).
 
-* ``selftest [ID ...]``: run self-tests (every entry when no id is given) and print the outcomes;
+* ``selftest [ID ...] [--check-ranges]``: run self-tests (every entry when no id is given) and print
+  the outcomes; ``--check-ranges`` also runs the entries whose version range leaves out the installed
+  versions, and fails when one of them shows its mismatch (the range is too narrow);
 * ``measure``: run every self-test, write parity/data/measured-mismatches.toml and regenerate
   docs/known-mismatches.md from it.
 
-Exit status 1 when an entry is stale, unexpected or its fix failed.
+Exit status 1 when an entry is stale, unexpected, outside its range or its fix failed.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     run = sub.add_parser("selftest", help="run self-tests and print the outcomes")
     run.add_argument("ids", nargs="*")
     run.add_argument("--device", default="CPU")
+    run.add_argument("--check-ranges", action="store_true",
+                     help="also run entries whose version range leaves out the installed versions")
     measure = sub.add_parser("measure", help="run every self-test, store the numbers, regenerate the doc")
     measure.add_argument("--device", default="CPU")
     args = parser.parse_args(argv)
@@ -33,7 +37,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except RegistryError as exc:
         print(exc, file=sys.stderr)
         return 1
-    outcomes = _run(entries, args.device)
+    outcomes = _run(entries, args.device, check_ranges=getattr(args, "check_ranges", False))
     if args.command == "measure":
         ms_version, torch_version = installed_versions()
         env = {"mindspore": ms_version, "torch": torch_version, "device": args.device, "seed": 1234}
@@ -45,10 +49,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 1 if bad else 0
 
 
-def _run(entries, device: str):
+def _run(entries, device: str, *, check_ranges: bool = False):
     outcomes, start = [], time.perf_counter()
     for entry in entries:
-        outcome = selftest(entry, device=device)
+        outcome = selftest(entry, device=device, check_range=check_ranges)
         print(f"{outcome}  [{outcome.seconds:.2f}s]", flush=True)
         outcomes.append(outcome)
     counts = {}

@@ -2,6 +2,10 @@
 differs the stated way, and the fixed pair (the rule's kwargs, the replacement, the copied weights)
 agrees forward and backward. A naive pair that agrees is STALE: the mismatch no longer triggers.
 
+With ``check_range=True`` an entry whose version range leaves out the installed versions is run
+too, to measure the range from the other side: a naive pair that shows the stated difference there
+is OUTSIDE-RANGE (the range is too narrow); one that does not is NOT-APPLICABLE, as the range says.
+
 Imports MindSpore and PyTorch when a self-test runs, never at import.
 """
 
@@ -19,7 +23,7 @@ from ..registry.store import installed_versions
 
 __all__ = ["Measurement", "SelfTestOutcome", "selftest", "check_available", "resolve", "fmt2", "STATUSES"]
 
-STATUSES = ("ok", "stale", "unexpected", "fix-failed", "not-applicable", "no-selftest")
+STATUSES = ("ok", "stale", "unexpected", "fix-failed", "outside-range", "not-applicable", "no-selftest")
 
 
 @dataclass(frozen=True)
@@ -51,21 +55,35 @@ class SelfTestOutcome:
             (f" ({self.message})" if self.message else "")
 
 
-def selftest(entry: Entry, *, device: str = "CPU", seed: int = 1234) -> SelfTestOutcome:
+def selftest(entry: Entry, *, device: str = "CPU", seed: int = 1234, check_range: bool = False) -> SelfTestOutcome:
     """Run ``entry``'s self-test on the installed frameworks (see the module docstring)."""
     start = time.perf_counter()
     spec = entry.selftest
     if spec is None:
         return SelfTestOutcome(entry.id, "no-selftest", message=entry.selftest_skip)
     ms_version, torch_version = installed_versions()
-    if not entry.applies(ms_version, torch_version, device):
-        return SelfTestOutcome(entry.id, "not-applicable", message=f"not for MindSpore {ms_version}, "
-                               f"PyTorch {torch_version} on {device}")
+    outside = f"not for MindSpore {ms_version}, PyTorch {torch_version} on {device}"
+    in_range = entry.applies(ms_version, torch_version)
+    if not entry.applies(device=device) or not (in_range or check_range):
+        return SelfTestOutcome(entry.id, "not-applicable", message=outside)
     with quiet():
         naive = _run(entry, spec, fixed=False, device=device, seed=seed)
         fixed = _run(entry, spec, fixed=True, device=device, seed=seed) if spec.fixed else None
     status, message = _judge(spec, naive, fixed)
+    if not in_range:
+        status, message = _judge_outside(entry, status, naive, ms_version, torch_version)
     return SelfTestOutcome(entry.id, status, naive, fixed, message, time.perf_counter() - start)
+
+
+def _judge_outside(entry: Entry, status: str, naive: Measurement, ms_version: str,
+                   torch_version: str) -> Tuple[str, str]:
+    """An entry run on versions its range leaves out: the stated difference must not show."""
+    stated = ", ".join(f"{name} {spec}" for name, spec in sorted(entry.versions.items()))
+    if status in ("ok", "fix-failed"):
+        return "outside-range", (f"the mismatch shows on MindSpore {ms_version}, PyTorch {torch_version}, outside "
+                                 f"its versions ({stated}): widen the range")
+    shown = "agrees" if naive.observed == "agrees" else f"differs in {naive.observed}: {naive.detail}"
+    return "not-applicable", f"outside its versions ({stated}), as measured: the naive pair {shown}"
 
 
 def _judge(spec: SelfTestSpec, naive: Measurement, fixed: Optional[Measurement]) -> Tuple[str, str]:
