@@ -36,7 +36,7 @@ STAGES = {"loss": "loss", "grads": "param grad", "state": "optimizer state", "pa
           "buffers": "buffer"}
 _SPOKEN = {"loss": "loss", "param grad": "gradient of parameter", "optimizer state": "optimizer state",
            "parameter": "parameter after the update", "buffer": "running statistic"}
-MODES = ("pynative",)
+MODES = ("pynative", "graph", "both")
 
 
 @dataclass
@@ -274,9 +274,6 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
                   accumulate, weights,
                   ms_mode, tolerance, name_map, seed, acknowledge, settings) -> TrainingResult:
     __tracebackhide__ = True
-    if settings.mode is not None and settings.mode not in MODES:
-        raise ParityUsageError(f"check_training() runs MindSpore in {' or '.join(MODES)} mode; this session asks "
-                               f"for --parity-mode={settings.mode}")
     mode = settings.mode or ms_mode or "pynative"
     _validate(steps, accumulate, clip_grad_norm, mode)
     seed = parse_seed(seed, "check_training(seed=...)")
@@ -297,24 +294,32 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
     tb.set_train(torch_module, True)
     torch_start = tb.state_of(torch_module)
     torch_opt = optimizers.torch()
-    shadow = schedulers.shadow(torch_opt)  # before the PyTorch scheduler changes a learning rate
-    ms_opt, opt_label = optimizers.mindspore(torch_opt, wmap)
+    modes = ["pynative", "graph"] if mode == "both" else [mode]
+    ms_start = msb.state_of(ms_cell) if len(modes) > 1 else None
+    ms_runs, findings = {}, None
+    for ms_mode_now in modes:  # every MindSpore run from the same start, before PyTorch's scheduler moves an lr
+        if ms_mode_now != modes[0]:
+            msb.restore_state(ms_cell, ms_start)
+        shadow = schedulers.shadow(torch_opt)
+        ms_opt, opt_label = optimizers.mindspore(torch_opt, wmap)
+        ms_sched = schedulers.mindspore(ms_opt, shadow)
+        if findings is None:
+            findings = _lint_optimizer(ms_opt, acknowledge, settings.device)
+        ms_steps = msb.TrainStep(ms_cell, ms_loss, ms_opt, accumulate=accumulate, clip_grad_norm=clip_grad_norm,
+                                 mode=ms_mode_now)
+        ms_runs[ms_mode_now] = [
+            _side_step(lambda: _stepped(_ms_record(ms_steps, data[step * accumulate:(step + 1) * accumulate], ms_cell,
+                                                   wmap), ms_sched), f"MindSpore ({ms_mode_now})", step)
+            for step in range(steps)]
     torch_sched = schedulers.torch(torch_opt)
-    ms_sched = schedulers.mindspore(ms_opt, shadow)
     opt_label += schedulers.label(torch_sched, ms_sched)
-    findings = _lint_optimizer(ms_opt, acknowledge, settings.device)
-    ms_steps = msb.TrainStep(ms_cell, ms_loss, ms_opt, accumulate=accumulate, clip_grad_norm=clip_grad_norm, mode=mode)
     torch_steps = tb.TrainStep(torch_module, torch_loss, torch_opt, accumulate=accumulate,
                                clip_grad_norm=clip_grad_norm, device=settings.device)
-    records = []
-    for step in range(steps):
-        micro = data[step * accumulate:(step + 1) * accumulate]
-        ms_record = _side_step(lambda: _stepped(_ms_record(ms_steps, micro, ms_cell, wmap), ms_sched), "MindSpore",
-                               step)
-        torch_record = _side_step(lambda: _stepped(_torch_record(torch_steps, micro, torch_module, wmap), torch_sched),
-                                  "PyTorch", step)
-        records.append((ms_record, torch_record))
-    trained = [_compare_step(i + 1, ms_r, t_r, wmap, chain, mode) for i, (ms_r, t_r) in enumerate(records)]
+    torch_records = [_side_step(lambda: _stepped(_torch_record(torch_steps, data[step * accumulate:(step + 1) * accumulate],
+                                                               torch_module, wmap), torch_sched), "PyTorch", step)
+                     for step in range(steps)]
+    records = [(ms_runs[modes[0]][i], torch_records[i]) for i in range(steps)]
+    trained = [_compare_modes(i, ms_runs, torch_records[i], wmap, chain) for i in range(steps)]
     check_globs_used(chain[0], [n for s in trained for c in s[1] for n in (c.name, c.ms_name, c.torch_name)])
     close = [(i, pair, c) for i, (pairs, comparisons) in enumerate(trained) for pair, c in zip(pairs, comparisons)
              if c.problem is None and c.total and c.margin > HEADROOM and pair.torch.dtype.kind == "f"
@@ -462,7 +467,7 @@ def _side_step(run, label: str, step: int):
     except ParityUsageError:
         raise
     except Exception as exc:
-        if label == "MindSpore":
+        if label.startswith("MindSpore"):
             from .backends import mindspore as msb
 
             msb.recover()
@@ -506,7 +511,16 @@ def _torch_arrays(record, wmap) -> Dict[Tuple[str, str], np.ndarray]:
     return found
 
 
-def _compare_step(step, ms_r, torch_r, wmap, chain, mode):
+def _compare_modes(i, ms_runs, torch_r, wmap, chain):
+    """Step ``i``'s pairs and comparisons for every MindSpore mode run, in stage order."""
+    found = [_compare_step(runs[i], torch_r, wmap, chain, mode) for mode, runs in ms_runs.items()]
+    order = list(STAGES.values())
+    merged = sorted(((p, c) for pairs, comparisons in found for p, c in zip(pairs, comparisons)),
+                    key=lambda pc: order.index(pc[1].kind))
+    return [p for p, _ in merged], [c for _, c in merged]
+
+
+def _compare_step(ms_r, torch_r, wmap, chain, mode):
     """The pairs and comparisons of one step, in stage order."""
     pairs: List[_ArrayPair] = [_ArrayPair("loss", "loss", "loss", "loss", mode, np.asarray(ms_r[("loss", "loss")]),
                                           np.asarray(torch_r[("loss", "loss")]))]

@@ -169,3 +169,29 @@ def test_a_training_case_with_such_an_optimizer_is_refused_before_any_step():
         variant.run(*build(case), Settings())
     assert f"acknowledge=('{NORM_SKIPPED}',)" in str(info.value)
     assert _CountingLoss.calls == 0
+
+
+def test_graph_mode_compiles_the_train_step_and_agrees_with_pynative():
+    model = _net()
+    cell = parity.translate(model)
+    result = parity.check_training(cell, model, BATCHES, loss=torch.nn.CrossEntropyLoss(), steps=3, clip_grad_norm=0.5,
+                                   optimizer=lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True),
+                                   ms_mode="both")
+    assert result.passed and result.mode == "both"
+    by_mode = {}
+    for c in result[3].stage("params"):
+        by_mode.setdefault(c.name, {})[c.mode] = c.max_abs
+    assert all(set(found) == {"pynative", "graph"} for found in by_mode.values())
+    assert "(3 steps, both)" in str(result)
+
+
+def test_graph_mode_runs_the_users_optimizer_compiled_and_still_names_its_mismatch():
+    model = _net()
+    with pytest.raises(parity.ParityMismatch) as info:
+        parity.check_training(parity.translate(model), model, BATCHES, loss=torch.nn.CrossEntropyLoss(), steps=2,
+                              ms_mode="graph", optimizer=(
+                                  lambda p: mindspore.nn.Adam(p, learning_rate=1e-3, weight_decay=1e-2),
+                                  lambda p: torch.optim.Adam(p, lr=1e-3, weight_decay=1e-2)))
+    step, first = info.value.result.first_failure
+    assert (step, first.name, first.mode) == (1, "1.weight:exp_avg", "graph")
+    assert "(train mode, graph)" in str(info.value)

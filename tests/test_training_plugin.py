@@ -92,12 +92,23 @@ def test_fixture_check_training_is_bound_to_the_session(pytester):
     assert "parity/training.py" not in out and "site-packages/torch" not in out
 
 
-def test_fixture_check_training_refuses_a_mode_it_cannot_run(pytester):
-    pytester.makepyfile(test_train=TRAINING_TESTS)
-    result = pytester.runpytest(PARITY, f"{MODE}=graph", "-k", "test_pass")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*ParityUsageError: check_training() runs MindSpore in pynative mode; this "
-                                 "session asks for --parity-mode=graph"])
+def test_fixture_check_training_follows_the_sessions_mode(pytester):
+    pytester.makepyfile(test_modes="""
+def test_modes(parity):
+    import torch
+    from parity import translate
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.BatchNorm1d(6), torch.nn.Linear(6, 3))
+    result = parity.check_training(translate(model), model, [(parity.randn((4, 4)), parity.randint((4,), 0, 3))],
+                                   loss=torch.nn.CrossEntropyLoss(), steps=2,
+                                   optimizer=lambda p: torch.optim.Adam(p, lr=1e-2))
+    assert result.mode == "both"
+    assert {c.mode for c in result.comparisons} == {"pynative", "graph"}
+    assert len(result[2].stage("params")) == 2 * len(list(model.parameters()))
+""")
+    result = pytester.runpytest(PARITY, f"{MODE}=both")
+    result.assert_outcomes(passed=1)
 
 
 TRAINING_CATALOGUE = """

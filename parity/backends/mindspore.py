@@ -25,8 +25,22 @@ _MODES = {"pynative": ms.PYNATIVE_MODE, "graph": ms.GRAPH_MODE}
 
 
 def prepare(*, seed: int, device: str) -> None:
+    """Seed MindSpore, select ``device`` and drop PYNATIVE's cached backward graphs, so that a run
+    computes what it would in a fresh process whatever ran before it (see :func:`fresh_grads`)."""
     ms.set_seed(seed)
     use_device(device)
+    fresh_grads()
+
+
+def fresh_grads() -> None:
+    """Drop what PYNATIVE cached from earlier gradients. The cache keys an operator's backward
+    graph without the input shapes, and some backward graphs fold a shape in as a constant:
+    ``BCEWithLogitsLoss(reduction='mean')`` divides by the element count of the first batch it
+    was differentiated on, for every later batch of any size (mindspore 2.10; known mismatch
+    ``bcewithlogitsloss-mean-grad-first-shape``)."""
+    executor = _pynative_executor()
+    if executor is not None:
+        executor.clear_res()
 
 
 def use_device(device: str) -> None:
@@ -54,9 +68,7 @@ def recover() -> None:
     """After an error inside ``mindspore.vjp``, PYNATIVE keeps the half-built grad graph (a later
     backward then fails, e.g. "LayerNormGrad index out of range") and may raise the failed
     kernel's error again at the next op: drop its resources and run a trivial op until clean."""
-    executor = _pynative_executor()
-    if executor is not None:
-        executor.clear_res()
+    fresh_grads()
     for _ in range(3):
         try:
             (ms.ops.ones((1,), ms.float32) + 1).asnumpy()
@@ -131,7 +143,20 @@ def read(model, name: str) -> np.ndarray:
 
 def write(model, name: str, array: np.ndarray) -> None:
     param = _parameter(model, name)
-    param.set_data(ms.Tensor(np.ascontiguousarray(array), dtype=param.dtype))
+    array = np.asarray(array)
+    array = array if array.flags.c_contiguous else array.copy()  # (ascontiguousarray makes 0-d 1-d)
+    param.set_data(ms.Tensor(array, dtype=param.dtype))
+
+
+def state_of(model) -> Dict[str, np.ndarray]:
+    """Every parameter and buffer of ``model`` by attribute path, as numpy copies."""
+    return {name: read(model, name) for name in _parameters(model)}
+
+
+def restore_state(model, state: Dict[str, np.ndarray]) -> None:
+    """Put back what :func:`state_of` saved."""
+    for name, array in state.items():
+        write(model, name, array)
 
 
 def set_train(model, train: bool) -> None:
@@ -397,6 +422,16 @@ class TrainStep:
             return loss * scale if accumulate > 1 else loss
 
         self._grad = ms.value_and_grad(forward, None, ms.ParameterTuple(self.params))
+        self._apply = optimizer
+        if mode == "graph":  # as users compile a train step: the network's forward and backward, the update
+            self._grad = ms.jit(self._grad)
+            if callable(getattr(optimizer, "use_graph", None)):  # a translation (parity.translation.optim)
+                optimizer.use_graph()
+            else:
+                def apply(grads):
+                    return optimizer(grads)
+
+                self._apply = ms.jit(apply)
 
     def step(self, micro_batches):
         """One optimizer step over ``micro_batches`` (``(Inputs, target)`` pairs): the loss summed
@@ -410,8 +445,9 @@ class TrainStep:
                 grads = list(part) if grads is None else [g + p for g, p in zip(grads, part)]
             seen = {n: g.asnumpy().copy() for n, g in zip(self.names, grads)}
             if self.clip is not None:
-                grads = _clipped(grads, self.clip)
-            self.optimizer(tuple(grads))
+                grads = _clipped(tuple(grads), self.clip) if self.mode != "graph" else \
+                    _clipped_graph(ms.mutable(tuple(grads)), self.clip)
+            self._apply(ms.mutable(tuple(grads)) if self.mode == "graph" else tuple(grads))
         return float(total.asnumpy()), seen
 
     def lrs(self) -> Dict[str, float]:
@@ -448,7 +484,10 @@ def _clipped(grads, max_norm: float):
     those, ``coef = min(max_norm / (total + 1e-6), 1)``, every gradient times ``coef``."""
     norms = ms.ops.stack([ms.ops.norm(g.astype(ms.float32)) for g in grads])
     coef = ms.ops.clamp(max_norm / (ms.ops.norm(norms) + 1e-6), max=1.0)
-    return [g * coef.astype(g.dtype) for g in grads]
+    return tuple(g * coef.astype(g.dtype) for g in grads)
+
+
+_clipped_graph = ms.jit(_clipped)
 
 
 def refuse_dropout(model) -> List[str]:

@@ -21,9 +21,10 @@ PyTorch's names (``exp_avg``, ``momentum_buffer``...), so that training parity c
 from __future__ import annotations
 
 import math
-from typing import Dict, List
+from typing import Dict, List, Optional, Tuple
 
-from mindspore import ops
+from mindspore import Tensor, jit, mutable, ops
+from mindspore.common import dtype as mstype
 
 from ..errors import ParityUnsupported
 
@@ -34,10 +35,17 @@ __all__ = ["TorchFormulaOptimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad"
 class TorchFormulaOptimizer:
     """Built like its ``torch.optim`` class: ``Adam(params, lr=1e-3, weight_decay=1e-5)``, where
     ``params`` are MindSpore Parameters or groups (``[{"params": [...], "lr": 0.1}, ...]``), with
-    PyTorch's defaults. ``optimizer(grads)`` updates them (grads in the order of ``parameters``)."""
+    PyTorch's defaults. ``optimizer(grads)`` updates them (grads in the order of ``parameters``).
+
+    Each class splits a step in two: ``_scalars`` computes, in Python floats as PyTorch does, every
+    number the step multiplies by (step counts, bias corrections, ``1 - beta``...), and ``_kernel``
+    is the tensor arithmetic of one parameter. ``use_graph()`` makes the kernels of a group run as one
+    ``mindspore.jit`` graph, the scalars passed in as float32 tensors: the same values MindSpore
+    makes of the Python floats when it runs eagerly, so both modes compute the same numbers."""
 
     torch_class = ""
     defaults: Dict[str, object] = {}
+    state_keys: Tuple[str, ...] = ()
 
     def __init__(self, params, **hyper):
         unknown = sorted(set(hyper) - set(self.defaults))
@@ -50,6 +58,11 @@ class TorchFormulaOptimizer:
                                          for g in groups]
         self.parameters = [p for g in self.param_groups for p in g["params"]]
         self.state: Dict[int, Dict[str, object]] = {id(p): {} for p in self.parameters}
+        self._compiled: Optional[dict] = None
+
+    def use_graph(self) -> None:
+        """Run every later step as compiled graphs (MindSpore GRAPH mode), one per group."""
+        self._compiled = {}
 
     def __call__(self, grads) -> None:
         grads = list(grads)
@@ -58,14 +71,50 @@ class TorchFormulaOptimizer:
                                     f"{len(self.parameters)} parameters")
         at = 0
         for group in self.param_groups:
-            for param in group["params"]:
-                grad = grads[at]
-                at += 1
-                if group.get("maximize", False):
-                    grad = -grad
-                self._update(param, grad, self.state[id(param)], group)
+            params = group["params"]
+            part = grads[at:at + len(params)]
+            at += len(params)
+            if params:
+                self._group_step(group, params, [-g if group.get("maximize", False) else g for g in part])
 
-    def _update(self, param, grad, state: dict, group: dict) -> None:
+    def _group_step(self, group: dict, params, grads) -> None:
+        states = [self.state[id(p)] for p in params]
+        for param, state in zip(params, states):
+            if not state:
+                self._init(param, state, group)
+            if "step" in state:
+                state["step"] += 1.0
+        flags, scalars = self._scalars(group, states[0])
+        held = tuple(tuple(state[k] for k in self.state_keys if k in state) for state in states)
+        keys = self._written_keys(group, states[0])
+        if self._compiled is None:
+            kernel = self._kernel(flags)
+            updated = [kernel(p.value(), g, h, scalars) for p, g, h in zip(params, grads, held)]
+        else:
+            run = self._compiled.get(flags)
+            if run is None:
+                run = self._compiled[flags] = _group_graph(self._kernel(flags))
+            values, tensors = run(mutable(tuple(p.value() for p in params)), mutable(tuple(grads)),
+                                  mutable(held) if any(held) else held,  # no state yet: nothing to vary
+                                  mutable(tuple(Tensor(s, mstype.float32) for s in scalars)))
+            updated = list(zip(values, tensors))
+        for param, state, (value, tensors) in zip(params, states, updated):
+            ops.assign(param, value)
+            state.update(zip(keys, tensors))
+
+    def _init(self, param, state: dict, group: dict) -> None:
+        """The state of ``param`` before its first step."""
+
+    def _written_keys(self, group: dict, state: dict) -> Tuple[str, ...]:
+        """The state tensors a step writes, in the kernel's order (it reads those already held)."""
+        return tuple(k for k in self.state_keys if k in state)
+
+    def _scalars(self, group: dict, state: dict):
+        """(flags: Python constants that shape the kernel, scalars: the step's numbers)."""
+        raise NotImplementedError
+
+    def _kernel(self, flags):
+        """``kernel(param, grad, state_tensors, scalars) -> (new value, new state tensors)``."""
         raise NotImplementedError
 
     def state_arrays(self, param) -> Dict[str, object]:
@@ -84,9 +133,18 @@ class TorchFormulaOptimizer:
         raise KeyError(param.name)
 
 
-def _decayed(grad, param, weight_decay: float):
-    """``grad.add(param, alpha=weight_decay)``."""
-    return grad + param * weight_decay if weight_decay else grad
+def _group_graph(kernel):
+    """``kernel`` over every parameter of a group, compiled as one graph."""
+
+    def run(values, grads, held, scalars):
+        new_values, new_held = (), ()
+        for i in range(len(values)):
+            value, tensors = kernel(values[i], grads[i], held[i], scalars)
+            new_values = new_values + (value,)
+            new_held = new_held + (tensors,)
+        return new_values, new_held
+
+    return jit(run)
 
 
 class SGD(TorchFormulaOptimizer):
@@ -96,18 +154,32 @@ class SGD(TorchFormulaOptimizer):
     torch_class = "torch.optim.SGD"
     defaults = {"lr": 1e-3, "momentum": 0.0, "dampening": 0.0, "nesterov": False, "weight_decay": 0.0,
                 "maximize": False}
+    state_keys = ("momentum_buffer",)
 
-    def _update(self, param, grad, state, group):
-        grad = _decayed(grad, param, group["weight_decay"])
+    def _scalars(self, group, state):
         momentum = group["momentum"]
-        if momentum:
-            if "momentum_buffer" not in state:
-                buf = grad  # never modified in place: PyTorch's clone
-            else:
-                buf = state["momentum_buffer"] * momentum + grad * (1.0 - group["dampening"])
-            state["momentum_buffer"] = buf
-            grad = grad + buf * momentum if group["nesterov"] else buf
-        ops.assign(param, param - grad * float(group["lr"]))
+        first = bool(momentum) and "momentum_buffer" not in state
+        flags = (bool(group["weight_decay"]), bool(momentum), first, bool(group["nesterov"]))
+        return flags, (group["weight_decay"], momentum, 1.0 - group["dampening"], float(group["lr"]))
+
+    def _kernel(self, flags):
+        decays, has_momentum, first, nesterov = flags
+
+        def kernel(param, grad, held, scalars):
+            weight_decay, momentum, undamped, lr = scalars
+            if decays:
+                grad = grad + param * weight_decay
+            tensors = ()
+            if has_momentum:
+                buf = grad if first else held[0] * momentum + grad * undamped  # first: PyTorch's clone
+                tensors = (buf,)
+                grad = grad + buf * momentum if nesterov else buf
+            return param - grad * lr, tensors
+
+        return kernel
+
+    def _written_keys(self, group, state):
+        return ("momentum_buffer",) if group["momentum"] else ()
 
 
 class Adam(TorchFormulaOptimizer):
@@ -117,30 +189,41 @@ class Adam(TorchFormulaOptimizer):
     torch_class = "torch.optim.Adam"
     defaults = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0, "amsgrad": False,
                 "maximize": False, "decoupled_weight_decay": False}
+    state_keys = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
 
-    def _update(self, param, grad, state, group):
-        if not state:
-            state.update(step=0.0, exp_avg=ops.zeros_like(param), exp_avg_sq=ops.zeros_like(param))
-            if group["amsgrad"]:
-                state["max_exp_avg_sq"] = ops.zeros_like(param)
-        lr, (beta1, beta2), eps, weight_decay = float(group["lr"]), group["betas"], group["eps"], group["weight_decay"]
-        state["step"] += 1.0
-        param_value = param
-        if group["decoupled_weight_decay"]:
-            param_value = param * (1.0 - lr * weight_decay)
-        else:
-            grad = _decayed(grad, param, weight_decay)
-        exp_avg = state["exp_avg"] + (grad - state["exp_avg"]) * (1.0 - beta1)
-        exp_avg_sq = state["exp_avg_sq"] * beta2 + grad * grad * (1.0 - beta2)
-        state["exp_avg"], state["exp_avg_sq"] = exp_avg, exp_avg_sq
-        step = state["step"]
-        step_size = lr / (1.0 - beta1 ** step)
-        correction2_sqrt = math.sqrt(1.0 - beta2 ** step)
-        second = exp_avg_sq
+    def _init(self, param, state, group):
+        state.update(step=0.0, exp_avg=ops.zeros_like(param), exp_avg_sq=ops.zeros_like(param))
         if group["amsgrad"]:
-            second = state["max_exp_avg_sq"] = ops.maximum(state["max_exp_avg_sq"], exp_avg_sq)
-        denom = ops.sqrt(second) / correction2_sqrt + eps
-        ops.assign(param, param_value - (exp_avg / denom) * step_size)
+            state["max_exp_avg_sq"] = ops.zeros_like(param)
+
+    def _scalars(self, group, state):
+        lr, (beta1, beta2), weight_decay, step = float(group["lr"]), group["betas"], group["weight_decay"], state["step"]
+        flags = (bool(group["decoupled_weight_decay"]), bool(weight_decay), bool(group["amsgrad"]))
+        return flags, (1.0 - lr * weight_decay, weight_decay, 1.0 - beta1, beta2, 1.0 - beta2,
+                       math.sqrt(1.0 - beta2 ** step), group["eps"], lr / (1.0 - beta1 ** step))
+
+    def _kernel(self, flags):
+        decoupled, decays, amsgrad = flags
+
+        def kernel(param, grad, held, scalars):
+            kept, weight_decay, one_minus_beta1, beta2, one_minus_beta2, correction2_sqrt, eps, step_size = scalars
+            if decoupled:
+                value = param * kept
+            else:
+                value = param
+                if decays:
+                    grad = grad + param * weight_decay
+            exp_avg = held[0] + (grad - held[0]) * one_minus_beta1
+            exp_avg_sq = held[1] * beta2 + grad * grad * one_minus_beta2
+            tensors = (exp_avg, exp_avg_sq)
+            second = exp_avg_sq
+            if amsgrad:
+                second = ops.maximum(held[2], exp_avg_sq)
+                tensors = (exp_avg, exp_avg_sq, second)
+            denom = ops.sqrt(second) / correction2_sqrt + eps
+            return value - (exp_avg / denom) * step_size, tensors
+
+        return kernel
 
 
 class RMSprop(TorchFormulaOptimizer):
@@ -150,29 +233,41 @@ class RMSprop(TorchFormulaOptimizer):
     torch_class = "torch.optim.RMSprop"
     defaults = {"lr": 1e-2, "alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0, "momentum": 0.0, "centered": False,
                 "maximize": False}
+    state_keys = ("square_avg", "grad_avg", "momentum_buffer")
 
-    def _update(self, param, grad, state, group):
-        alpha, eps, momentum = group["alpha"], group["eps"], group["momentum"]
-        if not state:
-            state.update(step=0.0, square_avg=ops.zeros_like(param))
-            if momentum > 0:
-                state["momentum_buffer"] = ops.zeros_like(param)
-            if group["centered"]:
-                state["grad_avg"] = ops.zeros_like(param)
-        state["step"] += 1.0
-        grad = _decayed(grad, param, group["weight_decay"])
-        square_avg = state["square_avg"] = state["square_avg"] * alpha + grad * grad * (1.0 - alpha)
+    def _init(self, param, state, group):
+        state.update(step=0.0, square_avg=ops.zeros_like(param))
+        if group["momentum"] > 0:
+            state["momentum_buffer"] = ops.zeros_like(param)
         if group["centered"]:
-            grad_avg = state["grad_avg"] = state["grad_avg"] + (grad - state["grad_avg"]) * (1.0 - alpha)
-            avg = ops.sqrt(square_avg - grad_avg * grad_avg) + eps
-        else:
-            avg = ops.sqrt(square_avg) + eps
-        lr = float(group["lr"])
-        if momentum > 0:
-            buf = state["momentum_buffer"] = state["momentum_buffer"] * momentum + grad / avg
-            ops.assign(param, param - buf * lr)
-        else:
-            ops.assign(param, param - (grad / avg) * lr)
+            state["grad_avg"] = ops.zeros_like(param)
+
+    def _scalars(self, group, state):
+        alpha = group["alpha"]
+        flags = (bool(group["weight_decay"]), bool(group["centered"]), group["momentum"] > 0)
+        return flags, (group["weight_decay"], alpha, 1.0 - alpha, group["eps"], group["momentum"], float(group["lr"]))
+
+    def _kernel(self, flags):
+        decays, centered, has_momentum = flags
+
+        def kernel(param, grad, held, scalars):
+            weight_decay, alpha, one_minus_alpha, eps, momentum, lr = scalars
+            if decays:
+                grad = grad + param * weight_decay
+            square_avg = held[0] * alpha + grad * grad * one_minus_alpha
+            tensors = (square_avg,)
+            if centered:
+                grad_avg = held[1] + (grad - held[1]) * one_minus_alpha
+                tensors = (square_avg, grad_avg)
+                avg = ops.sqrt(square_avg - grad_avg * grad_avg) + eps
+            else:
+                avg = ops.sqrt(square_avg) + eps
+            if has_momentum:
+                buf = held[len(tensors)] * momentum + grad / avg
+                return param - buf * lr, tensors + (buf,)
+            return param - (grad / avg) * lr, tensors
+
+        return kernel
 
 
 class Adagrad(TorchFormulaOptimizer):
@@ -182,15 +277,26 @@ class Adagrad(TorchFormulaOptimizer):
     torch_class = "torch.optim.Adagrad"
     defaults = {"lr": 1e-2, "lr_decay": 0.0, "weight_decay": 0.0, "initial_accumulator_value": 0.0, "eps": 1e-10,
                 "maximize": False}
+    state_keys = ("sum",)
 
-    def _update(self, param, grad, state, group):
-        if not state:
-            state.update(step=0.0, sum=ops.full_like(param, group["initial_accumulator_value"]))
-        state["step"] += 1.0
-        grad = _decayed(grad, param, group["weight_decay"])
+    def _init(self, param, state, group):
+        state.update(step=0.0, sum=ops.full_like(param, group["initial_accumulator_value"]))
+
+    def _scalars(self, group, state):
         clr = float(group["lr"]) / (1.0 + (state["step"] - 1.0) * group["lr_decay"])
-        total = state["sum"] = state["sum"] + grad * grad
-        ops.assign(param, param - (grad / (ops.sqrt(total) + group["eps"])) * clr)
+        return (bool(group["weight_decay"]),), (group["weight_decay"], group["eps"], clr)
+
+    def _kernel(self, flags):
+        decays, = flags
+
+        def kernel(param, grad, held, scalars):
+            weight_decay, eps, clr = scalars
+            if decays:
+                grad = grad + param * weight_decay
+            total = held[0] + grad * grad
+            return param - (grad / (ops.sqrt(total) + eps)) * clr, (total,)
+
+        return kernel
 
 
 class AdamW(Adam):
