@@ -8,7 +8,7 @@ import shlex
 import pytest
 
 from . import options as opts
-from . import report
+from . import records, report
 from .errors import ParityError, ParityMismatch, ParityUnsupported, ParityUsageError
 from .runner import Settings, run_check
 from .tolerance import ToleranceSpec
@@ -100,13 +100,15 @@ class CaseItem(pytest.Item):
         case = self.variant.case
         location = f"{self.path.relative_to(self.config.rootpath) if self.path.is_relative_to(self.config.rootpath) else self.path}:{case.line}"
         settings = settings_for(self.config, self.nodeid, location)
-        with acknowledged(self, case.acknowledge):
+        with acknowledged(self, case.acknowledge), records.recording(self, settings, call="case",
+                                                                      case=case.name) as recorded:
             ms_cell, torch_module = build(case, device=settings.device, seed=settings.resolved_seed)
             try:
                 result = self.variant.run(ms_cell, torch_module, settings)
             except ParityMismatch as exc:
                 self._parity_summary = report.summary_line(self.nodeid, exc.result, expected=bool(case.xfail))
                 raise
+            recorded.result = result
         self._parity_summary = report.summary_line(self.nodeid, result)
 
     def repr_failure(self, excinfo):
@@ -160,11 +162,14 @@ class FixtureChecker:
         node = self._request.node
         location = f"{node.location[0]}:{node.location[1] + 1}"
         settings = settings_for(node.config, node.nodeid, location, chain)
-        try:
-            result = engine(ms_cell, torch_module, data, settings=settings, **{**defaults, **kwargs})
-        except ParityMismatch as exc:
-            node._parity_summary = report.summary_line(node.nodeid, exc.result)
-            raise
+        call = "check" if engine is run_check else "check_training"
+        with records.recording(node, settings, call=call, case=node.nodeid) as recorded:
+            try:
+                result = engine(ms_cell, torch_module, data, settings=settings, **{**defaults, **kwargs})
+            except ParityMismatch as exc:
+                node._parity_summary = report.summary_line(node.nodeid, exc.result)
+                raise
+            recorded.result = result
         self.results.append(result)
         node._parity_summary = report.summary_line(node.nodeid, result)
         return result

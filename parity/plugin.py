@@ -9,10 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 import pytest
 
+from . import junit, records
 from . import options as opts
 from .errors import ParityUsageError
 
 STRICT_MISMATCHES = "--parity-strict-mismatches"
+REPORT = "--parity-report"
 SKIP_REASON = "parity test: run with `pytest --parity` (MindSpore and PyTorch are imported only then)"
 
 
@@ -25,6 +27,8 @@ def pytest_addoption(parser):
                         metavar=option.metavar, help=option.help)
     group.addoption(STRICT_MISMATCHES, action="store_true", default=False,
                     help="fail the run when an acknowledged known mismatch did not show (stale)")
+    group.addoption(REPORT, dest="parity_report", metavar="PATH",
+                    help="write one JSON record per check and the run's environment to PATH (JSON lines)")
     parser.addini("parity_cases", "folders holding the parity catalogue (ParityCase modules)",
                   type="paths", default=[])
 
@@ -35,6 +39,11 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "parity_mismatches(torch_api=None, mindspore_api=None): parametrise the "
                                        "`parity_mismatch` fixture over the known mismatches of these APIs")
     config.pluginmanager.register(_LedgerKeeper(config), "parity-ledger")
+    if not hasattr(config, "workerinput"):  # xdist's workers hand their records to the controller
+        if config.getoption("parity_report"):
+            config.pluginmanager.register(_ReportWriter(config), "parity-report")
+        if getattr(config.option, "xmlpath", None):
+            config.pluginmanager.register(_WholeJunitMessages(config), "parity-junit")
     if config.getoption(opts.SEED.dest) is not None:
         try:
             opts.parse_seed(config.getoption(opts.SEED.dest), opts.SEED.flag)
@@ -137,7 +146,45 @@ def pytest_runtest_makereport(item, call):
             report.user_properties.append(("parity", line))
         for entry_id, showed in getattr(item, "_parity_acks", ()):
             report.user_properties.append(("parity-mismatch", (entry_id, showed)))
+    records.attach(item, report, records=bool(item.config.getoption("parity_report")))
+    if report.when == "teardown" and getattr(item.config.option, "xmlpath", None):
+        report.user_properties.extend(junit.properties(records.item_records(item)))
     return report
+
+
+class _ReportWriter:
+    """Writes ``--parity-report``: the environment first, then each check's record as its report
+    arrives (under xdist each report arrives here once, from its worker)."""
+
+    def __init__(self, config):
+        path = config.invocation_params.dir / config.getoption("parity_report")
+        try:
+            self.file = records.RecordFile(path, REPORT)
+        except ParityUsageError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self.config = config
+
+    def pytest_sessionstart(self, session):
+        config = self.config
+        self.file.write(records.fingerprint(root=config.rootpath, device=config.getoption(opts.DEVICE.dest),
+                                            seed=config.getoption(opts.SEED.dest), mode=config.getoption(opts.MODE.dest),
+                                            workers=getattr(config.option, "numprocesses", None)))
+
+    def pytest_runtest_logreport(self, report):
+        for record in records.carried(report):
+            self.file.write(record)
+
+    def pytest_unconfigure(self):
+        self.file.close()
+
+
+class _WholeJunitMessages:
+    def __init__(self, config):
+        self.config = config
+
+    @pytest.hookimpl(trylast=True)  # after pytest's JUnit writer has made the element
+    def pytest_runtest_logreport(self, report):
+        junit.whole_failure_message(self.config, report)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
