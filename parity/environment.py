@@ -31,8 +31,11 @@ _DISTRIBUTIONS = {
     "parity": ("pytest-parity",),
 }
 _ASCEND = Path(os.environ.get("ASCEND_HOME_PATH", "/usr/local/Ascend"))
-_CANN_FILES = ("ascend-toolkit/latest/version.cfg", "ascend-toolkit/latest/compiler/version.info",
-               "latest/version.cfg", "version.cfg", "compiler/version.info")
+_NVIDIA = Path("/proc/driver/nvidia")
+# The toolkit's own version files (``Version=8.0.0.1``) first, then its install record
+# (``runtime_running_version=[8.0.0.1:8.0.0]``).
+_CANN_FILES = ("ascend-toolkit/latest/compiler/version.info", "ascend-toolkit/latest/runtime/version.info",
+               "latest/compiler/version.info", "ascend-toolkit/latest/version.cfg", "latest/version.cfg")
 
 
 def _version(names) -> Optional[str]:
@@ -95,9 +98,9 @@ def _key_value(path: Path, keys) -> Optional[str]:
 
 def _cann_version() -> Optional[str]:
     for relative in _CANN_FILES:
-        value = _key_value(_ASCEND / relative, ("version", "toolkit_installed_version", "runtime_running_version"))
+        value = _key_value(_ASCEND / relative, ("version", "runtime_running_version", "toolkit_installed_version"))
         if value is not None:
-            return value.strip("[]").split(":")[-1]
+            return value.strip("[]").split(":")[0]
     return None
 
 
@@ -108,7 +111,7 @@ def _first_version(text: Optional[str]) -> Optional[str]:
 
 def _gpu_names() -> List[str]:
     names = []
-    for info in sorted(Path("/proc/driver/nvidia/gpus").glob("*/information")):
+    for info in sorted((_NVIDIA / "gpus").glob("*/information")):
         name = _key_value(info, ("model",))
         if name:
             names.append(name)
@@ -118,7 +121,7 @@ def _gpu_names() -> List[str]:
 def accelerator(device: str) -> Dict[str, Optional[str]]:
     """The device a run asked for, its name where it can be read without a framework, and the
     CANN and driver versions where installed."""
-    nvidia = _key_value(Path("/proc/driver/nvidia/version"), ("nvrm version",))
+    nvidia = _key_value(_NVIDIA / "version", ("nvrm version",))
     gpus = _gpu_names()
     names = {"CPU": cpu()["model"], "GPU": gpus[0] if gpus else None, "Ascend": None}
     return {
