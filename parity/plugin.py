@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 import pytest
 
+from . import fleet
 from . import junit, records
 from . import options as opts
 from .errors import ParityUsageError
@@ -31,6 +32,15 @@ def pytest_addoption(parser):
                     help="write one JSON record per check and the run's environment to PATH (JSON lines)")
     parser.addini("parity_cases", "folders holding the parity catalogue (ParityCase modules)",
                   type="paths", default=[])
+    group.addoption(fleet.SHARD, dest="parity_shard", metavar="I/N",
+                    help="run only the I-th of N disjoint shards (1-based); the N shards together are the whole run")
+    group.addoption(fleet.DURATIONS, dest="parity_durations", action="append", metavar="PATH",
+                    help="balance the shards on the durations in an earlier --parity-report (repeatable)")
+    group.addoption(fleet.QUARANTINE, dest="parity_quarantine", metavar="PATH",
+                    help="the quarantine file (default: parity-quarantine.toml at the root, when there is one)")
+    group.addoption(fleet.RERUN_QUARANTINED, dest="parity_rerun_quarantined", action="store_true", default=False,
+                    help="run only the quarantined tests and list those that now pass (stale quarantine)")
+    parser.addini(fleet.QUARANTINE_INI, "the quarantine file, relative to the ini file", default="")
 
 
 def pytest_configure(config):
@@ -39,6 +49,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "parity_mismatches(torch_api=None, mindspore_api=None): parametrise the "
                                        "`parity_mismatch` fixture over the known mismatches of these APIs")
     config.pluginmanager.register(_LedgerKeeper(config), "parity-ledger")
+    # before the report writer empties its file, which may also be the one --parity-durations names
+    config.pluginmanager.register(fleet.Fleet.from_config(config), "parity-fleet")
     if not hasattr(config, "workerinput"):  # xdist's workers hand their records to the controller
         if config.getoption("parity_report"):
             config.pluginmanager.register(_ReportWriter(config), "parity-report")
@@ -195,6 +207,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                 lines.append(line)
     keeper = config.pluginmanager.get_plugin("parity-ledger")
     lines += keeper.ledger.summary_lines(strict=config.getoption(STRICT_MISMATCHES))
+    lines += config.pluginmanager.get_plugin("parity-fleet").summary_lines()
     if lines:
         terminalreporter.write_sep("=", "parity summary")
         for line in lines:
