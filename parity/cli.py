@@ -2,12 +2,14 @@
 
     parity list [PATH ...]
     parity run [PATH ...] [-k TEXT] [--parity-seed N] [--parity-mode MODE] [--parity-device DEV] [--plot DIR]
+    parity scan PATH [--json] [--device CPU|GPU|Ascend] [--module PKG.MOD:FACTORY --input-shape N,C,H,W]
 
 ``--plot DIR`` writes each training item's loss curves and per-step margins to ``DIR/<item>.html``
 (:func:`parity.plot_training`), whether it passed or failed.
 
 PATH defaults to ``cases``. Exit status: 0 all passed (expected failures included), 1 a case
-failed, 2 a usage error.
+failed, 2 a usage error. ``parity scan`` (:mod:`parity.scan`) exits 0 once it has reported (files
+that do not parse are listed as skipped), 2 on a usage error.
 """
 
 from __future__ import annotations
@@ -35,7 +37,42 @@ def _parser() -> argparse.ArgumentParser:
                                      metavar=option.metavar, help=option.help)
             command.add_argument("--plot", metavar="DIR", default=None,
                                  help="write each training item's loss curves to DIR/<item>.html")
+    _scan_parser(commands)
     return parser
+
+
+def _scan_parser(commands) -> None:
+    scan = commands.add_parser("scan", help="list the PyTorch APIs a codebase uses, with their MindSpore status",
+                               description="Find every torch API the Python files under PATH use (from their "
+                               "syntax, importing nothing) and give each a status from parity's translation "
+                               "tables and known-mismatch registry.")
+    scan.add_argument("path", metavar="PATH", help="a Python file or a folder")
+    scan.add_argument("--json", action="store_true", help="print the report as JSON (shape: parity.scan_report)")
+    scan.add_argument("--device", choices=("CPU", "GPU", "Ascend"), default="CPU",
+                      help="the MindSpore device the statuses are for (default: CPU)")
+    scan.add_argument("--module", metavar="PKG.MOD:FACTORY", default=None,
+                      help="also run one forward/backward of the module FACTORY() returns and record the "
+                      "torch functions and Tensor methods it calls (imports torch)")
+    scan.add_argument("--input-shape", metavar="N,C,H,W", default=None,
+                      help="the shape of the random float32 input for --module")
+
+
+def _scan(args) -> int:
+    import json
+
+    from .scan import scan
+    from .scan_report import as_json, text
+
+    runtime = ()
+    if args.module is not None or args.input_shape is not None:
+        from .scan_runtime import capture, parse_shape
+
+        if args.module is None or args.input_shape is None:
+            raise ParityUsageError("parity scan: --module and --input-shape go together")
+        runtime = capture(args.module, parse_shape(args.input_shape))
+    report = scan(args.path, device=args.device, runtime=runtime, runtime_module=args.module)
+    print(json.dumps(as_json(report), indent=2) if args.json else text(report))
+    return 0
 
 
 def _variants(paths: List[str], keyword: str):
@@ -99,6 +136,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     failed = 0
     try:
+        if args.command == "scan":
+            return _scan(args)
         if args.command == "run":
             _plot_folder(args.plot)
         for path, variant in _variants(args.paths, args.keyword):
