@@ -1,5 +1,6 @@
 """Build and run one pair for a self-test, and say what it did: a module pair through
-:func:`parity.check`, initial-weight spreads, dropout rates, or an optimizer's updates.
+:func:`parity.check`, a loss pair under training through :func:`parity.check_training`,
+initial-weight spreads, dropout rates, or an optimizer's updates.
 
 Imports MindSpore and PyTorch when a pair runs, never at import.
 """
@@ -18,7 +19,7 @@ import numpy as np
 from ..errors import ParityMismatch, ParityUsageError
 from ..registry.schema import Entry, SelfTestSpec
 
-__all__ = ["Measurement", "fmt2", "resolve", "quiet", "module_pair", "init_stats", "zero_fraction",
+__all__ = ["Measurement", "fmt2", "resolve", "quiet", "module_pair", "loss_training_pair", "init_stats", "zero_fraction",
            "optimizer_pair", "clip_pair", "schedule_pair", "check_available", "flush_mindspore", "first_shape"]
 
 _STATS_LIMIT = {"init": 1.5, "zero_fraction": 0.1}  # std ratio; difference of zero fractions
@@ -187,6 +188,53 @@ def _classify(exc: ParityMismatch) -> Measurement:
     worst = max(values, default=None)
     label = {"values": "outputs", "grads": "gradients", "buffers": "running stats"}[observed]
     return Measurement(observed, worst, f"{label}: {fmt2(worst)}")
+
+
+def loss_training_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, *, device: str,
+                       seed: int) -> Measurement:
+    """The loss pair under training: a ``Linear(features, features)`` (``features``: the last
+    dimension of the first batch's input) and its translation, one SGD step per batch of
+    ``spec.batches``, each side under its loss. Observed: the stage of the first tensor out of
+    tolerance (a parameter's gradient: grads; running statistics: buffers; the loss, optimizer
+    state or parameters: values)."""
+    import torch
+
+    from ..runner import Settings
+    from ..training import run_training
+    from ..translation import translate
+
+    batches = [_inputs(batch) for batch in spec.batches]
+    torch.manual_seed(seed)
+    model = torch.nn.Linear(first_shape(spec.batches[0])[-1], first_shape(spec.batches[0])[-1])
+    try:
+        ms_loss = resolve(api)(**ms_kwargs)
+    except Exception as exc:  # the naive MindSpore construction is rejected
+        return _raised(exc)
+    torch_loss = resolve(entry.torch)(**spec.torch_kwargs)
+    try:
+        result = run_training(translate(model), model, batches, loss=(ms_loss, torch_loss), steps=len(batches),
+                              optimizer=lambda params: torch.optim.SGD(params, lr=0.1),
+                              settings=Settings(seed=seed, device=device))
+    except ParityMismatch as exc:
+        return _classify_training(exc.result)
+    except ParityUsageError as exc:
+        flush_mindspore()
+        return _raised(exc)
+    values = [c.max_abs for c in result.comparisons if c.problem is None and c.max_abs is not None]
+    return Measurement("agrees", max(values, default=0.0), "agrees")
+
+
+_TRAINING_STAGES = {"loss": ("values", "loss"), "param grad": ("grads", "gradients"),
+                    "optimizer state": ("values", "optimizer state"), "parameter": ("values", "parameters"),
+                    "buffer": ("buffers", "running stats")}
+
+
+def _classify_training(result) -> Measurement:
+    step, first = result.first_failure
+    observed, label = _TRAINING_STAGES[first.kind]
+    values = [c.max_abs for c in result[step].failures if c.kind == first.kind and c.max_abs is not None]
+    worst = max(values, default=None)
+    return Measurement(observed, worst, f"{label} at step {step}: {fmt2(worst)}")
 
 
 def _build_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device: str, seed: int):

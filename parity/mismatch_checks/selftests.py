@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
-from .pairs import (Measurement, check_available, first_shape, fmt2, init_stats, module_pair, optimizer_pair, quiet,
-                    resolve, zero_fraction)
+from .pairs import (Measurement, check_available, first_shape, fmt2, init_stats, loss_training_pair, module_pair,
+                    optimizer_pair, quiet, resolve, zero_fraction)
 from ..registry.schema import Entry, SelfTestSpec
 from ..registry.store import installed_versions
 
@@ -105,6 +105,9 @@ def _run(entry: Entry, spec: SelfTestSpec, *, fixed: bool, device: str, seed: in
         kwargs = _fixed_kwargs(entry, spec, None) if fixed else dict(spec.ms_kwargs)
         mode = (spec.fixed_ms_mode or spec.ms_mode) if fixed else spec.ms_mode
         return optimizer_pair(entry, api, kwargs, spec, mode, device, seed)
+    if spec.batches is not None:
+        kwargs = _fixed_kwargs(entry, spec, first_shape(spec.batches[0])) if fixed else dict(spec.ms_kwargs)
+        return loss_training_pair(entry, api, kwargs, spec, device=device, seed=seed)
     inputs = (spec.fixed_inputs or spec.inputs) if fixed else spec.inputs
     kwargs = _fixed_kwargs(entry, spec, first_shape(inputs)) if fixed else dict(spec.ms_kwargs)
     if spec.differs_in == "zero_fraction":

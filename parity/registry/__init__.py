@@ -56,6 +56,8 @@ Schema (``schema = 1`` at the top of every file; optional ``title = "..."``)::
     train = false                        # grads = true, weights = "copy" | "as_is", ms_mode = "pynative"
     fixed = true                         # default: whether the entry has a fix; fixed_inputs, fixed_ms_mode
     optimizer = { shape = [4, 3], steps = 3 }   # an optimizer pair: same parameter, same gradients
+    batches = [[{ randn = [4, 3] }, { uniform = [[4, 3], 0, 1] }], [...]]   # a loss pair: one training
+                                         # step per batch of a Linear(features, features) under it
 
     [[available]]                        # an API measured to run and agree (the family/device table)
     mindspore = "mindspore.mint.nn.GroupNorm"

@@ -33,7 +33,7 @@ _ENTRY_KEYS = {"id", "kind", "torch", "mindspore", "family", "summary", "fix", "
                "selftest", "selftest_skip"}
 _REQUIRED = ("id", "kind", "torch", "mindspore", "family", "summary", "reason", "reference", "devices")
 _SELFTEST_KEYS = {"torch_kwargs", "ms_kwargs", "inputs", "fixed_inputs", "differs_in", "raises", "train", "grads",
-                  "weights", "fixed", "ms_mode", "fixed_ms_mode", "optimizer"}
+                  "weights", "fixed", "ms_mode", "fixed_ms_mode", "optimizer", "batches"}
 _ARGUMENT_KEYS = {"torch", "mindspore", "torch_default", "mindspore_default", "note"}
 _INPUT_KINDS = {"randn", "uniform", "randint"}
 _LAYOUT = re.compile(r"^permute\(\s*\d+(\s*,\s*\d+)*\s*\)$")
@@ -285,7 +285,9 @@ def _selftest(raw, where: _Where, errors: List[str]) -> Optional[SelfTestSpec]:
     for key in ("ms_mode", "fixed_ms_mode"):
         if spec.get(key, "pynative") not in MODES:
             errors.append(f"{at}: selftest.{key} must be one of {', '.join(MODES)}")
-    if spec.get("optimizer") is None:
+    if "batches" in spec:
+        _check_batches(spec["batches"], f"{at}: selftest.batches", errors)
+    elif spec.get("optimizer") is None:
         for label in ("inputs", "fixed_inputs"):
             if label in spec:
                 _check_inputs(spec[label], f"{at}: selftest.{label}", errors)
@@ -302,7 +304,16 @@ def _selftest(raw, where: _Where, errors: List[str]) -> Optional[SelfTestSpec]:
         fixed_inputs=tuple(spec["fixed_inputs"]) if "fixed_inputs" in spec else None, raises=spec.get("raises", ""),
         train=bool(spec.get("train", False)), grads=bool(spec.get("grads", True)), weights=spec.get("weights", "copy"),
         fixed=bool(fixed), ms_mode=spec.get("ms_mode", "pynative"), fixed_ms_mode=spec.get("fixed_ms_mode"),
-        optimizer=spec.get("optimizer"))
+        optimizer=spec.get("optimizer"),
+        batches=tuple(tuple(b) for b in spec["batches"]) if isinstance(spec.get("batches"), list) else None)
+
+
+def _check_batches(value, at: str, errors: List[str]) -> None:
+    if not isinstance(value, list) or not value or not all(isinstance(b, list) and len(b) == 2 for b in value):
+        errors.append(f"{at} must be a non-empty list of [input, target] pairs of input specs")
+        return
+    for index, batch in enumerate(value):
+        _check_inputs(batch, f"{at}[{index}]", errors)
 
 
 def _check_inputs(value, at: str, errors: List[str]) -> None:

@@ -91,6 +91,7 @@ class SelfTestSpec:
     ms_mode: str = "pynative"
     fixed_ms_mode: Optional[str] = None
     optimizer: Optional[Mapping[str, Any]] = None  # {shape = [..], steps = n}: an optimizer pair
+    batches: Optional[Tuple[Tuple[Any, ...], ...]] = None  # a loss pair trained over these (input, target) specs
 
 
 @dataclass(frozen=True)
