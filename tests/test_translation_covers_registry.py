@@ -22,6 +22,15 @@ def _layer_entries():
 def _translate_and_check(entry):
     spec = entry.selftest
     module = resolve(entry.torch)(**dict(spec.torch_kwargs))
+    if spec.batches is not None:  # a loss shown in training: the translated loss trains the same
+        import torch
+
+        torch.manual_seed(0)
+        features = spec.batches[0][0]["randn"][-1]
+        model = torch.nn.Linear(features, features)
+        parity.check_training(parity.translate(model), model, [_inputs(b) for b in spec.batches], loss=module,
+                              steps=len(spec.batches), optimizer=lambda p: torch.optim.SGD(p, lr=0.1))
+        return
     cell = parity.translate(module)
     parity.check(cell, module, _inputs(spec.fixed_inputs or spec.inputs), train=spec.train, grads=spec.grads,
                  reference="float64")
@@ -43,7 +52,8 @@ def test_replacement_cells_are_the_ones_translate_builds():
     layer: one implementation serves both, and the registry's self-test proves it."""
     own = [e for e in load().entries if e.replacement and e.replacement.startswith("parity.")]
     assert {e.replacement.rpartition(":")[2] for e in own} == {
-        "ELU", "SELU", "Softplus", "EmbeddingPaddingIdx", "CrossEntropyLossInt64", "Adam", "AdamW", "SGD"}
+        "ELU", "SELU", "Softplus", "EmbeddingPaddingIdx", "CrossEntropyLossInt64", "BCEWithLogitsLoss", "Adam", "AdamW",
+        "SGD"}
     for entry in own:
         cell_class = resolve(entry.replacement)
         assert cell_class.__module__.startswith("parity.translation."), entry.id
