@@ -339,7 +339,8 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
         reproduce=report.reproduce_line(settings.reproduce, seed, "parity.check_training"),
         notes=[f"optimizer lint: {finding}" for finding in findings])
     if not result.passed:
-        causes = _likely_causes(ms_opt, torch_opt, settings.device)
+        causes = _likely_causes(ms_opt, torch_opt, settings.device) + _loss_causes(ms_loss, torch_loss, settings.device,
+                                                                                     mode)
         raise ParityMismatch(failure_message(result, causes), result)
     return result
 
@@ -704,3 +705,13 @@ def _likely_causes(ms_opt, torch_opt, device) -> List[str]:
         return optimizer_causes(ms_opt, torch_opt, device=device)
     except Exception:  # the registry helps the message; it never hides the failure
         return []
+
+
+def _loss_causes(ms_loss, torch_loss, device, mode) -> List[str]:
+    """The registry's entries the pair of losses is built to hit (never raises: see likely_causes)."""
+    from .registry import diagnosis
+
+    if not hasattr(ms_loss, "cells_and_names"):  # a function: nothing to inspect
+        return []
+    return diagnosis.likely_causes(ms_loss, torch_loss, device=device, mode=mode if mode in ("pynative", "graph")
+                                   else None, threshold=diagnosis.HIGH)
