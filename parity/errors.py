@@ -28,12 +28,14 @@ class ParityUnsupported(ParityUsageError):
 class ParityMismatch(ParityError, AssertionError):
     """MindSpore and PyTorch computed different numbers (or shapes, dtypes, non-finite values).
 
-    ``result`` holds the full :class:`parity.Result` of the failed check.
+    ``result`` holds the full :class:`parity.Result` of the failed check; ``likely_causes`` the
+    "Likely cause" lines of the message, without the prefix, most likely first.
     """
 
-    def __init__(self, message: str, result=None):
+    def __init__(self, message: str, result=None, likely_causes=()):
         super().__init__(message)
         self.result = result
+        self.likely_causes = list(likely_causes)
 
 
 class ParityInternalError(ParityError, RuntimeError):

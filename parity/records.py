@@ -157,7 +157,8 @@ def check_record(*, nodeid: str, case: str, call: str, index: int, device: str, 
     if result is not None:
         record.update(_result_fields(result))
     record.update({
-        "likely_causes": [line[len(_CAUSE):] for line in message.splitlines() if line.startswith(_CAUSE)],
+        "likely_causes": list(getattr(error, "likely_causes", None) or
+                              [line[len(_CAUSE):] for line in message.splitlines() if line.startswith(_CAUSE)]),
         "error": None if error is None else {"type": type(error).__name__, "message": message},
         "duration": duration,
         "worker": os.environ.get("PYTEST_XDIST_WORKER"),

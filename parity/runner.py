@@ -175,7 +175,7 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
     if not result.passed:
         causes = _likely_causes(ms_cell, torch_module, result, settings.device, modes[-1])
         raise ParityMismatch(report.failure_message(result, likely_causes=causes, verbose=settings.verbose),
-                             result)
+                             result, causes)
     return result
 
 

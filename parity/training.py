@@ -315,34 +315,44 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
     opt_label += schedulers.label(torch_sched, ms_sched)
     torch_steps = tb.TrainStep(torch_module, torch_loss, torch_opt, accumulate=accumulate,
                                clip_grad_norm=clip_grad_norm, device=settings.device)
-    torch_records = [_side_step(lambda: _stepped(_torch_record(torch_steps, data[step * accumulate:(step + 1) * accumulate],
-                                                               torch_module, wmap), torch_sched), "PyTorch", step)
-                     for step in range(steps)]
-    records = [(ms_runs[modes[0]][i], torch_records[i]) for i in range(steps)]
-    trained = [_compare_modes(i, ms_runs, torch_records[i], wmap, chain) for i in range(steps)]
-    check_globs_used(chain[0], [n for s in trained for c in s[1] for n in (c.name, c.ms_name, c.torch_name)])
-    close = [(i, pair, c) for i, (pairs, comparisons) in enumerate(trained) for pair, c in zip(pairs, comparisons)
-             if c.problem is None and c.total and c.margin > HEADROOM and pair.torch.dtype.kind == "f"
-             and (c.nonfinite is None or c.nonfinite.agree)]
+    losses, trained, close = [], [], []
+    for step in range(steps):  # each PyTorch step compared as it comes, then only what the envelope needs kept
+        micro = data[step * accumulate:(step + 1) * accumulate]
+        torch_r = _side_step(lambda: _stepped(_torch_record(torch_steps, micro, torch_module, wmap), torch_sched),
+                             "PyTorch", step)
+        pairs, comparisons = _compare_modes(step, ms_runs, torch_r, wmap, chain)
+        losses.append((float(ms_runs[modes[0]][step][("loss", "loss")]), float(torch_r[("loss", "loss")])))
+        for runs in ms_runs.values():
+            runs[step] = None
+        trained.append(comparisons)
+        close += [(step, pair, c) for pair, c in zip(pairs, comparisons) if _near(pair, c)]
+    check_globs_used(chain[0], [n for s in trained for c in s for n in (c.name, c.ms_name, c.torch_name)])
     if close:
         envelope = _Envelope(torch_module, torch_loss, (optimizers, schedulers), data, steps, accumulate, clip_grad_norm, wmap,
                              settings.device, seed, torch_start)
-        spread, jumped = envelope.spread({(i, pair.key) for i, pair, _ in close}, records)
+        spread, jumped = envelope.spread({(i, pair.key): pair.torch for i, pair, _ in close})
         for i, pair, c in close:
             key = (i, pair.key)
             judge_in_envelope(c, pair.ms, pair.torch, spread[key], jumped[key])
     result = TrainingResult(
         type(ms_cell).__name__, type(torch_module).__name__,
-        [TrainingStep(i + 1, float(ms_r[("loss", "loss")]), float(t_r[("loss", "loss")]), comparisons)
-         for i, ((ms_r, t_r), (_, comparisons)) in enumerate(zip(records, trained))],
+        [TrainingStep(i + 1, ms_l, torch_l, comparisons)
+         for i, ((ms_l, torch_l), comparisons) in enumerate(zip(losses, trained))],
         wreport, opt_label, loss_label, described, seed, mode, case=settings.case, location=settings.location,
         reproduce=report.reproduce_line(settings.reproduce, seed, "parity.check_training"),
         notes=[f"optimizer lint: {finding}" for finding in findings])
     if not result.passed:
         causes = _likely_causes(ms_opt, torch_opt, settings.device) + _loss_causes(ms_loss, torch_loss, settings.device,
                                                                                      mode)
-        raise ParityMismatch(failure_message(result, causes), result)
+        raise ParityMismatch(failure_message(result, causes), result, causes)
     return result
+
+
+def _near(pair, c) -> bool:
+    """Whether a compared tensor is within HEADROOM of its tolerance (or beyond it) and can be
+    judged against PyTorch's rounding envelope (as in :func:`parity.runner._judge_close_ones`)."""
+    return (c.problem is None and c.total and c.margin > HEADROOM and pair.torch.dtype.kind == "f"
+            and (c.nonfinite is None or c.nonfinite.agree))
 
 
 def _lint_optimizer(ms_opt, acknowledge, device) -> List[str]:
@@ -486,14 +496,24 @@ def _ms_record(trainer, micro, ms_cell, wmap) -> Dict[Tuple[str, str], object]:
             "buffers": _buffers(msb, ms_cell, wmap, "ms")}
 
 
-def _torch_record(trainer, micro, torch_module, wmap, perturb=None, cast=None):
+def _torch_record(trainer, micro, torch_module, wmap, perturb=None, cast=None, wanted=None):
+    """What one PyTorch step left, as :func:`_ms_record`; with ``wanted`` (Comparison keys, see
+    :func:`_torch_arrays`) the loss, the learning rates and only the tensors it names."""
     from .backends import torch as tb
 
     lrs = trainer.lrs()
-    loss, grads = trainer.step(micro, perturb)
+    if wanted is None:
+        loss, grads = trainer.step(micro, perturb)
+        return {("loss", "loss"): np.float32(loss) if cast is None else np.float64(loss), "grads": grads, "lr": lrs,
+                "state": trainer.state(),
+                "params": {p.torch: tb.read(torch_module, p.torch) for p in wmap.trainable_pairs()},
+                "buffers": _buffers(tb, torch_module, wmap, "torch")}
+    names = {kind: {name for k, name in wanted if k == kind} for kind in ("param grad", "parameter", "buffer")}
+    loss, grads = trainer.step(micro, perturb, keep=names["param grad"])
+    state = trainer.state(only={name.rpartition(":")[0] for k, name in wanted if k == "optimizer state"})
     return {("loss", "loss"): np.float32(loss) if cast is None else np.float64(loss), "grads": grads, "lr": lrs,
-            "state": trainer.state(), "params": {p.torch: tb.read(torch_module, p.torch) for p in wmap.trainable_pairs()},
-            "buffers": _buffers(tb, torch_module, wmap, "torch")}
+            "state": state, "params": {name: tb.read(torch_module, name) for name in names["parameter"]},
+            "buffers": {name: tb.read(torch_module, name) for name in names["buffer"]}}
 
 
 def _torch_arrays(record, wmap) -> Dict[Tuple[str, str], np.ndarray]:
@@ -506,7 +526,8 @@ def _torch_arrays(record, wmap) -> Dict[Tuple[str, str], np.ndarray]:
             found[("optimizer state", f"{name}:{key}")] = np.asarray(value)
         if name in record["lr"]:
             found[("optimizer state", f"{name}:lr")] = np.float32(record["lr"][name])
-        found[("parameter", name)] = record["params"][name]
+        if name in record["params"]:
+            found[("parameter", name)] = record["params"][name]
     for name, value in record["buffers"].items():
         found[("buffer", name)] = value
     return found
@@ -573,8 +594,10 @@ class _Envelope:
         self.steps, self.accumulate, self.clip, self.wmap = steps, accumulate, clip, wmap
         self.device, self.seed, self.start = device, seed, start
 
-    def _run(self, dtype: str, cast=None, draw=None, ulps=0.0):
-        """One run from the start, in ``cast`` (a dtype name) or the module's own ``dtype``."""
+    def _run(self, dtype: str, wanted, cast=None, draw=None, ulps=0.0):
+        """One run from the start, in ``cast`` (a dtype name) or the module's own ``dtype``: yields
+        (step, its values at the keys ``wanted`` names for that step), up to the last step that
+        names any. A step depends on the steps before it only, so the run stops there."""
         from .backends import torch as tb
 
         tb.restore_state(self.module, self.start, cast or dtype)
@@ -585,22 +608,24 @@ class _Envelope:
         scheduler = self.schedulers.torch(optimizer)
         trainer = tb.TrainStep(self.module, self.loss_fn, optimizer, accumulate=self.accumulate,
                                clip_grad_norm=self.clip, device=self.device, cast=_dtype(cast))
-        runs = []
-        for step in range(self.steps):
+        for step in range(max(wanted) + 1):
             micro = self.data[step * self.accumulate:(step + 1) * self.accumulate]
             perturb = None
             if draw is not None:
                 step_seed = int(seeded_stream(self.seed, f"training-envelope:{draw}:{step}").random_raw()) >> 1
                 micro = [(_perturbed_inputs(inputs, step_seed, draw, ulps), target) for inputs, target in micro]
                 perturb = (step_seed, ulps)
-            record = _stepped(_torch_record(trainer, micro, self.module, self.wmap, perturb, cast), scheduler)
-            runs.append(_torch_arrays(record, self.wmap))
-        return runs
+            record = _torch_record(trainer, micro, self.module, self.wmap, perturb, cast, wanted.get(step, ()))
+            yield step, _torch_arrays(_stepped(record, scheduler), self.wmap)
 
-    def spread(self, keys, records):
+    def spread(self, base):
+        """Per (step, key) of ``base`` (PyTorch's own float32 value there): the spread and the
+        elements that jumped (see :func:`parity.runner._jumps`)."""
         from .backends import torch as tb
 
-        base = {(i, key): _torch_arrays(records[i][1], self.wmap)[key] for i, key in keys}
+        wanted: Dict[int, set] = {}
+        for step, key in base:
+            wanted.setdefault(step, set()).add(key)
         spread = {k: np.zeros(np.shape(v), np.float64) for k, v in base.items()}
         jumped = {k: np.zeros(np.shape(v), bool) for k, v in base.items()}
         after = tb.state_of(self.module)
@@ -608,8 +633,9 @@ class _Envelope:
         mirrored = {}
 
         def widen(runs, sign=0):
-            for i, found in enumerate(runs):
-                for (step, key), value in ((k, found.get(k[1])) for k in spread if k[0] == i):
+            for step, found in runs:
+                for key in wanted.get(step, ()):
+                    value = found.get(key)
                     if value is None or np.shape(value) != spread[(step, key)].shape:
                         continue
                     with np.errstate(invalid="ignore", over="ignore"):
@@ -623,10 +649,10 @@ class _Envelope:
                                                       np.asarray(base[(step, key)]))
 
         try:
-            widen(self._run(dtype, cast="float64"))
+            widen(self._run(dtype, wanted, cast="float64"))
             for draw in range(ENVELOPE_DRAWS):
                 ulps = ENVELOPE_ULPS if draw % 2 == 0 else -ENVELOPE_ULPS
-                widen(self._run(dtype, draw=draw // 2, ulps=ulps), sign=1 if ulps > 0 else -1)
+                widen(self._run(dtype, wanted, draw=draw // 2, ulps=ulps), sign=1 if ulps > 0 else -1)
         finally:
             tb.restore_state(self.module, after, dtype)
             if hasattr(self.loss_fn, "to"):
