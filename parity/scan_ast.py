@@ -102,7 +102,7 @@ def _bindings(tree: ast.Module, filename: str) -> Tuple[Dict[str, str], Set[str]
     torch_names: Dict[str, str] = {}
     other: Set[str] = set()
     notes: List[str] = []
-    for node in ast.walk(tree):
+    for node in _statements(tree.body):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if _is_torch(alias.name):
@@ -126,6 +126,16 @@ def _bindings(tree: ast.Module, filename: str) -> Tuple[Dict[str, str], Set[str]
             if path is not None:
                 torch_names[node.targets[0].id] = path
     return torch_names, other - set(torch_names), notes
+
+
+def _statements(body):
+    """Every statement, nested ones included (imports are statements: no need to walk expressions)."""
+    for node in body:
+        yield node
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            inner = getattr(node, name, None)
+            if isinstance(inner, list):
+                yield from _statements(inner)
 
 
 def _resolve(node: ast.AST, names: Dict[str, str]) -> Optional[str]:
