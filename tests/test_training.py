@@ -195,3 +195,12 @@ def test_graph_mode_runs_the_users_optimizer_compiled_and_still_names_its_mismat
     step, first = info.value.result.first_failure
     assert (step, first.name, first.mode) == (1, "1.weight:exp_avg", "graph")
     assert "(train mode, graph)" in str(info.value)
+
+
+def test_an_unbatched_sample_keeps_its_0_d_target():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    result = parity.check_training(parity.translate(model), model, [(parity.randn((4,)), parity.randint((), 0, 3))],
+                                   loss=torch.nn.CrossEntropyLoss(), optimizer=lambda p: torch.optim.SGD(p, lr=0.1),
+                                   steps=2)
+    assert result.passed and result.torch_losses[0] != result.torch_losses[1]

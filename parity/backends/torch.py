@@ -30,6 +30,12 @@ def prepare(*, seed: int, device: str) -> None:
             raise ParityUsageError("--parity-device=Ascend needs torch_npu installed for the PyTorch side") from None
 
 
+def _contiguous(array) -> np.ndarray:
+    """``array`` C-contiguous with its own shape (``np.ascontiguousarray`` makes a 0-d array 1-d)."""
+    array = np.asarray(array)
+    return array if array.flags.c_contiguous else array.copy()
+
+
 def torch_device(device: str) -> str:
     return _DEVICES[device]
 
@@ -76,9 +82,7 @@ def read(model, name: str) -> np.ndarray:
 def write(model, name: str, array: np.ndarray) -> None:
     target = _tensor(model, name)
     with torch.no_grad():
-        source = np.asarray(array)
-        source = source if source.flags.c_contiguous else source.copy()  # (ascontiguousarray makes 0-d 1-d)
-        target.copy_(torch.from_numpy(source).to(target.dtype))
+        target.copy_(torch.from_numpy(_contiguous(array)).to(target.dtype))
 
 
 def set_train(model, train: bool) -> None:
@@ -236,7 +240,7 @@ class Pass:
         self.leaves = flatten_outputs(self.raw)
 
     def _convert(self, name, array, grads, dev, cast):
-        tensor = torch.from_numpy(np.ascontiguousarray(array)).to(dev)
+        tensor = torch.from_numpy(_contiguous(array)).to(dev)
         if tensor.is_floating_point():
             if cast is not None:
                 tensor = tensor.to(cast)
@@ -388,12 +392,12 @@ class TrainStep:
         self.params = [p for p in model.parameters() if p.requires_grad]
 
     def _tensor(self, array, float_cast: bool):
-        tensor = torch.from_numpy(np.ascontiguousarray(array)).to(self.device)
+        tensor = torch.from_numpy(_contiguous(array)).to(self.device)
         return tensor.to(self.cast) if float_cast and self.cast is not None and tensor.is_floating_point() else tensor
 
-    def step(self, micro_batches, perturb=None):
+    def step(self, micro_batches, perturb=None, keep=None):
         """One optimizer step; the loss summed over the micro-batches and the gradients before
-        clipping, as numpy by parameter name."""
+        clipping, as numpy by parameter name (only the names in ``keep``, when given)."""
         self.optimizer.zero_grad(set_to_none=True)
         total = 0.0
         for index, (inputs, target) in enumerate(micro_batches):
@@ -409,7 +413,7 @@ class TrainStep:
                 loss.backward()
             total += float(loss.detach())
         grads = {self.names[id(p)]: p.grad.detach().cpu().numpy().copy()
-                 for p in self.params if p.grad is not None}
+                 for p in self.params if p.grad is not None and (keep is None or self.names[id(p)] in keep)}
         if perturb:
             noise = _noise(_Signs(perturb[0] + len(micro_batches)), perturb[1])
             with torch.no_grad():
@@ -425,9 +429,12 @@ class TrainStep:
         return {self.names[id(p)]: float(group["lr"]) for group in self.optimizer.param_groups
                 for p in group["params"] if id(p) in self.names}
 
-    def state(self) -> Dict[str, Dict[str, np.ndarray]]:
+    def state(self, only=None) -> Dict[str, Dict[str, np.ndarray]]:
+        """The optimizer's state per parameter name (only the names in ``only``, when given)."""
         found = {}
         for p in self.params:
+            if only is not None and self.names[id(p)] not in only:
+                continue
             entries = {}
             for key, value in self.optimizer.state.get(p, {}).items():
                 if isinstance(value, torch.Tensor):
@@ -476,3 +483,86 @@ def dropout_layers(model) -> List[str]:
     """Paths of sub-Modules that drop elements at random in train mode."""
     return [path or "(root)" for path, m in model.named_modules()
             if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0]
+
+
+# -- checkpoint files (parity convert) ---------------------------------------------------------
+
+_NESTED = ("state_dict", "model_state_dict", "model")  # where training scripts nest the weights
+
+
+def load_state_file(path: str) -> tuple[dict[str, np.ndarray], list[tuple[str, ...]], list[str]]:
+    """A state dict file as numpy arrays by key: ``.safetensors`` through safetensors, anything else
+    through ``torch.load(weights_only=True)`` (no code in the file runs). Also the groups of keys
+    that hold one tensor (tied weights), and notes on what was done to read it (a state dict nested
+    under ``state_dict``/``model`` taken out, bfloat16 widened to float32, which is exact)."""
+    notes: list[str] = []
+    try:
+        if path.endswith(".safetensors"):
+            from safetensors.torch import load_file
+
+            state = load_file(path)
+        else:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # unpickling, safetensors and I/O errors of many types
+        how = "safetensors" if path.endswith(".safetensors") else "torch.load(weights_only=True)"
+        raise ParityUsageError(f"{path}: {how} cannot read it as a PyTorch state dict: {_first_line(exc)}") from None
+    state = _state_dict_in(state, path, notes)
+    arrays, tied, seen = {}, {}, {}
+    for name, tensor in state.items():
+        key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape), tensor.stride())
+        if tensor.numel() and key in seen:
+            tied.setdefault(seen[key], [seen[key]]).append(name)
+        seen.setdefault(key, name)
+        if tensor.dtype == torch.bfloat16:
+            tensor = tensor.float()
+            notes.append(f"{name}: bfloat16 read as float32 (exact)")
+        arrays[name] = tensor.detach().cpu().numpy().copy()
+    return arrays, [tuple(names) for names in tied.values()], notes
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).replace("\x1b[1m", "").replace("\x1b[0m", "").strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def _state_dict_in(obj, path: str, notes: list[str]) -> dict:
+    """The {name: tensor} dict in what ``torch.load`` returned, or a usage error saying what it is."""
+    def tensors_only(value) -> bool:
+        return isinstance(value, dict) and bool(value) and all(
+            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in value.items())
+
+    if tensors_only(obj):
+        return obj
+    if isinstance(obj, dict):
+        for key in _NESTED:
+            if tensors_only(obj.get(key)):
+                notes.append(f"the state dict was read from the entry {key!r}")
+                return obj[key]
+        others = sorted(str(k) for k, v in obj.items() if not isinstance(v, torch.Tensor))
+        raise ParityUsageError(f"{path}: not a state dict: the entries {others[:5]} hold no tensor "
+                               f"(a state dict maps names to tensors, or nests one under {list(_NESTED)})")
+    raise ParityUsageError(f"{path}: not a state dict but a {type(obj).__qualname__}; save "
+                           "module.state_dict(), not the module")
+
+
+def save_state_file(arrays: dict[str, np.ndarray], path: str) -> None:
+    """Write ``arrays`` as a state dict: ``.safetensors`` through safetensors, else ``torch.save``."""
+    tensors = {name: torch.from_numpy(a if a.flags.c_contiguous else a.copy()) for name, a in arrays.items()}
+    if path.endswith(".safetensors"):
+        from safetensors.torch import save_file
+
+        save_file(tensors, path)
+    else:
+        torch.save(tensors, path)
+
+
+def state_keys(model) -> list[str]:
+    """The keys of ``model.state_dict()``, in order (tied weights under each of their names)."""
+    return list(model.state_dict().keys())
+
+
+def load_state_into(model, path: str) -> tuple[list[str], list[str]]:
+    """Load a state dict file into ``model`` (``strict=False``): its missing and unexpected keys."""
+    arrays, _, _ = load_state_file(path)
+    result = model.load_state_dict({n: torch.from_numpy(a) for n, a in arrays.items()}, strict=False)
+    return list(result.missing_keys), list(result.unexpected_keys)
