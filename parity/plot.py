@@ -159,8 +159,11 @@ def _loss_chart(steps, ms_losses, torch_losses) -> str:
     return _svg(body, "loss per step, MindSpore and PyTorch")
 
 
-def _margin_chart(steps, margins, failing) -> str:
-    """Log scale; a margin of 0 (identical tensors) sits on the bottom edge, below every positive one."""
+def log_scale(margins: Sequence[float]):
+    """The log axis of margins (difference / allowed): ``(fraction, ticks)``, where ``fraction(m)``
+    places a margin on the axis (0 bottom, 1 top; ``None`` for nan) and ``ticks`` holds
+    (fraction, label) pairs, one a decade. The axis always reaches 1 (the tolerance); a margin of
+    0 (identical tensors) sits on the bottom edge, below every positive one; +inf on the top edge."""
     positive = [m for m in margins if m > 0 and math.isfinite(m)]
     low = math.floor(math.log10(min(positive + [1.0])))
     low -= 0 if all(m > 0 for m in margins) else (1 if positive else 3)  # a 0 sits a decade below the least
@@ -173,7 +176,13 @@ def _margin_chart(steps, margins, failing) -> str:
         return 0.0 if m <= 0 else (math.log10(m) - low) / (high - low)
 
     decades = range(low, high + 1, max(1, math.ceil((high - low) / 8)))
-    body = _frame(steps, [(fraction(10.0 ** d), f"1e{d}" if d else "1") for d in decades], "difference / allowed")
+    return fraction, [(fraction(10.0 ** d), f"1e{d}" if d else "1") for d in decades]
+
+
+def _margin_chart(steps, margins, failing) -> str:
+    """Log scale; a margin of 0 (identical tensors) sits on the bottom edge, below every positive one."""
+    fraction, ticks = log_scale(margins)
+    body = _frame(steps, ticks, "difference / allowed")
     body.append(f'<line class="allowed" x1="{LEFT}" y1="{_y(fraction(1.0)):.1f}" x2="{WIDTH - RIGHT}" '
                 f'y2="{_y(fraction(1.0)):.1f}" stroke="{FAIL_COLOR}" stroke-dasharray="5,4"/>')
     body += _series("worst margin", steps, margins, [fraction(m) for m in margins], MARGIN_COLOR, failing)

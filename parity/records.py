@@ -40,7 +40,7 @@ _RECORDS = pytest.StashKey[List[Dict[str, Any]]]()
 _SENT = pytest.StashKey[int]()
 # Fields that hold floats: "inf"/"-inf"/"nan" there are read back as floats.
 _FLOATS = frozenset({"max_abs", "max_rel", "cosine", "margin", "rtol", "atol", "ms_error", "spread",
-                     "tolerance_margin", "whole_margin", "worst_margin", "duration", "out_margin", "out_error",
+                     "tolerance_margin", "whole_margin", "worst_margin", "duration", "out_margin", "out_error", "in_margin",
                      "ms_loss", "torch_loss", "factor"})
 
 
@@ -107,6 +107,18 @@ def _first_divergence(layers) -> Optional[Dict[str, Any]]:
     return found
 
 
+def _layers(layers) -> Optional[Dict[str, List[Dict[str, Any]]]]:
+    """Every captured layer call's figures, forward in execution order and backward in backward
+    order (the per-layer table of the message, whole); ``None`` without a layer capture."""
+    if layers is None:
+        return None
+    return {direction: [{"layer": v.path, "ms_layer": v.ms_path, "call": v.call, "ms_type": v.ms_type,
+                         "torch_type": v.torch_type, "status": v.status, "in_margin": v.in_margin,
+                         "out_margin": v.out_margin, "out_error": v.out_error, "max_abs": v.max_abs}
+                        for v in getattr(layers, direction)]
+            for direction in ("forward", "backward")}
+
+
 def _training(result) -> Dict[str, Any]:
     first = result.first_failure
     return {"optimizer": result.optimizer, "loss": result.loss, "batches": result.batches,
@@ -131,6 +143,7 @@ def _result_fields(result) -> Dict[str, Any]:
         "problem": result.problem or None,
         "tensors": tensors,
         "first_divergence": None if training else _first_divergence(result.layers),
+        "layers": None if training else _layers(result.layers),
         "training": _training(result) if training else None,
         "weights": {"direction": weights.direction, "mapped": weights.total, "verified": weights.verified},
         "inputs": result.batches if training else result.inputs,
@@ -151,7 +164,7 @@ def check_record(*, nodeid: str, case: str, call: str, index: int, device: str, 
         "schema": SCHEMA, "type": "check", "nodeid": nodeid, "case": case, "call": call, "index": index,
         "verdict": _verdict(result, error), "device": device,
         "pair": None, "train": None, "modes": [], "seed": seed, "reference": None, "worst_margin": None,
-        "problem": None, "tensors": [], "first_divergence": None, "training": None, "weights": None,
+        "problem": None, "tensors": [], "first_divergence": None, "layers": None, "training": None, "weights": None,
         "inputs": None, "notes": [], "reproduce": None,
     }
     if result is not None:

@@ -149,12 +149,16 @@ def test_records_carry_the_numbers_of_the_checks(pytester):
     assert output["ms_shape"] == output["torch_shape"] == [2, 3] and output["ms_dtype"] == "float32"
     assert output["tolerance"] == {"rtol": 1.3e-6, "atol": 1e-5} and output["tolerance_source"] == "float32 default"
     assert passed["likely_causes"] == [] and passed["error"] is None and passed["duration"] > 0
-    assert passed["first_divergence"] is None  # a passing check captures no layers (localize="auto")
+    assert passed["first_divergence"] is None and passed["layers"] is None  # no capture in a pass (localize="auto")
 
     failed = found[("test_inner.py::test_fail", 0)]
     assert failed["verdict"] == "fail" and failed["worst_margin"] > 1
     assert failed["first_divergence"]["forward"]["layer"] == "1"
     assert failed["first_divergence"]["forward"]["ms_type"] == "GELU"
+    forward = {layer["layer"]: layer for layer in failed["layers"]["forward"]}  # the whole per-layer table
+    assert [forward[p]["status"] for p in ("0", "1")] == ["ok", "FAIL"]
+    assert forward["0"]["out_margin"] <= 1 < forward["1"]["out_margin"] and forward["1"]["in_margin"] <= 1
+    assert forward["1"]["out_margin"] == failed["first_divergence"]["forward"]["out_margin"]
     assert any("gelu-approximate-default" in cause for cause in failed["likely_causes"])
     worst = max(failed["tensors"], key=lambda t: t["margin"])
     assert not worst["passed"] and worst["max_abs"] > 0 and worst["envelope"]["outside"] > 0
