@@ -11,7 +11,7 @@ __all__ = [
     "Tolerance", "randn", "uniform", "randint",
     "ParityError", "ParityMismatch", "ParityUsageError", "ParityUnsupported", "ParityInternalError",
     "translate", "TRANSLATE", "check_training", "TrainingResult", "Training", "plot_training",
-    "fuse", "transpose", "reshape",
+    "fuse", "transpose", "reshape", "convert_checkpoint", "ConversionReport",
 ]
 __version__ = "0.1.0"
 
@@ -77,6 +77,18 @@ def check_training(ms_cell, torch_module, batches, *, loss, optimizer, steps=3, 
                         weights=weights, ms_mode=ms_mode, tolerance=tolerance, name_map=name_map, seed=seed)
 
 
+def convert_checkpoint(src, model, dst=None, *, name_map=None, allow_missing=False):
+    """Convert the checkpoint ``src`` for ``model`` and write it to ``dst``, through the weight map
+    :func:`check` uses; reload it into ``model`` and verify every tensor bit for bit. ``model`` is a
+    MindSpore Cell (``src`` a PyTorch ``.pth``/``.pt``/``.bin``/``.safetensors``, ``dst`` a ``.ckpt``
+    or ``.safetensors``) or a PyTorch Module (the other way round); ``dst=None`` only loads ``model``.
+    Returns a :class:`ConversionReport`; nothing is written when a tensor is missing, unexpected
+    or of another shape, unless ``allow_missing``. See :mod:`parity.convert`."""
+    from .convert import convert_checkpoint as _convert
+
+    return _convert(src, model, dst, name_map=name_map, allow_missing=allow_missing)
+
+
 def translate(torch_module, *, device: str = "CPU"):
     """Build the MindSpore counterpart of ``torch_module`` with equivalent arguments and the same
     weights. Raises :class:`ParityUnsupported` naming the first child that cannot be translated."""
@@ -97,7 +109,7 @@ def transfer_weights(src, dst, *, name_map=None):
 
 _LAZY = {"randn": "inputs", "uniform": "inputs", "randint": "inputs", "Result": "result", "WeightReport": "weights",
          "TrainingResult": "training", "plot_training": "plot", "fuse": "layouts", "transpose": "layouts",
-         "reshape": "layouts"}
+         "reshape": "layouts", "ConversionReport": "convert"}
 
 
 def __getattr__(name):

@@ -3,13 +3,15 @@
     parity list [PATH ...]
     parity run [PATH ...] [-k TEXT] [--parity-seed N] [--parity-mode MODE] [--parity-device DEV] [--plot DIR]
     parity scan PATH [--json] [--device CPU|GPU|Ascend] [--module PKG.MOD:FACTORY --input-shape N,C,H,W]
+    parity convert SRC DST (--cell PKG.MOD:FACTORY | --module PKG.MOD:FACTORY) [--name-map FILE] [--allow-missing]
 
 ``--plot DIR`` writes each training item's loss curves and per-step margins to ``DIR/<item>.html``
 (:func:`parity.plot_training`), whether it passed or failed.
 
 PATH defaults to ``cases``. Exit status: 0 all passed (expected failures included), 1 a case
 failed, 2 a usage error. ``parity scan`` (:mod:`parity.scan`) exits 0 once it has reported (files
-that do not parse are listed as skipped), 2 on a usage error.
+that do not parse are listed as skipped), 2 on a usage error. ``parity convert``
+(:mod:`parity.convert`) exits 0 once the file is written and verified, 2 when nothing was written.
 """
 
 from __future__ import annotations
@@ -38,7 +40,25 @@ def _parser() -> argparse.ArgumentParser:
             command.add_argument("--plot", metavar="DIR", default=None,
                                  help="write each training item's loss curves to DIR/<item>.html")
     _scan_parser(commands)
+    _convert_parser(commands)
     return parser
+
+
+def _convert_parser(commands) -> None:
+    convert = commands.add_parser(
+        "convert", help="convert a checkpoint between PyTorch and MindSpore",
+        description="Convert a PyTorch state dict (.pth/.pt/.bin/.safetensors) into a MindSpore checkpoint "
+        "(.ckpt/.safetensors) for the Cell --cell builds, or a MindSpore checkpoint into a PyTorch state dict for "
+        "the Module --module builds, through the weight map parity's checks use; reload it and verify every tensor.")
+    convert.add_argument("src", metavar="SRC", help="the checkpoint to convert (the suffix picks the format)")
+    convert.add_argument("dst", metavar="DST", help="the file to write (the suffix picks the format)")
+    model = convert.add_mutually_exclusive_group(required=True)
+    model.add_argument("--cell", metavar="PKG.MOD:FACTORY", help="the MindSpore Cell to convert for (PyTorch in)")
+    model.add_argument("--module", metavar="PKG.MOD:FACTORY", help="the PyTorch Module to convert for (MindSpore in)")
+    convert.add_argument("--name-map", metavar="FILE", default=None,
+                         help="a .toml or .json file of PyTorch name = MindSpore name entries")
+    convert.add_argument("--allow-missing", action="store_true",
+                         help="write what pairs even when tensors are missing, unexpected or of another shape")
 
 
 def _scan_parser(commands) -> None:
@@ -138,6 +158,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         if args.command == "scan":
             return _scan(args)
+        if args.command == "convert":
+            from .convert import run_command
+
+            return run_command(args)
         if args.command == "run":
             _plot_folder(args.plot)
         for path, variant in _variants(args.paths, args.keyword):

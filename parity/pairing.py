@@ -11,7 +11,8 @@ from .backends import Slot
 from .errors import ParityUsageError
 from .layouts import Fuse, Pair, layout_pairs, squeezed
 
-__all__ = ["RENAMES", "Index", "fuse_automatically", "align_by_order", "compatible", "table", "row", "some"]
+__all__ = ["RENAMES", "Index", "Unmapped", "fuse_automatically", "align_by_order", "compatible", "table", "row",
+           "some"]
 
 # PyTorch leaf name -> MindSpore leaf names it may be called instead.
 RENAMES: Dict[str, Tuple[str, ...]] = {
@@ -30,6 +31,16 @@ _KINDS = {"Dense": "Linear", "Linear": "Linear", "Embedding": "Embedding", "Laye
           "InstanceNorm1d": "InstanceNorm", "InstanceNorm2d": "InstanceNorm", "PReLU": "PReLU",
           # A fused q/k/v projection and its output projection are Linear layers' tensors.
           "MultiheadAttention": "Linear", "NonDynamicallyQuantizableLinear": "Linear"}
+
+
+class Unmapped(ParityUsageError):
+    """Tensors the weight map could not pair: left over on either side (``ms``, ``torch``: slots),
+    or paired by name with another shape (``conflicts``: (MindSpore slot, PyTorch slot) pairs).
+    Checkpoint conversion reports them as missing, unexpected and shape-mismatched keys."""
+
+    def __init__(self, message: str, *, ms=(), torch=(), conflicts=()):
+        super().__init__(message)
+        self.ms, self.torch, self.conflicts = list(ms), list(torch), list(conflicts)
 
 
 def some(items: Sequence[str], shown: int = 3) -> str:
@@ -161,7 +172,7 @@ def align_by_order(rest_ms: List[Slot], rest_torch: List[Slot], claim: Callable,
         order = {s.name: i for i, s in enumerate(rest_ms + rest_torch)}
         left_ms.sort(key=lambda s: order[s.name])
         left_torch.sort(key=lambda s: order[s.name])
-        raise ParityUsageError(_unmapped_message(left_ms, left_torch, ignored))
+        raise Unmapped(_unmapped_message(left_ms, left_torch, ignored), ms=left_ms, torch=left_torch)
 
 
 def _unmapped_message(left_ms: List[Slot], left_torch: List[Slot], ignored) -> str:

@@ -24,7 +24,7 @@ import numpy as np
 from .backends import Slot
 from .errors import ParityUsageError
 from .layouts import Fuse, Pair, Reshape, Transpose, by_torch_name, layout_pairs, torch_layout
-from .pairing import RENAMES, Index, align_by_order, compatible, fuse_automatically, row, some, table
+from .pairing import RENAMES, Index, Unmapped, align_by_order, compatible, fuse_automatically, row, some, table
 
 __all__ = ["Pair", "WeightMap", "WeightReport", "map_weights", "copy_weights", "fill_weights"]
 
@@ -194,7 +194,7 @@ def map_weights(ms_slots: List[Slot], torch_slots: List[Slot], name_map=None) ->
             claim(t, m, "same name" if m.name == t.name else "renamed")
     if conflicts:
         rows = [r for m, t in conflicts for r in (row("MindSpore", m), row("PyTorch", t))]
-        raise ParityUsageError("Parameter shapes differ between paired names:\n" + table(rows))
+        raise Unmapped("Parameter shapes differ between paired names:\n" + table(rows), conflicts=conflicts)
     ignored = _ignore(torch)
     pairs += fuse_automatically(ms, torch)
     align_by_order(ms.rest(), torch.rest(), claim, ignored)
@@ -245,12 +245,13 @@ def _ignore(torch: Index) -> List[Tuple[str, str]]:
 
 def copy_weights(wmap: WeightMap, src, dst, *, to_torch: bool) -> WeightReport:
     """Copy every mapped tensor from ``src`` to ``dst`` and verify each landed bit-identical.
-    A destination tensor made of several parts is written once, all parts in place."""
+    A destination tensor made of several parts is written once, all parts in place. ``src`` and
+    ``dst`` are models, or dicts of numpy arrays by name (see :func:`_writer`)."""
     from .backends import mindspore as ms_backend, torch as torch_backend
 
-    read = ms_backend.read if to_torch else torch_backend.read
-    write = torch_backend.write if to_torch else ms_backend.write
-    read_back = torch_backend.read if to_torch else ms_backend.read
+    read = _reader(src, ms_backend.read if to_torch else torch_backend.read)
+    write = _writer(dst, torch_backend.write if to_torch else ms_backend.write)
+    read_back = _reader(dst, torch_backend.read if to_torch else ms_backend.read)
     sources: Dict[str, np.ndarray] = {}
     targets: Dict[str, List[Pair]] = {}
     for pair in wmap.pairs:
@@ -282,6 +283,23 @@ def copy_weights(wmap: WeightMap, src, dst, *, to_torch: bool) -> WeightReport:
             verified += 1
     direction = "MindSpore -> PyTorch" if to_torch else "PyTorch -> MindSpore"
     return WeightReport(wmap, direction, verified)
+
+
+def _reader(model, read: Callable) -> Callable:
+    """``read`` for a model; for a dict of numpy arrays by name (a checkpoint's tensors), a copy."""
+    return (lambda arrays, name: np.array(arrays[name])) if isinstance(model, dict) else read
+
+
+def _writer(model, write: Callable) -> Callable:
+    """``write`` for a model; for a dict of arrays, the entry replaced in the entry's own dtype (a
+    destination dict holds an array of the destination's dtype and shape under every name)."""
+    if not isinstance(model, dict):
+        return write
+
+    def put(arrays: Dict[str, np.ndarray], name: str, value: np.ndarray) -> None:
+        arrays[name] = np.array(value, dtype=arrays[name].dtype)
+
+    return put
 
 
 def fill_weights(wmap: WeightMap, ms_model, torch_model, value: float) -> WeightReport:

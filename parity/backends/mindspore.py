@@ -501,3 +501,41 @@ def refuse_dropout(model) -> List[str]:
             if (p is not None and p > 0) or (keep is not None and keep < 1) or (p is None and keep is None):
                 found.append(path or "(root)")
     return found
+
+
+# -- checkpoint files (parity convert) ---------------------------------------------------------
+
+
+def _format(path: str) -> str:
+    return "safetensors" if path.endswith(".safetensors") else "ckpt"
+
+
+def load_checkpoint_file(path: str) -> dict[str, np.ndarray]:
+    """A MindSpore checkpoint (``.ckpt``, or ``.safetensors``) as numpy arrays by stored name."""
+    try:
+        params = ms.load_checkpoint(path, format=_format(path))
+    except Exception as exc:  # MindSpore raises ValueError, RuntimeError or OSError for a bad file
+        text = str(exc).strip()
+        raise ParityUsageError(f"{path}: mindspore.load_checkpoint cannot read it: {type(exc).__name__}: "
+                               f"{text.splitlines()[0] if text else ''}") from None
+    return {name: param.asnumpy().copy() for name, param in params.items()}
+
+
+def parameter_names(model) -> Dict[str, str]:
+    """Attribute path -> ``Parameter.name``: the name a checkpoint stores and ``load_param_into_net``
+    matches, which differs from the path under a Cell built with ``auto_prefix=False``."""
+    return {path: param.name for path, param in model.parameters_and_names()}
+
+
+def save_checkpoint_file(arrays: Dict[str, np.ndarray], path: str) -> None:
+    """Write ``arrays`` (by ``Parameter.name``) with ``mindspore.save_checkpoint``, in the format
+    the suffix names. ``path`` must end with it: MindSpore appends a missing suffix."""
+    entries = [{"name": name, "data": ms.Tensor(array)} for name, array in arrays.items()]
+    ms.save_checkpoint(entries, path, format=_format(path))
+
+
+def load_checkpoint_into(model, path: str) -> tuple[list[str], list[str]]:
+    """``load_param_into_net(model, load_checkpoint(path))``: the Parameters not loaded and the
+    checkpoint's names nothing took, both by ``Parameter.name``."""
+    not_loaded, unused = ms.load_param_into_net(model, ms.load_checkpoint(path, format=_format(path)))
+    return list(not_loaded), list(unused)
