@@ -71,8 +71,8 @@ def _api_json(api: ApiReport, report: ScanReport) -> dict:
 
 def text(report: ScanReport) -> str:
     versions = ", ".join(f"{name} {v or 'not installed'}" for name, v in zip(("mindspore", "torch"), report.versions))
-    lines = [f"parity scan {report.root}: {report.files} Python files, {report.uses} uses of "
-             f"{len(report.apis)} distinct PyTorch APIs",
+    lines = [f"parity scan {report.root}: {_count(report.files, 'Python file')}, {_count(report.uses, 'use')} of "
+             f"{_count(len(report.apis), 'distinct PyTorch API')}",
              f"Status on {report.device} ({versions}), from parity's translation tables and known-mismatch registry:"]
     width = max(len(report.status_text(c)) for c in STATUSES)
     lines += [f"  {report.status_text(code):<{width}}  {report.counts.get(code, 0):>5}" for code in _SHOWN_ORDER]
@@ -91,6 +91,10 @@ def text(report: ScanReport) -> str:
         lines.append(f"Skipped {file}: {why}")
     lines += [f"Note: {note}" for note in report.notes]
     return "\n".join(lines)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _maybe(api: ApiReport) -> str:
@@ -114,10 +118,12 @@ def _table(report: ScanReport) -> List[str]:
         out.append(line(row))
         for finding in api.status.findings:
             if not finding.live:
-                out.append(f"    {finding.id}: not at these calls ({finding.summary})")
                 continue
             maybe = f" [may apply: {finding.why} at {finding.where}]" \
                 if finding.applies == "maybe" and not finding.fix else ""
             out.append(f"    {finding.id}: " + (f"fix: {finding.fix}" if finding.fix else f"no fix: {finding.summary}")
                        + maybe)
+        idle = [f.id for f in api.status.findings if not f.live]
+        if idle:
+            out.append(f"    not at these uses: {', '.join(idle)}")
     return out

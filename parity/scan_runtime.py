@@ -9,8 +9,9 @@ input under a :class:`torch.overrides.TorchFunctionMode`, which sees every ``tor
 pre-hook, which sees every ``torch.nn`` layer that runs. Only calls made by the user's code count:
 a function called from inside a PyTorch layer (``F.conv2d`` inside ``nn.Conv2d``) is that layer's
 business, and a layer's use records its attributes (``momentum``, ``padding_mode``) so that a
-known mismatch's condition is judged on the real values. Operators and attribute reads
-(``x + y``, ``x.shape``) are not counted. Imports torch.
+known mismatch's condition is judged on the real values. Attribute reads (``x.shape``) and
+dunder methods are not counted; arithmetic operators reach the mode as their Tensor methods
+(``x + y`` is recorded as ``torch.Tensor.add``, ``x += y`` as ``torch.Tensor.add_``). Imports torch.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def _factory(path: str):
         target = importlib.import_module(module_name)
         for part in attr.split("."):
             target = getattr(target, part)
-    except (ImportError, AttributeError) as exc:
+    except Exception as exc:  # whatever importing the user's module raises (torchvision's RuntimeError...)
         raise ParityUsageError(f"parity scan: --module {path}: cannot import it ({type(exc).__name__}: {exc})") from None
     if not callable(target):
         raise ParityUsageError(f"parity scan: --module {path} is not callable; give a function or class that "

@@ -233,7 +233,7 @@ def test_a_file_that_does_not_parse_is_skipped_and_named(tmp_path, capsys):
     assert main(["scan", str(folder)]) == 0
     out = capsys.readouterr().out
     assert f"Skipped {folder / 'broken.py'}: SyntaxError: " in out and "(line 1)" in out
-    assert "2 Python files, 1 uses of 1 distinct PyTorch APIs" in out
+    assert "2 Python files, 1 use of 1 distinct PyTorch API" in out
     report = scan(folder)
     assert [f for f, _ in report.skipped] == [str(folder / "broken.py")]
 
@@ -319,3 +319,22 @@ def test_runtime_usage_errors(tmp_path, capsys, argv, message):
     _write(tmp_path, {"a.py": "import torch\n"})
     assert main(["scan", str(tmp_path), *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_readme_example_is_what_the_command_prints(tmp_path, monkeypatch, capsys):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### `parity scan`"):]
+    source = section[section.index("For this `net.py`:\n\n```python\n") + len("For this `net.py`:\n\n```python\n"):]
+    source = source[:source.index("```")]
+    shown = section[section.index("```text\n$ parity scan net.py\n") + len("```text\n$ parity scan net.py\n"):]
+    shown = shown[:shown.index("```")]
+    (tmp_path / "net.py").write_text(source, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["scan", "net.py"]) == 0
+    printed = capsys.readouterr().out
+
+    def comparable(text_block):  # the installed versions and the Tensor-method footnote aside
+        lines = [line for line in text_block.splitlines() if not line.startswith(("Status on", "* tensor"))]
+        return "\n".join(lines).strip().splitlines()
+
+    assert comparable(printed) == comparable(shown)
