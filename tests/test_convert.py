@@ -431,3 +431,18 @@ def test_resnet50_from_torchvision_to_mindcv_and_back_bit_identical(tmp_path):
     state = torch.load(tmp_path / "resnet50.pth2.pth", weights_only=True)
     assert state.keys() == original.keys()
     assert all(identical(state[k].numpy(), v.numpy()) for k, v in original.items() if "num_batches" not in k)
+
+
+def test_the_readme_example(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    torch_net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, bias=False), torch.nn.BatchNorm2d(8))
+    torch.save(torch_net.state_dict(), "net.pth")
+    cell = ms.nn.SequentialCell([ms.nn.Conv2d(3, 8, 3, pad_mode="valid"), ms.nn.BatchNorm2d(8)])
+    report = parity.convert_checkpoint("net.pth", cell, "net.ckpt")
+    print(report)
+    assert capsys.readouterr().out == (
+        "PyTorch -> MindSpore: net.pth -> net.ckpt\n"
+        "5/5 tensors converted and verified bit-identical after reloading net.ckpt into SequentialCell\n"
+        "  pairs: same name 1, renamed 4\n"
+        "Not converted, on purpose:\n"
+        "  1 dropped (BatchNorm step counter; MindSpore keeps none): 1.num_batches_tracked\n")
