@@ -338,3 +338,14 @@ def test_the_readme_example_is_what_the_command_prints(tmp_path, monkeypatch, ca
         return "\n".join(lines).strip().splitlines()
 
     assert comparable(printed) == comparable(shown)
+
+
+def test_star_imports_and_unreadable_files_are_reported(tmp_path):
+    folder = _write(tmp_path, {"star.py": "from torch.nn import *\nlayer = Conv2d(3, 4, 3)\n"})
+    (folder / "nul.py").write_bytes(b"import torch\x00\n")
+    report = scan(folder)
+    assert report.notes == (f"{folder / 'star.py'}:1: 'from torch.nn import *' is not followed; names it binds are "
+                            "not counted",)
+    assert [(f, why.split(":")[0]) for f, why in report.skipped] == [(str(folder / "nul.py"), "SyntaxError")]
+    shown = text(report)
+    assert f"Skipped {folder / 'nul.py'}: SyntaxError" in shown and "Note: " in shown
