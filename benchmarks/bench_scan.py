@@ -11,7 +11,7 @@ Run from the repository root::
 The generated codebase (seeded, so the same on every run) is a model package: each file imports
 torch under one of the alias forms the scan follows, defines a few ``nn.Module`` classes built of
 ``torch.nn`` layers (some with arguments a known mismatch is bound to), calls functional APIs and
-Tensor methods in ``forward``, and has helper functions with plain Python around them, about 200
+Tensor methods in ``forward``, and has helper functions with plain Python around them, about 170
 lines a file.
 
 It reports, best and median over ``--repeats``:
