@@ -25,7 +25,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
-from . import environment
+from . import devices, environment
 from .errors import ParityMismatch, ParityUnsupported, ParityUsageError
 
 __all__ = ["SCHEMA", "RECORD_KEY", "VERDICTS", "check_record", "fingerprint", "read_records", "RecordFile",
@@ -165,10 +165,12 @@ def check_record(*, nodeid: str, case: str, call: str, index: int, device: str, 
         "verdict": _verdict(result, error), "device": device,
         "pair": None, "train": None, "modes": [], "seed": seed, "reference": None, "worst_margin": None,
         "problem": None, "tensors": [], "first_divergence": None, "layers": None, "training": None, "weights": None,
-        "inputs": None, "notes": [], "reproduce": None,
+        "inputs": None, "notes": [], "reproduce": None, "device_setup": None,
     }
     if result is not None:
         record.update(_result_fields(result))
+        setup = getattr(result, "device_setup", None)
+        record["device_setup"] = setup.as_record() if setup is not None else None
     record.update({
         "likely_causes": list(getattr(error, "likely_causes", None) or
                               [line[len(_CAUSE):] for line in message.splitlines() if line.startswith(_CAUSE)]),
@@ -261,6 +263,7 @@ def fingerprint(*, root: Path, device: str, seed: Optional[str], mode: Optional[
     accelerator = environment.accelerator(device)
     versions = environment.versions()
     versions.update({key: accelerator.pop(key) for key in ("cann", "ascend_driver", "nvidia_driver")})
+    accelerator["torch_reference"] = devices.planned_reference(device, versions.get("torch_npu"))
     return _jsonable({
         "schema": SCHEMA, "type": "environment",
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
-__all__ = ["failure_message", "structure_message", "reproduce_line", "summary_line", "result_line", "fmt"]
+__all__ = ["failure_message", "structure_message", "reproduce_line", "summary_line", "result_line", "fmt",
+           "device_lines"]
 
 _HEADLINE = "MindSpore and PyTorch outputs are not close!"
 _SIDE_NAMES = {"output": "forward output", "input grad": "gradient of input", "param grad": "gradient of parameter",
@@ -186,6 +187,7 @@ def failure_message(result, *, likely_causes: Sequence[str] = (), verbose: int =
         lines.append(f"Case:       {result.case}{location}")
     lines.append(f"Pair:       mindspore {result.ms_type} <-> torch {result.torch_type}"
                  f" ({'train' if result.train else 'eval'} mode)")
+    lines += device_lines(getattr(result, "device_setup", None))
     lines.append(f"Divergence: {divergence}")
     if table or first.kind != "output":
         lines.append(f"Compared:   {_where(first, modes)}")
@@ -212,7 +214,16 @@ def _footer(result) -> List[str]:
 def _structure_failure(result) -> str:
     case = [f"Case:       {result.case}" + (f"  ({result.location})" if result.location else "")] if result.case else []
     pair = f"Pair:       mindspore {result.ms_type} <-> torch {result.torch_type}"
-    return "\n".join([result.problem, ""] + case + [pair, ""] + _footer(result))
+    device = device_lines(getattr(result, "device_setup", None))
+    return "\n".join([result.problem, ""] + case + [pair] + device + [""] + _footer(result))
+
+
+def device_lines(setup) -> List[str]:
+    """The ``Device:`` line (a :class:`parity.devices.DeviceSetup`'s), for a check that did not run
+    on the CPU alone: MindSpore's float32 settings and where the PyTorch reference ran."""
+    if setup is None or setup.device == "CPU":
+        return []
+    return [f"Device:     {setup.line}"]
 
 
 def structure_message(ms_paths: List[str], torch_paths: List[str]) -> str:

@@ -56,6 +56,7 @@ class Result(Verdicts):
     notes: List[str] = field(default_factory=list)
     layers: Optional[object] = None  # parity.localize.LayerTable, when layers were captured
     problem: str = ""  # a structural failure found before any value was compared
+    device_setup: Optional[object] = None  # parity.devices.DeviceSetup: where both sides ran
 
     @property
     def passed(self) -> bool:

@@ -12,6 +12,7 @@ import numpy as np
 from . import report
 from .backends import framework_of, is_float
 from .compare import Comparison, Envelope, compare_arrays, envelope_metrics, structural_problem
+from .devices import profile as device_profile
 from .errors import ParityMismatch, ParityUsageError
 from .inputs import Inputs, _normal, _unit_floats, materialize, seeded_stream
 from .options import parse_seed
@@ -137,9 +138,12 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
     chain = (ToleranceSpec.parse(tolerance),) + settings.tolerances
 
     from .backends import mindspore as msb, torch as tb
+    from .backends.device import setup as device_setup
 
     msb.prepare(seed=seed, device=settings.device)
     tb.prepare(seed=seed, device=settings.device)
+    setup = device_setup(settings.device)
+    chain += (device_profile(setup),)  # the dtype defaults on this device, last
     wmap = _map_weights(ms_cell, torch_module, name_map, settings.device)
     wreport = _set_weights(weights, wmap, ms_cell, torch_module)
     msb.set_train(ms_cell, train)
@@ -168,7 +172,7 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
         weights=wreport, inputs=data.describe(seed), seed=seed, modes=modes, train=train,
         reference=reference, case=settings.case, location=settings.location,
         reproduce=report.reproduce_line(settings.reproduce, seed), notes=data.notes() + run.notes,
-        problem=run.structure or "")
+        problem=run.structure or "", device_setup=setup)
     result.layers = layers
     if result.passed and layers is not None:
         layers.passed_within_noise()

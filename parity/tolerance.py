@@ -15,7 +15,8 @@ from typing import Iterable, List, Mapping, Optional, Tuple, Union
 
 from .errors import ParityUsageError
 
-__all__ = ["Tolerance", "ToleranceSpec", "DTYPE_DEFAULTS", "resolve", "dtype_default", "check_globs_used"]
+__all__ = ["Tolerance", "ToleranceSpec", "DeviceDefaults", "DTYPE_DEFAULTS", "resolve", "dtype_default",
+           "check_globs_used"]
 
 
 @dataclass(frozen=True)
@@ -123,9 +124,24 @@ class ToleranceSpec:
                 if glob not in names and not any(fnmatch.fnmatchcase(n, glob) for n in names)]
 
 
+@dataclass(frozen=True)
+class DeviceDefaults:
+    """The last link of a chain: the dtype defaults on the device a check ran on, where they differ
+    from :data:`DTYPE_DEFAULTS` (``by_dtype`` maps a dtype to its tolerance and source). It answers
+    only what no spec above it answered (see :func:`parity.devices.profile`)."""
+
+    by_dtype: Mapping[str, Tuple[Tolerance, str]] = field(default_factory=dict)
+
+    def default(self, dtype: str) -> Tuple[Tolerance, str]:
+        return self.by_dtype[dtype] if dtype in self.by_dtype else dtype_default(dtype)
+
+
 def resolve(chain, names, dtype: str) -> Tuple[Tolerance, str]:
-    """Walk ``chain`` (most specific spec first); the dtype default when none says anything."""
+    """Walk ``chain`` (most specific spec first); the dtype default when none says anything, the
+    device's when the chain ends with :class:`DeviceDefaults`."""
     for spec in chain:
+        if isinstance(spec, DeviceDefaults):
+            return spec.default(dtype)
         found = spec.lookup(names)
         if found is not None:
             return found

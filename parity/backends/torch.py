@@ -18,16 +18,13 @@ from ._hooks import LayerHooks
 
 NAME = "torch"
 LABEL = "PyTorch"
-_DEVICES = {"CPU": "cpu", "GPU": "cuda", "Ascend": "npu"}
 
 
 def prepare(*, seed: int, device: str) -> None:
+    """Seed PyTorch and check that the reference device for ``device`` can be had (see
+    :mod:`parity.backends.device`: torch_npu for Ascend when installed, else the CPU)."""
     torch.manual_seed(seed)
-    if device == "Ascend":
-        try:
-            import torch_npu  # noqa: F401
-        except ImportError:
-            raise ParityUsageError("--parity-device=Ascend needs torch_npu installed for the PyTorch side") from None
+    torch_device(device)
 
 
 def _contiguous(array) -> np.ndarray:
@@ -37,7 +34,10 @@ def _contiguous(array) -> np.ndarray:
 
 
 def torch_device(device: str) -> str:
-    return _DEVICES[device]
+    """The device string the reference's tensors go to for ``--parity-device=device``."""
+    from .device import torch_placement
+
+    return torch_placement(device)
 
 
 def _owners(model) -> Dict[str, str]:
