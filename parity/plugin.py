@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 import pytest
 
-from . import fleet
+from . import fleet, nightly
 from . import junit, records
 from . import options as opts
 from .errors import ParityUsageError
@@ -41,6 +41,7 @@ def pytest_addoption(parser):
     group.addoption(fleet.RERUN_QUARANTINED, dest="parity_rerun_quarantined", action="store_true", default=False,
                     help="run only the quarantined tests and list those that now pass (stale quarantine)")
     parser.addini(fleet.QUARANTINE_INI, "the quarantine file, relative to the ini file", default="")
+    nightly.add_options(group)
 
 
 def pytest_configure(config):
@@ -51,6 +52,7 @@ def pytest_configure(config):
     config.pluginmanager.register(_LedgerKeeper(config), "parity-ledger")
     # before the report writer empties its file, which may also be the one --parity-durations names
     config.pluginmanager.register(fleet.Fleet.from_config(config), "parity-fleet")
+    nightly.register(config)  # --parity-baseline, --parity-save-baseline: in the controller only
     if not hasattr(config, "workerinput"):  # xdist's workers hand their records to the controller
         if config.getoption("parity_report"):
             config.pluginmanager.register(_ReportWriter(config), "parity-report")
@@ -158,7 +160,8 @@ def pytest_runtest_makereport(item, call):
             report.user_properties.append(("parity", line))
         for entry_id, showed in getattr(item, "_parity_acks", ()):
             report.user_properties.append(("parity-mismatch", (entry_id, showed)))
-    records.attach(item, report, records=bool(item.config.getoption("parity_report")))
+    carry = bool(item.config.getoption("parity_report")) or nightly.wants_records(item.config)
+    records.attach(item, report, records=carry)
     if report.when == "teardown" and getattr(item.config.option, "xmlpath", None):
         report.user_properties.extend(junit.properties(records.item_records(item)))
     return report

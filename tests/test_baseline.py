@@ -1,0 +1,215 @@
+"""--parity-save-baseline and --parity-baseline: a stored run, and what changed since (new failures,
+fixes, drift, new and missing checks, another environment), also under xdist. Real pairs, run
+with pytester as in tests/test_plugin.py; the drift is real: PyTorch's GELU switches to its tanh
+approximation, which stays inside a loose tolerance and fails the default one."""
+
+import json
+from importlib import metadata
+
+import pytest
+
+from parity import options as opts
+from parity.nightly import BASELINE, DRIFT, DRIFT_FAILS, SAVE_BASELINE
+from parity.plugin import REPORT
+from parity.records import read_records
+from parity.runs import BASELINE_FILE
+
+PARITY = opts.PARITY
+
+pytestmark = pytest.mark.usefixtures("collect_inner_cells")  # tests/conftest.py
+
+# INNER_GELU picks PyTorch's GELU ("none": exact, as MindSpore's; "tanh": its approximation);
+# INNER_SOMETIMES=1 lets test_sometimes check (otherwise it skips and makes no check).
+INNER = """
+import os
+
+import pytest
+
+from parity import Tolerance
+
+
+def gelus():
+    import mindspore, torch
+
+    return mindspore.nn.GELU(approximate=False), torch.nn.GELU(approximate=os.environ.get("INNER_GELU", "none"))
+
+
+def test_dense(parity):
+    import mindspore, torch
+
+    torch.manual_seed(0)  # the weights, copied to MindSpore
+    parity.check(mindspore.nn.Dense(4, 3), torch.nn.Linear(4, 3), parity.randn((2, 4)))
+
+
+def test_gelu_loose(parity):
+    parity.check(*gelus(), parity.randn((4, 16)), tolerance=Tolerance(0.0, 1e-2))
+
+
+def test_gelu_tight(parity):
+    parity.check(*gelus(), parity.randn((4, 16)))
+
+
+def test_sometimes(parity):
+    import mindspore, torch
+
+    if os.environ.get("INNER_SOMETIMES") != "1":
+        pytest.skip("checks only with INNER_SOMETIMES=1")
+    parity.check(mindspore.nn.ReLU(), torch.nn.ReLU(), parity.randn((3,)))
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm_frameworks():
+    """Run, in this process, what the in-process runs run (pytester drops modules first imported
+    during a run, and lazily imported framework internals must survive that)."""
+    import mindspore
+    import torch
+
+    import parity
+    import parity.items  # noqa: F401
+
+    parity.check(mindspore.nn.Dense(4, 3), torch.nn.Linear(4, 3), parity.randn((2, 4)))
+    with pytest.raises(parity.ParityMismatch):
+        parity.check(mindspore.nn.GELU(approximate=False), torch.nn.GELU(approximate="tanh"), parity.randn((4, 16)))
+
+
+@pytest.fixture
+def inner(pytester, monkeypatch):
+    pytester.makepyfile(test_inner=INNER)
+    monkeypatch.delenv("INNER_GELU", raising=False)
+    monkeypatch.delenv("INNER_SOMETIMES", raising=False)
+
+    def run(*args, gelu="none", sometimes=False, subprocess=False):
+        monkeypatch.setenv("INNER_GELU", gelu)
+        monkeypatch.setenv("INNER_SOMETIMES", "1" if sometimes else "0")
+        return (pytester.runpytest_subprocess if subprocess else pytester.runpytest)(PARITY, "-p", "no:cacheprovider",
+                                                                                     *args)
+
+    return run
+
+
+def summary(result):
+    """The lines of the 'parity baseline' section."""
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if "parity baseline" in line)
+    return [line for line in lines[start + 1:] if not line.startswith("=")][:20]
+
+
+def margins(path):
+    """{(nodeid, tensor kind, tensor name): margin} of a report file."""
+    _, checks = read_records(path)
+    return {(c["nodeid"], t["kind"], t["name"]): t["margin"] for c in checks for t in c["tensors"]}
+
+
+def test_a_saved_baseline_is_the_run_sorted_and_a_later_run_names_new_failures_drift_and_new_checks(inner, pytester):
+    saved = inner(f"{SAVE_BASELINE}=base", f"{REPORT}=before.jsonl")
+    saved.assert_outcomes(passed=3, skipped=1)
+    saved.stdout.fnmatch_lines(["*parity baseline*", f"baseline saved: *base/{BASELINE_FILE} (3 checks)"])
+    environment, checks = read_records(pytester.path / "base" / BASELINE_FILE)
+    assert environment == read_records(pytester.path / "before.jsonl")[0]
+    assert [c["nodeid"] for c in checks] == [f"test_inner.py::test_{n}" for n in ("dense", "gelu_loose", "gelu_tight")]
+    assert checks == sorted(read_records(pytester.path / "before.jsonl")[1], key=lambda c: c["nodeid"])
+
+    result = inner(f"{BASELINE}=base", f"{REPORT}=after.jsonl", gelu="tanh", sometimes=True)
+    result.assert_outcomes(passed=3, failed=1)
+    assert result.ret == 1
+    before, after = margins(pytester.path / "before.jsonl"), margins(pytester.path / "after.jsonl")
+    loose = ("test_inner.py::test_gelu_loose", "input grad", "input[0]")
+    tight = ("test_inner.py::test_gelu_tight", "input grad", "input[0]")
+    assert after[loose] <= 1 and after[loose] > 4 * max(before[loose], 1e-3)  # the drift, as measured
+    lines = summary(result)
+    assert lines[0] == "environment: the same as the baseline's (versions, device, CPU, seed, mode)"
+    assert lines[1].startswith("baseline: ") and "grew more than 4x (margins under 0.001 count as 0.001)" in lines[1]
+    assert lines[2] == "new failures 1, fixed 0, drifted 2 tensors in 1 check, new checks 1, missing 0"
+    assert (f"NEW FAILURE test_inner.py::test_gelu_tight: input grad 'input[0]' [pynative] margin {after[tight]:.3g} "
+            f"(baseline {before[tight]:.3g}, pass) (and 1 more tensor)") in lines
+    ratio = after[loose] / max(before[loose], 1e-3)
+    drift = [line for line in lines if line.startswith("DRIFT ")]
+    assert drift == [f"DRIFT test_inner.py::test_gelu_loose: input grad 'input[0]' [pynative] margin {after[loose]:.3g}, "
+                     f"{ratio:.3g}x the baseline's {before[loose]:.3g}"
+                     f"{', counted as 0.001' if before[loose] < 1e-3 else ''} (and 1 more tensor)"]
+    assert "NEW test_inner.py::test_sometimes: pass" in lines
+    assert "worst new failure: test_inner.py::test_gelu_tight: " + lines[3].split(": ", 1)[1] in lines
+    assert "the run fails: 1 new failure, 2 drifted tensors against the baseline" in lines
+    assert not any(line.startswith(("FIXED", "MISSING")) or "test_dense" in line for line in lines)
+
+
+def test_drift_alone_fails_the_run_unless_told_not_to_and_the_factor_decides(inner):
+    inner("-k", "loose", f"{SAVE_BASELINE}=base").assert_outcomes(passed=1)
+
+    drifted = inner("-k", "loose", f"{BASELINE}=base", gelu="tanh")
+    drifted.assert_outcomes(passed=1)
+    assert drifted.ret == 1  # every test passed; the drift fails the run
+    assert "the run fails: 2 drifted tensors against the baseline" in summary(drifted)
+
+    allowed = inner("-k", "loose", f"{BASELINE}=base", f"{DRIFT_FAILS}=no", gelu="tanh")
+    assert allowed.ret == 0
+    assert "drift does not fail the run (--parity-drift-fails=no)" in summary(allowed)
+    assert summary(allowed)[2].startswith("new failures 0, fixed 0, drifted 2 tensors in 1 check")
+
+    # the input gradient grew about 170x; a factor of 1000 does not call that drift
+    wide = inner("-k", "loose", f"{BASELINE}=base", f"{DRIFT}=1000", gelu="tanh")
+    assert wide.ret == 0
+    assert summary(wide)[2].startswith("new failures 0, fixed 0, drifted 0 tensors in 0 checks")
+
+
+def test_fixes_missing_and_uncollected_checks_and_a_baseline_from_another_environment(inner, pytester):
+    inner(f"{SAVE_BASELINE}=base", gelu="tanh", sometimes=True).assert_outcomes(passed=3, failed=1)
+    stored = pytester.path / "base" / BASELINE_FILE
+    lines = stored.read_text().splitlines()
+    environment = json.loads(lines[0])
+    environment["versions"]["mindspore"] = "2.9.0"
+    environment["device"] = "GPU"
+    stored.write_text("\n".join([json.dumps(environment)] + lines[1:]) + "\n")
+
+    result = inner(f"{BASELINE}=base", "-k", "not dense")  # test_sometimes skips: collected, no check
+    result.assert_outcomes(passed=2, skipped=1, deselected=1)
+    assert result.ret == 0
+    lines = summary(result)
+    assert lines[0] == ("environment differs from the baseline's: device GPU -> CPU; versions.mindspore 2.9.0 -> "
+                        f"{metadata.version('mindspore')}")
+    assert lines[2] == "new failures 0, fixed 1, drifted 0 tensors in 0 checks, new checks 0, missing 1, " \
+                       "not collected in this run 1"
+    assert any(line.startswith("FIXED test_inner.py::test_gelu_tight: pass, worst margin ") and
+               line.endswith("(baseline: fail)") for line in lines)
+    assert "MISSING test_inner.py::test_sometimes: made no check in this run (baseline: pass)" in lines
+    assert any(line.startswith("not compared: 1 baseline check of tests this run did not collect") and
+               line.endswith(": test_inner.py::test_dense") for line in lines)
+
+
+@pytest.mark.parametrize("args, message", [
+    ([f"{BASELINE}=base"], f"ERROR: {BASELINE} need {PARITY}: without it parity tests are skipped*"),
+    ([PARITY, f"{BASELINE}=nowhere"], f"ERROR: {BASELINE}: *nowhere does not exist*"),
+    ([PARITY, f"{BASELINE}=."], f"ERROR: {BASELINE}: * holds no {BASELINE_FILE}, nor folders holding one*"),
+    ([PARITY, f"{SAVE_BASELINE}=x", f"{DRIFT}=1"], f"ERROR: {DRIFT}: the drift factor must be a finite number greater "
+                                                   "than 1, got '1'"),
+    ([PARITY, f"{SAVE_BASELINE}=x", f"{DRIFT}=four"], f"ERROR: {DRIFT}: expected a number greater than 1*"),
+    ([PARITY, f"{SAVE_BASELINE}=test_nothing.py"], f"ERROR: {SAVE_BASELINE}: *test_nothing.py is a file; give a folder*"),
+])
+def test_bad_options_are_usage_errors(pytester, args, message):
+    pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_under_xdist_the_controller_compares_and_saves_every_check_once(inner, pytester):
+    pytest.importorskip("xdist")
+    inner(f"{SAVE_BASELINE}=base", sometimes=True).assert_outcomes(passed=4)
+    result = inner("-n", "2", f"{BASELINE}=base", f"{SAVE_BASELINE}=tonight", f"{REPORT}=tonight.jsonl", gelu="tanh",
+                   sometimes=True, subprocess=True)
+    result.assert_outcomes(passed=3, failed=1)
+    lines = summary(result)
+    assert lines[2] == "new failures 1, fixed 0, drifted 2 tensors in 1 check, new checks 0, missing 0"
+    assert any(line.startswith("baseline saved: ") and line.endswith("(4 checks)") for line in lines)
+    environment, saved = read_records(pytester.path / "tonight" / BASELINE_FILE)
+    _, reported = read_records(pytester.path / "tonight.jsonl")
+    assert environment["run"]["xdist_workers"] == 2
+    assert [(c["nodeid"], c["index"]) for c in saved] == sorted((c["nodeid"], c["index"]) for c in reported)
+    assert len(saved) == 4 and {c["worker"] for c in saved} <= {"gw0", "gw1"}
+
+
+def test_help_shows_the_baseline_options(pytester):
+    result = pytester.runpytest("--help")
+    result.stdout.fnmatch_lines([f"*{BASELINE}=DIR*", f"*{SAVE_BASELINE}=DIR*", f"*{DRIFT}=FACTOR*",
+                                 f"*{DRIFT_FAILS}={{yes,no}}*"], consecutive=False)
