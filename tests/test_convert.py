@@ -446,3 +446,15 @@ def test_the_readme_example(tmp_path, monkeypatch, capsys):
         "  pairs: same name 1, renamed 4\n"
         "Not converted, on purpose:\n"
         "  1 dropped (BatchNorm step counter; MindSpore keeps none): 1.num_batches_tracked\n")
+
+
+def test_other_dtypes_are_cast_to_the_models_and_said(tmp_path):
+    net = random_torch_net().double()
+    torch.save(net.state_dict(), tmp_path / "double.pth")
+    report = parity.convert_checkpoint(tmp_path / "double.pth", MSNet(), tmp_path / "double.ckpt")
+    assert report.casts == {("float64", "float32"): 8}
+    assert "Cast to the model's dtype: 8 float64 -> float32" in str(report)
+    torch.save(torch.nn.Linear(2, 2).to(torch.bfloat16).state_dict(), tmp_path / "bf16.pth")
+    report = parity.convert_checkpoint(tmp_path / "bf16.pth", msnn.Dense(2, 2), tmp_path / "bf16.ckpt")
+    assert report.verified == 2 and report.casts == {}
+    assert "Note: 2 bfloat16 tensors read as float32 (exact): weight, bias" in str(report)

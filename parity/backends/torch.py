@@ -507,7 +507,7 @@ def load_state_file(path: str) -> tuple[dict[str, np.ndarray], list[tuple[str, .
         how = "safetensors" if path.endswith(".safetensors") else "torch.load(weights_only=True)"
         raise ParityUsageError(f"{path}: {how} cannot read it as a PyTorch state dict: {_first_line(exc)}") from None
     state = _state_dict_in(state, path, notes)
-    arrays, tied, seen = {}, {}, {}
+    arrays, tied, seen, widened = {}, {}, {}, []
     for name, tensor in state.items():
         key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape), tensor.stride())
         if tensor.numel() and key in seen:
@@ -515,8 +515,11 @@ def load_state_file(path: str) -> tuple[dict[str, np.ndarray], list[tuple[str, .
         seen.setdefault(key, name)
         if tensor.dtype == torch.bfloat16:
             tensor = tensor.float()
-            notes.append(f"{name}: bfloat16 read as float32 (exact)")
+            widened.append(name)
         arrays[name] = tensor.detach().cpu().numpy().copy()
+    if widened:
+        shown = ", ".join(widened[:3]) + (f" and {len(widened) - 3} more" if len(widened) > 3 else "")
+        notes.append(f"{len(widened)} bfloat16 tensors read as float32 (exact): {shown}")
     return arrays, [tuple(names) for names in tied.values()], notes
 
 
