@@ -18,6 +18,7 @@ import numpy as np
 from . import report
 from .backends import framework_of
 from .compare import Comparison
+from .devices import profile as device_profile
 from .errors import ParityMismatch, ParityUsageError
 from .inputs import Inputs, materialize, seeded_stream
 from .layouts import by_torch_name, ms_label, torch_layout
@@ -81,6 +82,7 @@ class TrainingResult(Verdicts):
     case: str = ""
     location: str = ""
     notes: List[str] = field(default_factory=list)
+    device_setup: Optional[object] = None  # parity.devices.DeviceSetup: where both sides ran
 
     @property
     def ms_losses(self) -> List[float]:
@@ -281,8 +283,12 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
     chain = (ToleranceSpec.parse(tolerance, source="check_training(tolerance=...)"),) + settings.tolerances
     from .backends import mindspore as msb, torch as tb
 
+    from .backends.device import setup as device_setup
+
     msb.prepare(seed=seed, device=settings.device)
     tb.prepare(seed=seed, device=settings.device)
+    setup = device_setup(settings.device)
+    chain += (device_profile(setup),)  # the dtype defaults on this device, last
     _refuse_dropout(msb.refuse_dropout(ms_cell), tb.dropout_layers(torch_module))
     data, described = _batch_list(batches, steps * accumulate, seed)
     ms_loss, torch_loss, loss_label = _losses(loss, settings.device)
@@ -307,19 +313,28 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
             findings = _lint_optimizer(ms_opt, acknowledge, settings.device)
         ms_steps = msb.TrainStep(ms_cell, ms_loss, ms_opt, accumulate=accumulate, clip_grad_norm=clip_grad_norm,
                                  mode=ms_mode_now)
-        ms_runs[ms_mode_now] = [
-            _side_step(lambda: _stepped(_ms_record(ms_steps, data[step * accumulate:(step + 1) * accumulate], ms_cell,
-                                                   wmap), ms_sched), f"MindSpore ({ms_mode_now})", step)
-            for step in range(steps)]
+        ms_runs[ms_mode_now] = [None] * steps
+        if ms_mode_now != modes[-1]:
+            ms_runs[ms_mode_now] = [
+                _side_step(lambda: _stepped(_ms_record(ms_steps, data[step * accumulate:(step + 1) * accumulate],
+                                                       ms_cell, wmap), ms_sched), f"MindSpore ({ms_mode_now})", step)
+                for step in range(steps)]
     torch_sched = schedulers.torch(torch_opt)
     opt_label += schedulers.label(torch_sched, ms_sched)
     torch_steps = tb.TrainStep(torch_module, torch_loss, torch_opt, accumulate=accumulate,
                                clip_grad_norm=clip_grad_norm, device=settings.device)
     losses, trained, close = [], [], []
-    for step in range(steps):  # each PyTorch step compared as it comes, then only what the envelope needs kept
+    ms_side = f"MindSpore ({modes[-1]})"
+    for step in range(steps):
+        # The last MindSpore run steps beside PyTorch: its step is handed to MindSpore, which runs it
+        # asynchronously while PyTorch takes the same step, then read. Each step is compared as it
+        # comes, and only what the rounding envelope needs is kept.
         micro = data[step * accumulate:(step + 1) * accumulate]
+        launched = _side_step(lambda: _ms_launch(ms_steps, micro), ms_side, step)
         torch_r = _side_step(lambda: _stepped(_torch_record(torch_steps, micro, torch_module, wmap), torch_sched),
                              "PyTorch", step)
+        ms_runs[modes[-1]][step] = _side_step(lambda: _stepped(_ms_collect(ms_steps, launched, ms_cell, wmap),
+                                                               ms_sched), ms_side, step)
         pairs, comparisons = _compare_modes(step, ms_runs, torch_r, wmap, chain)
         losses.append((float(ms_runs[modes[0]][step][("loss", "loss")]), float(torch_r[("loss", "loss")])))
         for runs in ms_runs.values():
@@ -340,7 +355,7 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
          for i, ((ms_l, torch_l), comparisons) in enumerate(zip(losses, trained))],
         wreport, opt_label, loss_label, described, seed, mode, case=settings.case, location=settings.location,
         reproduce=report.reproduce_line(settings.reproduce, seed, "parity.check_training"),
-        notes=[f"optimizer lint: {finding}" for finding in findings])
+        notes=[f"optimizer lint: {finding}" for finding in findings], device_setup=setup)
     if not result.passed:
         causes = _likely_causes(ms_opt, torch_opt, settings.device) + _loss_causes(ms_loss, torch_loss, settings.device,
                                                                                      mode)
@@ -487,10 +502,20 @@ def _side_step(run, label: str, step: int):
 
 def _ms_record(trainer, micro, ms_cell, wmap) -> Dict[Tuple[str, str], object]:
     """What one MindSpore step left, keyed (stage, MindSpore name); state by (stage, name, key)."""
+    return _ms_collect(trainer, _ms_launch(trainer, micro), ms_cell, wmap)
+
+
+def _ms_launch(trainer, micro):
+    """The learning rates the step will use, and the step handed to MindSpore (see _ms_collect)."""
+    return trainer.lrs(), trainer.launch(micro)
+
+
+def _ms_collect(trainer, launched, ms_cell, wmap) -> Dict[Tuple[str, str], object]:
+    """:func:`_ms_record` of a step :func:`_ms_launch` handed to MindSpore, once it has run."""
     from .backends import mindspore as msb
 
-    lrs = trainer.lrs()
-    loss, grads = trainer.step(micro)
+    lrs, pending = launched
+    loss, grads = trainer.collect(pending)
     return {("loss", "loss"): np.float32(loss), "grads": grads, "lr": lrs, "state": trainer.state(),
             "params": {p.ms: msb.read(ms_cell, p.ms) for p in wmap.trainable_pairs()},
             "buffers": _buffers(msb, ms_cell, wmap, "ms")}
@@ -632,21 +657,24 @@ class _Envelope:
         dtype = next((str(p.dtype).replace("torch.", "") for p in self.module.parameters()), "float32")
         mirrored = {}
 
+        def moved_from_base(value, at):
+            with np.errstate(invalid="ignore", over="ignore"):
+                moved = np.asarray(value, np.float64) - base[at]
+            return np.where(np.isfinite(moved), moved, 0.0)
+
         def widen(runs, sign=0):
             for step, found in runs:
                 for key in wanted.get(step, ()):
                     value = found.get(key)
                     if value is None or np.shape(value) != spread[(step, key)].shape:
                         continue
-                    with np.errstate(invalid="ignore", over="ignore"):
-                        moved = np.asarray(value, np.float64) - base[(step, key)]
-                    moved = np.where(np.isfinite(moved), moved, 0.0)
+                    moved = moved_from_base(value, (step, key))
                     np.maximum(spread[(step, key)], np.abs(moved), out=spread[(step, key)])
-                    if sign > 0:
-                        mirrored[(step, key)] = moved
+                    if sign > 0:  # kept as the run's own value (half the bytes of the float64 move)
+                        mirrored[(step, key)] = value
                     elif sign < 0:
-                        jumped[(step, key)] |= _jumps(mirrored.pop((step, key)), moved,
-                                                      np.asarray(base[(step, key)]))
+                        plus = moved_from_base(mirrored.pop((step, key)), (step, key))
+                        jumped[(step, key)] |= _jumps(plus, moved, np.asarray(base[(step, key)]))
 
         try:
             widen(self._run(dtype, wanted, cast="float64"))
@@ -705,8 +733,9 @@ def failure_message(result: TrainingResult, likely_causes=()) -> str:
     lines = [f"MindSpore and PyTorch do not train the same! First at step {step}, {_where(first)}", ""]
     if result.case:
         lines.append(f"Case:       {result.case}" + (f"  ({result.location})" if result.location else ""))
-    lines += [f"Pair:       mindspore {result.ms_type} <-> torch {result.torch_type} (train mode, {result.mode})",
-              f"Optimizer:  {result.optimizer}", f"Loss:       {result.loss}",
+    lines += [f"Pair:       mindspore {result.ms_type} <-> torch {result.torch_type} (train mode, {result.mode})"]
+    lines += report.device_lines(result.device_setup)
+    lines += [f"Optimizer:  {result.optimizer}", f"Loss:       {result.loss}",
               f"Divergence: first at step {step} of {len(result.steps)}, stage "
               f"'{next(k for k, v in STAGES.items() if v == first.kind)}', {_where(first)}", ""]
     if first.problem is None:

@@ -393,3 +393,23 @@ def test_the_real_setters_refuse_a_second_value_which_is_what_parity_relies_on(f
     fake.set_before_the_run(precision_mode="force_fp16")
     with pytest.raises(RuntimeError, match="can not be set repeatedly"):
         ASCEND_PRECISION.precision_mode("must_keep_origin_dtype")
+
+
+def test_a_training_check_on_fake_ascend_takes_the_profile_and_says_where_both_sides_ran(fake):
+    from parity.training import run_training
+
+    fake.torch_npu()
+    fake.set_before_the_run(precision_mode="allow_fp32_to_bf16")
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    batches = [(parity.randn((4, 3)), parity.randn((4, 2)))]
+    with pytest.raises(ParityMismatch) as info:  # MindSpore's SGD at lr 0.2, PyTorch's at 0.1
+        run_training(parity.translate(model), model, batches, loss=torch.nn.MSELoss(), steps=2,
+                     optimizer=(lambda p: mindspore.nn.SGD(p, learning_rate=0.2), lambda p: torch.optim.SGD(p, lr=0.1)),
+                     settings=Settings(device="Ascend"))
+    result, text = info.value.result, str(info.value)
+    assert result.device_setup.torch_device == "npu:0"
+    assert ("Device:     Ascend; MindSpore precision_mode=allow_fp32_to_bf16, matmul_allow_hf32=False, "
+            "conv_allow_hf32=False (set before the run); PyTorch reference on npu:0") in text.splitlines()
+    assert {c.tolerance_source for c in result.comparisons if c.torch_dtype == "float32"} == {
+        "Ascend float32 (precision_mode=allow_fp32_to_bf16)"}
