@@ -1,5 +1,5 @@
-"""The framework adapters. Only ``backends/mindspore.py`` and ``backends/torch.py`` import a
-framework, and only when a check runs."""
+"""The framework adapters. Only ``backends/mindspore.py``, ``backends/torch.py`` and
+``backends/device.py`` (the device branches of both) import a framework, and only when a check runs."""
 
 from __future__ import annotations
 
