@@ -4,6 +4,7 @@
     parity run [PATH ...] [-k TEXT] [--parity-seed N] [--parity-mode MODE] [--parity-device DEV] [--plot DIR]
     parity scan PATH [--json] [--device CPU|GPU|Ascend] [--module PKG.MOD:FACTORY --input-shape N,C,H,W]
     parity convert SRC DST (--cell PKG.MOD:FACTORY | --module PKG.MOD:FACTORY) [--name-map FILE] [--allow-missing]
+    parity report RUN.jsonl [RUN2.jsonl ...] [--baseline DIR] [--html OUT.html] [--markdown OUT.md] [--save-baseline DIR]
 
 ``--plot DIR`` writes each training item's loss curves and per-step margins to ``DIR/<item>.html``
 (:func:`parity.plot_training`), whether it passed or failed.
@@ -12,6 +13,7 @@ PATH defaults to ``cases``. Exit status: 0 all passed (expected failures include
 failed, 2 a usage error. ``parity scan`` (:mod:`parity.scan`) exits 0 once it has reported (files
 that do not parse are listed as skipped), 2 on a usage error. ``parity convert``
 (:mod:`parity.convert`) exits 0 once the file is written and verified, 2 when nothing was written.
+``parity report`` (:mod:`parity.report_cli`) exits 0 once written, 1 when a check failed or drifted.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from . import options as opts
+from . import report_cli
 from .errors import ParityMismatch, ParityUnsupported, ParityUsageError
 
 
@@ -40,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
             command.add_argument("--plot", metavar="DIR", default=None,
                                  help="write each training item's loss curves to DIR/<item>.html")
     _scan_parser(commands)
+    report_cli.add_parser(commands)
     _convert_parser(commands)
     return parser
 
@@ -158,6 +162,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         if args.command == "scan":
             return _scan(args)
+        if args.command == "report":
+            return report_cli.main(args)
         if args.command == "convert":
             from .convert import run_command
 

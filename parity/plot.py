@@ -104,7 +104,7 @@ def _ticks(lo: float, hi: float, count: int = 5) -> List[float]:
 # Charts ---------------------------------------------------------------------------------------
 
 
-def _frame(steps: Sequence[int], y_ticks, y_label: str) -> List[str]:
+def _frame(steps: Sequence[int], y_ticks, y_label: str, x_label: str = "step") -> List[str]:
     """Axes, grid and tick labels; ``y_ticks`` holds (fraction, label) pairs."""
     bottom, right = HEIGHT - BOTTOM, WIDTH - RIGHT
     out = [f'<rect x="{LEFT}" y="{TOP}" width="{right - LEFT}" height="{bottom - TOP}" fill="none" stroke="#999"/>']
@@ -115,7 +115,7 @@ def _frame(steps: Sequence[int], y_ticks, y_label: str) -> List[str]:
     every = max(1, math.ceil(len(steps) / 12))
     for step in steps[::every]:
         out.append(f'<text x="{_x(step, steps):.1f}" y="{bottom + 16}" text-anchor="middle">{step}</text>')
-    out.append(f'<text x="{(LEFT + right) / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle">step</text>'
+    out.append(f'<text x="{(LEFT + right) / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle">{_esc(x_label)}</text>'
                f'<text x="14" y="{(TOP + bottom) / 2:.1f}" text-anchor="middle" '
                f'transform="rotate(-90 14 {(TOP + bottom) / 2:.1f})">{_esc(y_label)}</text>')
     return out

@@ -1,0 +1,283 @@
+"""``parity report``: shard reports merged into one run, the Markdown summary, and the HTML page
+loaded in a real headless browser (Chromium through playwright: skipped only when no browser can
+be had). The reports are real: pytester runs real pairs, as in tests/test_baseline.py."""
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from parity import cli
+from parity import options as opts
+from parity.plugin import REPORT
+from parity.records import read_records
+from parity.report_page import VERDICT_TEXT, cells
+from parity.runs import BASELINE_FILE, check_key, check_label
+
+PARITY = opts.PARITY
+
+pytestmark = pytest.mark.usefixtures("collect_inner_cells")  # tests/conftest.py
+
+# INNER_GELU: PyTorch's GELU, "none" (exact, as MindSpore's) or "tanh" (its approximation, which
+# stays inside the loose tolerance and fails the default one).
+INNER = """
+import os
+
+from parity import Tolerance
+
+
+def gelu():
+    import torch
+
+    return torch.nn.GELU(approximate=os.environ.get("INNER_GELU", "none"))
+
+
+def test_dense(parity):
+    import mindspore, torch
+
+    torch.manual_seed(0)  # the weights, copied to MindSpore
+    parity.check(mindspore.nn.Dense(4, 3), torch.nn.Linear(4, 3), parity.randn((2, 4)))
+
+
+def test_loose(parity):
+    import mindspore
+
+    parity.check(mindspore.nn.GELU(approximate=False), gelu(), parity.randn((4, 16)), tolerance=Tolerance(0.0, 1e-2))
+
+
+def test_seq(parity):
+    import mindspore, torch
+
+    torch.manual_seed(0)
+    ms = mindspore.nn.SequentialCell(mindspore.nn.Dense(8, 8), mindspore.nn.GELU(approximate=False),
+                                     mindspore.nn.Dense(8, 4))
+    pt = torch.nn.Sequential(torch.nn.Linear(8, 8), gelu(), torch.nn.Linear(8, 4))
+    parity.check(ms, pt, parity.randn((4, 8)), ms_mode="both")
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm_frameworks():
+    """Run, in this process, what the in-process runs run (pytester drops modules first imported
+    during a run, and lazily imported framework internals must survive that)."""
+    import mindspore
+    import torch
+
+    import parity
+    import parity.items  # noqa: F401
+
+    parity.check(mindspore.nn.Dense(4, 3), torch.nn.Linear(4, 3), parity.randn((2, 4)), ms_mode="both")
+    with pytest.raises(parity.ParityMismatch):
+        parity.check(mindspore.nn.SequentialCell(mindspore.nn.Dense(8, 8), mindspore.nn.GELU(approximate=False)),
+                     torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(approximate="tanh")),
+                     parity.randn((4, 8)))
+
+
+@pytest.fixture
+def inner(pytester, monkeypatch):
+    pytester.makepyfile(test_inner=INNER)
+
+    def run(report, *args, gelu="none"):
+        monkeypatch.setenv("INNER_GELU", gelu)
+        return pytester.runpytest(PARITY, "-p", "no:cacheprovider", f"{REPORT}={report}", *args)
+
+    return run
+
+
+def report(pytester, capsys, *args):
+    """``parity report`` in this process, from pytester's folder (its working folder): (exit status,
+    what it printed)."""
+    assert Path.cwd() == pytester.path
+    capsys.readouterr()
+    status = cli.main(["report", *[str(a) for a in args]])
+    return status, capsys.readouterr()
+
+
+def rewrite_environment(path, **changes):
+    """Change fields of a report file's environment record (a dotted name reaches inside)."""
+    lines = Path(path).read_text().splitlines()
+    environment = json.loads(lines[0])
+    for dotted, value in changes.items():
+        *outer, last = dotted.split("__")
+        target = environment
+        for name in outer:
+            target = target[name]
+        target[last] = value
+    Path(path).write_text("\n".join([json.dumps(environment)] + lines[1:]) + "\n")
+
+
+def figures(checks):
+    """What a check measured, without what depends on where and when it ran."""
+    return {check_key(c): (c["verdict"], [(t["kind"], t["name"], t["mode"], t["margin"]) for t in c["tensors"]])
+            for c in checks}
+
+
+def test_shard_reports_merge_into_the_whole_run_and_differences_are_said(inner, pytester, capsys):
+    inner("whole.jsonl", gelu="tanh").assert_outcomes(passed=2, failed=1)
+    inner("s1.jsonl", "-k", "dense or seq", gelu="tanh")
+    inner("s2.jsonl", "-k", "loose", gelu="tanh")
+    rewrite_environment(pytester.path / "s2.jsonl", host__name="another-runner", host__cores=64)
+    status, out = report(pytester, capsys, "s1.jsonl", "s2.jsonl", "--save-baseline", "merged")
+    assert status == 1  # test_seq failed
+    assert out.out.splitlines()[0] == "parity report: 2 files merged into one run of 3 checks: 2 pass, 1 fail"
+    assert "note:" not in out.out  # the runners' own fields may differ
+    _, whole = read_records(pytester.path / "whole.jsonl")
+    _, merged = read_records(pytester.path / "merged" / BASELINE_FILE)
+    assert figures(merged) == figures(whole) and len(merged) == 3
+
+    rewrite_environment(pytester.path / "s2.jsonl", versions__torch="9.9.9", device="GPU",
+                        created="2100-01-01T00:00:00+00:00")
+    shutil.copy(pytester.path / "s1.jsonl", pytester.path / "again.jsonl")  # a shard run twice
+    rewrite_environment(pytester.path / "again.jsonl", created="2100-01-01T00:00:05+00:00")
+    rewrite_environment(pytester.path / "s1.jsonl", created="2100-01-01T00:00:10+00:00")
+    status, out = report(pytester, capsys, "s1.jsonl", "s2.jsonl", "again.jsonl", "--markdown", "out.md")
+    torch_version = read_records(pytester.path / "whole.jsonl")[0]["versions"]["torch"]
+    assert out.out.splitlines()[0] == "parity report: 3 files merged into one run of 3 checks: 2 pass, 1 fail"
+    assert f"note: the shards' environments differ: device: s2.jsonl GPU, again.jsonl CPU, s1.jsonl CPU" in out.out
+    assert (f"note: the shards' environments differ: versions.torch: s2.jsonl 9.9.9, again.jsonl {torch_version}, "
+            f"s1.jsonl {torch_version}") in out.out
+    assert ("note: 2 checks were in more than one file; kept the latest-started file's: test_inner.py::test_dense, "
+            "test_inner.py::test_seq") in out.out
+    assert "> **Note:** the shards' environments differ: device: s2.jsonl GPU" in (pytester.path / "out.md").read_text()
+
+
+def test_the_markdown_summary_counts_names_the_failures_and_tables_the_drift(inner, pytester, capsys):
+    inner("before.jsonl").assert_outcomes(passed=3)
+    report(pytester, capsys, "before.jsonl", "--save-baseline", "base")
+    inner("after.jsonl", gelu="tanh")
+    status, out = report(pytester, capsys, "after.jsonl", "--baseline", "base", "--markdown", "out.md")
+    assert status == 1
+    text = (pytester.path / "out.md").read_text()
+    _, before = read_records(pytester.path / "before.jsonl")
+    _, after = read_records(pytester.path / "after.jsonl")
+    old = {(c["nodeid"], t["kind"], t["name"], t["mode"]): t["margin"] for c in before for t in c["tensors"]}
+    seq = next(c for c in after if c["nodeid"].endswith("test_seq"))
+    assert "**3 checks: 2 pass, 1 fail**; MindSpore " in text
+    assert "new failures 1, fixed 0, drifted 2 tensors in 1 check, new checks 0, missing 0" in text
+    assert seq["modes"] == ["pynative", "graph"]
+    assert (f"| test_inner.py::test_seq | fail | CPU | pynative, graph | {seq['worst_margin']:.3g} | forward: "
+            f"{seq['first_divergence']['forward']['where']} | known mismatch 'gelu-approximate-default'") in text
+    drift_rows = [line for line in text.splitlines() if line.startswith("| test_inner.py::test_loose |")]
+    loose = next(c for c in after if c["nodeid"].endswith("test_loose"))
+    expected = sorted(((t["margin"] / max(old[("test_inner.py::test_loose", t["kind"], t["name"], t["mode"])], 1e-3),
+                        t) for t in loose["tensors"]), key=lambda pair: -pair[0])
+    assert drift_rows == [f"| test_inner.py::test_loose | {t['kind']} '{t['name']}' [pynative] | "
+                          f"{old[('test_inner.py::test_loose', t['kind'], t['name'], 'pynative')]:.3g} | "
+                          f"{t['margin']:.3g} | {ratio:.3g}x |" for ratio, t in expected]
+    assert "#### New failures" in text and "| test_inner.py::test_seq | pass | fail |" in text
+
+    allowed, _ = report(pytester, capsys, "before.jsonl", "--baseline", "base", "--markdown", "same.md")
+    assert allowed == 0
+    assert "No check failed." in (pytester.path / "same.md").read_text()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run.jsonl"], "parity report: nothing to write; give --html OUT.html, --markdown OUT.md or --save-baseline DIR"),
+    (["nowhere.jsonl", "--html", "x.html"], "nowhere.jsonl: no such report file"),
+    (["not_a_report.jsonl", "--html", "x.html"], "not_a_report.jsonl:1: record schema None; this parity reads schema 1"),
+    (["run.jsonl", "--html", "no/such/folder/x.html"], "--html no/such/folder/x.html: folder no/such/folder does not "
+                                                        "exist"),
+    (["run.jsonl", "--markdown", "x.md", "--drift", "0.5"], "--drift: the drift factor must be a finite number "
+                                                             "greater than 1, got '0.5'"),
+    (["run.jsonl", "--markdown", "x.md", "--baseline", "."], "--baseline: . holds no baseline.jsonl*"),
+])
+def test_bad_input_is_a_usage_error(pytester, capsys, args, message):
+    pytester.makefile(".jsonl", run='{"schema": 1, "type": "environment", "created": "2026-01-01T00:00:00+00:00"}',
+                      not_a_report='{"hello": 1}')
+    status, out = report(pytester, capsys, *args)
+    assert status == 2 and out.out == ""
+    assert re.fullmatch(re.escape(f"parity: error: {message}").replace(r"\*", ".*"), out.err.strip())
+
+
+# -- the page in a browser ----------------------------------------------------------------------
+
+
+def _chromium(playwright):
+    """playwright's own Chromium, else the system's (Debian's ``chromium``, or PARITY_CHROMIUM)."""
+    from playwright.sync_api import Error
+
+    try:
+        return playwright.chromium.launch()
+    except Error as exc:
+        reason = str(exc).strip().splitlines()[0]
+    for candidate in (os.environ.get("PARITY_CHROMIUM"), shutil.which("chromium"), shutil.which("chromium-browser"),
+                      shutil.which("google-chrome")):
+        if candidate:
+            return playwright.chromium.launch(executable_path=candidate)
+    pytest.skip(f"no browser to load the page in: playwright's Chromium is not installed ({reason}; "
+                "`python -m playwright install chromium` downloads it) and no chromium is on PATH")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the `test` extra)")
+    with sync_api.sync_playwright() as playwright:
+        chromium = _chromium(playwright)
+        yield chromium
+        chromium.close()
+
+
+def test_the_page_loads_offline_with_its_matrix_failures_plots_and_history(inner, pytester, capsys, browser):
+    inner("before.jsonl").assert_outcomes(passed=3)
+    report(pytester, capsys, "before.jsonl", "--save-baseline", "base")
+    inner("s1.jsonl", "-k", "seq", gelu="tanh")
+    inner("s2.jsonl", "-k", "not seq", gelu="tanh")
+    status, _ = report(pytester, capsys, "s1.jsonl", "s2.jsonl", "--baseline", "base", "--html", "page.html")
+    assert status == 1
+    _, checks = read_records(pytester.path / "s1.jsonl")
+    checks += read_records(pytester.path / "s2.jsonl")[1]
+    page_file = pytester.path / "page.html"
+
+    page = browser.new_page()
+    problems, requests = [], []
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning")
+            else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(page_file.as_uri())
+    page.wait_for_load_state("load")
+    assert problems == []
+    assert requests == [page_file.as_uri()]  # the page itself, nothing else
+
+    # The matrix: one row per check, one column per (device, mode), each cell the verdict in that mode.
+    shown = page.eval_on_selector_all(
+        "#matrix tr[data-check]",
+        "rows => rows.map(r => [r.dataset.check, Array.from(r.querySelectorAll('td[data-mode]')).map("
+        "c => [c.dataset.device, c.dataset.mode, c.dataset.verdict, c.innerText.trim()])])")
+    expected = {check_label(check_key(c)): cells(c) for c in checks}
+    assert sorted(row[0] for row in shown) == sorted(expected)
+    for label, found in shown:
+        assert [(d, m) for d, m, _, _ in found] == [("CPU", "graph"), ("CPU", "pynative")]
+        for device, mode, verdict, text in found:
+            assert verdict == expected[label].get(mode, "")
+            assert text == (VERDICT_TEXT[verdict] if verdict else "-")
+    seq = next(c for c in checks if c["nodeid"].endswith("test_seq"))
+    assert cells(seq) == {"graph": "fail", "pynative": "fail"}
+    assert expected["test_inner.py::test_dense"] == {"pynative": "pass"}
+
+    # The failing check: its message, visible whole, reached from its matrix cell; its per-layer plots.
+    page.click('#matrix tr[data-check="test_inner.py::test_seq"] td[data-mode="graph"] a')
+    section = page.locator('section.failure[data-check="test_inner.py::test_seq"]')
+    message = section.locator("pre.message")
+    assert message.is_visible()
+    assert message.inner_text() == seq["error"]["message"]
+    assert section.locator("pre.message").evaluate("e => e.getBoundingClientRect().height") > 100
+    plotted = section.locator("polyline.series").evaluate_all("ls => ls.map(l => l.dataset.values)")
+    assert plotted == [" ".join(repr(float(layer["out_margin"])) for layer in seq["layers"][d])
+                       for d in ("forward", "backward")]
+    assert section.locator("svg circle[fill='#d62728']").count() >= 2  # the first divergence, forward and backward
+
+    # Since the baseline, and the worst margin over both runs.
+    changes = page.inner_text("#changes")
+    assert "new failures 1, fixed 0, drifted 2 tensors in 1 check, new checks 0, missing 0" in changes
+    assert page.inner_text('#matrix tr[data-check="test_inner.py::test_seq"] td.change') == "new failure"
+    history = page.eval_on_selector_all("#history tr[data-check] polyline", "ls => ls.map(l => l.dataset.values)")
+    _, stored = read_records(pytester.path / "base" / BASELINE_FILE)
+    by_key = {check_key(c): c for c in stored}
+    assert history == [f"{by_key[check_key(c)]['worst_margin']!r} {c['worst_margin']!r}"
+                       for c in sorted(checks, key=check_key)]
+    page.close()
