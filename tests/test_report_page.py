@@ -2,6 +2,7 @@
 loaded in a real headless browser (Chromium through playwright: skipped only when no browser can
 be had). The reports are real: pytester runs real pairs, as in tests/test_baseline.py."""
 
+import datetime
 import json
 import os
 import re
@@ -136,7 +137,7 @@ def test_shard_reports_merge_into_the_whole_run_and_differences_are_said(inner, 
     status, out = report(pytester, capsys, "s1.jsonl", "s2.jsonl", "again.jsonl", "--markdown", "out.md")
     torch_version = read_records(pytester.path / "whole.jsonl")[0]["versions"]["torch"]
     assert out.out.splitlines()[0] == "parity report: 3 files merged into one run of 3 checks: 2 pass, 1 fail"
-    assert f"note: the shards' environments differ: device: s2.jsonl GPU, again.jsonl CPU, s1.jsonl CPU" in out.out
+    assert "note: the shards' environments differ: device: s2.jsonl GPU, again.jsonl CPU, s1.jsonl CPU" in out.out
     assert (f"note: the shards' environments differ: versions.torch: s2.jsonl 9.9.9, again.jsonl {torch_version}, "
             f"s1.jsonl {torch_version}") in out.out
     assert ("note: 2 checks were in more than one file; kept the latest-started file's: test_inner.py::test_dense, "
@@ -172,6 +173,37 @@ def test_the_markdown_summary_counts_names_the_failures_and_tables_the_drift(inn
     allowed, _ = report(pytester, capsys, "before.jsonl", "--baseline", "base", "--markdown", "same.md")
     assert allowed == 0
     assert "No check failed." in (pytester.path / "same.md").read_text()
+
+
+def test_earlier_nights_make_the_margin_over_time_and_the_latest_older_baseline_is_compared(inner, pytester, capsys):
+    inner("exact.jsonl").assert_outcomes(passed=3)
+    inner("tanh.jsonl", gelu="tanh")
+    inner("tonight.jsonl").assert_outcomes(passed=3)
+    nights = []
+    for name, source in (("n1", "exact.jsonl"), ("n2", "tanh.jsonl")):  # stored nights
+        report(pytester, capsys, source, "--save-baseline", f"hist/{name}")
+        nights.append(pytester.path / "hist" / name / BASELINE_FILE)
+    shutil.copy(pytester.path / "tanh.jsonl", pytester.path / "old.jsonl")  # a night given as a file
+    tonight = read_records(pytester.path / "tonight.jsonl")[0]["created"]
+    for path, days in ((nights[0], 2), (nights[1], 1), (pytester.path / "old.jsonl", 3)):
+        earlier = datetime.datetime.fromisoformat(tonight) - datetime.timedelta(days=days)
+        rewrite_environment(path, created=earlier.isoformat())
+
+    status, out = report(pytester, capsys, "old.jsonl", "tonight.jsonl", "--baseline", "hist", "--html", "page.html")
+    assert status == 0
+    lines = out.out.splitlines()
+    assert lines[0] == "parity report: 1 file merged into one run of 3 checks: 3 pass; 1 earlier runs"
+    assert lines[2].startswith(f"baseline: {Path('hist', 'n2', BASELINE_FILE)} (created ")
+    assert lines[3] == "new failures 0, fixed 1, drifted 0 tensors in 0 checks, new checks 0, missing 0"
+    text = (pytester.path / "page.html").read_text()
+    history = text[text.index('<table id="history">'):]
+    assert "<h2>Worst margin over 4 runs</h2>" in text
+    rows = dict(re.findall(r'<tr data-check="([^"]+)">.*?data-values="([^"]+)"', history))
+    by_run = [{c["nodeid"]: c["worst_margin"] for c in read_records(pytester.path / f)[1]}
+              for f in ("old.jsonl", "hist/n1/baseline.jsonl", "hist/n2/baseline.jsonl", "tonight.jsonl")]
+    assert sorted(rows) == sorted(by_run[0])
+    for nodeid, values in rows.items():
+        assert values == " ".join(repr(run[nodeid]) for run in by_run)
 
 
 @pytest.mark.parametrize("args, message", [
