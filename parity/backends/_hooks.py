@@ -29,6 +29,10 @@ class LayerHooks:
     def __init__(self, recording, *, backward: bool):
         self.recording = recording
         self.backward = backward
+        # What a forward does: record its calls, give its tensors gradient hooks. Both, unless an
+        # adapter's backward runs the forward again (MindSpore before 2.9: see its adapter).
+        self.record = True
+        self.grad_hooks = backward
         self.calls: Counter = Counter()  # forward calls seen so far, per path
         self.forward_calls: List[tuple] = []  # (path, type, held inputs, held outputs), not yet recorded
         self.grads: Dict[Tuple[str, int], list] = {}  # (path, call) -> [grad_inputs, grad_outputs]
@@ -62,7 +66,7 @@ class LayerHooks:
         return [leaf for _, leaf in flatten_outputs(value) if leaf is None or self.is_tensor(leaf)]
 
     def pre_hook(self, path: str, layer, args):
-        if not self.backward:
+        if not self.grad_hooks:
             return None
         call = self.calls[path]
         self.grads[(path, call)] = [[None] * len(args), []]
@@ -77,13 +81,14 @@ class LayerHooks:
         call = self.calls[path]
         self.calls[path] += 1
         outs = self.tensors(outputs)
-        held = ([None if t is None else self.hold(t) for t in self.tensors(args)],
-                [None if t is None else self.hold(t) for t in outs])
-        if self.defer_forward:
-            self.forward_calls.append((path, type(layer).__name__) + held)
-        else:
-            self.recording.forward(path, type(layer).__name__, *held)
-        if self.backward:
+        if self.record:
+            held = ([None if t is None else self.hold(t) for t in self.tensors(args)],
+                    [None if t is None else self.hold(t) for t in outs])
+            if self.defer_forward:
+                self.forward_calls.append((path, type(layer).__name__) + held)
+            else:
+                self.recording.forward(path, type(layer).__name__, *held)
+        if self.grad_hooks:
             grads = self.grads.setdefault((path, call), [[None] * len(args), []])
             grads[1] = [None] * len(outs)
             for i, out in enumerate(outs):

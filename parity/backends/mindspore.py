@@ -22,6 +22,10 @@ from ._hooks import LayerHooks
 NAME = "mindspore"
 LABEL = "MindSpore"
 _MODES = {"pynative": ms.PYNATIVE_MODE, "graph": ms.GRAPH_MODE}
+# Before 2.9, PYNATIVE ``mindspore.vjp`` runs the forward plainly when called and again, under
+# autograd, when its VJP function is applied: gradients flow through the second run only, and
+# train-mode running statistics move twice (measured on 2.7.2 and 2.8.0; 2.9.0 runs it once).
+VJP_RERUNS_FORWARD = tuple(int(part) for part in ms.__version__.split(".")[:2]) < (2, 9)
 
 
 def prepare(*, seed: int, device: str) -> None:
@@ -276,12 +280,25 @@ class _Layers(LayerHooks):
 
     A Cell with a custom bprop runs no forward hook and no tensor hooks inside: its forward is
     recorded from a pre-hook that evaluates construct once more without gradient, and its
-    gradients come from MindSpore's Cell backward hook."""
+    gradients come from MindSpore's Cell backward hook.
+
+    Where the backward runs the forward again (:data:`VJP_RERUNS_FORWARD`), the first forward is
+    recorded and hooks no gradient (none will flow through it; MindSpore 2.7 even refuses a hook
+    on some of its tensors), and the second, after ``flush``, hooks the gradients of the same
+    calls, counted afresh, and records nothing."""
 
     def __init__(self, recording, *, backward: bool):
         super().__init__(recording, backward=backward)
         self.recent = _Recent()
         self.bprop_seen: Counter = Counter()  # backward calls seen per custom-bprop path
+        self.rerun = backward and VJP_RERUNS_FORWARD  # the backward will run the forward again
+        if self.rerun:
+            self.grad_hooks = False
+
+    def flush(self) -> None:
+        super().flush()
+        if self.rerun and self.record:  # the plain forward is recorded: hook the one the backward runs
+            self.record, self.grad_hooks, self.calls = False, True, Counter()
 
     def is_tensor(self, value) -> bool:
         return isinstance(value, ms.Tensor)
@@ -301,9 +318,11 @@ class _Layers(LayerHooks):
         return self.recent.arrays(held)
 
     def bprop_pre_hook(self, path: str, cell, inputs) -> None:
+        self.calls[path] += 1
+        if not self.record:
+            return
         with _no_grad():
             outputs = cell.construct(*inputs)
-        self.calls[path] += 1
         self.forward_calls.append((path, type(cell).__name__, self.tensors(inputs), self.tensors(outputs)))
 
     def cell_backward_hook(self, path: str, cell, grad_input, grad_output) -> None:
@@ -436,6 +455,13 @@ class TrainStep:
     def step(self, micro_batches):
         """One optimizer step over ``micro_batches`` (``(Inputs, target)`` pairs): the loss summed
         over them and the gradients before clipping, as numpy by attribute path."""
+        return self.collect(self.launch(micro_batches))
+
+    def launch(self, micro_batches):
+        """:meth:`step` up to the point where MindSpore has been given all of its work (it runs
+        it asynchronously meanwhile); :meth:`collect` waits for it and reads the results. The
+        gradients are read before the update unless the optimizer is one that cannot change them
+        (MindSpore's own, whose update kernels write Parameters only, or a translation)."""
         total, grads = None, None
         with execution_mode(self.mode):
             for inputs, target in micro_batches:
@@ -443,12 +469,22 @@ class TrainStep:
                 loss, part = self._grad(*values)
                 total = loss if total is None else total + loss
                 grads = list(part) if grads is None else [g + p for g, p in zip(grads, part)]
-            seen = {n: g.asnumpy().copy() for n, g in zip(self.names, grads)}
+            seen = None if self._grads_kept else _arrays(self.names, grads)
+            applied = grads
             if self.clip is not None:
-                grads = _clipped(tuple(grads), self.clip) if self.mode != "graph" else \
+                applied = _clipped(tuple(grads), self.clip) if self.mode != "graph" else \
                     _clipped_graph(ms.mutable(tuple(grads)), self.clip)
-            self._apply(ms.mutable(tuple(grads)) if self.mode == "graph" else tuple(grads))
-        return float(total.asnumpy()), seen
+            self._apply(ms.mutable(tuple(applied)) if self.mode == "graph" else tuple(applied))
+        return total, grads, seen
+
+    def collect(self, launched):
+        total, grads, seen = launched
+        return float(total.asnumpy()), seen if seen is not None else _arrays(self.names, grads)
+
+    @property
+    def _grads_kept(self) -> bool:
+        optimizer = type(self.optimizer)
+        return optimizer.__module__.split(".")[0] == "mindspore" or hasattr(self.optimizer, "use_graph")
 
     def lrs(self) -> Dict[str, float]:
         """The learning rate the next step uses, per parameter."""
@@ -477,6 +513,10 @@ class TrainStep:
             for n in self.names:
                 found[n]["step"] = count
         return found
+
+
+def _arrays(names, tensors) -> Dict[str, np.ndarray]:
+    return {n: t.asnumpy().copy() for n, t in zip(names, tensors)}
 
 
 def _clipped(grads, max_norm: float):
