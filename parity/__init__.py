@@ -11,7 +11,7 @@ __all__ = [
     "Tolerance", "randn", "uniform", "randint",
     "ParityError", "ParityMismatch", "ParityUsageError", "ParityUnsupported", "ParityInternalError",
     "translate", "TRANSLATE", "check_training", "TrainingResult", "Training", "plot_training",
-    "fuse", "transpose", "reshape", "convert_checkpoint", "ConversionReport",
+    "fuse", "transpose", "reshape", "convert_checkpoint", "ConversionReport", "compare_dumps", "DumpComparison",
 ]
 __version__ = "0.1.0"
 
@@ -89,6 +89,17 @@ def convert_checkpoint(src, model, dst=None, *, name_map=None, allow_missing=Fal
     return _convert(src, model, dst, name_map=name_map, allow_missing=allow_missing)
 
 
+def compare_dumps(a, b, *, name_map=None, tolerance=None):
+    """Compare two sets of saved tensors (folders of ``.npy``/``.npz`` files, TroubleShooter and
+    msprobe dumps, MindSpore ``.ckpt``, PyTorch ``.pth``/``.pt``/``.bin``, ``.safetensors``, or one
+    such file each), paired by name as :func:`check` pairs weights and judged with its metrics and
+    tolerances (by tolerance alone: there is no model to run). Returns a :class:`DumpComparison`
+    with the pairs in execution order; see :mod:`parity.dumps`. Numpy files import no framework."""
+    from .dumps import compare_dumps as _compare_dumps
+
+    return _compare_dumps(a, b, name_map=name_map, tolerance=tolerance)
+
+
 def translate(torch_module, *, device: str = "CPU"):
     """Build the MindSpore counterpart of ``torch_module`` with equivalent arguments and the same
     weights. Raises :class:`ParityUnsupported` naming the first child that cannot be translated."""
@@ -109,7 +120,7 @@ def transfer_weights(src, dst, *, name_map=None):
 
 _LAZY = {"randn": "inputs", "uniform": "inputs", "randint": "inputs", "Result": "result", "WeightReport": "weights",
          "TrainingResult": "training", "plot_training": "plot", "fuse": "layouts", "transpose": "layouts",
-         "reshape": "layouts", "ConversionReport": "convert"}
+         "reshape": "layouts", "ConversionReport": "convert", "DumpComparison": "dumps"}
 
 
 def __getattr__(name):

@@ -490,11 +490,13 @@ def dropout_layers(model) -> List[str]:
 _NESTED = ("state_dict", "model_state_dict", "model")  # where training scripts nest the weights
 
 
-def load_state_file(path: str) -> tuple[dict[str, np.ndarray], list[tuple[str, ...]], list[str]]:
+def load_state_file(path: str, *, tensor_ok: bool = False
+                    ) -> tuple[dict[str, np.ndarray], list[tuple[str, ...]], list[str]]:
     """A state dict file as numpy arrays by key: ``.safetensors`` through safetensors, anything else
     through ``torch.load(weights_only=True)`` (no code in the file runs). Also the groups of keys
     that hold one tensor (tied weights), and notes on what was done to read it (a state dict nested
-    under ``state_dict``/``model`` taken out, bfloat16 widened to float32, which is exact)."""
+    under ``state_dict``/``model`` taken out, bfloat16 widened to float32, which is exact).
+    ``tensor_ok``: a file holding one tensor (as dump tools save them) reads as ``{"": array}``."""
     notes: list[str] = []
     try:
         if path.endswith(".safetensors"):
@@ -506,7 +508,7 @@ def load_state_file(path: str) -> tuple[dict[str, np.ndarray], list[tuple[str, .
     except Exception as exc:  # unpickling, safetensors and I/O errors of many types
         how = "safetensors" if path.endswith(".safetensors") else "torch.load(weights_only=True)"
         raise ParityUsageError(f"{path}: {how} cannot read it as a PyTorch state dict: {_first_line(exc)}") from None
-    state = _state_dict_in(state, path, notes)
+    state = {"": state} if tensor_ok and isinstance(state, torch.Tensor) else _state_dict_in(state, path, notes)
     arrays, tied, seen, widened = {}, {}, {}, []
     for name, tensor in state.items():
         key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape), tensor.stride())
