@@ -5,6 +5,7 @@
     parity scan PATH [--json] [--device CPU|GPU|Ascend] [--module PKG.MOD:FACTORY --input-shape N,C,H,W]
     parity convert SRC DST (--cell PKG.MOD:FACTORY | --module PKG.MOD:FACTORY) [--name-map FILE] [--allow-missing]
     parity report RUN.jsonl [RUN2.jsonl ...] [--baseline DIR] [--html OUT.html] [--markdown OUT.md] [--save-baseline DIR]
+    parity compare-dumps A B [--json] [--name-map FILE] [--tolerance FILE]
 
 ``--plot DIR`` writes each training item's loss curves and per-step margins to ``DIR/<item>.html``
 (:func:`parity.plot_training`), whether it passed or failed.
@@ -14,6 +15,8 @@ failed, 2 a usage error. ``parity scan`` (:mod:`parity.scan`) exits 0 once it ha
 that do not parse are listed as skipped), 2 on a usage error. ``parity convert``
 (:mod:`parity.convert`) exits 0 once the file is written and verified, 2 when nothing was written.
 ``parity report`` (:mod:`parity.report_cli`) exits 0 once written, 1 when a check failed or drifted.
+``parity compare-dumps`` (:mod:`parity.dumps_cli`) exits 0 when every paired tensor agrees, 1 when
+some differ, 2 on a usage error.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from . import options as opts
-from . import report_cli
+from . import dumps_cli, report_cli
 from .errors import ParityMismatch, ParityUnsupported, ParityUsageError
 
 
@@ -45,6 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     _scan_parser(commands)
     report_cli.add_parser(commands)
     _convert_parser(commands)
+    dumps_cli.add_parser(commands)
     return parser
 
 
@@ -164,6 +168,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _scan(args)
         if args.command == "report":
             return report_cli.main(args)
+        if args.command == "compare-dumps":
+            return dumps_cli.main(args)
         if args.command == "convert":
             from .convert import run_command
 
