@@ -402,3 +402,17 @@ def test_numpy_files_import_no_framework(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(a), str(b)], capture_output=True, text=True, cwd=ROOT,
                          check=True)
     assert out.stdout.strip().splitlines()[-1] == "0 []", out.stdout + out.stderr
+
+
+def test_the_readme_example_is_what_the_command_prints(tmp_path, monkeypatch, capsys):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Comparing saved tensors"):]
+    source = section[section.index("```python\n") + len("```python\n"):]
+    source = source[:source.index("```")]
+    command = "```text\n$ parity compare-dumps ms_dump torch_dump\n"
+    shown = section[section.index(command) + len(command):]
+    shown = shown[:shown.index("```")]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(source, "README.md", "exec"), {})
+    assert cli.main(["compare-dumps", "ms_dump", "torch_dump"]) == 1
+    assert capsys.readouterr().out.strip().splitlines() == shown.strip().splitlines()
