@@ -65,7 +65,8 @@ class Side:
         """``runs/ms (TroubleShooter api_dump, MindSpore; 12 tensors in rank0/..., in the order of ...)``"""
         what = self.layout + (f", {_LABEL[self.framework]}" if self.framework else "")
         where = f" in {self.folder}" if self.folder else ""
-        return f"{self.path} ({what}; {len(self.arrays)} tensors{where}, {self.order})"
+        count = f"{len(self.arrays)} tensor" + ("" if len(self.arrays) == 1 else "s")
+        return f"{self.path} ({what}; {count}{where}, {self.order})"
 
 
 def natural_key(name: str) -> list:

@@ -205,8 +205,7 @@ def _rows(wmap, conflicts, ref: Side, other: Side, ref_is_a: bool, spec: Toleran
         others = list(dict.fromkeys(p.ms for p in pairs))
         label = ", ".join(others)
         value = torch_layout(pairs, other.arrays)
-        how = "execution order" if pairs[0].how == "definition order" else pairs[0].how  # the sides' own order
-        found.append((name, label, how, value))
+        found.append((name, label, _how(pairs), value))
     for m, t in conflicts:
         found.append((t.name, m.name, "by name, shapes differ", other.arrays[m.name]))
     position = {name: i for i, name in enumerate(ref.arrays)}
@@ -217,6 +216,15 @@ def _rows(wmap, conflicts, ref: Side, other: Side, ref_is_a: bool, spec: Toleran
         pair = _ArrayPair("tensor", a, other_name, ref_name, "", np.asarray(value), np.asarray(ref.arrays[ref_name]))
         rows.append(TensorRow(a, b, how, _compare(pair, [spec], check_dtype=False), "A" if ref_is_a else "B"))
     return rows
+
+
+def _how(pairs) -> str:
+    """How a reference tensor was paired; for a part of a fused tensor, which part."""
+    first = pairs[0]
+    if first.how == "definition order":
+        return "execution order"  # each side's slots are in its own execution order
+    part = first.ms_part
+    return first.how + (f", part {part.index + 1} of {part.count} along axis {part.axis}" if part else "")
 
 
 # -- name maps -------------------------------------------------------------------------------------

@@ -107,8 +107,19 @@ def _tolerances(result) -> List[str]:
 def _pairing(result) -> List[str]:
     counts: Dict[str, int] = {}
     for row in result.rows:
-        counts[row.how] = counts.get(row.how, 0) + 1
+        how = row.how.split(", part ")[0]
+        counts[how] = counts.get(how, 0) + 1
     lines = ["Paired: " + ", ".join(f"{how} {n}" for how, n in counts.items())]
+    fused: Dict[str, List[str]] = {}
+    for row in result.rows:
+        ref_name, other_name = (row.a, row.b) if row.reference == "A" else (row.b, row.a)
+        if row.how.startswith("fused automatically"):  # the other side's tensor holds the reference's
+            fused.setdefault(other_name, []).append(ref_name)
+        elif row.how.startswith("split automatically"):
+            fused.setdefault(ref_name, []).extend(other_name.split(", "))
+    if fused:
+        lines.append("Fused or split automatically, in each side's order (check them; else name a parity.fuse): "
+                     + "; ".join(f"{whole} = [{', '.join(parts)}]" for whole, parts in fused.items()))
     by_order = [row for row in result.rows if row.how == "execution order"]
     if by_order:
         lines.append(f"Paired in execution order by kind and shape (the names differ; check them): "

@@ -416,3 +416,24 @@ def test_the_readme_example_is_what_the_command_prints(tmp_path, monkeypatch, ca
     exec(compile(source, "README.md", "exec"), {})
     assert cli.main(["compare-dumps", "ms_dump", "torch_dump"]) == 1
     assert capsys.readouterr().out.strip().splitlines() == shown.strip().splitlines()
+
+
+def test_fused_and_split_tensors_pair_part_by_part(tmp_path):
+    rng = _rng(8)
+    q, k, v, out = (rng.standard_normal((4, 4)).astype(np.float32) for _ in range(4))
+    a = _save(tmp_path / "a", {"attn.qkv.weight": np.concatenate([q, k, v]), "attn.out.weight": out})
+    (tmp_path / "b").mkdir()  # one archive: its keys in the order stored, q, k, v
+    np.savez(tmp_path / "b" / "attn.npz", **{"attn.q.weight": q, "attn.k.weight": k, "attn.v.weight": v + 1,
+                                             "attn.out.weight": out})
+    result = parity.compare_dumps(a, tmp_path / "b")
+    assert [(row.a, row.b, row.passed) for row in result.rows] == [
+        ("attn.qkv.weight", "attn.q.weight", True), ("attn.qkv.weight", "attn.k.weight", True),
+        ("attn.qkv.weight", "attn.v.weight", False), ("attn.out.weight", "attn.out.weight", True)]
+    assert result.first_mismatch.how == "fused automatically, part 3 of 3 along axis 0"
+    assert result.first_mismatch.comparison.max_abs == pytest.approx(1.0)
+    text = str(result)
+    assert "attn.qkv.weight = [attn.q.weight, attn.k.weight, attn.v.weight]" in text
+    assert "Paired: fused automatically 3, same name 1" in text
+    swapped = parity.compare_dumps(tmp_path / "b", a)
+    assert [(row.a, row.how) for row in swapped.failures] == [("attn.q.weight, attn.k.weight, attn.v.weight",
+                                                               "split automatically")]
