@@ -122,7 +122,7 @@ def _pairing(result) -> List[str]:
                      + "; ".join(f"{whole} = [{', '.join(parts)}]" for whole, parts in fused.items()))
     by_order = [row for row in result.rows if row.how == "execution order"]
     if by_order:
-        lines.append(f"Paired in execution order by kind and shape (the names differ; check them): "
+        lines.append("Paired in execution order by kind and shape (the names differ; check them): "
                      + ", ".join(f"{r.a} = {r.b}" for r in by_order[:3]) + (" ..." if len(by_order) > 3 else ""))
     return lines
 
