@@ -6,7 +6,7 @@ mode), what changed since the baseline, each failing check (its message whole an
 errors, or its tensors' where no layer was captured), each check's worst margin over the nights
 given, and the environment. Charts reuse parity/plot.py's frame and log axis; every plotted series
 keeps its numbers in ``data-values`` (``repr`` of each float) and its points' names in
-``data-labels``, so what is drawn can be read back.
+``data-labels`` (one a line), so what is drawn can be read back.
 """
 
 from __future__ import annotations
@@ -116,8 +116,10 @@ def _matrix(run: Run, comparison: Optional[Comparison], anchors: Dict[Tuple[str,
         rows.append(f'<tr data-check="{_esc(check_label(key))}">{"".join(row)}</tr>')
     missing = [c for c in comparison.changes if c.kind == "missing"] if comparison is not None else []
     for change in missing:
-        rows.append(f'<tr data-check="{_esc(change.label)}"><td class="name">{_esc(change.label)}</td>'
-                    + '<td class="v-absent">-</td>' * len(cols) + '<td class="change">missing</td></tr>')
+        absent = "".join(f'<td class="v-absent" data-device="{_esc(d)}" data-mode="{_esc(m)}" data-verdict="">-</td>'
+                         for d, m in cols)
+        rows.append(f'<tr data-check="{_esc(change.label)}"><td class="name">{_esc(change.label)}</td>{absent}'
+                    '<td class="change">missing</td></tr>')
     return f'<table class="matrix" id="matrix"><tr>{head}</tr>{"".join(rows)}</table>'
 
 
@@ -197,7 +199,7 @@ def _points_chart(series: str, labels: Sequence[str], values: Sequence[Any], mar
         dots.append(f'<circle cx="{x:.2f}" cy="{y:.2f}" r="{4 if mark else 3}" fill="{FAIL_COLOR if mark else MARGIN_COLOR}">'
                     f"<title>{step}. {_esc(label)}: {value:.4g}</title></circle>")
     body.append(f'<polyline class="series" data-series="{_esc(series)}" data-values="{" ".join(map(repr, numbers))}" '
-                f'data-labels="{_esc(chr(31).join(labels))}" fill="none" stroke="{MARGIN_COLOR}" stroke-width="1.5" '
+                f'data-labels="{_esc(chr(10).join(labels))}" fill="none" stroke="{MARGIN_COLOR}" stroke-width="1.5" '
                 f'points="{" ".join(points)}"/>')
     return plot._svg(body + dots, f"{series}: difference over allowed, log scale")
 

@@ -302,6 +302,9 @@ def test_the_page_loads_offline_with_its_matrix_failures_plots_and_history(inner
     assert plotted == [" ".join(repr(float(layer["out_margin"])) for layer in seq["layers"][d])
                        for d in ("forward", "backward")]
     assert section.locator("svg circle[fill='#d62728']").count() >= 2  # the first divergence, forward and backward
+    labels = section.locator("polyline.series").first.get_attribute("data-labels").split("\n")
+    assert labels == [f"{layer['layer']} {layer['torch_type']} [{layer['status']}]" for layer in seq["layers"]["forward"]]
+    assert "[FAIL]" in labels[1] and section.locator("p.layers").first.is_visible()
 
     # Since the baseline, and the worst margin over both runs.
     changes = page.inner_text("#changes")
