@@ -91,8 +91,10 @@ def main(args) -> int:
     tonight.notes += notes
     comparison = None if baseline is None else drift.compare(baseline, tonight.checks, tonight.environment,
                                                              factor=factor)
+    earlier = len(given) - 1
     print(f"parity report: {len(tonight.sources)} file{'' if len(tonight.sources) == 1 else 's'} merged into one run "
-          f"of {report_page.counts(tonight.checks)}" + (f"; {len(given) - 1} earlier runs" if len(given) > 1 else ""))
+          f"of {report_page.counts(tonight.checks)}" + (f"; {earlier} earlier run{'' if earlier == 1 else 's'} given"
+                                                       if earlier else ""))
     for note in tonight.notes:
         print(f"note: {note}")
     for line in comparison.summary_lines() if comparison is not None else ():

@@ -192,7 +192,7 @@ def test_earlier_nights_make_the_margin_over_time_and_the_latest_older_baseline_
     status, out = report(pytester, capsys, "old.jsonl", "tonight.jsonl", "--baseline", "hist", "--html", "page.html")
     assert status == 0
     lines = out.out.splitlines()
-    assert lines[0] == "parity report: 1 file merged into one run of 3 checks: 3 pass; 1 earlier runs"
+    assert lines[0] == "parity report: 1 file merged into one run of 3 checks: 3 pass; 1 earlier run given"
     assert lines[2].startswith(f"baseline: {Path('hist', 'n2', BASELINE_FILE)} (created ")
     assert lines[3] == "new failures 0, fixed 1, drifted 0 tensors in 0 checks, new checks 0, missing 0"
     text = (pytester.path / "page.html").read_text()
