@@ -11,6 +11,7 @@ import torch
 import parity
 from parity import ParityUnsupported, ParityUsageError
 from parity.translation import translated_names
+from parity.translation.graph import GraphForward
 from parity.translation.modules import TorchForward
 
 
@@ -108,20 +109,29 @@ class Gated(torch.nn.Module):
 def test_custom_module_runs_its_forward_on_the_translated_children():
     net = Gated()
     cell = parity.translate(net)
-    assert isinstance(cell, TorchForward) and cell.scale == 2.0
+    assert isinstance(cell, GraphForward)
     assert sorted(_weights(cell)) == ["fc.bias", "fc.weight", "gate", "offset"]
     assert not cell.offset.requires_grad
     result = parity.check(cell, net, parity.randn((3, 4)))
     assert result.passed
 
 
-class CallsTorch(torch.nn.Module):
+class CallsTorchOnData(torch.nn.Module):
+    """Branches on a tensor's value (no trace) and calls torch (no running forward as it is)."""
+
     def __init__(self):
         super().__init__()
         self.fc = torch.nn.Linear(2, 2)
 
     def forward(self, x):
-        return torch.relu(self.fc(x))
+        return torch.relu(self.fc(x)) if x.sum() > 0 else x
+
+
+class BranchesOnData(torch.nn.Module):
+    """Branches on a tensor's value, with Python operators only: forward runs as it is."""
+
+    def forward(self, x):
+        return x * 2 if x.sum() > 0 else x - 1
 
 
 class CallsSuper(torch.nn.Linear):
@@ -129,11 +139,24 @@ class CallsSuper(torch.nn.Linear):
         return super().forward(x) * 2
 
 
-def test_custom_forward_calling_torch_is_refused_by_name():
-    with pytest.raises(ParityUnsupported, match=r"CallsTorch\): forward\(\) uses torch:"):
-        parity.translate(CallsTorch())
-    with pytest.raises(ParityUnsupported, match=r"CallsSuper\): forward\(\) uses super\(\)"):
-        parity.translate(CallsSuper(2, 2))
+def test_custom_forward_neither_traced_nor_runnable_is_refused_saying_both():
+    with pytest.raises(ParityUnsupported, match=r"CallsTorchOnData\): torch.fx cannot trace forward: TraceError: "
+                                                r".*test_translate.py:\d+.*; and forward\(\) uses torch:"):
+        parity.translate(CallsTorchOnData())
+
+
+def test_custom_forward_that_cannot_be_traced_runs_as_it_is():
+    net = BranchesOnData()
+    cell = parity.translate(net)
+    assert isinstance(cell, TorchForward)
+    assert parity.check(cell, net, parity.randn((3, 2))).passed
+
+
+def test_super_forward_is_traced_through():
+    net = CallsSuper(2, 2)
+    cell = parity.translate(net)
+    assert isinstance(cell, GraphForward)
+    assert parity.check(cell, net, parity.randn((3, 2))).passed
 
 
 # --- arguments where the defaults differ ----------------------------------------------------

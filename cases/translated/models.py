@@ -96,7 +96,7 @@ def named_mlp():
 
 
 class UsesFunctional(torch.nn.Module):
-    """Calls ``torch.nn.functional`` in forward: refused, naming it."""
+    """Calls ``torch.nn.functional`` in forward: translated from its ``torch.fx`` trace."""
 
     def __init__(self):
         super().__init__()

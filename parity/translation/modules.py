@@ -1,6 +1,7 @@
 """The tree walk: layers go to their family's builder, containers to their MindSpore containers,
-and any other Module whose children all translate to a :class:`TorchForward` Cell that runs the
-PyTorch class's own ``forward`` against the translated children."""
+and any other Module whose children all translate to a :class:`~.graph.GraphForward` Cell that runs
+the ``torch.fx`` trace of its ``forward`` against the translated children or, where ``forward``
+cannot be traced, to a :class:`TorchForward` Cell that runs the PyTorch class's own ``forward``."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import torch
 from mindspore import nn
 
 from ._registry import Context, builder_for, torch_name
+from .graph import TraceFailed, graph_cell
 
 __all__ = ["translate_module", "TorchForward"]
 
@@ -48,7 +50,7 @@ def _plain_container(module) -> bool:
     """A container, or a subclass that keeps the container's forward (ModuleList/Dict have none)."""
     if isinstance(module, torch.nn.Sequential):
         return type(module).forward is torch.nn.Sequential.forward
-    return True
+    return type(module).forward is torch.nn.Module.forward  # a ModuleDict subclass may define one
 
 
 def _container(module, ctx: Context):
@@ -91,17 +93,18 @@ def _torch_names(function) -> List[str]:
     return found
 
 
-def _check_functions(functions: Dict[str, types.FunctionType], ctx: Context) -> None:
+def _refusal(functions: Dict[str, types.FunctionType]) -> str:
+    """Why ``forward`` cannot run on MindSpore tensors as it is ("" when it can)."""
     if "forward" not in functions:
-        raise ctx.unsupported("has no forward of its own to run")
+        return "has no forward of its own to run"
     for name, function in functions.items():
         used = _torch_names(function)
         if used:
-            raise ctx.unsupported(
-                f"{name}() uses {', '.join(used)}: a custom Module is translated by running its forward on "
-                "MindSpore tensors, so forward may only call its children, Python operators and Tensor "
-                "methods MindSpore shares; write this Cell by hand (or move the PyTorch calls into a "
-                "supported layer)")
+            return (f"{name}() uses {', '.join(used)}: running forward itself on MindSpore tensors (what is "
+                    "left when forward cannot be traced) allows only calls to its children, Python operators "
+                    "and Tensor methods MindSpore shares; write this Cell by hand (or move the PyTorch calls "
+                    "into a supported layer)")
+    return ""
 
 
 def _plain_attributes(module) -> Dict[str, object]:
@@ -120,16 +123,32 @@ def _ms_tensor(value: torch.Tensor, name: str, trainable: bool):
     return ms.Parameter(ms.Tensor(array), name=name, requires_grad=trainable)
 
 
+def _own_tensors(module):
+    """Gives a Cell the Module's own parameters and buffers, under the same names."""
+
+    def give(cell):
+        for name, param in module.named_parameters(recurse=False):
+            setattr(cell, name, _ms_tensor(param, name, param.requires_grad))
+        for name, buffer in module.named_buffers(recurse=False):
+            setattr(cell, name, _ms_tensor(buffer, name, False))
+
+    return give
+
+
 def _custom(module, ctx: Context):
+    children = _translated_children(module, ctx)
+    try:
+        return graph_cell(module, ctx, children, _own_tensors(module))
+    except TraceFailed as failure:
+        traced = failure
     functions = _user_functions(type(module))
-    _check_functions(functions, ctx)
+    refused = _refusal(functions)
+    if refused:
+        raise ctx.unsupported(f"{traced}; and {refused}")
     cell = TorchForward(type(module))
-    for name, child in _translated_children(module, ctx).items():
+    for name, child in children.items():
         cell.insert_child_to_cell(name, child)
-    for name, param in module.named_parameters(recurse=False):
-        setattr(cell, name, _ms_tensor(param, name, param.requires_grad))
-    for name, buffer in module.named_buffers(recurse=False):
-        setattr(cell, name, _ms_tensor(buffer, name, False))
+    _own_tensors(module)(cell)
     for name, value in _plain_attributes(module).items():
         if hasattr(nn.Cell, name):
             raise ctx.unsupported(f"attribute {name!r} clashes with mindspore.nn.Cell.{name}")

@@ -1,0 +1,327 @@
+"""Custom Modules translated from what their ``forward`` executes: a ``torch.fx`` symbolic trace of
+the Module, every submodule kept as a leaf, run node by node on MindSpore tensors.
+
+:func:`graph_cell` traces the Module (``torch.fx.Tracer`` with every submodule a leaf, so the graph
+holds the Module's own code: its functional calls, Tensor methods and operators, and calls to its
+children) and builds a :class:`GraphForward` Cell: the Module's children translated as usual, its
+parameters and buffers under the same names (so weights pair by name), and a ``construct`` that
+runs the graph's nodes in order:
+
+* ``placeholder``: the call's arguments, bound to ``forward``'s signature;
+* ``get_attr``: a parameter or buffer of the Cell (or a constant tensor the trace captured);
+* ``call_module``: the translated child at that attribute path;
+* ``call_function`` / ``call_method``: the MindSpore adapter from :mod:`.functions`;
+* ``output``: the result, with the structure ``forward`` returns.
+
+Only code that runs is translated: a helper method nobody calls, or a branch not taken, is never
+seen. What a trace bakes in is traced again when it changes: ``self.training`` (one program per
+mode, built when the Cell runs in that mode) and ``forward``'s non-tensor arguments (``mask=None``,
+``need_weights=False``: each combination met gets its own program). A call without a MindSpore
+adapter is refused with its name and the file:line of the call in the Module's source.
+
+A Module that cannot be traced (Python control flow on tensor values, ``*args``) raises
+:class:`TraceFailed`, which says where; :mod:`.modules` then falls back to running ``forward``
+itself on MindSpore tensors. Made for PYNATIVE mode.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import mindspore as ms
+import torch
+import torch.fx
+from mindspore import nn
+
+from ..errors import ParityUnsupported
+from . import functions
+from ._registry import Context, torch_name
+
+__all__ = ["graph_cell", "GraphForward", "TraceFailed"]
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_SCALARS = (type(None), bool, int, float, str)
+
+
+class TraceFailed(Exception):
+    """``torch.fx`` could not trace the Module's forward; the message says why and where."""
+
+
+class _Tracer(torch.fx.Tracer):
+    """Every submodule is a leaf: the graph holds only the traced Module's own code."""
+
+    def __init__(self):
+        super().__init__()
+        self.record_stack_traces = True
+
+    def is_leaf_module(self, module, qualname) -> bool:
+        return True
+
+
+# --- where a call is ------------------------------------------------------------------------
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)')
+
+
+def _user_frame(frames: List[Tuple[str, int, str]]) -> str:
+    """``file:line`` of the innermost frame outside PyTorch's own package, with its code."""
+    for filename, line, code in reversed(frames):
+        if not os.path.abspath(filename).startswith(_TORCH_DIR):
+            return f"{_shown(filename)}:{line}" + (f"  ({code.strip()})" if code else "")
+    return "an unknown place"
+
+
+def _shown(filename: str) -> str:
+    try:
+        relative = os.path.relpath(filename)
+    except ValueError:
+        return filename
+    return filename if relative.startswith("..") else relative
+
+
+def node_location(node: torch.fx.Node) -> str:
+    """Where the call a node records was written, from the stack the trace recorded."""
+    frames = [(m.group(1), int(m.group(2)), m.group(4)) for m in _FRAME.finditer(node.stack_trace or "")]
+    return _user_frame(frames)
+
+
+def _exception_location(exc: BaseException) -> str:
+    return _user_frame([(f.filename, f.lineno, f.line or "") for f in traceback.extract_tb(exc.__traceback__)])
+
+
+# --- tracing ----------------------------------------------------------------------------------
+
+def _concrete(value) -> bool:
+    """A value the trace may bake in: None, a bool, a number, a string, or a tuple/list of them."""
+    if isinstance(value, (tuple, list)):
+        return all(_concrete(v) for v in value)
+    return isinstance(value, _SCALARS)
+
+
+def _key(value):
+    return tuple(_key(v) for v in value) if isinstance(value, (tuple, list)) else (type(value).__name__, value)
+
+
+def _signature(module) -> inspect.Signature:
+    signature = inspect.signature(type(module).forward)
+    params = list(signature.parameters.values())[1:]  # self
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        raise TraceFailed("forward takes *args or **kwargs, which a trace cannot bind")
+    return signature.replace(parameters=params)
+
+
+def _trace(module, training: bool, concrete: Dict[str, Any]) -> torch.fx.Graph:
+    modes = [(m, m.training) for m in module.modules()]
+    module.train(training)
+    try:
+        return _Tracer().trace(module, concrete_args=dict(concrete) or None)
+    except Exception as exc:  # anything the user's forward raises on proxies
+        raise TraceFailed(f"torch.fx cannot trace forward: {type(exc).__name__}: {_first_line(exc)} "
+                          f"(at {_exception_location(exc)})") from None
+    finally:
+        for sub, mode in modes:
+            sub.training = mode
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else ""
+
+
+# --- programs: a traced graph ready to run --------------------------------------------------
+
+@dataclass
+class _Step:
+    node: torch.fx.Node
+    run: Callable  # (cell, args, kwargs) -> value, for calls; unused for the others
+    inplace: bool = False
+    where: str = ""
+
+
+class _Program:
+    """One traced graph, its nodes resolved against the Cell once, run on MindSpore tensors."""
+
+    def __init__(self, graph: torch.fx.Graph, cell: "GraphForward", module, ctx: Context):
+        self.graph = graph
+        self.steps: List[_Step] = []
+        problems = []
+        for node in graph.nodes:
+            try:
+                self.steps.append(self._step(node, cell, module))
+            except _Untranslatable as exc:
+                problems.append(f"{exc} at {node_location(node)}")
+        if problems:
+            raise ctx.unsupported("forward calls what has no MindSpore translation:\n  " + "\n  ".join(problems))
+
+    def _step(self, node, cell, module) -> _Step:
+        if node.op in ("placeholder", "output"):
+            return _Step(node, None)
+        if node.op == "get_attr":
+            return _Step(node, _attribute(node.target, cell, module))
+        if node.op == "call_module":
+            child = cell.cell_at(node.target)
+            inplace = bool(getattr(module.get_submodule(node.target), "inplace", False))
+            return _Step(node, child, inplace)
+        name = functions.api_name(node.op, node.target)
+        if node.op == "call_method":
+            adapter = functions.method_for(node.target)
+            if adapter is None:
+                raise _Untranslatable(name)
+        else:
+            found = functions.function_for(node.target)
+            if found is None:
+                raise _Untranslatable(name)
+            adapter, validate = found
+            why = validate(*_constants(node)) if validate else None
+            if why:
+                raise _Untranslatable(f"{name}: {why}")
+        inplace = functions.is_inplace(node.op, node.target, node.kwargs)
+        return _Step(node, adapter, inplace, f"{name} at {node_location(node)}")
+
+    def run(self, cell, bound: List[Any]):
+        env: Dict[str, Any] = {}
+        value = lambda n: env[n.name]  # noqa: E731
+        places = iter(bound)
+        for step in self.steps:
+            node = step.node
+            if node.op == "placeholder":
+                env[node.name] = next(places)
+            elif node.op == "output":
+                return torch.fx.node.map_arg(node.args[0], value)
+            elif node.op == "get_attr":
+                env[node.name] = step.run()
+            else:
+                args = torch.fx.node.map_arg(node.args, value)
+                kwargs = torch.fx.node.map_arg(node.kwargs, value)
+                env[node.name] = step.run(*args, **kwargs) if node.op == "call_module" else \
+                    _call(step, args, kwargs)
+                if step.inplace and node.args and isinstance(node.args[0], torch.fx.Node):
+                    env[node.args[0].name] = env[node.name]  # later reads see the "modified" tensor
+        raise ParityUnsupported("the traced graph has no output")
+
+
+class _Untranslatable(Exception):
+    pass
+
+
+def _constants(node) -> Tuple[tuple, dict]:
+    return node.args, dict(node.kwargs)
+
+
+def _call(step: _Step, args, kwargs):
+    try:
+        return step.run(*args, **kwargs)
+    except AssertionError:
+        raise
+    except (TypeError, ValueError, RuntimeError, IndexError) as exc:
+        raise ParityUnsupported(f"MindSpore could not run {step.where}: {type(exc).__name__}: "
+                                f"{_first_line(exc)}") from None
+
+
+def _attribute(target: str, cell, module) -> Callable[[], Any]:
+    """Reads a parameter, buffer or captured tensor at run time (weights copied later are seen)."""
+    owner_path, _, leaf = target.rpartition(".")
+    owner = cell.cell_at(owner_path) if owner_path else cell
+    if leaf in owner.parameters_dict() or hasattr(owner, leaf) and isinstance(getattr(owner, leaf), ms.Tensor):
+        return lambda: getattr(owner, leaf)
+    value = _torch_attribute(module, target)
+    if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
+        constant = ms.Tensor(value.detach().cpu().numpy().copy())
+        return lambda: constant
+    raise _Untranslatable(f"reading {target} (the translated {type(owner).__name__} has no attribute {leaf!r})")
+
+
+def _torch_attribute(module, target: str):
+    value = module
+    for part in target.split("."):
+        value = getattr(value, part, None)
+    return value
+
+
+# --- the Cell ---------------------------------------------------------------------------------
+
+class GraphForward(nn.Cell):
+    """A custom PyTorch Module, translated from its traced ``forward``: the same children, parameters
+    and buffers under the same names, and a ``construct`` that runs the traced graph on them."""
+
+    def __init__(self, module, ctx: Context):
+        super().__init__()
+        self.torch_class = torch_name(type(module))
+        object.__setattr__(self, "_source", _Source(module, ctx))
+
+    def cell_at(self, path: str):
+        found = self
+        for part in path.split(".") if path else ():
+            cells = found.name_cells()
+            if part not in cells:
+                raise _Untranslatable(f"calling {path} (no translated child {part!r})")
+            found = cells[part]
+        return found
+
+    def construct(self, *args, **kwargs):
+        return self._source.run(self, args, kwargs)
+
+    def extend_repr(self) -> str:
+        return f"traced forward of {self.torch_class}"
+
+
+class _Source:
+    """The PyTorch Module and its programs, one per mode and combination of constant arguments."""
+
+    def __init__(self, module, ctx: Context):
+        self.module, self.ctx = module, ctx
+        self.signature = _signature(module)  # TraceFailed for *args
+        self.programs: Dict[tuple, Any] = {}
+
+    def defaults(self) -> Dict[str, Any]:
+        return {name: p.default for name, p in self.signature.parameters.items()
+                if p.default is not p.empty and _concrete(p.default)}
+
+    def program(self, cell, training: bool, concrete: Dict[str, Any]) -> _Program:
+        key = (training, tuple((name, _key(value)) for name, value in concrete.items()))
+        if key not in self.programs:
+            try:
+                self.programs[key] = _Program(_trace(self.module, training, concrete), cell, self.module, self.ctx)
+            except (TraceFailed, ParityUnsupported) as exc:
+                self.programs[key] = exc
+        found = self.programs[key]
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+    def run(self, cell, args, kwargs):
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise ParityUnsupported(f"{self.ctx.where}: forward{self.signature}: {exc}") from None
+        bound.apply_defaults()
+        concrete = {name: value for name, value in bound.arguments.items() if _concrete(value)}
+        try:
+            program = self.program(cell, bool(cell.training), concrete)
+        except TraceFailed as exc:
+            raise self.ctx.unsupported(f"{exc} (called with {_shown_args(concrete)}, "
+                                       f"{'train' if cell.training else 'eval'} mode)") from None
+        return program.run(cell, list(bound.arguments.values()))
+
+
+def _shown_args(concrete: Dict[str, Any]) -> str:
+    return ", ".join(f"{name}={value!r}" for name, value in concrete.items()) or "tensors only"
+
+
+def graph_cell(module, ctx: Context, children: Dict[str, Any], tensors: Callable) -> GraphForward:
+    """The :class:`GraphForward` Cell for ``module``, its children already translated and
+    ``tensors(cell)`` giving it the Module's own parameters and buffers. The program for the
+    Module's mode and ``forward``'s default arguments is built now: raises :class:`TraceFailed`
+    when ``forward`` cannot be traced, and :class:`parity.ParityUnsupported` naming each call (and
+    its file:line) that has no translation."""
+    cell = GraphForward(module, ctx)
+    for name, child in children.items():
+        cell.insert_child_to_cell(name, child)
+    tensors(cell)
+    cell._source.program(cell, module.training, cell._source.defaults())
+    return cell
