@@ -52,8 +52,8 @@ def test_replacement_cells_are_the_ones_translate_builds():
     layer: one implementation serves both, and the registry's self-test proves it."""
     own = [e for e in load().entries if e.replacement and e.replacement.startswith("parity.")]
     assert {e.replacement.rpartition(":")[2] for e in own} == {
-        "ELU", "SELU", "Softplus", "EmbeddingPaddingIdx", "CrossEntropyLossInt64", "BCEWithLogitsLoss", "Adam", "AdamW",
-        "SGD"}
+        "ELU", "SELU", "Softplus", "Tanh", "Tanhshrink", "Mish", "EmbeddingPaddingIdx", "CrossEntropyLossInt64",
+        "BCEWithLogitsLoss", "Adam", "AdamW", "SGD"}
     for entry in own:
         cell_class = resolve(entry.replacement)
         assert cell_class.__module__.startswith("parity.translation."), entry.id

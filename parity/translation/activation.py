@@ -18,6 +18,11 @@ MindSpore facts (mindspore 2.10, ``mindspore/nn/layer/activation.py``):
 :class:`ELU`, :class:`SELU` and :class:`Softplus` are also the known-mismatch registry's fixes
 (its data names them as ``parity.translation.activation:SELU``...).
 * ``nn.RReLU`` draws random slopes in eval mode too (PyTorch uses the mean slope): not translated.
+* The CPU ``tanh`` kernel (``nn.Tanh``, ``ops.tanh``, and ``nn.Tanhshrink``) is a fast approximation,
+  off by up to 1e-4 (its gradient 2e-4) where PyTorch's is within 3e-8; ``nn.Mish``'s gradient is off
+  by up to 9e-4. :func:`tanh` computes tanh as sinh/cosh of the input clamped to [-9, 9] (within
+  1.3e-7, its gradient 3e-7), and :class:`Tanh`, :class:`Tanhshrink` and :class:`Mish` are built on it
+  (known mismatches ``tanh-cpu-accuracy``, ``tanhshrink-cpu-accuracy``, ``mish-cpu-gradient``).
 """
 
 from __future__ import annotations
@@ -27,10 +32,25 @@ from mindspore import nn, ops
 
 from ._registry import Context, translates
 
-__all__ = ["ELU", "SELU", "Softplus"]
+__all__ = ["ELU", "SELU", "Softplus", "Tanh", "Tanhshrink", "Mish", "tanh", "elu_with_alpha"]
 
 _SELU_ALPHA = 1.6732632423543772
 _SELU_SCALE = 1.0507009873554805
+
+
+_TANH_CLAMP = 9.0  # tanh(9) rounds to 1.0 in float32
+
+
+def tanh(x):
+    """tanh(x) as sinh/cosh of x clamped to [-9, 9]: within 1.3e-7 of the exact value (its gradient
+    within 3e-7), where MindSpore's CPU ``ops.tanh`` is off by up to 1e-4."""
+    clamped = ops.clamp(x, -_TANH_CLAMP, _TANH_CLAMP)
+    return ops.sinh(clamped) / ops.cosh(clamped)
+
+
+def elu_with_alpha(x, alpha: float = 1.0):
+    """ELU for any alpha from primitives (the ``Elu`` kernel accepts only alpha=1.0)."""
+    return ops.where(x > 0, x, alpha * (ops.exp(ops.minimum(x, 0.0)) - 1.0))
 
 
 class ELU(nn.Cell):
@@ -41,7 +61,29 @@ class ELU(nn.Cell):
         self.alpha = float(alpha)
 
     def construct(self, x):
-        return ops.where(x > 0, x, self.alpha * (ops.exp(ops.minimum(x, 0.0)) - 1.0))
+        return elu_with_alpha(x, self.alpha)
+
+
+class Tanh(nn.Cell):
+    """``torch.nn.Tanh`` as accurate as PyTorch's on CPU: :func:`tanh` (``nn.Tanh`` is off by 1e-4)."""
+
+    def construct(self, x):
+        return tanh(x)
+
+
+class Tanhshrink(nn.Cell):
+    """``torch.nn.Tanhshrink``, x - tanh(x), on the accurate :func:`tanh`."""
+
+    def construct(self, x):
+        return x - tanh(x)
+
+
+class Mish(nn.Cell):
+    """``torch.nn.Mish``, x * tanh(softplus(x)), on the accurate :func:`tanh` (``nn.Mish``'s CPU
+    gradient is off by up to 9e-4)."""
+
+    def construct(self, x):
+        return x * tanh(ops.softplus(x))
 
 
 class SELU(nn.Cell):
@@ -66,9 +108,9 @@ class Softplus(nn.Cell):
 # PyTorch classes whose MindSpore Cell takes no arguments.
 _PLAIN = {
     torch.nn.ReLU: nn.ReLU, torch.nn.ReLU6: nn.ReLU6, torch.nn.SELU: SELU, torch.nn.SiLU: nn.SiLU,
-    torch.nn.Mish: nn.Mish, torch.nn.Hardswish: nn.HSwish, torch.nn.Hardsigmoid: nn.HSigmoid,
-    torch.nn.Tanh: nn.Tanh, torch.nn.Sigmoid: nn.Sigmoid, torch.nn.Softsign: nn.Softsign,
-    torch.nn.Tanhshrink: nn.Tanhshrink, torch.nn.LogSigmoid: nn.LogSigmoid, torch.nn.Softmax2d: nn.Softmax2d,
+    torch.nn.Mish: Mish, torch.nn.Hardswish: nn.HSwish, torch.nn.Hardsigmoid: nn.HSigmoid,
+    torch.nn.Tanh: Tanh, torch.nn.Sigmoid: nn.Sigmoid, torch.nn.Softsign: nn.Softsign,
+    torch.nn.Tanhshrink: Tanhshrink, torch.nn.LogSigmoid: nn.LogSigmoid, torch.nn.Softmax2d: nn.Softmax2d,
 }
 _AXIS = {torch.nn.Softmax: nn.Softmax, torch.nn.LogSoftmax: nn.LogSoftmax, torch.nn.Softmin: nn.Softmin}
 
