@@ -313,19 +313,28 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
             findings = _lint_optimizer(ms_opt, acknowledge, settings.device)
         ms_steps = msb.TrainStep(ms_cell, ms_loss, ms_opt, accumulate=accumulate, clip_grad_norm=clip_grad_norm,
                                  mode=ms_mode_now)
-        ms_runs[ms_mode_now] = [
-            _side_step(lambda: _stepped(_ms_record(ms_steps, data[step * accumulate:(step + 1) * accumulate], ms_cell,
-                                                   wmap), ms_sched), f"MindSpore ({ms_mode_now})", step)
-            for step in range(steps)]
+        ms_runs[ms_mode_now] = [None] * steps
+        if ms_mode_now != modes[-1]:
+            ms_runs[ms_mode_now] = [
+                _side_step(lambda: _stepped(_ms_record(ms_steps, data[step * accumulate:(step + 1) * accumulate],
+                                                       ms_cell, wmap), ms_sched), f"MindSpore ({ms_mode_now})", step)
+                for step in range(steps)]
     torch_sched = schedulers.torch(torch_opt)
     opt_label += schedulers.label(torch_sched, ms_sched)
     torch_steps = tb.TrainStep(torch_module, torch_loss, torch_opt, accumulate=accumulate,
                                clip_grad_norm=clip_grad_norm, device=settings.device)
     losses, trained, close = [], [], []
-    for step in range(steps):  # each PyTorch step compared as it comes, then only what the envelope needs kept
+    ms_side = f"MindSpore ({modes[-1]})"
+    for step in range(steps):
+        # The last MindSpore run steps beside PyTorch: its step is handed to MindSpore, which runs it
+        # asynchronously while PyTorch takes the same step, then read. Each step is compared as it
+        # comes, and only what the rounding envelope needs is kept.
         micro = data[step * accumulate:(step + 1) * accumulate]
+        launched = _side_step(lambda: _ms_launch(ms_steps, micro), ms_side, step)
         torch_r = _side_step(lambda: _stepped(_torch_record(torch_steps, micro, torch_module, wmap), torch_sched),
                              "PyTorch", step)
+        ms_runs[modes[-1]][step] = _side_step(lambda: _stepped(_ms_collect(ms_steps, launched, ms_cell, wmap),
+                                                               ms_sched), ms_side, step)
         pairs, comparisons = _compare_modes(step, ms_runs, torch_r, wmap, chain)
         losses.append((float(ms_runs[modes[0]][step][("loss", "loss")]), float(torch_r[("loss", "loss")])))
         for runs in ms_runs.values():
@@ -493,10 +502,20 @@ def _side_step(run, label: str, step: int):
 
 def _ms_record(trainer, micro, ms_cell, wmap) -> Dict[Tuple[str, str], object]:
     """What one MindSpore step left, keyed (stage, MindSpore name); state by (stage, name, key)."""
+    return _ms_collect(trainer, _ms_launch(trainer, micro), ms_cell, wmap)
+
+
+def _ms_launch(trainer, micro):
+    """The learning rates the step will use, and the step handed to MindSpore (see _ms_collect)."""
+    return trainer.lrs(), trainer.launch(micro)
+
+
+def _ms_collect(trainer, launched, ms_cell, wmap) -> Dict[Tuple[str, str], object]:
+    """:func:`_ms_record` of a step :func:`_ms_launch` handed to MindSpore, once it has run."""
     from .backends import mindspore as msb
 
-    lrs = trainer.lrs()
-    loss, grads = trainer.step(micro)
+    lrs, pending = launched
+    loss, grads = trainer.collect(pending)
     return {("loss", "loss"): np.float32(loss), "grads": grads, "lr": lrs, "state": trainer.state(),
             "params": {p.ms: msb.read(ms_cell, p.ms) for p in wmap.trainable_pairs()},
             "buffers": _buffers(msb, ms_cell, wmap, "ms")}
@@ -638,21 +657,24 @@ class _Envelope:
         dtype = next((str(p.dtype).replace("torch.", "") for p in self.module.parameters()), "float32")
         mirrored = {}
 
+        def moved_from_base(value, at):
+            with np.errstate(invalid="ignore", over="ignore"):
+                moved = np.asarray(value, np.float64) - base[at]
+            return np.where(np.isfinite(moved), moved, 0.0)
+
         def widen(runs, sign=0):
             for step, found in runs:
                 for key in wanted.get(step, ()):
                     value = found.get(key)
                     if value is None or np.shape(value) != spread[(step, key)].shape:
                         continue
-                    with np.errstate(invalid="ignore", over="ignore"):
-                        moved = np.asarray(value, np.float64) - base[(step, key)]
-                    moved = np.where(np.isfinite(moved), moved, 0.0)
+                    moved = moved_from_base(value, (step, key))
                     np.maximum(spread[(step, key)], np.abs(moved), out=spread[(step, key)])
-                    if sign > 0:
-                        mirrored[(step, key)] = moved
+                    if sign > 0:  # kept as the run's own value (half the bytes of the float64 move)
+                        mirrored[(step, key)] = value
                     elif sign < 0:
-                        jumped[(step, key)] |= _jumps(mirrored.pop((step, key)), moved,
-                                                      np.asarray(base[(step, key)]))
+                        plus = moved_from_base(mirrored.pop((step, key)), (step, key))
+                        jumped[(step, key)] |= _jumps(plus, moved, np.asarray(base[(step, key)]))
 
         try:
             widen(self._run(dtype, wanted, cast="float64"))
