@@ -12,6 +12,7 @@ __all__ = [
     "ParityError", "ParityMismatch", "ParityUsageError", "ParityUnsupported", "ParityInternalError",
     "translate", "TRANSLATE", "check_training", "TrainingResult", "Training", "plot_training",
     "fuse", "transpose", "reshape", "convert_checkpoint", "ConversionReport", "compare_dumps", "DumpComparison",
+    "check_data_parallel", "DataParallelResult",
 ]
 __version__ = "0.1.0"
 
@@ -77,6 +78,31 @@ def check_training(ms_cell, torch_module, batches, *, loss, optimizer, steps=3, 
                         weights=weights, ms_mode=ms_mode, tolerance=tolerance, name_map=name_map, seed=seed)
 
 
+def check_data_parallel(ms_factory, torch_factory, batches, *, loss, optimizer, steps=2, workers=2, shard=None,
+                        tolerance=None, name_map=None, seed=None, timeout=300.0):
+    """Train the same model on each global batch in one process and across ``workers`` processes
+    (each on its shard, gradients all-reduced as a mean), in MindSpore (under ``msrun``, backend
+    ``mccl``) and in PyTorch (``torch.distributed`` over gloo, ``DistributedDataParallel``), from
+    PyTorch's initial weights, and compare the four runs step by step: the loss, the applied
+    gradients, the parameters after the update and the buffers. Returns a
+    :class:`DataParallelResult`; raises :class:`ParityMismatch` naming the run that disagrees, or the
+    worker that trained on the wrong rows, and :class:`ParityUnsupported` where a launcher is missing.
+
+    * ``ms_factory``, ``torch_factory``: ``"package.module:Name"`` or a module-level callable (the
+      workers import them); ``ms_factory=parity.TRANSLATE`` translates the PyTorch model.
+    * ``batches``, ``loss``, ``optimizer``: as :func:`check_training` takes them (a PyTorch loss and
+      optimizer factory, translated); each batch is a global batch, its size divisible by ``workers``.
+    * ``shard``: ``fn(rank, world, rows) -> row indices`` (importable), or a pair for MindSpore and
+      PyTorch; default rows ``rank, rank + world, ...``.
+    * ``timeout``: seconds each framework's workers may take.
+    """
+    from .distributed import run_data_parallel
+
+    return run_data_parallel(ms_factory, torch_factory, batches, loss=loss, optimizer=optimizer, steps=steps,
+                             workers=workers, shard=shard, tolerance=tolerance, name_map=name_map, seed=seed,
+                             timeout=timeout)
+
+
 def convert_checkpoint(src, model, dst=None, *, name_map=None, allow_missing=False):
     """Convert the checkpoint ``src`` for ``model`` and write it to ``dst``, through the weight map
     :func:`check` uses; reload it into ``model`` and verify every tensor bit for bit. ``model`` is a
@@ -120,7 +146,8 @@ def transfer_weights(src, dst, *, name_map=None):
 
 _LAZY = {"randn": "inputs", "uniform": "inputs", "randint": "inputs", "Result": "result", "WeightReport": "weights",
          "TrainingResult": "training", "plot_training": "plot", "fuse": "layouts", "transpose": "layouts",
-         "reshape": "layouts", "ConversionReport": "convert", "DumpComparison": "dumps"}
+         "reshape": "layouts", "ConversionReport": "convert", "DumpComparison": "dumps",
+         "DataParallelResult": "distributed_result"}
 
 
 def __getattr__(name):

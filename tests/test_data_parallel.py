@@ -1,0 +1,167 @@
+"""parity.check_data_parallel: a model trained on each global batch in one process and across two
+workers (MindSpore under msrun with mccl, PyTorch over gloo), four runs compared step by step.
+
+The workers are separate processes: they import the factories below as ``test_data_parallel:<name>``
+(this folder is on the import path they inherit). Two tests launch real workers (about 35 s each
+on a loaded 2-core machine, most of it MindSpore's import and cluster start in three processes);
+the rest run no worker.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import numpy as np
+import pytest
+import torch
+
+import parity
+from parity import launch
+from parity._dp_worker import row_keys, strided
+from parity.distributed import shard_findings
+from parity.distributed_result import PAIRS, RUNS, disagreeing
+
+MISSING = launch.missing_launchers()
+needs_launchers = pytest.mark.skipif(bool(MISSING), reason="; ".join(MISSING))
+
+BATCHES = [(parity.randn((8, 6)), parity.randint((8,), 0, 3))]
+TRAINING = {"loss": torch.nn.CrossEntropyLoss(), "optimizer": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)}
+
+
+def mlp():
+    return torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+
+
+def full_batch_on_worker_1(rank, world, rows):
+    """A broken data pipeline: worker 1 forgets to shard."""
+    return range(rows) if rank == 1 else strided(rank, world, rows)
+
+
+def failing_on_worker_1(rank, world, rows):
+    if rank == 1:
+        raise KeyError("worker 1 has no shard")
+    return strided(rank, world, rows)
+
+
+@pytest.fixture
+def job_folder(tmp_path, monkeypatch):
+    """Job folders (msrun's logs included) under tmp_path; afterwards none is left, no process of
+    them runs, and the current folder gained nothing. (torch puts its own cache folder there too.)"""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    before = set(os.listdir())
+    yield tmp_path
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("parity-dp-")] == []
+    assert set(os.listdir()) == before
+    assert _processes_naming(str(tmp_path)) == []
+
+
+def _processes_naming(path: str):
+    found = []
+    for pid in (int(n) for n in os.listdir("/proc") if n.isdigit()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                if path.encode() in handle.read():
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+@needs_launchers
+def test_two_workers_train_as_one_process(job_folder):
+    result = parity.check_data_parallel(parity.TRANSLATE, mlp, BATCHES, **TRAINING)
+    assert result.passed, result
+    assert [s.step for s in result.steps] == [1, 2]
+    assert list(result[1].pairs) == [f"{a} vs {b}" for a, b in PAIRS]
+    for step in result.steps:
+        for pair, compared in step.pairs.items():
+            kinds = [c.kind for c in compared]
+            assert kinds == ["loss"] + ["param grad"] * 4 + ["parameter"] * 4, pair
+        # the mean of the shards' mean losses is the global batch's mean loss
+        assert step.losses["MindSpore parallel"] == pytest.approx(step.losses["MindSpore single"], rel=1e-6)
+        assert step.losses["PyTorch parallel"] == pytest.approx(step.losses["PyTorch single"], rel=1e-6)
+    assert result[2].losses["PyTorch single"] < result[1].losses["PyTorch single"]
+    assert str(result).startswith("ok: mindspore SequentialCell <-> torch Sequential (2 workers, 2 steps)")
+    assert {"MindSpore workers", "PyTorch workers", "total"} <= set(result.seconds)
+
+
+@needs_launchers
+def test_a_worker_on_the_full_batch_is_named(job_folder):
+    with pytest.raises(parity.ParityMismatch) as caught:
+        parity.check_data_parallel(parity.TRANSLATE, mlp, BATCHES, shard=(None, full_batch_on_worker_1), **TRAINING)
+    message, result = str(caught.value), caught.value.result
+    assert message.startswith("Data parallelism did not split the global batch: PyTorch worker 1 trained on the "
+                              "full batch (8 rows) at step 1, not its shard\n")
+    assert "Disagree:   PyTorch parallel disagrees with the other three runs" in message
+    assert "Divergence: first at step 1 of 2, PyTorch parallel vs PyTorch single, loss" in message
+    assert result.shard_findings == ["PyTorch worker 1 trained on the full batch (8 rows) at step 1, not its shard"]
+    assert result.failing_pairs == ["PyTorch parallel vs PyTorch single", "MindSpore parallel vs PyTorch parallel"]
+    assert caught.value.likely_causes == result.shard_findings
+
+
+@needs_launchers
+def test_a_worker_that_raises_is_a_usage_error_with_its_message(job_folder):
+    expected = (r"a PyTorch worker failed\.\nPyTorch worker 1:\n    KeyError: 'worker 1 has no shard'\n"
+                r"(      at .*\n)*      at .*test_data_parallel")
+    with pytest.raises(parity.ParityUsageError, match=expected):
+        parity.check_data_parallel(parity.TRANSLATE, mlp, BATCHES, shard=(None, failing_on_worker_1), **TRAINING)
+
+
+def test_missing_launcher_is_unsupported(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(launch, "_interpreter_scripts", lambda: str(tmp_path))
+    with pytest.raises(parity.ParityUnsupported, match=r"cannot run here: MindSpore's launcher msrun is neither in "):
+        parity.check_data_parallel(parity.TRANSLATE, mlp, BATCHES, **TRAINING)
+
+
+def test_missing_gloo_is_unsupported(monkeypatch):
+    monkeypatch.setattr(torch.distributed, "is_gloo_available", lambda: False)
+    with pytest.raises(parity.ParityUnsupported, match=r"no gloo collective backend"):
+        parity.check_data_parallel(parity.TRANSLATE, mlp, BATCHES, **TRAINING)
+
+
+def test_factories_must_be_importable_by_the_workers():
+    with pytest.raises(parity.ParityUsageError, match=r"torch_factory must be importable by the workers, which are "
+                                                      r"separate processes: .* got .*<locals>.<lambda>"):
+        parity.check_data_parallel(parity.TRANSLATE, lambda: mlp(), BATCHES, **TRAINING)
+
+
+def test_a_batch_the_workers_cannot_share_equally_is_refused():
+    batches = [(parity.randn((7, 6)), parity.randint((7,), 0, 3))]
+    with pytest.raises(parity.ParityUsageError, match=r"step 1 has 7 rows, which 2 workers cannot share equally"):
+        parity.check_data_parallel(parity.TRANSLATE, mlp, batches, **TRAINING)
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_one_run_off_fails_exactly_its_two_pairs(run):
+    failing = [p for p in PAIRS if run in p]
+    assert disagreeing(failing, PAIRS) == f"{run} disagrees with the other three runs"
+
+
+def test_other_patterns_of_failing_pairs():
+    assert disagreeing([], PAIRS) == ""
+    assert disagreeing([PAIRS[1], PAIRS[2]], PAIRS) == ("the two parallel runs agree with each other, not with the "
+                                                        "single-process runs")
+    assert disagreeing([PAIRS[0], PAIRS[3]], PAIRS) == ("MindSpore and PyTorch disagree, in one process and in "
+                                                        "parallel alike")
+    assert disagreeing([PAIRS[0]], PAIRS) == "these pairs disagree: MindSpore single vs PyTorch single"
+
+
+def test_shard_findings_name_what_each_worker_trained_on():
+    rows = np.arange(16, dtype=np.float32).reshape(8, 2)
+    keys = row_keys([rows])
+    shards = [keys[strided(r, 2, 8)] for r in range(2)]
+    assert shard_findings("MindSpore", keys, shards, 1) == []
+    assert shard_findings("MindSpore", keys, [shards[0], keys], 2) == [
+        "MindSpore worker 1 trained on the full batch (8 rows) at step 2, not its shard"]
+    assert shard_findings("PyTorch", keys, [keys[:5], keys[4:]], 1) == [
+        "PyTorch workers trained on rows [4] of step 1 more than once between them"]
+    assert shard_findings("PyTorch", keys, [keys[:3], keys[4:]], 1) == [
+        "PyTorch workers left rows [3] of step 1 untrained"]
+    assert shard_findings("PyTorch", keys, [keys[:5], keys[5:]], 1) == [
+        "PyTorch workers trained on shards of unequal size [5, 3] at step 1: the mean of their gradients weights "
+        "their rows unequally"]
+    strangers = row_keys([rows + 100.0])[:4]
+    assert shard_findings("PyTorch", keys, [shards[0], strangers], 1) == [
+        "PyTorch worker 1 trained on 4 rows that are not in the global batch of step 1"]
