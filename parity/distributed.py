@@ -112,10 +112,6 @@ def _batches(batches, steps: int, workers: int, seed: int):
 def _optimizer_spec(optimizer, module) -> Dict[str, object]:
     import torch
 
-    if not callable(optimizer) or isinstance(optimizer, (tuple, list)):
-        raise ParityUsageError(f"{WHERE}: optimizer must be a function of the parameters returning a torch.optim "
-                               "optimizer (lambda params: torch.optim.SGD(params, lr=0.1)); its MindSpore side is "
-                               "translated in every run")
     built = optimizer(module.parameters())
     if not isinstance(built, torch.optim.Optimizer):
         raise ParityUsageError(f"{WHERE}: the optimizer factory returned {type(built).__qualname__}, not a "
@@ -127,8 +123,12 @@ def _optimizer_spec(optimizer, module) -> Dict[str, object]:
                        for g in built.param_groups]}
 
 
-def _check_call(ms_factory, torch_factory, batches, loss, steps, workers, shard, name_map, seed, device):
+def _check_call(ms_factory, torch_factory, batches, loss, optimizer, steps, workers, shard, name_map, seed, device):
     """The job and its batches, from what can be checked before building anything."""
+    if not callable(optimizer) or isinstance(optimizer, (tuple, list)):
+        raise ParityUsageError(f"{WHERE}: optimizer must be a function of the parameters returning a torch.optim "
+                               "optimizer (lambda params: torch.optim.SGD(params, lr=0.1)); its MindSpore side is "
+                               "translated in every run")
     if framework_of(loss) != "torch":
         raise ParityUsageError(f"{WHERE}: loss must be a PyTorch loss Module (translated to MindSpore in every run), "
                                f"got {type(loss).__module__}.{type(loss).__qualname__}")
@@ -325,8 +325,8 @@ def run_data_parallel(ms_factory, torch_factory, batches, *, loss, optimizer, st
     seed = parse_seed(seed, f"{WHERE[:-2]}(seed=...)")
     seed = seed if seed is not None else settings.resolved_seed
     chain = (ToleranceSpec.parse(tolerance, source=f"{WHERE[:-2]}(tolerance=...)"),) + settings.tolerances
-    job, arrays, described = _check_call(ms_factory, torch_factory, batches, loss, steps, workers, shard, name_map,
-                                         seed, settings.device)
+    job, arrays, described = _check_call(ms_factory, torch_factory, batches, loss, optimizer, steps, workers, shard,
+                                         name_map, seed, settings.device)
     job_dir = tempfile.mkdtemp(prefix="parity-dp-")
     launches = [Launch(fw, job_dir, workers, timeout) for fw in worker.FRAMEWORKS]
     seconds: Dict[str, float] = {}

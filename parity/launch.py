@@ -186,27 +186,24 @@ class Launch:
                 pass
 
     def _job_pids(self) -> List[int]:
-        """Live processes of this launch: those whose command line names the job folder (a unique
-        temporary path), or, without /proc, those that wrote their pid into it."""
-        marker = f"{self.job_dir}\0{self.framework}".encode()
-        if os.path.isdir("/proc/self"):
-            candidates = [int(n) for n in os.listdir("/proc") if n.isdigit()]
-        else:
+        """Live processes of this launch: those whose command line names its part of the job folder
+        (a unique temporary path: the workers' command, msrun's log folder, which msrun's own
+        ``tail -f`` of each worker log names too), or, without /proc, those that wrote their pid."""
+        if not os.path.isdir("/proc/self"):
             prefix = f"pid-{self.framework}-"
-            candidates = [int(n[len(prefix):]) for n in os.listdir(self.job_dir) if n.startswith(prefix)]
-            marker = b""
+            return [int(n[len(prefix):]) for n in os.listdir(self.job_dir) if n.startswith(prefix)]
+        markers = [f"{self.job_dir}\0{self.framework}".encode()]
+        if self.framework == "mindspore":
+            markers.append(os.path.join(self.job_dir, "msrun").encode())
         found = []
-        for pid in candidates:
-            if pid == os.getpid():
-                continue
+        for pid in (int(n) for n in os.listdir("/proc") if n.isdigit()):
             try:
                 with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                    if marker and marker not in handle.read():
-                        continue
+                    line = handle.read()
             except OSError:
-                if marker:
-                    continue
-            found.append(pid)
+                continue
+            if pid != os.getpid() and any(m in line for m in markers):
+                found.append(pid)
         return found
 
 

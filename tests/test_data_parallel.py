@@ -38,6 +38,17 @@ def full_batch_on_worker_1(rank, world, rows):
     return range(rows) if rank == 1 else strided(rank, world, rows)
 
 
+def torch_conv():
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(), torch.nn.Linear(16, 3))
+
+
+def mint_conv():
+    import mindspore
+
+    return mindspore.nn.SequentialCell(mindspore.mint.nn.Conv2d(3, 4, 3), mindspore.nn.Flatten(),
+                                       mindspore.nn.Dense(16, 3))
+
+
 def failing_on_worker_1(rank, world, rows):
     if rank == 1:
         raise KeyError("worker 1 has no shard")
@@ -106,6 +117,14 @@ def test_a_worker_that_raises_is_a_usage_error_with_its_message(job_folder):
                 r"(      at .*\n)*      at .*test_data_parallel")
     with pytest.raises(parity.ParityUsageError, match=expected):
         parity.check_data_parallel(parity.TRANSLATE, mlp, BATCHES, shard=(None, failing_on_worker_1), **TRAINING)
+
+
+@needs_launchers
+def test_a_layer_known_not_to_run_on_cpu_is_refused_and_the_started_workers_stopped(job_folder):
+    batches = [(parity.randn((4, 3, 4, 4)), parity.randint((4,), 0, 3))]
+    with pytest.raises(parity.ParityUnsupported, match=r"'0': mindspore.mint.nn.Conv2d has no CPU kernel .*known "
+                                                       r"mismatch mint-conv2d-cpu-unsupported, runs on Ascend"):
+        parity.check_data_parallel(mint_conv, torch_conv, batches, **TRAINING)
 
 
 def test_missing_launcher_is_unsupported(monkeypatch, tmp_path):
