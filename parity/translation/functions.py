@@ -319,6 +319,13 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                 recompute_scale_factor=None, antialias=False):
     if antialias:
         raise TypeError("interpolate(antialias=True) is not translated")
+    if scale_factor is not None:
+        spatial = input.shape[2:]
+        factors = tuple(scale_factor) if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * len(spatial)
+        sizes = [n * f for n, f in zip(spatial, factors)]
+        if all(float(s).is_integer() for s in sizes):  # the same sampling as PyTorch's, by size
+            return ops.interpolate(input, tuple(int(s) for s in sizes), None, mode, align_corners)
+        scale_factor = tuple(float(f) for f in factors)  # MindSpore takes floats only
     return ops.interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor)
 
 
@@ -386,7 +393,8 @@ def assert_is_none(value, message):
         raise AssertionError(message)
 
 
-_ATTRIBUTES = {"shape": lambda t: tuple(t.shape), "ndim": lambda t: t.ndim}
+_ATTRIBUTES = {"shape": lambda t: tuple(t.shape), "ndim": lambda t: t.ndim,
+               "T": lambda t: ops.permute(t, tuple(range(t.ndim - 1, -1, -1)))}
 
 
 def _getattr_check(args, kwargs) -> Optional[str]:

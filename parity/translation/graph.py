@@ -58,6 +58,7 @@ class _Tracer(torch.fx.Tracer):
     def __init__(self):
         super().__init__()
         self.record_stack_traces = True
+        self.proxy_buffer_attributes = True  # self.pe[:n] with n traced: the buffer must be a node too
 
     def is_leaf_module(self, module, qualname) -> bool:
         return True
@@ -315,13 +316,21 @@ def _shown_args(concrete: Dict[str, Any]) -> str:
 
 def graph_cell(module, ctx: Context, children: Dict[str, Any], tensors: Callable) -> GraphForward:
     """The :class:`GraphForward` Cell for ``module``, its children already translated and
-    ``tensors(cell)`` giving it the Module's own parameters and buffers. The program for the
-    Module's mode and ``forward``'s default arguments is built now: raises :class:`TraceFailed`
-    when ``forward`` cannot be traced, and :class:`parity.ParityUnsupported` naming each call (and
-    its file:line) that has no translation."""
+    ``tensors(cell)`` giving it the Module's own parameters and buffers. The programs for both modes
+    and ``forward``'s default arguments are built now; where neither can be, raises (for the
+    Module's current mode) :class:`TraceFailed` when ``forward`` cannot be traced, or
+    :class:`parity.ParityUnsupported` naming each call (and its file:line) that has no translation.
+    A mode that fails alone (stochastic depth in train mode) raises when the Cell runs in it."""
     cell = GraphForward(module, ctx)
     for name, child in children.items():
         cell.insert_child_to_cell(name, child)
     tensors(cell)
-    cell._source.program(cell, module.training, cell._source.defaults())
+    source, failed = cell._source, []
+    for training in (module.training, not module.training):
+        try:
+            source.program(cell, training, source.defaults())
+        except (TraceFailed, ParityUnsupported) as exc:
+            failed.append(exc)
+    if len(failed) == 2:  # a mode that fails alone says so when the Cell runs in it
+        raise failed[0]
     return cell

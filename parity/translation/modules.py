@@ -14,6 +14,7 @@ import mindspore as ms
 import torch
 from mindspore import nn
 
+from ..errors import ParityUnsupported
 from ._registry import Context, builder_for, torch_name
 from .graph import TraceFailed, graph_cell
 
@@ -145,7 +146,7 @@ def _custom(module, ctx: Context):
     refused = _refusal(functions)
     if refused:
         raise ctx.unsupported(f"{traced}; and {refused}")
-    cell = TorchForward(type(module))
+    cell = TorchForward(type(module), str(traced))
     for name, child in children.items():
         cell.insert_child_to_cell(name, child)
     _own_tensors(module)(cell)
@@ -165,13 +166,20 @@ class TorchForward(nn.Cell):
     Made for PYNATIVE mode; GRAPH mode compiles the PyTorch ``forward``'s source, which works where
     that source stays within MindSpore's graph syntax."""
 
-    def __init__(self, torch_class: type):
+    def __init__(self, torch_class: type, why: str = ""):
         super().__init__()
         self.torch_class = torch_name(torch_class)
         self._torch_forward = torch_class.forward
+        self._why = why  # why forward was not traced
 
     def construct(self, *args, **kwargs):
-        return self._torch_forward(self, *args, **kwargs)
+        try:
+            return self._torch_forward(self, *args, **kwargs)
+        except (TypeError, ValueError, AttributeError, IndexError, RuntimeError) as exc:
+            if not self._why:
+                raise
+            raise ParityUnsupported(f"{self.torch_class}: its forward runs as it is on MindSpore tensors, since "
+                                    f"{self._why}; and it raised {type(exc).__name__}: {exc}") from None
 
     def extend_repr(self) -> str:
         return f"forward of {self.torch_class}"

@@ -1,0 +1,39 @@
+"""Real models through ``parity.translate``: torchvision's ten classifier families, timm's
+VisionTransformer and PyTorch's transformer tutorial model, each translated from what its
+``forward`` executes (a ``torch.fx`` trace: ``torch.flatten``, ``torch.cat``, ``F.relu``,
+``F.layer_norm``, ``F.scaled_dot_product_attention``, channel shuffles, in-place residual
+additions) and checked against itself, forward and gradients, at the float32 default.
+
+Batches of two 32x32 images, 10 classes (``cases/models/zoo_translated.py`` says which families are
+built narrower). Train mode too where it is deterministic and cheap: batch statistics (RegNet,
+DenseNet), LayerNorm with stochastic depth at p=0 (ConvNeXt). Not in train mode: EfficientNet
+(its stochastic depth drops random samples; translate refuses it in train mode), the models with
+dropout in train mode (MindSpore's random numbers are not PyTorch's).
+"""
+
+import sys
+
+from parity import TRANSLATE, ParityCase, randint, randn
+
+IMAGES = randn((2, 3, 32, 32))
+BOTH = (False, True)
+_M = "cases.models.zoo_translated:"
+
+
+def _case(name, factory, inputs=IMAGES, **kwargs):
+    line = sys._getframe(1).f_lineno  # where the case is written, not this helper
+    return ParityCase(name, mindspore=TRANSLATE, torch=_M + factory, inputs=inputs, line=line, **kwargs)
+
+
+ResNet18Translated = _case("ResNet18Translated", "resnet18")
+VGG11Translated = _case("VGG11Translated", "vgg11_narrow")
+MobileNetV3SmallTranslated = _case("MobileNetV3SmallTranslated", "mobilenet_v3_small")
+EfficientNetB0Translated = _case("EfficientNetB0Translated", "efficientnet_b0_narrow")
+SqueezeNet10Translated = _case("SqueezeNet10Translated", "squeezenet1_0")
+DenseNetTranslated = _case("DenseNetTranslated", "densenet_small", train=BOTH)
+ShuffleNetV2Translated = _case("ShuffleNetV2Translated", "shufflenet_v2_x0_5")
+ConvNeXtTranslated = _case("ConvNeXtTranslated", "convnext_narrow", train=BOTH)
+RegNetXTranslated = _case("RegNetXTranslated", "regnet_small", train=BOTH)
+GoogLeNetTranslated = _case("GoogLeNetTranslated", "googlenet")
+TimmViTTranslated = _case("TimmViTTranslated", "timm_vit")
+TransformerLMTranslated = _case("TransformerLMTranslated", "TransformerLM", inputs=randint((8, 2), 0, 50))

@@ -1,0 +1,316 @@
+"""parity.translate on custom Modules through their torch.fx trace: the table of functions and
+Tensor methods (each row checked against PyTorch, forward and gradients), what is baked into a
+trace (train/eval, constant arguments) and traced again, in-place calls, weight names, and the
+errors, which name the call and its file:line."""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+import mindspore
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import parity
+from parity import ParityUnsupported
+from parity.translation import functions
+from parity.translation.graph import GraphForward
+
+
+def _passes(module, inputs, **kwargs):
+    cell = parity.translate(module)
+    assert isinstance(cell, GraphForward)
+    result = parity.check(cell, module, inputs, **kwargs)
+    assert result.passed, str(result)
+    return cell
+
+
+def _line_of(function, text: str) -> int:
+    lines, start = inspect.getsourcelines(function)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+# --- the table, row by row against PyTorch --------------------------------------------------
+
+class Shapes(torch.nn.Module):
+    """Tensor methods and torch functions that move data around, a channel shuffle among them."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(4, 4, 1)
+
+    def forward(self, x):
+        batch, channels, height, width = x.size()
+        y = self.conv(x).view(batch, 2, channels // 2, height, width)
+        y = torch.transpose(y, 1, 2).contiguous().view(batch, -1, height, width)
+        a, b = y.chunk(2, dim=1)
+        c, d = torch.split(y, [1, 3], dim=1)
+        z = torch.cat([a * 2, b, c.permute(0, 1, 3, 2), d.transpose(2, 3)], 1)
+        w = x.reshape(batch, channels, -1).unsqueeze(1).squeeze(1).squeeze(0)
+        v = torch.stack(w.unbind(1), dim=2).unsqueeze(0).expand(3, -1, -1, -1)
+        return torch.flatten(z, 1), z.flatten(2).mean([2]), v.sum(dim=-1, keepdim=True) * (w.shape[-1] + x.ndim), \
+            x[:, 1:3, ..., None]
+
+
+class Arithmetic(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(6, 6)
+        self.weight = torch.nn.Parameter(torch.randn(6, 6) / 3)
+
+    def forward(self, x):
+        y = self.fc(x)
+        z = torch.add(y, x, alpha=0.5) - torch.mul(x, 3) / 2
+        z = torch.matmul(z, self.weight) + F.linear(x, self.weight) + x @ self.weight.T.contiguous()
+        return torch.clamp(z, -1, 1) + torch.sqrt(z.abs() + 1) * torch.exp(-z.abs()) + math.sqrt(x.size(-1))
+
+
+class Activations(torch.nn.Module):
+    def forward(self, x):
+        return (F.relu(x) + F.relu6(x * 4) + F.leaky_relu(x, 0.2) + F.elu(x, alpha=0.5) + F.gelu(x)
+                + F.gelu(x, approximate="tanh") + F.silu(x) + F.hardswish(x) + F.hardsigmoid(x) + torch.sigmoid(x)
+                + torch.tanh(x) + x.tanh() + F.softmax(x, dim=-1) + F.log_softmax(x, -1)
+                + F.dropout(x, 0.3, training=False))
+
+
+class Layers(torch.nn.Module):
+    """Layers called as functions on the Module's own parameters."""
+
+    def __init__(self):
+        super().__init__()
+        self.gamma = torch.nn.Parameter(1 + torch.randn(6) / 5)
+        self.beta = torch.nn.Parameter(torch.randn(6) / 5)
+
+    def forward(self, x):
+        pooled = F.adaptive_avg_pool2d(x, (1, 1)) + F.adaptive_max_pool2d(x, 1) + F.adaptive_avg_pool2d(x, (None, 1)).mean(2, True)
+        windows = F.avg_pool2d(x, 2) + F.max_pool2d(x, 2, stride=2)
+        normed = F.layer_norm(x.permute(0, 2, 3, 1), (6,), self.gamma, self.beta, 1e-6).permute(0, 3, 1, 2)
+        near = F.interpolate(windows, scale_factor=2, mode="nearest")
+        smooth = F.interpolate(windows, size=(6, 6), mode="bilinear", align_corners=False)
+        padded = F.pad(windows, (1, 1, 1, 1))
+        return pooled + normed + near + smooth + padded.mean()
+
+
+class Attention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = torch.nn.Linear(8, 24)
+
+    def forward(self, x, mask):
+        q, k, v = self.qkv(x).reshape(2, 5, 3, 2, 4).permute(2, 0, 3, 1, 4).unbind(0)
+        plain = F.scaled_dot_product_attention(q, k, v)
+        causal = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3)
+        masked = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return (plain + causal + masked).transpose(1, 2).reshape(2, 5, 8)
+
+
+@pytest.mark.parametrize("module, inputs", [
+    (Shapes(), parity.randn((2, 4, 3, 3))),
+    (Arithmetic(), parity.randn((3, 6))),
+    (Activations(), parity.randn((2, 3, 5), std=3.0)),
+    (Layers(), parity.randn((2, 6, 6, 6))),
+    (Attention(), (parity.randn((2, 5, 8)), parity.randn((5, 5)))),
+], ids=lambda v: type(v).__name__ if isinstance(v, torch.nn.Module) else "")
+def test_table_rows_match_pytorch(module, inputs):
+    torch.manual_seed(0)
+    _passes(module.eval(), inputs)
+
+
+def test_every_table_key_names_a_real_pytorch_api():
+    for name in functions.FUNCTIONS:
+        if not name.startswith("torchvision."):
+            assert functions._resolve(name) is not None, name
+    for name in functions.METHODS:
+        assert hasattr(torch.Tensor, name), name
+
+
+# --- only what runs counts -------------------------------------------------------------------
+
+class UnusedTorch(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def export(self):  # never called by forward: torch here blocks nothing
+        return torch.jit.script(self)
+
+    def forward(self, x):
+        return self.fc(x) * 2 if not torch.jit.is_scripting() else x
+
+
+def test_a_method_forward_does_not_call_does_not_block():
+    _passes(UnusedTorch(), parity.randn((2, 4)))
+
+
+class ModeDependent(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.BatchNorm1d(4)
+
+    def forward(self, x):
+        return self.norm(x) * (2.0 if self.training else 3.0)
+
+
+def test_each_mode_runs_its_own_trace():
+    module = ModeDependent()
+    cell = parity.translate(module)
+    for train in (False, True):
+        assert parity.check(cell, module, parity.randn((5, 4)), train=train).passed
+    assert len({key[0] for key in cell._source.programs}) == 2
+
+
+class DropsInTraining(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        x = self.fc(x)
+        if self.training:
+            x = x * torch.bernoulli(torch.full_like(x, 0.5))
+        return x
+
+
+def test_a_mode_that_cannot_be_translated_fails_only_when_used():
+    module = DropsInTraining()  # built in train mode: translate must not refuse the eval mode
+    cell = parity.translate(module)
+    assert parity.check(cell, module, parity.randn((3, 4))).passed
+    cell.set_train(True)
+    line = _line_of(DropsInTraining.forward, "torch.bernoulli")
+    with pytest.raises(ParityUnsupported, match=rf"torch\.full_like at tests/test_translate_fx\.py:{line}"):
+        cell(mindspore.Tensor(np.ones((3, 4), np.float32)))
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x, scale=None, square=False):
+        y = self.fc(x)
+        if scale is not None:
+            y = y * scale
+        return y * y if square else y
+
+
+class CallsScaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = Scaled()
+        self.b = Scaled()
+
+    def forward(self, x):
+        return self.a(x) + self.a(x, 2.0) + self.b(x, scale=x, square=True)
+
+
+def test_constant_arguments_are_traced_per_combination_met():
+    module = CallsScaled()
+    cell = _passes(module, parity.randn((3, 4)))
+    assert len(cell.a._source.programs) >= 2  # scale=None and scale=2.0 (in eval mode)
+
+
+# --- in place, weights, containers -----------------------------------------------------------
+
+class InPlace(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+        self.act = torch.nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        y = self.fc(x)
+        kept = y * 1
+        F.relu(y, inplace=True)  # y itself changes: PyTorch's later reads see relu(y)
+        y += kept
+        z = self.fc(x)
+        self.act(z)
+        z.mul_(2)
+        return y + z
+
+
+def test_in_place_calls_are_seen_by_later_reads():
+    _passes(InPlace(), parity.randn((3, 4)), grads=False)  # PyTorch refuses gradients through these
+
+
+class Nested(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList([Arithmetic(), Arithmetic()])
+        self.scale = torch.nn.Parameter(torch.ones(6))
+        self.register_buffer("shift", torch.arange(6.0) / 10)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x) * self.scale + self.shift
+        return x
+
+
+def test_weight_names_follow_pytorch_attribute_paths():
+    module = Nested()
+    cell = _passes(module, parity.randn((3, 6)))
+    assert sorted(name for name, _ in cell.parameters_and_names()) == \
+        sorted(name for name, _ in [*module.named_parameters(), *module.named_buffers()])
+
+
+class Block(torch.nn.ModuleDict):
+    """A ModuleDict with a forward of its own, as torchvision's DenseNet blocks are."""
+
+    def __init__(self):
+        super().__init__({"first": torch.nn.Linear(3, 3), "second": torch.nn.Linear(6, 3)})
+
+    def forward(self, x):
+        features = [x]
+        for layer in self.values():
+            features.append(layer(torch.cat(features, 1)))
+        return torch.cat(features, 1)
+
+
+def test_a_container_with_its_own_forward_is_traced():
+    _passes(Block(), parity.randn((2, 3)))
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+class Spectral(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = torch.fft.rfft(self.fc(x))
+        return y.abs().unfold(1, 2, 1)
+
+
+def test_untranslated_calls_are_named_with_file_and_line():
+    first, second = _line_of(Spectral.forward, "rfft"), _line_of(Spectral.forward, "unfold")
+    with pytest.raises(ParityUnsupported) as info:
+        parity.translate(Spectral())
+    message = str(info.value)
+    assert message.startswith("<root> (test_translate_fx.Spectral): forward calls what has no MindSpore translation")
+    assert f"rfft at tests/test_translate_fx.py:{first}  (y = torch.fft.rfft(self.fc(x)))" in message
+    assert f"Tensor.unfold at tests/test_translate_fx.py:{second}" in message
+
+
+class FractionalNearest(torch.nn.Module):
+    def forward(self, x):
+        return F.interpolate(x, scale_factor=1.5, mode="nearest")
+
+
+def test_a_call_mindspore_refuses_at_run_time_is_named_with_file_and_line():
+    cell = parity.translate(FractionalNearest())
+    line = _line_of(FractionalNearest.forward, "interpolate")
+    with pytest.raises(ParityUnsupported, match=rf"^MindSpore could not run torch\.nn\.functional\.interpolate at "
+                                                rf"tests/test_translate_fx\.py:{line} .*ValueError: .*scale_factor"):
+        cell(mindspore.Tensor(np.ones((1, 1, 5, 5), np.float32)))  # 7.5 rows: no size to sample by
+
+
+def test_reading_an_untranslated_tensor_attribute_is_refused():
+    class Device(torch.nn.Module):
+        def forward(self, x):
+            return x + x.device.index
+
+    with pytest.raises(ParityUnsupported, match=r"reading \.device is not translated"):
+        parity.translate(Device())
