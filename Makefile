@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml constraints.txt constraints-common.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=23"
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[frameworks,hypothesis,zoo,test]" pytest-xdist
-	$(BIN)/python -m pip install --quiet -c constraints.txt --no-deps torchvision transformers mindone
+	$(BIN)/python -m pip install --quiet -c constraints.txt --no-deps torchvision transformers mindone timm
 	touch $(STAMP)
 
 parity: $(STAMP)
