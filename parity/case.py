@@ -24,7 +24,12 @@ class Training:
     ``batches`` are ``(inputs, target)`` pairs (specs or arrays); ``loss`` a PyTorch loss Module
     (translated) or ``(ms_loss, torch_loss)``; ``optimizer`` a factory of a PyTorch optimizer
     (translated) or ``(ms_factory, torch_factory)``; ``lr_scheduler`` a factory of a PyTorch
-    scheduler (or a pair), as :func:`parity.check_training` takes them."""
+    scheduler (or a pair), as :func:`parity.check_training` takes them.
+
+    Each of ``loss``, ``optimizer`` and ``lr_scheduler`` (or either half of a pair) may instead be
+    a dotted path ``"package.module:Name"``, imported when the case runs, so that a catalogue
+    module need not import a framework to be listed: a loss path is called with no arguments for
+    the loss (or the pair), an optimizer or scheduler path names the factory itself."""
 
     batches: Any
     loss: Any
@@ -34,10 +39,20 @@ class Training:
     accumulate: int = 1
     lr_scheduler: Any = None
 
-    def kwargs(self) -> Dict[str, Any]:
-        return {"batches": self.batches, "loss": self.loss, "optimizer": self.optimizer, "steps": self.steps,
+    def __post_init__(self):
+        for label in ("loss", "optimizer", "lr_scheduler"):
+            value = getattr(self, label)
+            for part in value if isinstance(value, (tuple, list)) else (value,):
+                if isinstance(part, str) and ":" not in part:
+                    raise ParityUsageError(f"Training {label}: a dotted path is 'package.module:Name', got {part!r}")
+
+    def kwargs(self, where: str = "training") -> Dict[str, Any]:
+        """:func:`parity.check_training`'s arguments, dotted paths imported (``where`` names the
+        case in a usage error)."""
+        return {"batches": self.batches, "loss": _lazy(self.loss, f"{where} loss", call=True),
+                "optimizer": _lazy(self.optimizer, f"{where} optimizer"), "steps": self.steps,
                 "clip_grad_norm": self.clip_grad_norm, "accumulate": self.accumulate,
-                "lr_scheduler": self.lr_scheduler}
+                "lr_scheduler": _lazy(self.lr_scheduler, f"{where} lr_scheduler")}
 
 
 @dataclass(frozen=True)
@@ -61,7 +76,7 @@ class Variant:
 
             return run_training(ms_cell, torch_module, settings=settings, weights=case.weights,
                                 ms_mode=case.ms_mode, tolerance=case.tolerance, name_map=case.name_map,
-                                acknowledge=case.acknowledge, **case.training.kwargs())
+                                acknowledge=case.acknowledge, **case.training.kwargs(f"case {case.name!r}"))
         from .runner import run_check
 
         return run_check(ms_cell, torch_module, case.inputs, train=self.train, settings=settings,
@@ -155,6 +170,21 @@ def _resolve(factory: Factory, where: str) -> Callable[..., Any]:
     except (ImportError, AttributeError) as exc:
         raise ParityUsageError(f"{where}: cannot import {factory!r}: {exc}") from None
     return target
+
+
+def _lazy(value: Any, where: str, *, call: bool = False) -> Any:
+    """``value`` with a dotted path (alone or as half of a pair) imported, and called when ``call``."""
+    if isinstance(value, (tuple, list)) and any(isinstance(v, str) for v in value):
+        return tuple(_lazy(v, where, call=call) for v in value)
+    if not isinstance(value, str):
+        return value
+    target = _resolve(value, where)
+    if not call:
+        return target
+    try:
+        return target()
+    except Exception as exc:  # the user's factory failed: say which, without a deep traceback
+        raise ParityUsageError(f"{where}: building {value!r} failed: {type(exc).__name__}: {exc}") from None
 
 
 def build(case: ParityCase, *, device: str = "CPU", seed: int = 1234) -> Tuple[Any, Any]:

@@ -14,19 +14,19 @@ from typing import Tuple
 
 from parity import ParityCase, randn
 
-from . import models
+from . import spec
 
 RESNET_INPUT = randn((2, 3, 8, 8))
-TRANSFORMER_INPUT = randn((2, models.SEQ_LEN, models.D_IN))
-DEEP_INPUT = randn((4, models.DEEP_WIDTH))
+TRANSFORMER_INPUT = randn((2, spec.SEQ_LEN, spec.D_IN))
+DEEP_INPUT = randn((4, spec.DEEP_WIDTH))
 
 _PAIRS = {
     "ResNet": ("cases.faults.models:ms_resnet", "cases.faults.models:torch_resnet", RESNET_INPUT,
-               models.RESNET_FAULTS),
+               spec.RESNET_FAULTS),
     "Transformer": ("cases.faults.models:ms_transformer", "cases.faults.models:torch_transformer",
-                    TRANSFORMER_INPUT, models.TRANSFORMER_FAULTS),
+                    TRANSFORMER_INPUT, spec.TRANSFORMER_FAULTS),
     "DeepTanh": ("cases.faults.models:ms_deep_tanh", "cases.faults.models:torch_deep_tanh", DEEP_INPUT,
-                 models.DEEP_FAULTS),
+                 spec.DEEP_FAULTS),
 }
 
 
@@ -88,7 +88,7 @@ FAULTS = [
                   ("between 'embed' and 'blocks.0.ln1'",)),
     InjectedFault(_case("Transformer", "attention_scale"), "forward", "blocks.0.attn",
                   ("'blocks.0.attn'", "'blocks.0.attn.v'")),
-    _layer("DeepTanh", "tiny_scale", f"blocks.{models.DEEP_FAULT_AT}.fc", reference="float64"),
+    _layer("DeepTanh", "tiny_scale", f"blocks.{spec.DEEP_FAULT_AT}.fc", reference="float64"),
 ]
 
 FAULT_CASES = [fault.case for fault in FAULTS]  # what the catalogue collects

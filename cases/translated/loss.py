@@ -4,13 +4,14 @@ gradients too, and they are compared. Class weights are PyTorch buffers, paired 
 translation's non-trainable parameters of the same name."""
 
 import numpy as np
-import torch
 
 from parity import TRANSLATE, ParityCase, randint, randn, uniform
 
 LOGITS = randn((4, 5))
 CLASSES = randint((4,), 0, 5)
-CLASS_WEIGHT = torch.tensor([1.0, 2.0, 0.5, 1.5, 1.0])
+CLASS_WEIGHT = np.array([1.0, 2.0, 0.5, 1.5, 1.0], np.float32)
+# torch.nn.<loss>(**kwargs) with the arrays made tensors when a case runs: listing imports no torch
+WITH_TENSORS = "cases.translated.models:loss_with_tensors"
 SIGNS = np.array([1.0, -1.0, -1.0, 1.0], np.float32)
 SIGNS_2D = np.array([[1, -1, 1, -1, 1], [-1, -1, 1, 1, 1], [1, 1, -1, 1, -1], [-1, 1, 1, -1, 1]], np.float32)
 PROBS = uniform((4, 5), 0.05, 0.95)
@@ -18,14 +19,15 @@ PROBS = uniform((4, 5), 0.05, 0.95)
 CrossEntropyLoss = ParityCase("CrossEntropyLoss", mindspore=TRANSLATE, torch="torch.nn:CrossEntropyLoss",
                               inputs=(LOGITS, CLASSES))
 CrossEntropyLoss_weight_ignore_index = ParityCase(
-    "CrossEntropyLoss_weight_ignore_index", mindspore=TRANSLATE, torch="torch.nn:CrossEntropyLoss",
-    torch_kwargs={"weight": CLASS_WEIGHT, "ignore_index": 2}, inputs=(LOGITS, randint((4,), 0, 4)))
+    "CrossEntropyLoss_weight_ignore_index", mindspore=TRANSLATE, torch=WITH_TENSORS,
+    torch_kwargs={"loss": "CrossEntropyLoss", "weight": CLASS_WEIGHT, "ignore_index": 2},
+    inputs=(LOGITS, randint((4,), 0, 4)))
 CrossEntropyLoss_label_smoothing_sum = ParityCase(
     "CrossEntropyLoss_label_smoothing_sum", mindspore=TRANSLATE, torch="torch.nn:CrossEntropyLoss",
     torch_kwargs={"label_smoothing": 0.1, "reduction": "sum"}, inputs=(LOGITS, CLASSES))
 CrossEntropyLoss_label_smoothing_weight = ParityCase(
-    "CrossEntropyLoss_label_smoothing_weight", mindspore=TRANSLATE, torch="torch.nn:CrossEntropyLoss",
-    torch_kwargs={"label_smoothing": 0.2, "weight": CLASS_WEIGHT}, inputs=(LOGITS, CLASSES))
+    "CrossEntropyLoss_label_smoothing_weight", mindspore=TRANSLATE, torch=WITH_TENSORS,
+    torch_kwargs={"loss": "CrossEntropyLoss", "label_smoothing": 0.2, "weight": CLASS_WEIGHT}, inputs=(LOGITS, CLASSES))
 CrossEntropyLoss_probabilities = ParityCase(
     "CrossEntropyLoss_probabilities", mindspore=TRANSLATE, torch="torch.nn:CrossEntropyLoss",
     inputs=(LOGITS, PROBS))
@@ -35,8 +37,9 @@ CrossEntropyLoss_spatial_none = ParityCase(
 
 NLLLoss = ParityCase("NLLLoss", mindspore=TRANSLATE, torch="torch.nn:NLLLoss", inputs=(LOGITS, CLASSES))
 NLLLoss_weight_ignore_index_sum = ParityCase(
-    "NLLLoss_weight_ignore_index_sum", mindspore=TRANSLATE, torch="torch.nn:NLLLoss",
-    torch_kwargs={"weight": CLASS_WEIGHT, "ignore_index": 0, "reduction": "sum"}, inputs=(LOGITS, CLASSES))
+    "NLLLoss_weight_ignore_index_sum", mindspore=TRANSLATE, torch=WITH_TENSORS,
+    torch_kwargs={"loss": "NLLLoss", "weight": CLASS_WEIGHT, "ignore_index": 0, "reduction": "sum"},
+    inputs=(LOGITS, CLASSES))
 
 MSELoss = ParityCase("MSELoss", mindspore=TRANSLATE, torch="torch.nn:MSELoss", inputs=(LOGITS, randn((4, 5))))
 MSELoss_sum = ParityCase("MSELoss_sum", mindspore=TRANSLATE, torch="torch.nn:MSELoss",
@@ -55,18 +58,20 @@ HuberLoss_delta = ParityCase("HuberLoss_delta", mindspore=TRANSLATE, torch="torc
 BCELoss = ParityCase("BCELoss", mindspore=TRANSLATE, torch="torch.nn:BCELoss",
                      inputs=(PROBS, uniform((4, 5), 0, 1)))
 BCELoss_weight_full_shape = ParityCase(
-    "BCELoss_weight_full_shape", mindspore=TRANSLATE, torch="torch.nn:BCELoss",
-    torch_kwargs={"weight": torch.linspace(0.5, 2.0, 20).reshape(4, 5), "reduction": "sum"},
+    "BCELoss_weight_full_shape", mindspore=TRANSLATE, torch=WITH_TENSORS,
+    torch_kwargs={"loss": "BCELoss", "weight": np.linspace(0.5, 2.0, 20, dtype=np.float32).reshape(4, 5),
+                  "reduction": "sum"},
     inputs=(PROBS, uniform((4, 5), 0, 1)))
 BCELoss_weight_broadcast = ParityCase(
-    "BCELoss_weight_broadcast", mindspore=TRANSLATE, torch="torch.nn:BCELoss",
-    torch_kwargs={"weight": CLASS_WEIGHT, "reduction": "sum"}, inputs=(PROBS, uniform((4, 5), 0, 1)),
+    "BCELoss_weight_broadcast", mindspore=TRANSLATE, torch=WITH_TENSORS,
+    torch_kwargs={"loss": "BCELoss", "weight": CLASS_WEIGHT, "reduction": "sum"}, inputs=(PROBS, uniform((4, 5), 0, 1)),
     xfail="MindSpore's CPU BCELoss sums garbage (~1e31) when the weight broadcasts; 'none' is right")
 BCEWithLogitsLoss = ParityCase("BCEWithLogitsLoss", mindspore=TRANSLATE, torch="torch.nn:BCEWithLogitsLoss",
                                inputs=(LOGITS, uniform((4, 5), 0, 1)))
 BCEWithLogitsLoss_pos_weight = ParityCase(
-    "BCEWithLogitsLoss_pos_weight", mindspore=TRANSLATE, torch="torch.nn:BCEWithLogitsLoss",
-    torch_kwargs={"pos_weight": torch.tensor([3.0, 1.0, 0.5, 2.0, 1.0]), "weight": CLASS_WEIGHT},
+    "BCEWithLogitsLoss_pos_weight", mindspore=TRANSLATE, torch=WITH_TENSORS,
+    torch_kwargs={"loss": "BCEWithLogitsLoss", "pos_weight": np.array([3.0, 1.0, 0.5, 2.0, 1.0], np.float32),
+                  "weight": CLASS_WEIGHT},
     inputs=(LOGITS, uniform((4, 5), 0, 1)))
 
 # Forward only: MindSpore's kl_div gives the target no gradient (KLDivLoss_target_gradient below).
@@ -106,13 +111,14 @@ TripletMarginLoss_p1_swap_margin = ParityCase(
     xfail="MindSpore has no CPU kernel for TripletMarginLoss")
 
 MultiLabelSoftMarginLoss = ParityCase(
-    "MultiLabelSoftMarginLoss", mindspore=TRANSLATE, torch="torch.nn:MultiLabelSoftMarginLoss",
-    torch_kwargs={"weight": CLASS_WEIGHT}, inputs=(LOGITS, (SIGNS_2D > 0).astype(np.float32)))
+    "MultiLabelSoftMarginLoss", mindspore=TRANSLATE, torch=WITH_TENSORS,
+    torch_kwargs={"loss": "MultiLabelSoftMarginLoss", "weight": CLASS_WEIGHT},
+    inputs=(LOGITS, (SIGNS_2D > 0).astype(np.float32)))
 MultiMarginLoss = ParityCase("MultiMarginLoss", mindspore=TRANSLATE, torch="torch.nn:MultiMarginLoss",
                              inputs=(LOGITS, CLASSES))
 MultiMarginLoss_p2_weight = ParityCase(
-    "MultiMarginLoss_p2_weight", mindspore=TRANSLATE, torch="torch.nn:MultiMarginLoss",
-    torch_kwargs={"p": 2, "margin": 0.5, "weight": CLASS_WEIGHT}, inputs=(LOGITS, CLASSES))
+    "MultiMarginLoss_p2_weight", mindspore=TRANSLATE, torch=WITH_TENSORS,
+    torch_kwargs={"loss": "MultiMarginLoss", "p": 2, "margin": 0.5, "weight": CLASS_WEIGHT}, inputs=(LOGITS, CLASSES))
 PoissonNLLLoss = ParityCase("PoissonNLLLoss", mindspore=TRANSLATE, torch="torch.nn:PoissonNLLLoss",
                             inputs=(LOGITS, uniform((4, 5), 0, 3)))
 PoissonNLLLoss_full_linear = ParityCase(

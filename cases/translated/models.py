@@ -2,6 +2,7 @@
 a flat tuple of inputs cannot (an LSTM's ``(h0, c0)`` pair, an attention mask), and they are
 themselves translated as custom Modules (their ``forward`` runs on the translated children)."""
 
+import numpy as np
 import torch
 
 
@@ -104,3 +105,10 @@ class UsesFunctional(torch.nn.Module):
 
     def forward(self, x):
         return torch.nn.functional.relu(self.fc(x))
+
+
+def loss_with_tensors(loss, **kwargs):
+    """``torch.nn.<loss>(**kwargs)`` with each numpy argument (class weights, ``pos_weight``) made a
+    tensor: ``cases/translated/loss.py`` writes them as arrays, so that listing it imports no torch."""
+    return getattr(torch.nn, loss)(**{k: torch.tensor(v) if isinstance(v, np.ndarray) else v
+                                      for k, v in kwargs.items()})
