@@ -248,6 +248,22 @@ class Nested(torch.nn.Module):
         return x
 
 
+class MakesTensors(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.offsets = torch.arange(4.0)  # a plain attribute, neither parameter nor buffer
+
+    def forward(self, x):
+        return x * torch.tensor([1.0, -1.0, 2.0, 0.5]) + self.offsets
+
+
+def test_tensors_forward_makes_or_reads_become_constants_and_the_module_is_left_alone():
+    module = MakesTensors()
+    before = set(vars(module))
+    _passes(module, parity.randn((3, 4)))
+    assert set(vars(module)) == before
+
+
 def test_weight_names_follow_pytorch_attribute_paths():
     module = Nested()
     cell = _passes(module, parity.randn((3, 6)))

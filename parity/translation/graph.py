@@ -31,7 +31,7 @@ import os
 import re
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import mindspore as ms
 import torch
@@ -117,16 +117,21 @@ def _signature(module) -> inspect.Signature:
 
 
 def _trace(module, training: bool, concrete: Dict[str, Any]) -> torch.fx.Graph:
-    modes = [(m, m.training) for m in module.modules()]
+    modes, before = [(m, m.training) for m in module.modules()], set(vars(module))
     module.train(training)
     try:
-        return _Tracer().trace(module, concrete_args=dict(concrete) or None)
+        graph = _Tracer().trace(module, concrete_args=dict(concrete) or None)
     except Exception as exc:  # anything the user's forward raises on proxies
         raise TraceFailed(f"torch.fx cannot trace forward: {type(exc).__name__}: {_first_line(exc)} "
                           f"(at {_exception_location(exc)})") from None
     finally:
         for sub, mode in modes:
             sub.training = mode
+        # torch.fx keeps the tensors forward made as constants on the Module (_tensor_constant0):
+        # they move to the graph, and the user's Module is left as it was
+        made = {name: vars(module).pop(name) for name in set(vars(module)) - before}
+    graph.parity_constants = made
+    return graph
 
 
 def _first_line(exc: BaseException) -> str:
@@ -139,7 +144,7 @@ def _first_line(exc: BaseException) -> str:
 @dataclass
 class _Step:
     node: torch.fx.Node
-    run: Callable  # (cell, args, kwargs) -> value, for calls; unused for the others
+    run: Callable  # the adapter or child Cell of a call, the reader of a get_attr; None otherwise
     inplace: bool = False
     where: str = ""
 
@@ -163,6 +168,9 @@ class _Program:
         if node.op in ("placeholder", "output"):
             return _Step(node, None)
         if node.op == "get_attr":
+            if node.target in self.graph.parity_constants:
+                constant = _ms_constant(self.graph.parity_constants[node.target])
+                return _Step(node, lambda: constant)
             return _Step(node, _attribute(node.target, cell, module))
         if node.op == "call_module":
             child = cell.cell_at(node.target)
@@ -228,13 +236,18 @@ def _attribute(target: str, cell, module) -> Callable[[], Any]:
     """Reads a parameter, buffer or captured tensor at run time (weights copied later are seen)."""
     owner_path, _, leaf = target.rpartition(".")
     owner = cell.cell_at(owner_path) if owner_path else cell
-    if leaf in owner.parameters_dict() or hasattr(owner, leaf) and isinstance(getattr(owner, leaf), ms.Tensor):
+    if isinstance(getattr(owner, leaf, None), ms.Tensor):  # a Parameter is a Tensor too
         return lambda: getattr(owner, leaf)
     value = _torch_attribute(module, target)
-    if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
-        constant = ms.Tensor(value.detach().cpu().numpy().copy())
+    held = dict(module.named_parameters()) | dict(module.named_buffers())
+    if isinstance(value, torch.Tensor) and target not in held:  # a plain tensor attribute: a constant
+        constant = _ms_constant(value)
         return lambda: constant
     raise _Untranslatable(f"reading {target} (the translated {type(owner).__name__} has no attribute {leaf!r})")
+
+
+def _ms_constant(value: torch.Tensor):
+    return ms.Tensor(value.detach().cpu().numpy().copy())
 
 
 def _torch_attribute(module, target: str):
