@@ -3,8 +3,10 @@ differs the stated way, and the fixed pair (the rule's kwargs, the replacement, 
 agrees forward and backward. A naive pair that agrees is STALE: the mismatch no longer triggers.
 
 With ``check_range=True`` an entry whose version range leaves out the installed versions is run
-too, to measure the range from the other side: a naive pair that shows the stated difference there
-is OUTSIDE-RANGE (the range is too narrow); one that does not is NOT-APPLICABLE, as the range says.
+too, to measure the range from the other side: an entry that holds there (the naive pair differs as
+stated and the fix agrees) is OUTSIDE-RANGE (the range is too narrow); one that does not is
+NOT-APPLICABLE, as the range says, with what was measured (a fix that fails there keeps the
+installed versions out of the range even where the difference shows).
 
 Imports MindSpore and PyTorch when a self-test runs, never at import.
 """
@@ -71,17 +73,19 @@ def selftest(entry: Entry, *, device: str = "CPU", seed: int = 1234, check_range
         fixed = _run(entry, spec, fixed=True, device=device, seed=seed) if spec.fixed else None
     status, message = _judge(spec, naive, fixed)
     if not in_range:
-        status, message = _judge_outside(entry, status, naive, ms_version, torch_version)
+        status, message = _judge_outside(entry, status, message, naive, ms_version, torch_version)
     return SelfTestOutcome(entry.id, status, naive, fixed, message, time.perf_counter() - start)
 
 
-def _judge_outside(entry: Entry, status: str, naive: Measurement, ms_version: str,
+def _judge_outside(entry: Entry, status: str, message: str, naive: Measurement, ms_version: str,
                    torch_version: str) -> Tuple[str, str]:
-    """An entry run on versions its range leaves out: the stated difference must not show."""
+    """An entry run on versions its range leaves out: it must not hold there."""
     stated = ", ".join(f"{name} {spec}" for name, spec in sorted(entry.versions.items()))
-    if status in ("ok", "fix-failed"):
+    if status == "ok":
         return "outside-range", (f"the mismatch shows on MindSpore {ms_version}, PyTorch {torch_version}, outside "
                                  f"its versions ({stated}): widen the range")
+    if status == "fix-failed":
+        return "not-applicable", f"outside its versions ({stated}), as measured: the mismatch shows but {message}"
     shown = "agrees" if naive.observed == "agrees" else f"differs in {naive.observed}: {naive.detail}"
     return "not-applicable", f"outside its versions ({stated}), as measured: the naive pair {shown}"
 
