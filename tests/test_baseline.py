@@ -1,13 +1,16 @@
 """--parity-save-baseline and --parity-baseline: a stored run, and what changed since (new failures,
 fixes, drift, new and missing checks, another environment), also under xdist. Real pairs, run
 with pytester as in tests/test_plugin.py; the drift is real: PyTorch's GELU switches to its tanh
-approximation, which stays inside a loose tolerance and fails the default one."""
+approximation, which stays inside a loose tolerance and fails the default one. Issue 10's
+demonstration runs a small catalogue under xdist with one drift injected on the MindSpore side."""
 
+import html.parser
 import json
 from importlib import metadata
 
 import pytest
 
+from parity import cli
 from parity import options as opts
 from parity.nightly import BASELINE, DRIFT, DRIFT_FAILS, SAVE_BASELINE
 from parity.plugin import REPORT
@@ -207,6 +210,147 @@ def test_under_xdist_the_controller_compares_and_saves_every_check_once(inner, p
     assert environment["run"]["xdist_workers"] == 2
     assert [(c["nodeid"], c["index"]) for c in saved] == sorted((c["nodeid"], c["index"]) for c in reported)
     assert len(saved) == 4 and {c["worker"] for c in saved} <= {"gw0", "gw1"}
+
+
+# A small catalogue of real pairs. INNER_DRIFT scales the MindSpore side of `Drifts` by 1 + INNER_DRIFT:
+# 3e-7 keeps every tensor inside the float32 tolerance and grows its margins far beyond 4x.
+CATALOGUE = """
+import os
+
+from parity import TRANSLATE, ParityCase, randn
+
+
+def ms_drifts():
+    import mindspore
+
+    class Scaled(mindspore.nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.fc = mindspore.nn.Dense(8, 4)
+            self.scale = 1.0 + float(os.environ.get("INNER_DRIFT", "0"))
+
+        def construct(self, x):
+            return self.fc(x) * self.scale
+
+    return Scaled()
+
+
+def torch_drifts():
+    import torch
+
+    class Plain(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(8, 4)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    return Plain()
+
+
+Drifts = ParityCase("Drifts", mindspore=ms_drifts, torch=torch_drifts, inputs=randn((4, 8)))
+Linear = ParityCase("Linear", mindspore=TRANSLATE, torch="torch.nn:Linear",
+                    torch_kwargs={"in_features": 8, "out_features": 4}, inputs=randn((4, 8)))
+LayerNorm = ParityCase("LayerNorm", mindspore=TRANSLATE, torch="torch.nn:LayerNorm",
+                       torch_kwargs={"normalized_shape": 8}, inputs=randn((4, 8)))
+Conv2d = ParityCase("Conv2d", mindspore=TRANSLATE, torch="torch.nn:Conv2d",
+                    torch_kwargs={"in_channels": 2, "out_channels": 3, "kernel_size": 3, "padding": 1},
+                    inputs=randn((1, 2, 5, 5)))
+Softmax = ParityCase("Softmax", mindspore=TRANSLATE, torch="torch.nn:Softmax", torch_kwargs={"dim": -1},
+                     inputs=randn((4, 8)))
+Sigmoid = ParityCase("Sigmoid", mindspore=TRANSLATE, torch="torch.nn:Sigmoid", inputs=randn((4, 8)))
+"""
+PAIRS = ("Drifts", "Linear", "LayerNorm", "Conv2d", "Softmax", "Sigmoid")
+
+
+class _Page(html.parser.HTMLParser):
+    """The report page's elements, checked to nest and close; the verdict matrix's rows kept."""
+
+    VOID = {"meta", "br", "hr", "img", "input", "link", "col", "wbr", "circle", "line", "path", "rect", "polyline"}
+
+    def __init__(self):
+        super().__init__()
+        self.open, self.rows, self.tags, self.changes = [], {}, [], []
+        self._row = None
+
+    def handle_data(self, data):
+        if any(ident == "changes" for _, ident in self.open):
+            self.changes.append(data)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.tags.append(tag)
+        if tag not in self.VOID:
+            self.open.append((tag, attrs.get("id")))
+        in_matrix = any(name == "table" and ident == "matrix" for name, ident in self.open)
+        if tag == "tr" and in_matrix and "data-check" in attrs:
+            self._row = self.rows.setdefault(attrs["data-check"], [])
+        elif tag == "td" and self._row is not None and "data-verdict" in attrs:
+            self._row.append(attrs["data-verdict"])
+
+    def handle_startendtag(self, tag, attrs):
+        self.tags.append(tag)
+
+    def handle_endtag(self, tag):
+        if tag in self.VOID:
+            return
+        assert self.open and self.open[-1][0] == tag, f"</{tag}> closes {self.open[-1:]}"
+        self.open.pop()
+        if tag == "tr":
+            self._row = None
+
+
+def test_done_when_a_catalogue_run_under_xdist_reports_exactly_one_injected_drift(pytester, monkeypatch, capsys):
+    """Issue 10's demonstration: a catalogue run under ``-n 2`` with ``--parity-report`` and a
+    baseline from the same run with one drift injected reports that drift and nothing else, and
+    ``parity report`` makes the page of it (loaded in a browser in tests/test_report_page.py). The
+    shards' union is the whole run: tests/test_shards.py::test_shards_are_disjoint_and_their_union_is_the_whole_run."""
+    pytest.importorskip("xdist")
+    pytester.makefile(".toml", pyproject='[tool.pytest.ini_options]\nparity_cases = ["catalogue"]\n')
+    pytester.mkdir("catalogue")
+    pytester.path.joinpath("catalogue", "pairs.py").write_text(CATALOGUE)
+    monkeypatch.delenv("INNER_DRIFT", raising=False)
+    nodeids = [f"catalogue/pairs.py::{name}[eval]" for name in PAIRS]
+
+    def run(*args):
+        return pytester.runpytest_subprocess(PARITY, "-n", "2", "-p", "no:cacheprovider", *args)
+
+    night = run(f"{REPORT}=before.jsonl", f"{SAVE_BASELINE}=base")
+    night.assert_outcomes(passed=6)
+    assert night.ret == 0
+    monkeypatch.setenv("INNER_DRIFT", "3e-7")
+    result = run(f"{REPORT}=after.jsonl", f"{BASELINE}=base")
+    result.assert_outcomes(passed=6)  # every check passes: the drift alone fails the run
+    assert result.ret == 1
+
+    environment, checks = read_records(pytester.path / "after.jsonl")
+    assert environment["run"]["xdist_workers"] == 2 and sorted(c["nodeid"] for c in checks) == sorted(nodeids)
+    assert {c["worker"] for c in checks} == {"gw0", "gw1"} and all(c["verdict"] == "pass" for c in checks)
+    before, after = margins(pytester.path / "before.jsonl"), margins(pytester.path / "after.jsonl")
+    grew = sorted(key for key in after if after[key] > 4 * max(before[key], 1e-3))
+    assert grew and {nodeid for nodeid, _, _ in grew} == {nodeids[0]}
+    assert all(after[key] == before[key] for key in after if key[0] != nodeids[0])
+
+    lines = summary(result)
+    assert lines[0] == "environment: the same as the baseline's (versions, device, CPU, seed, mode)"
+    assert lines[2] == f"new failures 0, fixed 0, drifted {len(grew)} tensors in 1 check, new checks 0, missing 0"
+    changes = [line for line in lines if line.split(" ")[0] in ("DRIFT", "NEW", "FIXED", "MISSING")]
+    assert len(changes) == 1 and changes[0].startswith(f"DRIFT {nodeids[0]}: ")
+    assert f"the run fails: {len(grew)} drifted tensors against the baseline" in lines
+
+    status = cli.main(["report", "after.jsonl", "--baseline", "base", "--html", "page.html", "--markdown", "out.md"])
+    assert status == 1  # a drift
+    assert f"new failures 0, fixed 0, drifted {len(grew)} tensors in 1 check" in capsys.readouterr().out
+    page = _Page()
+    page.feed((pytester.path / "page.html").read_text(encoding="utf-8"))
+    page.close()
+    assert page.open == [] and "svg" in page.tags  # every element closed; the margins over time are plotted
+    assert f"drifted {len(grew)} tensors in 1 check" in " ".join(page.changes)
+    assert sorted(page.rows) == sorted(nodeids) and all(v == ["pass"] for v in page.rows.values())
+    markdown = (pytester.path / "out.md").read_text(encoding="utf-8")
+    assert len([line for line in markdown.splitlines() if line.startswith(f"| {nodeids[0]} |")]) == len(grew)
+    assert not any(line.startswith(f"| {nodeid} |") for nodeid in nodeids[1:] for line in markdown.splitlines())
 
 
 def test_help_shows_the_baseline_options(pytester):
