@@ -319,14 +319,15 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                 recompute_scale_factor=None, antialias=False):
     if antialias:
         raise TypeError("interpolate(antialias=True) is not translated")
-    if scale_factor is not None:
+    if scale_factor is not None:  # MindSpore samples by the sizes: give it the size PyTorch makes
         spatial = input.shape[2:]
         factors = tuple(scale_factor) if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * len(spatial)
         sizes = [n * f for n, f in zip(spatial, factors)]
-        if all(float(s).is_integer() for s in sizes):  # the same sampling as PyTorch's, by size
-            return ops.interpolate(input, tuple(int(s) for s in sizes), None, mode, align_corners)
-        scale_factor = tuple(float(f) for f in factors)  # MindSpore takes floats only
-    return ops.interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor)
+        if not recompute_scale_factor and not all(float(s).is_integer() for s in sizes):
+            raise TypeError(f"scale_factor={scale_factor} makes {sizes} pixels: PyTorch samples by 1/scale_factor, "
+                            "MindSpore by the sizes (pass recompute_scale_factor=True or size=)")
+        size = tuple(int(math.floor(s)) for s in sizes)
+    return ops.interpolate(input, size, None, mode, align_corners)
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
