@@ -49,7 +49,8 @@ def framework_of(obj) -> str:
 
 
 def is_float(array: np.ndarray) -> bool:
-    return array.dtype.kind in "fc"
+    """Floating or complex, bfloat16 (``ml_dtypes``, numpy kind 'V') included."""
+    return array.dtype.kind in "fc" or array.dtype.name == "bfloat16"
 
 
 def flatten_outputs(value, path: str = "output") -> List[Tuple[str, object]]:

@@ -16,6 +16,7 @@ import mindspore as ms
 from mindspore import nn
 
 from ..errors import ParityUsageError
+from ..precision import cell_dtype, is_floating
 from . import Grads, Slot, flatten_outputs
 from ._hooks import LayerHooks
 
@@ -135,14 +136,35 @@ def slots(model) -> List[Slot]:
             continue
         layer = name.rpartition(".")[0]
         seen[id(param)] = len(result)
-        dtype = str(param.dtype).lower()
-        dtype = {"float": "float32", "int": "int32"}.get(dtype, dtype)
+        dtype = _dtype_name(param.dtype)
         result.append(Slot(name, tuple(param.shape), dtype, bool(param.requires_grad), layer, types.get(layer, "")))
     return result
 
 
+def to_numpy(tensor) -> np.ndarray:
+    """``tensor.asnumpy()``, bfloat16 as ``ml_dtypes.bfloat16`` (MindSpore's own numpy bfloat16
+    type is viewed bit for bit)."""
+    array = tensor.asnumpy()
+    if array.dtype.name == "bfloat16":
+        from ..precision import as_bfloat16
+
+        return as_bfloat16(array)
+    return array
+
+
+def compute_dtype(model):
+    """The half dtype (``"float16"``, ``"bfloat16"``) ``model`` computes in, else None (see
+    :func:`parity.precision.cell_dtype`)."""
+    return cell_dtype(model)
+
+
+def _dtype_name(dtype) -> str:
+    name = str(dtype).lower()
+    return {"float": "float32", "int": "int32"}.get(name, name)
+
+
 def read(model, name: str) -> np.ndarray:
-    return _parameter(model, name).asnumpy().copy()
+    return to_numpy(_parameter(model, name)).copy()
 
 
 def write(model, name: str, array: np.ndarray) -> None:
@@ -204,7 +226,7 @@ class Pass:
         self.mode = mode
         named = list(inputs.named())
         self._names = [name for name, _ in named]
-        self._float = [array.dtype.kind == "f" for _, array in named]
+        self._float = [is_floating(array.dtype) for _, array in named]
         values = [ms.Tensor(array) for _, array in named]
         fn = _Keywords(model, len(inputs.args), inputs.kwargs) if inputs.kwargs else model
         self._params = list(model.trainable_params()) if grads else []
@@ -222,9 +244,9 @@ class Pass:
     def backward(self, cotangents: Dict[str, np.ndarray], params: List[str]) -> Grads:
         cots = []
         for path, leaf in self.leaves:
+            own = _np_dtype(leaf, path)  # each side's cotangent in its own output's dtype
             array = cotangents.get(path)
-            if array is None:
-                array = np.zeros(tuple(leaf.shape), _numpy(leaf, path).dtype)
+            array = np.zeros(tuple(leaf.shape), own) if array is None else array.astype(own, copy=False)
             cots.append(ms.Tensor(array))
         sens = cots[0] if len(cots) == 1 and not isinstance(self.raw, (tuple, list)) else tuple(cots)
         with execution_mode(self.mode):
@@ -235,14 +257,25 @@ class Pass:
             input_grads, param_grads = result, ()
         if not isinstance(input_grads, (tuple, list)):
             input_grads = (input_grads,)
-        inputs = {n: g.asnumpy() for n, g, f in zip(self._names, input_grads, self._float) if f}
-        by_name = {self._by_id[id(p)]: g.asnumpy() for p, g in zip(self._params, param_grads)}
+        inputs = {n: to_numpy(g) for n, g, f in zip(self._names, input_grads, self._float) if f}
+        by_name = {self._by_id[id(p)]: to_numpy(g) for p, g in zip(self._params, param_grads)}
         return Grads(inputs, {p: by_name[p] for p in params})
+
+
+def _np_dtype(leaf, path: str) -> np.dtype:
+    if isinstance(leaf, ms.Tensor):
+        name = _dtype_name(leaf.dtype)
+        if name == "bfloat16":
+            from ..precision import bfloat16
+
+            return bfloat16()
+        return np.dtype(name)
+    return _numpy(leaf, path).dtype
 
 
 def _numpy(leaf, path: str) -> np.ndarray:
     if isinstance(leaf, ms.Tensor):
-        return leaf.asnumpy()
+        return to_numpy(leaf)
     if isinstance(leaf, (int, float, bool)):
         return np.asarray(leaf)
     raise ParityUsageError(f"MindSpore {path} is a {type(leaf).__qualname__}, not a Tensor")
@@ -267,7 +300,7 @@ class _Recent:
     def _array(self, tensor) -> np.ndarray:
         key = id(tensor)
         if key not in self._items:
-            self._items[key] = (tensor, tensor.asnumpy())  # the tensor is kept so that its id stays its own
+            self._items[key] = (tensor, to_numpy(tensor))  # the tensor is kept so that its id stays its own
             if len(self._items) > self._size:
                 self._items.popitem(last=False)
         return self._items[key][1]

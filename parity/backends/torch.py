@@ -33,6 +33,32 @@ def _contiguous(array) -> np.ndarray:
     return array if array.flags.c_contiguous else array.copy()
 
 
+def to_numpy(tensor) -> np.ndarray:
+    """A tensor's values as numpy; bfloat16 as its raw bits viewed as ``ml_dtypes.bfloat16``
+    (``Tensor.numpy()`` refuses bfloat16). Shares memory where ``Tensor.numpy()`` would."""
+    tensor = tensor.detach().cpu()
+    if tensor.dtype == torch.bfloat16:
+        from ..precision import bfloat16
+
+        return tensor.view(torch.int16).numpy().view(bfloat16())
+    return tensor.numpy()
+
+
+def from_numpy(array) -> "torch.Tensor":
+    """``torch.from_numpy`` that takes ``ml_dtypes.bfloat16`` arrays too (bit for bit)."""
+    array = _contiguous(array)
+    if array.dtype.name == "bfloat16":
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
+
+
+def compute_dtype(model):
+    """The half dtype (``"float16"``, ``"bfloat16"``) ``model`` computes in: that of all its floating
+    parameters, when they share one; else None."""
+    found = {str(p.dtype).replace("torch.", "") for p in model.parameters() if p.is_floating_point()}
+    return found.pop() if len(found) == 1 and found <= {"float16", "bfloat16"} else None
+
+
 def torch_device(device: str) -> str:
     """The device string the reference's tensors go to for ``--parity-device=device``."""
     from .device import torch_placement
@@ -76,13 +102,13 @@ def _tensor(model, name: str):
 
 
 def read(model, name: str) -> np.ndarray:
-    return _tensor(model, name).detach().cpu().numpy().copy()
+    return to_numpy(_tensor(model, name)).copy()
 
 
 def write(model, name: str, array: np.ndarray) -> None:
     target = _tensor(model, name)
     with torch.no_grad():
-        target.copy_(torch.from_numpy(_contiguous(array)).to(target.dtype))
+        target.copy_(from_numpy(array).to(target.dtype))
 
 
 def set_train(model, train: bool) -> None:
@@ -91,7 +117,7 @@ def set_train(model, train: bool) -> None:
 
 def buffers(model) -> Dict[str, np.ndarray]:
     """Every buffer (running statistics, counters such as ``num_batches_tracked``), by name."""
-    return {name: t.detach().cpu().numpy().copy() for name, t in model.named_buffers() if t is not None}
+    return {name: to_numpy(t).copy() for name, t in model.named_buffers() if t is not None}
 
 
 def set_buffers(model, values: Dict[str, np.ndarray]) -> None:
@@ -240,7 +266,7 @@ class Pass:
         self.leaves = flatten_outputs(self.raw)
 
     def _convert(self, name, array, grads, dev, cast):
-        tensor = torch.from_numpy(_contiguous(array)).to(dev)
+        tensor = from_numpy(array).to(dev)
         if tensor.is_floating_point():
             if cast is not None:
                 tensor = tensor.to(cast)
@@ -257,15 +283,15 @@ class Pass:
         for path, leaf in self.leaves:
             if path in cotangents and isinstance(leaf, torch.Tensor) and leaf.requires_grad:
                 outs.append(leaf)
-                cots.append(torch.from_numpy(cotangents[path]).to(leaf.device, leaf.dtype))
+                cots.append(from_numpy(cotangents[path]).to(leaf.device, leaf.dtype))
         targets = list(self._diff.values()) + [_tensor(self.model, name) for name in params]
         if not outs or not targets:
             grads = [None] * len(targets)
         else:
             grads = torch.autograd.grad(outs, targets, cots, allow_unused=True)
-        arrays = [None if g is None else g.detach().cpu().numpy() for g in grads]
+        arrays = [None if g is None else to_numpy(g) for g in grads]
         n = len(self._diff)
-        zero = lambda t: np.zeros(tuple(t.shape), str(t.dtype).replace("torch.", ""))  # noqa: E731
+        zero = lambda t: np.zeros_like(to_numpy(t))  # noqa: E731
         inputs = {k: a if a is not None else zero(t) for (k, t), a in zip(self._diff.items(), arrays[:n])}
         named = {p: a if a is not None else zero(_tensor(self.model, p)) for p, a in zip(params, arrays[n:])}
         return Grads(inputs, named)
@@ -273,7 +299,7 @@ class Pass:
 
 def _numpy(leaf, path: str) -> np.ndarray:
     if isinstance(leaf, torch.Tensor):
-        return leaf.detach().cpu().numpy()
+        return to_numpy(leaf)
     if isinstance(leaf, (int, float, bool)):
         return np.asarray(leaf)
     raise ParityUsageError(f"PyTorch {path} is a {type(leaf).__qualname__}, not a tensor")
@@ -297,7 +323,7 @@ class _Copies:
                tensor.dtype, tensor._version)
         known = self._items.get(key)
         array = known() if known is not None else None
-        view = tensor.cpu().numpy()
+        view = to_numpy(tensor)
         if array is not None and _same(array, view):
             return array
         array = view.copy()

@@ -20,7 +20,8 @@ from ..errors import ParityMismatch, ParityUsageError
 from ..registry.schema import Entry, SelfTestSpec
 
 __all__ = ["Measurement", "fmt2", "resolve", "quiet", "module_pair", "loss_training_pair", "init_stats", "zero_fraction",
-           "optimizer_pair", "clip_pair", "schedule_pair", "check_available", "flush_mindspore", "first_shape"]
+           "optimizer_pair", "clip_pair", "schedule_pair", "check_available", "flush_mindspore", "first_shape",
+           "dtype_pair"]
 
 _STATS_LIMIT = {"init": 1.5, "zero_fraction": 0.1}  # std ratio; difference of zero fractions
 
@@ -149,6 +150,38 @@ def module_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *
         return Measurement("usage", None, text.splitlines()[0][:100], text)
     values = [c.max_abs for c in result.comparisons if c.problem is None and c.max_abs is not None]
     return Measurement("agrees", max(values, default=0.0), "agrees")
+
+
+def dtype_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *, device: str,
+               seed: int) -> Measurement:
+    """The MindSpore Cell alone in ``spec.dtype`` (``to_float``, floating inputs in that dtype),
+    forward and backward: "raises" with MindSpore's error where its kernel is missing, "agrees" (it
+    runs: the entry is stale) otherwise. PyTorch computes in any dtype, so it is not run."""
+    from .. import inputs as parity_inputs
+    from ..backends import mindspore as msb
+    from ..precision import cast, is_floating
+    from ..runner import _cotangents
+
+    import mindspore as ms
+
+    msb.prepare(seed=seed, device=device)
+    try:
+        cell = resolve(api)(**ms_kwargs).to_float(getattr(ms, spec.dtype))
+    except Exception as exc:  # the construction is rejected
+        return _raised(exc)
+    cell.set_train(spec.train)
+    data = parity_inputs.materialize(_inputs(inputs), seed)
+    data = parity_inputs.Inputs(tuple(cast(a, spec.dtype) if is_floating(a.dtype) else a for a in data.args), {},
+                                data.descriptions)
+    try:
+        side = msb.Pass(cell, data, grads=spec.grads, mode=spec.ms_mode)
+        side.values = side.outputs()
+        if spec.grads:
+            side.backward(_cotangents(side, seed), [])
+    except Exception as exc:  # the missing kernel
+        flush_mindspore()
+        return _raised(exc)
+    return Measurement("agrees", 0.0, f"runs in {spec.dtype}")
 
 
 def _params_detail(text: str) -> str:

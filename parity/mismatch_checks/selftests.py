@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
-from .pairs import (Measurement, check_available, first_shape, fmt2, init_stats, loss_training_pair, module_pair,
-                    optimizer_pair, quiet, resolve, zero_fraction)
+from .pairs import (Measurement, check_available, dtype_pair, first_shape, fmt2, init_stats, loss_training_pair,
+                    module_pair, optimizer_pair, quiet, resolve, zero_fraction)
 from ..registry.schema import Entry, SelfTestSpec
 from ..registry.store import installed_versions
 
@@ -114,6 +114,8 @@ def _run(entry: Entry, spec: SelfTestSpec, *, fixed: bool, device: str, seed: in
         return loss_training_pair(entry, api, kwargs, spec, device=device, seed=seed)
     inputs = (spec.fixed_inputs or spec.inputs) if fixed else spec.inputs
     kwargs = _fixed_kwargs(entry, spec, first_shape(inputs)) if fixed else dict(spec.ms_kwargs)
+    if spec.dtype:
+        return dtype_pair(entry, api, kwargs, spec, inputs, device=device, seed=seed)
     if spec.differs_in == "zero_fraction":
         return zero_fraction(entry, api, kwargs, spec, device, seed)
     if spec.differs_in == "init" and not fixed:

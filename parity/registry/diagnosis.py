@@ -12,8 +12,8 @@ from . import rules
 from .schema import Entry
 from .store import Registry, installed_versions, load, resolve_api
 
-__all__ = ["Diagnosis", "Seen", "diagnose", "likely_causes", "observed", "parameter_causes", "HIGH", "UNSUPPORTED",
-           "PRESENT"]
+__all__ = ["Diagnosis", "Seen", "diagnose", "likely_causes", "observed", "parameter_causes", "unsupported_dtype",
+           "HIGH", "UNSUPPORTED", "PRESENT"]
 
 HIGH = 0.9         # the instances were built the way the entry describes
 UNSUPPORTED = 0.6  # the API has no kernel/feature where this runs
@@ -83,6 +83,7 @@ def diagnose(ms_model, torch_model, *, registry: Optional[Registry] = None, devi
     torch_layers = dict(torch_model.named_modules())
     seen = seen or {}
     aligned = {s.ms_path: path for path, s in seen.items()}
+    dtypes = _layer_dtypes(ms_layers) if any(e.dtypes for e in entries) else {}
     found: List[Tuple[float, int, str, Diagnosis]] = []
     for entry in entries:
         ms_class, torch_class = resolve_api(entry.mindspore), resolve_api(entry.torch)
@@ -90,6 +91,8 @@ def diagnose(ms_model, torch_model, *, registry: Optional[Registry] = None, devi
             continue
         for order, path, ms_path, ms_layer, torch_layer in _pairs(ms_layers, torch_layers, ms_class, torch_class,
                                                                   aligned):
+            if entry.dtypes and dtypes.get(ms_path or path) not in entry.dtypes:
+                continue  # the layer does not compute in the dtype the entry is about
             shapes = seen[path].input_shapes if path in seen else ()
             found_one = _judge(entry, path, ms_path, ms_layer, torch_layer, device, shapes)
             if found_one is not None:
@@ -113,6 +116,36 @@ def likely_causes(ms_model, torch_model, *, at: Optional[str] = None, device: Op
     found = [d for d in found if d.score >= threshold and _can_explain(d, seen or {})]
     found.sort(key=lambda d: at is not None and d.path != at)  # stable: most likely first otherwise
     return [d.cause() for d in found]
+
+
+def unsupported_dtype(ms_model, torch_model, *, dtype: str, device: str,
+                      registry: Optional[Registry] = None) -> List[Diagnosis]:
+    """The layers of ``ms_model`` that compute in ``dtype`` and that the registry knows to have no
+    kernel for it on ``device`` (entries of kind ``unsupported`` with ``dtypes``), in execution order."""
+    found = [d for d in diagnose(ms_model, torch_model, registry=registry, device=device)
+             if d.entry.kind == "unsupported" and dtype in d.entry.dtypes]
+    order = {path: i for i, (path, _) in enumerate(ms_model.cells_and_names())}
+    return sorted(found, key=lambda d: order.get(d.ms_path or d.path, len(order)))
+
+
+def _layer_dtypes(ms_layers) -> Dict[str, Optional[str]]:
+    """MindSpore layer path -> the half dtype it computes in (see :func:`parity.precision.cell_dtype`);
+    a layer with nothing to tell by (no flag, no parameter) computes in its nearest container's."""
+    from ..precision import cell_dtype
+
+    found: Dict[str, Optional[str]] = {}
+    for path, cell in ms_layers:  # containers come before what they contain
+        own = cell_dtype(cell)
+        if own is None and not _has_flag(cell) and not any(True for _ in cell.get_parameters()):
+            parent = path.rpartition(".")[0] if "." in path else ""
+            own = found.get(parent) if path else None
+        found[path] = own
+    return found
+
+
+def _has_flag(cell) -> bool:
+    flags = cell.get_flags() if hasattr(cell, "get_flags") else {}
+    return any(flags.get(f) for f in ("fp16", "bf16", "fp32"))
 
 
 def _can_explain(diagnosis: Diagnosis, seen: Mapping[str, Seen]) -> bool:

@@ -158,7 +158,8 @@ def _details(entries: List[Entry], results) -> List[str]:
         facts = [f"reference: <{entry.reference}>",
                  "versions: " + (", ".join(f"{k} {v}" for k, v in sorted(entry.versions.items())) or "all"),
                  "devices: " + ", ".join(entry.devices) + (f"; modes: {', '.join(entry.modes)}"
-                                                          if len(entry.modes) == 1 else "")]
+                                                          if len(entry.modes) == 1 else "")
+                 + (f"; where MindSpore computes in {', '.join(entry.dtypes)}" if entry.dtypes else "")]
         for argument in entry.arguments:
             facts.append("argument: " + _argument(argument))
         if entry.rule:

@@ -19,7 +19,7 @@ else:  # pragma: no cover - exercised on Python < 3.11 only
     import tomli as tomllib
 
 from . import rules
-from .schema import (DEVICES, DIFFERS, FAMILIES, ID_PATTERN, INSPECT_ROOTS, KINDS, MODES, RULE_NAMES, RULE_ROOTS,
+from .schema import (DEVICES, DIFFERS, DTYPES, FAMILIES, ID_PATTERN, INSPECT_ROOTS, KINDS, MODES, RULE_NAMES, RULE_ROOTS,
                      SCHEMA, Argument, Availability, Entry, RegistryError, SelfTestSpec, check_names,
                      from_toml, inspect_table, parse_versions)
 
@@ -29,11 +29,11 @@ DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "mismatches"
 _HEADER = {"mismatch": re.compile(r"^\s*\[\[\s*mismatch\s*\]\]"), "available": re.compile(r"^\s*\[\[\s*available\s*\]\]")}
 _TOP_KEYS = {"schema", "title", "mismatch", "available"}
 _ENTRY_KEYS = {"id", "kind", "torch", "mindspore", "family", "summary", "fix", "arguments", "rule", "replacement",
-               "weights", "layout", "inspect", "versions", "devices", "modes", "runs_on", "reason", "reference",
-               "selftest", "selftest_skip"}
+               "weights", "layout", "inspect", "versions", "devices", "modes", "runs_on", "dtypes", "reason",
+               "reference", "selftest", "selftest_skip"}
 _REQUIRED = ("id", "kind", "torch", "mindspore", "family", "summary", "reason", "reference", "devices")
 _SELFTEST_KEYS = {"torch_kwargs", "ms_kwargs", "inputs", "fixed_inputs", "differs_in", "raises", "train", "grads",
-                  "weights", "fixed", "ms_mode", "fixed_ms_mode", "optimizer", "batches"}
+                  "weights", "fixed", "ms_mode", "fixed_ms_mode", "optimizer", "batches", "dtype"}
 _ARGUMENT_KEYS = {"torch", "mindspore", "torch_default", "mindspore_default", "note"}
 _INPUT_KINDS = {"randn", "uniform", "randint"}
 _LAYOUT = re.compile(r"^permute\(\s*\d+(\s*,\s*\d+)*\s*\)$")
@@ -194,7 +194,9 @@ def _entry(raw: Dict[str, Any], text: _Text, index: int, errors: List[str]) -> O
         inspect_fix=inspect_table(inspect.get("fix", {}), where("inspect"), errors, "fix"),
         when=when, versions=parse_versions(raw.get("versions", {}), where("versions"), errors),
         modes=check_names(raw.get("modes", list(MODES)), MODES, "modes", where("modes"), errors),
-        runs_on=tuple(raw.get("runs_on", ())), selftest=selftest, selftest_skip=raw.get("selftest_skip", ""),
+        runs_on=tuple(raw.get("runs_on", ())),
+        dtypes=check_names(raw["dtypes"], DTYPES, "dtypes", where("dtypes"), errors) if "dtypes" in raw else (),
+        selftest=selftest, selftest_skip=raw.get("selftest_skip", ""),
         file=text.path, line=where.line)
     if raw.get("runs_on"):
         check_names(raw["runs_on"], DEVICES, "runs_on", where("runs_on"), errors)
@@ -285,6 +287,8 @@ def _selftest(raw, where: _Where, errors: List[str]) -> Optional[SelfTestSpec]:
     for key in ("ms_mode", "fixed_ms_mode"):
         if spec.get(key, "pynative") not in MODES:
             errors.append(f"{at}: selftest.{key} must be one of {', '.join(MODES)}")
+    if spec.get("dtype", DTYPES[0]) not in DTYPES:
+        errors.append(f"{at}: selftest.dtype must be one of {', '.join(DTYPES)}")
     if "batches" in spec:
         _check_batches(spec["batches"], f"{at}: selftest.batches", errors)
     elif spec.get("optimizer") is None:
@@ -304,7 +308,7 @@ def _selftest(raw, where: _Where, errors: List[str]) -> Optional[SelfTestSpec]:
         fixed_inputs=tuple(spec["fixed_inputs"]) if "fixed_inputs" in spec else None, raises=spec.get("raises", ""),
         train=bool(spec.get("train", False)), grads=bool(spec.get("grads", True)), weights=spec.get("weights", "copy"),
         fixed=bool(fixed), ms_mode=spec.get("ms_mode", "pynative"), fixed_ms_mode=spec.get("fixed_ms_mode"),
-        optimizer=spec.get("optimizer"),
+        optimizer=spec.get("optimizer"), dtype=spec.get("dtype", ""),
         batches=tuple(tuple(b) for b in spec["batches"]) if isinstance(spec.get("batches"), list) else None)
 
 

@@ -18,13 +18,14 @@ from ..errors import ParityUsageError
 from . import rules
 
 __all__ = ["RegistryError", "Argument", "SelfTestSpec", "Entry", "Availability", "SCHEMA", "KINDS", "FAMILIES",
-           "DEVICES", "MODES", "DIFFERS", "NONE"]
+           "DEVICES", "MODES", "DTYPES", "DIFFERS", "NONE"]
 
 SCHEMA = 1
 KINDS = ("default", "name", "layout", "formula", "unsupported")
 FAMILIES = ("nn", "mint")
 DEVICES = ("CPU", "GPU", "Ascend")
 MODES = ("pynative", "graph")
+DTYPES = ("float16", "bfloat16")  # an entry's `dtypes`: the half dtypes MindSpore computes in where it holds
 DIFFERS = ("shape", "values", "grads", "buffers", "params", "raises", "init", "zero_fraction")
 NONE = "None"  # TOML has no null: the string "None" stands for Python's None in defaults and kwargs
 ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -92,6 +93,7 @@ class SelfTestSpec:
     fixed_ms_mode: Optional[str] = None
     optimizer: Optional[Mapping[str, Any]] = None  # {shape = [..], steps = n}: an optimizer pair
     batches: Optional[Tuple[Tuple[Any, ...], ...]] = None  # a loss pair trained over these (input, target) specs
+    dtype: str = ""  # the MindSpore Cell alone, run in this half dtype (to_float): does its kernel exist?
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,7 @@ class Entry:
     versions: Mapping[str, SpecifierSet] = field(default_factory=dict)
     modes: Tuple[str, ...] = MODES
     runs_on: Tuple[str, ...] = ()
+    dtypes: Tuple[str, ...] = ()  # only where the MindSpore layer computes in one of these (empty: any)
     selftest: Optional[SelfTestSpec] = None
     selftest_skip: str = ""
     file: str = ""
