@@ -60,6 +60,7 @@ class Comparison:
     nonfinite: Optional[NonFinite] = None
     envelope: Optional["Envelope"] = None  # the rounding-envelope judge, when the tolerance alone was too close
     layer: str = ""  # owning sub-Cell/sub-Module, when known
+    golden: Optional[object] = None  # parity.precision.Golden: the half-precision judge, when it ran
 
     @property
     def passed(self) -> bool:
@@ -69,6 +70,8 @@ class Comparison:
             return False
         if self.envelope is not None:
             return self.envelope.passed
+        if self.golden is not None:
+            return self.golden.passed
         return self.mismatched == 0
 
     @property

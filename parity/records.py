@@ -70,6 +70,15 @@ def _envelope(e) -> Optional[Dict[str, Any]]:
             "judged_whole": e.judged_whole}
 
 
+def _golden(g) -> Optional[Dict[str, Any]]:
+    """The half-precision judge (parity.precision.Golden), where it ran."""
+    if g is None:
+        return None
+    return {"passed": g.passed, "dtype": g.dtype, "margin": g.margin, "factor": g.factor, "floor": g.floor,
+            "ms_error": g.ms_error, "torch_error": g.torch_error, "ms_max": g.ms_max, "torch_max": g.torch_max,
+            "flips": g.flips, "tolerance_margin": g.tolerance_margin}
+
+
 def tensor_record(c, step: Optional[int] = None) -> Dict[str, Any]:
     """One compared tensor (a :class:`parity.compare.Comparison`). Figures that were not measured
     (the shapes or dtypes differed) are ``None``."""
@@ -86,7 +95,7 @@ def tensor_record(c, step: Optional[int] = None) -> Dict[str, Any]:
         "tolerance": {"rtol": c.tolerance.rtol, "atol": c.tolerance.atol}, "tolerance_source": c.tolerance_source,
         "nonfinite": None if nf is None else {"ms": nf.ms_count, "torch": nf.torch_count,
                                               "disagreeing": nf.disagreeing, "positions": nf.positions},
-        "noise_judged": c.noise_judged, "envelope": _envelope(c.envelope),
+        "noise_judged": c.noise_judged, "envelope": _envelope(c.envelope), "golden": _golden(c.golden),
     }
     if step is not None:
         record["step"] = step

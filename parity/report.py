@@ -91,6 +91,8 @@ def _metrics(c) -> List[str]:
         lines.append(f"Non-finite: MindSpore {nf.ms_count}, PyTorch {nf.torch_count} NaN/Inf; {verdict}; at {shown}")
     if c.envelope is not None:
         lines.append(envelope_line(c.envelope))
+    if c.golden is not None:
+        lines.append(golden_line(c.golden))
     return lines
 
 
@@ -285,6 +287,17 @@ def summary_line(name: str, result: Optional[object], error: str = "", *, expect
                  f"but inside PyTorch's rounding envelope (e.g. '{shown.name}' at "
                  f"{fmt(shown.envelope.tolerance_margin)}x the tolerance alone)")
     return f"{status} {name}: worst margin {fmt(result.worst_margin)}x allowed{where}{noise}"
+
+
+def golden_line(g) -> str:
+    """How a half-precision tensor fared against the float64 golden (see parity.precision)."""
+    verdict = "within" if g.margin <= 1.0 else "beyond"
+    ties = (f"; {g.flips} elements jump in PyTorch's own mirrored runs (ReLU/max-pool ties), so the tensor is "
+            "judged by its L2 error alone, PyTorch's counting those jumps") if g.flips else ""
+    return (f"Float64 golden ({g.dtype}): MindSpore's error {verdict} {g.factor:g}x PyTorch's own "
+            f"({fmt(g.margin)}x allowed at worst): relative L2 {fmt(g.ms_error)} vs {fmt(g.torch_error)}, greatest "
+            f"element {fmt(g.ms_max)} vs {fmt(g.torch_max)} (of the golden's greatest magnitude; PyTorch's counted "
+            f"at least {fmt(g.floor)}){ties}")
 
 
 def envelope_line(e) -> str:

@@ -13,9 +13,10 @@ from . import report
 from .backends import framework_of, is_float
 from .compare import Comparison, Envelope, compare_arrays, envelope_metrics, structural_problem
 from .devices import profile as device_profile
-from .errors import ParityMismatch, ParityUsageError
+from .errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from .inputs import Inputs, _normal, _unit_floats, materialize, seeded_stream
 from .options import parse_seed
+from .precision import HALF_ULPS, eps, golden_verdict, missing_kernel, narrowest, per_side_inputs
 from .localize import LayerTable, Localizer, Recording, align_layers, settle
 from .result import Result
 from .tolerance import ToleranceSpec, check_globs_used, resolve
@@ -145,15 +146,19 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
     setup = device_setup(settings.device)
     chain += (device_profile(setup),)  # the dtype defaults on this device, last
     wmap = _map_weights(ms_cell, torch_module, name_map, settings.device)
+    dtypes = {"ms": msb.compute_dtype(ms_cell), "torch": tb.compute_dtype(torch_module)}
+    _refuse_unsupported_dtype(ms_cell, torch_module, dtypes["ms"], settings.device)
     wreport = _set_weights(weights, wmap, ms_cell, torch_module)
     msb.set_train(ms_cell, train)
     tb.set_train(torch_module, train)
     data = materialize(inputs, seed)
+    ms_data, torch_data, precision_notes = per_side_inputs(data, dtypes["ms"], dtypes["torch"])
     modes = ("pynative", "graph") if mode == "both" else (mode,)
     restore = _snapshot(ms_cell, torch_module, wmap)
     options = dict(grads=grads, train=train, seed=seed, device=settings.device, check_dtype=check_dtype,
-                   reference=reference)
-    run, comparisons = _execute(ms_cell, torch_module, data, wmap, chain, modes, capture=localize is True, **options)
+                   reference=reference, ms_data=ms_data)
+    run, comparisons = _execute(ms_cell, torch_module, torch_data, wmap, chain, modes, capture=localize is True,
+                                **options)
     _check_globs(chain[0], run, comparisons)
     layered = run if localize is True else None
     if localize == "auto" and (run.structure is not None or not all(c.passed for c in comparisons)):
@@ -161,7 +166,9 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
         restore()
         msb.prepare(seed=seed, device=settings.device)
         tb.prepare(seed=seed, device=settings.device)
-        layered = _execute(ms_cell, torch_module, data, wmap, chain, ("pynative",), capture=True, judge=False,
+        if any(c.golden is not None or _half_pair(c.ms_dtype, c.torch_dtype) for c in comparisons):
+            options["reference"] = "float64"  # half precision: the layers' noise floors against float64
+        layered = _execute(ms_cell, torch_module, torch_data, wmap, chain, ("pynative",), capture=True, judge=False,
                            **options)[0]
         layered.notes.append("layers were compared in one extra pass per side, with hooks (localize='auto')")
     layers = layered.layer_verdicts() if layered is not None else None
@@ -171,7 +178,7 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
         ms_type=type(ms_cell).__name__, torch_type=type(torch_module).__name__, comparisons=comparisons,
         weights=wreport, inputs=data.describe(seed), seed=seed, modes=modes, train=train,
         reference=reference, case=settings.case, location=settings.location,
-        reproduce=report.reproduce_line(settings.reproduce, seed), notes=data.notes() + run.notes,
+        reproduce=report.reproduce_line(settings.reproduce, seed), notes=data.notes() + precision_notes + run.notes,
         problem=run.structure or "", device_setup=setup)
     result.layers = layers
     if result.passed and layers is not None:
@@ -201,6 +208,7 @@ def _execute(ms_cell, torch_module, data, wmap, chain, modes, *, capture, refere
         comparisons = [_compare(p, chain, check_dtype) for p in run.pairs]
         if judge:
             _judge_close_ones(run, comparisons, references)
+            _judge_half(run, comparisons, references)
         if run.localizer is not None and "pynative" not in modes:
             run.localize_in_pynative()
     return run, comparisons
@@ -211,12 +219,34 @@ def _judge_close_ones(run, comparisons, references) -> None:
     rounding envelope; the rest keep the plain verdict and pay nothing."""
     close = [(pair, c) for pair, c in zip(run.pairs, comparisons)
              if c.problem is None and c.total and c.margin > HEADROOM and pair.torch.dtype.kind == "f"
-             and (c.nonfinite is None or c.nonfinite.agree)]
+             and not _half_pair(c.ms_dtype, c.torch_dtype) and (c.nonfinite is None or c.nonfinite.agree)]
     if not close:
         return
     spread, jumped = run.rounding_spread({pair.key for pair, _ in close}, references)
     for pair, c in close:
         judge_in_envelope(c, pair.ms, pair.torch, spread[pair.key], jumped[pair.key])
+
+
+def _half_pair(ms_dtype: str, torch_dtype: str) -> bool:
+    return narrowest((ms_dtype, torch_dtype)) is not None
+
+
+def _judge_half(run, comparisons, references) -> None:
+    """Half-precision tensors within HEADROOM of their tolerance (or beyond it) are judged against
+    the float64 golden: MindSpore's error may be GOLDEN_FACTOR times PyTorch's own (see
+    :mod:`parity.precision`). The golden is the ``reference="float64"`` pass where one ran."""
+    close = [(pair, c) for pair, c in zip(run.pairs, comparisons)
+             if c.problem is None and c.total and c.margin > HEADROOM and _half_pair(c.ms_dtype, c.torch_dtype)
+             and (c.nonfinite is None or c.nonfinite.agree)]
+    if not close:
+        return
+    golden, jumps = run.golden({pair.key for pair, _ in close}, references)
+    for pair, c in close:
+        value = golden.get(pair.key)
+        if value is not None and value.shape == pair.torch.shape:
+            c.golden = golden_verdict(pair.ms, pair.torch, value, narrowest((c.ms_dtype, c.torch_dtype)), c.margin,
+                                      jumps.get(pair.key))
+            c.margin = c.golden.final_margin
 
 
 def judge_in_envelope(c: Comparison, ms: np.ndarray, torch: np.ndarray, spread: np.ndarray,
@@ -245,10 +275,10 @@ def _jumps(plus: np.ndarray, minus: np.ndarray, base: np.ndarray) -> np.ndarray:
 def _perturbed_inputs(data: Inputs, seed: int, draw: int, ulps: float) -> Inputs:
     """The inputs with every floating element moved by ``ulps`` units in the last place, up or down."""
     def move(name, array):
-        if array.dtype.kind != "f" or array.size == 0:
+        if not is_float(array) or array.dtype.kind == "c" or array.size == 0:
             return array
         u = _unit_floats(seeded_stream(seed, f"envelope:{draw}:{name}"), array.size).reshape(array.shape)
-        step = np.finfo(array.dtype).eps * ulps * np.where(u < 0.5, -1.0, 1.0)
+        step = eps(array.dtype) * ulps * np.where(u < 0.5, -1.0, 1.0)
         return (array * (1.0 + step)).astype(array.dtype)
 
     args = tuple(move(f"input[{i}]", a) for i, a in enumerate(data.args))
@@ -287,6 +317,22 @@ def _map_weights(ms_cell, torch_module, name_map, device: str) -> WeightMap:
         raise ParityUsageError("\n".join([str(exc), ""] + [f"Likely cause: {c}" for c in causes])) from None
 
 
+def _refuse_unsupported_dtype(ms_cell, torch_module, dtype: Optional[str], device: str) -> None:
+    """Before anything runs: layers the registry knows to lack a kernel for the half dtype
+    MindSpore computes in on ``device`` (bfloat16 on CPU) make a :class:`ParityUnsupported`."""
+    if dtype is None:
+        return
+    from .registry.diagnosis import unsupported_dtype
+
+    found = unsupported_dtype(ms_cell, torch_module, dtype=dtype, device=device)
+    if found:
+        lines = [f"  '{d.ms_path or d.path}': {d.entry.summary} (known mismatch '{d.entry.id}')" for d in found]
+        raise ParityUnsupported("\n".join(
+            [f"MindSpore computes in {dtype} here (its Cell's to_float or parameters), and {len(found)} of its layers "
+             f"have no {dtype} kernel on {device}:"] + lines
+            + [f"Check this pair in float32 (or float16) on {device}, or where MindSpore has {dtype} kernels."]))
+
+
 def _likely_causes(ms_cell, torch_module, result, device: str, mode: str) -> List[str]:
     """The registry's known mismatches that plausibly explain the failure, most likely first,
     those at the first divergent layer ahead of the rest; judged on the shapes the layers saw
@@ -311,10 +357,11 @@ def _likely_causes(ms_cell, torch_module, result, device: str, mode: str) -> Lis
 class _Run:
     """The passes of one check: PyTorch once, MindSpore once per mode, layer capture riding along."""
 
-    def __init__(self, ms_cell, torch_module, data, wmap, chain, *, grads, train, seed, device, capture):
+    def __init__(self, ms_cell, torch_module, data, wmap, chain, *, grads, train, seed, device, capture, ms_data=None):
         from .backends import mindspore as msb, torch as tb
 
         self.ms_cell, self.torch_module, self.data, self.wmap = ms_cell, torch_module, data, wmap
+        self.ms_data = ms_data if ms_data is not None else data  # each side's inputs in its own dtype
         self.grads, self.train, self.seed, self.device = grads, train, seed, device
         self.trainable = wmap.trainable_pairs()
         self.pairs: List[_ArrayPair] = []
@@ -374,7 +421,7 @@ class _Run:
                    else contextlib.nullcontext())
         self.ms_recording = recording or self.ms_recording
         with capture as layers:
-            ms_side = _run_side(lambda: msb.Pass(self.ms_cell, self.data, grads=self.grads, mode=mode), "MindSpore")
+            ms_side = _run_side(lambda: msb.Pass(self.ms_cell, self.ms_data, grads=self.grads, mode=mode), "MindSpore")
             if layers is not None:
                 layers.flush()  # the forward's layers, compared before the backward starts
             self.structure = _structure_problem(ms_side, self.torch_side)
@@ -451,6 +498,41 @@ class _Run:
         tb.set_buffers(self.torch_module, after)
         return spread, jumped
 
+    def golden(self, keys, references):
+        """The half-precision judge's references for ``keys``: PyTorch's module in float64 from the
+        same start (weights, buffers, inputs and cotangents, each exact in float64), unless
+        ``references`` holds it already; and how far each element jumps in a mirrored pair of
+        PyTorch runs in its own precision, everything moved by HALF_ULPS (0 where it moves
+        smoothly): a ReLU or max-pool tie within rounding of its threshold, which either side may
+        take (see :func:`_jumps`)."""
+        from .backends import torch as tb
+
+        if not references:
+            module64 = tb.float64_copy(self.torch_module)
+            tb.set_buffers(module64, self.torch_start)
+            references = _reference_values(module64, self.data, self.grads, self.device, self.cotangents, self.wmap,
+                                           self.train, cast="float64")
+        base = {p.key: p.torch for p in self.pairs if p.key in keys}
+        after, runs = tb.buffers(self.torch_module), []
+        for ulps in (HALF_ULPS, -HALF_ULPS):
+            tb.set_buffers(self.torch_module, self.torch_start)
+            tb.prepare(seed=self.seed, device=self.device)  # the same dropout masks as the first run
+            with tb.perturbed(self.torch_module, seed=_draw_seed(self.seed, 0), ulps=ulps):
+                runs.append(_reference_values(self.torch_module, _perturbed_inputs(self.data, self.seed, 0, ulps),
+                                              self.grads, self.device, self.cotangents, self.wmap, self.train))
+        tb.set_buffers(self.torch_module, after)
+        jumps = {}
+        for key, value in base.items():
+            plus, minus = runs[0].get(key), runs[1].get(key)
+            if plus is None or minus is None or plus.shape != value.shape or minus.shape != value.shape:
+                continue
+            wide = value.astype(np.float64)
+            with np.errstate(invalid="ignore", over="ignore"):  # Inf - Inf where both agree: NaN, left out
+                # A smooth element moves one way under +u and back under -u: what is left of
+                # plus + minus is rounding; an element behind a flipped tie keeps its jump.
+                jumps[key] = np.abs((plus.astype(np.float64) - wide) + (minus.astype(np.float64) - wide))
+        return references, jumps
+
     def float64_reference(self, module64):
         """The float64 PyTorch pass; its layers too, as the localiser's noise floor."""
         from .backends import torch as tb
@@ -489,7 +571,8 @@ def _set_weights(weights, wmap, ms_cell, torch_module) -> WeightReport:
 
 
 def _run_side(make, label: str):
-    """Run a forward pass; framework errors become usage errors."""
+    """Run a forward pass; framework errors become usage errors (a kernel missing for a dtype:
+    :class:`ParityUnsupported`)."""
     try:
         side = make()
         side.values = side.outputs()  # MindSpore may raise here: PYNATIVE runs asynchronously
@@ -497,7 +580,8 @@ def _run_side(make, label: str):
         raise
     except Exception as exc:  # the framework rejected the net or the inputs
         _recover(label)
-        raise _framework_error(label, exc, "the forward pass") from None
+        raise (missing_kernel(label, exc, "the forward pass") or _framework_error(label, exc, "the forward pass")) \
+            from None
     return side
 
 
@@ -508,7 +592,8 @@ def _backward(side, cotangents, params, label: str):
         raise
     except Exception as exc:
         _recover(label)
-        raise _framework_error(label, exc, "the backward pass") from None
+        raise (missing_kernel(label, exc, "the backward pass") or _framework_error(label, exc, "the backward pass")) \
+            from None
 
 
 def _recover(label: str) -> None:
@@ -548,10 +633,15 @@ class _ArrayPair:
 
 def _compare(pair: _ArrayPair, chain, check_dtype: bool) -> Comparison:
     dtype = str(pair.torch.dtype)
-    tol, source = resolve(chain, (pair.name, pair.ms_name, pair.torch_name), dtype)
+    # A parameter's gradient (or statistic) takes the parameter's dtype: where MindSpore keeps float32
+    # parameters and computes in half precision (to_float), it is compared in the half dtype.
+    master = pair.kind in ("param grad", "buffer") and pair.ms.dtype != pair.torch.dtype
+    compared = narrowest((str(pair.ms.dtype), dtype)) if master else None
+    tol, source = resolve(chain, (pair.name, pair.ms_name, pair.torch_name), compared or dtype)
     item = Comparison(pair.kind, pair.name, pair.ms_name, pair.torch_name, pair.mode, tuple(pair.ms.shape),
                       tuple(pair.torch.shape), str(pair.ms.dtype), dtype, tol, source, layer=pair.layer)
-    item.problem = structural_problem(pair.ms, pair.torch, check_dtype=check_dtype and pair.kind != "buffer")
+    item.problem = structural_problem(pair.ms, pair.torch,
+                                      check_dtype=check_dtype and pair.kind != "buffer" and compared is None)
     if item.problem is not None:
         item.margin = float("inf")
         return item
