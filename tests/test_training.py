@@ -204,3 +204,16 @@ def test_an_unbatched_sample_keeps_its_0_d_target():
                                    loss=torch.nn.CrossEntropyLoss(), optimizer=lambda p: torch.optim.SGD(p, lr=0.1),
                                    steps=2)
     assert result.passed and result.torch_losses[0] != result.torch_losses[1]
+
+
+def test_a_dropout_of_rate_0_is_no_dropout():
+    # mindspore.nn.Dropout(p=0.0) keeps keep_prob=0.5 from its default: the rate decides.
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.Dropout(p=0.0), torch.nn.Linear(4, 3))
+    cell = mindspore.nn.SequentialCell(mindspore.nn.Dense(6, 4), mindspore.nn.Dropout(p=0.0), mindspore.nn.Dense(4, 3))
+    assert parity.check_training(cell, model, BATCHES[:1], loss=torch.nn.CrossEntropyLoss(), steps=2,
+                                 optimizer=lambda p: torch.optim.SGD(p, lr=0.1)).passed
+    cell = mindspore.nn.SequentialCell(mindspore.nn.Dense(6, 4), mindspore.nn.Dropout(p=0.2), mindspore.nn.Dense(4, 3))
+    with pytest.raises(parity.ParityUsageError, match="Dropout draws different masks"):
+        parity.check_training(cell, model, BATCHES[:1], loss=torch.nn.CrossEntropyLoss(), steps=2,
+                              optimizer=lambda p: torch.optim.SGD(p, lr=0.1))

@@ -25,9 +25,16 @@ from cases.models.zoo_compat import import_quietly  # noqa: E402
 CONSTRAINTS = pathlib.Path(__file__).parents[1] / "constraints.txt"
 
 
+def constraints_text(path: pathlib.Path = CONSTRAINTS) -> str:
+    """``path`` with the files it includes (``-c other.txt``), as pip reads them."""
+    text = path.read_text()
+    included = re.findall(r"^-c\s+(\S+)$", text, re.M)
+    return "\n".join([text] + [constraints_text(path.parent / name) for name in included])
+
+
 def pinned(package: str) -> str:
-    match = re.search(rf"^{re.escape(package)}==(\S+)$", CONSTRAINTS.read_text(), re.M)
-    assert match, f"{package} is not pinned exactly in constraints.txt"
+    match = re.search(rf"^{re.escape(package)}==(\S+)$", constraints_text(), re.M)
+    assert match, f"{package} is not pinned exactly in constraints.txt or the files it includes"
     return match.group(1)
 
 

@@ -570,8 +570,8 @@ def refuse_dropout(model) -> List[str]:
         name = type(cell).__name__
         if "Dropout" in name:
             p = getattr(cell, "p", None)
-            keep = getattr(cell, "keep_prob", None)
-            if (p is not None and p > 0) or (keep is not None and keep < 1) or (p is None and keep is None):
+            keep = getattr(cell, "keep_prob", None)  # nn.Dropout(p=0.0) keeps a stale keep_prob=0.5: p decides
+            if (p > 0) if p is not None else (keep is None or keep < 1):
                 found.append(path or "(root)")
     return found
 
