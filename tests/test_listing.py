@@ -38,7 +38,8 @@ def test_a_training_case_names_its_loss_optimizer_and_scheduler_by_path():
                         optimizer="cases.models.training:adamw", lr_scheduler="cases.models.training:warmup")
     kwargs = training.kwargs("case 'Loop'")
     ms_loss, torch_loss = kwargs["loss"]
-    assert type(ms_loss).__name__ == "SoftmaxCrossEntropyWithLogits" and isinstance(torch_loss, torch.nn.CrossEntropyLoss)
+    assert type(ms_loss).__name__ == "SoftmaxCrossEntropyWithLogits"
+    assert isinstance(torch_loss, torch.nn.CrossEntropyLoss)
     assert kwargs["optimizer"].__name__ == "adamw" and kwargs["lr_scheduler"].__name__ == "warmup"
     assert isinstance(Training(BATCHES, loss="torch.nn:MSELoss", optimizer=None).kwargs()["loss"], torch.nn.MSELoss)
 
