@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,8 +87,10 @@ def _mtime(path: Path) -> int:
         return -1
 
 
+@functools.lru_cache(maxsize=1)
 def installed_versions() -> Tuple[Optional[str], Optional[str]]:
-    """(MindSpore version, PyTorch version) of the installed distributions, without importing them."""
+    """(MindSpore version, PyTorch version) of the installed distributions, without importing them
+    (read once per process: each lookup scans the installed distributions' metadata)."""
     from importlib import metadata
 
     found = []
