@@ -73,7 +73,7 @@ class Workload:
 
         torch.manual_seed(SEED)
         if self.key == "cnn":
-            from cases.training.loops import torch_small_cnn
+            from cases.models.training import torch_small_cnn
             from parity.translation import translate
 
             module = torch_small_cnn()
