@@ -281,8 +281,13 @@ def envelope_metrics(ms: np.ndarray, ref: np.ndarray, spread: np.ndarray, tolera
     of each element at least the tensor's typical relative spread at its own size. ``jumped`` marks
     the elements that flipped in some run (counted as ``flips``)."""
     a, b = ms.astype(np.float64), ref.astype(np.float64)
-    keep = np.isfinite(a) & np.isfinite(b)
-    a, b, s = np.where(keep, a, 0.0), np.where(keep, b, 0.0), np.where(keep, spread, 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):  # finite only where every element is (see compare_arrays)
+        finite = np.isfinite(a.ravel().dot(a.ravel())) and np.isfinite(b.ravel().dot(b.ravel()))
+    if finite:
+        keep, s = True, spread
+    else:
+        keep = np.isfinite(a) & np.isfinite(b)
+        a, b, s = np.where(keep, a, 0.0), np.where(keep, b, 0.0), np.where(keep, spread, 0.0)
     s = np.maximum(s, typical_relative_spread(s, b) * np.abs(b))
     diff = np.abs(a - b)
     allowed = tolerance.atol + tolerance.rtol * np.abs(b) + factor * s

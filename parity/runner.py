@@ -261,15 +261,21 @@ def judge_in_envelope(c: Comparison, ms: np.ndarray, torch: np.ndarray, spread: 
     c.margin = c.envelope.final_margin
 
 
-def _jumps(plus: np.ndarray, minus: np.ndarray, base: np.ndarray) -> np.ndarray:
+def _jumps(plus: np.ndarray, minus: np.ndarray, base: np.ndarray, scale=None) -> np.ndarray:
     """Elements that jumped in one run of a mirrored pair. A smooth element moves one way under +u
     and back the other way under -u (the response is linear at this scale), so ``plus + minus`` is
     next to nothing; a flipped ReLU/max-pool mask moves it in one run only. Moves within a few
-    times the perturbation at the element's own scale are left alone (rounding of the runs)."""
+    times the perturbation at the element's own scale are left alone (rounding of the runs).
+    ``scale``: :func:`_rms` of the whole tensor, where ``base`` is a block of it."""
     bigger = np.maximum(np.abs(plus), np.abs(minus))
-    scale = np.sqrt(np.mean(np.square(base, dtype=np.float64))) if base.size else 0.0
+    scale = _rms(base) if scale is None else scale
     floor = FLIP_FLOOR * ENVELOPE_ULPS * float(np.finfo(base.dtype).eps) * (np.abs(base) + scale)
     return (np.abs(plus + minus) > 0.5 * bigger) & (bigger > floor)
+
+
+def _rms(base: np.ndarray):
+    """The root mean square of ``base``, in float64 (0 for an empty tensor)."""
+    return np.sqrt(np.mean(np.square(base, dtype=np.float64))) if base.size else 0.0
 
 
 def _perturbed_inputs(data: Inputs, seed: int, draw: int, ulps: float) -> Inputs:

@@ -24,8 +24,8 @@ from .inputs import Inputs, materialize, seeded_stream
 from .layouts import by_torch_name, ms_label, torch_layout
 from .options import parse_seed
 from .runner import (DEFAULT_SEED, ENVELOPE_DRAWS, ENVELOPE_ULPS, HEADROOM, Settings, _ArrayPair,
-                     _buffers, _check_choice, _check_pair, _compare, _framework_error, _jumps, _map_weights, _perturbed_inputs,
-                     _set_weights, judge_in_envelope)
+                     _buffers, _check_choice, _check_pair, _compare, _framework_error, _jumps, _map_weights,
+                     _perturbed_inputs, _rms, _set_weights, judge_in_envelope)
 from .tolerance import ToleranceSpec, check_globs_used
 from .result import Verdicts
 from .weights import WeightReport
@@ -657,24 +657,16 @@ class _Envelope:
         dtype = next((str(p.dtype).replace("torch.", "") for p in self.module.parameters()), "float32")
         mirrored = {}
 
-        def moved_from_base(value, at):
-            with np.errstate(invalid="ignore", over="ignore"):
-                moved = np.asarray(value, np.float64) - base[at]
-            return np.where(np.isfinite(moved), moved, 0.0)
-
         def widen(runs, sign=0):
             for step, found in runs:
                 for key in wanted.get(step, ()):
-                    value = found.get(key)
-                    if value is None or np.shape(value) != spread[(step, key)].shape:
+                    at, value = (step, key), found.get(key)
+                    if value is None or np.shape(value) != spread[at].shape:
                         continue
-                    moved = moved_from_base(value, (step, key))
-                    np.maximum(spread[(step, key)], np.abs(moved), out=spread[(step, key)])
-                    if sign > 0:  # kept as the run's own value (half the bytes of the float64 move)
-                        mirrored[(step, key)] = value
-                    elif sign < 0:
-                        plus = moved_from_base(mirrored.pop((step, key)), (step, key))
-                        jumped[(step, key)] |= _jumps(plus, moved, np.asarray(base[(step, key)]))
+                    if sign > 0:  # kept as the run's own value (half the bytes of its float64 move)
+                        mirrored[at] = value
+                    _widen(spread[at], jumped[at], np.asarray(base[at]), value,
+                           mirrored.pop(at) if sign < 0 else None)
 
         try:
             widen(self._run(dtype, wanted, cast="float64"))
@@ -686,6 +678,36 @@ class _Envelope:
             if hasattr(self.loss_fn, "to"):
                 tb.cast_module(self.loss_fn, dtype)
         return spread, jumped
+
+
+_BLOCK = 1 << 15  # elements per block: a block's float64 temporaries stay in the CPU's cache
+
+
+def _widen(spread, jumped, base, value, plus=None) -> None:
+    """``spread = max(spread, |value - base|)`` element by element, in float64, a move that is
+    not finite counting 0; with ``plus`` (the value of the mirrored run), also ``jumped |=``
+    :func:`parity.runner._jumps` of the two moves. Block by block, with the results of the whole
+    arrays: every operation is element by element, but the scale of ``_jumps``, taken over the
+    whole ``base`` first."""
+    flat_spread, flat_jumped = spread.reshape(-1), jumped.reshape(-1)  # views: both made by np.zeros
+    value, base = np.ravel(value), np.ravel(base)
+    scale = None if plus is None else _rms(base)
+    plus = None if plus is None else np.ravel(plus)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for start in range(0, base.size, _BLOCK):
+            part = slice(start, start + _BLOCK)
+            moved = _moved(value[part], base[part])
+            if plus is not None:
+                flat_jumped[part] |= _jumps(_moved(plus[part], base[part]), moved, base[part], scale)
+            np.maximum(flat_spread[part], np.abs(moved), out=flat_spread[part])
+
+
+def _moved(value, base):
+    """``value - base`` in float64, 0 where that is not finite."""
+    moved = np.subtract(value, base, dtype=np.float64)
+    if np.isfinite(moved.sum()):  # a sum is finite only where every term is (or it overflowed)
+        return moved
+    return np.where(np.isfinite(moved), moved, 0.0)
 
 
 def _dtype(name):
