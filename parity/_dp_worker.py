@@ -329,10 +329,14 @@ def main(argv: Sequence[str]) -> int:
     except BaseException as exc:  # noqa: B902 - the parent reads the error file, whatever happened
         _report(job_dir, framework, rank, _described(exc))
         return 1
-    if framework == "torch":
-        import torch.distributed as dist
+    if framework == "torch":  # leave together: a peer that closes its sockets while the other still
+        import torch.distributed as dist  # uses them can abort it ("terminate called" from gloo)
 
-        dist.destroy_process_group()
+        try:  # the results are written: a failure to leave costs nothing
+            dist.barrier()
+            dist.destroy_process_group()
+        except Exception:  # noqa: BLE001
+            pass
     return 0
 
 

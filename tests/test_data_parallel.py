@@ -184,3 +184,33 @@ def test_shard_findings_name_what_each_worker_trained_on():
     strangers = row_keys([rows + 100.0])[:4]
     assert shard_findings("PyTorch", keys, [shards[0], strangers], 1) == [
         "PyTorch worker 1 trained on 4 rows that are not in the global batch of step 1"]
+
+
+def _aborting_workers(job_dir, results):
+    """A PyTorch launch whose two 'workers' abort (SIGABRT, as gloo's teardown can), rank r having
+    written its results first when ``results[r]``."""
+    import subprocess
+    import sys
+
+    from parity import _dp_worker as worker
+
+    for rank, written in enumerate(results):
+        if written:
+            np.savez(worker.result_path(str(job_dir), "torch", True, rank), loss=np.zeros(1))
+    run = launch.Launch("torch", str(job_dir), 2, timeout=60)
+    run.logs = [str(job_dir / f"torch-{r}.log") for r in range(2)]
+    for log in run.logs:
+        run.processes.append(run._popen([sys.executable, "-c", "import os; print('terminate called'); os.abort()"],
+                                        dict(os.environ), log))
+    for process in run.processes:
+        process.wait(timeout=60)
+    return run
+
+
+def test_a_torch_worker_that_aborts_after_writing_its_results_has_lost_nothing(tmp_path):
+    assert _aborting_workers(tmp_path, [True, True]).done()
+
+
+def test_a_torch_worker_that_aborts_before_its_results_fails_the_check_showing_its_log(tmp_path):
+    with pytest.raises(parity.ParityUsageError, match=r"a PyTorch worker failed.\nEnd of torch-1.log:\n    terminate"):
+        _aborting_workers(tmp_path, [True, False]).done()
