@@ -12,7 +12,7 @@ __all__ = [
     "ParityError", "ParityMismatch", "ParityUsageError", "ParityUnsupported", "ParityInternalError",
     "translate", "TRANSLATE", "check_training", "TrainingResult", "Training", "plot_training",
     "fuse", "transpose", "reshape", "convert_checkpoint", "ConversionReport", "compare_dumps", "DumpComparison",
-    "check_data_parallel", "DataParallelResult",
+    "check_data_parallel", "DataParallelResult", "amp", "Amp",
 ]
 __version__ = "0.1.0"
 
@@ -25,7 +25,7 @@ def constant(value: float):
 
 
 def check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, train=False, ms_mode="pynative",
-          tolerance=None, name_map=None, seed=None, reference=None, check_dtype=True, localize="auto"):
+          tolerance=None, name_map=None, seed=None, reference=None, check_dtype=True, localize="auto", amp=None):
     """Run ``ms_cell`` and ``torch_module`` on the same seeded inputs with the same weights, and
     compare forward outputs, input gradients, parameter gradients and (in train mode) running
     statistics. Returns a :class:`Result`; raises :class:`ParityMismatch` when anything is out
@@ -42,12 +42,17 @@ def check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, train=Fa
     * ``localize``: capture every sub-layer's inputs, outputs and gradients on both sides in the
       same passes and name the first divergent layer: ``"auto"`` reports it on failure, ``True``
       always keeps the layer table in ``Result.layers``, ``False`` captures nothing.
+    * ``amp``: a mixed-precision pair, ``"O1"`` (``"O0"``, ``"O2"``, ``"O3"``, ``"auto"``) or
+      ``parity.amp(level, dtype="float16", torch="autocast" | "half")``: a copy of ``ms_cell`` through
+      ``mindspore.amp.auto_mixed_precision`` against ``torch_module`` under ``torch.autocast`` (or a
+      ``.half()`` copy), judged against the float64 golden; ``Result.precisions`` says which
+      precision each layer ran in on each side, and a failure names a layer where they differ.
     """
     from .runner import run_check
 
     return run_check(ms_cell, torch_module, inputs, weights=weights, grads=grads, train=train, ms_mode=ms_mode,
                      tolerance=tolerance, name_map=name_map, seed=seed, reference=reference,
-                     check_dtype=check_dtype, localize=localize)
+                     check_dtype=check_dtype, localize=localize, amp=amp)
 
 
 def check_training(ms_cell, torch_module, batches, *, loss, optimizer, steps=3, lr_scheduler=None,
@@ -147,7 +152,7 @@ def transfer_weights(src, dst, *, name_map=None):
 _LAZY = {"randn": "inputs", "uniform": "inputs", "randint": "inputs", "Result": "result", "WeightReport": "weights",
          "TrainingResult": "training", "plot_training": "plot", "fuse": "layouts", "transpose": "layouts",
          "reshape": "layouts", "ConversionReport": "convert", "DumpComparison": "dumps",
-         "DataParallelResult": "distributed_result"}
+         "DataParallelResult": "distributed_result", "amp": "mixed_precision", "Amp": "mixed_precision"}
 
 
 def __getattr__(name):

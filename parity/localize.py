@@ -69,6 +69,9 @@ class LayerVerdict:
     ms_out_shapes: Tuple[Optional[Tuple[int, ...]], ...] = ()
     in_shapes: Tuple[Optional[Tuple[int, ...]], ...] = ()  # PyTorch's
     out_shapes: Tuple[Optional[Tuple[int, ...]], ...] = ()
+    # The dtypes of what flowed out on each side (mixed precision: which precision the layer ran in).
+    ms_out_dtypes: Tuple[str, ...] = ()
+    out_dtypes: Tuple[str, ...] = ()  # PyTorch's
 
     @property
     def shapes_differ(self) -> bool:
@@ -193,12 +196,17 @@ def judge(direction: str, path: str, ms_path: str, ms_type: str, torch_type: str
     out_error, margin, max_abs = _measure(ms_out, ref_out, tol, metrics)
     verdict = LayerVerdict(direction, path, ms_path, ms_type, torch_type, call, in_error, in_margin, out_error,
                            margin, max_abs, noise=noise, in_noise=in_noise, ms_in_shapes=_shapes(ms_in),
-                           ms_out_shapes=_shapes(ms_out), in_shapes=_shapes(ref_in), out_shapes=_shapes(ref_out))
+                           ms_out_shapes=_shapes(ms_out), in_shapes=_shapes(ref_in), out_shapes=_shapes(ref_out),
+                           ms_out_dtypes=_dtypes(ms_out), out_dtypes=_dtypes(ref_out))
     if margin <= 1.0:
         return verdict
     # Blame only amplification: what flows in already explains this much of what flows out.
     verdict.status = "FAIL" if out_error > AMPLIFICATION * in_error + noise else "downstream"
     return verdict
+
+
+def _dtypes(tensors) -> Tuple[str, ...]:
+    return tuple("" if t is None else t.dtype.name for t in tensors or ())
 
 
 def _shapes(tensors) -> Tuple[Optional[Tuple[int, ...]], ...]:

@@ -57,6 +57,8 @@ class Result(Verdicts):
     layers: Optional[object] = None  # parity.localize.LayerTable, when layers were captured
     problem: str = ""  # a structural failure found before any value was compared
     device_setup: Optional[object] = None  # parity.devices.DeviceSetup: where both sides ran
+    # parity.amp.PrecisionRow per layer of a mixed-precision check (amp=...) whose layers were captured
+    precisions: Optional[list] = None
 
     @property
     def passed(self) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import traceback
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
@@ -16,7 +17,8 @@ from .devices import profile as device_profile
 from .errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from .inputs import Inputs, _normal, _unit_floats, materialize, seeded_stream
 from .options import parse_seed
-from .precision import HALF_ULPS, eps, golden_verdict, missing_kernel, narrowest, per_side_inputs
+from .mixed_precision import parse as parse_amp, precision_causes, precision_rows
+from .precision import HALF_ULPS, eps, golden_verdict, is_floating, missing_kernel, narrowest, per_side_inputs
 from .localize import LayerTable, Localizer, Recording, align_layers, settle
 from .result import Result
 from .tolerance import ToleranceSpec, check_globs_used, resolve
@@ -122,7 +124,7 @@ def _check_globs(spec: ToleranceSpec, run, comparisons) -> None:
 
 def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, train=False, ms_mode=None,
               tolerance=None, name_map=None, seed=None, reference=None, check_dtype=True, localize="auto",
-              settings: Settings = Settings()) -> Result:
+              amp=None, settings: Settings = Settings()) -> Result:
     """See :func:`parity.check`."""
     __tracebackhide__ = True  # a failing test shows its own line and the message, not parity's frames
     _check_pair(ms_cell, torch_module)
@@ -131,6 +133,7 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
     _check_choice("reference", reference, REFERENCES, "check()")
     _check_choice("localize", localize, LOCALIZE, "check()")
     _check_choice("device", settings.device, DEVICES, "settings")
+    spec = parse_amp(amp, "check()")
     if not isinstance(weights, Constant) and weights not in WEIGHTS:
         shown = ", ".join(repr(w) for w in WEIGHTS)
         raise ParityUsageError(f"check(): unknown weights {weights!r}; expected one of {shown} or parity.constant(value)")
@@ -145,20 +148,24 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
     tb.prepare(seed=seed, device=settings.device)
     setup = device_setup(settings.device)
     chain += (device_profile(setup),)  # the dtype defaults on this device, last
+    ms_cell, torch_module, region = _amp_pair(ms_cell, torch_module, spec)
     wmap = _map_weights(ms_cell, torch_module, name_map, settings.device)
-    dtypes = {"ms": msb.compute_dtype(ms_cell), "torch": tb.compute_dtype(torch_module)}
+    dtypes = {"ms": None if spec else msb.compute_dtype(ms_cell), "torch": tb.compute_dtype(torch_module)}
     _refuse_unsupported_dtype(ms_cell, torch_module, dtypes["ms"], settings.device)
     wreport = _set_weights(weights, wmap, ms_cell, torch_module)
     msb.set_train(ms_cell, train)
     tb.set_train(torch_module, train)
     data = materialize(inputs, seed)
     ms_data, torch_data, precision_notes = per_side_inputs(data, dtypes["ms"], dtypes["torch"])
+    if spec is not None:  # each side casts where its mixed-precision lists say
+        precision_notes = [f"mixed precision: {spec}; every floating tensor judged against the float64 golden"]
     modes = ("pynative", "graph") if mode == "both" else (mode,)
     restore = _snapshot(ms_cell, torch_module, wmap)
-    options = dict(grads=grads, train=train, seed=seed, device=settings.device, check_dtype=check_dtype,
-                   reference=reference, ms_data=ms_data)
-    run, comparisons = _execute(ms_cell, torch_module, torch_data, wmap, chain, modes, capture=localize is True,
-                                **options)
+    options = dict(grads=grads, train=train, seed=seed, device=settings.device, amp=spec,
+                   check_dtype=check_dtype and spec is None, reference=reference, ms_data=ms_data)
+    with region():
+        run, comparisons = _execute(ms_cell, torch_module, torch_data, wmap, chain, modes, capture=localize is True,
+                                    **options)
     _check_globs(chain[0], run, comparisons)
     layered = run if localize is True else None
     if localize == "auto" and (run.structure is not None or not all(c.passed for c in comparisons)):
@@ -166,10 +173,11 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
         restore()
         msb.prepare(seed=seed, device=settings.device)
         tb.prepare(seed=seed, device=settings.device)
-        if any(c.golden is not None or _half_pair(c.ms_dtype, c.torch_dtype) for c in comparisons):
+        if spec or any(c.golden is not None or _half_pair(c.ms_dtype, c.torch_dtype) for c in comparisons):
             options["reference"] = "float64"  # half precision: the layers' noise floors against float64
-        layered = _execute(ms_cell, torch_module, torch_data, wmap, chain, ("pynative",), capture=True, judge=False,
-                           **options)[0]
+        with region():
+            layered = _execute(ms_cell, torch_module, torch_data, wmap, chain, ("pynative",), capture=True,
+                               judge=False, **options)[0]
         layered.notes.append("layers were compared in one extra pass per side, with hooks (localize='auto')")
     layers = layered.layer_verdicts() if layered is not None else None
     if layered is not None and layered is not run:
@@ -181,13 +189,52 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
         reproduce=report.reproduce_line(settings.reproduce, seed), notes=data.notes() + precision_notes + run.notes,
         problem=run.structure or "", device_setup=setup)
     result.layers = layers
+    if spec is not None and layers is not None:
+        result.precisions = precision_rows(layers.forward, msb.half_casts(ms_cell, spec.dtype))
     if result.passed and layers is not None:
         layers.passed_within_noise()
     if not result.passed:
         causes = _likely_causes(ms_cell, torch_module, result, settings.device, modes[-1])
+        if spec is not None:
+            causes = _amp_causes(result, spec) + causes
         raise ParityMismatch(report.failure_message(result, likely_causes=causes, verbose=settings.verbose),
                              result, causes)
     return result
+
+
+def _amp_pair(ms_cell, torch_module, spec):
+    """The pair a mixed-precision check runs (copies: the user's Cell and Module are left as they
+    were), and a function making the region PyTorch's forward passes run in."""
+    if spec is None:
+        return ms_cell, torch_module, contextlib.nullcontext
+    from .backends import mindspore as msb, torch as tb
+
+    try:
+        ms_amp = msb.mixed_precision(ms_cell, spec.level, spec.dtype)
+    except Exception as exc:  # the rewrite rejected the Cell's code (O1 and nn.LSTMCell on 2.10: a NameError)
+        text = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()[:6]
+        raise ParityUnsupported("mindspore.amp.auto_mixed_precision(ms_cell, {!r}, {}) raised:\n    {}\nThis Cell "
+                                "cannot be converted at this level here: try another level, or check it in float32 "
+                                "or with to_float.".format(spec.level, spec.dtype, "\n    ".join(text))) from None
+    if spec.torch == "half":
+        return ms_amp, tb.half_copy(torch_module, spec.dtype), contextlib.nullcontext
+    return ms_amp, torch_module, lambda: tb.autocast(spec.dtype)
+
+
+def _amp_causes(result, spec) -> List[str]:
+    """A layer that ran in different precisions on the two sides, at or before the divergence."""
+    from .registry import load
+
+    if not result.precisions:
+        return []
+    at = None
+    for direction in ("forward", "backward"):
+        verdict, _ = result.layers.first(direction)
+        if verdict is not None:
+            at = verdict.path
+            break
+    entries = [e for e in load().entries if e.kind == "precision"]
+    return precision_causes(result.precisions, spec, at, entries)
 
 
 def _execute(ms_cell, torch_module, data, wmap, chain, modes, *, capture, reference, judge=True, **options):
@@ -219,7 +266,7 @@ def _judge_close_ones(run, comparisons, references) -> None:
     rounding envelope; the rest keep the plain verdict and pay nothing."""
     close = [(pair, c) for pair, c in zip(run.pairs, comparisons)
              if c.problem is None and c.total and c.margin > HEADROOM and pair.torch.dtype.kind == "f"
-             and not _half_pair(c.ms_dtype, c.torch_dtype) and (c.nonfinite is None or c.nonfinite.agree)]
+             and not _half_judged(run, c) and (c.nonfinite is None or c.nonfinite.agree)]
     if not close:
         return
     spread, jumped = run.rounding_spread({pair.key for pair, _ in close}, references)
@@ -231,12 +278,17 @@ def _half_pair(ms_dtype: str, torch_dtype: str) -> bool:
     return narrowest((ms_dtype, torch_dtype)) is not None
 
 
+def _half_judged(run, c) -> bool:
+    """Judged by the float64 golden: a half-precision tensor, or any floating one of a mixed-precision pair."""
+    return _half_pair(c.ms_dtype, c.torch_dtype) or (run.amp is not None and is_floating(c.torch_dtype))
+
+
 def _judge_half(run, comparisons, references) -> None:
     """Half-precision tensors within HEADROOM of their tolerance (or beyond it) are judged against
     the float64 golden: MindSpore's error may be GOLDEN_FACTOR times PyTorch's own (see
     :mod:`parity.precision`). The golden is the ``reference="float64"`` pass where one ran."""
     close = [(pair, c) for pair, c in zip(run.pairs, comparisons)
-             if c.problem is None and c.total and c.margin > HEADROOM and _half_pair(c.ms_dtype, c.torch_dtype)
+             if c.problem is None and c.total and c.margin > HEADROOM and _half_judged(run, c)
              and (c.nonfinite is None or c.nonfinite.agree)]
     if not close:
         return
@@ -244,8 +296,9 @@ def _judge_half(run, comparisons, references) -> None:
     for pair, c in close:
         value = golden.get(pair.key)
         if value is not None and value.shape == pair.torch.shape:
-            c.golden = golden_verdict(pair.ms, pair.torch, value, narrowest((c.ms_dtype, c.torch_dtype)), c.margin,
-                                      jumps.get(pair.key))
+            # Mixed precision: a tensor both sides hold in float32 counts float32's roundoff as the least error.
+            dtype = narrowest((c.ms_dtype, c.torch_dtype)) or c.torch_dtype
+            c.golden = golden_verdict(pair.ms, pair.torch, value, dtype, c.margin, jumps.get(pair.key))
             c.margin = c.golden.final_margin
 
 
@@ -254,10 +307,15 @@ def judge_in_envelope(c: Comparison, ms: np.ndarray, torch: np.ndarray, spread: 
     """Give ``c`` its rounding-envelope verdict. The margin shown becomes the one against what the
     tensor was finally allowed: the nearer to passing of element by element and, where the tensor
     may be judged whole, its relative error against the factor times PyTorch's spread."""
-    margin, outside, ms_error, spread_error, flips = envelope_metrics(ms, torch, spread, c.tolerance, NOISE_FACTOR,
-                                                                      jumped)
+    margin, outside, ms_error, spread_error, flips, steady = envelope_metrics(ms, torch, spread, c.tolerance,
+                                                                              NOISE_FACTOR, jumped)
     c.envelope = Envelope(ENVELOPE_DRAWS, True, NOISE_FACTOR, margin, outside, ms_error, spread_error, flips,
-                          tolerance_margin=c.margin, total=c.total)
+                          tolerance_margin=c.margin, total=c.total, steady=steady)
+    if os.environ.get("PARITY_STEADY_LOG"):  # TEMPORARY measurement
+        with open(os.environ["PARITY_STEADY_LOG"], "a") as log:
+            e = c.envelope
+            log.write(f"{os.environ.get('PYTEST_CURRENT_TEST', '?').split(' ')[0]}\t{c.kind}\t{c.name}\t{e.total}\t"
+                      f"{e.outside}\t{e.steady}\t{e.flips}\t{e.margin:.3g}\t{e.whole_margin}\t{e.passed}\n")
     c.margin = c.envelope.final_margin
 
 
@@ -363,12 +421,14 @@ def _likely_causes(ms_cell, torch_module, result, device: str, mode: str) -> Lis
 class _Run:
     """The passes of one check: PyTorch once, MindSpore once per mode, layer capture riding along."""
 
-    def __init__(self, ms_cell, torch_module, data, wmap, chain, *, grads, train, seed, device, capture, ms_data=None):
+    def __init__(self, ms_cell, torch_module, data, wmap, chain, *, grads, train, seed, device, capture, ms_data=None,
+                 amp=None):
         from .backends import mindspore as msb, torch as tb
 
         self.ms_cell, self.torch_module, self.data, self.wmap = ms_cell, torch_module, data, wmap
         self.ms_data = ms_data if ms_data is not None else data  # each side's inputs in its own dtype
         self.grads, self.train, self.seed, self.device = grads, train, seed, device
+        self.amp = amp  # parity.amp.Amp of a mixed-precision pair
         self.trainable = wmap.trainable_pairs()
         self.pairs: List[_ArrayPair] = []
         self.structure: Optional[str] = None  # set when the two sides return different output structures

@@ -612,3 +612,31 @@ def load_checkpoint_into(model, path: str) -> tuple[list[str], list[str]]:
     checkpoint's names nothing took, both by ``Parameter.name``."""
     not_loaded, unused = ms.load_param_into_net(model, ms.load_checkpoint(path, format=_format(path)))
     return list(not_loaded), list(unused)
+
+
+def mixed_precision(model, level: str, dtype: str):
+    """``mindspore.amp.auto_mixed_precision(copy, level, dtype)`` on a deep copy of ``model``: the
+    level rewrites or re-flags the Cells it is given (O1 swaps their classes, O2 and O3 set
+    ``to_float`` and replace normalisation layers), and ``model`` is left as it was."""
+    import copy
+
+    from mindspore import amp
+
+    return amp.auto_mixed_precision(copy.deepcopy(model), level, getattr(ms, dtype))
+
+
+def half_casts(model, dtype: str) -> Dict[str, str]:
+    """Path -> ``dtype`` for every sub-Cell whose own ``construct`` casts to ``dtype`` (O1 writes
+    ``amp_cast(x, mindspore.float16)`` into the code of each Cell it converts, and casts the result
+    back to float32, so the Cell's output dtype does not show it)."""
+    import inspect
+
+    found = {}
+    for path, cell in model.cells_and_names():
+        try:
+            source = inspect.getsource(type(cell).construct)
+        except (OSError, TypeError):
+            continue
+        if "amp_cast(" in source and f"mindspore.{dtype})" in source:
+            found[path] = dtype
+    return found

@@ -252,6 +252,25 @@ def float64_copy(model):
     return copy.deepcopy(model).double()
 
 
+_AUTOCAST: List[str] = []  # the dtype of the torch.autocast region forward passes run in, innermost last
+
+
+@contextlib.contextmanager
+def autocast(dtype: str):
+    """Run every forward pass (:class:`Pass`) meanwhile under ``torch.autocast(device, dtype)``,
+    except the float64 reference's; the backward runs outside it, in the dtypes the forward chose."""
+    _AUTOCAST.append(dtype)
+    try:
+        yield
+    finally:
+        _AUTOCAST.pop()
+
+
+def half_copy(model, dtype: str):
+    """A deep copy of ``model`` converted to ``dtype`` (``Module.half()``/``.bfloat16()``)."""
+    return copy.deepcopy(model).to(getattr(torch, dtype))
+
+
 class Pass:
     """One forward pass kept alive for its backward."""
 
@@ -261,7 +280,9 @@ class Pass:
         self._diff: Dict[str, torch.Tensor] = {}
         args = [self._convert(f"input[{i}]", a, grads, dev, cast) for i, a in enumerate(inputs.args)]
         kwargs = {k: self._convert(k, a, grads, dev, cast) for k, a in inputs.kwargs.items()}
-        with torch.set_grad_enabled(grads):
+        amp = _AUTOCAST[-1] if _AUTOCAST and cast is None else None  # never around the float64 reference
+        region = torch.autocast(torch.device(dev).type, dtype=getattr(torch, amp)) if amp else contextlib.nullcontext()
+        with torch.set_grad_enabled(grads), region:
             self.raw = model(*args, **kwargs)
         self.leaves = flatten_outputs(self.raw)
 
