@@ -617,12 +617,30 @@ def load_checkpoint_into(model, path: str) -> tuple[list[str], list[str]]:
 def mixed_precision(model, level: str, dtype: str):
     """``mindspore.amp.auto_mixed_precision(copy, level, dtype)`` on a deep copy of ``model``: the
     level rewrites or re-flags the Cells it is given (O1 swaps their classes, O2 and O3 set
-    ``to_float`` and replace normalisation layers), and ``model`` is left as it was."""
+    ``to_float`` and replace normalisation layers), and ``model`` is left as it was. O1 writes the
+    code of each rewritten Cell into ``./rewritten_network/`` and imports it from there: it is run
+    from a folder of parity's own, kept for the process (the code is read again by :func:`half_casts`)."""
     import copy
 
     from mindspore import amp
 
-    return amp.auto_mixed_precision(copy.deepcopy(model), level, getattr(ms, dtype))
+    here = os.getcwd()
+    os.chdir(_rewrite_folder())
+    try:
+        return amp.auto_mixed_precision(copy.deepcopy(model), level, getattr(ms, dtype))
+    finally:
+        os.chdir(here)
+
+
+@functools.lru_cache(maxsize=None)
+def _rewrite_folder() -> str:
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="parity-amp-")
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def half_casts(model, dtype: str) -> Dict[str, str]:
@@ -640,3 +658,4 @@ def half_casts(model, dtype: str) -> Dict[str, str]:
         if "amp_cast(" in source and f"mindspore.{dtype})" in source:
             found[path] = dtype
     return found
+    import os
