@@ -621,6 +621,7 @@ def mixed_precision(model, level: str, dtype: str):
     code of each rewritten Cell into ``./rewritten_network/`` and imports it from there: it is run
     from a folder of parity's own, kept for the process (the code is read again by :func:`half_casts`)."""
     import copy
+    import os
 
     from mindspore import amp
 
