@@ -659,4 +659,3 @@ def half_casts(model, dtype: str) -> Dict[str, str]:
         if "amp_cast(" in source and f"mindspore.{dtype})" in source:
             found[path] = dtype
     return found
-    import os
