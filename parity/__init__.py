@@ -56,8 +56,8 @@ def check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, train=Fa
 
 
 def check_training(ms_cell, torch_module, batches, *, loss, optimizer, steps=3, lr_scheduler=None,
-                   clip_grad_norm=None, accumulate=1, weights="copy", ms_mode="pynative", tolerance=None,
-                   name_map=None, seed=None):
+                   clip_grad_norm=None, loss_scale=None, accumulate=1, weights="copy", ms_mode="pynative",
+                   tolerance=None, name_map=None, seed=None):
     """Train ``ms_cell`` and ``torch_module`` from the same weights on the same batches for
     ``steps`` optimizer steps and compare, step by step: the loss, every parameter gradient, the
     optimizer state (moments, momentum buffers, step counts, learning rates), the parameters after
@@ -74,12 +74,17 @@ def check_training(ms_cell, torch_module, batches, *, loss, optimizer, steps=3, 
       every step; for a translated optimizer it drives both sides' learning rates. With
       ``optimizer=(ms_factory, torch_factory)``, a pair ``(ms_factory or None, torch_factory)``.
     * ``clip_grad_norm``: PyTorch's ``clip_grad_norm_(max_norm)`` on both sides before each update.
+    * ``loss_scale``: ``lambda: torch.amp.GradScaler("cpu")`` (translated to
+      ``mindspore.amp.DynamicLossScaler``), or ``(ms_factory, torch_factory)`` for your own
+      MindSpore loss scaler; per step, whether each side skipped the update on an overflow must
+      agree (stage ``scale``), and gradients are compared unscaled.
     * ``accumulate``: micro-batches per step, each loss divided by ``accumulate``, gradients summed.
     """
     from .training import run_training
 
     return run_training(ms_cell, torch_module, batches, loss=loss, optimizer=optimizer, steps=steps,
-                        lr_scheduler=lr_scheduler, clip_grad_norm=clip_grad_norm, accumulate=accumulate,
+                        lr_scheduler=lr_scheduler, clip_grad_norm=clip_grad_norm, loss_scale=loss_scale,
+                        accumulate=accumulate,
                         weights=weights, ms_mode=ms_mode, tolerance=tolerance, name_map=name_map, seed=seed)
 
 

@@ -22,21 +22,24 @@ from .devices import profile as device_profile
 from .errors import ParityMismatch, ParityUsageError
 from .inputs import Inputs, materialize, seeded_stream
 from .layouts import by_torch_name, ms_label, torch_layout
+from .loss_scale import LossScaling, fmt_scale, skip_causes, skip_message
 from .options import parse_seed
 from .runner import (DEFAULT_SEED, ENVELOPE_DRAWS, ENVELOPE_ULPS, HEADROOM, Settings, _ArrayPair,
                      _buffers, _check_choice, _check_pair, _compare, _framework_error, _jumps, _map_weights,
                      _perturbed_inputs, _rms, _set_weights, judge_in_envelope)
-from .tolerance import ToleranceSpec, check_globs_used
+from .tolerance import Tolerance, ToleranceSpec, check_globs_used
 from .result import Verdicts
 from .weights import WeightReport
 
 __all__ = ["TrainingResult", "TrainingStep", "run_training", "STAGES"]
 
 # Stage -> the Comparison kind it is recorded as, in the order a step compares them.
-STAGES = {"loss": "loss", "grads": "param grad", "state": "optimizer state", "params": "parameter",
-          "buffers": "buffer"}
+STAGES = {"loss": "loss", "scale": "loss scale", "grads": "param grad", "state": "optimizer state",
+          "params": "parameter", "buffers": "buffer"}
 _SPOKEN = {"loss": "loss", "param grad": "gradient of parameter", "optimizer state": "optimizer state",
            "parameter": "parameter after the update", "buffer": "running statistic"}
+# A step skipped on one side and applied on the other is a difference whatever the tolerance.
+_EXACT = (ToleranceSpec.parse(Tolerance(0.0, 0.0), source="exact: both sides skip the same steps"),)
 MODES = ("pynative", "graph", "both")
 
 
@@ -48,6 +51,8 @@ class TrainingStep:
     ms_loss: float
     torch_loss: float
     comparisons: List[Comparison]
+    scales: Optional[Tuple[float, float]] = None  # with loss_scale: the loss scale each side used
+    skipped: Optional[Tuple[bool, bool]] = None  # with loss_scale: whether each side skipped the update
 
     def stage(self, stage: str) -> List[Comparison]:
         return [c for c in self.comparisons if c.kind == STAGES[stage]]
@@ -136,7 +141,7 @@ class TrainingResult(Verdicts):
 
 
 def run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps: int = 3, lr_scheduler=None,
-                 clip_grad_norm=None,
+                 clip_grad_norm=None, loss_scale=None,
                  accumulate: int = 1, weights="copy", ms_mode="pynative", tolerance=None, name_map=None,
                  seed=None, acknowledge=None, settings: Settings = Settings()) -> TrainingResult:
     """See :func:`parity.check_training`. Train/eval flags are restored on return; the weights,
@@ -152,8 +157,8 @@ def run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps: int 
     try:
         return _run_training(ms_cell, torch_module, batches, loss=loss, optimizer=optimizer, steps=steps,
                              lr_scheduler=lr_scheduler,
-                             clip_grad_norm=clip_grad_norm, accumulate=accumulate, weights=weights,
-                             ms_mode=ms_mode, tolerance=tolerance, name_map=name_map, seed=seed,
+                             clip_grad_norm=clip_grad_norm, loss_scale=loss_scale, accumulate=accumulate,
+                             weights=weights, ms_mode=ms_mode, tolerance=tolerance, name_map=name_map, seed=seed,
                              acknowledge=acknowledge, settings=settings)
     finally:
         restore_ms()
@@ -273,7 +278,7 @@ class _Optimizers:
 
 
 def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_scheduler, clip_grad_norm,
-                  accumulate, weights,
+                  loss_scale, accumulate, weights,
                   ms_mode, tolerance, name_map, seed, acknowledge, settings) -> TrainingResult:
     __tracebackhide__ = True
     mode = settings.mode or ms_mode or "pynative"
@@ -294,12 +299,14 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
     ms_loss, torch_loss, loss_label = _losses(loss, settings.device)
     optimizers = _Optimizers(optimizer, ms_cell, torch_module)
     schedulers = _Schedulers(lr_scheduler, optimizers.pair)
+    scaling = LossScaling(loss_scale)
     wmap = _map_weights(ms_cell, torch_module, name_map, settings.device)
     wreport = _set_weights(weights, wmap, ms_cell, torch_module)
     msb.set_train(ms_cell, True)
     tb.set_train(torch_module, True)
     torch_start = tb.state_of(torch_module)
     torch_opt = optimizers.torch()
+    torch_scaler = scaling.torch()
     modes = ["pynative", "graph"] if mode == "both" else [mode]
     ms_start = msb.state_of(ms_cell) if len(modes) > 1 else None
     ms_runs, findings = {}, None
@@ -311,8 +318,9 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
         ms_sched = schedulers.mindspore(ms_opt, shadow)
         if findings is None:
             findings = _lint_optimizer(ms_opt, acknowledge, settings.device)
+        ms_scaler = scaling.mindspore(torch_scaler)
         ms_steps = msb.TrainStep(ms_cell, ms_loss, ms_opt, accumulate=accumulate, clip_grad_norm=clip_grad_norm,
-                                 mode=ms_mode_now)
+                                 mode=ms_mode_now, scaler=ms_scaler)
         ms_runs[ms_mode_now] = [None] * steps
         if ms_mode_now != modes[-1]:
             ms_runs[ms_mode_now] = [
@@ -320,10 +328,10 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
                                                        ms_cell, wmap), ms_sched), f"MindSpore ({ms_mode_now})", step)
                 for step in range(steps)]
     torch_sched = schedulers.torch(torch_opt)
-    opt_label += schedulers.label(torch_sched, ms_sched)
+    opt_label += schedulers.label(torch_sched, ms_sched) + scaling.label(ms_scaler, torch_scaler)
     torch_steps = tb.TrainStep(torch_module, torch_loss, torch_opt, accumulate=accumulate,
-                               clip_grad_norm=clip_grad_norm, device=settings.device)
-    losses, trained, close = [], [], []
+                               clip_grad_norm=clip_grad_norm, device=settings.device, scaler=torch_scaler)
+    losses, trained, close, scalings = [], [], [], []
     ms_side = f"MindSpore ({modes[-1]})"
     for step in range(steps):
         # The last MindSpore run steps beside PyTorch: its step is handed to MindSpore, which runs it
@@ -337,12 +345,13 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
                                                                ms_sched), ms_side, step)
         pairs, comparisons = _compare_modes(step, ms_runs, torch_r, wmap, chain)
         losses.append((float(ms_runs[modes[0]][step][("loss", "loss")]), float(torch_r[("loss", "loss")])))
+        scalings.append(_scalings(ms_runs[modes[0]][step], torch_r))
         for runs in ms_runs.values():
             runs[step] = None
         trained.append(comparisons)
         close += [(step, pair, c) for pair, c in zip(pairs, comparisons) if _near(pair, c)]
     check_globs_used(chain[0], [n for s in trained for c in s for n in (c.name, c.ms_name, c.torch_name)])
-    if close:
+    if close and not scaling.active:  # the envelope's reruns take no loss scaler: judged by tolerance alone
         envelope = _Envelope(torch_module, torch_loss, (optimizers, schedulers), data, steps, accumulate, clip_grad_norm, wmap,
                              settings.device, seed, torch_start)
         spread, jumped = envelope.spread({(i, pair.key): pair.torch for i, pair, _ in close})
@@ -351,14 +360,15 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
             judge_in_envelope(c, pair.ms, pair.torch, spread[key], jumped[key])
     result = TrainingResult(
         type(ms_cell).__name__, type(torch_module).__name__,
-        [TrainingStep(i + 1, ms_l, torch_l, comparisons)
-         for i, ((ms_l, torch_l), comparisons) in enumerate(zip(losses, trained))],
+        [TrainingStep(i + 1, ms_l, torch_l, comparisons, *scaled)
+         for i, ((ms_l, torch_l), comparisons, scaled) in enumerate(zip(losses, trained, scalings))],
         wreport, opt_label, loss_label, described, seed, mode, case=settings.case, location=settings.location,
         reproduce=report.reproduce_line(settings.reproduce, seed, "parity.check_training"),
         notes=[f"optimizer lint: {finding}" for finding in findings], device_setup=setup)
+    result.notes += _scale_note(result.steps)
     if not result.passed:
-        causes = _likely_causes(ms_opt, torch_opt, settings.device) + _loss_causes(ms_loss, torch_loss, settings.device,
-                                                                                     mode)
+        causes = _scale_causes(result) + _likely_causes(ms_opt, torch_opt, settings.device)
+        causes += _loss_causes(ms_loss, torch_loss, settings.device, mode)
         raise ParityMismatch(failure_message(result, causes), result, causes)
     return result
 
@@ -518,7 +528,7 @@ def _ms_collect(trainer, launched, ms_cell, wmap) -> Dict[Tuple[str, str], objec
     loss, grads = trainer.collect(pending)
     return {("loss", "loss"): np.float32(loss), "grads": grads, "lr": lrs, "state": trainer.state(),
             "params": {p.ms: msb.read(ms_cell, p.ms) for p in wmap.trainable_pairs()},
-            "buffers": _buffers(msb, ms_cell, wmap, "ms")}
+            "buffers": _buffers(msb, ms_cell, wmap, "ms"), "scaling": trainer.scaling}
 
 
 def _torch_record(trainer, micro, torch_module, wmap, perturb=None, cast=None, wanted=None):
@@ -532,13 +542,13 @@ def _torch_record(trainer, micro, torch_module, wmap, perturb=None, cast=None, w
         return {("loss", "loss"): np.float32(loss) if cast is None else np.float64(loss), "grads": grads, "lr": lrs,
                 "state": trainer.state(),
                 "params": {p.torch: tb.read(torch_module, p.torch) for p in wmap.trainable_pairs()},
-                "buffers": _buffers(tb, torch_module, wmap, "torch")}
+                "buffers": _buffers(tb, torch_module, wmap, "torch"), "scaling": trainer.scaling}
     names = {kind: {name for k, name in wanted if k == kind} for kind in ("param grad", "parameter", "buffer")}
     loss, grads = trainer.step(micro, perturb, keep=names["param grad"])
     state = trainer.state(only={name.rpartition(":")[0] for k, name in wanted if k == "optimizer state"})
     return {("loss", "loss"): np.float32(loss) if cast is None else np.float64(loss), "grads": grads, "lr": lrs,
             "state": state, "params": {name: tb.read(torch_module, name) for name in names["parameter"]},
-            "buffers": {name: tb.read(torch_module, name) for name in names["buffer"]}}
+            "buffers": {name: tb.read(torch_module, name) for name in names["buffer"]}, "scaling": trainer.scaling}
 
 
 def _torch_arrays(record, wmap) -> Dict[Tuple[str, str], np.ndarray]:
@@ -571,13 +581,17 @@ def _compare_step(ms_r, torch_r, wmap, chain, mode):
     """The pairs and comparisons of one step, in stage order."""
     pairs: List[_ArrayPair] = [_ArrayPair("loss", "loss", "loss", "loss", mode, np.asarray(ms_r[("loss", "loss")]),
                                           np.asarray(torch_r[("loss", "loss")]))]
+    skipped = _scalings(ms_r, torch_r)[1]
+    if skipped is not None:  # 1 where the update was skipped (a gradient overflowed at the step's loss scale)
+        pairs.append(_ArrayPair("loss scale", "update skipped", "update skipped", "update skipped", mode,
+                                np.float32(skipped[0]), np.float32(skipped[1])))
     groups = by_torch_name(wmap.trainable_pairs())
     stages = {"param grad": [], "optimizer state": [], "parameter": []}
     for name, group in groups.items():
         held = [p.ms for p in group]
         layer = name.rpartition(".")[0]
         label = ms_label(group)
-        if all(h in ms_r["grads"] for h in held):
+        if all(h in ms_r["grads"] for h in held) and skipped != (True, True):  # both threw overflowed ones away
             torch_grad = torch_r["grads"].get(name)
             ms_grad = torch_layout(group, ms_r["grads"])
             stages["param grad"].append(_ArrayPair("param grad", name, label, name, mode, ms_grad,
@@ -603,7 +617,17 @@ def _compare_step(ms_r, torch_r, wmap, chain, mode):
     groups = by_torch_name(p for p in wmap.pairs if not p.trainable)
     pairs += [_ArrayPair("buffer", name, ms_label(g), name, mode, ms_r["buffers"][name], torch_r["buffers"][name],
                          name.rpartition(".")[0]) for name, g in groups.items()]
-    return pairs, [_compare(p, chain, check_dtype=p.kind != "buffer") for p in pairs]
+    return pairs, [_compare(p, _EXACT if p.kind == "loss scale" else chain, check_dtype=p.kind != "buffer")
+                   for p in pairs]
+
+
+def _scalings(ms_r, torch_r):
+    """((MindSpore scale, PyTorch scale), (MindSpore skipped, PyTorch skipped)) of a step under
+    loss scaling, else (None, None)."""
+    ms_s, torch_s = ms_r.get("scaling"), torch_r.get("scaling")
+    if ms_s is None or torch_s is None:
+        return None, None
+    return (ms_s[0], torch_s[0]), (bool(ms_s[1]), bool(torch_s[1]))
 
 
 class _Envelope:
@@ -721,6 +745,8 @@ def _dtype(name):
 # Text: the failure message, with check's anatomy.
 
 def _where(c: Comparison) -> str:
+    if c.kind == "loss scale":
+        return "loss scaling: the update skipped on one side only"
     if c.kind == "optimizer state":
         param, _, key = c.name.rpartition(":")
         ms_param = c.ms_name.rpartition(":")[0]
@@ -732,12 +758,16 @@ def _where(c: Comparison) -> str:
 
 def step_table(result: TrainingResult) -> List[str]:
     """Per step: both losses, and per stage the worst tensor's margin."""
+    stages = [stage for stage in list(STAGES)[1:] if stage != "scale" or any(s.scales for s in result.steps)]
     lines = ["Per step (loss MindSpore vs PyTorch; worst tensor per stage, difference / allowed):",
              f"  {'step':<5} {'loss MindSpore':<15} {'loss PyTorch':<15} " + " ".join(
-                 f"{stage:<30}" for stage in list(STAGES)[1:])]
+                 f"{stage if stage != 'scale' else 'loss scale MindSpore/PyTorch':<30}" for stage in stages)]
     for s in result.steps:
         cells = []
-        for stage in list(STAGES)[1:]:
+        for stage in stages:
+            if stage == "scale":
+                cells.append(f"{_scale_cell(s):<30}")
+                continue
             found = s.stage_worst(stage)
             if found is None:
                 cells.append(f"{'-':<30}")
@@ -760,7 +790,9 @@ def failure_message(result: TrainingResult, likely_causes=()) -> str:
     lines += [f"Optimizer:  {result.optimizer}", f"Loss:       {result.loss}",
               f"Divergence: first at step {step} of {len(result.steps)}, stage "
               f"'{next(k for k, v in STAGES.items() if v == first.kind)}', {_where(first)}", ""]
-    if first.problem is None:
+    if first.kind == "loss scale":
+        lines.append(f"Loss scaling: {skip_message(result[step].scales, result[step].skipped)}")
+    elif first.problem is None:
         lines += report._metrics(first) + [f"Tolerance: {first.tolerance_source} ({first.tolerance})"]
     else:
         lines.append(f"{first.problem.capitalize()}s differ: MindSpore {first.ms_shape or first.ms_dtype} vs "
@@ -772,6 +804,33 @@ def failure_message(result: TrainingResult, likely_causes=()) -> str:
     lines += [f"Weights: {result.weights}", f"Batches: {result.batches}"]
     lines += [f"Note: {note}" for note in result.notes]
     return "\n".join(lines + ["", f"Reproduce: {result.reproduce}"])
+
+
+def _scale_cell(s: TrainingStep) -> str:
+    """A step's loss scales, and which side skipped its update."""
+    if s.scales is None:
+        return "-"
+    flag = lambda skipped: " skip" if skipped else ""  # noqa: E731
+    status = "FAIL" if s.skipped[0] != s.skipped[1] else "ok"
+    return (f"{status} 2**{np.log2(s.scales[0]):g}{flag(s.skipped[0])} / 2**{np.log2(s.scales[1]):g}"
+            f"{flag(s.skipped[1])}")
+
+
+def _scale_causes(result: TrainingResult) -> List[str]:
+    """Under loss scaling, the first step skipped on one side only: why (see loss_scale.skip_causes)."""
+    first = result.first_failure
+    if first is None or first[1].kind != "loss scale" or result.steps[0].scales is None:
+        return []
+    return skip_causes(result.steps[0].scales, first[0], result[first[0]].scales)
+
+
+def _scale_note(steps: List[TrainingStep]) -> List[str]:
+    """A note where the loss scales differ but no step was skipped on one side only."""
+    differ = next((s for s in steps if s.scales is not None and s.scales[0] != s.scales[1]), None)
+    if differ is None or any(s.skipped[0] != s.skipped[1] for s in steps):
+        return []
+    return [f"loss scales differ from step {differ.step} (MindSpore {fmt_scale(differ.scales[0])}, PyTorch "
+            f"{fmt_scale(differ.scales[1])}), and no step overflowed on one side only"]
 
 
 def _likely_causes(ms_opt, torch_opt, device) -> List[str]:

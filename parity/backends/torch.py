@@ -429,10 +429,17 @@ class TrainStep:
     forward and backward under the perturbation, the running statistics they updated kept, and
     every gradient moved by as much before the optimizer uses it. ``cast`` runs in that dtype
     (the module and loss converted in place, so that the optimizer factory's closures still
-    reach the same Parameters)."""
+    reach the same Parameters).
 
-    def __init__(self, model, loss_fn, optimizer, *, accumulate: int, clip_grad_norm, device: str, cast=None):
+    With ``scaler`` (a ``torch.amp.GradScaler``), as its documentation writes the step:
+    ``scaler.scale(loss).backward()``, ``scaler.unscale_`` (before any clipping), then
+    ``scaler.step`` and ``scaler.update``; ``scaling`` holds (the scale used, whether the update was
+    skipped) of the last step, and the gradients returned are unscaled."""
+
+    def __init__(self, model, loss_fn, optimizer, *, accumulate: int, clip_grad_norm, device: str, cast=None,
+                 scaler=None):
         self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
+        self.scaler, self.scaling = scaler, None  # a torch.amp.GradScaler; (scale used, skipped) of the last step
         self.accumulate, self.clip, self.cast = accumulate, clip_grad_norm, cast
         self.device = torch_device(device)
         self.names = {id(p): n for n, p in model.named_parameters()}
@@ -457,8 +464,11 @@ class TrainStep:
                 loss = self.loss_fn(self.model(*args, **kwargs), target)
                 if self.accumulate > 1:
                     loss = loss * (1.0 / self.accumulate)
-                loss.backward()
+                (loss if self.scaler is None else self.scaler.scale(loss)).backward()
             total += float(loss.detach())
+        if self.scaler is not None:  # as GradScaler's documentation writes the step: unscale_ before clipping
+            scale_used = self.scaler.get_scale()
+            self.scaler.unscale_(self.optimizer)
         grads = {self.names[id(p)]: p.grad.detach().cpu().numpy().copy()
                  for p in self.params if p.grad is not None and (keep is None or self.names[id(p)] in keep)}
         if perturb:
@@ -469,7 +479,12 @@ class TrainStep:
                         p.grad.add_(noise(p.grad))
         if self.clip is not None:
             torch.nn.utils.clip_grad_norm_(self.params, self.clip)
-        self.optimizer.step()
+        if self.scaler is None:
+            self.optimizer.step()
+            return total, grads
+        self.scaler.step(self.optimizer)
+        self.scaler.update()  # it backs off (backoff_factor < 1) exactly when a gradient was not finite
+        self.scaling = (scale_used, self.scaler.get_scale() < scale_used)
         return total, grads
 
     def lrs(self) -> Dict[str, float]:
