@@ -455,10 +455,17 @@ class TrainStep:
     """Training steps of ``model`` under ``loss_fn`` and ``optimizer`` (a ``mindspore.nn.Optimizer``,
     or one of :mod:`parity.translation.optim`), as users write them: ``value_and_grad`` over the
     optimizer's parameters, the gradients summed over micro-batches, optionally clipped by their
-    global norm, then ``optimizer(grads)``. Gradients are returned by attribute path."""
+    global norm, then ``optimizer(grads)``. Gradients are returned by attribute path.
 
-    def __init__(self, model, loss_fn, optimizer, *, accumulate: int, clip_grad_norm: Optional[float], mode: str):
+    With ``scaler`` (a ``mindspore.amp.LossScaler``), as MindSpore's mixed-precision guide writes
+    the step: the scaled loss differentiated, the gradients unscaled, ``amp.all_finite`` checked,
+    the update skipped where they are not, the scale adjusted; ``scaling`` holds (the scale used,
+    whether the update was skipped) of the last step, and the gradients returned are unscaled."""
+
+    def __init__(self, model, loss_fn, optimizer, *, accumulate: int, clip_grad_norm: Optional[float], mode: str,
+                 scaler=None):
         self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
+        self.scaler, self.scaling = scaler, None
         self.params = list(optimizer.parameters)
         by_id = {id(p): n for n, p in _parameters(model).items()}
         unknown = [p.name for p in self.params if id(p) not in by_id]
@@ -473,7 +480,12 @@ class TrainStep:
             loss = loss_fn(model(*values[:-1]), values[-1])
             return loss * scale if accumulate > 1 else loss
 
-        self._grad = ms.value_and_grad(forward, None, ms.ParameterTuple(self.params))
+        def scaled(*values):  # the scaled loss is differentiated, the loss itself kept (it may overflow scaled)
+            loss = forward(*values)
+            return scaler.scale(loss), loss
+
+        self._grad = ms.value_and_grad(forward, None, ms.ParameterTuple(self.params)) if scaler is None else \
+            ms.value_and_grad(scaled, None, ms.ParameterTuple(self.params), has_aux=True)
         self._apply = optimizer
         if mode == "graph":  # as users compile a train step: the network's forward and backward, the update
             self._grad = ms.jit(self._grad)
@@ -500,15 +512,28 @@ class TrainStep:
             for inputs, target in micro_batches:
                 values = [ms.Tensor(a) for _, a in inputs.named()] + [ms.Tensor(target)]
                 loss, part = self._grad(*values)
+                loss = loss if self.scaler is None else loss[1]
                 total = loss if total is None else total + loss
                 grads = list(part) if grads is None else [g + p for g, p in zip(grads, part)]
+            finite = True
+            if self.scaler is not None:  # as MindSpore's mixed-precision guide writes the step
+                scale_used = _scale_value(self.scaler)
+                grads = list(self.scaler.unscale(tuple(grads)))
+                finite = ms.amp.all_finite(tuple(grads))
+                self.scaling = (scale_used, not bool(finite))
             seen = None if self._grads_kept else _arrays(self.names, grads)
-            applied = grads
-            if self.clip is not None:
-                applied = _clipped(tuple(grads), self.clip) if self.mode != "graph" else \
-                    _clipped_graph(ms.mutable(tuple(grads)), self.clip)
-            self._apply(ms.mutable(tuple(applied)) if self.mode == "graph" else tuple(applied))
+            if self.scaling is None or not self.scaling[1]:
+                self._update(grads)
+            if self.scaler is not None:
+                self.scaler.adjust(finite)
         return total, grads, seen
+
+    def _update(self, grads) -> None:
+        applied = grads
+        if self.clip is not None:
+            applied = _clipped(tuple(grads), self.clip) if self.mode != "graph" else \
+                _clipped_graph(ms.mutable(tuple(grads)), self.clip)
+        self._apply(ms.mutable(tuple(applied)) if self.mode == "graph" else tuple(applied))
 
     def collect(self, launched):
         total, grads, seen = launched
@@ -546,6 +571,11 @@ class TrainStep:
             for n in self.names:
                 found[n]["step"] = count
         return found
+
+
+def _scale_value(scaler) -> float:
+    value = scaler.scale_value
+    return float(np.asarray(value.asnumpy() if hasattr(value, "asnumpy") else value).reshape(-1)[0])
 
 
 def _arrays(names, tensors) -> Dict[str, np.ndarray]:
