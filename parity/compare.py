@@ -114,6 +114,7 @@ class Envelope:
     flips: int = 0
     tolerance_margin: float = 0.0  # greatest difference / what the tolerance alone allows
     total: int = 0  # elements compared
+    steady: int = 0  # elements outside that jumped in no run of PyTorch's (of ``outside``)
 
     @property
     def passed(self) -> bool:
@@ -275,11 +276,12 @@ def typical_relative_spread(spread: np.ndarray, ref: np.ndarray) -> float:
 
 
 def envelope_metrics(ms: np.ndarray, ref: np.ndarray, spread: np.ndarray, tolerance: Tolerance,
-                     factor: float, jumped: np.ndarray) -> Tuple[float, int, float, float, int]:
-    """(margin, outside, ms_error, spread_error, flips) of ``ms`` against ``ref`` allowed the tolerance
+                     factor: float, jumped: np.ndarray) -> Tuple[float, int, float, float, int, int]:
+    """(margin, outside, ms_error, spread_error, flips, steady) of ``ms`` against ``ref`` allowed the tolerance
     plus ``factor`` x ``spread`` (the per-element envelope, same shape) at every element, the spread
     of each element at least the tensor's typical relative spread at its own size. ``jumped`` marks
-    the elements that flipped in some run (counted as ``flips``)."""
+    the elements that flipped in some run (counted as ``flips``); ``steady`` counts the elements
+    outside that did not."""
     a, b = ms.astype(np.float64), ref.astype(np.float64)
     with np.errstate(over="ignore", invalid="ignore"):  # finite only where every element is (see compare_arrays)
         finite = np.isfinite(a.ravel().dot(a.ravel())) and np.isfinite(b.ravel().dot(b.ravel()))
@@ -297,4 +299,7 @@ def envelope_metrics(ms: np.ndarray, ref: np.ndarray, spread: np.ndarray, tolera
     ms_error = float(np.linalg.norm(diff)) / ref_norm if ref_norm else (float("inf") if diff.any() else 0.0)
     spread_error = float(np.linalg.norm(s)) / ref_norm if ref_norm else 0.0
     flips = int(np.count_nonzero(jumped & keep))
-    return float(ratio.max()) if ratio.size else 0.0, int((diff > allowed).sum()), ms_error, spread_error, flips
+    beyond = diff > allowed
+    outside = int(np.count_nonzero(beyond))
+    steady = int(np.count_nonzero(beyond & ~jumped)) if outside else 0
+    return float(ratio.max()) if ratio.size else 0.0, outside, ms_error, spread_error, flips, steady

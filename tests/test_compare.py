@@ -162,7 +162,8 @@ def test_the_envelope_allows_tolerance_plus_factor_times_spread_per_element():
     ref = np.array([1.0, 2.0, 0.0, 4.0], np.float32)
     spread = np.array([1e-4, 0.0, 0.0, 0.0])
     ms = ref + np.array([1.5e-4, 0.0, 0.0, 0.0], np.float32)  # 15x the atol alone
-    margin, outside, ms_error, spread_error, flips = envelope_metrics(ms, ref, spread, FP32, 2.0, np.zeros(4, bool))
+    margin, outside, ms_error, spread_error, flips, steady = envelope_metrics(ms, ref, spread, FP32, 2.0,
+                                                                              np.zeros(4, bool))
     allowed = FP32.atol + FP32.rtol * 1.0 + 2.0 * 1e-4
     assert (outside, flips) == (0, 0)
     assert margin == pytest.approx(1.5e-4 / allowed, rel=1e-3)
@@ -180,8 +181,8 @@ def test_an_element_that_jumps_in_one_run_of_a_mirrored_pair_is_a_flip():
     plus = np.array([1e-5, -2e-5, 0.3, 1e-9, 0.0])  # element 2 jumped under +u only: a mask flipped
     minus = np.array([-1e-5, 2e-5, 0.0, 3e-9, 0.0])  # the rest moved back (linear), or not at all
     assert _jumps(plus, minus, base).tolist() == [False, False, True, False, False]
-    *_, flips = envelope_metrics(base, base, np.abs(plus), FP32, 2.0, _jumps(plus, minus, base))
-    assert flips == 1
+    *_, flips, steady = envelope_metrics(base, base, np.abs(plus), FP32, 2.0, _jumps(plus, minus, base))
+    assert (flips, steady) == (1, 0)
 
 
 def envelope(**fields):
