@@ -17,7 +17,7 @@ from typing import Dict, List, Optional
 
 from .errors import ParityUsageError
 
-__all__ = ["Amp", "amp", "parse", "LEVELS", "TORCH_SIDES", "precision_rows", "precision_causes"]
+__all__ = ["Amp", "amp", "parse", "LEVELS", "TORCH_SIDES", "precision_rows", "precision_causes", "rewrite_cause"]
 
 LEVELS = ("O0", "O1", "O2", "O3", "auto")
 TORCH_SIDES = ("autocast", "half")
@@ -128,14 +128,43 @@ def precision_causes(rows: List[PrecisionRow], spec: Amp, at: Optional[str], ent
         chosen = before[-1] if before else None
     chosen = chosen or differing[0]
     text = chosen.describe(spec)
-    known = [e for e in entries if _names(e, chosen)]
-    if known:
-        text += f" (known mismatch '{known[0].id}': {known[0].summary})"
+    known = _known(entries, rows, chosen, spec)
+    if known is not None:
+        text += f" (known mismatch '{known.id}': {known.summary})"
     others = [r.path for r in differing if r is not chosen]
     if others:
         text += f"; {len(others)} other layers differ in precision: {', '.join(repr(p) for p in others[:5])}" \
                 + (" ..." if len(others) > 5 else "")
     return [text]
+
+
+def _known(entries, rows: List[PrecisionRow], chosen: PrecisionRow, spec: Amp):
+    """The ``precision`` entry (see :mod:`parity.registry`) stating the precisions ``chosen`` ran in
+    at this level, about its own layer pair or (``after``) the one run right before it."""
+    if spec.torch != "autocast":
+        return None  # the entries compare a level with torch.autocast, not with a .half() copy
+    index = rows.index(chosen)
+    for entry in entries:
+        pattern = entry.amp
+        if pattern is None or spec.level not in pattern.levels or not pattern.mindspore:
+            continue
+        if pattern.precisions(spec.dtype) != (chosen.ms, chosen.torch):
+            continue
+        target = (rows[index - 1] if index else None) if pattern.after else chosen
+        if target is not None and _names(entry, target):
+            return entry
+    return None
+
+
+def rewrite_cause(entries, ms_types, spec: Amp) -> str:
+    """`` (known mismatch '<id>': ...)`` for a level that cannot rewrite a Cell holding one of
+    ``ms_types`` (class names), where an entry names one of them; else empty."""
+    for entry in entries:
+        pattern = entry.amp
+        if (pattern is not None and spec.level in pattern.levels and not pattern.mindspore
+                and entry.mindspore.rpartition(".")[2] in ms_types):
+            return f"Known mismatch '{entry.id}': {entry.summary}" + (f"; fix: {entry.fix}" if entry.fix else "")
+    return ""
 
 
 def _names(entry, row: PrecisionRow) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import traceback
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
@@ -17,7 +16,7 @@ from .devices import profile as device_profile
 from .errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from .inputs import Inputs, _normal, _unit_floats, materialize, seeded_stream
 from .options import parse_seed
-from .mixed_precision import parse as parse_amp, precision_causes, precision_rows
+from .mixed_precision import parse as parse_amp, precision_causes, precision_rows, rewrite_cause
 from .precision import HALF_ULPS, eps, golden_verdict, is_floating, missing_kernel, narrowest, per_side_inputs
 from .localize import LayerTable, Localizer, Recording, align_layers, settle
 from .result import Result
@@ -211,11 +210,13 @@ def _amp_pair(ms_cell, torch_module, spec):
 
     try:
         ms_amp = msb.mixed_precision(ms_cell, spec.level, spec.dtype)
-    except Exception as exc:  # the rewrite rejected the Cell's code (O1 and nn.LSTMCell on 2.10: a NameError)
+    except Exception as exc:  # the rewrite rejected the Cell's code (O1 and nn.LSTMCell: a NameError)
         text = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()[:6]
+        known = rewrite_cause(_amp_entries(spec), {type(c).__name__ for _, c in ms_cell.cells_and_names()}, spec)
         raise ParityUnsupported("mindspore.amp.auto_mixed_precision(ms_cell, {!r}, {}) raised:\n    {}\nThis Cell "
                                 "cannot be converted at this level here: try another level, or check it in float32 "
-                                "or with to_float.".format(spec.level, spec.dtype, "\n    ".join(text))) from None
+                                "or with to_float.{}".format(spec.level, spec.dtype, "\n    ".join(text),
+                                                             f"\n{known}" if known else "")) from None
     if spec.torch == "half":
         return ms_amp, tb.half_copy(torch_module, spec.dtype), contextlib.nullcontext
     return ms_amp, torch_module, lambda: tb.autocast(spec.dtype)
@@ -223,8 +224,6 @@ def _amp_pair(ms_cell, torch_module, spec):
 
 def _amp_causes(result, spec) -> List[str]:
     """A layer that ran in different precisions on the two sides, at or before the divergence."""
-    from .registry import load
-
     if not result.precisions:
         return []
     at = None
@@ -233,8 +232,16 @@ def _amp_causes(result, spec) -> List[str]:
         if verdict is not None:
             at = verdict.path
             break
-    entries = [e for e in load().entries if e.kind == "precision"]
-    return precision_causes(result.precisions, spec, at, entries)
+    return precision_causes(result.precisions, spec, at, _amp_entries(spec))
+
+
+def _amp_entries(spec) -> list:
+    """The registry's ``precision`` entries for this level and the installed versions."""
+    from .registry import installed_versions, load
+
+    versions = installed_versions()
+    return [e for e in load().entries if e.kind == "precision" and e.amp is not None and spec.level in e.amp.levels
+            and e.applies(*versions)]
 
 
 def _execute(ms_cell, torch_module, data, wmap, chain, modes, *, capture, reference, judge=True, **options):
@@ -311,11 +318,6 @@ def judge_in_envelope(c: Comparison, ms: np.ndarray, torch: np.ndarray, spread: 
                                                                               NOISE_FACTOR, jumped)
     c.envelope = Envelope(ENVELOPE_DRAWS, True, NOISE_FACTOR, margin, outside, ms_error, spread_error, flips,
                           tolerance_margin=c.margin, total=c.total, steady=steady)
-    if os.environ.get("PARITY_STEADY_LOG"):  # TEMPORARY measurement
-        with open(os.environ["PARITY_STEADY_LOG"], "a") as log:
-            e = c.envelope
-            log.write(f"{os.environ.get('PYTEST_CURRENT_TEST', '?').split(' ')[0]}\t{c.kind}\t{c.name}\t{e.total}\t"
-                      f"{e.outside}\t{e.steady}\t{e.flips}\t{e.margin:.3g}\t{e.whole_margin}\t{e.passed}\n")
     c.margin = c.envelope.final_margin
 
 

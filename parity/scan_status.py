@@ -163,9 +163,10 @@ class Status:
 def judge(api: str, uses: Sequence[Use], *, registry, tables: Tables, device: str,
           versions: Tuple[Optional[str], Optional[str]]) -> Status:
     """The status of ``api`` on ``device``, given its uses (a known mismatch that may apply counts)."""
-    # Entries about a half dtype (``dtypes``) hold only where MindSpore computes in it: not a use's business.
+    # Entries about a half dtype (``dtypes``) or mixed precision (kind ``precision``) hold only where
+    # MindSpore computes so: not a use's business.
     findings = tuple(_finding(e, api, uses, tables, device) for e in registry.entries
-                     if e.torch == api and e.family == "nn" and not e.dtypes
+                     if e.torch == api and e.family == "nn" and not e.dtypes and e.kind != "precision"
                      and e.applies(versions[0], versions[1], device))
     live = [f for f in findings if f.live]
     if any(f.device_unsupported for f in live):

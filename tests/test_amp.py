@@ -3,6 +3,7 @@
 import os
 
 import pytest
+import mindspore
 import torch
 from mindspore import nn
 
@@ -75,7 +76,7 @@ def test_o1_relu_in_float16_is_named_with_both_precisions():
     message = str(info.value)
     assert "first at forward output of 'act'" in message
     assert ("Likely cause: layer 'act' (ReLU) ran in different precisions: MindSpore O1 ran it in float16, "
-            "torch.autocast(float16) in float32") in message
+            "torch.autocast(float16) in float32 (known mismatch 'o1-relu-float16': O1 runs ReLU in float16") in message
     assert type(cell.act) is nn.ReLU  # the user's Cell was not rewritten
     assert not os.path.exists("rewritten_network")  # O1's generated code went to parity's own folder
 
@@ -95,3 +96,61 @@ def test_amp_helper_validates():
     assert str(parity.amp("O3", torch="half")) == "MindSpore O3 (float16) vs Module.half()"
     with pytest.raises(parity.ParityUsageError, match="parity.amp"):
         parity.amp("O9")
+
+
+def test_o1_lstmcell_is_unsupported_and_names_the_known_mismatch():
+    class Cell(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.cell = nn.LSTMCell(8, 6)
+
+        def construct(self, x):
+            return self.cell(x)
+
+    class Module(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cell = torch.nn.LSTMCell(8, 6)
+
+        def forward(self, x):
+            return self.cell(x)
+
+    with pytest.raises(parity.ParityUnsupported) as info:
+        parity.check(Cell(), Module(), parity.randn((3, 8)), amp="O1")
+    message = str(info.value)
+    assert "NameError: name '_check_lstmcell_init' is not defined" in message
+    assert "Known mismatch 'o1-lstmcell-rewrite-fails'" in message
+
+
+def _row(path, kind, ms, torch_precision):
+    from parity.mixed_precision import PrecisionRow
+
+    return PrecisionRow(path, path, kind, kind.replace("Dense", "Linear"), ms, torch_precision)
+
+
+def test_a_layer_after_a_converted_dense_cites_the_cast_back_entry():
+    from parity.mixed_precision import precision_causes
+    from parity.runner import _amp_entries
+
+    rows = [_row("fc1", "Dense", "float16", "float16"), _row("act", "Tanh", "float32", "float16")]
+    spec = parity.amp("O1")
+    [cause] = precision_causes(rows, spec, "act", _amp_entries(spec))
+    assert cause.startswith("layer 'act' (Tanh) ran in different precisions: MindSpore O1 ran it in float32, "
+                            "torch.autocast(float16) in float16 (known mismatch 'o1-dense-result-float32'")
+    # After a layer no entry names, or against a .half() copy, no entry is cited.
+    rows[0] = _row("fc1", "Conv2d", "float16", "float16")
+    assert "known mismatch" not in precision_causes(rows, spec, "act", _amp_entries(spec))[0]
+    half = parity.amp("O1", torch="half")
+    assert "known mismatch" not in precision_causes([_row("act", "ReLU", "float16", "float32")], half, "act",
+                                                    _amp_entries(half))[0]
+
+
+def test_ordinary_pairs_are_never_blamed_on_precision_entries():
+    from parity.registry import diagnose, lint, load
+
+    precision = {e.id for e in load().entries if e.kind == "precision"}
+    assert {"o1-relu-float16", "o1-dense-result-float32"} <= precision
+    found = diagnose(nn.SequentialCell([nn.Dense(4, 4), nn.ReLU()]).to_float(mindspore.float16),
+                     torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).half(), device="CPU")
+    assert not {d.entry.id for d in found} & precision
+    assert not {i.entry_id for i in lint("mindspore.nn.ReLU", {}, device="CPU")} & precision

@@ -14,7 +14,7 @@ def _layer_entries():
         spec = entry.selftest
         if spec is None or spec.optimizer is not None or not entry.torch.startswith("torch.nn."):
             continue
-        if entry.kind == "unsupported" or spec.differs_in in ("raises", "init", "zero_fraction"):
+        if entry.kind in ("unsupported", "precision") or spec.differs_in in ("raises", "init", "zero_fraction"):
             continue
         yield pytest.param(entry, id=entry.id)
 

@@ -114,6 +114,10 @@ def _run(entry: Entry, spec: SelfTestSpec, *, fixed: bool, device: str, seed: in
         return loss_training_pair(entry, api, kwargs, spec, device=device, seed=seed)
     inputs = (spec.fixed_inputs or spec.inputs) if fixed else spec.inputs
     kwargs = _fixed_kwargs(entry, spec, first_shape(inputs)) if fixed else dict(spec.ms_kwargs)
+    if spec.amp:
+        from .amp_pairs import amp_pair  # imports both frameworks
+
+        return amp_pair(entry, api, kwargs, spec, inputs, device=device, seed=seed)
     if spec.dtype:
         return dtype_pair(entry, api, kwargs, spec, inputs, device=device, seed=seed)
     if spec.differs_in == "zero_fraction":

@@ -15,7 +15,7 @@ Schema (``schema = 1`` at the top of every file; optional ``title = "..."``)::
 
     [[mismatch]]
     id = "conv2d-pad-mode-default"       # lowercase-words-with-dashes, unique across files
-    kind = "default"                     # default | name | layout | formula | unsupported
+    kind = "default"                     # default | name | layout | formula | unsupported | precision
     torch = "torch.nn.Conv2d"            # the PyTorch API (dotted path)
     mindspore = "mindspore.nn.Conv2d"    # the MindSpore API; family "mint" iff it is mindspore.mint.*
     family = "nn"                        # nn | mint
@@ -43,6 +43,14 @@ Schema (``schema = 1`` at the top of every file; optional ``title = "..."``)::
     devices = ["CPU", "GPU", "Ascend"]   # where the mismatch occurs
     modes = ["pynative"]                 # MindSpore modes where it occurs (default both)
     runs_on = ["Ascend"]                 # unsupported APIs: the documented platforms
+    dtypes = ["bfloat16"]                # only where the MindSpore layer computes in these half dtypes
+    amp = { levels = ["O1"], mindspore = "half", torch = "float32", after = false }
+                                         # kind "precision" (required there, nowhere else): under these
+                                         # auto_mixed_precision levels the layer (after = true: each
+                                         # layer run right after it) runs in these precisions on each
+                                         # side against torch.autocast ("half": the check's dtype; both
+                                         # left out: the level fails on the Cell). Only
+                                         # parity.check(amp=...) cites them, never ordinary diagnosis.
     reason = "..."                       # why, with the evidence
     reference = "https://www.mindspore.cn/docs/en/master/note/api_mapping/pytorch_diff/Conv2d.html"
     selftest_skip = "..."                # instead of [mismatch.selftest]: why it cannot be shown
@@ -52,6 +60,8 @@ Schema (``schema = 1`` at the top of every file; optional ``title = "..."``)::
     ms_kwargs = { in_channels = 3, out_channels = 4, kernel_size = 3, has_bias = true }   # the naive side
     inputs = [{ randn = [2, 3, 8, 8] }]  # also { uniform = [[shape], low, high] }, { randint = [...], dtype = "int32" }
     differs_in = "shape"                 # shape | values | grads | buffers | params | raises | init | zero_fraction
+                                         # | precision (with amp = "O1": the pair, each in a one-layer
+                                         # container, checked with parity.check(amp="O1"))
     raises = "..."                       # differs_in = "raises": text the error must contain
     train = false                        # grads = true, weights = "copy" | "as_is", ms_mode = "pynative"
     fixed = true                         # default: whether the entry has a fix; fixed_inputs, fixed_ms_mode

@@ -78,7 +78,10 @@ def diagnose(ms_model, torch_model, *, registry: Optional[Registry] = None, devi
     show the mismatch (a 1x1 convolution with stride 1 pads nothing under any convention)."""
     registry = registry or load()
     ms_version, torch_version = _versions(mindspore_version, torch_version)
-    entries = [e for e in registry.entries if e.applies(ms_version, torch_version, device, mode)]
+    # A ``precision`` entry is about mixed-precision levels against torch.autocast: only an AMP check
+    # (parity.mixed_precision) cites it, never an ordinary float16/float32 pair.
+    entries = [e for e in registry.entries if e.applies(ms_version, torch_version, device, mode)
+               and e.kind != "precision"]
     ms_layers = list(ms_model.cells_and_names())
     torch_layers = dict(torch_model.named_modules())
     seen = seen or {}

@@ -160,6 +160,8 @@ def _details(entries: List[Entry], results) -> List[str]:
                  "devices: " + ", ".join(entry.devices) + (f"; modes: {', '.join(entry.modes)}"
                                                           if len(entry.modes) == 1 else "")
                  + (f"; where MindSpore computes in {', '.join(entry.dtypes)}" if entry.dtypes else "")]
+        if entry.amp is not None:
+            facts.append(_amp_fact(entry.amp))
         for argument in entry.arguments:
             facts.append("argument: " + _argument(argument))
         if entry.rule:
@@ -175,6 +177,15 @@ def _details(entries: List[Entry], results) -> List[str]:
         facts.append(f"defined at `{entry.location}`")
         lines += [f"- {f}" for f in facts] + [""]
     return lines
+
+
+def _amp_fact(pattern) -> str:
+    levels = ", ".join(pattern.levels)
+    if not pattern.mindspore:
+        return f"mixed precision: auto_mixed_precision level {levels} vs torch.autocast"
+    which = "the layers run after it" if pattern.after else "the layer"
+    return (f"mixed precision: at level {levels}, {which} in {pattern.mindspore} on MindSpore's side, "
+            f"{pattern.torch} under torch.autocast (\"half\": the check's dtype)")
 
 
 def _argument(argument) -> str:

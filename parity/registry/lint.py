@@ -46,8 +46,9 @@ def lint(mindspore_api, ms_kwargs: Mapping[str, Any], acknowledged: Iterable[str
     if ms_version is None and torch_version is None:
         ms_version, torch_version = installed_versions()
     for entry in registry.entries:
-        if entry.id in acknowledged or not api_matches(entry.mindspore, mindspore_api) or entry.dtypes:
-            continue  # (an entry about a half dtype holds where the built Cell computes in it: see diagnose)
+        if (entry.id in acknowledged or not api_matches(entry.mindspore, mindspore_api) or entry.dtypes
+                or entry.kind == "precision"):
+            continue  # (a half dtype's or mixed precision's entry holds where the Cell computes so: not a case's kwargs)
         if not entry.applies(ms_version, torch_version, None):
             continue
         issues += _lint_entry(entry, dict(ms_kwargs), torch_kwargs, device)

@@ -19,8 +19,8 @@ else:  # pragma: no cover - exercised on Python < 3.11 only
     import tomli as tomllib
 
 from . import rules
-from .schema import (DEVICES, DIFFERS, DTYPES, FAMILIES, ID_PATTERN, INSPECT_ROOTS, KINDS, MODES, RULE_NAMES, RULE_ROOTS,
-                     SCHEMA, Argument, Availability, Entry, RegistryError, SelfTestSpec, check_names,
+from .schema import (AMP_LEVELS, AMP_PRECISIONS, DEVICES, DIFFERS, DTYPES, FAMILIES, ID_PATTERN, INSPECT_ROOTS, KINDS, MODES, RULE_NAMES, RULE_ROOTS,
+                     SCHEMA, AmpPattern, Argument, Availability, Entry, RegistryError, SelfTestSpec, check_names,
                      from_toml, inspect_table, parse_versions)
 
 __all__ = ["DATA_DIR", "default_paths", "read_files"]
@@ -30,10 +30,10 @@ _HEADER = {"mismatch": re.compile(r"^\s*\[\[\s*mismatch\s*\]\]"), "available": r
 _TOP_KEYS = {"schema", "title", "mismatch", "available"}
 _ENTRY_KEYS = {"id", "kind", "torch", "mindspore", "family", "summary", "fix", "arguments", "rule", "replacement",
                "weights", "layout", "inspect", "versions", "devices", "modes", "runs_on", "dtypes", "reason",
-               "reference", "selftest", "selftest_skip"}
+               "reference", "selftest", "selftest_skip", "amp"}
 _REQUIRED = ("id", "kind", "torch", "mindspore", "family", "summary", "reason", "reference", "devices")
 _SELFTEST_KEYS = {"torch_kwargs", "ms_kwargs", "inputs", "fixed_inputs", "differs_in", "raises", "train", "grads",
-                  "weights", "fixed", "ms_mode", "fixed_ms_mode", "optimizer", "batches", "dtype"}
+                  "weights", "fixed", "ms_mode", "fixed_ms_mode", "optimizer", "batches", "dtype", "amp"}
 _ARGUMENT_KEYS = {"torch", "mindspore", "torch_default", "mindspore_default", "note"}
 _INPUT_KINDS = {"randn", "uniform", "randint"}
 _LAYOUT = re.compile(r"^permute\(\s*\d+(\s*,\s*\d+)*\s*\)$")
@@ -196,7 +196,7 @@ def _entry(raw: Dict[str, Any], text: _Text, index: int, errors: List[str]) -> O
         modes=check_names(raw.get("modes", list(MODES)), MODES, "modes", where("modes"), errors),
         runs_on=tuple(raw.get("runs_on", ())),
         dtypes=check_names(raw["dtypes"], DTYPES, "dtypes", where("dtypes"), errors) if "dtypes" in raw else (),
-        selftest=selftest, selftest_skip=raw.get("selftest_skip", ""),
+        amp=_amp(raw, where, errors), selftest=selftest, selftest_skip=raw.get("selftest_skip", ""),
         file=text.path, line=where.line)
     if raw.get("runs_on"):
         check_names(raw["runs_on"], DEVICES, "runs_on", where("runs_on"), errors)
@@ -229,6 +229,29 @@ def _check_scalars(raw, where: _Where, errors: List[str]) -> None:
         errors.append(f"{where()}: kind {raw['kind']!r} needs `arguments` naming the argument and both defaults")
     if "selftest" not in raw and not raw.get("selftest_skip"):
         errors.append(f"{where()}: give a [mismatch.selftest] or say why not in selftest_skip = \"...\"")
+
+
+def _amp(raw, where: _Where, errors: List[str]) -> Optional[AmpPattern]:
+    """``amp = { levels = ["O1"], mindspore = "half", torch = "float32", after = false }``: required
+    by kind ``precision``, and only there."""
+    value = raw.get("amp")
+    if raw["kind"] != "precision":
+        if value is not None:
+            errors.append(f"{where('amp')}: amp is for kind 'precision' only")
+        return None
+    if not isinstance(value, dict) or set(value) - {"levels", "mindspore", "torch", "after"}:
+        errors.append(f"{where('amp') if value is not None else where()}: kind 'precision' needs amp = "
+                      "{ levels = [\"O1\"], mindspore = \"half\" | \"float32\", torch = ..., after = false }")
+        return None
+    levels = check_names(value.get("levels"), AMP_LEVELS, "amp.levels", where("amp"), errors)
+    for side in ("mindspore", "torch"):
+        if value.get(side, "") not in AMP_PRECISIONS + ("",):
+            errors.append(f"{where('amp')}: amp.{side} must be one of {list(AMP_PRECISIONS)}, got {value[side]!r}")
+    if bool(value.get("mindspore")) != bool(value.get("torch")):
+        errors.append(f"{where('amp')}: amp gives the precision of both sides or of neither")
+    if not isinstance(value.get("after", False), bool):
+        errors.append(f"{where('amp')}: amp.after must be true or false")
+    return AmpPattern(levels, value.get("mindspore", ""), value.get("torch", ""), bool(value.get("after", False)))
 
 
 def _arguments(value, where: _Where, errors: List[str]) -> Tuple[Argument, ...]:
@@ -289,6 +312,10 @@ def _selftest(raw, where: _Where, errors: List[str]) -> Optional[SelfTestSpec]:
             errors.append(f"{at}: selftest.{key} must be one of {', '.join(MODES)}")
     if spec.get("dtype", DTYPES[0]) not in DTYPES:
         errors.append(f"{at}: selftest.dtype must be one of {', '.join(DTYPES)}")
+    if spec.get("amp", AMP_LEVELS[0]) not in AMP_LEVELS:
+        errors.append(f"{at}: selftest.amp must be one of {', '.join(AMP_LEVELS)}")
+    if spec["differs_in"] == "precision" and "amp" not in spec:
+        errors.append(f"{at}: differs_in = \"precision\" needs selftest.amp = \"<level>\"")
     if "batches" in spec:
         _check_batches(spec["batches"], f"{at}: selftest.batches", errors)
     elif spec.get("optimizer") is None:
@@ -308,7 +335,7 @@ def _selftest(raw, where: _Where, errors: List[str]) -> Optional[SelfTestSpec]:
         fixed_inputs=tuple(spec["fixed_inputs"]) if "fixed_inputs" in spec else None, raises=spec.get("raises", ""),
         train=bool(spec.get("train", False)), grads=bool(spec.get("grads", True)), weights=spec.get("weights", "copy"),
         fixed=bool(fixed), ms_mode=spec.get("ms_mode", "pynative"), fixed_ms_mode=spec.get("fixed_ms_mode"),
-        optimizer=spec.get("optimizer"), dtype=spec.get("dtype", ""),
+        optimizer=spec.get("optimizer"), dtype=spec.get("dtype", ""), amp=spec.get("amp", ""),
         batches=tuple(tuple(b) for b in spec["batches"]) if isinstance(spec.get("batches"), list) else None)
 
 

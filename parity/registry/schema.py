@@ -18,15 +18,18 @@ from ..errors import ParityUsageError
 from . import rules
 
 __all__ = ["RegistryError", "Argument", "SelfTestSpec", "Entry", "Availability", "SCHEMA", "KINDS", "FAMILIES",
-           "DEVICES", "MODES", "DTYPES", "DIFFERS", "NONE"]
+           "DEVICES", "MODES", "DTYPES", "DIFFERS", "NONE", "AmpPattern", "AMP_LEVELS",
+           "AMP_PRECISIONS"]
 
 SCHEMA = 1
-KINDS = ("default", "name", "layout", "formula", "unsupported")
+KINDS = ("default", "name", "layout", "formula", "unsupported", "precision")
 FAMILIES = ("nn", "mint")
 DEVICES = ("CPU", "GPU", "Ascend")
 MODES = ("pynative", "graph")
 DTYPES = ("float16", "bfloat16")  # an entry's `dtypes`: the half dtypes MindSpore computes in where it holds
-DIFFERS = ("shape", "values", "grads", "buffers", "params", "raises", "init", "zero_fraction")
+DIFFERS = ("shape", "values", "grads", "buffers", "params", "raises", "init", "zero_fraction", "precision")
+AMP_LEVELS = ("O1", "O2", "O3", "auto")  # an entry's `amp.levels`: mindspore.amp.auto_mixed_precision levels
+AMP_PRECISIONS = ("half", "float32")  # `amp.mindspore` / `amp.torch`: "half" is the check's amp dtype
 NONE = "None"  # TOML has no null: the string "None" stands for Python's None in defaults and kwargs
 ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 RULE_ROOTS = frozenset({"torch"})
@@ -94,6 +97,22 @@ class SelfTestSpec:
     optimizer: Optional[Mapping[str, Any]] = None  # {shape = [..], steps = n}: an optimizer pair
     batches: Optional[Tuple[Tuple[Any, ...], ...]] = None  # a loss pair trained over these (input, target) specs
     dtype: str = ""  # the MindSpore Cell alone, run in this half dtype (to_float): does its kernel exist?
+    amp: str = ""  # the pair, each inside a one-layer container, checked with parity.check(amp=<this level>)
+
+
+@dataclass(frozen=True)
+class AmpPattern:
+    """Where a ``precision`` entry holds: under these ``auto_mixed_precision`` levels the layer (or,
+    with ``after``, each layer run right after it) runs in ``mindspore`` on MindSpore's side and in
+    ``torch`` under ``torch.autocast``; "half" stands for the check's dtype (float16, bfloat16)."""
+
+    levels: Tuple[str, ...]
+    mindspore: str = ""  # empty: the entry is about something else at these levels (e.g. the rewrite fails)
+    torch: str = ""
+    after: bool = False
+
+    def precisions(self, dtype: str) -> Tuple[str, str]:
+        return tuple(dtype if p == "half" else p for p in (self.mindspore, self.torch))
 
 
 @dataclass(frozen=True)
@@ -123,6 +142,7 @@ class Entry:
     modes: Tuple[str, ...] = MODES
     runs_on: Tuple[str, ...] = ()
     dtypes: Tuple[str, ...] = ()  # only where the MindSpore layer computes in one of these (empty: any)
+    amp: Optional["AmpPattern"] = None  # kind "precision": the levels and the precisions each side runs in
     selftest: Optional[SelfTestSpec] = None
     selftest_skip: str = ""
     file: str = ""
