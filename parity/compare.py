@@ -87,6 +87,11 @@ class Comparison:
 
 
 OUTLIER_FRACTION = 1e-3  # elements outside the envelope that a tensor judged whole may have, at most
+# ...that jumped in none of PyTorch's runs, where its runs flip masks: at least this many. A tie
+# MindSpore's kernels break the other way lies where PyTorch's runs may not reach (measured on
+# ResNet-50 trained with Adam: at most 3 such elements per tensor, clean; 26% of a conv weight
+# with MindSpore's own nn.Adam, whose update differs).
+STEADY_FEW = 3
 
 
 @dataclass(frozen=True)
@@ -114,7 +119,7 @@ class Envelope:
     flips: int = 0
     tolerance_margin: float = 0.0  # greatest difference / what the tolerance alone allows
     total: int = 0  # elements compared
-    steady: int = 0  # elements outside that jumped in no run of PyTorch's (of ``outside``)
+    steady: Optional[int] = None  # of ``outside``, those that jumped in no run of PyTorch's (None: all)
 
     @property
     def passed(self) -> bool:
@@ -123,16 +128,18 @@ class Envelope:
     @property
     def judged_whole(self) -> bool:
         """Elements fell outside, and the tensor passes as a whole: MindSpore's relative error is
-        within ``factor`` x PyTorch's spread, and either PyTorch's own runs flip masks (which ones
-        flip depends on the CPU) or the elements outside are a few in a large tensor (four runs
-        sample each element's spread, and among millions some samples come out small)."""
+        within ``factor`` x PyTorch's spread, and the elements outside are those PyTorch's own runs
+        flipped (which ties flip depends on the CPU) save a few: at most OUTLIER_FRACTION of the
+        tensor (four runs sample each element's spread, and among millions some samples come out
+        small), or STEADY_FEW where its runs flip masks."""
         return self.outside > 0 and self.whole_margin is not None and self.whole_margin <= 1.0
 
     @property
     def whole_margin(self) -> Optional[float]:
         """MindSpore's relative error / (``factor`` x PyTorch's relative spread), where the tensor may
-        be judged whole (its runs flip masks, or at most OUTLIER_FRACTION of it is outside); else None."""
-        if not (self.flips > 0 or self.outside <= OUTLIER_FRACTION * self.total):
+        be judged whole (see :attr:`judged_whole`); else None."""
+        steady = self.outside if self.steady is None else self.steady
+        if steady > max(OUTLIER_FRACTION * self.total, STEADY_FEW if self.flips else 0):
             return None
         if self.spread == 0:
             return 0.0 if self.ms_error == 0 else float("inf")

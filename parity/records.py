@@ -65,9 +65,9 @@ def _envelope(e) -> Optional[Dict[str, Any]]:
     if e is None:
         return None
     return {"passed": e.passed, "margin": e.margin, "outside": e.outside, "total": e.total,
-            "ms_error": e.ms_error, "spread": e.spread, "flips": e.flips, "factor": e.factor, "draws": e.draws,
-            "float64": e.float64, "tolerance_margin": e.tolerance_margin, "whole_margin": e.whole_margin,
-            "judged_whole": e.judged_whole}
+            "ms_error": e.ms_error, "spread": e.spread, "flips": e.flips, "steady": e.steady, "factor": e.factor,
+            "draws": e.draws, "float64": e.float64, "tolerance_margin": e.tolerance_margin,
+            "whole_margin": e.whole_margin, "judged_whole": e.judged_whole}
 
 
 def _golden(g) -> Optional[Dict[str, Any]]:

@@ -305,6 +305,8 @@ def envelope_line(e) -> str:
     runs = f"{e.draws} perturbed runs" + (" and float64" if e.float64 else "")
     flips = f"; {e.flips} elements flip between runs (ReLU/max-pool near-ties)" if e.flips else ""
     verdict = (f"{e.outside} elements outside it" if e.outside else "every element inside it")
+    if e.outside and e.flips and e.steady is not None:
+        verdict += f", {e.steady} of them flipped in none of PyTorch's runs"
     return (f"Rounding envelope: {verdict} (allowed: tolerance + {e.factor:g}x PyTorch's own spread over {runs}; "
             f"{fmt(e.margin)}x allowed at worst); relative error MindSpore {fmt(e.ms_error)} vs "
             f"PyTorch's spread {fmt(e.spread)}{flips}")
