@@ -94,7 +94,8 @@ def check_data_parallel(ms_factory, torch_factory, batches, *, loss, optimizer, 
     (each on its shard, gradients all-reduced as a mean), in MindSpore (under ``msrun``, backend
     ``mccl``) and in PyTorch (``torch.distributed`` over gloo, ``DistributedDataParallel``), from
     PyTorch's initial weights, and compare the four runs step by step: the loss, the applied
-    gradients, the parameters after the update and the buffers. Returns a
+    gradients, the parameters after the update and the buffers, each by its tolerance and, near or
+    beyond it, against PyTorch's rounding envelope (as :func:`check_training`). Returns a
     :class:`DataParallelResult`; raises :class:`ParityMismatch` naming the run that disagrees, or the
     worker that trained on the wrong rows, and :class:`ParityUnsupported` where a launcher is missing.
 

@@ -6,9 +6,12 @@ the weight map): MindSpore in this process, MindSpore under ``msrun`` (collectiv
 ``mccl``, ``nn.DistributedGradReducer`` with ``gradients_mean``), PyTorch in this process and
 PyTorch in worker processes (``torch.distributed`` over gloo, ``DistributedDataParallel``). Each
 step's loss, applied gradients, parameters and buffers are compared around the cycle of four
-pairs with the tolerance engine of :func:`parity.check`: one run that is off fails exactly the
-two pairs it belongs to, which names it. Every worker reports a key per row it trained on, so a
-worker that trained on the wrong rows (the full batch, another's shard) is named as such.
+pairs with the tolerance engine of :func:`parity.check`, and a tensor near or beyond its tolerance
+against PyTorch's rounding envelope as :func:`parity.check_training` judges it (PyTorch's
+single-process training again under rounding-level perturbations and in float64, here): one run
+that is off fails exactly the two pairs it belongs to, which names it. Every worker reports a key
+per row it trained on, so a worker that trained on the wrong rows (the full batch, another's
+shard) is named as such.
 
 Workers run as subprocesses of the caller with a time limit; their logs, msrun's included, stay in
 a temporary folder that is removed afterwards.
@@ -34,7 +37,7 @@ from .distributed_result import PAIRS, RUNS, DataParallelResult, DataParallelSte
 from .errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from .launch import LABELS, WHERE, Launch, environment, missing_launchers, wait_all
 from .options import parse_seed
-from .runner import Settings, _ArrayPair, _compare
+from .runner import Settings, _ArrayPair, _compare, judge_in_envelope
 from .tolerance import ToleranceSpec
 
 __all__ = ["DataParallelResult", "DataParallelStep", "run_data_parallel", "missing_launchers", "shard_findings",
@@ -164,8 +167,9 @@ def _write_job(job_dir: str, job: dict, arrays: Dict[str, np.ndarray], optimizer
     with open(os.path.join(job_dir, worker.JOB + ".part"), "wb") as handle:
         pickle.dump(job, handle)
     os.replace(os.path.join(job_dir, worker.JOB + ".part"), os.path.join(job_dir, worker.JOB))  # the workers' go
-    return {"ms_type": type(cell).__name__, "torch_type": type(module).__name__, "optimizer": opt_label,
-            "loss": f"{type(job['loss']).__name__} (translated)", "sync_free_norms": _batch_norms(module)}
+    labels = {"ms_type": type(cell).__name__, "torch_type": type(module).__name__, "optimizer": opt_label,
+              "loss": f"{type(job['loss']).__name__} (translated)", "sync_free_norms": _batch_norms(module)}
+    return labels, (module, wmap)
 
 
 def _refuse_unsupported(cell, module, device: str) -> None:
@@ -245,8 +249,10 @@ def _record(found: Dict[str, np.ndarray], step: int, loss: Optional[float] = Non
     return record
 
 
-def _compare_records(run: dict, reference: dict, label: str, chain, skip_buffers: bool) -> List[Comparison]:
-    comparisons = []
+def _compare_records(run: dict, reference: dict, label: str, chain, skip_buffers: bool):
+    """[(pair, comparison)] of ``run`` against ``reference``, in stage order; a pair's ``ms`` is
+    the run's value and its ``torch`` the reference's, whichever framework each is."""
+    found = []
     for kind in ("loss", "grad", "param", "buffer"):
         if kind == "buffer" and skip_buffers:
             continue
@@ -255,13 +261,16 @@ def _compare_records(run: dict, reference: dict, label: str, chain, skip_buffers
                 continue
             pair = _ArrayPair(_KINDS[kind], name, name, name, label, np.asarray(run[kind][name]), np.asarray(value),
                               name.rpartition(".")[0])
-            comparisons.append(_compare(pair, chain, check_dtype=kind != "buffer"))
-    return comparisons
+            found.append((pair, _compare(pair, chain, check_dtype=kind != "buffer")))
+    return found
 
 
 def _judge(job_dir: str, workers: int, steps: int, chain, arrays, sync_free_norms: List[str]):
+    """The steps compared by tolerance, the row and agreement findings, and the tensors near or
+    beyond their tolerance: [(step, pair, comparison)], with PyTorch single's value of each at
+    (step, key), around which the rounding envelope is drawn."""
     single, parallel = _runs(job_dir, workers)
-    shard, agreement, result_steps = [], [], []
+    shard, agreement, result_steps, close, base = [], [], [], [], {}
     pairs = PAIRS if not sync_free_norms else (PAIRS[0], PAIRS[3])
     for step in range(steps):
         batch = worker.batch_arrays(arrays, step)
@@ -277,17 +286,55 @@ def _judge(job_dir: str, workers: int, steps: int, chain, arrays, sync_free_norm
             records[f"{label} parallel"] = _record(parallel[fw][0], step, mean_loss)
             for rank in range(1, workers):
                 other = _record(parallel[fw][rank], step)
-                off = [c for c in _compare_records(other, records[f"{label} parallel"], f"{label} worker {rank}",
-                                                   chain, True) if c.kind == "parameter" and not c.passed]
+                off = [c for _, c in _compare_records(other, records[f"{label} parallel"], f"{label} worker {rank}",
+                                                      chain, True) if c.kind == "parameter" and not c.passed]
                 if off and not any(f"{label} worker {rank}'s" in a for a in agreement):
                     agreement.append(f"{label} worker {rank}'s parameters left worker 0's at step {step + 1} "
                                      f"('{off[0].name}', {report.fmt(off[0].margin)}x allowed): the workers did not "
                                      "apply the same all-reduced gradients")
-        compared = {f"{run} vs {ref}": _compare_records(records[run], records[ref], f"{run} vs {ref}", chain, False)
-                    for run, ref in pairs}
         losses = {run: float(records[run]["loss"]["loss"]) for run in RUNS}
-        result_steps.append(DataParallelStep(step + 1, losses, compared))
-    return result_steps, shard, agreement
+        result_steps.append(DataParallelStep(step + 1, losses, _compare_step(records, pairs, chain, step, close, base)))
+    return result_steps, shard, agreement, (close, base)
+
+
+def _compare_step(records: Dict[str, dict], pairs, chain, step: int, close: list, base: dict):
+    """Step ``step``'s (0-based) comparisons per pair "run vs reference", by tolerance; the ones near
+    or beyond it are added to ``close`` as (step, pair, comparison), and PyTorch single's value of
+    each to ``base`` at (step, key)."""
+    from .training import _near
+
+    compared = {f"{run} vs {ref}": _compare_records(records[run], records[ref], f"{run} vs {ref}", chain, False)
+                for run, ref in pairs}
+    reference = {_KINDS[kind]: values for kind, values in records["PyTorch single"].items()}
+    for found in compared.values():
+        for pair, c in found:
+            if _near(pair, c) and pair.torch_name in reference[pair.kind]:
+                close.append((step, pair, c))
+                base[(step, pair.key)] = np.asarray(reference[pair.kind][pair.torch_name])
+    return {label: [c for _, c in found] for label, found in compared.items()}
+
+
+def _judge_in_envelope(close, base, built, loss, optimizer, arrays, steps: int, seed: int, device: str) -> None:
+    """Give the tensors near or beyond their tolerance their rounding-envelope verdict: PyTorch's
+    single-process training again from the same start (:class:`parity.training._Envelope`), its
+    spread around PyTorch single's values standing for every run's. The parallel runs differ from
+    the single ones by the order their gradients are summed in (the all-reduce), a rounding-level
+    difference as well; under Adam a gradient at rounding level (a bias before a batch norm) takes
+    either sign in every run, and the envelope sees it do so."""
+    from .backends import torch as tb
+    from .training import _Envelope, _Optimizers, _Schedulers
+
+    module, wmap = built
+    data = []
+    for step in range(steps):
+        batch = worker.batch_arrays(arrays, step)
+        data.append(worker._inputs(batch, np.arange(batch["target"].shape[0])))
+    envelope = _Envelope(module, loss, (_Optimizers(optimizer, None, module), _Schedulers(None, False)), data,
+                         steps, 1, None, wmap, device, seed, tb.state_of(module))
+    spread, jumped = envelope.spread(base)
+    for step, pair, c in close:
+        key = (step, pair.key)
+        judge_in_envelope(c, pair.ms, pair.torch, spread[key], jumped[key])
 
 
 def _single(job_dir: str, framework: str) -> None:
@@ -334,14 +381,19 @@ def run_data_parallel(ms_factory, torch_factory, batches, *, loss, optimizer, st
         env = environment(job_dir)
         for launch in launches:  # the workers start (importing their framework) while the job is written
             launch.start(env)
-        labels = _write_job(job_dir, job, arrays, optimizer)
+        labels, built = _write_job(job_dir, job, arrays, optimizer)
         seconds["job"] = round(time.monotonic() - launches[0].started, 1)
         for fw in worker.FRAMEWORKS:  # the single-process runs, here, while the workers join
             _single(job_dir, fw)
         seconds["single runs"] = round(time.monotonic() - launches[0].started - seconds["job"], 1)
         wait_all(launches)
         seconds.update({f"{launch.label} workers": round(launch.seconds, 1) for launch in launches})
-        result_steps, shard_found, agreement = _judge(job_dir, workers, steps, chain, arrays, labels["sync_free_norms"])
+        result_steps, shard_found, agreement, (close, base) = _judge(job_dir, workers, steps, chain, arrays,
+                                                                     labels["sync_free_norms"])
+        if close:
+            started_envelope = time.monotonic()
+            _judge_in_envelope(close, base, built, loss, optimizer, arrays, steps, seed, settings.device)
+            seconds["rounding envelope"] = round(time.monotonic() - started_envelope, 1)
     finally:
         for launch in launches:
             launch.stop()

@@ -94,6 +94,9 @@ class DataParallelResult(Verdicts):
         worst = self.worst
         parts = [f"worst {worst.kind} '{worst.name}' ({worst.mode}) at {report.fmt(worst.margin)}x allowed"] \
             if worst is not None else []
+        if self.noise_judged:
+            parts.append(f"{len(self.noise_judged)} noise-judged (beyond the tolerance, inside PyTorch's rounding "
+                         "envelope)")
         parts += self.shard_findings[:1] + ([self.disagreeing] if self.disagreeing else [])
         return "; ".join([head] + parts)
 

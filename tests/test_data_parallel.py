@@ -2,7 +2,7 @@
 workers (MindSpore under msrun with mccl, PyTorch over gloo), four runs compared step by step.
 
 The workers are separate processes: they import the factories below as ``test_data_parallel:<name>``
-(this folder is on the import path they inherit). Two tests launch real workers (about 35 s each
+(this folder is on the import path they inherit). Three tests launch real workers (about 35 s each
 on a loaded 2-core machine, most of it MindSpore's import and cluster start in three processes);
 the rest run no worker.
 """
@@ -27,10 +27,17 @@ needs_launchers = pytest.mark.skipif(bool(MISSING), reason="; ".join(MISSING))
 
 BATCHES = [(parity.randn((8, 6)), parity.randint((8,), 0, 3))]
 TRAINING = {"loss": torch.nn.CrossEntropyLoss(), "optimizer": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)}
+# Adam's first steps follow the sign of each gradient: a gradient at rounding level (the bias before a
+# batch norm, which the norm takes out again) becomes a parameter difference the size of lr.
+ADAM = {"loss": torch.nn.CrossEntropyLoss(), "optimizer": lambda p: torch.optim.Adam(p, lr=1e-2)}
 
 
 def mlp():
     return torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+
+
+def bn_mlp():
+    return torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
 
 
 def full_batch_on_worker_1(rank, world, rows):
@@ -95,12 +102,29 @@ def test_two_workers_train_as_one_process(job_folder):
     assert result[2].losses["PyTorch single"] < result[1].losses["PyTorch single"]
     assert str(result).startswith("ok: mindspore SequentialCell <-> torch Sequential (2 workers, 2 steps)")
     assert {"MindSpore workers", "PyTorch workers", "total"} <= set(result.seconds)
+    # every tensor well within its tolerance: no rounding envelope was drawn
+    assert all(c.envelope is None for c in result.comparisons)
+    assert "rounding envelope" not in result.seconds
+
+
+@needs_launchers
+def test_batch_norm_under_adam_passes_inside_the_rounding_envelope(job_folder):
+    result = parity.check_data_parallel(parity.TRANSLATE, bn_mlp, BATCHES, **ADAM)
+    assert result.passed, result
+    assert list(result[1].pairs) == [f"{a} vs {b}" for a, b in (PAIRS[0], PAIRS[3])]
+    for pair in result[1].pairs:
+        bias = next(c for c in result[1].pairs[pair] if c.kind == "parameter" and c.name == "0.bias")
+        assert bias.envelope is not None and bias.envelope.tolerance_margin > 10, (pair, bias)
+        assert bias.margin <= 1.0
+    assert result.noise_judged and "noise-judged (beyond the tolerance, inside PyTorch's rounding envelope)" in \
+        str(result)
+    assert "rounding envelope" in result.seconds
 
 
 @needs_launchers
 def test_a_worker_on_the_full_batch_is_named(job_folder):
     with pytest.raises(parity.ParityMismatch) as caught:
-        parity.check_data_parallel(parity.TRANSLATE, mlp, BATCHES, shard=(None, full_batch_on_worker_1), **TRAINING)
+        parity.check_data_parallel(parity.TRANSLATE, mlp, BATCHES, shard=(None, full_batch_on_worker_1), **ADAM)
     message, result = str(caught.value), caught.value.result
     assert message.startswith("Data parallelism did not split the global batch: PyTorch worker 1 trained on the "
                               "full batch (8 rows) at step 1, not its shard\n")
@@ -109,6 +133,10 @@ def test_a_worker_on_the_full_batch_is_named(job_folder):
     assert result.shard_findings == ["PyTorch worker 1 trained on the full batch (8 rows) at step 1, not its shard"]
     assert result.failing_pairs == ["PyTorch parallel vs PyTorch single", "MindSpore parallel vs PyTorch parallel"]
     assert caught.value.likely_causes == result.shard_findings
+    # judged against PyTorch's rounding envelope too, and far outside it
+    step, pair, first = result.first_failure
+    assert first.envelope is not None and first.envelope.margin > 100
+    assert "Rounding envelope: 1 elements outside it" in message
 
 
 @needs_launchers
@@ -125,6 +153,54 @@ def test_a_layer_known_not_to_run_on_cpu_is_refused_and_the_started_workers_stop
     with pytest.raises(parity.ParityUnsupported, match=r"'0': mindspore.mint.nn.Conv2d has no CPU kernel .*known "
                                                        r"mismatch mint-conv2d-cpu-unsupported, runs on Ascend"):
         parity.check_data_parallel(mint_conv, torch_conv, batches, **TRAINING)
+
+
+def _single_runs(job_dir, *, ms_lr=None, ms_loss=None):
+    """bn_mlp trained under Adam in this process only, as check_data_parallel's single-process runs
+    (PyTorch's as given; MindSpore's with ``ms_lr`` or ``ms_loss`` instead, where given), and both
+    steps of MindSpore single vs PyTorch single judged as the check judges them."""
+    import pickle
+
+    from parity import _dp_worker as worker, distributed
+    from parity.runner import Settings
+    from parity.tolerance import ToleranceSpec
+
+    job, arrays, _ = distributed._check_call(parity.TRANSLATE, bn_mlp, BATCHES, ADAM["loss"], ADAM["optimizer"], 2, 2,
+                                             None, None, 1234, "CPU")
+    _, built = distributed._write_job(str(job_dir), job, arrays, ADAM["optimizer"])
+    distributed._single(str(job_dir), "torch")
+    if ms_lr is not None:
+        job["optimizer"]["groups"][0][1]["lr"] = ms_lr
+    job["loss"] = ms_loss if ms_loss is not None else job["loss"]
+    with open(job_dir / worker.JOB, "wb") as handle:
+        pickle.dump(job, handle)
+    distributed._single(str(job_dir), "mindspore")
+    runs = {f"{launch.LABELS[fw]} single": distributed._load(worker.result_path(str(job_dir), fw, False, 0))
+            for fw in worker.FRAMEWORKS}
+    chain = (ToleranceSpec.parse(None, source="test"),) + Settings().tolerances
+    close, base, steps = [], {}, []
+    for step in range(2):
+        records = {run: distributed._record(found, step) for run, found in runs.items()}
+        steps.append(distributed._compare_step(records, (PAIRS[0],), chain, step, close, base)[" vs ".join(PAIRS[0])])
+    before = max(c.margin for group in steps for c in group)
+    distributed._judge_in_envelope(close, base, built, ADAM["loss"], ADAM["optimizer"], arrays, 2, 1234, "CPU")
+    return before, [c for group in steps for c in group]
+
+
+def test_the_single_runs_of_batch_norm_under_adam_agree_inside_the_rounding_envelope(tmp_path):
+    before, compared = _single_runs(tmp_path)
+    assert before > 10  # by tolerance alone, the bias before the batch norm is far off
+    assert all(c.passed for c in compared), [c for c in compared if not c.passed]
+    assert any(c.noise_judged and c.name == "0.bias" for c in compared)
+
+
+@pytest.mark.parametrize("fault", [{"ms_lr": 1.1e-2}, {"ms_loss": torch.nn.CrossEntropyLoss(label_smoothing=0.1)}],
+                         ids=["wrong-lr", "wrong-loss"])
+def test_a_real_fault_stays_outside_the_rounding_envelope(tmp_path, fault):
+    _, compared = _single_runs(tmp_path, **fault)
+    failed = [c for c in compared if not c.passed]
+    assert failed and all(c.envelope is not None for c in failed)
+    assert max(c.envelope.margin for c in failed) > 10
 
 
 def test_missing_launcher_is_unsupported(monkeypatch, tmp_path):
