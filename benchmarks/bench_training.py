@@ -2,9 +2,11 @@
 
 Run from the repository root::
 
-    python benchmarks/bench_training.py                 # small CNN + small ResNet (a few minutes on 2 CPUs)
+    python benchmarks/bench_training.py                 # small CNN, small ResNet, ResNet-50 (~10 min on 2 CPUs)
     python benchmarks/bench_training.py --repeats 5 --json out.json
     python benchmarks/bench_training.py --no-memory     # skip the per-variant subprocesses
+    python benchmarks/bench_training.py --only cnn --only resnet      # the two small workloads (~1 min)
+    python benchmarks/bench_training.py --profile --only cnn           # one (b) under cProfile, by phase
 
 For each pair of nets it times, in one process, warmed up once each and then interleaved
 (a-b, b-a, ...):
@@ -54,7 +56,7 @@ if str(ROOT) not in sys.path:  # `python benchmarks/bench_training.py` puts benc
 
 import numpy as np  # noqa: E402
 
-from bench_check import RTOL, ATOL, _ms_name  # noqa: E402  (same name map and float32 tolerance)
+from bench_check import RTOL, ATOL, _ms_name as _plain_ms_name  # noqa: E402  (same map and float32 tolerance)
 
 SEED = 1234
 LR, MOMENTUM = 0.01, 0.9
@@ -78,6 +80,10 @@ class Workload:
 
             module = torch_small_cnn()
             return translate(module), module
+        if self.key == "resnet50":  # torchvision's resnet50 against mindcv's (its stem pool aligned)
+            from cases.models.zoo_vision import ms_resnet50, torch_resnet50
+
+            return ms_resnet50(), torch_resnet50()
         from cases.models.resnet import ms_resnet_small, torch_resnet_small
 
         return ms_resnet_small(), torch_resnet_small()
@@ -91,7 +97,22 @@ class Workload:
 WORKLOADS = {
     "cnn": Workload("SmallCNN (cases/training), 4x3x16x16, 5 steps", "cnn", (4, 3, 16, 16), 2, 5),
     "resnet": Workload("ResNet-small (1,1,1,1)x16, 4x3x32x32, 3 steps", "resnet", (4, 3, 32, 32), 1, 3),
+    "resnet50": Workload("ResNet-50 (torchvision / mindcv), 2x3x64x64, 3 steps", "resnet50", (2, 3, 64, 64), 1, 3),
 }
+# What a hand-written loop renames beyond the BatchNorm leaves: mindcv's ResNet calls torchvision's
+# `downsample` `down_sample` and its `fc` `classifier`.
+_PATH_RENAMES = (("downsample.", "down_sample."), ("fc.", "classifier."))
+DEFAULT = ["cnn", "resnet", "resnet50"]
+
+
+def _ms_name(torch_name: str, ms_names):
+    """bench_check's name map (same path, BatchNorm leaves renamed), then the paths renamed."""
+    found = _plain_ms_name(torch_name, ms_names)
+    if found is None and torch_name.startswith(("layer", "fc.")):
+        for old, new in _PATH_RENAMES:
+            torch_name = torch_name.replace(old, new)
+        found = _plain_ms_name(torch_name, ms_names)
+    return found
 
 
 def _optimizers():
@@ -245,9 +266,52 @@ def _hwm_mib() -> float:
 def _child(key: str, variant: str) -> None:
     workload = WORKLOADS[key]
     ms_cell, torch_module = workload.build()
+    summary, wall = {}, time.perf_counter()
     if variant != "baseline":
-        VARIANTS[variant](ms_cell, torch_module, workload)
-    print(json.dumps({"peak_mib": _peak_mib(), "hwm_mib": _hwm_mib()}))
+        summary = VARIANTS[variant](ms_cell, torch_module, workload)
+    print(json.dumps({"peak_mib": _peak_mib(), "hwm_mib": _hwm_mib(), "wall_s": time.perf_counter() - wall,
+                      **summary}))
+
+
+# Where (b)'s time goes ------------------------------------------------------------------------------
+
+_PHASES = (  # (label, function name in parity/training.py or parity/runner.py, caller's name or None)
+    ("MindSpore steps handed over (lrs + launch)", "_ms_launch", None),
+    ("MindSpore steps read (wait + asnumpy)", "_ms_collect", None),
+    ("PyTorch steps", "_torch_record", "<lambda>"),
+    ("comparisons (compare_arrays)", "_compare_modes", None),
+    ("rounding envelope: PyTorch runs", "_torch_record", "_run"),
+    ("rounding envelope: spread", "spread", None),
+    ("rounding envelope: judging", "judge_in_envelope", None),
+)
+
+
+def profile(workload: Workload) -> dict:
+    """One (b) run under cProfile after a warm-up of both variants: the phases' cumulative seconds
+    (the envelope's line includes its PyTorch runs) and the functions that took most time themselves."""
+    import cProfile
+    import pstats
+
+    for variant in "ab":
+        _timed(variant, workload)
+    ms_cell, torch_module = workload.build()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    through_parity(ms_cell, torch_module, workload)
+    profiler.disable()
+    stats = pstats.Stats(profiler).stats
+    ours = {key: value for key, value in stats.items() if "/parity/" in key[0]}
+    total = max(value[3] for key, value in ours.items() if key[2] == "run_training")
+    phases = {"check_training total": total}
+    for label, name, caller in _PHASES:
+        found = 0.0
+        for key, (_, _, _, cumulative, callers) in ours.items():
+            if key[2] == name:
+                found += cumulative if caller is None else sum(c[3] for k, c in callers.items() if k[2] == caller)
+        phases[label] = found
+    top = sorted(stats.items(), key=lambda item: -item[1][2])[:15]
+    return {"workload": workload.name, "phases_s": phases,
+            "top_tottime": [f"{v[2]:.3f} s in {v[1]} calls: {Path(k[0]).name}:{k[1]}({k[2]})" for k, v in top]}
 
 
 def _table(results: List[dict]) -> List[str]:
@@ -268,12 +332,18 @@ def main(argv=None) -> int:
     parser.add_argument("--only", choices=sorted(WORKLOADS), action="append", help="one workload (repeatable)")
     parser.add_argument("--no-memory", action="store_true", help="skip the per-variant peak-RSS subprocesses")
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--profile", action="store_true", help="instead: one check_training per workload under "
+                        "cProfile, by phase")
     parser.add_argument("--child", nargs=2, metavar=("WORKLOAD", "VARIANT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         _child(*args.child)
         return 0
-    keys = args.only or list(WORKLOADS)
+    keys = args.only or DEFAULT
+    if args.profile:
+        for key in keys:
+            print(json.dumps(profile(WORKLOADS[key]), indent=1), flush=True)
+        return 0
     # memory first, while this process is small (see the module docstring)
     peaks = {} if args.no_memory else {key: peak_memory(WORKLOADS[key]) for key in keys}
     results = []
