@@ -147,10 +147,12 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
     tb.prepare(seed=seed, device=settings.device)
     setup = device_setup(settings.device)
     chain += (device_profile(setup),)  # the dtype defaults on this device, last
+    user_cell = ms_cell
     ms_cell, torch_module, region = _amp_pair(ms_cell, torch_module, spec)
     wmap = _map_weights(ms_cell, torch_module, name_map, settings.device)
     dtypes = {"ms": None if spec else msb.compute_dtype(ms_cell), "torch": tb.compute_dtype(torch_module)}
-    _refuse_unsupported_dtype(ms_cell, torch_module, dtypes["ms"], settings.device)
+    _refuse_unsupported_dtype(ms_cell, torch_module, spec.dtype if spec else dtypes["ms"], settings.device, spec,
+                              user_cell)
     wreport = _set_weights(weights, wmap, ms_cell, torch_module)
     msb.set_train(ms_cell, train)
     tb.set_train(torch_module, train)
@@ -383,18 +385,25 @@ def _map_weights(ms_cell, torch_module, name_map, device: str) -> WeightMap:
         raise ParityUsageError("\n".join([str(exc), ""] + [f"Likely cause: {c}" for c in causes])) from None
 
 
-def _refuse_unsupported_dtype(ms_cell, torch_module, dtype: Optional[str], device: str) -> None:
+def _refuse_unsupported_dtype(ms_cell, torch_module, dtype: Optional[str], device: str, amp=None,
+                              user_cell=None) -> None:
     """Before anything runs: layers the registry knows to lack a kernel for the half dtype
-    MindSpore computes in on ``device`` (bfloat16 on CPU) make a :class:`ParityUnsupported`."""
+    MindSpore computes in on ``device`` (bfloat16 on CPU) make a :class:`ParityUnsupported`
+    (``amp``: a mixed-precision level chose the dtype; O1's layers cast inside their code, and their
+    classes derive from copies of MindSpore's, so they are looked up on ``user_cell``, same paths)."""
     if dtype is None:
         return
+    from .backends import mindspore as msb
     from .registry.diagnosis import unsupported_dtype
 
-    found = unsupported_dtype(ms_cell, torch_module, dtype=dtype, device=device)
+    casts = msb.half_casts(ms_cell, dtype) if amp is not None else None
+    found = unsupported_dtype(user_cell if casts else ms_cell, torch_module, dtype=dtype, device=device,
+                              layer_dtypes=casts)
     if found:
         lines = [f"  '{d.ms_path or d.path}': {d.entry.summary} (known mismatch '{d.entry.id}')" for d in found]
+        how = f"mixed precision {amp.level}" if amp is not None else "its Cell's to_float or parameters"
         raise ParityUnsupported("\n".join(
-            [f"MindSpore computes in {dtype} here (its Cell's to_float or parameters), and {len(found)} of its layers "
+            [f"MindSpore computes in {dtype} here ({how}), and {len(found)} of its layers "
              f"have no {dtype} kernel on {device}:"] + lines
             + [f"Check this pair in float32 (or float16) on {device}, or where MindSpore has {dtype} kernels."]))
 

@@ -154,3 +154,22 @@ def test_ordinary_pairs_are_never_blamed_on_precision_entries():
                      torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).half(), device="CPU")
     assert not {d.entry.id for d in found} & precision
     assert not {i.entry_id for i in lint("mindspore.nn.ReLU", {}, device="CPU")} & precision
+
+
+def test_against_a_half_copy_the_layers_run_alike_and_pass():
+    result = parity.check(Mlp(), TorchMlp(), parity.randn((4, 16)), amp=parity.amp("O2", torch="half"), localize=True)
+    assert [(r.path, r.ms, r.torch) for r in result.precisions] == [
+        ("fc1", "float16", "float16"), ("act", "float16", "float16"), ("fc2", "float16", "float16")]
+    assert any("MindSpore O2 (float16) vs Module.half()" in n for n in result.notes)
+
+
+@pytest.mark.parametrize("level, paths", [("O1", ["'fc1'", "'fc2'"]), ("O2", ["'_backbone.fc1'", "'_backbone.act'"])])
+@pytest.mark.parametrize("side", ["autocast", "half"])
+def test_bfloat16_amp_is_refused_before_running_where_the_registry_knows_no_kernel(level, paths, side):
+    with pytest.raises(parity.ParityUnsupported) as info:
+        parity.check(Mlp(), TorchMlp(), parity.randn((4, 16)), amp=parity.amp(level, dtype="bfloat16", torch=side))
+    message = str(info.value)
+    assert f"MindSpore computes in bfloat16 here (mixed precision {level})" in message
+    assert "known mismatch 'bfloat16-linear-cpu-unsupported'" in message
+    assert all(p in message for p in paths)
+    assert "raised during" not in message  # found in the registry, not by running into the kernel

@@ -65,7 +65,8 @@ def _versions(mindspore_version, torch_version):
 
 def diagnose(ms_model, torch_model, *, registry: Optional[Registry] = None, device: Optional[str] = None,
              mode: Optional[str] = None, mindspore_version: Optional[str] = None,
-             torch_version: Optional[str] = None, seen: Optional[Mapping[str, Seen]] = None) -> List[Diagnosis]:
+             torch_version: Optional[str] = None, seen: Optional[Mapping[str, Seen]] = None,
+             layer_dtypes: Optional[Mapping[str, str]] = None) -> List[Diagnosis]:
     """Known mismatches between the layers of ``ms_model`` and ``torch_model``, most likely first.
 
     Only entries that apply to the installed versions, ``device`` and ``mode`` (those given) count.
@@ -75,7 +76,9 @@ def diagnose(ms_model, torch_model, *, registry: Optional[Registry] = None, devi
     layer types' presence ranks low. ``seen`` (PyTorch layer path -> :class:`Seen`) holds what
     the layers saw in a check: a ``when`` that reads ``input_shape`` is judged on each layer's
     input shapes; without them ``input_shape`` is None and ``when`` says whether some input would
-    show the mismatch (a 1x1 convolution with stride 1 pads nothing under any convention)."""
+    show the mismatch (a 1x1 convolution with stride 1 pads nothing under any convention).
+    ``layer_dtypes`` (MindSpore path -> half dtype) adds layers known to compute in a half dtype that
+    their flags do not tell (O1's rewritten layers cast inside their code)."""
     registry = registry or load()
     ms_version, torch_version = _versions(mindspore_version, torch_version)
     # A ``precision`` entry is about mixed-precision levels against torch.autocast: only an AMP check
@@ -86,7 +89,7 @@ def diagnose(ms_model, torch_model, *, registry: Optional[Registry] = None, devi
     torch_layers = dict(torch_model.named_modules())
     seen = seen or {}
     aligned = {s.ms_path: path for path, s in seen.items()}
-    dtypes = _layer_dtypes(ms_layers) if any(e.dtypes for e in entries) else {}
+    dtypes = {**_layer_dtypes(ms_layers), **(layer_dtypes or {})} if any(e.dtypes for e in entries) else {}
     found: List[Tuple[float, int, str, Diagnosis]] = []
     for entry in entries:
         ms_class, torch_class = resolve_api(entry.mindspore), resolve_api(entry.torch)
@@ -121,11 +124,12 @@ def likely_causes(ms_model, torch_model, *, at: Optional[str] = None, device: Op
     return [d.cause() for d in found]
 
 
-def unsupported_dtype(ms_model, torch_model, *, dtype: str, device: str,
-                      registry: Optional[Registry] = None) -> List[Diagnosis]:
+def unsupported_dtype(ms_model, torch_model, *, dtype: str, device: str, registry: Optional[Registry] = None,
+                      layer_dtypes: Optional[Mapping[str, str]] = None) -> List[Diagnosis]:
     """The layers of ``ms_model`` that compute in ``dtype`` and that the registry knows to have no
-    kernel for it on ``device`` (entries of kind ``unsupported`` with ``dtypes``), in execution order."""
-    found = [d for d in diagnose(ms_model, torch_model, registry=registry, device=device)
+    kernel for it on ``device`` (entries of kind ``unsupported`` with ``dtypes``), in execution order
+    (``layer_dtypes``: see :func:`diagnose`)."""
+    found = [d for d in diagnose(ms_model, torch_model, registry=registry, device=device, layer_dtypes=layer_dtypes)
              if d.entry.kind == "unsupported" and dtype in d.entry.dtypes]
     order = {path: i for i, (path, _) in enumerate(ms_model.cells_and_names())}
     return sorted(found, key=lambda d: order.get(d.ms_path or d.path, len(order)))
