@@ -5,8 +5,11 @@ device, and so its status for ``parity scan``.
 The translation tables are read from the source of ``parity/translation`` (its modules import
 MindSpore, so they are parsed, not imported): every class named in an ``@translates(...)``
 decorator, directly or through a module-level table (``@translates(*_MAX)``), the containers of
-``modules.py`` and the optimizers of ``optim.py``. ``tests/test_scan.py`` checks the parsed tables
-against the imported ``translated_names()`` and ``translated_optimizers()``.
+``modules.py``, the optimizers of ``optim.py``, and the functions and Tensor methods a traced
+``forward`` may call (the keys of ``FUNCTIONS`` and ``METHODS`` in ``functions.py``; an in-place
+method, ``x.relu_()``, is its out-of-place name's, as ``method_for`` has it). ``tests/test_scan.py``
+checks the parsed tables against the imported ``translated_names()``, ``translated_optimizers()``,
+``FUNCTIONS`` and ``METHODS``.
 
 Statuses, from the best to the worst (only the registry's ``nn`` family counts: ``mint`` entries
 describe ``mindspore.mint``, which translate does not build):
@@ -54,19 +57,32 @@ def status_text(code: str, device: str) -> str:
 @dataclass(frozen=True)
 class Tables:
     """The PyTorch APIs parity translates: ``torch.nn`` layers, containers (and custom Modules,
-    ``torch.nn.Module``), ``torch.optim`` optimizers."""
+    ``torch.nn.Module``), ``torch.optim`` optimizers, the functions (``torch.flatten``,
+    ``torch.nn.functional.relu``) and Tensor methods (``view``, by name) of a traced ``forward``."""
 
     layers: FrozenSet[str]
     containers: FrozenSet[str]
     optimizers: FrozenSet[str]
+    functions: FrozenSet[str] = frozenset()
+    methods: FrozenSet[str] = frozenset()
 
     def translated(self, api: str) -> bool:
-        return api in self.layers or api in self.containers or api in self.optimizers
+        if api.startswith(_TENSOR):
+            return _out_of_place(api[len(_TENSOR):]) in self.methods
+        return api in self.layers or api in self.containers or api in self.optimizers or api in self.functions
+
+
+_TENSOR = "torch.Tensor."
+
+
+def _out_of_place(method: str) -> str:
+    """``relu_`` -> ``relu``: translate computes an in-place method out of place (``method_for``)."""
+    return method[:-1] if method.endswith("_") and not method.endswith("__") else method
 
 
 @functools.lru_cache(maxsize=None)
 def translation_tables(folder: Path = TRANSLATION_DIR) -> Tables:
-    layers, containers, optimizers = set(), {CUSTOM_MODULE}, set()
+    layers, containers, optimizers, functions, methods = set(), {CUSTOM_MODULE}, set(), set(), set()
     for path in sorted(folder.glob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         tables = _module_tables(tree)
@@ -78,10 +94,15 @@ def translation_tables(folder: Path = TRANSLATION_DIR) -> Tables:
         containers.update(tables.get("_TORCH_CONTAINERS", ()))
         if path.name == "optim.py":
             optimizers.update(f"torch.optim.{name}" for name in _string_keys(tree, "_TRANSLATIONS"))
-    if not layers or len(containers) < 2 or not optimizers:
+        if path.name == "functions.py":
+            functions.update(_string_keys(tree, "FUNCTIONS"))
+            methods.update(_string_keys(tree, "METHODS"))
+    if not layers or len(containers) < 2 or not optimizers or not functions or not methods:
         raise ParityInternalError(f"parity scan could not read the translation tables in {folder} "
-                                  f"({len(layers)} layers, {len(containers)} containers, {len(optimizers)} optimizers)")
-    return Tables(frozenset(layers), frozenset(containers), frozenset(optimizers))
+                                  f"({len(layers)} layers, {len(containers)} containers, {len(optimizers)} optimizers, "
+                                  f"{len(functions)} functions, {len(methods)} Tensor methods)")
+    return Tables(frozenset(layers), frozenset(containers), frozenset(optimizers), frozenset(functions),
+                  frozenset(methods))
 
 
 def _dotted(node: ast.AST) -> Optional[str]:
@@ -120,9 +141,11 @@ def _decorator_classes(decorator: ast.Call, tables: Dict[str, Tuple[str, ...]], 
 
 
 def _string_keys(tree: ast.Module, name: str) -> List[str]:
+    """The string keys of a module-level ``name = {...}`` or ``name: Dict[...] = {...}``."""
     for node in tree.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == name and isinstance(node.value, ast.Dict):
-            return [k.value for k in node.value.keys if isinstance(k, ast.Constant)]
+        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+        if getattr(target, "id", "") == name and isinstance(getattr(node, "value", None), ast.Dict):
+            return [k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
     return []
 
 

@@ -121,6 +121,16 @@ def test_the_parsed_translation_tables_are_the_imported_ones():
     assert tables.containers == {"torch.nn.Module", "torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"}
 
 
+def test_the_scan_reads_functions_and_tensor_methods_from_the_table_translate_uses():
+    from parity.translation.functions import FUNCTIONS, METHODS, method_for
+
+    tables = translation_tables()
+    assert tables.functions == set(FUNCTIONS) and tables.methods == set(METHODS)
+    # every method name the scan can meet, in place or not: translated for the scan iff method_for has an adapter
+    for name in sorted(TENSOR_METHODS | set(METHODS) | {f"{m}_" for m in METHODS} | {"fill_", "__add__"}):
+        assert tables.translated(f"torch.Tensor.{name}") == (method_for(name) is not None), name
+
+
 # --- statuses ---------------------------------------------------------------------------------
 
 def _statuses(folder: Path, device: str = "CPU"):
@@ -136,12 +146,63 @@ def test_statuses_from_translation_and_registry(tmp_path):
     assert "conv2d-has-bias-default" in {f.id for f in apis["torch.nn.Conv2d"].status.findings if f.live}
     assert apis["torch.nn.TripletMarginLoss"].status.code == "unsupported"
     assert report.status_text("unsupported") == "unsupported on CPU"
-    assert apis["torch.cat"].status.code == "unknown"
-    assert apis["torch.Tensor.view"].status.code == "unknown" and apis["torch.Tensor.view"].inferred
+    assert apis["torch.cat"].status.code == "as-is"  # parity.translation.functions
+    assert apis["torch.Tensor.view"].status.code == "as-is" and apis["torch.Tensor.view"].inferred
     # BN(8, 1e-5, None): momentum=None passed positionally, placed through torch's own __init__
     bn = apis["torch.nn.BatchNorm2d"].status
     assert bn.code == "no-fix" and bn.certain
     assert {f.id: f.applies for f in bn.findings}["batchnorm2d-momentum-none-unsupported"] == "yes"
+
+
+FUNCTIONAL = '''\
+import torch
+import torch.nn.functional as F
+
+
+def forward(x, y):
+    x = F.relu(torch.flatten(x, 1)).view(2, -1)
+    x.relu_()
+    x.fill_(0.0)
+    z = torch.fft.fft(torch.cat([x, y], 1))
+    return torch.frobnicate(z), F.relu6(x), torch.special.erf(x)
+'''
+
+
+def test_functions_and_tensor_methods_translate_tells_what_translate_can(tmp_path):
+    _, apis = _statuses(_write(tmp_path, {"f.py": FUNCTIONAL}))
+    for api in ("torch.flatten", "torch.nn.functional.relu", "torch.Tensor.view", "torch.cat",
+                "torch.nn.functional.relu6", "torch.Tensor.relu_"):  # relu_: computed out of place
+        assert apis[api].status.code == "as-is", api
+    for api in ("torch.fft.fft", "torch.frobnicate", "torch.special.erf", "torch.Tensor.fill_"):
+        assert apis[api].status.code == "unknown", api
+
+
+def test_a_known_mismatch_of_a_function_takes_precedence_over_its_translation(tmp_path):
+    from parity.registry import load
+
+    entry = '''\
+        schema = 1
+        [[mismatch]]
+        id = "{id}"
+        kind = "{kind}"
+        torch = "{torch}"
+        mindspore = "mindspore.ops.{name}"
+        family = "nn"
+        summary = "made up for the test"
+        reason = "made up for the test"
+        reference = "https://example.org"
+        devices = ["CPU", "GPU", "Ascend"]
+        selftest_skip = "made up"
+        {extra}
+        '''
+    data = _write(tmp_path / "registry", {
+        "a.toml": entry.format(id="cat-made-up", kind="formula", torch="torch.cat", name="cat", extra='fix = "pass axis"'),
+        "b.toml": entry.format(id="relu-made-up", kind="unsupported", torch="torch.nn.functional.relu", name="relu",
+                               extra='runs_on = ["Ascend"]')})
+    registry = load(sorted(data.glob("*.toml")))
+    report = scan(_write(tmp_path / "code", {"f.py": FUNCTIONAL}), registry=registry)
+    apis = {a.api: a.status.code for a in report.apis}
+    assert (apis["torch.cat"], apis["torch.nn.functional.relu"], apis["torch.flatten"]) == ("fix", "unsupported", "as-is")
 
 
 def test_the_device_changes_the_status(tmp_path):
