@@ -87,11 +87,14 @@ class Comparison:
 
 
 OUTLIER_FRACTION = 1e-3  # elements outside the envelope that a tensor judged whole may have, at most
-# ...that jumped in none of PyTorch's runs, where its runs flip masks: at least this many. A tie
-# MindSpore's kernels break the other way lies where PyTorch's runs may not reach (measured on
-# ResNet-50 trained with Adam: at most 3 such elements per tensor, clean; 26% of a conv weight
-# with MindSpore's own nn.Adam, whose update differs).
+# Where PyTorch's runs flip masks, the elements outside that jumped in none of them may be more:
+# a tie MindSpore's kernels break the other way lies where PyTorch's runs may not reach. At most
+# STEADY_FEW, or STEADY_SHARE of the elements PyTorch's runs flipped. Measured on ResNet-50 trained
+# with translated Adam (3 steps; from step 2 nearly every gradient element flips): at most 0.6% of
+# the flips (6 of 1,013; 6,146 of 2,303,989); with MindSpore's own nn.Adam, whose update differs,
+# a conv weight had 151,667 of its 589,824 elements outside and none of them flipped.
 STEADY_FEW = 3
+STEADY_SHARE = 0.05
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,7 @@ class Envelope:
         within ``factor`` x PyTorch's spread, and the elements outside are those PyTorch's own runs
         flipped (which ties flip depends on the CPU) save a few: at most OUTLIER_FRACTION of the
         tensor (four runs sample each element's spread, and among millions some samples come out
-        small), or STEADY_FEW where its runs flip masks."""
+        small), and where its runs flip masks, STEADY_FEW or STEADY_SHARE of the flips."""
         return self.outside > 0 and self.whole_margin is not None and self.whole_margin <= 1.0
 
     @property
@@ -139,7 +142,8 @@ class Envelope:
         """MindSpore's relative error / (``factor`` x PyTorch's relative spread), where the tensor may
         be judged whole (see :attr:`judged_whole`); else None."""
         steady = self.outside if self.steady is None else self.steady
-        if steady > max(OUTLIER_FRACTION * self.total, STEADY_FEW if self.flips else 0):
+        excused = max(STEADY_FEW, STEADY_SHARE * self.flips) if self.flips else 0
+        if steady > max(OUTLIER_FRACTION * self.total, excused):
             return None
         if self.spread == 0:
             return 0.0 if self.ms_error == 0 else float("inf")

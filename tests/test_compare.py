@@ -207,19 +207,21 @@ def test_a_tensor_whose_runs_flip_masks_is_judged_whole():
 
 
 def test_only_flipped_elements_and_a_few_others_may_be_judged_whole():
-    """A flip anywhere is no licence for the rest: elements outside that jumped in none of
-    PyTorch's runs must be a few (ResNet-50 with MindSpore's own nn.Adam: 151,667 of a conv
-    weight's 589,824 were, at 0.6x as a whole)."""
-    base = dict(margin=40.0, flips=5, ms_error=3e-4, spread=2e-4, total=589_824)
-    assert envelope(outside=900, steady=3, **base).judged_whole  # the rest flipped in PyTorch's runs
-    assert envelope(outside=900, steady=589, **base).judged_whole  # 0.1% of the tensor
-    broken = envelope(outside=160_000, steady=151_667, **base)
+    """A flip is no licence for the rest of the tensor: the elements outside that jumped in none
+    of PyTorch's runs must be few (ResNet-50 with MindSpore's own nn.Adam: 151,667 of a conv
+    weight's 589,824 were, and it passed at 0.6x as a whole)."""
+    base = dict(margin=40.0, ms_error=3e-4, spread=2e-4, total=589_824)
+    assert envelope(outside=900, steady=589, flips=5, **base).judged_whole  # 0.1% of the tensor
+    assert not envelope(outside=900, steady=600, flips=5, **base).passed
+    # where nearly every element flips (a late step of Adam), 5% of the flips
+    assert envelope(outside=20_000, steady=6_146, flips=580_000, **base).judged_whole
+    broken = envelope(outside=160_000, steady=151_667, flips=580_000, **base)
     assert broken.whole_margin is None and not broken.passed and broken.final_margin == 40.0
     small = dict(base, total=256)
-    assert envelope(outside=4, steady=3, **small).judged_whole
-    assert not envelope(outside=61, steady=61, **small).passed
-    assert not envelope(outside=4, steady=4, **small).passed
-    assert not envelope(outside=1, steady=1, **dict(small, flips=0)).passed  # no flips, nothing excused
+    assert envelope(outside=4, steady=3, flips=1, **small).judged_whole  # a few, in a small tensor
+    assert not envelope(outside=4, steady=4, flips=1, **small).passed
+    assert not envelope(outside=61, steady=61, flips=1, **small).passed
+    assert not envelope(outside=1, steady=1, flips=0, **small).passed  # no flips: nothing excused
 
 
 def test_disagreeing_non_finite_values_fail_even_within_the_envelope():
