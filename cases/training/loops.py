@@ -1,6 +1,6 @@
 """Training loops as a migration writes them, a few steps each.
 
-* ``SmallCNN_Adam``: a BatchNorm CNN, 5 steps of translated ``torch.optim.Adam`` under a
+* ``SmallCNN_Adam``: a BatchNorm CNN, 20 steps of translated ``torch.optim.Adam`` under a
   translated ``CrossEntropyLoss``, over two batches.
 * ``ResNetGuide``: the ResNet-50 migration guide's loop (Adam, lr 1e-3, weight_decay 1e-5;
   PyTorch's ``CrossEntropyLoss`` against MindSpore's ``SoftmaxCrossEntropyWithLogits(sparse=True,
@@ -13,7 +13,8 @@
   bias has no gradient in exact arithmetic (softmax ignores a shift shared by all keys), so its
   rounding-level gradient moves under AdamW: the rounding envelope judges it.
 
-Models, optimizers, the scheduler and the losses are named by dotted path (most in
+Each trains MindSpore twice from the same start, PYNATIVE and GRAPH (``ms_mode="both"``),
+against one PyTorch run. Models, optimizers, the scheduler and the losses are named by dotted path (most in
 ``cases.models.training``) and built when a case runs, so that listing the catalogue imports no
 framework.
 """
@@ -23,11 +24,12 @@ from parity import TRANSLATE, ParityCase, Training, randint, randn
 IMAGES = [(randn((4, 3, 16, 16)), randint((4,), 0, 10)), (randn((4, 3, 16, 16)), randint((4,), 0, 10))]
 
 SmallCNN_Adam = ParityCase(
-    "SmallCNN_Adam", mindspore=TRANSLATE, torch="cases.models.training:torch_small_cnn",
-    training=Training(IMAGES, loss="torch.nn:CrossEntropyLoss", optimizer="cases.models.training:adam", steps=5))
+    "SmallCNN_Adam", mindspore=TRANSLATE, torch="cases.models.training:torch_small_cnn", ms_mode="both",
+    training=Training(IMAGES, loss="torch.nn:CrossEntropyLoss", optimizer="cases.models.training:adam", steps=20))
 
 ResNetGuide = ParityCase(
     "ResNetGuide", mindspore="cases.models.resnet:ms_resnet_small", torch="cases.models.resnet:torch_resnet_small",
+    ms_mode="both",
     training=Training([(randn((4, 3, 32, 32)), randint((4,), 0, 10))], steps=3,
                       optimizer="cases.models.training:guide_adam",
                       loss=("cases.models.training:guide_ms_loss", "torch.nn:CrossEntropyLoss")))
@@ -36,6 +38,6 @@ SEQUENCES = [(randn((4, 8, 32)), randint((4,), 0, 5)), (randn((4, 8, 32)), randi
 
 TransformerBlock_AdamW = ParityCase(
     "TransformerBlock_AdamW", mindspore="cases.models.transformer:MSEncoderClassifier",
-    torch="cases.models.transformer:TorchEncoderClassifier",
+    torch="cases.models.transformer:TorchEncoderClassifier", ms_mode="both",
     training=Training(SEQUENCES, loss="torch.nn:CrossEntropyLoss", optimizer="cases.models.training:adamw",
                       lr_scheduler="cases.models.training:warmup", clip_grad_norm=0.5, steps=5))
