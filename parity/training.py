@@ -24,9 +24,11 @@ from .inputs import Inputs, materialize, seeded_stream
 from .layouts import by_torch_name, ms_label, torch_layout
 from .loss_scale import LossScaling, fmt_scale, skip_causes, skip_message
 from .options import parse_seed
+from .precision import (GOLDEN_FACTOR, HALF_ULPS, cast, golden_verdict, is_floating, is_half, missing_kernel, narrowest,
+                        per_side_inputs, round_through)
 from .runner import (DEFAULT_SEED, ENVELOPE_DRAWS, ENVELOPE_ULPS, HEADROOM, Settings, _ArrayPair,
                      _buffers, _check_choice, _check_pair, _compare, _framework_error, _jumps, _map_weights,
-                     _perturbed_inputs, _rms, _set_weights, judge_in_envelope)
+                     _perturbed_inputs, _refuse_unsupported_dtype, _rms, _set_weights, judge_in_envelope)
 from .tolerance import Tolerance, ToleranceSpec, check_globs_used
 from .result import Verdicts
 from .weights import WeightReport
@@ -295,7 +297,9 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
     setup = device_setup(settings.device)
     chain += (device_profile(setup),)  # the dtype defaults on this device, last
     _refuse_dropout(msb.refuse_dropout(ms_cell), tb.dropout_layers(torch_module))
+    half = _precision(ms_cell, torch_module, settings.device, loss_scale)
     data, described = _batch_list(batches, steps * accumulate, seed)
+    ms_data, torch_data = _per_side(data, half)
     ms_loss, torch_loss, loss_label = _losses(loss, settings.device)
     optimizers = _Optimizers(optimizer, ms_cell, torch_module)
     schedulers = _Schedulers(lr_scheduler, optimizers.pair)
@@ -324,51 +328,55 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
         ms_runs[ms_mode_now] = [None] * steps
         if ms_mode_now != modes[-1]:
             ms_runs[ms_mode_now] = [
-                _side_step(lambda: _stepped(_ms_record(ms_steps, data[step * accumulate:(step + 1) * accumulate],
-                                                       ms_cell, wmap), ms_sched), f"MindSpore ({ms_mode_now})", step)
+                _side_step(lambda: _stepped(_in_half(_ms_record(ms_steps, ms_data[step * accumulate:
+                                                                          (step + 1) * accumulate], ms_cell, wmap),
+                                                     half), ms_sched), f"MindSpore ({ms_mode_now})", step)
                 for step in range(steps)]
     torch_sched = schedulers.torch(torch_opt)
     opt_label += schedulers.label(torch_sched, ms_sched) + scaling.label(ms_scaler, torch_scaler)
     torch_steps = tb.TrainStep(torch_module, torch_loss, torch_opt, accumulate=accumulate,
                                clip_grad_norm=clip_grad_norm, device=settings.device, scaler=torch_scaler)
-    losses, trained, close, scalings = [], [], [], []
+    losses, trained, close, scalings, halves = [], [], [], [], []
     ms_side = f"MindSpore ({modes[-1]})"
     for step in range(steps):
         # The last MindSpore run steps beside PyTorch: its step is handed to MindSpore, which runs it
         # asynchronously while PyTorch takes the same step, then read. Each step is compared as it
         # comes, and only what the rounding envelope needs is kept.
-        micro = data[step * accumulate:(step + 1) * accumulate]
-        launched = _side_step(lambda: _ms_launch(ms_steps, micro), ms_side, step)
-        torch_r = _side_step(lambda: _stepped(_torch_record(torch_steps, micro, torch_module, wmap), torch_sched),
-                             "PyTorch", step)
-        ms_runs[modes[-1]][step] = _side_step(lambda: _stepped(_ms_collect(ms_steps, launched, ms_cell, wmap),
-                                                               ms_sched), ms_side, step)
+        micro = slice(step * accumulate, (step + 1) * accumulate)
+        launched = _side_step(lambda: _ms_launch(ms_steps, ms_data[micro]), ms_side, step)
+        torch_r = _side_step(lambda: _stepped(_in_half(_torch_record(torch_steps, torch_data[micro], torch_module,
+                                                                     wmap), half), torch_sched), "PyTorch", step)
+        ms_runs[modes[-1]][step] = _side_step(lambda: _stepped(_in_half(_ms_collect(ms_steps, launched, ms_cell, wmap),
+                                                                        half), ms_sched), ms_side, step)
         pairs, comparisons = _compare_modes(step, ms_runs, torch_r, wmap, chain)
         losses.append((float(ms_runs[modes[0]][step][("loss", "loss")]), float(torch_r[("loss", "loss")])))
         scalings.append(_scalings(ms_runs[modes[0]][step], torch_r))
         for runs in ms_runs.values():
             runs[step] = None
         trained.append(comparisons)
-        close += [(step, pair, c) for pair, c in zip(pairs, comparisons) if _near(pair, c)]
+        close += [(step, pair, c) for pair, c in zip(pairs, comparisons) if _near(pair, c) and not _halved(c)]
+        halves += [(step, pair, c) for pair, c in zip(pairs, comparisons) if _near_half(c)]
     check_globs_used(chain[0], [n for s in trained for c in s for n in (c.name, c.ms_name, c.torch_name)])
-    if close and not scaling.active:  # the envelope's reruns take no loss scaler: judged by tolerance alone
-        envelope = _Envelope(torch_module, torch_loss, (optimizers, schedulers), data, steps, accumulate, clip_grad_norm, wmap,
-                             settings.device, seed, torch_start)
-        spread, jumped = envelope.spread({(i, pair.key): pair.torch for i, pair, _ in close})
+    if (close or halves) and not scaling.active:  # the envelope's reruns take no loss scaler: tolerance alone
+        envelope = _Envelope(torch_module, torch_loss, (optimizers, schedulers), torch_data, steps, accumulate,
+                             clip_grad_norm, wmap, settings.device, seed, torch_start)
+        _judge_half(envelope, halves)
+        spread, jumped = envelope.spread({(i, pair.key): pair.torch for i, pair, _ in close}) if close else ({}, {})
         for i, pair, c in close:
             key = (i, pair.key)
             judge_in_envelope(c, pair.ms, pair.torch, spread[key], jumped[key])
+    notes = _half_notes(half, ms_cell, wmap)
     result = TrainingResult(
         type(ms_cell).__name__, type(torch_module).__name__,
         [TrainingStep(i + 1, ms_l, torch_l, comparisons, *scaled)
          for i, ((ms_l, torch_l), comparisons, scaled) in enumerate(zip(losses, trained, scalings))],
         wreport, opt_label, loss_label, described, seed, mode, case=settings.case, location=settings.location,
         reproduce=report.reproduce_line(settings.reproduce, seed, "parity.check_training"),
-        notes=[f"optimizer lint: {finding}" for finding in findings], device_setup=setup)
+        notes=[f"optimizer lint: {finding}" for finding in findings] + notes, device_setup=setup)
     result.notes += _scale_note(result.steps)
     if not result.passed:
         causes = _scale_causes(result) + _likely_causes(ms_opt, torch_opt, settings.device)
-        causes += _loss_causes(ms_loss, torch_loss, settings.device, mode)
+        causes += _loss_causes(ms_loss, torch_loss, settings.device, mode) + _half_causes(half, torch_opt, result)
         raise ParityMismatch(failure_message(result, causes), result, causes)
     return result
 
@@ -496,6 +504,132 @@ def _refuse_dropout(ms_paths, torch_paths) -> None:
             "(torch p=0.0, MindSpore p=0.0) for the check, or replace them with a fixed mask on both sides")
 
 
+# Half precision: each side in its own dtype, judged against the float64 golden (parity.precision).
+
+def _precision(ms_cell, torch_module, device: str, loss_scale) -> Optional[str]:
+    """The half dtype both sides compute in (None: float32), once the pair is known to train in
+    one precision with kernels for it; else a usage error (or ParityUnsupported) before any step."""
+    from .backends import mindspore as msb, torch as tb
+
+    ms_dtype, torch_dtype = msb.compute_dtype(ms_cell), tb.compute_dtype(torch_module)
+    if ms_dtype != torch_dtype:
+        raise ParityUsageError(
+            f"check_training(): MindSpore computes in {ms_dtype or 'float32'}, PyTorch in {torch_dtype or 'float32'}; "
+            "no step could agree in precision. Give both sides one precision (Cell.to_float(mindspore.float16) and "
+            "Module.half(), or bfloat16 on both), or neither")
+    if ms_dtype is not None and loss_scale is not None:
+        raise ParityUsageError(
+            f"check_training(): loss_scale with a {ms_dtype} pair is not supported yet (the float64 golden's reruns "
+            f"take no loss scaler, and {ms_dtype} training could not be judged). Check loss scaling on the float32 "
+            f"pair, and {ms_dtype} training without it")
+    _refuse_unsupported_dtype(ms_cell, torch_module, ms_dtype, device)
+    return ms_dtype
+
+
+def _per_side(data, half: Optional[str]):
+    """Each side's (inputs, target) batches: floating inputs and targets in the half dtype its
+    side computes in, the same values on both (see :func:`parity.precision.per_side_inputs`)."""
+    if half is None:
+        return data, data
+    ms_data, torch_data = [], []
+    for inputs, target in data:
+        ms_in, torch_in, _ = per_side_inputs(inputs, half, half)
+        wanted = is_floating(target.dtype) and target.dtype.kind != "c"
+        target = cast(round_through(target, (half,)), half) if wanted else target
+        ms_data.append((ms_in, target))
+        torch_data.append((torch_in, target))
+    return ms_data, torch_data
+
+
+def _in_half(record, half: Optional[str]):
+    """A step's record with its loss in the half dtype its side computed it in."""
+    if half is not None:
+        record[("loss", "loss")] = cast(np.asarray(record[("loss", "loss")]), half)
+    return record
+
+
+def _master(pair) -> bool:
+    """MindSpore's float32 copy (to_float's master weight, its optimizer state) of a half PyTorch tensor."""
+    return pair.ms.dtype.name == "float32" and is_half(pair.torch.dtype)
+
+
+def _halved(c: Comparison) -> bool:
+    return narrowest((c.ms_dtype, c.torch_dtype)) is not None
+
+
+def _near_half(c: Comparison) -> bool:
+    """A half-precision tensor within HEADROOM of its tolerance (or beyond): judged by the golden."""
+    return (_halved(c) and c.problem is None and bool(c.total) and c.margin > HEADROOM
+            and (c.nonfinite is None or c.nonfinite.agree))
+
+
+def _judge_half(envelope, halves) -> None:
+    """Judge each (step, pair, comparison) of ``halves`` as :func:`parity.check` judges a
+    half-precision tensor: against PyTorch's whole training run in float64 from the same start
+    (the golden), MindSpore's error at most GOLDEN_FACTOR times PyTorch's own, PyTorch's counting
+    what its runs with everything moved by +-HALF_ULPS jump (:func:`parity.precision.golden_verdict`)."""
+    if not halves:
+        return
+    from .backends import torch as tb
+
+    wanted: Dict[int, set] = {}
+    for step, pair, _ in halves:
+        wanted.setdefault(step, set()).add(pair.key)
+    module = envelope.module
+    dtype = next(str(p.dtype).replace("torch.", "") for p in module.parameters())
+    after, runs = tb.state_of(module), []
+    try:
+        for options in ({"cast": "float64"}, {"draw": 0, "ulps": HALF_ULPS}, {"draw": 0, "ulps": -HALF_ULPS}):
+            runs.append({(step, key): found[key] for step, found in envelope._run(dtype, wanted, **options)
+                         for key in wanted.get(step, ()) if key in found})
+    finally:
+        tb.restore_state(module, after, dtype)
+        if hasattr(envelope.loss_fn, "to"):
+            tb.cast_module(envelope.loss_fn, dtype)
+    golden, plus, minus = runs
+    for step, pair, c in halves:
+        at = (step, pair.key)
+        if at not in golden or np.shape(golden[at]) != pair.torch.shape:
+            continue
+        jumps = None
+        if at in plus and at in minus:
+            base = np.asarray(pair.torch).astype(np.float64)
+            with np.errstate(invalid="ignore", over="ignore"):  # smooth elements move back and forth: ~0 left
+                jumps = np.abs((np.asarray(plus[at]).astype(np.float64) - base)
+                               + (np.asarray(minus[at]).astype(np.float64) - base))
+        c.golden = golden_verdict(pair.ms, pair.torch, np.asarray(golden[at]), narrowest((c.ms_dtype, c.torch_dtype)),
+                                  c.margin, jumps)
+        c.margin = c.golden.final_margin
+
+
+def _half_notes(half: Optional[str], ms_cell, wmap) -> List[str]:
+    if half is None:
+        return []
+    from .backends import mindspore as msb
+
+    notes = [f"half precision: both sides train in {half}, inputs and floating targets given to each as {half} (the "
+             "same values); a tensor above half its tolerance is judged against PyTorch's training in float64 "
+             f"(MindSpore's error within {GOLDEN_FACTOR:g}x PyTorch's own)"]
+    masters = [p.ms for p in wmap.trainable_pairs() if msb.read(ms_cell, p.ms).dtype.name == "float32"]
+    if masters:
+        notes.append(f"master weights: MindSpore keeps {len(masters)} parameters in float32 (to_float) and updates "
+                     f"them in float32, where PyTorch's are {half} and updated in {half}; they and their optimizer "
+                     f"state are compared in {half}, a more precise MindSpore update passing the golden judge")
+    return notes
+
+
+def _half_causes(half: Optional[str], torch_opt, result: TrainingResult) -> List[str]:
+    """An eps that float16 cannot hold, where PyTorch's tensors went non-finite and MindSpore's did not."""
+    lost = sorted({g["eps"] for g in torch_opt.param_groups if isinstance(g.get("eps"), float) and g["eps"] > 0
+                   and half is not None and float(cast(np.asarray(g["eps"]), half)) == 0.0})
+    if not lost or not any(c.nonfinite is not None and not c.nonfinite.agree for c in result.comparisons):
+        return []
+    return [f"{_type(torch_opt)}(eps={lost[0]:g}) on {half} parameters keeps its state in {half}, where eps is 0: "
+            "an exp_avg_sq that underflows divides by zero (NaN/Inf in PyTorch's tensors). MindSpore's to_float "
+            f"keeps float32 parameters and state. Give both sides an eps that {half} holds (1e-4 is usual for "
+            f"{half} Adam), or keep float32 parameters on the PyTorch side too"]
+
+
 def _side_step(run, label: str, step: int):
     """One side's step; what the framework raises becomes a usage error naming the side and step."""
     try:
@@ -507,7 +641,8 @@ def _side_step(run, label: str, step: int):
             from .backends import mindspore as msb
 
             msb.recover()
-        raise _framework_error(label, exc, f"training step {step + 1}") from None
+        what = f"training step {step + 1}"
+        raise (missing_kernel(label.partition(" ")[0], exc, what) or _framework_error(label, exc, what)) from None
 
 
 def _ms_record(trainer, micro, ms_cell, wmap) -> Dict[Tuple[str, str], object]:
@@ -617,8 +752,8 @@ def _compare_step(ms_r, torch_r, wmap, chain, mode):
     groups = by_torch_name(p for p in wmap.pairs if not p.trainable)
     pairs += [_ArrayPair("buffer", name, ms_label(g), name, mode, ms_r["buffers"][name], torch_r["buffers"][name],
                          name.rpartition(".")[0]) for name, g in groups.items()]
-    return pairs, [_compare(p, _EXACT if p.kind == "loss scale" else chain, check_dtype=p.kind != "buffer")
-                   for p in pairs]
+    return pairs, [_compare(p, _EXACT if p.kind == "loss scale" else chain,
+                            check_dtype=p.kind != "buffer" and not _master(p)) for p in pairs]
 
 
 def _scalings(ms_r, torch_r):

@@ -564,7 +564,7 @@ class TrainStep:
             held = getattr(self.optimizer, attribute, None)
             if isinstance(held, (tuple, list)) and len(held) == len(self.params):
                 for n, value in zip(self.names, held):
-                    found[n][torch_name] = value.asnumpy().copy()  # the Parameter is updated in place
+                    found[n][torch_name] = to_numpy(value).copy()  # the Parameter is updated in place
         step = getattr(self.optimizer, "global_step", None)
         if isinstance(step, ms.Tensor):
             count = np.float32(step.asnumpy().reshape(-1)[0])
@@ -579,7 +579,7 @@ def _scale_value(scaler) -> float:
 
 
 def _arrays(names, tensors) -> Dict[str, np.ndarray]:
-    return {n: t.asnumpy().copy() for n, t in zip(names, tensors)}
+    return {n: to_numpy(t).copy() for n, t in zip(names, tensors)}  # bfloat16 as ml_dtypes'
 
 
 def _clipped(grads, max_norm: float):

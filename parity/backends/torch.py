@@ -446,7 +446,7 @@ class TrainStep:
         self.params = [p for p in model.parameters() if p.requires_grad]
 
     def _tensor(self, array, float_cast: bool):
-        tensor = torch.from_numpy(_contiguous(array)).to(self.device)
+        tensor = from_numpy(_contiguous(array)).to(self.device)  # bfloat16 (ml_dtypes) bit for bit
         return tensor.to(self.cast) if float_cast and self.cast is not None and tensor.is_floating_point() else tensor
 
     def step(self, micro_batches, perturb=None, keep=None):
@@ -469,7 +469,7 @@ class TrainStep:
         if self.scaler is not None:  # as GradScaler's documentation writes the step: unscale_ before clipping
             scale_used = self.scaler.get_scale()
             self.scaler.unscale_(self.optimizer)
-        grads = {self.names[id(p)]: p.grad.detach().cpu().numpy().copy()
+        grads = {self.names[id(p)]: to_numpy(p.grad.detach().cpu()).copy()
                  for p in self.params if p.grad is not None and (keep is None or self.names[id(p)] in keep)}
         if perturb:
             noise = _noise(_Signs(perturb[0] + len(micro_batches)), perturb[1])
@@ -500,7 +500,7 @@ class TrainStep:
             entries = {}
             for key, value in self.optimizer.state.get(p, {}).items():
                 if isinstance(value, torch.Tensor):
-                    entries[key] = value.detach().cpu().numpy().copy()
+                    entries[key] = to_numpy(value.detach().cpu()).copy()
                 elif isinstance(value, (int, float)):
                     entries[key] = np.float32(value)
             found[self.names[id(p)]] = entries
