@@ -376,7 +376,8 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
     result.notes += _scale_note(result.steps)
     if not result.passed:
         causes = _scale_causes(result) + _likely_causes(ms_opt, torch_opt, settings.device)
-        causes += _loss_causes(ms_loss, torch_loss, settings.device, mode) + _half_causes(half, torch_opt, result)
+        causes += _loss_causes(ms_loss, torch_loss, settings.device, mode, _labels(torch_data))
+        causes += _half_causes(half, torch_opt, result)
         raise ParityMismatch(failure_message(result, causes), result, causes)
     return result
 
@@ -978,11 +979,24 @@ def _likely_causes(ms_opt, torch_opt, device) -> List[str]:
         return []
 
 
-def _loss_causes(ms_loss, torch_loss, device, mode) -> List[str]:
-    """The registry's entries the pair of losses is built to hit (never raises: see likely_causes)."""
+def _labels(data) -> Optional[Tuple[int, ...]]:
+    """The distinct integer targets the losses saw (None where some target is not integral): an
+    entry about a label value (``ignore_index``) is cited only where such a label was there."""
+    found = set()
+    for _, target in data:
+        target = np.asarray(target)
+        if target.dtype.kind not in "iu":
+            return None
+        found.update(np.unique(target).tolist())
+    return tuple(sorted(found))
+
+
+def _loss_causes(ms_loss, torch_loss, device, mode, labels=None) -> List[str]:
+    """The registry's entries the pair of losses is built to hit, given the ``labels`` it saw
+    (never raises: see likely_causes)."""
     from .registry import diagnosis
 
     if not hasattr(ms_loss, "cells_and_names"):  # a function: nothing to inspect
         return []
     return diagnosis.likely_causes(ms_loss, torch_loss, device=device, mode=mode if mode in ("pynative", "graph")
-                                   else None, threshold=diagnosis.HIGH)
+                                   else None, threshold=diagnosis.HIGH, labels=labels)

@@ -96,6 +96,21 @@ def test_a_loss_built_differently_fails_at_step_one(ms_loss, torch_loss, batches
         assert f"Likely cause: known mismatch '{cause}'" in text
 
 
+def test_an_entry_about_a_label_value_is_cited_only_where_that_label_was_there():
+    """The guide's loss pair has no ignore_index, which matters only for a label equal to PyTorch's
+    (-100 by default): a failure elsewhere, on labels 0..4, names the optimizer, not the loss."""
+    model = _net()
+    slow = (lambda p: mindspore.nn.SGD(p, learning_rate=0.05, momentum=0.9), SGD)
+    guide = (mindspore.nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"), torch.nn.CrossEntropyLoss())
+    with pytest.raises(parity.ParityMismatch) as info:
+        parity.check_training(parity.translate(model), model, _classes(), loss=guide, optimizer=slow, steps=1)
+    assert "no-ignore-index" not in str(info.value)
+    guide = (guide[0], torch.nn.CrossEntropyLoss(ignore_index=int(LABELS[0])))
+    with pytest.raises(parity.ParityMismatch) as info:
+        parity.check_training(parity.translate(model), model, _classes(), loss=guide, optimizer=slow, steps=1)
+    assert "Likely cause: known mismatch 'softmaxcrossentropywithlogits-no-ignore-index'" in str(info.value)
+
+
 # MindSpore's BCEWithLogitsLoss(reduction='mean') divides its gradient by the element count of the
 # first batch it was differentiated on (registry: bcewithlogitsloss-mean-grad-first-shape).
 

@@ -36,7 +36,8 @@ Schema (``schema = 1`` at the top of every file; optional ``title = "..."``)::
                                          # name -> expression over ms.<attr> / torch.<attr>) and the
                                          # condition under which a built pair shows the mismatch; it may
                                          # read input_shape, the shape the layer saw (None when unknown:
-                                         # then it must hold when some input would show the mismatch)
+                                         # then it must hold when some input would show the mismatch),
+                                         # and labels, a loss's distinct integer targets (None: unknown)
                                          # fix = { has_bias = "torch.bias is not None" }: the MindSpore
                                          # arguments that fix the built pair, shown in the failure
     versions = { mindspore = ">=2.7", torch = ">=2.0" }   # PEP 440 specifiers

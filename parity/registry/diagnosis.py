@@ -66,7 +66,8 @@ def _versions(mindspore_version, torch_version):
 def diagnose(ms_model, torch_model, *, registry: Optional[Registry] = None, device: Optional[str] = None,
              mode: Optional[str] = None, mindspore_version: Optional[str] = None,
              torch_version: Optional[str] = None, seen: Optional[Mapping[str, Seen]] = None,
-             layer_dtypes: Optional[Mapping[str, str]] = None) -> List[Diagnosis]:
+             layer_dtypes: Optional[Mapping[str, str]] = None,
+             labels: Optional[Tuple[int, ...]] = None) -> List[Diagnosis]:
     """Known mismatches between the layers of ``ms_model`` and ``torch_model``, most likely first.
 
     Only entries that apply to the installed versions, ``device`` and ``mode`` (those given) count.
@@ -78,7 +79,8 @@ def diagnose(ms_model, torch_model, *, registry: Optional[Registry] = None, devi
     input shapes; without them ``input_shape`` is None and ``when`` says whether some input would
     show the mismatch (a 1x1 convolution with stride 1 pads nothing under any convention).
     ``layer_dtypes`` (MindSpore path -> half dtype) adds layers known to compute in a half dtype that
-    their flags do not tell (O1's rewritten layers cast inside their code)."""
+    their flags do not tell (O1's rewritten layers cast inside their code). ``labels``: a loss's
+    distinct integer targets, where known (a ``when`` reading ``labels`` sees None otherwise)."""
     registry = registry or load()
     ms_version, torch_version = _versions(mindspore_version, torch_version)
     # A ``precision`` entry is about mixed-precision levels against torch.autocast: only an AMP check
@@ -100,7 +102,7 @@ def diagnose(ms_model, torch_model, *, registry: Optional[Registry] = None, devi
             if entry.dtypes and dtypes.get(ms_path or path) not in entry.dtypes:
                 continue  # the layer does not compute in the dtype the entry is about
             shapes = seen[path].input_shapes if path in seen else ()
-            found_one = _judge(entry, path, ms_path, ms_layer, torch_layer, device, shapes)
+            found_one = _judge(entry, path, ms_path, ms_layer, torch_layer, device, shapes, labels)
             if found_one is not None:
                 found.append((-found_one.score, order, entry.id, found_one))
     found.sort(key=lambda item: item[:3])
@@ -109,14 +111,16 @@ def diagnose(ms_model, torch_model, *, registry: Optional[Registry] = None, devi
 
 def likely_causes(ms_model, torch_model, *, at: Optional[str] = None, device: Optional[str] = None,
                   mode: Optional[str] = None, threshold: float = UNSUPPORTED,
-                  registry: Optional[Registry] = None, seen: Optional[Mapping[str, Seen]] = None) -> List[str]:
+                  registry: Optional[Registry] = None, seen: Optional[Mapping[str, Seen]] = None,
+                  labels: Optional[Tuple[int, ...]] = None) -> List[str]:
     """``Likely cause:`` lines for a failure message: the diagnoses at or above ``threshold`` that
     can explain the failure, each with its fix, those at layer ``at`` (the first divergence) first.
     With ``seen`` (see :func:`diagnose`, :func:`observed`), conditions are judged on the shapes the
     layers saw, and where some layer diverged, a layer seen to agree explains nothing and is left
-    out. Never raises: a failing diagnosis must not hide the failure it explains."""
+    out. ``labels``: see :func:`diagnose`. Never raises: a failing diagnosis must not hide the
+    failure it explains."""
     try:
-        found = diagnose(ms_model, torch_model, registry=registry, device=device, mode=mode, seen=seen)
+        found = diagnose(ms_model, torch_model, registry=registry, device=device, mode=mode, seen=seen, labels=labels)
     except Exception:  # the registry is a helper of the message, not part of the verdict
         return []
     found = [d for d in found if d.score >= threshold and _can_explain(d, seen or {})]
@@ -255,7 +259,7 @@ def _reader(obj):
 
 
 def _judge(entry: Entry, path: str, ms_path: str, ms_layer, torch_layer, device: Optional[str],
-           shapes: Sequence[Tuple[int, ...]] = ()) -> Optional[Diagnosis]:
+           shapes: Sequence[Tuple[int, ...]] = (), labels: Optional[Tuple[int, ...]] = None) -> Optional[Diagnosis]:
     roots = {"ms": _reader(ms_layer), "torch": _reader(torch_layer)}
     if entry.kind == "unsupported" and device is not None and device in entry.devices and not entry.when:
         return Diagnosis(entry, UNSUPPORTED, f"{entry.summary} (device {device})", path, ms_path)
@@ -264,7 +268,7 @@ def _judge(entry: Entry, path: str, ms_path: str, ms_layer, torch_layer, device:
     by_shape = "input_shape" in rules.bare_names(entry.when)
     for shape in (shapes if by_shape and shapes else (None,)):
         try:
-            holds = bool(rules.evaluate(entry.when, roots, {"input_shape": shape}))
+            holds = bool(rules.evaluate(entry.when, roots, {"input_shape": shape, "labels": labels}))
         except rules.RuleError as exc:
             return Diagnosis(entry, PRESENT, f"layer types present; could not read the arguments: {exc}", path, ms_path)
         if holds:

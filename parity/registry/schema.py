@@ -33,7 +33,7 @@ AMP_PRECISIONS = ("half", "float32")  # `amp.mindspore` / `amp.torch`: "half" is
 NONE = "None"  # TOML has no null: the string "None" stands for Python's None in defaults and kwargs
 ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 RULE_ROOTS = frozenset({"torch"})
-RULE_NAMES = frozenset({"input_shape"})
+RULE_NAMES = frozenset({"input_shape", "labels"})
 INSPECT_ROOTS = frozenset({"torch", "ms"})
 
 
