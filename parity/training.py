@@ -513,6 +513,14 @@ def _precision(ms_cell, torch_module, device: str, loss_scale) -> Optional[str]:
     from .backends import mindspore as msb, torch as tb
 
     ms_dtype, torch_dtype = msb.compute_dtype(ms_cell), tb.compute_dtype(torch_module)
+    mixed = [] if ms_dtype else _mixed_layers(ms_cell)
+    if mixed:
+        raise ParityUsageError(
+            f"check_training(): the MindSpore Cell trains in mixed precision ({len(mixed)} of its layers compute in "
+            f"half precision, such as {mixed[0]!r}: mindspore.amp.auto_mixed_precision, or to_float on some "
+            "layers); check_training has no torch.autocast counterpart yet. Check the mixed-precision forward and "
+            "backward with parity.check(cell, module, inputs, amp='O2') (the level you use), and train the float32 "
+            "pair, or to_float(mindspore.float16) on the whole Cell against Module.half()")
     if ms_dtype != torch_dtype:
         raise ParityUsageError(
             f"check_training(): MindSpore computes in {ms_dtype or 'float32'}, PyTorch in {torch_dtype or 'float32'}; "
@@ -525,6 +533,16 @@ def _precision(ms_cell, torch_module, device: str, loss_scale) -> Optional[str]:
             f"pair, and {ms_dtype} training without it")
     _refuse_unsupported_dtype(ms_cell, torch_module, ms_dtype, device)
     return ms_dtype
+
+
+def _mixed_layers(ms_cell) -> List[str]:
+    """Paths of sub-Cells that compute in a half dtype where the Cell as a whole does not: to_float
+    flags (O2, O3, by hand) and O1's casts rewritten into their code."""
+    from .backends import mindspore as msb
+
+    flagged = [path or "(root)" for path, cell in ms_cell.cells_and_names()
+               if any(cell.get_flags().get(flag) for flag in ("fp16", "bf16"))]
+    return flagged or [path for dtype in ("float16", "bfloat16") for path in msb.half_casts(ms_cell, dtype)]
 
 
 def _per_side(data, half: Optional[str]):

@@ -122,3 +122,10 @@ def test_torch_train_step_takes_and_returns_bfloat16_bit_for_bit():
     assert grads["weight"].dtype == np.dtype(ml_dtypes.bfloat16)
     assert grads["weight"].view(np.int16).tolist() == wanted.view(np.int16).tolist()
     assert step.state()["weight"]["exp_avg"].dtype == np.dtype(ml_dtypes.bfloat16)
+
+
+def test_mixed_precision_o2_is_refused_pointing_at_check_amp():
+    cell, module = _pair()
+    amp_cell = ms.amp.auto_mixed_precision(cell, "O2")
+    with pytest.raises(ParityUsageError, match=r"trains in mixed precision .*parity\.check\(cell, module, inputs, amp="):
+        _train(amp_cell, module)
