@@ -36,7 +36,7 @@ from .compare import Comparison
 from .distributed_result import PAIRS, RUNS, DataParallelResult, DataParallelStep, failure_message
 from .errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from .launch import LABELS, WHERE, Launch, environment, missing_launchers, wait_all
-from .options import parse_seed
+from .options import MODE, parse_seed
 from .runner import Settings, _ArrayPair, _compare, judge_in_envelope
 from .tolerance import ToleranceSpec
 
@@ -363,6 +363,9 @@ def run_data_parallel(ms_factory, torch_factory, batches, *, loss, optimizer, st
     _positive(workers, "workers", 2)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
         raise ParityUsageError(f"{WHERE}: timeout must be a number of seconds > 0, got {timeout!r}")
+    if settings.mode == "graph":
+        raise ParityUnsupported(f"{WHERE} trains in PyNative mode only; the session's {MODE.flag}=graph asks for "
+                                "graph mode")
     if settings.device != "CPU":
         raise ParityUnsupported(f"{WHERE} runs on CPU (msrun with mccl, torch.distributed with gloo); device "
                                 f"{settings.device!r} is not supported")
@@ -400,6 +403,8 @@ def run_data_parallel(ms_factory, torch_factory, batches, *, loss, optimizer, st
         shutil.rmtree(job_dir, ignore_errors=True)
     seconds["total"] = round(time.monotonic() - started, 1)
     notes = []
+    if settings.mode == "both":
+        notes.append(f"the session asked for both modes ({MODE.flag}=both); {WHERE} trained in PyNative mode only")
     if labels["sync_free_norms"]:
         notes.append(f"batch norm layers {labels['sync_free_norms']} normalise each worker's shard with its own "
                      "statistics, so the parallel runs are compared with each other, not with the single-process "

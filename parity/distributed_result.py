@@ -170,7 +170,8 @@ def failure_message(result: DataParallelResult) -> str:
         step, pair, c = first
         lines += [f"Divergence: first at step {step} of {len(result.steps)}, {pair}, {_where(c)}", ""]
         if c.problem is None:
-            lines += report._metrics(c) + [f"Tolerance: {c.tolerance_source} ({c.tolerance})"]
+            run, reference = pair.split(" vs ")
+            lines += report._metrics(c, (run, reference)) + [f"Tolerance: {c.tolerance_source} ({c.tolerance})"]
         else:
             lines.append(f"{c.problem.capitalize()}s differ: {c.ms_shape or c.ms_dtype} vs "
                          f"{c.torch_shape or c.torch_dtype}")

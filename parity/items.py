@@ -15,6 +15,7 @@ from .tolerance import ToleranceSpec
 
 _MARKER_KEYS = {"tolerance", "train", "ms_mode", "reference", "weights", "grads", "name_map", "check_dtype"}
 _TRAINING_MARKER_KEYS = {"tolerance", "ms_mode", "weights", "name_map"}  # what check_training takes
+_DATA_PARALLEL_MARKER_KEYS = {"tolerance", "name_map"}  # what check_data_parallel takes
 
 
 def settings_for(config, nodeid: str, location: str, tolerances=()) -> Settings:
@@ -122,6 +123,7 @@ class FixtureChecker:
     """What the ``parity`` fixture returns: ``check`` bound to the session and the marker, and
     the input specs, so that a test needs no second import of the package."""
 
+    from .case import TRANSLATE
     from .inputs import randint, randn, uniform
     from .tolerance import Tolerance
 
@@ -152,17 +154,17 @@ class FixtureChecker:
 
     def _check(self, ms_cell, torch_module, inputs, **kwargs):
         __tracebackhide__ = True
-        return self._run(run_check, dict(self._defaults), ms_cell, torch_module, inputs, **kwargs)
+        return self._run(run_check, "check", dict(self._defaults), ms_cell, torch_module, inputs, **kwargs)
 
-    def _run(self, engine, defaults, ms_cell, torch_module, data, **kwargs):
-        """Run ``engine`` (the check or the training check) with the marker's ``defaults`` and this
-        session's settings; the result (or the failure's) goes to the run summary."""
+    def _run(self, engine, call, defaults, ms_cell, torch_module, data, **kwargs):
+        """Run ``engine`` (the check, the training check or the data-parallel check; ``call`` names
+        it in the record) with the marker's ``defaults`` and this session's settings; the result
+        (or the failure's) goes to the run summary."""
         __tracebackhide__ = True
         chain = (ToleranceSpec.parse(defaults.pop("tolerance", None), source="@pytest.mark.parity(tolerance=...)"),)
         node = self._request.node
         location = f"{node.location[0]}:{node.location[1] + 1}"
         settings = settings_for(node.config, node.nodeid, location, chain)
-        call = "check" if engine is run_check else "check_training"
         with records.recording(node, settings, call=call, case=node.nodeid) as recorded:
             try:
                 result = engine(ms_cell, torch_module, data, settings=settings, **{**defaults, **kwargs})
@@ -186,4 +188,20 @@ class FixtureChecker:
         from .training import run_training
 
         defaults = {k: v for k, v in self._defaults.items() if k in _TRAINING_MARKER_KEYS}
-        return self._run(run_training, defaults, ms_cell, torch_module, batches, **kwargs)
+        return self._run(run_training, "check_training", defaults, ms_cell, torch_module, batches, **kwargs)
+
+    def check_data_parallel(self, ms_factory, torch_factory, batches, *, acknowledge=(), **kwargs):
+        """:func:`parity.check_data_parallel` with this session's seed and device, and the marker's
+        ``tolerance`` and ``name_map``. It trains in PyNative mode: a session in graph mode alone
+        gets :class:`ParityUnsupported`."""
+        __tracebackhide__ = True
+        with acknowledged(self._request.node, tuple(acknowledge)):
+            return self._check_data_parallel(ms_factory, torch_factory, batches, **kwargs)
+
+    def _check_data_parallel(self, ms_factory, torch_factory, batches, **kwargs):
+        __tracebackhide__ = True
+        from .distributed import run_data_parallel
+
+        defaults = {k: v for k, v in self._defaults.items() if k in _DATA_PARALLEL_MARKER_KEYS}
+        return self._run(run_data_parallel, "check_data_parallel", defaults, ms_factory, torch_factory, batches,
+                         **kwargs)

@@ -1,11 +1,11 @@
 """Machine-readable records of a run (``--parity-report=PATH``): JSON lines, schema 1.
 
 The file holds one ``environment`` record (the fingerprint: versions, device, host, commit) and
-one ``check`` record per check: a ``parity.check``/``check_training`` call made through the
-``parity`` fixture, or one catalogue item's run. A record is a JSON-serialisable dict built where
-the check ran (an xdist worker too) and kept in the item's stash; it travels to the process that
-writes the file in the test report's ``user_properties`` under :data:`RECORD_KEY`, so that each
-record is written exactly once. Numbers that are not finite are written as the strings ``"inf"``,
+one ``check`` record per check: a ``parity.check``/``check_training``/``check_data_parallel`` call
+made through the ``parity`` fixture, or one catalogue item's run. A record is a JSON-serialisable
+dict built where the check ran (an xdist worker too) and kept in the item's stash; it travels to
+the process that writes the file in the test report's ``user_properties`` under
+:data:`RECORD_KEY`, so that each record is written exactly once. Numbers that are not finite are written as the strings ``"inf"``,
 ``"-inf"`` and ``"nan"`` (the file is strict JSON); :func:`read_records` reads them back as floats.
 docs/report-format.md describes every field. Nothing here imports a framework.
 """
@@ -26,6 +26,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 import pytest
 
 from . import devices, environment
+from .distributed_result import RUNS, DataParallelResult
 from .errors import ParityMismatch, ParityUnsupported, ParityUsageError
 
 __all__ = ["SCHEMA", "RECORD_KEY", "VERDICTS", "check_record", "fingerprint", "read_records", "RecordFile",
@@ -41,7 +42,8 @@ _SENT = pytest.StashKey[int]()
 # Fields that hold floats: "inf"/"-inf"/"nan" there are read back as floats.
 _FLOATS = frozenset({"max_abs", "max_rel", "cosine", "margin", "rtol", "atol", "ms_error", "spread",
                      "tolerance_margin", "whole_margin", "worst_margin", "duration", "out_margin", "out_error", "in_margin",
-                     "ms_loss", "torch_loss", "factor"})
+                     "ms_loss", "torch_loss", "factor", "mindspore_single", "mindspore_parallel", "torch_single",
+                     "torch_parallel"})
 
 
 # -- check records ----------------------------------------------------------------------------
@@ -136,7 +138,37 @@ def _training(result) -> Dict[str, Any]:
                                                          "name": first[1].name}}
 
 
+def _data_parallel(result) -> Dict[str, Any]:
+    """A data-parallel check's runs, pairs, losses and findings (parity.distributed)."""
+    first = result.first_failure
+    pairs = list(dict.fromkeys(p for s in result.steps for p in s.pairs))
+    return {"workers": result.workers, "runs": list(RUNS), "pairs": pairs, "optimizer": result.optimizer,
+            "loss": result.loss, "batches": result.batches,
+            "losses": [{"step": s.step, **{_run_key(run): s.losses[run] for run in RUNS}} for s in result.steps],
+            "failing_pairs": result.failing_pairs, "disagreeing": result.disagreeing or None,
+            "shard_findings": list(result.shard_findings), "worker_findings": list(result.worker_findings),
+            "first_failure": None if first is None else {"step": first[0], "pair": first[1], "kind": first[2].kind,
+                                                         "name": first[2].name},
+            "seconds": dict(result.seconds)}
+
+
+def _run_key(run: str) -> str:
+    """``"MindSpore single"`` -> ``"mindspore_single"``."""
+    return run.lower().replace(" ", "_").replace("pytorch", "torch")
+
+
+def _parallel_fields(result) -> Dict[str, Any]:
+    tensors = [tensor_record(c, s.step) for s in result.steps for c in s.comparisons]
+    margins = [t["margin"] for t in tensors if t["margin"] is not None]
+    return {"pair": {"mindspore": result.ms_type, "torch": result.torch_type}, "train": True, "modes": ["pynative"],
+            "seed": result.seed, "worst_margin": max(margins, default=None), "tensors": tensors,
+            "data_parallel": _data_parallel(result), "inputs": result.batches, "notes": list(result.notes),
+            "reproduce": result.reproduce or None}
+
+
 def _result_fields(result) -> Dict[str, Any]:
+    if isinstance(result, DataParallelResult):
+        return _parallel_fields(result)
     training = hasattr(result, "steps")
     tensors = ([tensor_record(c, s.step) for s in result.steps for c in s.comparisons] if training
                else [tensor_record(c) for c in result.comparisons])
@@ -163,9 +195,9 @@ def _result_fields(result) -> Dict[str, Any]:
 
 def check_record(*, nodeid: str, case: str, call: str, index: int, device: str, seed: int, duration: float,
                  result=None, error: Optional[BaseException] = None) -> Dict[str, Any]:
-    """The record of one check: its ``result`` (a Result or TrainingResult; a mismatch's own when
-    ``error`` is one), or only the ``error`` where the check raised before comparing. ``seed`` is
-    the one the check would use, for a check that has no result."""
+    """The record of one check: its ``result`` (a Result, TrainingResult or DataParallelResult; a
+    mismatch's own when ``error`` is one), or only the ``error`` where the check raised before
+    comparing. ``seed`` is the one the check would use, for a check that has no result."""
     if result is None and isinstance(error, ParityMismatch):
         result = error.result
     message = str(error) if error is not None else ""
@@ -173,8 +205,8 @@ def check_record(*, nodeid: str, case: str, call: str, index: int, device: str, 
         "schema": SCHEMA, "type": "check", "nodeid": nodeid, "case": case, "call": call, "index": index,
         "verdict": _verdict(result, error), "device": device,
         "pair": None, "train": None, "modes": [], "seed": seed, "reference": None, "worst_margin": None,
-        "problem": None, "tensors": [], "first_divergence": None, "layers": None, "training": None, "weights": None,
-        "inputs": None, "notes": [], "reproduce": None, "device_setup": None,
+        "problem": None, "tensors": [], "first_divergence": None, "layers": None, "training": None,
+        "data_parallel": None, "weights": None, "inputs": None, "notes": [], "reproduce": None, "device_setup": None,
     }
     if result is not None:
         record.update(_result_fields(result))

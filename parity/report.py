@@ -72,7 +72,9 @@ def _headline(c) -> str:
     return _HEADLINE
 
 
-def _metrics(c) -> List[str]:
+def _metrics(c, sides: Tuple[str, str] = ("MindSpore", "PyTorch")) -> List[str]:
+    """The figures of a failing tensor; ``sides`` names the two compared (a data-parallel pair's
+    run and reference)."""
     if c.problem is not None:
         return []
     t = c.tolerance
@@ -88,9 +90,10 @@ def _metrics(c) -> List[str]:
     if nf is not None:
         verdict = "both sides agree on them" if nf.agree else f"{nf.disagreeing} positions disagree"
         shown = ", ".join(_index(p) for p in nf.positions)
-        lines.append(f"Non-finite: MindSpore {nf.ms_count}, PyTorch {nf.torch_count} NaN/Inf; {verdict}; at {shown}")
+        lines.append(f"Non-finite: {sides[0]} {nf.ms_count}, {sides[1]} {nf.torch_count} NaN/Inf; {verdict}; "
+                     f"at {shown}")
     if c.envelope is not None:
-        lines.append(envelope_line(c.envelope))
+        lines.append(envelope_line(c.envelope, sides))
     if c.golden is not None:
         lines.append(golden_line(c.golden))
     return lines
@@ -274,11 +277,13 @@ def summary_line(name: str, result: Optional[object], error: str = "", *, expect
     status = "xfail" if expected else "FAIL "
     if result is None:
         return f"ERROR {name}: {error}"
-    if result.problem:
-        return f"{status} {name}: {result.problem.splitlines()[0]}"
+    problem = getattr(result, "problem", "")
+    if problem:
+        return f"{status} {name}: {problem.splitlines()[0]}"
     worst = result.worst
     status = "ok   " if result.passed else status
-    where = f" ({worst.kind} '{worst.name}')" if worst is not None else ""
+    parallel = hasattr(result, "workers")  # a data-parallel result: the worst tensor's pair of runs too
+    where = f" ({worst.kind} '{worst.name}'{f', {worst.mode}' if parallel else ''})" if worst is not None else ""
     judged = [c for c in result.comparisons if c.noise_judged]
     noise = ""
     if judged:
@@ -286,7 +291,14 @@ def summary_line(name: str, result: Optional[object], error: str = "", *, expect
         noise = (f"; noise-judged: {len(judged)} tensor{'s' if len(judged) > 1 else ''} beyond the tolerance "
                  f"but inside PyTorch's rounding envelope (e.g. '{shown.name}' at "
                  f"{fmt(shown.envelope.tolerance_margin)}x the tolerance alone)")
-    return f"{status} {name}: worst margin {fmt(result.worst_margin)}x allowed{where}{noise}"
+    found = _parallel_finding(result) if parallel and not result.passed else ""
+    return f"{status} {name}: worst margin {fmt(result.worst_margin)}x allowed{where}{noise}{found}"
+
+
+def _parallel_finding(result) -> str:
+    """What a failed data-parallel check found first: wrong rows, workers apart, or the runs that disagree."""
+    found = (result.shard_findings + result.worker_findings)[:1] or [result.disagreeing]
+    return f"; {found[0]}" if found[0] else ""
 
 
 def golden_line(g) -> str:
@@ -300,13 +312,20 @@ def golden_line(g) -> str:
             f"at least {fmt(g.floor)}){ties}")
 
 
-def envelope_line(e) -> str:
-    """How a tensor fared against PyTorch's rounding envelope."""
+def envelope_line(e, sides: Tuple[str, str] = ("MindSpore", "PyTorch")) -> str:
+    """How a tensor fared against PyTorch's rounding envelope. ``sides``: the two compared, where
+    they are not MindSpore against PyTorch (a data-parallel pair: its run and reference)."""
     runs = f"{e.draws} perturbed runs" + (" and float64" if e.float64 else "")
     flips = f"; {e.flips} elements flip between runs (ReLU/max-pool near-ties)" if e.flips else ""
     verdict = (f"{e.outside} elements outside it" if e.outside else "every element inside it")
     if e.outside and e.flips and e.steady is not None:
         verdict += f", {e.steady} of them flipped in none of PyTorch's runs"
     return (f"Rounding envelope: {verdict} (allowed: tolerance + {e.factor:g}x PyTorch's own spread over {runs}; "
-            f"{fmt(e.margin)}x allowed at worst); relative error MindSpore {fmt(e.ms_error)} vs "
+            f"{fmt(e.margin)}x allowed at worst); relative error {_error_of(sides)} {fmt(e.ms_error)} vs "
             f"PyTorch's spread {fmt(e.spread)}{flips}")
+
+
+def _error_of(sides: Tuple[str, str]) -> str:
+    """Whose relative error the envelope line gives: MindSpore's against PyTorch, or a run's
+    against its reference."""
+    return "MindSpore" if sides == ("MindSpore", "PyTorch") else f"of {sides[0]} to {sides[1]}"
