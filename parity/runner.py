@@ -112,6 +112,7 @@ def run_check(ms_cell, torch_module, inputs, **options) -> Result:
     finally:
         restore_ms()
         restore_torch()
+        msb.release_graphs()
 
 
 def _check_globs(spec: ToleranceSpec, run, comparisons) -> None:

@@ -165,6 +165,7 @@ def run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps: int 
     finally:
         restore_ms()
         restore_torch()
+        msb.release_graphs()
 
 
 def _positive_int(value, label: str) -> int:
