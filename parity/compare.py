@@ -88,13 +88,17 @@ class Comparison:
 
 OUTLIER_FRACTION = 1e-3  # elements outside the envelope that a tensor judged whole may have, at most
 # Where PyTorch's runs flip masks, the elements outside that jumped in none of them may be more:
-# a tie MindSpore's kernels break the other way lies where PyTorch's runs may not reach. At most
-# STEADY_FEW, or STEADY_SHARE of the elements PyTorch's runs flipped. Measured on ResNet-50 trained
-# with translated Adam (3 steps; from step 2 nearly every gradient element flips): at most 0.6% of
-# the flips (6 of 1,013; 6,146 of 2,303,989); with MindSpore's own nn.Adam, whose update differs,
-# a conv weight had 151,667 of its 589,824 elements outside and none of them flipped.
+# MindSpore's kernels break ties too, other ones on another CPU, where PyTorch's runs may not
+# reach. At most STEADY_FEW, or STEADY_SHARE of the elements PyTorch's runs flipped up to
+# STEADY_FRACTION of the tensor. Measured on the catalogue's training loops, MindSpore's side moved
+# by 4 ulps as on another CPU (3 seeds each; ResNet-50 at seeds 1 and 3): at most 4 such elements
+# against 22 flips (a BatchNorm weight of 256 after Adam's first step), 7 against 114 (of 1,024),
+# 6 against 59 (of 512): at most 0.36x of what this allows. Trained with MindSpore's own nn.Adam,
+# whose update differs, ResNet-50's conv weights had 306,101 such elements against 218,823 flips
+# (of 2,359,296: 2.8x what this allows), 142,849 against 235,785, 11,802 against 18,766.
 STEADY_FEW = 3
-STEADY_SHARE = 0.05
+STEADY_SHARE = 0.5
+STEADY_FRACTION = 0.05
 
 
 @dataclass(frozen=True)
@@ -134,7 +138,8 @@ class Envelope:
         within ``factor`` x PyTorch's spread, and the elements outside are those PyTorch's own runs
         flipped (which ties flip depends on the CPU) save a few: at most OUTLIER_FRACTION of the
         tensor (four runs sample each element's spread, and among millions some samples come out
-        small), and where its runs flip masks, STEADY_FEW or STEADY_SHARE of the flips."""
+        small), and where its runs flip masks, STEADY_FEW, or STEADY_SHARE of the flips up to
+        STEADY_FRACTION of the tensor."""
         return self.outside > 0 and self.whole_margin is not None and self.whole_margin <= 1.0
 
     @property
@@ -142,7 +147,7 @@ class Envelope:
         """MindSpore's relative error / (``factor`` x PyTorch's relative spread), where the tensor may
         be judged whole (see :attr:`judged_whole`); else None."""
         steady = self.outside if self.steady is None else self.steady
-        excused = max(STEADY_FEW, STEADY_SHARE * self.flips) if self.flips else 0
+        excused = max(STEADY_FEW, min(STEADY_SHARE * self.flips, STEADY_FRACTION * self.total)) if self.flips else 0
         if steady > max(OUTLIER_FRACTION * self.total, excused):
             return None
         if self.spread == 0:
