@@ -26,8 +26,8 @@ from .loss_scale import LossScaling, fmt_scale, skip_causes, skip_message
 from .options import parse_seed
 from .precision import (GOLDEN_FACTOR, HALF_ULPS, cast, golden_verdict, is_floating, is_half, missing_kernel, narrowest,
                         per_side_inputs, round_through)
-from .runner import (DEFAULT_SEED, ENVELOPE_DRAWS, ENVELOPE_ULPS, HEADROOM, Settings, _ArrayPair,
-                     _buffers, _check_choice, _check_pair, _compare, _framework_error, _jumps, _map_weights,
+from .runner import (DEFAULT_SEED, ENVELOPE_DRAWS, ENVELOPE_ULPS, FLIP_FLOOR, HEADROOM, Settings, _ArrayPair,
+                     _buffers, _check_choice, _check_pair, _compare, _framework_error, _map_weights,
                      _perturbed_inputs, _refuse_unsupported_dtype, _rms, _set_weights, judge_in_envelope)
 from .tolerance import Tolerance, ToleranceSpec, check_globs_used
 from .result import Verdicts
@@ -834,7 +834,7 @@ class _Envelope:
         jumped = {k: np.zeros(np.shape(v), bool) for k, v in base.items()}
         after = tb.state_of(self.module)
         dtype = next((str(p.dtype).replace("torch.", "") for p in self.module.parameters()), "float32")
-        mirrored = {}
+        mirrored, scales = {}, {}  # scales: _rms of each base, taken once for both mirrored pairs
 
         def widen(runs, sign=0):
             for step, found in runs:
@@ -844,8 +844,10 @@ class _Envelope:
                         continue
                     if sign > 0:  # kept as the run's own value (half the bytes of its float64 move)
                         mirrored[at] = value
-                    _widen(spread[at], jumped[at], np.asarray(base[at]), value,
-                           mirrored.pop(at) if sign < 0 else None)
+                    plus = mirrored.pop(at) if sign < 0 else None
+                    if plus is not None and at not in scales:
+                        scales[at] = _rms(np.ravel(base[at]))
+                    _widen(spread[at], jumped[at], np.asarray(base[at]), value, plus, scales.get(at))
 
         try:
             widen(self._run(dtype, wanted, cast="float64"))
@@ -862,31 +864,48 @@ class _Envelope:
 _BLOCK = 1 << 15  # elements per block: a block's float64 temporaries stay in the CPU's cache
 
 
-def _widen(spread, jumped, base, value, plus=None) -> None:
+def _widen(spread, jumped, base, value, plus=None, scale=None) -> None:
     """``spread = max(spread, |value - base|)`` element by element, in float64, a move that is
     not finite counting 0; with ``plus`` (the value of the mirrored run), also ``jumped |=``
-    :func:`parity.runner._jumps` of the two moves. Block by block, with the results of the whole
-    arrays: every operation is element by element, but the scale of ``_jumps``, taken over the
-    whole ``base`` first."""
+    :func:`parity.runner._jumps` of the two moves (``scale``: :func:`parity.runner._rms` of
+    ``base``, where the caller has it). Block by block, with the results of the whole arrays: every
+    operation is element by element, but the scale of ``_jumps``, taken over the whole ``base``
+    first. The same operations as ``_jumps``'s, in the same dtypes, written into a few block-sized
+    buffers instead of fresh temporaries, and the move's absolute value taken once for both uses."""
     flat_spread, flat_jumped = spread.reshape(-1), jumped.reshape(-1)  # views: both made by np.zeros
     value, base = np.ravel(value), np.ravel(base)
-    scale = None if plus is None else _rms(base)
-    plus = None if plus is None else np.ravel(plus)
+    size = min(base.size, _BLOCK)
+    moved, magnitude = np.empty(size), np.empty(size)
+    if plus is not None:
+        plus = np.ravel(plus)
+        scale = _rms(base) if scale is None else scale
+        factor = FLIP_FLOOR * ENVELOPE_ULPS * float(np.finfo(base.dtype).eps)
+        other, bigger, half = np.empty(size), np.empty(size), np.empty(size)
+        floor, smooth, above = np.empty(size, base.dtype), np.empty(size, bool), np.empty(size, bool)
     with np.errstate(invalid="ignore", over="ignore"):
         for start in range(0, base.size, _BLOCK):
             part = slice(start, start + _BLOCK)
-            moved = _moved(value[part], base[part])
-            if plus is not None:
-                flat_jumped[part] |= _jumps(_moved(plus[part], base[part]), moved, base[part], scale)
-            np.maximum(flat_spread[part], np.abs(moved), out=flat_spread[part])
+            count = min(_BLOCK, base.size - start)
+            m, mag = _moved(value[part], base[part], moved[:count]), magnitude[:count]
+            np.abs(m, out=mag)
+            if plus is not None:  # _jumps(plus's move, m, base[part], scale), written into the buffers
+                p, big, h, low = _moved(plus[part], base[part], other[:count]), bigger[:count], half[:count], floor[:count]
+                np.maximum(np.abs(p, out=big), mag, out=big)
+                np.abs(np.add(p, m, out=p), out=p)
+                np.greater(p, np.multiply(big, 0.5, out=h), out=smooth[:count])
+                np.multiply(np.add(np.abs(base[part], out=low), scale, out=low), factor, out=low)
+                np.greater(big, low, out=above[:count])
+                smooth[:count] &= above[:count]
+                flat_jumped[part] |= smooth[:count]
+            np.maximum(flat_spread[part], mag, out=flat_spread[part])
 
 
-def _moved(value, base):
-    """``value - base`` in float64, 0 where that is not finite."""
-    moved = np.subtract(value, base, dtype=np.float64)
-    if np.isfinite(moved.sum()):  # a sum is finite only where every term is (or it overflowed)
-        return moved
-    return np.where(np.isfinite(moved), moved, 0.0)
+def _moved(value, base, out=None):
+    """``value - base`` in float64, 0 where that is not finite (written into ``out``, when given)."""
+    moved = np.subtract(value, base, out=out, dtype=np.float64)
+    if not np.isfinite(moved.sum()):  # a sum is finite only where every term is (or it overflowed)
+        moved[~np.isfinite(moved)] = 0.0
+    return moved
 
 
 def _dtype(name):
