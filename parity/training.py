@@ -10,6 +10,7 @@ the parameters after the update, and the running statistics.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
@@ -686,9 +687,12 @@ def _ms_collect(trainer, launched, ms_cell, wmap) -> Dict[Tuple[str, str], objec
             "buffers": _buffers(msb, ms_cell, wmap, "ms"), "scaling": trainer.scaling}
 
 
-def _torch_record(trainer, micro, torch_module, wmap, perturb=None, cast=None, wanted=None):
+def _torch_record(trainer, micro, torch_module, wmap, perturb=None, cast=None, wanted=None, views=False):
     """What one PyTorch step left, as :func:`_ms_record`; with ``wanted`` (Comparison keys, see
-    :func:`_torch_arrays`) the loss, the learning rates and only the tensors it names."""
+    :func:`_torch_arrays`) the loss, the learning rates and only the tensors it names. ``views``:
+    the parameters, statistics and optimizer state as views of PyTorch's tensors rather than
+    copies, for a caller done with them before the next step (the gradients, which the step
+    moves or clips after reading them, are copies all the same)."""
     from .backends import torch as tb
 
     lrs = trainer.lrs()
@@ -700,10 +704,13 @@ def _torch_record(trainer, micro, torch_module, wmap, perturb=None, cast=None, w
                 "buffers": _buffers(tb, torch_module, wmap, "torch"), "scaling": trainer.scaling}
     names = {kind: {name for k, name in wanted if k == kind} for kind in ("param grad", "parameter", "buffer")}
     loss, grads = trainer.step(micro, perturb, keep=names["param grad"])
-    state = trainer.state(only={name.rpartition(":")[0] for k, name in wanted if k == "optimizer state"})
+    state = trainer.state(only={name.rpartition(":")[0] for k, name in wanted if k == "optimizer state"},
+                          copy=not views)
+    read = functools.partial(tb.read, torch_module, copy=not views)
     return {("loss", "loss"): np.float32(loss) if cast is None else np.float64(loss), "grads": grads, "lr": lrs,
-            "state": state, "params": {name: tb.read(torch_module, name) for name in names["parameter"]},
-            "buffers": {name: tb.read(torch_module, name) for name in names["buffer"]}, "scaling": trainer.scaling}
+            "state": state, "params": {name: read(name) for name in names["parameter"]},
+            "buffers": {name: read(name) for name in names["buffer"]},
+            "scaling": trainer.scaling}
 
 
 def _torch_arrays(record, wmap) -> Dict[Tuple[str, str], np.ndarray]:
@@ -798,10 +805,12 @@ class _Envelope:
         self.steps, self.accumulate, self.clip, self.wmap = steps, accumulate, clip, wmap
         self.device, self.seed, self.start = device, seed, start
 
-    def _run(self, dtype: str, wanted, cast=None, draw=None, ulps=0.0):
+    def _run(self, dtype: str, wanted, cast=None, draw=None, ulps=0.0, views=False):
         """One run from the start, in ``cast`` (a dtype name) or the module's own ``dtype``: yields
         (step, its values at the keys ``wanted`` names for that step), up to the last step that
-        names any. A step depends on the steps before it only, so the run stops there."""
+        names any. A step depends on the steps before it only, so the run stops there. ``views``:
+        values the next step overwrites (see :func:`_torch_record`), for a caller done with each
+        step's before asking for the next."""
         from .backends import torch as tb
 
         tb.restore_state(self.module, self.start, cast or dtype)
@@ -819,7 +828,7 @@ class _Envelope:
                 step_seed = int(seeded_stream(self.seed, f"training-envelope:{draw}:{step}").random_raw()) >> 1
                 micro = [(_perturbed_inputs(inputs, step_seed, draw, ulps), target) for inputs, target in micro]
                 perturb = (step_seed, ulps)
-            record = _torch_record(trainer, micro, self.module, self.wmap, perturb, cast, wanted.get(step, ()))
+            record = _torch_record(trainer, micro, self.module, self.wmap, perturb, cast, wanted.get(step, ()), views)
             yield step, _torch_arrays(_stepped(record, scheduler), self.wmap)
 
     def spread(self, base):
@@ -849,11 +858,11 @@ class _Envelope:
                         scales[at] = _rms(np.ravel(base[at]))
                     _widen(spread[at], jumped[at], np.asarray(base[at]), value, plus, scales.get(at))
 
-        try:
-            widen(self._run(dtype, wanted, cast="float64"))
+        try:  # widen is done with a step's values before the run takes the next: only the +u runs' are kept
+            widen(self._run(dtype, wanted, cast="float64", views=True))
             for draw in range(ENVELOPE_DRAWS):
                 ulps = ENVELOPE_ULPS if draw % 2 == 0 else -ENVELOPE_ULPS
-                widen(self._run(dtype, wanted, draw=draw // 2, ulps=ulps), sign=1 if ulps > 0 else -1)
+                widen(self._run(dtype, wanted, draw=draw // 2, ulps=ulps, views=ulps < 0), sign=1 if ulps > 0 else -1)
         finally:
             tb.restore_state(self.module, after, dtype)
             if hasattr(self.loss_fn, "to"):
@@ -889,7 +898,8 @@ def _widen(spread, jumped, base, value, plus=None, scale=None) -> None:
             m, mag = _moved(value[part], base[part], moved[:count]), magnitude[:count]
             np.abs(m, out=mag)
             if plus is not None:  # _jumps(plus's move, m, base[part], scale), written into the buffers
-                p, big, h, low = _moved(plus[part], base[part], other[:count]), bigger[:count], half[:count], floor[:count]
+                p, big, h, low = (_moved(plus[part], base[part], other[:count]), bigger[:count], half[:count],
+                                  floor[:count])
                 np.maximum(np.abs(p, out=big), mag, out=big)
                 np.abs(np.add(p, m, out=p), out=p)
                 np.greater(p, np.multiply(big, 0.5, out=h), out=smooth[:count])

@@ -101,8 +101,10 @@ def _tensor(model, name: str):
     return getattr(module, leaf)
 
 
-def read(model, name: str) -> np.ndarray:
-    return to_numpy(_tensor(model, name)).copy()
+def read(model, name: str, *, copy: bool = True) -> np.ndarray:
+    """A parameter's or buffer's values; ``copy=False``: a view, valid until the next step writes it."""
+    values = to_numpy(_tensor(model, name))
+    return values.copy() if copy else values
 
 
 def write(model, name: str, array: np.ndarray) -> None:
@@ -491,8 +493,9 @@ class TrainStep:
         return {self.names[id(p)]: float(group["lr"]) for group in self.optimizer.param_groups
                 for p in group["params"] if id(p) in self.names}
 
-    def state(self, only=None) -> Dict[str, Dict[str, np.ndarray]]:
-        """The optimizer's state per parameter name (only the names in ``only``, when given)."""
+    def state(self, only=None, *, copy: bool = True) -> Dict[str, Dict[str, np.ndarray]]:
+        """The optimizer's state per parameter name (only the names in ``only``, when given);
+        ``copy=False``: views, valid until the next step writes them."""
         found = {}
         for p in self.params:
             if only is not None and self.names[id(p)] not in only:
@@ -500,7 +503,8 @@ class TrainStep:
             entries = {}
             for key, value in self.optimizer.state.get(p, {}).items():
                 if isinstance(value, torch.Tensor):
-                    entries[key] = to_numpy(value.detach().cpu()).copy()
+                    values = to_numpy(value.detach().cpu())
+                    entries[key] = values.copy() if copy else values
                 elif isinstance(value, (int, float)):
                     entries[key] = np.float32(value)
             found[self.names[id(p)]] = entries
