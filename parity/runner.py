@@ -185,7 +185,7 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
     if layered is not None and layered is not run:
         run.notes += layered.notes
     result = Result(
-        ms_type=type(ms_cell).__name__, torch_type=type(torch_module).__name__, comparisons=comparisons,
+        ms_type=type(user_cell).__name__, torch_type=type(torch_module).__name__, comparisons=comparisons,
         weights=wreport, inputs=data.describe(seed), seed=seed, modes=modes, train=train,
         reference=reference, case=settings.case, location=settings.location,
         reproduce=report.reproduce_line(settings.reproduce, seed), notes=data.notes() + precision_notes + run.notes,

@@ -75,6 +75,7 @@ def test_o1_relu_in_float16_is_named_with_both_precisions():
         parity.check(cell, TorchStem(), parity.randn((8, 16)), amp="O1")
     message = str(info.value)
     assert "first at forward output of 'act'" in message
+    assert "Pair:       mindspore Stem <-> torch TorchStem" in message  # the user's Cell, not O1's StemOpt
     assert ("Likely cause: layer 'act' (ReLU) ran in different precisions: MindSpore O1 ran it in float16, "
             "torch.autocast(float16) in float32 (known mismatch 'o1-relu-float16': O1 runs ReLU in float16") in message
     assert type(cell.act) is nn.ReLU  # the user's Cell was not rewritten
