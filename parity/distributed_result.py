@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import report
 from .compare import Comparison
-from .result import Verdicts
+from .result import Steps, Verdicts
 
 __all__ = ["DataParallelResult", "DataParallelStep", "RUNS", "PAIRS", "disagreeing", "failure_message"]
 
@@ -34,7 +34,7 @@ class DataParallelStep:
 
 
 @dataclass
-class DataParallelResult(Verdicts):
+class DataParallelResult(Steps, Verdicts):
     """Everything a data-parallel check compared, step by step and pair by pair."""
 
     ms_type: str
@@ -79,12 +79,6 @@ class DataParallelResult(Verdicts):
         """Which of the four runs disagree, in words ("" when every pair agrees)."""
         return disagreeing([tuple(p.split(" vs ")) for p in self.failing_pairs],
                            [tuple(p.split(" vs ")) for p in (self.steps[0].pairs if self.steps else ())])
-
-    def __getitem__(self, step: int) -> DataParallelStep:
-        for s in self.steps:
-            if s.step == step:
-                return s
-        raise KeyError(f"no step {step}; steps are 1..{len(self.steps)}")
 
     def __str__(self) -> str:
         total, failures = len(self.comparisons), self.failures

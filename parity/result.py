@@ -8,7 +8,7 @@ from typing import List, Optional, Tuple
 from .compare import Comparison
 from .weights import WeightReport
 
-__all__ = ["Result", "Verdicts"]
+__all__ = ["Result", "Steps", "Verdicts"]
 
 
 class Verdicts:
@@ -35,6 +35,17 @@ class Verdicts:
     def worst_margin(self) -> float:
         worst = self.worst
         return worst.margin if worst is not None else 0.0
+
+
+class Steps:
+    """A record of N steps (``steps``, each with its ``step`` number): ``record[k]`` is step k."""
+
+    def __getitem__(self, step: int):
+        """Step ``step`` (counted from 1, as messages count them)."""
+        for s in self.steps:
+            if s.step == step:
+                return s
+        raise KeyError(f"no step {step}; steps are 1..{len(self.steps)}")
 
 
 @dataclass

@@ -31,7 +31,7 @@ from .runner import (DEFAULT_SEED, ENVELOPE_DRAWS, ENVELOPE_ULPS, FLIP_FLOOR, HE
                      _buffers, _check_choice, _check_pair, _compare, _framework_error, _map_weights,
                      _perturbed_inputs, _refuse_unsupported_dtype, _rms, _set_weights, judge_in_envelope)
 from .tolerance import Tolerance, ToleranceSpec, check_globs_used
-from .result import Verdicts
+from .result import Steps, Verdicts
 from .weights import WeightReport
 
 __all__ = ["TrainingResult", "TrainingStep", "run_training", "STAGES"]
@@ -74,7 +74,7 @@ class TrainingStep:
 
 
 @dataclass
-class TrainingResult(Verdicts):
+class TrainingResult(Steps, Verdicts):
     """Everything a training check compared, step by step."""
 
     ms_type: str
@@ -119,13 +119,6 @@ class TrainingResult(Verdicts):
     @property
     def problem(self) -> str:
         return ""
-
-    def __getitem__(self, step: int) -> TrainingStep:
-        """Step ``step`` (counted from 1, as messages count them)."""
-        for s in self.steps:
-            if s.step == step:
-                return s
-        raise KeyError(f"no step {step}; steps are 1..{len(self.steps)}")
 
     def __str__(self) -> str:
         total, failures = len(self.comparisons), self.failures
