@@ -303,41 +303,14 @@ def envelope_metrics(ms: np.ndarray, ref: np.ndarray, spread: np.ndarray, tolera
     plus ``factor`` x ``spread`` (the per-element envelope, same shape) at every element, the spread
     of each element at least the tensor's typical relative spread at its own size. ``jumped`` marks
     the elements that flipped in some run (counted as ``flips``); ``steady`` counts the elements
-    outside that did not."""
-    if all(isinstance(x, np.ndarray) and x.flags.c_contiguous for x in (ms, ref, spread)) and jumped.dtype == bool:
-        return _contiguous_envelope_metrics(ms, ref, spread, tolerance, factor, jumped)
-    a, b = ms.astype(np.float64), ref.astype(np.float64)
+    outside that did not. Worked on few temporaries: copies made here (in the inputs' memory
+    order), written over in place; |ref| taken once; the norm of ``ref`` from the sum of squares
+    its finiteness check took (``np.linalg.norm`` takes that same sum, in memory order)."""
+    a, b = np.array(ms, dtype=np.float64, order="K"), np.array(ref, dtype=np.float64, order="K")
     with np.errstate(over="ignore", invalid="ignore"):  # finite only where every element is (see compare_arrays)
-        finite = np.isfinite(a.ravel().dot(a.ravel())) and np.isfinite(b.ravel().dot(b.ravel()))
-    if finite:
-        keep, s = True, spread
-    else:
-        keep = np.isfinite(a) & np.isfinite(b)
-        a, b, s = np.where(keep, a, 0.0), np.where(keep, b, 0.0), np.where(keep, spread, 0.0)
-    s = np.maximum(s, typical_relative_spread(s, b) * np.abs(b))
-    diff = np.abs(a - b)
-    allowed = tolerance.atol + tolerance.rtol * np.abs(b) + factor * s
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(diff == 0, 0.0, diff / allowed)
-    ref_norm = float(np.linalg.norm(b))
-    ms_error = float(np.linalg.norm(diff)) / ref_norm if ref_norm else (float("inf") if diff.any() else 0.0)
-    spread_error = float(np.linalg.norm(s)) / ref_norm if ref_norm else 0.0
-    flips = int(np.count_nonzero(jumped & keep))
-    beyond = diff > allowed
-    outside = int(np.count_nonzero(beyond))
-    steady = int(np.count_nonzero(beyond & ~jumped)) if outside else 0
-    return float(ratio.max()) if ratio.size else 0.0, outside, ms_error, spread_error, flips, steady
-
-
-def _contiguous_envelope_metrics(ms, ref, spread, tolerance: Tolerance, factor: float, jumped):
-    """:func:`envelope_metrics` of C-ordered arrays, bit for bit: the same operations in the same
-    order, on fewer temporaries (|ref| taken once, results written over the copies made here), the
-    norm of ``ref`` from the sum of squares its finiteness check took (``np.linalg.norm`` takes that
-    same sum over a C-ordered array), and the margin's 0 / 0 guard only where one can occur."""
-    a, b = np.array(ms, dtype=np.float64), np.array(ref, dtype=np.float64)  # copies, worked on in place
-    with np.errstate(over="ignore", invalid="ignore"):
-        square_b = b.ravel().dot(b.ravel())
-        finite = np.isfinite(a.ravel().dot(a.ravel())) and np.isfinite(square_b)
+        flat_b = b.ravel(order="K")
+        square_b = flat_b.dot(flat_b)
+        finite = np.isfinite(a.ravel(order="K").dot(a.ravel(order="K"))) and np.isfinite(square_b)
     if finite:
         keep, s = True, spread
     else:

@@ -27,8 +27,8 @@ from .loss_scale import LossScaling, fmt_scale, skip_causes, skip_message
 from .options import parse_seed
 from .precision import (GOLDEN_FACTOR, HALF_ULPS, cast, golden_verdict, is_floating, is_half, missing_kernel, narrowest,
                         per_side_inputs, round_through)
-from .runner import (DEFAULT_SEED, ENVELOPE_DRAWS, ENVELOPE_ULPS, FLIP_FLOOR, HEADROOM, Settings, _ArrayPair,
-                     _buffers, _check_choice, _check_pair, _compare, _framework_error, _map_weights,
+from .runner import (DEFAULT_SEED, ENVELOPE_DRAWS, ENVELOPE_ULPS, HEADROOM, Settings, _ArrayPair,
+                     _buffers, _check_choice, _check_pair, _compare, _framework_error, _jumps, _map_weights,
                      _perturbed_inputs, _refuse_unsupported_dtype, _rms, _set_weights, judge_in_envelope)
 from .tolerance import Tolerance, ToleranceSpec, check_globs_used
 from .result import Steps, Verdicts
@@ -872,40 +872,24 @@ def _widen(spread, jumped, base, value, plus=None, scale=None) -> None:
     :func:`parity.runner._jumps` of the two moves (``scale``: :func:`parity.runner._rms` of
     ``base``, where the caller has it). Block by block, with the results of the whole arrays: every
     operation is element by element, but the scale of ``_jumps``, taken over the whole ``base``
-    first. The same operations as ``_jumps``'s, in the same dtypes, written into a few block-sized
-    buffers instead of fresh temporaries, and the move's absolute value taken once for both uses."""
+    first."""
     flat_spread, flat_jumped = spread.reshape(-1), jumped.reshape(-1)  # views: both made by np.zeros
     value, base = np.ravel(value), np.ravel(base)
-    size = min(base.size, _BLOCK)
-    moved, magnitude = np.empty(size), np.empty(size)
     if plus is not None:
         plus = np.ravel(plus)
         scale = _rms(base) if scale is None else scale
-        factor = FLIP_FLOOR * ENVELOPE_ULPS * float(np.finfo(base.dtype).eps)
-        other, bigger, half = np.empty(size), np.empty(size), np.empty(size)
-        floor, smooth, above = np.empty(size, base.dtype), np.empty(size, bool), np.empty(size, bool)
     with np.errstate(invalid="ignore", over="ignore"):
         for start in range(0, base.size, _BLOCK):
             part = slice(start, start + _BLOCK)
-            count = min(_BLOCK, base.size - start)
-            m, mag = _moved(value[part], base[part], moved[:count]), magnitude[:count]
-            np.abs(m, out=mag)
-            if plus is not None:  # _jumps(plus's move, m, base[part], scale), written into the buffers
-                p, big, h, low = (_moved(plus[part], base[part], other[:count]), bigger[:count], half[:count],
-                                  floor[:count])
-                np.maximum(np.abs(p, out=big), mag, out=big)
-                np.abs(np.add(p, m, out=p), out=p)
-                np.greater(p, np.multiply(big, 0.5, out=h), out=smooth[:count])
-                np.multiply(np.add(np.abs(base[part], out=low), scale, out=low), factor, out=low)
-                np.greater(big, low, out=above[:count])
-                smooth[:count] &= above[:count]
-                flat_jumped[part] |= smooth[:count]
-            np.maximum(flat_spread[part], mag, out=flat_spread[part])
+            moved = _moved(value[part], base[part])
+            if plus is not None:
+                flat_jumped[part] |= _jumps(_moved(plus[part], base[part]), moved, base[part], scale)
+            np.maximum(flat_spread[part], np.abs(moved), out=flat_spread[part])
 
 
-def _moved(value, base, out=None):
-    """``value - base`` in float64, 0 where that is not finite (written into ``out``, when given)."""
-    moved = np.subtract(value, base, out=out, dtype=np.float64)
+def _moved(value, base):
+    """``value - base`` in float64, 0 where that is not finite."""
+    moved = np.subtract(value, base, dtype=np.float64)
     if not np.isfinite(moved.sum()):  # a sum is finite only where every term is (or it overflowed)
         moved[~np.isfinite(moved)] = 0.0
     return moved
