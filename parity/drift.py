@@ -19,6 +19,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import datetime
 import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
@@ -166,7 +167,7 @@ class Comparison:
         else:
             lines = ["environment: the same as the baseline's (versions, device, CPU, seed, mode)"]
         commit = (env.get("git") or {}).get("commit")
-        lines.append(f"baseline: {', '.join(self.baseline.sources)} (created {env.get('created')}"
+        lines.append(f"baseline: {', '.join(self.baseline.sources)} (created {_seconds(env.get('created'))}"
                      f"{', commit ' + commit[:10] if commit else ''}, {_count(len(self.baseline.checks), 'check')}); "
                      f"drift: a passing tensor's margin grew more than {self.factor:g}x "
                      f"(margins under {self.floor:g} count as {self.floor:g})")
@@ -263,3 +264,11 @@ def compare(baseline: Run, checks: Sequence[Dict[str, Any]], environment: Dict[s
             changes.append(CheckChange("missing", key, old[key]["verdict"], None, old[key]))
     return Comparison(baseline, factor, floor, environment_differences(baseline.environment, environment), changes,
                       outside)
+
+
+def _seconds(created) -> str:
+    """An environment's ``created`` as read, to the second (records keep microseconds)."""
+    try:
+        return datetime.datetime.fromisoformat(created).isoformat(timespec="seconds")
+    except (TypeError, ValueError):
+        return str(created)

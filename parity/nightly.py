@@ -115,11 +115,7 @@ class Baseline:
         return cls(config, baseline, save, factor, config.getoption("parity_drift_fails") == "yes")
 
     def pytest_sessionstart(self, session):
-        config = self.config
-        self.environment = records.fingerprint(root=config.rootpath, device=config.getoption(opts.DEVICE.dest),
-                                               seed=config.getoption(opts.SEED.dest),
-                                               mode=config.getoption(opts.MODE.dest),
-                                               workers=getattr(config.option, "numprocesses", None))
+        self.environment = environment(self.config)
 
     def pytest_collection_finish(self, session):
         self.collected = (self.collected or set()) | {item.nodeid for item in session.items}
@@ -163,3 +159,15 @@ class Baseline:
             terminalreporter.write_sep("=", "parity baseline")
             for line in lines:
                 terminalreporter.write_line(line)
+
+
+def environment(config) -> dict:
+    """This run's environment record (:func:`parity.records.fingerprint`), taken once: the
+    ``--parity-report`` file and a saved baseline hold the same one."""
+    found = getattr(config, "_parity_environment", None)
+    if found is None:
+        found = records.fingerprint(root=config.rootpath, device=config.getoption(opts.DEVICE.dest),
+                                    seed=config.getoption(opts.SEED.dest), mode=config.getoption(opts.MODE.dest),
+                                    workers=getattr(config.option, "numprocesses", None))
+        config._parity_environment = found
+    return found

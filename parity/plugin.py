@@ -180,10 +180,7 @@ class _ReportWriter:
         self.config = config
 
     def pytest_sessionstart(self, session):
-        config = self.config
-        self.file.write(records.fingerprint(root=config.rootpath, device=config.getoption(opts.DEVICE.dest),
-                                            seed=config.getoption(opts.SEED.dest), mode=config.getoption(opts.MODE.dest),
-                                            workers=getattr(config.option, "numprocesses", None)))
+        self.file.write(nightly.environment(self.config))
 
     def pytest_runtest_logreport(self, report):
         for record in records.carried(report):

@@ -307,7 +307,8 @@ def fingerprint(*, root: Path, device: str, seed: Optional[str], mode: Optional[
     accelerator["torch_reference"] = devices.planned_reference(device, versions.get("torch_npu"))
     return _jsonable({
         "schema": SCHEMA, "type": "environment",
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        # to the microsecond: two runs a second apart are two runs (parity report's history keys on it)
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds"),
         "versions": versions, **accelerator,
         "host": {"name": platform.node(), "platform": platform.platform(), "cpu_model": host["model"],
                  "arch": host["arch"], "cores": host["cores"], "cpu_flags": host["flags"]},
