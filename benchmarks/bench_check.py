@@ -266,7 +266,7 @@ _PROBE_CONFTEST = """
 import json, sys
 
 def pytest_sessionfinish(session):
-    names = ("mindspore", "torch", "parity.plugin", "parity.runner")
+    names = ("mindspore", "torch", "parity.plugin", "parity.engine.check")
     with open({out!r}, "w") as f:
         json.dump({{name: name in sys.modules for name in names}}, f)
 """

@@ -21,7 +21,7 @@ measured one). ``localize="auto"`` on a passing check must capture nothing: the 
 whether ``Result.layers`` is None. Variants alternate order across ``--repeats``.
 
 ``--profile`` adds, in each child after the measured check, one more check under cProfile with an
-RSS sampler (every 20 ms) and markers around the phases of ``parity.runner`` (PyTorch forward,
+RSS sampler (every 20 ms) and markers around the phases of ``parity.engine.check`` (PyTorch forward,
 PyTorch backward, MindSpore forward, MindSpore backward), the time spent in the capture hooks and
 the layer comparisons, and the bytes the layer recordings hold. A measurement, not a test.
 """

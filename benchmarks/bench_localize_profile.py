@@ -1,5 +1,5 @@
 """Where a check's time and memory go (``bench_localize.py --profile``): one check under cProfile,
-with an RSS sampler, markers around the phases of ``parity.runner``, the time spent in the capture
+with an RSS sampler, markers around the phases of ``parity.engine.check``, the time spent in the capture
 hooks and in the layer comparisons, and the bytes the layer recordings hold afterwards.
 
 The instrumentation wraps functions of parity's modules for the duration of one check and restores
@@ -54,7 +54,8 @@ def _patched(targets: Dict[tuple, Callable]):
 
 def profile_check(run_check: Callable) -> dict:
     """Run ``run_check()`` once, instrumented; return the figures as plain data."""
-    from parity import localize, runner
+    from parity.engine import localize
+    from parity.engine import check as runner
     from parity.backends import _hooks as hooks, mindspore as msb, torch as tb
 
     phases: List[tuple] = []  # (label, start, end)
@@ -93,11 +94,11 @@ def profile_check(run_check: Callable) -> dict:
 
     # (owner, attribute): wrapper. parity's internals move; what a version lacks is skipped.
     wanted = [
-        ((runner._Run, "torch_forward"), phase("PyTorch forward")),
-        ((runner._Run, "_torch_backward"), phase("PyTorch backward")),
+        ((runner.Passes, "torch_forward"), phase("PyTorch forward")),
+        ((runner.Passes, "_torch_backward"), phase("PyTorch backward")),
         ((msb.Pass, "__init__"), phase("MindSpore forward (vjp)")),
         ((msb.Pass, "backward"), phase("MindSpore backward")),
-        ((runner, "_compare"), accumulate("compare outputs/grads (runner._compare)")),
+        ((runner, "compare_pair"), accumulate("compare outputs/grads (runner.compare_pair)")),
         ((tb, "_arrays"), accumulate("PyTorch hooks: tensors to numpy copies (torch._arrays)")),
         ((getattr(tb, "_Copies", None), "array"), accumulate("PyTorch hooks: tensors to numpy copies (torch._Copies.array)")),
         ((getattr(msb, "_Recent", None), "arrays"),

@@ -69,7 +69,8 @@ _LABELS = ([label for _, label in _WRITER[:2]] + [_FINGERPRINT] + [label for _, 
 
 
 def _instrument() -> None:
-    from parity import plugin, records
+    from parity import plugin
+    from parity.nightly import records
 
     for name, label in _WRITER:
         _timed(plugin._ReportWriter, name, label)

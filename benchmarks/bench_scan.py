@@ -19,7 +19,7 @@ It reports, best and median over ``--repeats``:
 * the command as a user runs it, ``python -m parity.cli scan PATH --json``, in a fresh process (the
   interpreter start, the registry load and the report included), with the frameworks it imported
   (read from ``sys.modules`` at the end of the run);
-* ``parity.scan.scan(PATH)`` in this process: the first call (the registry and the translation
+* ``parity.tools.scan.scanner.scan(PATH)`` in this process: the first call (the registry and the translation
   tables read from disk) and later ones (both cached).
 
 Wall and CPU time are both given (the process's and its children's user+system time; the steadier
@@ -127,7 +127,7 @@ def _command(path: Path) -> Dict[str, object]:
 
 
 def measure(path: Path, repeats: int) -> Dict[str, object]:
-    from parity.scan import scan
+    from parity.tools.scan.scanner import scan
 
     runs = [_command(path) for _ in range(repeats)]
     start = time.perf_counter()
@@ -174,7 +174,7 @@ def main(argv: List[str] = None) -> int:
           f"{command['median']:.2f} s; CPU best {cpu['best']:.2f} s, median {cpu['median']:.2f} s over {args.repeats}; "
           f"frameworks imported: {result['frameworks_imported']}")
     later, later_cpu = result["scan_later_call_s"], result["scan_later_call_cpu_s"]
-    print(f"parity.scan.scan(PATH) in process: first call {result['scan_first_call_s']:.2f} s wall; later calls wall "
+    print(f"parity.tools.scan.scanner.scan(PATH) in process: first call {result['scan_first_call_s']:.2f} s wall; later calls wall "
           f"best {later['best']:.2f} s, median {later['median']:.2f} s; CPU best {later_cpu['best']:.2f} s")
     print(f"(load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs: wall times grow with it, CPU times less)")
     if args.json:

@@ -123,7 +123,7 @@ def _optimizers():
             lambda p: torch.optim.SGD(p, lr=LR, momentum=MOMENTUM))
 
 
-def _losses():
+def losses_of():
     import mindspore
     import torch
 
@@ -158,7 +158,7 @@ def hand_written(ms_cell, torch_module, workload: Workload) -> dict:
     ms_cell.set_train(True)
     torch_module.train()
     ms_factory, torch_factory = _optimizers()
-    ms_loss, torch_loss = _losses()
+    ms_loss, torch_loss = losses_of()
     ms_opt, torch_opt = ms_factory(ms_cell.trainable_params()), torch_factory(torch_module.parameters())
 
     def forward(x, y):
@@ -198,7 +198,7 @@ def through_parity(ms_cell, torch_module, workload: Workload) -> dict:
     import parity
 
     try:
-        result = parity.check_training(ms_cell, torch_module, workload.data(), loss=_losses(),
+        result = parity.check_training(ms_cell, torch_module, workload.data(), loss=losses_of(),
                                        optimizer=_optimizers(), steps=workload.steps, seed=SEED)
     except parity.ParityMismatch as exc:  # the full work still ran; the benchmark reports it
         result = exc.result
@@ -275,14 +275,14 @@ def _child(key: str, variant: str) -> None:
 
 # Where (b)'s time goes ------------------------------------------------------------------------------
 
-_PHASES = (  # (label, function name in parity/training.py or parity/runner.py, caller's name or None)
-    ("MindSpore steps handed over (lrs + launch)", "_ms_launch", None),
-    ("MindSpore steps read (wait + asnumpy)", "_ms_collect", None),
-    ("PyTorch steps", "_torch_record", "<lambda>"),
-    ("comparisons (compare_arrays)", "_compare_modes", None),
-    ("rounding envelope: PyTorch runs", "_torch_record", "_run"),
-    ("rounding envelope: spread", "spread", None),
-    ("rounding envelope: judging", "judge_in_envelope", None),
+_PHASES = (  # (label, function name in parity/engine/training/ or parity/judge/envelope.py, caller's name or None)
+    ("MindSpore steps handed over (lrs + launch)", "ms_launch", None),
+    ("MindSpore steps read (wait + asnumpy)", "ms_collect", None),
+    ("PyTorch steps", "torch_record", "<lambda>"),
+    ("comparisons (compare_arrays)", "compare_modes", None),
+    ("rounding envelope: PyTorch runs", "torch_record", "_run"),
+    ("rounding envelope: all of it (judge_envelope)", "judge_envelope", None),
+    ("rounding envelope: judging", "judge_tensor", None),
 )
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from ._moved import install as _install_moved
 from .errors import ParityError, ParityInternalError, ParityMismatch, ParityUnsupported, ParityUsageError
-from .case import TRANSLATE, ParityCase, Training
-from .tolerance import Tolerance
+from .engine.case import TRANSLATE, ParityCase, Training
+from .judge.tolerance import Tolerance
 
 __all__ = [
     "check", "constant", "transfer_weights", "Result", "WeightReport", "ParityCase",
@@ -15,11 +16,12 @@ __all__ = [
     "check_data_parallel", "DataParallelResult", "amp", "Amp",
 ]
 __version__ = "0.1.0"
+_install_moved()  # the flat layout's import paths, for one release (parity._moved)
 
 
 def constant(value: float):
     """``weights=parity.constant(0.1)``: every floating weight and buffer on both sides set to ``value``."""
-    from .runner import Constant
+    from .engine.check import Constant
 
     return Constant(float(value))
 
@@ -48,7 +50,7 @@ def check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, train=Fa
       ``.half()`` copy), judged against the float64 golden; ``Result.precisions`` says which
       precision each layer ran in on each side, and a failure names a layer where they differ.
     """
-    from .runner import run_check
+    from .engine.check import run_check
 
     return run_check(ms_cell, torch_module, inputs, weights=weights, grads=grads, train=train, ms_mode=ms_mode,
                      tolerance=tolerance, name_map=name_map, seed=seed, reference=reference,
@@ -80,7 +82,7 @@ def check_training(ms_cell, torch_module, batches, *, loss, optimizer, steps=3, 
       agree (stage ``scale``), and gradients are compared unscaled.
     * ``accumulate``: micro-batches per step, each loss divided by ``accumulate``, gradients summed.
     """
-    from .training import run_training
+    from .engine.training.loop import run_training
 
     return run_training(ms_cell, torch_module, batches, loss=loss, optimizer=optimizer, steps=steps,
                         lr_scheduler=lr_scheduler, clip_grad_norm=clip_grad_norm, loss_scale=loss_scale,
@@ -107,7 +109,7 @@ def check_data_parallel(ms_factory, torch_factory, batches, *, loss, optimizer, 
       PyTorch; default rows ``rank, rank + world, ...``.
     * ``timeout``: seconds each framework's workers may take.
     """
-    from .distributed import run_data_parallel
+    from .engine.data_parallel.run import run_data_parallel
 
     return run_data_parallel(ms_factory, torch_factory, batches, loss=loss, optimizer=optimizer, steps=steps,
                              workers=workers, shard=shard, tolerance=tolerance, name_map=name_map, seed=seed,
@@ -120,8 +122,8 @@ def convert_checkpoint(src, model, dst=None, *, name_map=None, allow_missing=Fal
     MindSpore Cell (``src`` a PyTorch ``.pth``/``.pt``/``.bin``/``.safetensors``, ``dst`` a ``.ckpt``
     or ``.safetensors``) or a PyTorch Module (the other way round); ``dst=None`` only loads ``model``.
     Returns a :class:`ConversionReport`; nothing is written when a tensor is missing, unexpected
-    or of another shape, unless ``allow_missing``. See :mod:`parity.convert`."""
-    from .convert import convert_checkpoint as _convert
+    or of another shape, unless ``allow_missing``. See :mod:`parity.tools.convert.checkpoint`."""
+    from .tools.convert.checkpoint import convert_checkpoint as _convert
 
     return _convert(src, model, dst, name_map=name_map, allow_missing=allow_missing)
 
@@ -131,8 +133,8 @@ def compare_dumps(a, b, *, name_map=None, tolerance=None):
     msprobe dumps, MindSpore ``.ckpt``, PyTorch ``.pth``/``.pt``/``.bin``, ``.safetensors``, or one
     such file each), paired by name as :func:`check` pairs weights and judged with its metrics and
     tolerances (by tolerance alone: there is no model to run). Returns a :class:`DumpComparison`
-    with the pairs in execution order; see :mod:`parity.dumps`. Numpy files import no framework."""
-    from .dumps import compare_dumps as _compare_dumps
+    with the pairs in execution order; see :mod:`parity.tools.dumps.compare`. Numpy files import no framework."""
+    from .tools.dumps.compare import compare_dumps as _compare_dumps
 
     return _compare_dumps(a, b, name_map=name_map, tolerance=tolerance)
 
@@ -150,15 +152,17 @@ def transfer_weights(src, dst, *, name_map=None):
     Module, either way round) and verify the copy. ``name_map`` maps PyTorch names to MindSpore
     names, or names one tensor made of several of the other side's (``parity.fuse``), transposed
     (``parity.transpose``) or reshaped (``parity.reshape``). Returns a :class:`WeightReport`."""
-    from .runner import transfer
+    from .engine.check import transfer
 
     return transfer(src, dst, name_map=name_map)
 
 
-_LAZY = {"randn": "inputs", "uniform": "inputs", "randint": "inputs", "Result": "result", "WeightReport": "weights",
-         "TrainingResult": "training", "plot_training": "plot", "fuse": "layouts", "transpose": "layouts",
-         "reshape": "layouts", "ConversionReport": "convert", "DumpComparison": "dumps",
-         "DataParallelResult": "distributed_result", "amp": "mixed_precision", "Amp": "mixed_precision"}
+_LAZY = {"randn": "engine.inputs", "uniform": "engine.inputs", "randint": "engine.inputs",
+         "Result": "engine.result", "WeightReport": "weights.transfer", "TrainingResult": "engine.training",
+         "plot_training": "nightly.plot", "fuse": "weights.layouts", "transpose": "weights.layouts",
+         "reshape": "weights.layouts", "ConversionReport": "tools.convert.checkpoint",
+         "DumpComparison": "tools.dumps.compare", "DataParallelResult": "engine.data_parallel.result",
+         "amp": "engine.amp", "Amp": "engine.amp"}
 
 
 def __getattr__(name):

@@ -11,11 +11,11 @@
 (:func:`parity.plot_training`), whether it passed or failed.
 
 PATH defaults to ``cases``. Exit status: 0 all passed (expected failures included), 1 a case
-failed, 2 a usage error. ``parity scan`` (:mod:`parity.scan`) exits 0 once it has reported (files
+failed, 2 a usage error. ``parity scan`` (:mod:`parity.tools.scan.scanner`) exits 0 once it has reported (files
 that do not parse are listed as skipped), 2 on a usage error. ``parity convert``
-(:mod:`parity.convert`) exits 0 once the file is written and verified, 2 when nothing was written.
-``parity report`` (:mod:`parity.report_cli`) exits 0 once written, 1 when a check failed or drifted.
-``parity compare-dumps`` (:mod:`parity.dumps_cli`) exits 0 when every paired tensor agrees, 1 when
+(:mod:`parity.tools.convert.checkpoint`) exits 0 once the file is written and verified, 2 when nothing was written.
+``parity report`` (:mod:`parity.nightly.cli`) exits 0 once written, 1 when a check failed or drifted.
+``parity compare-dumps`` (:mod:`parity.tools.dumps.cli`) exits 0 when every paired tensor agrees, 1 when
 some differ, 2 on a usage error.
 """
 
@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import List, Optional
 
 from . import options as opts
-from . import dumps_cli, report_cli
+from .tools.dumps import cli as dumps_cli
+from .nightly import cli as report_cli
 from .errors import ParityMismatch, ParityUnsupported, ParityUsageError
 
 
@@ -75,7 +76,7 @@ def _scan_parser(commands) -> None:
                                "syntax, importing nothing) and give each a status from parity's translation "
                                "tables and known-mismatch registry.")
     scan.add_argument("path", metavar="PATH", help="a Python file or a folder")
-    scan.add_argument("--json", action="store_true", help="print the report as JSON (shape: parity.scan_report)")
+    scan.add_argument("--json", action="store_true", help="print the report as JSON (shape: parity.tools.scan.report)")
     scan.add_argument("--device", choices=("CPU", "GPU", "Ascend"), default="CPU",
                       help="the MindSpore device the statuses are for (default: CPU)")
     scan.add_argument("--module", metavar="PKG.MOD:FACTORY", default=None,
@@ -88,12 +89,12 @@ def _scan_parser(commands) -> None:
 def _scan(args) -> int:
     import json
 
-    from .scan import scan
-    from .scan_report import as_json, text
+    from .tools.scan.scanner import scan
+    from .tools.scan.report import as_json, text
 
     runtime = ()
     if args.module is not None or args.input_shape is not None:
-        from .scan_runtime import capture, parse_shape
+        from .tools.scan.runtime import capture, parse_shape
 
         if args.module is None or args.input_shape is None:
             raise ParityUsageError("parity scan: --module and --input-shape go together")
@@ -104,7 +105,7 @@ def _scan(args) -> int:
 
 
 def _variants(paths: List[str], keyword: str):
-    from .case import iter_case_files, load_cases
+    from .engine.case import iter_case_files, load_cases
 
     for root in paths:
         if not Path(root).exists():
@@ -117,9 +118,9 @@ def _variants(paths: List[str], keyword: str):
 
 
 def _run_one(path, variant, args) -> str:
-    from . import report
-    from .case import build
-    from .runner import Settings
+    from .engine import messages as report
+    from .engine.case import build
+    from .engine.check import Settings
 
     case = variant.case
     nodeid = f"{path}::{variant.id}"
@@ -150,11 +151,11 @@ def _plot_folder(folder: Optional[str]) -> None:
 
 def _plot(folder: Optional[str], variant, result) -> None:
     """Write a training item's picture, when ``--plot`` asked for one and the item trained."""
-    from .training import TrainingResult
+    from .engine.training.loop import TrainingResult
 
     if folder is None or not isinstance(result, TrainingResult):
         return
-    from .plot import plot_training
+    from .nightly.plot import plot_training
 
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", variant.id).strip("_") + ".html"
     print(f"plot {plot_training(result, Path(folder) / name)}", flush=True)
@@ -171,7 +172,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.command == "compare-dumps":
             return dumps_cli.main(args)
         if args.command == "convert":
-            from .convert import run_command
+            from .tools.convert.checkpoint import run_command
 
             return run_command(args)
         if args.command == "run":

@@ -29,7 +29,7 @@ from typing import Dict, Sequence, Tuple
 from hypothesis import strategies as st
 
 from .errors import ParityUsageError
-from .inputs import InputSpec, randn
+from .engine.inputs import InputSpec, randn
 
 __all__ = ["LayerCase", "conv_layers", "pool_layers", "norm_layers", "upsample_layers", "recurrent_layers",
            "layers"]

@@ -124,14 +124,14 @@ def test_o1_lstmcell_is_unsupported_and_names_the_known_mismatch():
 
 
 def _row(path, kind, ms, torch_precision):
-    from parity.mixed_precision import PrecisionRow
+    from parity.engine.amp import PrecisionRow
 
     return PrecisionRow(path, path, kind, kind.replace("Dense", "Linear"), ms, torch_precision)
 
 
 def test_a_layer_after_a_converted_dense_cites_the_cast_back_entry():
-    from parity.mixed_precision import precision_causes
-    from parity.runner import _amp_entries
+    from parity.engine.amp import precision_causes
+    from parity.engine.check import _amp_entries
 
     rows = [_row("fc1", "Dense", "float16", "float16"), _row("act", "Tanh", "float32", "float16")]
     spec = parity.amp("O1")

@@ -12,10 +12,10 @@ import pytest
 
 from parity import cli
 from parity import options as opts
-from parity.nightly import BASELINE, DRIFT, DRIFT_FAILS, SAVE_BASELINE
+from parity.nightly.baseline import BASELINE, DRIFT, DRIFT_FAILS, SAVE_BASELINE
 from parity.plugin import REPORT
-from parity.records import read_records
-from parity.runs import BASELINE_FILE
+from parity.nightly.records import read_records
+from parity.nightly.runs import BASELINE_FILE
 
 PARITY = opts.PARITY
 
@@ -69,7 +69,7 @@ def warm_frameworks():
     import torch
 
     import parity
-    import parity.items  # noqa: F401
+    import parity.plugin.items  # noqa: F401
 
     parity.check(mindspore.nn.Dense(4, 3), torch.nn.Linear(4, 3), parity.randn((2, 4)))
     with pytest.raises(parity.ParityMismatch):
@@ -374,8 +374,8 @@ def tensor(margin, passed=None, name="output", tolerance=(1.3e-6, 1e-5)):
 
 
 def compared(before, after, **kwargs):
-    from parity import drift
-    from parity.runs import Run
+    from parity.nightly import drift
+    from parity.nightly.runs import Run
 
     return drift.compare(Run({"created": "2026-01-01T00:00:00+00:00"}, before, ("base",)), after,
                          {"created": "2026-01-02T00:00:00+00:00"}, **kwargs)

@@ -9,7 +9,7 @@ from mindspore import nn as msnn
 
 import parity
 from parity import ParityMismatch, Tolerance
-from parity.inputs import materialize
+from parity.engine.inputs import materialize
 
 
 def param_grads(result, mode="pynative"):
@@ -455,7 +455,7 @@ def test_str_of_a_result_is_one_line_with_verdict_worst_tensor_and_divergence():
     assert text.startswith("ok: mindspore Dense <-> torch Linear (eval, pynative); 4 of 4 tensors within tolerance; "
                            "worst ")
     worst = result.worst
-    assert f"worst {worst.kind} '{worst.name}' at {parity.report.fmt(worst.margin)}x allowed" in text
+    assert f"worst {worst.kind} '{worst.name}' at {parity.engine.messages.fmt(worst.margin)}x allowed" in text
     assert repr(result).startswith("Result(ms_type='Dense'")  # the full record stays in repr
 
     with pytest.raises(ParityMismatch) as info:

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from parity import Tolerance
-from parity.compare import Comparison, Envelope, compare_arrays, envelope_metrics, relative_error, structural_problem
+from parity.judge.envelope import Envelope, envelope_metrics
+from parity.judge.metrics import Comparison, compare_arrays, relative_error, structural_problem
 
 FP32 = Tolerance(1.3e-6, 1e-5)
 
@@ -175,13 +176,13 @@ def test_the_envelope_allows_tolerance_plus_factor_times_spread_per_element():
 
 
 def test_an_element_that_jumps_in_one_run_of_a_mirrored_pair_is_a_flip():
-    from parity.runner import _jumps
+    from parity.judge.envelope import jumps
 
     base = np.array([0.5, -0.25, 1.0, 0.75, 0.0], np.float32)
     plus = np.array([1e-5, -2e-5, 0.3, 1e-9, 0.0])  # element 2 jumped under +u only: a mask flipped
     minus = np.array([-1e-5, 2e-5, 0.0, 3e-9, 0.0])  # the rest moved back (linear), or not at all
-    assert _jumps(plus, minus, base).tolist() == [False, False, True, False, False]
-    *_, flips, steady = envelope_metrics(base, base, np.abs(plus), FP32, 2.0, _jumps(plus, minus, base))
+    assert jumps(plus, minus, base).tolist() == [False, False, True, False, False]
+    *_, flips, steady = envelope_metrics(base, base, np.abs(plus), FP32, 2.0, jumps(plus, minus, base))
     assert (flips, steady) == (1, 0)
 
 

@@ -14,7 +14,7 @@ from mindspore import nn as msnn
 
 import parity
 from parity import ParityUsageError
-from parity.convert import ConversionError, load_name_map, state_slots
+from parity.tools.convert.checkpoint import ConversionError, load_name_map, state_slots
 
 # -- nets ------------------------------------------------------------------------------------------
 

@@ -17,10 +17,10 @@ import pytest
 import torch
 
 import parity
-from parity import launch
-from parity._dp_worker import row_keys, strided
-from parity.distributed import shard_findings
-from parity.distributed_result import PAIRS, RUNS, disagreeing
+from parity.engine.data_parallel import launch
+from parity.engine.data_parallel.worker import row_keys, strided
+from parity.engine.data_parallel.run import shard_findings
+from parity.engine.data_parallel.result import PAIRS, RUNS, disagreeing
 
 MISSING = launch.missing_launchers()
 needs_launchers = pytest.mark.skipif(bool(MISSING), reason="; ".join(MISSING))
@@ -161,9 +161,10 @@ def _single_runs(job_dir, *, ms_lr=None, ms_loss=None):
     steps of MindSpore single vs PyTorch single judged as the check judges them."""
     import pickle
 
-    from parity import _dp_worker as worker, distributed
-    from parity.runner import Settings
-    from parity.tolerance import ToleranceSpec
+    from parity.engine.data_parallel import worker
+    from parity.engine.data_parallel import run as distributed
+    from parity.engine.check import Settings
+    from parity.judge.tolerance import ToleranceSpec
 
     job, arrays, _ = distributed._check_call(parity.TRANSLATE, bn_mlp, BATCHES, ADAM["loss"], ADAM["optimizer"], 2, 2,
                                              None, None, 1234, "CPU")
@@ -178,12 +179,12 @@ def _single_runs(job_dir, *, ms_lr=None, ms_loss=None):
     runs = {f"{launch.LABELS[fw]} single": distributed._load(worker.result_path(str(job_dir), fw, False, 0))
             for fw in worker.FRAMEWORKS}
     chain = (ToleranceSpec.parse(None, source="test"),) + Settings().tolerances
-    close, base, steps = [], {}, []
+    close, steps = [], []
     for step in range(2):
         records = {run: distributed._record(found, step) for run, found in runs.items()}
-        steps.append(distributed._compare_step(records, (PAIRS[0],), chain, step, close, base)[" vs ".join(PAIRS[0])])
+        steps.append(distributed._compare_step(records, (PAIRS[0],), chain, step, close)[" vs ".join(PAIRS[0])])
     before = max(c.margin for group in steps for c in group)
-    distributed._judge_in_envelope(close, base, built, ADAM["loss"], ADAM["optimizer"], arrays, 2, 1234, "CPU")
+    distributed._judge_in_envelope(close, built, ADAM["loss"], ADAM["optimizer"], arrays, 2, 1234, "CPU")
     return before, [c for group in steps for c in group]
 
 
@@ -268,7 +269,7 @@ def _aborting_workers(job_dir, results):
     import subprocess
     import sys
 
-    from parity import _dp_worker as worker
+    from parity.engine.data_parallel import worker
 
     for rank, written in enumerate(results):
         if written:

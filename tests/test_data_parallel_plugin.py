@@ -1,7 +1,7 @@
 """The ``parity`` fixture's ``check_data_parallel``: bound to the session's seed, reported in the run
 summary, written to ``--parity-report`` with its ``data_parallel`` section and to JUnit properties.
 One test launches real workers (about 35 s on a loaded 2-core machine); the rest judge results
-built here, as parity.distributed builds them, without a worker."""
+built here, as parity.engine.data_parallel.run builds them, without a worker."""
 
 import json
 import xml.etree.ElementTree as ET
@@ -9,14 +9,15 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from parity import launch, report
+from parity.engine.data_parallel import launch
+from parity.engine import messages as report
 from parity import options as opts
-from parity.compare import Envelope
-from parity.distributed_result import PAIRS, DataParallelResult, DataParallelStep, failure_message
+from parity.judge.envelope import Envelope
+from parity.engine.data_parallel.result import PAIRS, DataParallelResult, DataParallelStep, failure_message
 from parity.plugin import REPORT
-from parity.records import check_record, read_records
-from parity.runner import _ArrayPair, _compare
-from parity.tolerance import ToleranceSpec
+from parity.nightly.records import check_record, read_records
+from parity.judge.metrics import ArrayPair, compare_pair
+from parity.judge.tolerance import ToleranceSpec
 
 PARITY, SEED, MODE = opts.PARITY, opts.SEED.flag, opts.MODE.flag
 MISSING = launch.missing_launchers()
@@ -101,8 +102,8 @@ def test_dp(parity):
 # -- a result built here: PyTorch parallel off at step 1 -------------------------------------------
 
 def _compared(label: str, run: np.ndarray, reference: np.ndarray, kind: str = "param grad", name: str = "0.weight"):
-    pair = _ArrayPair(kind, name, name, name, label, run, reference, "0")
-    return _compare(pair, (ToleranceSpec.parse(None, source="test"),), check_dtype=True)
+    pair = ArrayPair(kind, name, name, name, label, run, reference, "0")
+    return compare_pair(pair, (ToleranceSpec.parse(None, source="test"),), check_dtype=True)
 
 
 def _torch_parallel_off() -> DataParallelResult:

@@ -30,12 +30,13 @@ import torch
 from mindspore import nn as msnn
 
 import parity
-from parity import devices, report
+from parity.judge import devices
+from parity.engine import messages as report
 from parity.backends import device
 from parity.errors import ParityMismatch, ParityUsageError
-from parity.records import check_record, fingerprint
-from parity.runner import Settings, run_check
-from parity.tolerance import DTYPE_DEFAULTS, Tolerance, ToleranceSpec, resolve
+from parity.nightly.records import check_record, fingerprint
+from parity.engine.check import Settings, run_check
+from parity.judge.tolerance import DTYPE_DEFAULTS, Tolerance, ToleranceSpec, resolve
 
 try:
     import tomllib
@@ -314,7 +315,7 @@ def test_profile_numbers_are_the_dtype_defaults_of_the_narrower_types():
     ("CPU", None, ("cpu", "PyTorch reference on CPU")),
 ])
 def test_the_fingerprint_states_where_the_reference_will_run(tmp_path, monkeypatch, device_name, torch_npu, expected):
-    from parity import environment
+    from parity.nightly import environment
 
     real = environment.versions
     monkeypatch.setattr(environment, "versions", lambda: {**real(), "torch_npu": torch_npu})
@@ -396,7 +397,7 @@ def test_the_real_setters_refuse_a_second_value_which_is_what_parity_relies_on(f
 
 
 def test_a_training_check_on_fake_ascend_takes_the_profile_and_says_where_both_sides_ran(fake):
-    from parity.training import run_training
+    from parity.engine.training.loop import run_training
 
     fake.torch_npu()
     fake.set_before_the_run(precision_mode="allow_fp32_to_bf16")

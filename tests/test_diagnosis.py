@@ -15,11 +15,11 @@ from mindspore import nn as msnn
 
 import parity
 from cases.models import resnet, resnet_mindcv
-from parity import report
-from parity.localize import LayerTable, LayerVerdict
+from parity.engine import messages as report
+from parity.engine.localize import LayerTable, LayerVerdict
 from parity.registry import rules
 from parity.registry.diagnosis import Seen, diagnose, likely_causes, observed, parameter_causes
-from parity.runner import Settings, run_check
+from parity.engine.check import Settings, run_check
 
 same_pads_differ = rules.HELPERS["same_pads_differ"]
 

@@ -15,8 +15,9 @@ from mindspore import nn as msnn, ops
 import parity
 from parity import ParityMismatch, ParityUnsupported
 from parity.backends import mindspore as msb, torch as tb
-from parity.inputs import materialize
-from parity.precision import GOLDEN_FACTOR, golden_verdict, per_side_inputs
+from parity.engine.inputs import materialize
+from parity.engine.inputs import per_side_inputs
+from parity.judge.golden import GOLDEN_FACTOR, golden_verdict
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 import parity
 from parity import ParityUsageError
-from parity.inputs import materialize
+from parity.engine.inputs import materialize
 
 SEED = 1234
 

@@ -1,8 +1,7 @@
-"""The dependency direction: the engine sits above the known-mismatch data.
+"""The house: packages by capability, the direction of their imports, and the size of their modules.
 
-``parity.registry`` (loading, schema, rules, diagnosis, lint, ledger, the generated document) never
-imports the runner, the backends, the translation, the self-tests or a framework, not even inside
-a function; ``parity.mismatch_checks`` (the self-tests) imports the registry and the runner.
+``docs/architecture.md`` draws the picture; this file checks it. Every import counts, at the top of
+a module or inside a function: a lazy import still ties two packages together.
 """
 
 from __future__ import annotations
@@ -10,6 +9,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
@@ -18,7 +18,36 @@ import parity
 
 PACKAGE = Path(parity.__file__).resolve().parent
 ROOT = PACKAGE.parent
-FORBIDDEN = ("parity.runner", "parity.backends", "parity.mismatch_checks", "parity.translation", "mindspore", "torch")
+MAX_TOP_LEVEL = 12
+MAX_LINES = 700
+FRAMEWORKS = ("mindspore", "torch")
+
+# Each unit of parity (a package, or a module directly in parity/) and the units it may import.
+# The direction runs down the table: the judge knows numbers only, the engine everything below it,
+# the plugin, the nightly reports and the tools sit on top.
+ALLOWED = {
+    "errors": set(),
+    "_moved": set(),
+    "options": {"errors"},
+    "judge": {"errors"},
+    "backends": {"judge", "errors"},
+    "registry": {"judge", "errors"},
+    "weights": {"judge", "backends", "errors", "_moved"},
+    "translation": {"backends", "weights", "errors"},
+    "engine": {"judge", "weights", "backends", "registry", "translation", "options", "errors"},
+    "mismatch_checks": {"engine", "judge", "weights", "backends", "registry", "translation", "errors"},
+    "nightly": {"engine", "judge", "options", "errors", "_moved", "parity"},
+    "plugin": {"engine", "nightly", "registry", "judge", "options", "errors"},
+    "tools": {"engine", "weights", "judge", "registry", "backends", "errors"},
+    "strategies": {"engine", "errors"},
+    "cli": {"engine", "nightly", "tools", "options", "errors"},
+    "parity": {"engine", "judge", "tools", "translation", "weights", "nightly", "errors", "_moved"},
+}
+# Where a framework may be imported at the top of a module; everywhere else above the judge only
+# inside a function, so that importing parity (and loading the plugin) imports neither.
+FRAMEWORK_AT_TOP = ("parity.backends.mindspore", "parity.backends.torch", "parity.translation",
+                    "parity.mismatch_checks.amp_pairs")
+NO_FRAMEWORK_AT_ALL = ("judge", "registry", "nightly", "plugin", "options", "errors", "_moved")
 
 
 def _module_name(path: Path) -> str:
@@ -26,11 +55,14 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imported_names(source: str, module: str, *, is_package: bool = False):
-    """Every module ``source`` imports (at the top or inside a function), as absolute names."""
+def imported_names(source: str, module: str, *, is_package: bool = False, top_only: bool = False):
+    """Every module ``source`` imports (at the top or, unless ``top_only``, inside a function), as
+    absolute names."""
     package = module if is_package else module.rpartition(".")[0]
+    tree = ast.parse(source)
+    nodes = tree.body if top_only else ast.walk(tree)
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in nodes:
         if isinstance(node, ast.Import):
             found += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -45,46 +77,196 @@ def imported_names(source: str, module: str, *, is_package: bool = False):
     return found
 
 
-def _forbidden(names):
-    return sorted({n for n in names for f in FORBIDDEN if n == f or n.startswith(f + ".")})
+def _modules():
+    return sorted(PACKAGE.rglob("*.py"))
 
 
-def _registry_modules():
-    return sorted((PACKAGE / "registry").glob("*.py"))
+def _imports(path: Path, *, top_only: bool = False):
+    return imported_names(path.read_text(encoding="utf-8"), _module_name(path), is_package=path.name == "__init__.py",
+                          top_only=top_only)
+
+
+def _unit(module: str) -> str:
+    """``parity.engine.check`` -> ``engine``; ``parity.cli`` -> ``cli``; ``parity`` -> ``parity``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "parity"
+
+
+def _real_module(name: str) -> str:
+    """The module an imported name lives in: ``parity.engine.check.run_check`` -> ``parity.engine.check``."""
+    while name.count(".") and not (ROOT / Path(*name.split("."))).with_suffix(".py").exists() \
+            and not (ROOT / Path(*name.split(".")) / "__init__.py").exists():
+        name = name.rpartition(".")[0]
+    return name
 
 
 def test_the_scan_sees_relative_and_local_imports():
-    source = "def f():\n    from ..runner import run_check\n    from .. import backends\n    import torch.nn\n"
+    source = "def f():\n    from ..engine.check import run_check\n    from .. import backends\n    import torch.nn\n"
     names = imported_names(source, "parity.registry.diagnosis")
-    assert _forbidden(names) == ["parity.backends", "parity.runner", "parity.runner.run_check", "torch.nn"]
-    assert _forbidden(imported_names("from .schema import Entry\n", "parity.registry.diagnosis")) == []
+    assert names == ["parity.engine.check", "parity.engine.check.run_check", "parity", "parity.backends", "torch.nn"]
+    assert imported_names(source, "parity.registry.diagnosis", top_only=True) == []
     assert imported_names("from .store import load\n", "parity.registry", is_package=True)[0] == "parity.registry.store"
+    assert _real_module("parity.engine.check.run_check") == "parity.engine.check"
+    assert _real_module("parity.backends") == "parity.backends"
 
 
-@pytest.mark.parametrize("path", _registry_modules(), ids=lambda p: p.name)
-def test_registry_module_imports_no_engine(path):
+def test_every_unit_is_in_the_table():
+    units = {_unit(_module_name(p)) for p in _modules()}
+    assert units == set(ALLOWED), f"units not in the table: {units - set(ALLOWED)}; gone: {set(ALLOWED) - units}"
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_run_down_the_table(path):
     module = _module_name(path)
-    names = imported_names(path.read_text(encoding="utf-8"), module, is_package=path.name == "__init__.py")
-    assert _forbidden(names) == [], f"{module} imports {_forbidden(names)}: the registry is data below the engine"
+    unit = _unit(module)
+    wrong = sorted({name for name in _imports(path) if name.startswith("parity.") or name == "parity"
+                    for target in [_unit(_real_module(name))] if target != unit and target not in ALLOWED[unit]
+                    and not (name == "parity" and unit in ("parity",))})
+    # `from .. import backends` names the package `parity` itself: the member decides.
+    wrong = [n for n in wrong if n != "parity"]
+    assert wrong == [], f"{module} ({unit}) imports {wrong}; {unit} may import {sorted(ALLOWED[unit])}"
 
 
-def test_registry_scan_covers_the_package():
-    assert {p.stem for p in _registry_modules()} >= {"__init__", "__main__", "diagnosis", "docs", "loader", "store"}
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_frameworks_are_imported_where_allowed(path):
+    module = _module_name(path)
+    frameworks = lambda names: sorted({n for n in names if n.split(".")[0] in FRAMEWORKS})  # noqa: E731
+    if _unit(module) in NO_FRAMEWORK_AT_ALL:
+        assert frameworks(_imports(path)) == [], f"{module} imports a framework"
+    elif not module.startswith(FRAMEWORK_AT_TOP):
+        assert frameworks(_imports(path, top_only=True)) == [], \
+            f"{module} imports a framework at the top: import it inside the function that needs it"
 
 
-def test_self_tests_sit_above_registry_and_runner():
+def test_no_import_circle():
+    graph = defaultdict(set)
+    for path in _modules():
+        module = _module_name(path)
+        for name in _imports(path, top_only=True):
+            if name.startswith("parity."):
+                target = _real_module(name)
+                if target != module and not module.startswith(target + "."):  # a package's own __init__
+                    graph[module].add(target)
+    state, circle = {}, []
+
+    def visit(node, trail):
+        state[node] = "open"
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                circle.append(trail[trail.index(nxt):] + [nxt] if nxt in trail else [node, nxt])
+            elif nxt not in state:
+                visit(nxt, trail + [nxt])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert circle == []
+
+
+def test_at_most_twelve_modules_directly_in_parity():
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= MAX_TOP_LEVEL, top
+
+
+@pytest.mark.parametrize("folder", sorted({p.parent for p in PACKAGE.rglob("*.py")}), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_folder_of_prefixed_names(folder):
+    """Three modules sharing a name prefix (``scan_ast``, ``scan_report``, ``scan_status``) are a
+    package waiting to happen."""
+    stems = [p.stem.lstrip("_") for p in folder.glob("*.py") if p.stem != "__init__"]
+    prefixes = Counter(stem.split("_")[0] for stem in stems if stem)
+    families = {prefix: sorted(s for s in stems if s.split("_")[0] == prefix) for prefix, n in prefixes.items()
+                if n >= 3 and any("_" in s for s in stems if s.split("_")[0] == prefix)}
+    assert families == {}
+
+
+def test_the_prefix_rule_can_fail(tmp_path):
+    for name in ("scan.py", "scan_ast.py", "scan_report.py", "runs.py", "runner.py"):
+        (tmp_path / name).write_text("")
+    stems = [p.stem for p in tmp_path.glob("*.py")]
+    prefixes = Counter(stem.split("_")[0] for stem in stems)
+    assert [p for p, n in prefixes.items() if n >= 3] == ["scan"]
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_over_700_lines(path):
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines"
+
+
+@pytest.mark.parametrize("init", sorted(PACKAGE.rglob("__init__.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_package_says_what_it_owns(init):
+    doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+    assert doc and len(doc) > 80, f"{init.relative_to(ROOT)}: a docstring saying what the package owns"
+
+
+@pytest.mark.parametrize("unit", ["judge", "backends", "weights", "registry", "translation", "engine", "mismatch_checks",
+                                  "plugin", "nightly", "tools"])
+def test_each_capability_says_what_it_may_import(unit):
+    doc = ast.get_docstring(ast.parse((PACKAGE / unit / "__init__.py").read_text(encoding="utf-8")))
+    assert "may import" in doc.lower(), f"parity/{unit}/__init__.py: say what the package may import"
+
+
+def test_one_module_owns_the_rounding_envelope():
+    """The envelope's rules (the spread, jumps, the whole-tensor route) are defined in the judge only."""
+    owners = defaultdict(list)
+    for path in _modules():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in (
+                    "jumps", "_jumps", "rms", "_rms", "envelope_metrics", "Envelope", "Spread", "_widen", "golden_verdict",
+                    "judge_in_envelope", "judge_envelope", "judge_golden"):
+                owners[node.name].append(_module_name(path))
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", "") in ("NOISE_FACTOR", "ENVELOPE_DRAWS", "ENVELOPE_ULPS",
+                                                                             "HEADROOM", "GOLDEN_FACTOR")
+                                                    for t in node.targets):
+                owners[node.targets[0].id].append(_module_name(path))
+    assert {m for found in owners.values() for m in found} == {"parity.judge.envelope", "parity.judge.golden"}, dict(owners)
+
+
+def test_self_tests_sit_above_registry_and_engine():
     names = set()
     for path in sorted((PACKAGE / "mismatch_checks").glob("*.py")):
-        names.update(imported_names(path.read_text(encoding="utf-8"), _module_name(path),
-                                    is_package=path.name == "__init__.py"))
-    assert "parity.runner" in names and any(n.startswith("parity.registry") for n in names)
+        names.update(_imports(path))
+    assert any(n.startswith("parity.engine") for n in names) and any(n.startswith("parity.registry") for n in names)
 
 
-def test_importing_the_whole_registry_loads_no_framework():
-    modules = [_module_name(p) for p in _registry_modules() if p.name != "__main__.py"]
+def test_importing_parity_and_the_registry_loads_no_framework():
+    modules = [_module_name(p) for p in sorted((PACKAGE / "registry").glob("*.py")) if p.name != "__main__.py"]
+    modules += ["parity", "parity.plugin", "parity.judge.envelope", "parity.judge.golden", "parity.nightly.records",
+                "parity.engine.check", "parity.engine.training", "parity.tools.scan.scanner"]
     code = ("import sys\n" + "".join(f"import {m}\n" for m in modules)
             + "import parity.registry\nparity.registry.load()\n"
-            + f"print(sorted(m for m in sys.modules if m.split('.')[0] in ('mindspore', 'torch') "
-            + f"or m.startswith({FORBIDDEN[:4]!r})))\n")
+            + "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mindspore', 'torch')))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+@pytest.mark.parametrize("old, new, name", [
+    ("parity.runner", "parity.engine.check", "run_check"),
+    ("parity.compare", "parity.judge.envelope", "envelope_metrics"),
+    ("parity.tolerance", "parity.judge.tolerance", "Tolerance"),
+    ("parity.scan_ast", "parity.tools.scan.source", None),
+    ("parity.training", "parity.engine.training.loop", "batch_list"),
+])
+def test_the_flat_layouts_paths_still_import_with_a_warning(old, new, name):
+    code = ("import importlib, warnings\nwarnings.simplefilter('error')\n"
+            f"try:\n    importlib.import_module({old!r})\nexcept DeprecationWarning as w:\n    print('warned:', w)\n"
+            "warnings.simplefilter('ignore')\n"
+            f"old = importlib.import_module({old!r}); new = importlib.import_module({new!r})\n"
+            + (f"print(getattr(old, {name!r}) is getattr(new, {name!r}))\n" if name else "print(old is new)\n"))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert lines[0].startswith(f"warned: {old} moved to ") and new.rsplit(".", 1)[0] in lines[0]
+    assert lines[-1] == "True"
+
+
+def test_old_names_read_through_the_new_packages_warn():
+    with pytest.warns(DeprecationWarning, match=r"parity\.weights\.WeightReport moved to parity\.weights\.transfer"):
+        from parity.weights import WeightReport
+    from parity.weights.transfer import WeightReport as moved
+
+    assert WeightReport is moved
+    with pytest.raises(AttributeError):
+        parity.weights.no_such_name  # noqa: B018

@@ -17,7 +17,7 @@ import parity
 from parity import ParityMismatch, ParityUsageError, Tolerance
 from parity.backends import mindspore as msb
 from parity.backends import torch as tb
-from parity.localize import AMPLIFICATION, Localizer, LayerVerdict, Recording, align_layers, first_divergence, \
+from parity.engine.localize import AMPLIFICATION, Localizer, LayerVerdict, Recording, align_layers, first_divergence, \
     judge, settle
 
 FAULT = 1.01  # a 1% error: hundreds of times the float32 tolerance on these tiny nets

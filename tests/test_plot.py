@@ -10,7 +10,7 @@ import torch
 
 import parity
 from parity import cli
-from parity.plot import HEIGHT, TOP, BOTTOM, _margin_chart
+from parity.nightly.plot import HEIGHT, TOP, BOTTOM, _margin_chart
 
 BATCHES = [(parity.randn((4, 4)), parity.randint((4,), 0, 3)), (parity.randn((4, 4)), parity.randint((4,), 0, 3))]
 

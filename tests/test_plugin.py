@@ -93,7 +93,7 @@ def warm_frameworks():
     import torch
 
     import parity
-    import parity.items  # noqa: F401  what the fixture and the catalogue import
+    import parity.plugin.items  # noqa: F401  what the fixture and the catalogue import
 
     for mode in ("pynative", "graph"):
         parity.check(mindspore.nn.Dense(4, 3), torch.nn.Linear(4, 3), parity.randn((2, 4)), ms_mode=mode,
@@ -218,7 +218,7 @@ def test_fixture_failure_shows_no_parity_internals(project):
     project.makepyfile(test_fixture=FIXTURE_TESTS)
     result = project.runpytest(PARITY, "-k", "fail")
     result.assert_outcomes(failed=1)
-    assert "parity/runner.py" not in result.stdout.str()
+    assert "parity/engine/check.py" not in result.stdout.str()
     assert "def run_check" not in result.stdout.str()
 
 
@@ -361,7 +361,7 @@ def test_a_failing_catalogue_case_prints_its_message_only(project):
         f"Reproduce: pytest 'catalogue/tiny.py::Broken[[]eval[]]' {PARITY} {SEED}=1234",
     ])
     out = result.stdout.str()
-    assert "Traceback" not in out and "parity/runner.py" not in out
+    assert "Traceback" not in out and "parity/engine/check.py" not in out
     assert "site-packages/mindspore" not in out and "site-packages/torch" not in out
 
 

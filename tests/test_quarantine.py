@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from parity import options as opts
-from parity import quarantine
-from parity.fleet import QUARANTINE, QUARANTINE_INI, RERUN_QUARANTINED, SHARD
+from parity.nightly import quarantine
+from parity.plugin.fleet import QUARANTINE, QUARANTINE_INI, RERUN_QUARANTINED, SHARD
 
 pytestmark = pytest.mark.usefixtures("collect_inner_cells")  # tests/conftest.py: one test runs MindSpore
 

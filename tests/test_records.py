@@ -11,9 +11,9 @@ import pytest
 
 from parity import options as opts
 from parity.errors import ParityUsageError
-from parity.junit import PROPERTIES
+from parity.plugin.junit import PROPERTIES
 from parity.plugin import REPORT
-from parity.records import RECORD_KEY, SCHEMA, VERDICTS, read_records
+from parity.nightly.records import RECORD_KEY, SCHEMA, VERDICTS, read_records
 
 PARITY = opts.PARITY
 
@@ -82,8 +82,8 @@ def warm_frameworks():
     import torch
 
     import parity
-    import parity.items  # noqa: F401
-    import parity.records  # noqa: F401
+    import parity.plugin.items  # noqa: F401
+    import parity.nightly.records  # noqa: F401
 
     parity.check(mindspore.nn.Dense(4, 3), torch.nn.Linear(4, 3), parity.randn((2, 4)))
     model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Linear(6, 3))
@@ -343,7 +343,7 @@ def test_read_records_rejects_what_is_not_one_run(tmp_path, lines, complaint):
 
 
 def test_the_fingerprint_imports_no_framework():
-    code = ("import sys, pathlib; from parity.records import fingerprint; "
+    code = ("import sys, pathlib; from parity.nightly.records import fingerprint; "
             "fingerprint(root=pathlib.Path('.'), device='CPU', seed=None, mode=None); "
             "print(sorted(n for n in ('mindspore', 'torch') if n in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -352,7 +352,7 @@ def test_the_fingerprint_imports_no_framework():
 
 def test_ascend_and_nvidia_versions_are_read_from_their_files(tmp_path, monkeypatch):
     """No Ascend or NVIDIA host here: the readers meet files laid out as those installs write them."""
-    from parity import environment
+    from parity.nightly import environment
 
     toolkit = tmp_path / "ascend-toolkit" / "latest"
     toolkit.mkdir(parents=True)

@@ -7,12 +7,13 @@ import numpy as np
 import pytest
 
 import parity
-from parity import report
-from parity.compare import Comparison, Envelope, compare_arrays
-from parity.inputs import materialize
-from parity.result import Result
-from parity.tolerance import ToleranceSpec, resolve
-from parity.weights import Pair, WeightMap, WeightReport
+from parity.engine import messages as report
+from parity.judge.envelope import Envelope
+from parity.judge.metrics import Comparison, compare_arrays
+from parity.engine.inputs import materialize
+from parity.engine.result import Result
+from parity.judge.tolerance import ToleranceSpec, resolve
+from parity.weights.transfer import Pair, WeightMap, WeightReport
 
 NODE = "tests/test_dense.py::test_dense"
 

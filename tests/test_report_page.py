@@ -14,9 +14,9 @@ import pytest
 from parity import cli
 from parity import options as opts
 from parity.plugin import REPORT
-from parity.records import read_records
-from parity.report_page import VERDICT_TEXT, cells
-from parity.runs import BASELINE_FILE, check_key, check_label
+from parity.nightly.records import read_records
+from parity.nightly.page import VERDICT_TEXT, cells
+from parity.nightly.runs import BASELINE_FILE, check_key, check_label
 
 PARITY = opts.PARITY
 
@@ -68,7 +68,7 @@ def warm_frameworks():
     import torch
 
     import parity
-    import parity.items  # noqa: F401
+    import parity.plugin.items  # noqa: F401
 
     parity.check(mindspore.nn.Dense(4, 3), torch.nn.Linear(4, 3), parity.randn((2, 4)), ms_mode="both")
     with pytest.raises(parity.ParityMismatch):

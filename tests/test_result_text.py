@@ -4,11 +4,11 @@ tensor failed in. Results are built from real arrays, as the runner builds them 
 import numpy as np
 import pytest
 
-from parity import report
-from parity.compare import Comparison, compare_arrays
-from parity.result import Result
-from parity.tolerance import resolve
-from parity.weights import Pair, WeightMap, WeightReport
+from parity.engine import messages as report
+from parity.judge.metrics import Comparison, compare_arrays
+from parity.engine.result import Result
+from parity.judge.tolerance import resolve
+from parity.weights.transfer import Pair, WeightMap, WeightReport
 
 REF = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
 

@@ -15,10 +15,10 @@ import pytest
 import torch
 
 from parity.cli import main
-from parity.scan import scan
-from parity.scan_ast import TENSOR_METHODS, find_uses
-from parity.scan_report import as_json, text
-from parity.scan_status import translation_tables
+from parity.tools.scan.scanner import scan
+from parity.tools.scan.source import TENSOR_METHODS, find_uses
+from parity.tools.scan.report import as_json, text
+from parity.tools.scan.status import translation_tables
 
 ROOT = Path(__file__).resolve().parent.parent
 

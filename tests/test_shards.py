@@ -8,9 +8,9 @@ import random
 
 import pytest
 
-from parity import shards
+from parity.nightly import shards
 from parity.errors import ParityUsageError
-from parity.fleet import DURATIONS, QUARANTINE, QUARANTINE_INI, RERUN_QUARANTINED, SHARD
+from parity.plugin.fleet import DURATIONS, QUARANTINE, QUARANTINE_INI, RERUN_QUARANTINED, SHARD
 from parity.plugin import REPORT
 
 # 26 tests: functions, a class, parametrised ids with brackets and spaces

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from parity import ParityUsageError, Tolerance
-from parity.tolerance import DTYPE_DEFAULTS, ToleranceSpec, dtype_default, resolve
+from parity.judge.tolerance import DTYPE_DEFAULTS, ToleranceSpec, dtype_default, resolve
 
 CALL = "check(tolerance=...)"
 MARKER = "@pytest.mark.parity(tolerance=...)"

@@ -155,8 +155,8 @@ class _CountingLoss(torch.nn.CrossEntropyLoss):
 
 
 def test_a_training_case_with_such_an_optimizer_is_refused_before_any_step():
-    from parity.case import build
-    from parity.runner import Settings
+    from parity.engine.case import build
+    from parity.engine.check import Settings
 
     loss = _CountingLoss()
     case = parity.ParityCase("GuideAdam", mindspore=parity.TRANSLATE, torch=_net, training=parity.Training(

@@ -1,6 +1,6 @@
 """check_training on half-precision pairs: each side trains in its own dtype, a tensor the float16
 default tolerance alone would fail is judged against PyTorch's training in float64 (the golden
-judge of parity.precision), a fault still fails and is named, and what cannot run (bfloat16
+judge of parity.judge.golden), a fault still fails and is named, and what cannot run (bfloat16
 layers without a MindSpore CPU kernel, two precisions, loss scaling) is refused before any step."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from mindspore import nn as msnn
 import parity
 from parity import ParityMismatch, ParityUnsupported, ParityUsageError
 from parity.backends import torch as tb
-from parity.inputs import Inputs, materialize
+from parity.engine.inputs import Inputs, materialize
 
 BATCHES = [(parity.randn((16, 8)), parity.randn((16, 4))), (parity.randn((16, 8)), parity.randn((16, 4)))]
 SGD = lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)  # noqa: E731

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import parity
-from parity.loss_scale import REGISTRY_DEFAULTS
+from parity.engine.training.loss_scale import REGISTRY_DEFAULTS
 
 _rng = np.random.default_rng(0)
 NORMAL = (parity.randn((4, 4)), parity.randn((4, 2)))

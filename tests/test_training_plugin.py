@@ -64,8 +64,8 @@ def warm_frameworks():
     import torch
 
     import parity
-    import parity.items  # noqa: F401
-    import parity.training  # noqa: F401
+    import parity.plugin.items  # noqa: F401
+    import parity.engine.training.loop  # noqa: F401
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.BatchNorm1d(6), torch.nn.Linear(6, 3))
@@ -89,7 +89,7 @@ def test_fixture_check_training_is_bound_to_the_session(pytester):
         "ok    test_train.py::test_pass: worst margin *x allowed (*)",
         "FAIL  test_train.py::test_fail: worst margin *x allowed (*)",
     ])
-    assert "parity/training.py" not in out and "site-packages/torch" not in out
+    assert "parity/engine/training/loop.py" not in out and "site-packages/torch" not in out
 
 
 def test_fixture_check_training_follows_the_sessions_mode(pytester):

@@ -56,7 +56,7 @@ def test_mindone_models_pair_with_transformers_both_ways(model, config):
     module = getattr(import_quietly("transformers"), model)(config())
     report = parity.transfer_weights(module, cell)
     assert {p.how for p in report.map.pairs} <= {"same name", "renamed"}
-    assert report.map.ignored and {reason for _, reason in report.map.ignored} == {parity.weights.NOT_PERSISTENT}
+    assert report.map.ignored and {reason for _, reason in report.map.ignored} == {parity.weights.transfer.NOT_PERSISTENT}
     back = parity.transfer_weights(cell, module)
     assert back.verified == back.total == report.total
     first = report.map.pairs[0]

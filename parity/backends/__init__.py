@@ -1,5 +1,12 @@
-"""The framework adapters. Only ``backends/mindspore.py``, ``backends/torch.py`` and
-``backends/device.py`` (the device branches of both) import a framework, and only when a check runs."""
+"""The framework adapters: tensors in and out as numpy, passes, layer capture, perturbation and
+training steps of each framework (:mod:`.mindspore`, :mod:`.torch`), their devices
+(:mod:`.device`) and checkpoint files (:mod:`.checkpoints`).
+
+Importing this package imports no framework: :mod:`.mindspore` and :mod:`.torch` do, and are
+imported when a check runs; :mod:`.device` and :mod:`.checkpoints` import one inside the function
+that needs it. Besides the translation and the self-tests, these are the only modules that import a
+framework at their top. May import: the judge and :mod:`parity.errors`.
+"""
 
 from __future__ import annotations
 

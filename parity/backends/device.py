@@ -16,7 +16,7 @@ off; on MindSpore's side ``mindspore.device_context.ascend.op_precision`` gets
 ``conv_allow_hf32(False)``, and on a GPU ``mindspore.device_context.gpu.op_precision`` gets
 ``matmul_allow_tf32(False)`` and ``conv_allow_tf32(False)``. MindSpore refuses to set an Ascend
 setting twice: one set before the run to another value stays, and is read back and reported (the
-float32 tolerance profile then follows it, see :mod:`parity.devices`).
+float32 tolerance profile then follows it, see :mod:`parity.judge.devices`).
 
 The frameworks are imported inside the functions, and only for the device asked for. The probes
 (:func:`_import_torch_npu`, :func:`_ascend_precision_api`, :func:`_gpu_precision_api`,
@@ -28,7 +28,7 @@ from __future__ import annotations
 import importlib
 from typing import Optional, Tuple
 
-from ..devices import KEEP_FLOAT32, DeviceSetup
+from ..judge.devices import KEEP_FLOAT32, DeviceSetup
 from ..errors import ParityUsageError
 
 __all__ = ["setup", "torch_reference", "torch_placement"]

@@ -16,7 +16,7 @@ import mindspore as ms
 from mindspore import nn
 
 from ..errors import ParityUsageError
-from ..precision import cell_dtype, is_floating
+from ..judge.dtypes import cell_dtype, is_floating
 from . import Grads, Slot, flatten_outputs
 from ._hooks import LayerHooks
 
@@ -162,7 +162,7 @@ def to_numpy(tensor) -> np.ndarray:
     type is viewed bit for bit)."""
     array = tensor.asnumpy()
     if array.dtype.name == "bfloat16":
-        from ..precision import as_bfloat16
+        from ..judge.dtypes import as_bfloat16
 
         return as_bfloat16(array)
     return array
@@ -170,7 +170,7 @@ def to_numpy(tensor) -> np.ndarray:
 
 def compute_dtype(model):
     """The half dtype (``"float16"``, ``"bfloat16"``) ``model`` computes in, else None (see
-    :func:`parity.precision.cell_dtype`)."""
+    :func:`parity.judge.dtypes.cell_dtype`)."""
     return cell_dtype(model)
 
 
@@ -282,7 +282,7 @@ def _np_dtype(leaf, path: str) -> np.dtype:
     if isinstance(leaf, ms.Tensor):
         name = _dtype_name(leaf.dtype)
         if name == "bfloat16":
-            from ..precision import bfloat16
+            from ..judge.dtypes import bfloat16
 
             return bfloat16()
         return np.dtype(name)
@@ -620,44 +620,6 @@ def refuse_dropout(model) -> List[str]:
             if (p > 0) if p is not None else (keep is None or keep < 1):
                 found.append(path or "(root)")
     return found
-
-
-# -- checkpoint files (parity convert) ---------------------------------------------------------
-
-
-def _format(path: str) -> str:
-    return "safetensors" if path.endswith(".safetensors") else "ckpt"
-
-
-def load_checkpoint_file(path: str) -> dict[str, np.ndarray]:
-    """A MindSpore checkpoint (``.ckpt``, or ``.safetensors``) as numpy arrays by stored name."""
-    try:
-        params = ms.load_checkpoint(path, format=_format(path))
-    except Exception as exc:  # MindSpore raises ValueError, RuntimeError or OSError for a bad file
-        text = str(exc).strip()
-        raise ParityUsageError(f"{path}: mindspore.load_checkpoint cannot read it: {type(exc).__name__}: "
-                               f"{text.splitlines()[0] if text else ''}") from None
-    return {name: param.asnumpy().copy() for name, param in params.items()}
-
-
-def parameter_names(model) -> Dict[str, str]:
-    """Attribute path -> ``Parameter.name``: the name a checkpoint stores and ``load_param_into_net``
-    matches, which differs from the path under a Cell built with ``auto_prefix=False``."""
-    return {path: param.name for path, param in model.parameters_and_names()}
-
-
-def save_checkpoint_file(arrays: Dict[str, np.ndarray], path: str) -> None:
-    """Write ``arrays`` (by ``Parameter.name``) with ``mindspore.save_checkpoint``, in the format
-    the suffix names. ``path`` must end with it: MindSpore appends a missing suffix."""
-    entries = [{"name": name, "data": ms.Tensor(array)} for name, array in arrays.items()]
-    ms.save_checkpoint(entries, path, format=_format(path))
-
-
-def load_checkpoint_into(model, path: str) -> tuple[list[str], list[str]]:
-    """``load_param_into_net(model, load_checkpoint(path))``: the Parameters not loaded and the
-    checkpoint's names nothing took, both by ``Parameter.name``."""
-    not_loaded, unused = ms.load_param_into_net(model, ms.load_checkpoint(path, format=_format(path)))
-    return list(not_loaded), list(unused)
 
 
 def mixed_precision(model, level: str, dtype: str):

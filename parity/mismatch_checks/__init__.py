@@ -7,8 +7,9 @@ must agree (:func:`selftest`); an ``[[available]]`` record must run and agree
 (:func:`check_available`). ``python -m parity.mismatch_checks`` runs them from the command line and
 ``python -m parity.mismatch_checks measure`` stores the numbers the generated document shows.
 
-The dependency runs one way: this package imports the registry and the runner; nothing in
-:mod:`parity.registry` imports this package, the runner or the backends.
+The dependency runs one way: this package imports the registry and the engine; nothing in
+:mod:`parity.registry` imports this package, the engine or the backends. May import: the engine,
+the judge, the weights, the backends, the registry, the translation and :mod:`parity.errors`.
 """
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ def _raised(exc: BaseException) -> Measurement:
 
 
 def _inputs(specs: Sequence[Mapping[str, Any]]):
-    from .. import inputs as parity_inputs
+    from ..engine import inputs as parity_inputs
 
     made = []
     for spec in specs:
@@ -124,7 +124,7 @@ def flush_mindspore() -> None:
 
 def module_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *, fixed: bool, device: str,
                  seed: int) -> Measurement:
-    from ..runner import Settings, run_check
+    from ..engine.check import Settings, run_check
 
     torch_module = resolve(entry.torch)(**spec.torch_kwargs)
     try:
@@ -157,10 +157,10 @@ def dtype_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *,
     """The MindSpore Cell alone in ``spec.dtype`` (``to_float``, floating inputs in that dtype),
     forward and backward: "raises" with MindSpore's error where its kernel is missing, "agrees" (it
     runs: the entry is stale) otherwise. PyTorch computes in any dtype, so it is not run."""
-    from .. import inputs as parity_inputs
+    from ..engine import inputs as parity_inputs
     from ..backends import mindspore as msb
-    from ..precision import cast, is_floating
-    from ..runner import _cotangents
+    from ..judge.dtypes import cast, is_floating
+    from ..engine.passes import _cotangents
 
     import mindspore as ms
 
@@ -232,8 +232,8 @@ def loss_training_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, *,
     state or parameters: values)."""
     import torch
 
-    from ..runner import Settings
-    from ..training import run_training
+    from ..engine.check import Settings
+    from ..engine.training.loop import run_training
     from ..translation import translate
 
     batches = [_inputs(batch) for batch in spec.batches]
@@ -281,7 +281,7 @@ def _build_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device: s
 def init_stats(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device: str, seed: int) -> Measurement:
     """Initial weights drawn from different distributions: compare each tensor's spread."""
     from ..backends import mindspore as msb, torch as tb
-    from ..weights import map_weights
+    from ..weights.transfer import map_weights
 
     ms_cell, torch_module = _build_pair(entry, api, ms_kwargs, spec, device, seed)
     wmap = map_weights(msb.slots(ms_cell), tb.slots(torch_module), None)
@@ -412,7 +412,7 @@ def schedule_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device:
 
 def check_available(record, *, device: str = "CPU", seed: int = 1234) -> Measurement:
     """Run an ``[[available]]`` record: the API must build, run and agree with PyTorch."""
-    from ..runner import Settings, run_check
+    from ..engine.check import Settings, run_check
 
     with quiet():
         torch_module = resolve(record.torch)(**record.kwargs)

@@ -80,6 +80,10 @@ Schema (``schema = 1`` at the top of every file; optional ``title = "..."``)::
 
 TOML has no null: the string ``"None"`` stands for Python's None in defaults and kwargs; arrays
 become tuples.
+
+May import: the judge (dtypes), :mod:`parity.errors` and the standard library; never the engine,
+the backends, the translation, the self-tests or a framework, not even inside a function (a
+model's Cells are read by duck typing).
 """
 
 from __future__ import annotations

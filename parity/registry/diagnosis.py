@@ -84,7 +84,7 @@ def diagnose(ms_model, torch_model, *, registry: Optional[Registry] = None, devi
     registry = registry or load()
     ms_version, torch_version = _versions(mindspore_version, torch_version)
     # A ``precision`` entry is about mixed-precision levels against torch.autocast: only an AMP check
-    # (parity.mixed_precision) cites it, never an ordinary float16/float32 pair.
+    # (parity.engine.amp) cites it, never an ordinary float16/float32 pair.
     entries = [e for e in registry.entries if e.applies(ms_version, torch_version, device, mode)
                and e.kind != "precision"]
     ms_layers = list(ms_model.cells_and_names())
@@ -140,9 +140,9 @@ def unsupported_dtype(ms_model, torch_model, *, dtype: str, device: str, registr
 
 
 def _layer_dtypes(ms_layers) -> Dict[str, Optional[str]]:
-    """MindSpore layer path -> the half dtype it computes in (see :func:`parity.precision.cell_dtype`);
+    """MindSpore layer path -> the half dtype it computes in (see :func:`parity.judge.dtypes.cell_dtype`);
     a layer with nothing to tell by (no flag, no parameter) computes in its nearest container's."""
-    from ..precision import cell_dtype
+    from ..judge.dtypes import cell_dtype
 
     found: Dict[str, Optional[str]] = {}
     for path, cell in ms_layers:  # containers come before what they contain

@@ -33,7 +33,8 @@ How it works:
   aside, and the transformer layers' ``dense1/2``, paired in definition order); the copy is verified.
 
 Anything without a counterpart raises :class:`parity.ParityUnsupported` naming the attribute path,
-the PyTorch type and the reason. Only this package and ``parity.backends`` import the frameworks.
+the PyTorch type and the reason. Only this package, ``parity.backends`` and the self-tests import
+the frameworks at the top of a module. May import: the backends, the weights and :mod:`parity.errors`.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def translate(torch_module, *, device: str = "CPU"):
 
 def _copy_weights(torch_module, cell) -> None:
     from ..backends import mindspore as msb, torch as tb
-    from ..weights import copy_weights, map_weights
+    from ..weights.transfer import copy_weights, map_weights
 
     try:
         wmap = map_weights(msb.slots(cell), tb.slots(torch_module))

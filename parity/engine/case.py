@@ -1,0 +1,266 @@
+"""Catalogue records: a ``ParityCase`` names how to build both sides, the inputs and the
+expectations; the plugin and the CLI turn each into one item per variant (eval/train)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+
+from ..errors import ParityUsageError
+
+__all__ = ["ParityCase", "Training", "Variant", "TRANSLATE", "load_cases", "build"]
+
+Factory = Union[str, Callable[..., Any]]
+TRANSLATE = "translate"  # ParityCase(mindspore=TRANSLATE): the MindSpore side is parity.translate(torch side)
+
+
+@dataclass(frozen=True)
+class Training:
+    """What a training case trains: :func:`parity.check_training`'s arguments after the pair.
+    ``batches`` are ``(inputs, target)`` pairs (specs or arrays); ``loss`` a PyTorch loss Module
+    (translated) or ``(ms_loss, torch_loss)``; ``optimizer`` a factory of a PyTorch optimizer
+    (translated) or ``(ms_factory, torch_factory)``; ``lr_scheduler`` a factory of a PyTorch
+    scheduler (or a pair), as :func:`parity.check_training` takes them.
+
+    Each of ``loss``, ``optimizer`` and ``lr_scheduler`` (or either half of a pair) may instead be
+    a dotted path ``"package.module:Name"``, imported when the case runs, so that a catalogue
+    module need not import a framework to be listed: a loss path is called with no arguments for
+    the loss (or the pair), an optimizer or scheduler path names the factory itself."""
+
+    batches: Any
+    loss: Any
+    optimizer: Any
+    steps: int = 3
+    clip_grad_norm: Optional[float] = None
+    accumulate: int = 1
+    lr_scheduler: Any = None
+
+    def __post_init__(self):
+        for label in ("loss", "optimizer", "lr_scheduler"):
+            value = getattr(self, label)
+            for part in value if isinstance(value, (tuple, list)) else (value,):
+                if isinstance(part, str) and ":" not in part:
+                    raise ParityUsageError(f"Training {label}: a dotted path is 'package.module:Name', got {part!r}")
+
+    def kwargs(self, where: str = "training") -> Dict[str, Any]:
+        """:func:`parity.check_training`'s arguments, dotted paths imported (``where`` names the
+        case in a usage error)."""
+        return {"batches": self.batches, "loss": _lazy(self.loss, f"{where} loss", call=True),
+                "optimizer": _lazy(self.optimizer, f"{where} optimizer"), "steps": self.steps,
+                "clip_grad_norm": self.clip_grad_norm, "accumulate": self.accumulate,
+                "lr_scheduler": _lazy(self.lr_scheduler, f"{where} lr_scheduler")}
+
+
+@dataclass(frozen=True)
+class Variant:
+    case: "ParityCase"
+    train: bool
+
+    @property
+    def id(self) -> str:
+        if self.case.training is not None:
+            return f"{self.case.name}[training]"
+        return f"{self.case.name}[{'train' if self.train else 'eval'}]"
+
+    def run(self, ms_cell, torch_module, settings):
+        """This variant's check of the built pair: :func:`parity.check`, or
+        :func:`parity.check_training` for a training case."""
+        __tracebackhide__ = True
+        case = self.case
+        if case.training is not None:
+            from .training.loop import run_training
+
+            return run_training(ms_cell, torch_module, settings=settings, weights=case.weights,
+                                ms_mode=case.ms_mode, tolerance=case.tolerance, name_map=case.name_map,
+                                acknowledge=case.acknowledge, **case.training.kwargs(f"case {case.name!r}"))
+        from .check import run_check
+
+        return run_check(ms_cell, torch_module, case.inputs, train=self.train, settings=settings,
+                         **case.check_kwargs())
+
+
+@dataclass(frozen=True)
+class ParityCase:
+    """One pair in the catalogue.
+
+    ``mindspore`` and ``torch`` are factories: callables, or dotted paths ``"package.module:Name"``
+    called with ``ms_kwargs`` / ``torch_kwargs``. ``mindspore=TRANSLATE`` builds the MindSpore side
+    with :func:`parity.translate` from the PyTorch side. ``train`` is a bool or a tuple of bools (one
+    item each); ``training=Training(batches, loss, optimizer, steps=3)`` makes it a training case
+    (one item, ``[training]``: :func:`parity.check_training`; no ``inputs``). ``xfail`` is a reason: the case is expected to mismatch (strictly). ``acknowledge``
+    names known-mismatch entries (``parity.registry``): the case lint accepts a MindSpore default
+    they cover, and the run summary reports an acknowledged entry that did not show as stale.
+    """
+
+    name: str
+    mindspore: Factory
+    torch: Factory
+    inputs: Any = None
+    ms_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    torch_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    weights: Any = "copy"
+    grads: bool = True
+    train: Union[bool, Tuple[bool, ...]] = False
+    tolerance: Any = None
+    name_map: Any = None
+    reference: Optional[str] = None
+    ms_mode: Optional[str] = None
+    xfail: Optional[str] = None
+    acknowledge: Tuple[str, ...] = ()  # known-mismatch ids this case knowingly exhibits or relies on
+    training: Optional[Training] = None
+    line: int = field(default=0, compare=False)
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise ParityUsageError(f"ParityCase name must be an identifier, got {self.name!r}")
+        for label in ("mindspore", "torch"):
+            factory = getattr(self, label)
+            if label == "mindspore" and factory == TRANSLATE:
+                continue
+            if not (callable(factory) or (isinstance(factory, str) and ":" in factory)):
+                raise ParityUsageError(f"ParityCase {self.name!r}: {label} must be a callable or "
+                                       f"'package.module:Name', got {factory!r}")
+        object.__setattr__(self, "acknowledge", tuple(self.acknowledge))
+        if self.training is not None and not isinstance(self.training, Training):
+            raise ParityUsageError(f"ParityCase {self.name!r}: training must be parity.Training(batches, loss, "
+                                   f"optimizer, ...), got {type(self.training).__qualname__}")
+        if self.training is not None and (self.inputs is not None or self.train is not False):
+            raise ParityUsageError(f"ParityCase {self.name!r}: a training case takes its batches from "
+                                   "Training(batches=...); drop inputs= and train=")
+        if self.training is None and self.inputs is None:
+            raise ParityUsageError(f"ParityCase {self.name!r}: give inputs= (or training=Training(...))")
+        if not self.line:
+            frame = sys._getframe(2)  # the module that wrote ParityCase(...)
+            object.__setattr__(self, "line", frame.f_lineno)
+
+    def lint(self, *, device: str = "CPU") -> List[str]:
+        """What the registry says is wrong with how this case builds its MindSpore side."""
+        from ..registry import lint
+
+        api = self.mindspore if isinstance(self.mindspore, (str, type)) and self.mindspore != TRANSLATE else ""
+        kwargs = self.ms_kwargs if api else {}
+        torch_kwargs = self.torch_kwargs if api else None
+        return [str(issue) for issue in lint(api, dict(kwargs), tuple(self.acknowledge),
+                                             torch_kwargs=torch_kwargs, device=device)]
+
+    def variants(self) -> List[Variant]:
+        if self.training is not None:
+            return [Variant(self, True)]
+        trains = self.train if isinstance(self.train, tuple) else (self.train,)
+        return [Variant(self, bool(t)) for t in trains]
+
+    def check_kwargs(self) -> Dict[str, Any]:
+        """The keyword arguments this case gives :func:`parity.check`."""
+        return {"weights": self.weights, "grads": self.grads, "tolerance": self.tolerance,
+                "name_map": self.name_map, "reference": self.reference, "ms_mode": self.ms_mode}
+
+
+def _resolve(factory: Factory, where: str) -> Callable[..., Any]:
+    if callable(factory):
+        return factory
+    module_name, _, attr = factory.partition(":")
+    try:
+        target = importlib.import_module(module_name)
+        for part in attr.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as exc:
+        raise ParityUsageError(f"{where}: cannot import {factory!r}: {exc}") from None
+    return target
+
+
+def _lazy(value: Any, where: str, *, call: bool = False) -> Any:
+    """``value`` with a dotted path (alone or as half of a pair) imported, and called when ``call``."""
+    if isinstance(value, (tuple, list)) and any(isinstance(v, str) for v in value):
+        return tuple(_lazy(v, where, call=call) for v in value)
+    if not isinstance(value, str):
+        return value
+    target = _resolve(value, where)
+    if not call:
+        return target
+    try:
+        return target()
+    except Exception as exc:  # the user's factory failed: say which, without a deep traceback
+        raise ParityUsageError(f"{where}: building {value!r} failed: {type(exc).__name__}: {exc}") from None
+
+
+def build(case: ParityCase, *, device: str = "CPU", seed: int = 1234) -> Tuple[Any, Any]:
+    """Construct the MindSpore and the PyTorch side of ``case``, both frameworks seeded first so
+    that initial weights (and a reproduce command) are the same on every run."""
+    from ..backends import mindspore as msb, torch as tb
+
+    msb.prepare(seed=seed, device=device)
+    tb.prepare(seed=seed, device=device)
+    made = []
+    for label, factory, kwargs in (("torch", case.torch, case.torch_kwargs),
+                                   ("mindspore", case.mindspore, case.ms_kwargs)):
+        if factory == TRANSLATE:
+            from ..translation import translate
+
+            made.append(translate(made[0], device=device))
+            continue
+        where = f"case {case.name!r} {label}"
+        try:
+            made.append(_resolve(factory, where)(**dict(kwargs)))
+        except ParityUsageError:
+            raise
+        except Exception as exc:  # the user's factory failed: say which, without a deep traceback
+            raise ParityUsageError(f"{where}: building failed: {type(exc).__name__}: {exc}") from None
+    return made[1], made[0]
+
+
+def _import_path(path: Path):
+    """Import ``path`` under its package name (walking up ``__init__.py`` files), so that case
+    modules and the model modules they import are each imported once."""
+    path = Path(path).resolve()
+    parts = [path.stem]
+    base = path.parent
+    while (base / "__init__.py").exists():
+        parts.insert(0, base.name)
+        base = base.parent
+    if str(base) not in sys.path:
+        sys.path.insert(0, str(base))
+    name = ".".join(parts)
+    module = importlib.import_module(name)
+    if Path(getattr(module, "__file__", "") or "").resolve() != path:
+        raise ParityUsageError(f"cannot load the cases in {path}: the module name {name!r} is already taken by "
+                               f"{getattr(module, '__file__', None) or 'a module without a file'}; rename one of them "
+                               "or put the folder in a package (an __init__.py)")
+    return module
+
+
+def load_cases(path: Path) -> List[ParityCase]:
+    """Every ParityCase defined at module level in ``path`` (alone or in lists), in line order."""
+    module = _import_path(Path(path))
+    found: Dict[int, ParityCase] = {}
+    for value in vars(module).values():
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        for item in items:
+            if isinstance(item, ParityCase):
+                found[id(item)] = item
+    cases = sorted(found.values(), key=lambda c: c.line)
+    names = [c.name for c in cases]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ParityUsageError(f"{path}: case names must be unique, repeated: {duplicates}")
+    return cases
+
+
+def looks_like_case_file(path: Path) -> bool:
+    """Cheap test, without importing: does the module define catalogue cases?"""
+    try:
+        return "ParityCase(" in Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def iter_case_files(root: Path) -> Iterator[Path]:
+    """Case modules under ``root`` (a file or a folder), in path order."""
+    root = Path(root)
+    paths = [root] if root.is_file() else sorted(root.rglob("*.py"))
+    for path in paths:
+        if path.name != "conftest.py" and looks_like_case_file(path):
+            yield path

@@ -1,0 +1,320 @@
+"""The one engine behind the fixture, the catalogue items and the CLI: ``run_check``."""
+
+from __future__ import annotations
+
+import contextlib
+import traceback
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+from . import messages as report
+from ..backends import framework_of
+from ..errors import ParityMismatch, ParityUnsupported, ParityUsageError
+from ..judge.devices import profile as device_profile
+from ..judge.dtypes import is_floating, narrowest
+from ..judge.envelope import Candidate, judge_envelope, near
+from ..judge.golden import judge_golden, near_golden
+from ..judge.metrics import compare_pair
+from ..judge.tolerance import ToleranceSpec, check_globs_used
+from ..options import parse_seed
+from ..weights.transfer import WeightReport, copy_weights, fill_weights, map_weights
+from .amp import parse as parse_amp, precision_causes, precision_rows, rewrite_cause
+from .causes import failure_causes, map_pair_weights, refuse_unsupported_dtype
+from .inputs import materialize, per_side_inputs
+from .passes import Passes
+from .result import Result
+
+__all__ = ["Settings", "Constant", "run_check", "DEFAULT_SEED", "MODES", "DEVICES"]
+
+DEFAULT_SEED = 1234
+MODES = ("pynative", "graph", "both")
+DEVICES = ("CPU", "GPU", "Ascend")
+WEIGHTS = ("copy", "copy_to_torch", "as_is")
+REFERENCES = (None, "float64")
+LOCALIZE = ("auto", True, False)
+
+
+@dataclass(frozen=True)
+class Constant:
+    """``weights=parity.constant(0.1)``: every floating weight and buffer on both sides set to value."""
+
+    value: float
+
+    def __str__(self):
+        return f"constant({self.value:g})"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How a run behaves (decided by the command line or the caller), and where it comes from."""
+
+    seed: Optional[int] = None
+    mode: Optional[str] = None
+    device: str = "CPU"
+    tolerances: Tuple[ToleranceSpec, ...] = ()  # most specific first, after the call's own
+    case: str = ""
+    location: str = ""
+    reproduce: str = ""  # command prefix; the seed is appended
+    verbose: int = 0  # pytest -v count: 2 and more show every layer
+
+    @property
+    def resolved_seed(self) -> int:
+        return self.seed if self.seed is not None else DEFAULT_SEED
+
+
+def check_choice(label: str, value, choices, where: str):
+    if value not in choices:
+        shown = ", ".join(repr(c) for c in choices)
+        raise ParityUsageError(f"{where}: unknown {label} {value!r}; expected one of {shown}")
+
+
+def check_pair(ms_cell, torch_module) -> None:
+    ms_kind, torch_kind = framework_of(ms_cell), framework_of(torch_module)
+    if ms_kind == "torch" and torch_kind == "mindspore":
+        raise ParityUsageError("the arguments are swapped: check(ms_cell, torch_module, ...) takes the "
+                               "MindSpore Cell first and the PyTorch Module second")
+    for given, want, label in ((ms_kind, "mindspore", "ms_cell"), (torch_kind, "torch", "torch_module")):
+        if given != want:
+            obj = ms_cell if label == "ms_cell" else torch_module
+            expected = "a mindspore.nn.Cell" if want == "mindspore" else "a torch.nn.Module"
+            raise ParityUsageError(f"{label} must be {expected}, got {type(obj).__module__}."
+                                   f"{type(obj).__qualname__}")
+
+
+def run_check(ms_cell, torch_module, inputs, **options) -> Result:
+    """See :func:`parity.check`. Both sides' train/eval flags, every sub-module's own, are as they
+    were when the check returns or raises."""
+    __tracebackhide__ = True
+    check_pair(ms_cell, torch_module)
+    from ..backends import mindspore as msb, torch as tb
+
+    restore_ms, restore_torch = msb.train_flags(ms_cell), tb.train_flags(torch_module)
+    try:
+        return _run_check(ms_cell, torch_module, inputs, **options)
+    finally:
+        restore_ms()
+        restore_torch()
+        msb.release_graphs()
+
+
+def _check_globs(spec: ToleranceSpec, run, comparisons) -> None:
+    """The call's name globs must each match a compared tensor (unless a structural failure left
+    tensors uncompared: the failure is reported instead)."""
+    if run.structure is None and not any(c.problem == "shape" for c in comparisons if c.kind == "output"):
+        check_globs_used(spec, [n for c in comparisons for n in (c.name, c.ms_name, c.torch_name)])
+
+
+def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, train=False, ms_mode=None,
+              tolerance=None, name_map=None, seed=None, reference=None, check_dtype=True, localize="auto",
+              amp=None, settings: Settings = Settings()) -> Result:
+    """See :func:`parity.check`."""
+    __tracebackhide__ = True  # a failing test shows its own line and the message, not parity's frames
+    check_pair(ms_cell, torch_module)
+    mode = settings.mode or ms_mode or "pynative"  # the command line decides how the run behaves
+    check_choice("ms_mode", mode, MODES, "check()")
+    check_choice("reference", reference, REFERENCES, "check()")
+    check_choice("localize", localize, LOCALIZE, "check()")
+    check_choice("device", settings.device, DEVICES, "settings")
+    spec = parse_amp(amp, "check()")
+    if not isinstance(weights, Constant) and weights not in WEIGHTS:
+        shown = ", ".join(repr(w) for w in WEIGHTS)
+        raise ParityUsageError(f"check(): unknown weights {weights!r}; expected one of {shown} or parity.constant(value)")
+    seed = parse_seed(seed, "check(seed=...)")
+    seed = seed if seed is not None else settings.seed if settings.seed is not None else DEFAULT_SEED
+    chain = (ToleranceSpec.parse(tolerance),) + settings.tolerances
+
+    from ..backends import mindspore as msb, torch as tb
+    from ..backends.device import setup as device_setup
+
+    msb.prepare(seed=seed, device=settings.device)
+    tb.prepare(seed=seed, device=settings.device)
+    setup = device_setup(settings.device)
+    chain += (device_profile(setup),)  # the dtype defaults on this device, last
+    user_cell = ms_cell
+    ms_cell, torch_module, region = _amp_pair(ms_cell, torch_module, spec)
+    wmap = map_pair_weights(ms_cell, torch_module, name_map, settings.device)
+    dtypes = {"ms": None if spec else msb.compute_dtype(ms_cell), "torch": tb.compute_dtype(torch_module)}
+    refuse_unsupported_dtype(ms_cell, torch_module, spec.dtype if spec else dtypes["ms"], settings.device, spec,
+                              user_cell)
+    wreport = set_weights(weights, wmap, ms_cell, torch_module)
+    msb.set_train(ms_cell, train)
+    tb.set_train(torch_module, train)
+    data = materialize(inputs, seed)
+    ms_data, torch_data, precision_notes = per_side_inputs(data, dtypes["ms"], dtypes["torch"])
+    if spec is not None:  # each side casts where its mixed-precision lists say
+        precision_notes = [f"mixed precision: {spec}; every floating tensor judged against the float64 golden"]
+    modes = ("pynative", "graph") if mode == "both" else (mode,)
+    restore = _snapshot(ms_cell, torch_module, wmap)
+    options = dict(grads=grads, train=train, seed=seed, device=settings.device, amp=spec,
+                   check_dtype=check_dtype and spec is None, reference=reference, ms_data=ms_data)
+    with region():
+        run, comparisons = _execute(ms_cell, torch_module, torch_data, wmap, chain, modes, capture=localize is True,
+                                    **options)
+    _check_globs(chain[0], run, comparisons)
+    layered = run if localize is True else None
+    if localize == "auto" and (run.structure is not None or not all(c.passed for c in comparisons)):
+        # Passing checks pay nothing for localisation; a failing one gets one captured pass per side.
+        restore()
+        msb.prepare(seed=seed, device=settings.device)
+        tb.prepare(seed=seed, device=settings.device)
+        if spec or any(c.golden is not None or _half_pair(c.ms_dtype, c.torch_dtype) for c in comparisons):
+            options["reference"] = "float64"  # half precision: the layers' noise floors against float64
+        with region():
+            layered = _execute(ms_cell, torch_module, torch_data, wmap, chain, ("pynative",), capture=True,
+                               judge=False, **options)[0]
+        layered.notes.append("layers were compared in one extra pass per side, with hooks (localize='auto')")
+    layers = layered.layer_verdicts() if layered is not None else None
+    if layered is not None and layered is not run:
+        run.notes += layered.notes
+    result = Result(
+        ms_type=type(user_cell).__name__, torch_type=type(torch_module).__name__, comparisons=comparisons,
+        weights=wreport, inputs=data.describe(seed), seed=seed, modes=modes, train=train,
+        reference=reference, case=settings.case, location=settings.location,
+        reproduce=report.reproduce_line(settings.reproduce, seed), notes=data.notes() + precision_notes + run.notes,
+        problem=run.structure or "", device_setup=setup)
+    result.layers = layers
+    if spec is not None and layers is not None:
+        result.precisions = precision_rows(layers.forward, msb.half_casts(ms_cell, spec.dtype))
+    if result.passed and layers is not None:
+        layers.passed_within_noise()
+    if not result.passed:
+        causes = failure_causes(ms_cell, torch_module, result, settings.device, modes[-1])
+        if spec is not None:
+            causes = _amp_causes(result, spec) + causes
+        raise ParityMismatch(report.failure_message(result, likely_causes=causes, verbose=settings.verbose),
+                             result, causes)
+    return result
+
+
+def _amp_pair(ms_cell, torch_module, spec):
+    """The pair a mixed-precision check runs (copies: the user's Cell and Module are left as they
+    were), and a function making the region PyTorch's forward passes run in."""
+    if spec is None:
+        return ms_cell, torch_module, contextlib.nullcontext
+    from ..backends import mindspore as msb, torch as tb
+
+    try:
+        ms_amp = msb.mixed_precision(ms_cell, spec.level, spec.dtype)
+    except Exception as exc:  # the rewrite rejected the Cell's code (O1 and nn.LSTMCell: a NameError)
+        text = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()[:6]
+        known = rewrite_cause(_amp_entries(spec), {type(c).__name__ for _, c in ms_cell.cells_and_names()}, spec)
+        raise ParityUnsupported("mindspore.amp.auto_mixed_precision(ms_cell, {!r}, {}) raised:\n    {}\nThis Cell "
+                                "cannot be converted at this level here: try another level, or check it in float32 "
+                                "or with to_float.{}".format(spec.level, spec.dtype, "\n    ".join(text),
+                                                             f"\n{known}" if known else "")) from None
+    if spec.torch == "half":
+        return ms_amp, tb.half_copy(torch_module, spec.dtype), contextlib.nullcontext
+    return ms_amp, torch_module, lambda: tb.autocast(spec.dtype)
+
+
+def _amp_causes(result, spec) -> List[str]:
+    """A layer that ran in different precisions on the two sides, at or before the divergence."""
+    if not result.precisions:
+        return []
+    at = None
+    for direction in ("forward", "backward"):
+        verdict, _ = result.layers.first(direction)
+        if verdict is not None:
+            at = verdict.path
+            break
+    return precision_causes(result.precisions, spec, at, _amp_entries(spec))
+
+
+def _amp_entries(spec) -> list:
+    """The registry's ``precision`` entries for this level and the installed versions."""
+    from ..registry import installed_versions, load
+
+    versions = installed_versions()
+    return [e for e in load().entries if e.kind == "precision" and e.amp is not None and spec.level in e.amp.levels
+            and e.applies(*versions)]
+
+
+def _execute(ms_cell, torch_module, data, wmap, chain, modes, *, capture, reference, judge=True, **options):
+    """PyTorch once (and in float64 for ``reference``), MindSpore once per mode; the compared pairs
+    (judged against the rounding envelope too, unless ``judge`` is False: a pass for layers only)."""
+    from ..backends import torch as tb
+
+    check_dtype = options.pop("check_dtype")
+    run = Passes(ms_cell, torch_module, data, wmap, chain, capture=capture, **options)
+    reference_module = tb.float64_copy(torch_module) if reference == "float64" else None
+    with run:
+        run.torch_forward()
+        references = run.float64_reference(reference_module) if reference_module is not None else {}
+        for run_mode in modes:
+            run.ms_pass(run_mode)
+            if run.structure is not None:
+                break
+        comparisons = [compare_pair(p, chain, check_dtype) for p in run.pairs]
+        if judge:
+            _judge_close_ones(run, comparisons, references)
+            _judge_half(run, comparisons, references)
+        if run.localizer is not None and "pynative" not in modes:
+            run.localize_in_pynative()
+    return run, comparisons
+
+
+def _judge_close_ones(run, comparisons, references) -> None:
+    """Tensors within HEADROOM of their tolerance (or beyond it) are judged against PyTorch's own
+    rounding envelope; the rest keep the plain verdict and pay nothing."""
+    close = [Candidate(pair.key, c, pair.ms, pair.torch) for pair, c in zip(run.pairs, comparisons)
+             if near(c, pair.torch.dtype.kind == "f") and not _half_judged(run, c)]
+    if close:
+        run.judge(judge_envelope, close, references)
+
+
+def _half_pair(ms_dtype: str, torch_dtype: str) -> bool:
+    return narrowest((ms_dtype, torch_dtype)) is not None
+
+
+def _half_judged(run, c) -> bool:
+    """Judged by the float64 golden: a half-precision tensor, or any floating one of a mixed-precision pair."""
+    return _half_pair(c.ms_dtype, c.torch_dtype) or (run.amp is not None and is_floating(c.torch_dtype))
+
+
+def _judge_half(run, comparisons, references) -> None:
+    """Half-precision tensors within HEADROOM of their tolerance (or beyond it) are judged against
+    the float64 golden (see :mod:`parity.judge.golden`); the golden is the ``reference="float64"``
+    pass where one ran."""
+    close = [Candidate(pair.key, c, pair.ms, pair.torch) for pair, c in zip(run.pairs, comparisons)
+             if near_golden(c) and _half_judged(run, c)]
+    if close:
+        run.judge(judge_golden, close, references)
+
+
+def _snapshot(ms_cell, torch_module, wmap):
+    """Every non-trainable tensor on both sides (running statistics), and a function restoring them."""
+    from ..backends import mindspore as msb, torch as tb
+
+    saved = [(backend, model, name, backend.read(model, name))
+             for pair in wmap.pairs if not pair.trainable
+             for backend, model, name in ((msb, ms_cell, pair.ms), (tb, torch_module, pair.torch))]
+
+    def restore():
+        for backend, model, name, value in saved:
+            backend.write(model, name, value)
+
+    return restore
+
+
+def set_weights(weights, wmap, ms_cell, torch_module) -> WeightReport:
+    if isinstance(weights, Constant):
+        return fill_weights(wmap, ms_cell, torch_module, weights.value)
+    if weights == "copy":
+        return copy_weights(wmap, torch_module, ms_cell, to_torch=False)
+    if weights == "copy_to_torch":
+        return copy_weights(wmap, ms_cell, torch_module, to_torch=True)
+    return WeightReport(wmap, "as is")
+
+
+def transfer(src, dst, *, name_map=None) -> WeightReport:
+    """See :func:`parity.transfer_weights`."""
+    src_kind, dst_kind = framework_of(src), framework_of(dst)
+    if {src_kind, dst_kind} != {"mindspore", "torch"}:
+        raise ParityUsageError(
+            "transfer_weights(src, dst) needs one mindspore.nn.Cell and one torch.nn.Module, got "
+            f"{type(src).__qualname__} ({src_kind or 'neither'}) and {type(dst).__qualname__} ({dst_kind or 'neither'})")
+    from ..backends import mindspore as msb, torch as tb
+
+    ms_model, torch_model = (src, dst) if src_kind == "mindspore" else (dst, src)
+    wmap = map_weights(msb.slots(ms_model), tb.slots(torch_model), name_map)
+    return copy_weights(wmap, src, dst, to_torch=src_kind == "mindspore")

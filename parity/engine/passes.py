@@ -1,0 +1,270 @@
+"""The passes of one check: PyTorch once, MindSpore once per mode, layer capture riding along,
+and PyTorch again for the judges (:mod:`parity.judge`) as they ask.
+
+The compared tensors come out as :class:`parity.judge.metrics.ArrayPair` in execution order:
+outputs, input gradients, parameter gradients (backward order), running statistics.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from . import messages as report
+from ..backends import is_float
+from ..judge.dtypes import eps
+from ..judge.metrics import ArrayPair
+from ..judge.tolerance import resolve
+from ..weights.layouts import by_torch_name, ms_label, torch_layout
+from .inputs import Inputs, _normal, _unit_floats, seeded_stream
+from .localize import LayerTable, Localizer, Recording, align_layers, settle
+from .side_errors import backward, run_side
+
+__all__ = ["Passes", "buffers_of", "perturbed_inputs", "draw_seed"]
+
+
+def perturbed_inputs(data: Inputs, seed: int, draw: int, ulps: float) -> Inputs:
+    """The inputs with every floating element moved by ``ulps`` units in the last place, up or down."""
+    def move(name, array):
+        if not is_float(array) or array.dtype.kind == "c" or array.size == 0:
+            return array
+        u = _unit_floats(seeded_stream(seed, f"envelope:{draw}:{name}"), array.size).reshape(array.shape)
+        step = eps(array.dtype) * ulps * np.where(u < 0.5, -1.0, 1.0)
+        return (array * (1.0 + step)).astype(array.dtype)
+
+    args = tuple(move(f"input[{i}]", a) for i, a in enumerate(data.args))
+    return Inputs(args, {k: move(k, a) for k, a in data.kwargs.items()}, data.descriptions)
+
+
+class Passes:
+    """The passes of one check: PyTorch once, MindSpore once per mode, layer capture riding along."""
+
+    def __init__(self, ms_cell, torch_module, data, wmap, chain, *, grads, train, seed, device, capture, ms_data=None,
+                 amp=None):
+        from ..backends import mindspore as msb, torch as tb
+
+        self.ms_cell, self.torch_module, self.data, self.wmap = ms_cell, torch_module, data, wmap
+        self.ms_data = ms_data if ms_data is not None else data  # each side's inputs in its own dtype
+        self.grads, self.train, self.seed, self.device = grads, train, seed, device
+        self.amp = amp  # parity.amp.Amp of a mixed-precision pair
+        self.trainable = wmap.trainable_pairs()
+        self.pairs: List[ArrayPair] = []
+        self.structure: Optional[str] = None  # set when the two sides return different output structures
+        self.ms_recording: Optional[Recording] = None  # the hooked MindSpore pass, when layers are captured
+        self.notes: List[str] = []
+        self.torch_grads = None
+        self.torch_layers = None  # the PyTorch capture, while layers are captured
+        self.ms_start = {p.ms: msb.read(ms_cell, p.ms) for p in wmap.pairs if not p.trainable}
+        self.torch_start = tb.buffers(torch_module)  # every buffer, counters too: the envelope's runs start here
+        self.torch_recording = Recording() if capture else None
+        self.backward_layers = capture and grads
+        self.localizer = None
+        if capture:
+            align = _layer_alignment(ms_cell, torch_module, wmap)
+            self.localizer = Localizer(self.torch_recording, align,
+                                       lambda names, dtype: resolve(chain, names, dtype)[0])
+
+    def __enter__(self):
+        self._stack = contextlib.ExitStack()
+        return self
+
+    def __exit__(self, *exc_info):
+        return self._stack.__exit__(*exc_info)
+
+    def _torch_pass(self):
+        from ..backends import torch as tb
+
+        if self.torch_recording is not None:
+            self.torch_layers = self._stack.enter_context(tb.capture(self.torch_module, self.torch_recording,
+                                                                     backward=self.backward_layers))
+        return tb.Pass(self.torch_module, self.data, grads=self.grads, device=self.device)
+
+    def torch_forward(self) -> None:
+        from ..backends import torch as tb
+
+        self.torch_side = run_side(self._torch_pass, "PyTorch")
+        self.torch_buffers = buffers_of(tb, self.torch_module, self.wmap, "torch") if self.train else {}
+        self.cotangents = _cotangents(self.torch_side, self.seed)
+
+    def _torch_backward(self):
+        if self.torch_grads is None:
+            self.torch_grads = backward(self.torch_side, self.cotangents, [p.torch for p in self.trainable],
+                                         "PyTorch")
+            if self.torch_layers is not None:
+                self.torch_layers.flush()  # the layers' gradients, into the recording
+        return self.torch_grads
+
+    def ms_pass(self, mode: str, *, compare: bool = True) -> None:
+        from ..backends import mindspore as msb
+
+        for name, value in self.ms_start.items():
+            msb.write(self.ms_cell, name, value)
+        hooks = self.localizer is not None and mode == "pynative"
+        recording = Recording(self.localizer.on_forward, self.localizer.on_backward) if hooks else None
+        capture = (msb.capture(self.ms_cell, recording, backward=self.backward_layers) if hooks
+                   else contextlib.nullcontext())
+        self.ms_recording = recording or self.ms_recording
+        with capture as layers:
+            ms_side = run_side(lambda: msb.Pass(self.ms_cell, self.ms_data, grads=self.grads, mode=mode), "MindSpore")
+            if layers is not None:
+                layers.flush()  # the forward's layers, compared before the backward starts
+            self.structure = _structure_problem(ms_side, self.torch_side)
+            if self.structure is not None:
+                return
+            outputs = _output_pairs(ms_side, self.torch_side, mode)
+            # Read statistics before the backward: in GRAPH mode the VJP re-runs the forward.
+            ms_buffers = buffers_of(msb, self.ms_cell, self.wmap, "ms") if self.train else {}
+            shapes_agree = all(p.ms.shape == p.torch.shape for p in outputs)
+            if self.grads and shapes_agree:
+                torch_grads = self._torch_backward()
+                ms_grads = backward(ms_side, self.cotangents, [p.ms for p in self.trainable], "MindSpore")
+        if not compare:
+            return
+        self.pairs += outputs
+        if self.grads and shapes_agree:
+            self.pairs += _grad_pairs(ms_grads, torch_grads, self.trainable, mode)
+        if self.train:
+            self.pairs += _buffer_pairs(ms_buffers, self.torch_buffers, self.wmap, mode)
+
+    def localize_in_pynative(self) -> None:
+        """GRAPH mode runs no hooks: compare the layers in one extra PYNATIVE pass."""
+        self.notes.append("GRAPH mode has no layer hooks: layers were compared in an extra PYNATIVE pass")
+        self.ms_pass("pynative", compare=False)
+
+    def layer_verdicts(self):
+        unmatched = self.ms_recording.unmatched if self.ms_recording is not None else []
+        if unmatched:
+            self.notes.append(f"{len(unmatched)} MindSpore backward hook calls had no forward record and "
+                              f"were not compared: {sorted(set(unmatched))[:5]}")
+        settle(self.localizer.forward)
+        settle(self.localizer.backward)
+        return LayerTable(self.localizer.forward, self.localizer.backward)
+
+    def judge(self, judge, candidates, references) -> None:
+        """Have ``judge`` (:func:`parity.judge.envelope.judge_envelope` or
+        :func:`parity.judge.golden.judge_golden`) give ``candidates`` their verdicts, PyTorch's
+        reruns made here: the float64 pass from the same start (``references`` where it ran
+        already; kept there for the next judge), and the passes with every input, weight, layer
+        output and gradient moved as each rerun asks, with the same dropout masks as the first run."""
+        from ..backends import torch as tb
+
+        after = tb.buffers(self.torch_module)
+
+        def rerun(spec):
+            if spec.cast is not None:
+                if not references:
+                    module64 = tb.float64_copy(self.torch_module)
+                    tb.set_buffers(module64, self.torch_start)
+                    references.update(_reference_values(module64, self.data, self.grads, self.device, self.cotangents,
+                                                        self.wmap, self.train, cast=spec.cast))
+                return references.items()
+            tb.set_buffers(self.torch_module, self.torch_start)
+            tb.prepare(seed=self.seed, device=self.device)  # the same dropout masks as the first run
+            with tb.perturbed(self.torch_module, seed=draw_seed(self.seed, spec.draw), ulps=spec.ulps):
+                return _reference_values(self.torch_module, perturbed_inputs(self.data, self.seed, spec.draw, spec.ulps),
+                                         self.grads, self.device, self.cotangents, self.wmap, self.train).items()
+
+        judge(candidates, rerun)
+        tb.set_buffers(self.torch_module, after)
+
+    def float64_reference(self, module64):
+        """The float64 PyTorch pass; its layers too, as the localiser's noise floor."""
+        from ..backends import torch as tb
+
+        capture = contextlib.nullcontext()
+        if self.localizer is not None:
+            if self.grads:
+                self._torch_backward()  # first, so that each float64 layer call is measured as it comes
+            capture = tb.capture(module64, self.localizer.float64_recording(), backward=self.backward_layers)
+        with capture:
+            return _reference_values(module64, self.data, self.grads, self.device, self.cotangents, self.wmap,
+                                     self.train, cast="float64")
+
+
+def _layer_alignment(ms_cell, torch_module, wmap):
+    """MindSpore layer path -> PyTorch layer path: same path, else as the weight map paired them,
+    else by structure (see :func:`parity.engine.localize.align_layers`)."""
+    from ..backends import mindspore as msb, torch as tb
+
+    ms_kinds, torch_kinds = msb.layer_kinds(ms_cell), tb.layer_kinds(torch_module)
+    known = {path: path for path in ms_kinds if path and path in torch_kinds}
+    for pair in wmap.pairs:
+        if pair.ms_part is None and pair.torch_part is None:  # a fused layer has no one counterpart
+            known.setdefault(pair.ms.rpartition(".")[0], pair.torch.rpartition(".")[0])
+    return align_layers(ms_kinds, torch_kinds, known).get
+
+
+def _cotangents(torch_side, seed: int) -> Dict[str, np.ndarray]:
+    """A seeded N(0, 1) cotangent for every floating output: the VJP direction, never ``.sum()``."""
+    cots = {}
+    for path, value in torch_side.values:
+        if is_float(value):
+            count = int(value.size)
+            cots[path] = _normal(seeded_stream(seed, f"cotangent:{path}"), count).reshape(value.shape).astype(value.dtype)
+    return cots
+
+
+def _structure_problem(ms_side, torch_side) -> Optional[str]:
+    ms_paths, torch_paths = [p for p, _ in ms_side.values], [p for p, _ in torch_side.values]
+    if ms_paths != torch_paths:
+        return report.structure_message(ms_paths, torch_paths)
+    return None
+
+
+def _output_pairs(ms_side, torch_side, mode) -> List[ArrayPair]:
+    return [ArrayPair("output", path, path, path, mode, ms_value, torch_value)
+            for (path, ms_value), (_, torch_value) in zip(ms_side.values, torch_side.values)]
+
+
+def _grad_pairs(ms_grads, torch_grads, trainable, mode) -> List[ArrayPair]:
+    found = [ArrayPair("input grad", name, name, name, mode, ms_grads.inputs[name], value)
+             for name, value in torch_grads.inputs.items()]
+    # Backward order: the last layer's grads are computed first. One comparison per PyTorch
+    # tensor, the MindSpore gradient moved through the weight map's layout (part of a fused one,
+    # parts joined, transposed).
+    for name, pairs in reversed(list(by_torch_name(trainable).items())):
+        found.append(ArrayPair("param grad", name, ms_label(pairs), name, mode, torch_layout(pairs, ms_grads.params),
+                                torch_grads.params[name], name.rpartition(".")[0]))
+    return found
+
+
+def buffers_of(backend, model, wmap, side: str) -> Dict[str, np.ndarray]:
+    """Non-trainable tensors by PyTorch name, in the PyTorch layout."""
+    groups = by_torch_name(p for p in wmap.pairs if not p.trainable)
+    if side != "ms":
+        return {name: backend.read(model, name) for name in groups}
+    arrays = {p.ms: backend.read(model, p.ms) for pairs in groups.values() for p in pairs}
+    return {name: torch_layout(pairs, arrays) for name, pairs in groups.items()}
+
+
+def _buffer_pairs(ms_buffers, torch_buffers, wmap, mode) -> List[ArrayPair]:
+    groups = by_torch_name(p for p in wmap.pairs if not p.trainable)
+    return [ArrayPair("buffer", name, ms_label(pairs), name, mode, ms_buffers[name], torch_buffers[name],
+                       name.rpartition(".")[0]) for name, pairs in groups.items()]
+
+
+def draw_seed(seed: int, draw: int) -> int:
+    return int(seeded_stream(seed, f"envelope:{draw}").random_raw()) >> 1
+
+
+def _reference_values(module, data, grads, device, cotangents, wmap, train, cast=None):
+    """The same forward and VJP on the PyTorch side again (in float64 with ``cast``), keyed like
+    ``ArrayPair.key``."""
+    import torch
+
+    from ..backends import torch as tb
+
+    dtype = getattr(torch, cast) if cast else None
+    label = f"PyTorch {cast}" if cast else "PyTorch (rounding envelope)"
+    side = run_side(lambda: tb.Pass(module, data, grads=grads, device=device, cast=dtype), label)
+    found = {("output", path): value for path, value in side.values}
+    if grads:
+        trainable = [p.torch for p in wmap.trainable_pairs()]
+        result = backward(side, cotangents, trainable, label)
+        found.update({("input grad", k): v for k, v in result.inputs.items()})
+        found.update({("param grad", k): v for k, v in result.params.items()})
+    if train:
+        found.update({("buffer", k): v for k, v in buffers_of(tb, module, wmap, "torch").items()})
+    return found

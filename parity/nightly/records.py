@@ -1,0 +1,377 @@
+"""Machine-readable records of a run (``--parity-report=PATH``): JSON lines, schema 1.
+
+The file holds one ``environment`` record (the fingerprint: versions, device, host, commit) and
+one ``check`` record per check: a ``parity.check``/``check_training``/``check_data_parallel`` call
+made through the ``parity`` fixture, or one catalogue item's run. A record is a JSON-serialisable
+dict built where the check ran (an xdist worker too) and kept in the item's stash; it travels to
+the process that writes the file in the test report's ``user_properties`` under
+:data:`RECORD_KEY`, so that each record is written exactly once. Numbers that are not finite are written as the strings ``"inf"``,
+``"-inf"`` and ``"nan"`` (the file is strict JSON); :func:`read_records` reads them back as floats.
+docs/report-format.md describes every field. Nothing here imports a framework.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import math
+import numbers
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+import pytest
+
+from ..judge import devices
+from . import environment
+from ..engine.data_parallel.result import RUNS, DataParallelResult
+from ..errors import ParityMismatch, ParityUnsupported, ParityUsageError
+
+__all__ = ["SCHEMA", "RECORD_KEY", "VERDICTS", "check_record", "fingerprint", "read_records", "RecordFile",
+           "recording", "attach", "carried", "item_records"]
+
+SCHEMA = 1
+RECORD_KEY = "parity-record"  # the user property a check record travels in
+CHECKS_KEY = "parity-checks"  # how many checks the report's phase made (a scalar, for JUnit)
+VERDICTS = ("pass", "fail", "xfail", "error", "unsupported")
+_CAUSE = "Likely cause: "
+_RECORDS = pytest.StashKey[List[Dict[str, Any]]]()
+_SENT = pytest.StashKey[int]()
+# Fields that hold floats: "inf"/"-inf"/"nan" there are read back as floats.
+_FLOATS = frozenset({"max_abs", "max_rel", "cosine", "margin", "rtol", "atol", "ms_error", "spread",
+                     "tolerance_margin", "whole_margin", "worst_margin", "duration", "out_margin", "out_error", "in_margin",
+                     "ms_loss", "torch_loss", "factor", "mindspore_single", "mindspore_parallel", "torch_single",
+                     "torch_parallel"})
+
+
+# -- check records ----------------------------------------------------------------------------
+
+
+def _verdict(result, error: Optional[BaseException]) -> str:
+    if isinstance(error, ParityMismatch):
+        return "fail"
+    if isinstance(error, ParityUnsupported):
+        return "unsupported"
+    if error is not None:
+        return "error"
+    return "pass" if result.passed else "fail"
+
+
+def _shape(shape) -> Optional[List[int]]:
+    return None if shape is None else [int(n) for n in shape]
+
+
+def _envelope(e) -> Optional[Dict[str, Any]]:
+    if e is None:
+        return None
+    return {"passed": e.passed, "margin": e.margin, "outside": e.outside, "total": e.total,
+            "ms_error": e.ms_error, "spread": e.spread, "flips": e.flips, "steady": e.steady, "factor": e.factor,
+            "draws": e.draws, "float64": e.float64, "tolerance_margin": e.tolerance_margin,
+            "whole_margin": e.whole_margin, "judged_whole": e.judged_whole}
+
+
+def _golden(g) -> Optional[Dict[str, Any]]:
+    """The half-precision judge (parity.judge.golden.Golden), where it ran."""
+    if g is None:
+        return None
+    return {"passed": g.passed, "dtype": g.dtype, "margin": g.margin, "factor": g.factor, "floor": g.floor,
+            "ms_error": g.ms_error, "torch_error": g.torch_error, "ms_max": g.ms_max, "torch_max": g.torch_max,
+            "flips": g.flips, "tolerance_margin": g.tolerance_margin}
+
+
+def tensor_record(c, step: Optional[int] = None) -> Dict[str, Any]:
+    """One compared tensor (a :class:`parity.judge.metrics.Comparison`). Figures that were not measured
+    (the shapes or dtypes differed) are ``None``."""
+    measured = c.problem is None
+    nf = c.nonfinite
+    record = {
+        "kind": c.kind, "name": c.name, "ms_name": c.ms_name, "torch_name": c.torch_name, "mode": c.mode,
+        "layer": c.layer or None, "ms_shape": _shape(c.ms_shape), "torch_shape": _shape(c.torch_shape),
+        "ms_dtype": c.ms_dtype, "torch_dtype": c.torch_dtype, "passed": c.passed, "problem": c.problem,
+        "total": c.total, "mismatched": c.mismatched,
+        "max_abs": c.max_abs if measured else None, "max_abs_index": list(c.max_abs_index) if measured else None,
+        "max_rel": c.max_rel if measured else None, "max_rel_index": list(c.max_rel_index) if measured else None,
+        "cosine": c.cosine if measured and c.total else None, "margin": c.margin if measured else None,
+        "tolerance": {"rtol": c.tolerance.rtol, "atol": c.tolerance.atol}, "tolerance_source": c.tolerance_source,
+        "nonfinite": None if nf is None else {"ms": nf.ms_count, "torch": nf.torch_count,
+                                              "disagreeing": nf.disagreeing, "positions": nf.positions},
+        "noise_judged": c.noise_judged, "envelope": _envelope(c.envelope), "golden": _golden(c.golden),
+    }
+    if step is not None:
+        record["step"] = step
+    return record
+
+
+def _first_divergence(layers) -> Optional[Dict[str, Any]]:
+    """The first divergent layer forward and backward, where the layers were captured."""
+    if layers is None:
+        return None
+    found = {}
+    for direction in ("forward", "backward"):
+        verdict, where = layers.first(direction)
+        found[direction] = None if verdict is None else {
+            "layer": verdict.path, "ms_layer": verdict.ms_path, "ms_type": verdict.ms_type,
+            "torch_type": verdict.torch_type, "status": verdict.status, "where": where,
+            "max_abs": verdict.max_abs, "out_margin": verdict.out_margin, "out_error": verdict.out_error}
+    return found
+
+
+def _layers(layers) -> Optional[Dict[str, List[Dict[str, Any]]]]:
+    """Every captured layer call's figures, forward in execution order and backward in backward
+    order (the per-layer table of the message, whole); ``None`` without a layer capture."""
+    if layers is None:
+        return None
+    return {direction: [{"layer": v.path, "ms_layer": v.ms_path, "call": v.call, "ms_type": v.ms_type,
+                         "torch_type": v.torch_type, "status": v.status, "in_margin": v.in_margin,
+                         "out_margin": v.out_margin, "out_error": v.out_error, "max_abs": v.max_abs}
+                        for v in getattr(layers, direction)]
+            for direction in ("forward", "backward")}
+
+
+def _training(result) -> Dict[str, Any]:
+    first = result.first_failure
+    return {"optimizer": result.optimizer, "loss": result.loss, "batches": result.batches,
+            "losses": [{"step": s.step, "ms_loss": s.ms_loss, "torch_loss": s.torch_loss} for s in result.steps],
+            "first_failure": None if first is None else {"step": first[0], "kind": first[1].kind,
+                                                         "name": first[1].name}}
+
+
+def _data_parallel(result) -> Dict[str, Any]:
+    """A data-parallel check's runs, pairs, losses and findings (parity.engine.data_parallel.run)."""
+    first = result.first_failure
+    pairs = list(dict.fromkeys(p for s in result.steps for p in s.pairs))
+    return {"workers": result.workers, "runs": list(RUNS), "pairs": pairs, "optimizer": result.optimizer,
+            "loss": result.loss, "batches": result.batches,
+            "losses": [{"step": s.step, **{_run_key(run): s.losses[run] for run in RUNS}} for s in result.steps],
+            "failing_pairs": result.failing_pairs, "disagreeing": result.disagreeing or None,
+            "shard_findings": list(result.shard_findings), "worker_findings": list(result.worker_findings),
+            "first_failure": None if first is None else {"step": first[0], "pair": first[1], "kind": first[2].kind,
+                                                         "name": first[2].name},
+            "seconds": dict(result.seconds)}
+
+
+def _run_key(run: str) -> str:
+    """``"MindSpore single"`` -> ``"mindspore_single"``."""
+    return run.lower().replace(" ", "_").replace("pytorch", "torch")
+
+
+def _parallel_fields(result) -> Dict[str, Any]:
+    tensors = [tensor_record(c, s.step) for s in result.steps for c in s.comparisons]
+    margins = [t["margin"] for t in tensors if t["margin"] is not None]
+    return {"pair": {"mindspore": result.ms_type, "torch": result.torch_type}, "train": True, "modes": ["pynative"],
+            "seed": result.seed, "worst_margin": max(margins, default=None), "tensors": tensors,
+            "data_parallel": _data_parallel(result), "inputs": result.batches, "notes": list(result.notes),
+            "reproduce": result.reproduce or None}
+
+
+def _result_fields(result) -> Dict[str, Any]:
+    if isinstance(result, DataParallelResult):
+        return _parallel_fields(result)
+    training = hasattr(result, "steps")
+    tensors = ([tensor_record(c, s.step) for s in result.steps for c in s.comparisons] if training
+               else [tensor_record(c) for c in result.comparisons])
+    margins = [t["margin"] for t in tensors if t["margin"] is not None]
+    weights = result.weights
+    return {
+        "pair": {"mindspore": result.ms_type, "torch": result.torch_type},
+        "train": True if training else result.train,
+        "modes": [result.mode] if training else list(result.modes),
+        "seed": result.seed,
+        "reference": None if training else result.reference,
+        "worst_margin": max(margins, default=None),
+        "problem": result.problem or None,
+        "tensors": tensors,
+        "first_divergence": None if training else _first_divergence(result.layers),
+        "layers": None if training else _layers(result.layers),
+        "training": _training(result) if training else None,
+        "weights": {"direction": weights.direction, "mapped": weights.total, "verified": weights.verified},
+        "inputs": result.batches if training else result.inputs,
+        "notes": list(result.notes),
+        "reproduce": result.reproduce or None,
+    }
+
+
+def check_record(*, nodeid: str, case: str, call: str, index: int, device: str, seed: int, duration: float,
+                 result=None, error: Optional[BaseException] = None) -> Dict[str, Any]:
+    """The record of one check: its ``result`` (a Result, TrainingResult or DataParallelResult; a
+    mismatch's own when ``error`` is one), or only the ``error`` where the check raised before
+    comparing. ``seed`` is the one the check would use, for a check that has no result."""
+    if result is None and isinstance(error, ParityMismatch):
+        result = error.result
+    message = str(error) if error is not None else ""
+    record: Dict[str, Any] = {
+        "schema": SCHEMA, "type": "check", "nodeid": nodeid, "case": case, "call": call, "index": index,
+        "verdict": _verdict(result, error), "device": device,
+        "pair": None, "train": None, "modes": [], "seed": seed, "reference": None, "worst_margin": None,
+        "problem": None, "tensors": [], "first_divergence": None, "layers": None, "training": None,
+        "data_parallel": None, "weights": None, "inputs": None, "notes": [], "reproduce": None, "device_setup": None,
+    }
+    if result is not None:
+        record.update(_result_fields(result))
+        setup = getattr(result, "device_setup", None)
+        record["device_setup"] = setup.as_record() if setup is not None else None
+    record.update({
+        "likely_causes": list(getattr(error, "likely_causes", None) or
+                              [line[len(_CAUSE):] for line in message.splitlines() if line.startswith(_CAUSE)]),
+        "error": None if error is None else {"type": type(error).__name__, "message": message},
+        "duration": duration,
+        "worker": os.environ.get("PYTEST_XDIST_WORKER"),
+    })
+    return _jsonable(record)
+
+
+def _jsonable(value):
+    """``value`` as strict JSON takes it: lists for tuples, Python numbers for numpy's, and the
+    strings "inf", "-inf" and "nan" for floats that are not finite."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        value = float(value)
+        return value if math.isfinite(value) else ("nan" if value != value else "inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return str(value)
+
+
+# -- where records are made and how they leave the item -----------------------------------------
+
+
+class _Recorded:
+    result = None
+
+
+@contextlib.contextmanager
+def recording(node, settings, *, call: str, case: str) -> Iterator[_Recorded]:
+    """Time the check run in the block and keep its record in ``node``'s stash: set ``.result``
+    on what this yields when the check returns; an exception is recorded as it leaves."""
+    __tracebackhide__ = True
+    recorded, started = _Recorded(), time.perf_counter()
+    fields = dict(nodeid=node.nodeid, case=case, call=call, device=settings.device, seed=settings.resolved_seed)
+    kept = node.stash.setdefault(_RECORDS, [])
+    try:
+        yield recorded
+    except Exception as exc:
+        kept.append(check_record(index=len(kept), duration=time.perf_counter() - started, error=exc, **fields))
+        raise
+    if recorded.result is not None:
+        kept.append(check_record(index=len(kept), duration=time.perf_counter() - started, result=recorded.result,
+                                 **fields))
+
+
+def item_records(item) -> List[Dict[str, Any]]:
+    """Every record the item's checks made so far."""
+    return item.stash.get(_RECORDS, [])
+
+
+def attach(item, report, *, records: bool) -> None:
+    """Hand the records made since the last phase to this phase's ``report``: an expected failure
+    (xfail) turns its failed checks' verdicts to ``xfail``; ``records`` puts each record in the
+    report's user properties under :data:`RECORD_KEY`."""
+    kept = item_records(item)
+    start = item.stash.get(_SENT, 0)
+    new = kept[start:]
+    item.stash[_SENT] = len(kept)
+    if not new:
+        return
+    if report.skipped and hasattr(report, "wasxfail"):
+        for record in new:
+            if record["verdict"] in ("fail", "unsupported"):
+                record["verdict"] = "xfail"
+    report.user_properties.append((CHECKS_KEY, len(new)))
+    if records:
+        report.user_properties.extend((RECORD_KEY, record) for record in new)
+
+
+def carried(report) -> List[Dict[str, Any]]:
+    """The check records a report carries."""
+    return [value for key, value in getattr(report, "user_properties", ()) if key == RECORD_KEY]
+
+
+# -- the environment and the file -------------------------------------------------------------
+
+
+def fingerprint(*, root: Path, device: str, seed: Optional[str], mode: Optional[str],
+                workers: Optional[object] = None) -> Dict[str, Any]:
+    """The run's environment record: versions, the device, the host, the commit at ``root``,
+    and the run's own options (as given: ``None`` where left to defaults)."""
+    host = environment.cpu()
+    accelerator = environment.accelerator(device)
+    versions = environment.versions()
+    versions.update({key: accelerator.pop(key) for key in ("cann", "ascend_driver", "nvidia_driver")})
+    accelerator["torch_reference"] = devices.planned_reference(device, versions.get("torch_npu"))
+    return _jsonable({
+        "schema": SCHEMA, "type": "environment",
+        # to the microsecond: two runs a second apart are two runs (parity report's history keys on it)
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds"),
+        "versions": versions, **accelerator,
+        "host": {"name": platform.node(), "platform": platform.platform(), "cpu_model": host["model"],
+                 "arch": host["arch"], "cores": host["cores"], "cpu_flags": host["flags"]},
+        "git": environment.git_state(root), "rootdir": str(root),
+        "run": {"seed": seed, "mode": mode, "device": device, "xdist_workers": workers},
+    })
+
+
+class RecordFile:
+    """The JSON-lines file being written; each record is flushed as it arrives, so that a run cut
+    short leaves what it had."""
+
+    def __init__(self, path: Path, where: str):
+        if path.is_dir():
+            raise ParityUsageError(f"{where}: {path} is a folder; give the path of the file to write")
+        if not path.parent.is_dir():
+            raise ParityUsageError(f"{where}: folder {path.parent} does not exist")
+        try:
+            self._file = path.open("w", encoding="utf-8")
+        except OSError as exc:
+            raise ParityUsageError(f"{where}: cannot write {path}: {exc.strerror}") from None
+        self.path = path
+
+    def write(self, record: Dict[str, Any]) -> None:
+        self._file.write(json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _floats(record: Dict[str, Any]) -> Dict[str, Any]:
+    for key, value in record.items():
+        if key in _FLOATS and isinstance(value, str):
+            record[key] = float(value)
+    return record
+
+
+def read_records(path) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+    """The environment record and the check records of a ``--parity-report`` file, in the order
+    written (the order reports arrived: under xdist not the collection order). Record types this
+    schema does not know are left out, for files written by later versions of schema 1."""
+    path = Path(path)
+    environment_record, checks = None, []
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line, object_hook=_floats)
+            except json.JSONDecodeError as exc:
+                raise ParityUsageError(f"{path}:{number}: not a JSON record ({exc.msg})") from None
+            if not isinstance(record, dict) or record.get("schema") != SCHEMA:
+                found = record.get("schema") if isinstance(record, dict) else None
+                raise ParityUsageError(f"{path}:{number}: record schema {found!r}; this parity reads schema {SCHEMA}")
+            if record.get("type") == "environment":
+                if environment_record is not None:
+                    raise ParityUsageError(f"{path}:{number}: a second environment record; a report holds one "
+                                           "run (merge shard reports rather than concatenating them)")
+                environment_record = record
+            elif record.get("type") == "check":
+                checks.append(record)
+    if environment_record is None:
+        raise ParityUsageError(f"{path}: no environment record; not a file written by --parity-report")
+    return environment_record, checks

@@ -1,0 +1,208 @@
+"""The pytest nodes behind the plugin: catalogue files and items, and the fixture's checker."""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+
+import pytest
+
+from .. import options as opts
+from ..nightly import records
+from ..engine import messages as report
+from ..errors import ParityError, ParityMismatch, ParityUnsupported, ParityUsageError
+from ..engine.check import Settings, run_check
+from ..judge.tolerance import ToleranceSpec
+
+_MARKER_KEYS = {"tolerance", "train", "ms_mode", "reference", "weights", "grads", "name_map", "check_dtype"}
+_TRAINING_MARKER_KEYS = {"tolerance", "ms_mode", "weights", "name_map"}  # what check_training takes
+_DATA_PARALLEL_MARKER_KEYS = {"tolerance", "name_map"}  # what check_data_parallel takes
+
+
+def settings_for(config, nodeid: str, location: str, tolerances=()) -> Settings:
+    """The session's settings (seed, mode, device) as the runner takes them."""
+    seed = opts.parse_seed(config.getoption(opts.SEED.dest), opts.SEED.flag)
+    mode = config.getoption(opts.MODE.dest)
+    device = config.getoption(opts.DEVICE.dest)
+    command = ["pytest", nodeid, opts.PARITY]
+    if mode:
+        command.append(f"{opts.MODE.flag}={mode}")
+    if device != "CPU":
+        command.append(f"{opts.DEVICE.flag}={device}")
+    return Settings(seed=seed, mode=mode, device=device, tolerances=tuple(tolerances), case=nodeid,
+                    location=location, reproduce=shlex.join(command), verbose=config.get_verbosity())
+
+
+def _short_failure(excinfo):
+    """Parity's own errors print as their message: no traceback from deep inside."""
+    if isinstance(excinfo.value, ParityError):
+        name = type(excinfo.value).__name__
+        return f"{name}: {excinfo.value}"
+    return None
+
+
+@contextlib.contextmanager
+def acknowledged(node, entry_ids):
+    """Record, for the run summary, whether each acknowledged known mismatch showed (the check
+    failed or met an unsupported feature) or stayed quiet (a stale acknowledgement)."""
+    try:
+        yield
+    except (ParityMismatch, ParityUnsupported):
+        node._parity_acks = [(entry_id, True) for entry_id in entry_ids]
+        raise
+    node._parity_acks = [(entry_id, False) for entry_id in entry_ids]
+
+
+class CaseFile(pytest.File):
+    """A catalogue module: one item per ParityCase variant; nothing is imported without --parity."""
+
+    def collect(self):
+        if not self.config.getoption(opts.PARITY):
+            yield SkippedCases.from_parent(self, name="[needs --parity]")
+            return
+        from ..engine.case import load_cases
+
+        try:
+            cases = load_cases(self.path)
+        except ParityUsageError as exc:
+            raise self.CollectError(str(exc)) from None
+        device = self.config.getoption(opts.DEVICE.dest)
+        problems = [f"{self.path.name}:{case.line}: case {case.name!r}: {issue}"
+                    for case in cases for issue in case.lint(device=device)]
+        if problems:
+            raise self.CollectError("\n".join(problems))
+        for case in cases:
+            for variant in case.variants():
+                item = CaseItem.from_parent(self, name=variant.id, variant=variant)
+                if case.xfail:
+                    item.add_marker(pytest.mark.xfail(reason=case.xfail, raises=(ParityMismatch, ParityUnsupported),
+                                                      strict=True))
+                yield item
+
+
+class SkippedCases(pytest.Item):
+    def runtest(self):
+        raise pytest.skip.Exception(SKIP_CASES, _use_item_location=True)
+
+    def reportinfo(self):
+        return self.path, 0, f"{self.path.name} (catalogue)"
+
+
+SKIP_CASES = "parity catalogue: run with `pytest --parity` to build and compare these pairs"
+
+
+class CaseItem(pytest.Item):
+    def __init__(self, *, variant, **kwargs):
+        super().__init__(**kwargs)
+        self.variant = variant
+
+    def runtest(self):
+        from ..engine.case import build
+
+        case = self.variant.case
+        location = f"{self.path.relative_to(self.config.rootpath) if self.path.is_relative_to(self.config.rootpath) else self.path}:{case.line}"
+        settings = settings_for(self.config, self.nodeid, location)
+        with acknowledged(self, case.acknowledge), records.recording(self, settings, call="case",
+                                                                      case=case.name) as recorded:
+            ms_cell, torch_module = build(case, device=settings.device, seed=settings.resolved_seed)
+            try:
+                result = self.variant.run(ms_cell, torch_module, settings)
+            except ParityMismatch as exc:
+                self._parity_summary = report.summary_line(self.nodeid, exc.result, expected=bool(case.xfail))
+                raise
+            recorded.result = result
+        self._parity_summary = report.summary_line(self.nodeid, result)
+
+    def repr_failure(self, excinfo):
+        return _short_failure(excinfo) or super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        return self.path, self.variant.case.line - 1, self.name
+
+
+class FixtureChecker:
+    """What the ``parity`` fixture returns: ``check`` bound to the session and the marker, and
+    the input specs, so that a test needs no second import of the package."""
+
+    from ..engine.case import TRANSLATE
+    from ..engine.inputs import randint, randn, uniform
+    from ..judge.tolerance import Tolerance
+
+    randn, uniform, randint = staticmethod(randn), staticmethod(uniform), staticmethod(randint)
+
+    @staticmethod
+    def constant(value: float):
+        from ..engine.check import Constant
+
+        return Constant(float(value))
+
+    def __init__(self, request):
+        self._request = request
+        marker = request.node.get_closest_marker("parity")
+        self._defaults = dict(marker.kwargs) if marker else {}
+        unknown = set(self._defaults) - _MARKER_KEYS
+        if unknown:
+            raise ParityUsageError(f"@pytest.mark.parity got unknown arguments {sorted(unknown)}; "
+                                   f"known: {sorted(_MARKER_KEYS)}")
+        self.results = []
+
+    def check(self, ms_cell, torch_module, inputs, *, acknowledge=(), **kwargs):
+        """:func:`parity.check` with this session's seed, mode and device. ``acknowledge`` names
+        known mismatches the pair exhibits: the run summary reports those that did not show."""
+        __tracebackhide__ = True
+        with acknowledged(self._request.node, tuple(acknowledge)):
+            return self._check(ms_cell, torch_module, inputs, **kwargs)
+
+    def _check(self, ms_cell, torch_module, inputs, **kwargs):
+        __tracebackhide__ = True
+        return self._run(run_check, "check", dict(self._defaults), ms_cell, torch_module, inputs, **kwargs)
+
+    def _run(self, engine, call, defaults, ms_cell, torch_module, data, **kwargs):
+        """Run ``engine`` (the check, the training check or the data-parallel check; ``call`` names
+        it in the record) with the marker's ``defaults`` and this session's settings; the result
+        (or the failure's) goes to the run summary."""
+        __tracebackhide__ = True
+        chain = (ToleranceSpec.parse(defaults.pop("tolerance", None), source="@pytest.mark.parity(tolerance=...)"),)
+        node = self._request.node
+        location = f"{node.location[0]}:{node.location[1] + 1}"
+        settings = settings_for(node.config, node.nodeid, location, chain)
+        with records.recording(node, settings, call=call, case=node.nodeid) as recorded:
+            try:
+                result = engine(ms_cell, torch_module, data, settings=settings, **{**defaults, **kwargs})
+            except ParityMismatch as exc:
+                node._parity_summary = report.summary_line(node.nodeid, exc.result)
+                raise
+            recorded.result = result
+        self.results.append(result)
+        node._parity_summary = report.summary_line(node.nodeid, result)
+        return result
+
+    def check_training(self, ms_cell, torch_module, batches, *, acknowledge=(), **kwargs):
+        """:func:`parity.check_training` with this session's seed, mode and device, and the
+        marker's ``tolerance``, ``ms_mode``, ``weights`` and ``name_map``."""
+        __tracebackhide__ = True
+        with acknowledged(self._request.node, tuple(acknowledge)):
+            return self._check_training(ms_cell, torch_module, batches, **kwargs)
+
+    def _check_training(self, ms_cell, torch_module, batches, **kwargs):
+        __tracebackhide__ = True
+        from ..engine.training.loop import run_training
+
+        defaults = {k: v for k, v in self._defaults.items() if k in _TRAINING_MARKER_KEYS}
+        return self._run(run_training, "check_training", defaults, ms_cell, torch_module, batches, **kwargs)
+
+    def check_data_parallel(self, ms_factory, torch_factory, batches, *, acknowledge=(), **kwargs):
+        """:func:`parity.check_data_parallel` with this session's seed and device, and the marker's
+        ``tolerance`` and ``name_map``. It trains in PyNative mode: a session in graph mode alone
+        gets :class:`ParityUnsupported`."""
+        __tracebackhide__ = True
+        with acknowledged(self._request.node, tuple(acknowledge)):
+            return self._check_data_parallel(ms_factory, torch_factory, batches, **kwargs)
+
+    def _check_data_parallel(self, ms_factory, torch_factory, batches, **kwargs):
+        __tracebackhide__ = True
+        from ..engine.data_parallel.run import run_data_parallel
+
+        defaults = {k: v for k, v in self._defaults.items() if k in _DATA_PARALLEL_MARKER_KEYS}
+        return self._run(run_data_parallel, "check_data_parallel", defaults, ms_factory, torch_factory, batches,
+                         **kwargs)

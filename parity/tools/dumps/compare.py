@@ -1,0 +1,236 @@
+"""``parity compare-dumps A B``: two sets of saved tensors paired by name as ``check`` pairs
+weights, and compared with ``check``'s metrics and tolerances.
+
+:func:`compare_dumps` reads each side (:mod:`parity.tools.dumps.files`: folders of ``.npy``/``.npz``,
+TroubleShooter and msprobe dump folders, MindSpore checkpoints, PyTorch state dicts, safetensors),
+pairs the tensors with :func:`parity.weights.transfer.map_weights` (same name, the known renames such as
+``gamma``/``weight``, a name map, fused or split tensors, then definition order by kind and shape,
+the order being each side's execution order), and compares every pair with
+:func:`parity.engine.check.compare_pair`. There is no model to run, so no rounding envelope: each tensor is
+judged by its tolerance alone.
+
+One side is the reference, as PyTorch is in ``check``: relative differences are taken against
+its values and its dtype picks the default tolerance. It is the PyTorch side when one side is
+PyTorch and the other MindSpore; else the side whose names are not MindSpore's (``gamma``,
+``beta``, ``moving_mean``, ``moving_variance``, ``embedding_table``) when only one side has such
+names; else a side that is known to be PyTorch, or the other of one known to be MindSpore; else B.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+import numpy as np
+
+from ...judge.metrics import Comparison
+from ..convert.checkpoint import _map, state_slots
+from ..convert.report import Key, keys
+from .files import Side, read_side
+from .names import LAYOUTS, entries_of, load_pairs
+from ...errors import ParityUsageError
+from ...weights.layouts import by_torch_name, torch_layout
+from ...judge.metrics import ArrayPair, compare_pair
+from ...judge.tolerance import ToleranceSpec, check_globs_used
+
+__all__ = ["compare_dumps", "DumpComparison", "DumpSide", "TensorRow", "load_pairs"]
+
+_MS_LEAVES = {"gamma", "beta", "moving_mean", "moving_variance", "embedding_table"}
+
+
+@dataclass(frozen=True)
+class DumpSide:
+    """What one side was: its path, layout, framework, how its tensors are ordered, and its notes."""
+
+    label: str
+    path: str
+    layout: str
+    framework: str
+    order: str
+    tensors: int
+    description: str
+    notes: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TensorRow:
+    """One compared pair: A's name, B's name, how they were paired, and the comparison."""
+
+    a: str
+    b: str
+    how: str
+    comparison: Comparison  # its "torch" fields are the reference's, its "ms" fields the other side's
+    reference: str = "B"
+
+    @property
+    def passed(self) -> bool:
+        return self.comparison.passed
+
+    def shape(self, side: str) -> Tuple[int, ...]:
+        c = self.comparison
+        return tuple(c.torch_shape if side == self.reference else c.ms_shape)
+
+    def dtype(self, side: str) -> str:
+        c = self.comparison
+        return c.torch_dtype if side == self.reference else c.ms_dtype
+
+
+@dataclass
+class DumpComparison:
+    """The result of :func:`compare_dumps`: the compared pairs in the reference's execution order,
+    what did not pair (with the nearest name on the other side), and what was left out on purpose."""
+
+    a: DumpSide
+    b: DumpSide
+    reference: str  # "A" or "B"
+    reference_reason: str
+    rows: List[TensorRow]
+    unpaired_a: List[Key] = field(default_factory=list)
+    unpaired_b: List[Key] = field(default_factory=list)
+    not_compared: List[Tuple[str, str, str]] = field(default_factory=list)  # (side, name, reason)
+    suggestions: List[str] = field(default_factory=list)  # name map entries, TOML
+    notes: List[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        """Every paired tensor within its tolerance (tensors that did not pair do not count)."""
+        return all(row.passed for row in self.rows)
+
+    @property
+    def failures(self) -> List[TensorRow]:
+        return [row for row in self.rows if not row.passed]
+
+    @property
+    def first_mismatch(self) -> Optional[TensorRow]:
+        """The first pair out of tolerance in execution order, or None."""
+        return next((row for row in self.rows if not row.passed), None)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+    def __str__(self) -> str:
+        from .report import text
+
+        return text(self)
+
+    def as_json(self) -> dict:
+        from .report import as_json
+
+        return as_json(self)
+
+
+def compare_dumps(a, b, *, name_map=None, tolerance=None) -> DumpComparison:
+    """Compare the tensors saved under ``a`` with those under ``b`` (see :mod:`parity.tools.dumps.compare`).
+
+    * ``a``, ``b``: a folder or a file (``.npy``, ``.npz``, ``.ckpt``, ``.pth``/``.pt``/``.bin``,
+      ``.safetensors``).
+    * ``name_map``: pairs the automatic rules miss: a dict naming a tensor of one side and its
+      counterpart on the other, either way round (a value may be ``parity.fuse([...])``,
+      ``parity.transpose(name)`` or ``parity.reshape(name)``); a list of ``(A name, B name)``
+      pairs (TroubleShooter's ``name_map_list``); or the path of such a file (see
+      :func:`load_pairs`). A name that prefixes tensor names (``NN_Dense_0`` for
+      ``NN_Dense_0_forward_output``) maps each of them to the same suffix on the other side.
+    * ``tolerance``: as for :func:`parity.check`: ``Tolerance(rtol, atol)``, an (rtol, atol) pair,
+      or name-glob overrides ``{"*": ..., "NN_Dense_*": ...}`` over either side's names.
+
+    Returns a :class:`DumpComparison`; raises :class:`ParityUsageError` when a side cannot be
+    read or nothing pairs.
+    """
+    if isinstance(tolerance, ToleranceSpec):
+        spec = tolerance
+    else:
+        spec = ToleranceSpec.parse(tolerance, source="compare_dumps(tolerance=...)")
+    side_a, side_b = read_side(a, "A"), read_side(b, "B")
+    for side in (side_a, side_b):
+        if not side.arrays:
+            raise ParityUsageError(f"{side.label} {side.path}: no tensors that hold numbers")
+    ref_is_a, reason = _reference(side_a, side_b)
+    ref, other = (side_a, side_b) if ref_is_a else (side_b, side_a)
+    if isinstance(name_map, (str, os.PathLike)):
+        name_map = load_pairs(name_map)
+    entries, notes = entries_of(name_map, side_a, side_b)
+    mapping = {(x if ref_is_a else y): (y if ref_is_a else x) for x, y in entries}
+    if isinstance(name_map, dict):
+        mapping.update({k: v for k, v in name_map.items() if isinstance(v, LAYOUTS)})
+    wmap, conflicts, left_other, left_ref = _map(state_slots(other.arrays, "mindspore", other.tied),
+                                                 state_slots(ref.arrays, "torch", ref.tied), mapping or None)
+    rows = _rows(wmap, conflicts, ref, other, ref_is_a, spec)
+    left_a, left_b = (left_ref, left_other) if ref_is_a else (left_other, left_ref)
+    result = DumpComparison(
+        _summary(side_a), _summary(side_b), "A" if ref_is_a else "B", reason, rows,
+        unpaired_a=keys(left_a, left_b), unpaired_b=keys(left_b, left_a),
+        not_compared=[(s.label, n, r) for s in (side_a, side_b) for n, r in s.skipped]
+        + [(ref.label, n, r) for n, r in wmap.ignored],
+        notes=notes + ["Judged by tolerance only: two sets of saved tensors hold no model to run, so there is "
+                       "no rounding envelope (parity.check's noise judge)"])
+    result.suggestions = _suggestions(result.unpaired_a, result.unpaired_b)
+    if not rows:
+        from .report import unpaired_lines
+
+        raise ParityUsageError("\n".join([f"Nothing paired: A has {len(side_a.arrays)} tensors and B "
+                                          f"{len(side_b.arrays)}, and none pair by name, known rename, name map "
+                                          "or order by kind and shape."] + unpaired_lines(result)))
+    check_globs_used(spec, [n for row in rows for n in (row.a, row.b)])
+    return result
+
+
+def _summary(side: Side) -> DumpSide:
+    return DumpSide(side.label, side.path, side.layout, side.framework, side.order, len(side.arrays),
+                    side.describe(), tuple(side.notes))
+
+
+def _reference(a: Side, b: Side) -> Tuple[bool, str]:
+    """(is A the reference, why): see the module's docstring."""
+    if {a.framework, b.framework} == {"torch", "mindspore"}:
+        return a.framework == "torch", "the PyTorch side"
+    ms_a, ms_b = (bool(_MS_LEAVES & {n.rpartition(".")[2] for n in s.arrays}) for s in (a, b))
+    if ms_a != ms_b:
+        return ms_b, "the side without MindSpore's names (gamma, beta, moving_mean...)"
+    if a.framework == "torch" or b.framework == "mindspore":
+        return True, "the PyTorch side" if a.framework == "torch" else "the side that is not MindSpore's"
+    if b.framework == "torch" or a.framework == "mindspore":
+        return False, "the PyTorch side" if b.framework == "torch" else "the side that is not MindSpore's"
+    return False, "by default"
+
+
+def _rows(wmap, conflicts, ref: Side, other: Side, ref_is_a: bool, spec: ToleranceSpec) -> List[TensorRow]:
+    """Every pair compared, and every pair of names whose shapes differ, in the reference's order."""
+    found = []
+    for name, pairs in by_torch_name(wmap.pairs).items():
+        others = list(dict.fromkeys(p.ms for p in pairs))
+        label = ", ".join(others)
+        value = torch_layout(pairs, other.arrays)
+        found.append((name, label, _how(pairs), value))
+    for m, t in conflicts:
+        found.append((t.name, m.name, "by name, shapes differ", other.arrays[m.name]))
+    position = {name: i for i, name in enumerate(ref.arrays)}
+    found.sort(key=lambda item: position[item[0]])
+    rows = []
+    for ref_name, other_name, how, value in found:
+        a, b = (ref_name, other_name) if ref_is_a else (other_name, ref_name)
+        pair = ArrayPair("tensor", a, other_name, ref_name, "", np.asarray(value), np.asarray(ref.arrays[ref_name]))
+        rows.append(TensorRow(a, b, how, compare_pair(pair, [spec], check_dtype=False), "A" if ref_is_a else "B"))
+    return rows
+
+
+def _how(pairs) -> str:
+    """How a reference tensor was paired; for a part of a fused tensor, which part."""
+    first = pairs[0]
+    if first.how == "definition order":
+        return "execution order"  # each side's slots are in its own execution order
+    part = first.ms_part
+    return first.how + (f", part {part.index + 1} of {part.count} along axis {part.axis}" if part else "")
+
+
+def _suggestions(unpaired_a: List[Key], unpaired_b: List[Key]) -> List[str]:
+    """``"A name" = "B name"`` for leftovers that are each other's nearest name, of shapes that fit."""
+    by_name = {k.name: k for k in unpaired_b}
+    lines = []
+    for key in unpaired_a:
+        other = by_name.get(key.near[0][0]) if key.near else None
+        if other and other.near and other.near[0][0] == key.name and int(np.prod(other.shape)) == int(np.prod(key.shape)):
+            lines.append(f"{json.dumps(key.name)} = {json.dumps(other.name)}")
+    return lines

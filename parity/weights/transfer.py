@@ -1,0 +1,324 @@
+"""Map every parameter and buffer of a MindSpore Cell to its PyTorch counterpart, copy values
+across in either direction, and verify the copy.
+
+Mapping order: an explicit ``name_map`` always wins (PyTorch name -> MindSpore name, or a
+:mod:`parity.weights.layouts` value such as ``parity.fuse([...])`` for a tensor made of several); then
+the same attribute path; then the known renames (norm ``gamma/beta/moving_mean/moving_variance``
+<-> ``weight/bias/running_mean/running_var``, Embedding ``embedding_table`` <-> ``weight``).
+PyTorch buffers that are not part of the state (non-persistent buffers, BatchNorm's step
+counter) are then set aside as ignored, with the reason. What is left is paired as fused q/k/v
+where shapes make that unambiguous, then in definition order (all of it in lockstep, else
+by kind and shape), and the report says so. Anything still left over, or of the wrong shape, is
+a :class:`ParityUsageError` listing the leftovers with the nearest candidates.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ..backends import Slot
+from ..errors import ParityUsageError
+from .layouts import Fuse, Pair, Reshape, Transpose, by_torch_name, layout_pairs, torch_layout
+from .pairing import RENAMES, Index, Unmapped, align_by_order, compatible, fuse_automatically, row, some, table
+
+__all__ = ["Pair", "WeightMap", "WeightReport", "map_weights", "copy_weights", "fill_weights"]
+
+# Buffers that exist on one side only by design, with the reason shown in the report.
+TORCH_ONLY = {"num_batches_tracked": "BatchNorm step counter; MindSpore keeps none"}
+NOT_PERSISTENT = "non-persistent buffers, not in state_dict"
+
+
+@dataclass
+class WeightMap:
+    pairs: List[Pair]
+    ignored: List[Tuple[str, str]] = field(default_factory=list)  # (PyTorch name, reason)
+
+    def torch_name(self, ms_name: str) -> str:
+        return {p.ms: p.torch for p in self.pairs}[ms_name]
+
+    def trainable_pairs(self) -> List[Pair]:
+        return [p for p in self.pairs if p.trainable]
+
+    def alignments(self) -> List[Pair]:
+        """Pairs not matched by name: the report lists them so nothing is guessed silently."""
+        return [p for p in self.pairs if p.how == "definition order"]
+
+
+@dataclass
+class WeightReport:
+    """What a transfer did: the map, the direction and how many tensors were verified."""
+
+    map: WeightMap
+    direction: str  # "PyTorch -> MindSpore", "MindSpore -> PyTorch", "constant 0.1", "as is"
+    verified: int = 0
+
+    @property
+    def total(self) -> int:
+        return len(self.map.pairs)
+
+    def __str__(self) -> str:
+        if self.direction == "as is":
+            return f"{self.total}/{self.total} tensors mapped; values left as built (weights='as_is')"
+        text = f"{self.verified}/{self.total} tensors mapped and verified identical ({self.direction})"
+        return text + "".join(f"; {e}" for e in self._extras())
+
+    def _extras(self) -> List[str]:
+        extra = []
+        reasons: Dict[str, List[str]] = {}
+        for name, reason in self.map.ignored:
+            reasons.setdefault(reason, []).append(name)
+        for reason, names in reasons.items():
+            shown = f": {some(names)}" if reason == NOT_PERSISTENT else ""  # a step counter per BatchNorm is noise
+            extra.append(f"{len(names)} PyTorch-only buffers ignored ({reason}{shown})")
+        for label in ("fused automatically", "split automatically"):
+            pairs = [p for p in self.map.pairs if p.how == label]
+            if pairs:
+                wholes = {p.ms if label.startswith("fused") else p.torch for p in pairs}
+                extra.append(f"{len(wholes)} {label}: {_fusions(pairs, label)}")
+        aligned = self.map.alignments()
+        if aligned:
+            extra.append(f"{len(aligned)} aligned by definition order: "
+                         f"{some([f'{p.torch} -> {p.ms}' for p in aligned])}")
+        reshaped = [p for p in self.map.pairs if p.reshaped]
+        if reshaped:
+            extra.append(f"{len(reshaped)} reshaped across unit dims, e.g. {reshaped[0].torch} "
+                         f"{reshaped[0].torch_shape} -> {reshaped[0].ms} {reshaped[0].ms_shape}")
+        return extra
+
+
+def _fusions(pairs: List[Pair], label: str) -> str:
+    """``blocks.0.attn.qkv.weight = [q.weight, k.weight, v.weight]``, the first few."""
+    joined: Dict[str, List[str]] = {}
+    for p in pairs:
+        whole, part = (p.ms, p.torch) if label.startswith("fused") else (p.torch, p.ms)
+        joined.setdefault(whole, []).append(part)
+    return some([f"{whole} = [{', '.join(parts)}]" for whole, parts in joined.items()], shown=2)
+
+
+NameMap = Optional[object]  # dict, callable or list of (regex, replacement)
+
+
+def _explicit(name_map, ms: Index, torch: Index) -> Tuple[Dict[str, str], List[Tuple[str, bool, object]]]:
+    """Plain entries {PyTorch name: MindSpore name}, and layout entries (key, key is MindSpore's, value)."""
+    if name_map is None:
+        return {}, []
+    torch_names = list(torch.by_name)
+    if callable(name_map):
+        found = {t: name_map(t) for t in torch_names}
+        return {t: m for t, m in found.items() if m}, []
+    if isinstance(name_map, dict):
+        plain, layouts, unknown = {}, [], []
+        for key, value in name_map.items():
+            if isinstance(value, (Fuse, Transpose, Reshape)):
+                layouts.append((key, _key_side(key, value, ms, torch), value))
+            elif key in torch.by_name:
+                plain[key] = value
+            else:
+                unknown.append(key)
+        if unknown:
+            hint = ""
+            if all(k in ms.by_name for k in unknown):
+                hint = " They look like MindSpore names: keys are PyTorch names, values MindSpore names."
+            raise ParityUsageError(f"name_map names PyTorch tensors that do not exist: {unknown}.{hint}")
+        return plain, layouts
+    if isinstance(name_map, (list, tuple)):
+        rules = [(re.compile(p), r) for p, r in name_map]
+        result = {}
+        for t in torch_names:
+            for pattern, replacement in rules:
+                if pattern.search(t):
+                    result[t] = pattern.sub(replacement, t)
+                    break
+        return result, []
+    raise ParityUsageError(
+        "name_map must be a dict {pytorch_name: mindspore_name}, a callable or a list of "
+        f"(regex, replacement) rules, got {type(name_map).__qualname__}"
+    )
+
+
+def _key_side(key: str, value, ms: Index, torch: Index) -> bool:
+    """Is a layout entry's key a MindSpore name (its parts PyTorch names)? The side that has the
+    key; for a name both sides have, the side that does not have the parts."""
+    in_ms, in_torch = key in ms.by_name, key in torch.by_name
+    if in_ms and in_torch:
+        parts = value.parts if isinstance(value, Fuse) else (value,)
+        return all((p if isinstance(p, str) else p.name) in torch.by_name for p in parts)
+    if in_ms or in_torch:
+        return in_ms
+    near = difflib.get_close_matches(key, list(ms.by_name) + list(torch.by_name), n=3, cutoff=0.6)
+    raise ParityUsageError(f"name_map key {key!r} is no tensor of either framework"
+                           + (f"; nearest: {near}" if near else ""))
+
+
+def _finder(key: str, own: Index, other: Index) -> Callable[[str], Slot]:
+    """Find a layout entry's part among the other framework's tensors, or say what is wrong."""
+    def find(name: str) -> Slot:
+        if name not in other.by_name and name in own.by_name:
+            raise ParityUsageError(f"name_map[{key!r}]: {name!r} is a {own.label} tensor, as the key is; the key "
+                                   f"must be a tensor of one framework and every part a tensor of the other "
+                                   f"(MindSpore key with PyTorch parts, or PyTorch key with MindSpore parts)")
+        return other.get(name, f"name_map[{key!r}]")
+
+    return find
+
+
+def map_weights(ms_slots: List[Slot], torch_slots: List[Slot], name_map=None) -> WeightMap:
+    """Pair every MindSpore slot with PyTorch slots (or parts of them), or raise with a table."""
+    ms, torch = Index(ms_slots, "MindSpore"), Index(torch_slots, "PyTorch")
+    plain, layouts = _explicit(name_map, ms, torch)
+    pairs: List[Pair] = []
+    conflicts: List[Tuple[Slot, Slot]] = []
+
+    def claim(t: Slot, m: Slot, how: str):
+        if not compatible(t, m):
+            conflicts.append((m, t))
+            return
+        ms.take(m, t.name)
+        torch.take(t, m.name)
+        pairs.append(Pair(m.name, t.name, how, m.shape, t.shape, m.trainable and t.trainable))
+
+    # Explicit entries first, so that an automatic match cannot take a name the map assigns.
+    for key, key_is_ms, value in layouts:
+        pairs += _layout_entry(key, key_is_ms, value, ms, torch)
+    named = _plain_entries(plain, torch_slots, ms, claim)
+    for t in torch.rest():
+        prefix = t.name[: len(t.name) - len(t.leaf)]
+        candidates = [t.name] + [prefix + alt for alt in RENAMES.get(t.leaf, ())]
+        m = next((ms.by_name[c] for c in candidates if c in ms.by_name and ms.by_name[c].name not in ms.taken), None)
+        if m is not None and t.name not in named:
+            claim(t, m, "same name" if m.name == t.name else "renamed")
+    if conflicts:
+        rows = [r for m, t in conflicts for r in (row("MindSpore", m), row("PyTorch", t))]
+        raise Unmapped("Parameter shapes differ between paired names:\n" + table(rows), conflicts=conflicts)
+    ignored = _ignore(torch)
+    pairs += fuse_automatically(ms, torch)
+    align_by_order(ms.rest(), torch.rest(), claim, ignored)
+    position = {t.name: i for i, t in enumerate(torch_slots)}
+    pairs.sort(key=lambda p: position[p.torch])  # definition order, however each pair was found
+    return WeightMap(pairs, ignored)
+
+
+def _layout_entry(key: str, key_is_ms: bool, value, ms: Index, torch: Index) -> List[Pair]:
+    """The pairs of one ``name_map`` entry whose value is a fuse/transpose/reshape; its tensors taken."""
+    own, other = (ms, torch) if key_is_ms else (torch, ms)
+    key_slot = own.get(key, "name_map")
+    found = layout_pairs(key, key_is_ms, value, key_slot, _finder(key, own, other))
+    own.take(key_slot, repr(value))
+    for pair in found:
+        other.take(other.by_name[pair.torch if key_is_ms else pair.ms], key)
+    return found
+
+
+def _plain_entries(plain: Dict[str, str], torch_slots: List[Slot], ms: Index, claim: Callable) -> set:
+    """Claim the ``name_map`` entries {PyTorch name: MindSpore name}; the PyTorch names they cover."""
+    named = set()
+    for t in torch_slots:
+        target = plain.get(t.name) or next((plain[a] for a in t.aliases if a in plain), None)
+        if target is None:
+            continue
+        m = ms.by_name.get(target)
+        if m is None:
+            raise ParityUsageError(f"name_map maps PyTorch {t.name!r} to {target!r}, which is no "
+                                   f"MindSpore parameter. MindSpore has: {sorted(ms.by_name)}")
+        if m.name in ms.taken:
+            raise ParityUsageError(f"name_map maps both {ms.taken[m.name]!r} and {t.name!r} to {m.name!r}")
+        named.add(t.name)
+        claim(t, m, "name_map")
+    return named
+
+
+def _ignore(torch: Index) -> List[Tuple[str, str]]:
+    """PyTorch tensors left over that are no part of the model's state, set aside with the reason."""
+    ignored = []
+    for t in torch.rest():
+        reason = TORCH_ONLY.get(t.leaf) or (NOT_PERSISTENT if not t.persistent else None)
+        if reason:
+            torch.take(t, "ignored")
+            ignored.append((t.name, reason))
+    return ignored
+
+
+def copy_weights(wmap: WeightMap, src, dst, *, to_torch: bool) -> WeightReport:
+    """Copy every mapped tensor from ``src`` to ``dst`` and verify each landed bit-identical.
+    A destination tensor made of several parts is written once, all parts in place. ``src`` and
+    ``dst`` are models, or dicts of numpy arrays by name (see :func:`_writer`)."""
+    from ..backends import mindspore as ms_backend, torch as torch_backend
+
+    read = _reader(src, ms_backend.read if to_torch else torch_backend.read)
+    write = _writer(dst, torch_backend.write if to_torch else ms_backend.write)
+    read_back = _reader(dst, torch_backend.read if to_torch else ms_backend.read)
+    sources: Dict[str, np.ndarray] = {}
+    targets: Dict[str, List[Pair]] = {}
+    for pair in wmap.pairs:
+        targets.setdefault(pair.torch if to_torch else pair.ms, []).append(pair)
+    verified = 0
+    for dst_name, pairs in targets.items():
+        whole = pairs[0].torch_part is None if to_torch else pairs[0].ms_part is None
+        value = None if whole else read_back(dst, dst_name)
+        pieces = []
+        for pair in pairs:
+            src_name = pair.ms if to_torch else pair.torch
+            if src_name not in sources:
+                sources[src_name] = read(src, src_name)
+            piece = (pair.to_torch(pair.ms_region(sources[src_name])) if to_torch
+                     else pair.to_ms(pair.torch_region(sources[src_name])))
+            pieces.append((pair, piece))
+            if whole:
+                value = piece
+            else:
+                (pair.torch_part if to_torch else pair.ms_part).put(value, piece.astype(value.dtype))
+        write(dst, dst_name, value)
+        landed = read_back(dst, dst_name)
+        for pair, piece in pieces:
+            region = (pair.torch_region(landed) if to_torch else pair.ms_region(landed))
+            if not np.array_equal(region, piece.astype(landed.dtype), equal_nan=True):
+                src_name = pair.ms if to_torch else pair.torch
+                raise ParityUsageError(f"copying {src_name} -> {dst_name} did not take: the values read back differ "
+                                       f"(destination dtype {landed.dtype}, source {piece.dtype})")
+            verified += 1
+    direction = "MindSpore -> PyTorch" if to_torch else "PyTorch -> MindSpore"
+    return WeightReport(wmap, direction, verified)
+
+
+def _reader(model, read: Callable) -> Callable:
+    """``read`` for a model; for a dict of numpy arrays by name (a checkpoint's tensors), a copy."""
+    return (lambda arrays, name: np.array(arrays[name])) if isinstance(model, dict) else read
+
+
+def _writer(model, write: Callable) -> Callable:
+    """``write`` for a model; for a dict of arrays, the entry replaced in the entry's own dtype (a
+    destination dict holds an array of the destination's dtype and shape under every name)."""
+    if not isinstance(model, dict):
+        return write
+
+    def put(arrays: Dict[str, np.ndarray], name: str, value: np.ndarray) -> None:
+        arrays[name] = np.array(value, dtype=arrays[name].dtype)
+
+    return put
+
+
+def fill_weights(wmap: WeightMap, ms_model, torch_model, value: float) -> WeightReport:
+    """Set every floating parameter and buffer on both sides to ``value``."""
+    from ..backends import mindspore as ms_backend, torch as torch_backend
+
+    filled = set()
+    for pair in wmap.pairs:
+        for backend, model, name, shape in ((ms_backend, ms_model, pair.ms, pair.ms_shape),
+                                            (torch_backend, torch_model, pair.torch, pair.torch_shape)):
+            if (backend.NAME, name) in filled:
+                continue
+            filled.add((backend.NAME, name))
+            current = backend.read(model, name)
+            if current.dtype.kind == "f":
+                backend.write(model, name, np.full(shape, value, current.dtype))
+    verified = 0
+    for torch_name, pairs in by_torch_name(wmap.pairs).items():
+        ms_arrays = {p.ms: ms_backend.read(ms_model, p.ms) for p in pairs}
+        if np.array_equal(torch_layout(pairs, ms_arrays), torch_backend.read(torch_model, torch_name)):
+            verified += len(pairs)
+    return WeightReport(wmap, f"constant {value:g}", verified)
