@@ -13,7 +13,7 @@ __all__ = [
     "ParityError", "ParityMismatch", "ParityUsageError", "ParityUnsupported", "ParityInternalError",
     "translate", "TRANSLATE", "check_training", "TrainingResult", "Training", "plot_training",
     "fuse", "transpose", "reshape", "convert_checkpoint", "ConversionReport", "compare_dumps", "DumpComparison",
-    "check_data_parallel", "DataParallelResult", "amp", "Amp",
+    "check_data_parallel", "DataParallelResult", "amp", "Amp", "check_generation", "GenerationResult",
 ]
 __version__ = "0.1.0"
 _install_moved()  # the flat layout's import paths, for one release (parity._moved)
@@ -116,6 +116,31 @@ def check_data_parallel(ms_factory, torch_factory, batches, *, loss, optimizer, 
                              timeout=timeout)
 
 
+def check_generation(ms_model, torch_model, prompt, *, max_new_tokens=8, weights="copy", name_map=None, tolerance=None,
+                     seed=None, use_cache=False, ms_step=None):
+    """Decode greedily on both sides from the same ``prompt`` (int64 token ids, a batch of rows:
+    an array or ``parity.randint((batch, length), 0, vocab)``) for ``max_new_tokens`` steps, from the
+    same weights, and compare the last position's logits at every step by tolerance and, near or
+    beyond it, against PyTorch's rounding envelope. Returns a :class:`GenerationResult`
+    (``passed``, ``ms_tokens``, ``torch_tokens``, ``first_difference``, ``near_ties``); raises
+    :class:`ParityMismatch` naming the step, the row, both tokens, the logit gap and the first
+    divergent layer at that step.
+
+    * A token the sides choose differently where PyTorch's logits of the two tokens are within what
+      the tolerance and its rounding envelope allow them is a near-tie: reported, not a failure.
+      Both sides go on from PyTorch's tokens, so every step is compared on the same sequence.
+    * Each model takes the ids and returns the logits (a tensor, a tuple whose first element they
+      are, or an output with ``.logits``: a Hugging Face model as it is).
+    * ``use_cache=True``: PyTorch's side follows Hugging Face's ``past_key_values``, MindSpore's the
+      caller's own convention through ``ms_step(ms_model, input_ids, cache) -> (logits, cache)``
+      (``cache`` None at the first step); each step then feeds the newest token only.
+    """
+    from .engine.generation import run_generation
+
+    return run_generation(ms_model, torch_model, prompt, max_new_tokens=max_new_tokens, weights=weights,
+                          name_map=name_map, tolerance=tolerance, seed=seed, use_cache=use_cache, ms_step=ms_step)
+
+
 def convert_checkpoint(src, model, dst=None, *, name_map=None, allow_missing=False):
     """Convert the checkpoint ``src`` for ``model`` and write it to ``dst``, through the weight map
     :func:`check` uses; reload it into ``model`` and verify every tensor bit for bit. ``model`` is a
@@ -162,7 +187,7 @@ _LAZY = {"randn": "engine.inputs", "uniform": "engine.inputs", "randint": "engin
          "plot_training": "nightly.plot", "fuse": "weights.layouts", "transpose": "weights.layouts",
          "reshape": "weights.layouts", "ConversionReport": "tools.convert.checkpoint",
          "DumpComparison": "tools.dumps.compare", "DataParallelResult": "engine.data_parallel.result",
-         "amp": "engine.amp", "Amp": "engine.amp"}
+         "amp": "engine.amp", "Amp": "engine.amp", "GenerationResult": "engine.generation"}
 
 
 def __getattr__(name):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
-import numpy as np
+from ..errors import ParityUsageError
 
 __all__ = ["Slot", "Grads", "framework_of", "flatten_outputs", "is_float"]
 
@@ -73,3 +73,17 @@ def flatten_outputs(value, path: str = "output") -> List[Tuple[str, object]]:
             items += flatten_outputs(item, f"{path}[{i}]")
         return items
     return [(path, value)]
+
+
+def last_logits(logits, side: str):
+    """The logits of the last position, (batch, vocab), from a causal language model's
+    (batch, length, vocab) or (batch, vocab) numpy logits."""
+    import numpy as np
+
+    array = np.asarray(logits)
+    if array.ndim == 3:
+        return np.ascontiguousarray(array[:, -1, :])
+    if array.ndim == 2:
+        return array
+    raise ParityUsageError(f"{side}'s logits have shape {tuple(array.shape)}; a causal language model returns "
+                           "(batch, length, vocab) or (batch, vocab)")

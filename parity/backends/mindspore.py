@@ -17,7 +17,7 @@ from mindspore import nn
 
 from ..errors import ParityUsageError
 from ..judge.dtypes import cell_dtype, is_floating
-from . import Grads, Slot, flatten_outputs
+from . import Grads, Slot, flatten_outputs, last_logits
 from ._hooks import LayerHooks
 
 NAME = "mindspore"
@@ -667,3 +667,25 @@ def half_casts(model, dtype: str) -> Dict[str, str]:
         if "amp_cast(" in source and f"mindspore.{dtype})" in source:
             found[path] = dtype
     return found
+
+
+def decode(model, ids: np.ndarray, *, cache=None, step=None, mode: str = "pynative"):
+    """One forward of a causal language model on the token ids ``ids`` (batch, length):
+    ``(logits of the last position as numpy (batch, vocab), the cache)``. Without ``step``,
+    ``model(ids)`` returns the logits (a tensor, a tuple whose first element they are, or an object
+    with ``.logits``); with ``step``, the user's own cache convention: ``step(model, ids, cache)``
+    returns ``(logits, cache)``, ``cache`` None at the first step."""
+    tensor = ms.Tensor(ids)
+    with execution_mode(mode):
+        if step is None:
+            raw, cache = model(tensor), None
+        else:
+            found = step(model, tensor, cache)
+            if not isinstance(found, (tuple, list)) or len(found) != 2:
+                raise ParityUsageError("the MindSpore step adapter must return (logits, cache), got "
+                                       f"{type(found).__qualname__}")
+            raw, cache = found
+    logits = getattr(raw, "logits", None)
+    if logits is None:
+        logits = raw[0] if isinstance(raw, (tuple, list)) else raw
+    return last_logits(to_numpy(logits) if isinstance(logits, ms.Tensor) else logits, "MindSpore"), cache

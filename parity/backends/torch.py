@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from ..errors import ParityUsageError
-from . import Grads, Slot, flatten_outputs
+from . import Grads, Slot, flatten_outputs, last_logits
 from ._hooks import LayerHooks
 
 NAME = "torch"
@@ -549,3 +549,31 @@ def dropout_layers(model) -> List[str]:
     """Paths of sub-Modules that drop elements at random in train mode."""
     return [path or "(root)" for path, m in model.named_modules()
             if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0]
+
+
+def decode(model, ids: np.ndarray, *, past=None, use_cache: bool = False, device: str = "CPU"):
+    """One forward of a causal language model on the token ids ``ids`` (batch, length), without
+    autograd: ``(logits of the last position as numpy (batch, vocab), the cache)``. With
+    ``use_cache``, Hugging Face's convention: ``model(input_ids=ids, past_key_values=past,
+    use_cache=True)``, the cache read from the output's ``past_key_values``."""
+    tensor = from_numpy(ids).to(torch_device(device))
+    with torch.no_grad():
+        raw = model(input_ids=tensor, past_key_values=past, use_cache=True) if use_cache else model(tensor)
+    cache = _field(raw, "past_key_values") if use_cache else None
+    if use_cache and cache is None:
+        raise ParityUsageError(f"PyTorch {type(model).__qualname__} returned no past_key_values with use_cache=True")
+    logits = _field(raw, "logits")
+    return last_logits(to_numpy(logits) if isinstance(logits, torch.Tensor) else logits, "PyTorch"), cache
+
+
+def _field(raw, name: str):
+    """``raw.logits`` / ``raw["logits"]`` of a model output (a ModelOutput, a dict), the first element
+    of a tuple for ``logits``, the tensor itself for ``logits``."""
+    if hasattr(raw, name):
+        return getattr(raw, name)
+    if isinstance(raw, dict):
+        return raw.get(name)
+    if name == "logits":
+        return raw[0] if isinstance(raw, (tuple, list)) else raw
+    return raw[1] if isinstance(raw, (tuple, list)) and len(raw) > 1 else None
+

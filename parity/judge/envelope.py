@@ -19,7 +19,7 @@ numpy, nothing else.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Hashable, Iterable, Optional, Sequence, Tuple
+from typing import Callable, Dict, Hashable, Iterable, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -281,12 +281,12 @@ class Spread:
 
 
 def judge_envelope(candidates: Sequence[Candidate], rerun: Callable[[Rerun], Iterable[Tuple[Hashable, np.ndarray]]],
-                   *, dtype=None) -> None:
-    """Give every candidate its rounding-envelope verdict. ``rerun(spec)`` runs PyTorch again as
+                   *, dtype=None) -> Dict[Hashable, Spread]:
+    """Give every candidate its rounding-envelope verdict, and return each key's :class:`Spread`. ``rerun(spec)`` runs PyTorch again as
     ``spec`` says, from the same start, and yields ``(key, value)`` of the candidates' keys (others
     are ignored; see :attr:`Rerun.kept`). ``dtype``: the arithmetic of the spread (see :class:`Spread`)."""
     if not candidates:
-        return
+        return {}
     spreads = {c.key: Spread(c.reference, dtype) for c in candidates}
     for spec in RERUNS:
         for key, value in rerun(spec):
@@ -295,6 +295,7 @@ def judge_envelope(candidates: Sequence[Candidate], rerun: Callable[[Rerun], Ite
                 spread.add(value, spec.mirror)
     for c in candidates:
         judge_tensor(c.comparison, c.ms, c.torch, spreads[c.key])
+    return spreads
 
 
 def judge_tensor(c: Comparison, ms: np.ndarray, torch: np.ndarray, spread: Spread) -> None:

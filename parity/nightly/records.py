@@ -167,9 +167,31 @@ def _parallel_fields(result) -> Dict[str, Any]:
             "reproduce": result.reproduce or None}
 
 
+def _generation(result) -> Dict[str, Any]:
+    first = result.first_difference
+    return {"use_cache": result.use_cache, "steps": len(result.steps), "ms_tokens": result.ms_tokens.tolist(),
+            "torch_tokens": result.torch_tokens.tolist(),
+            "first_difference": None if first is None else {"step": first[0], "row": first[1]},
+            "differences": [{"step": d.step, "row": d.row, "ms_token": d.ms_token, "torch_token": d.torch_token,
+                             "gap": d.gap, "allowed": d.allowed, "near_tie": d.near_tie} for d in result.differences]}
+
+
+def _generation_fields(result) -> Dict[str, Any]:
+    tensors = [tensor_record(s.comparison, s.step) for s in result.steps]
+    margins = [t["margin"] for t in tensors if t["margin"] is not None]
+    weights = result.weights
+    return {"pair": {"mindspore": result.ms_type, "torch": result.torch_type}, "train": False, "modes": ["pynative"],
+            "seed": result.seed, "worst_margin": max(margins, default=None), "tensors": tensors,
+            "first_divergence": _first_divergence(result.layers), "generation": _generation(result),
+            "weights": {"direction": weights.direction, "mapped": weights.total, "verified": weights.verified},
+            "inputs": result.prompt, "notes": list(result.notes), "reproduce": result.reproduce or None}
+
+
 def _result_fields(result) -> Dict[str, Any]:
     if isinstance(result, DataParallelResult):
         return _parallel_fields(result)
+    if hasattr(result, "use_cache"):  # parity.engine.generation.GenerationResult
+        return _generation_fields(result)
     training = hasattr(result, "steps")
     tensors = ([tensor_record(c, s.step) for s in result.steps for c in s.comparisons] if training
                else [tensor_record(c) for c in result.comparisons])
@@ -196,7 +218,8 @@ def _result_fields(result) -> Dict[str, Any]:
 
 def check_record(*, nodeid: str, case: str, call: str, index: int, device: str, seed: int, duration: float,
                  result=None, error: Optional[BaseException] = None) -> Dict[str, Any]:
-    """The record of one check: its ``result`` (a Result, TrainingResult or DataParallelResult; a
+    """The record of one check: its ``result`` (a Result, TrainingResult, DataParallelResult or
+    GenerationResult; a
     mismatch's own when ``error`` is one), or only the ``error`` where the check raised before
     comparing. ``seed`` is the one the check would use, for a check that has no result."""
     if result is None and isinstance(error, ParityMismatch):
@@ -207,7 +230,8 @@ def check_record(*, nodeid: str, case: str, call: str, index: int, device: str, 
         "verdict": _verdict(result, error), "device": device,
         "pair": None, "train": None, "modes": [], "seed": seed, "reference": None, "worst_margin": None,
         "problem": None, "tensors": [], "first_divergence": None, "layers": None, "training": None,
-        "data_parallel": None, "weights": None, "inputs": None, "notes": [], "reproduce": None, "device_setup": None,
+        "data_parallel": None, "generation": None, "weights": None, "inputs": None, "notes": [], "reproduce": None,
+        "device_setup": None,
     }
     if result is not None:
         record.update(_result_fields(result))

@@ -17,6 +17,7 @@ from ..judge.tolerance import ToleranceSpec
 _MARKER_KEYS = {"tolerance", "train", "ms_mode", "reference", "weights", "grads", "name_map", "check_dtype"}
 _TRAINING_MARKER_KEYS = {"tolerance", "ms_mode", "weights", "name_map"}  # what check_training takes
 _DATA_PARALLEL_MARKER_KEYS = {"tolerance", "name_map"}  # what check_data_parallel takes
+_GENERATION_MARKER_KEYS = {"tolerance", "weights", "name_map"}  # what check_generation takes
 
 
 def settings_for(config, nodeid: str, location: str, tolerances=()) -> Settings:
@@ -206,3 +207,12 @@ class FixtureChecker:
         defaults = {k: v for k, v in self._defaults.items() if k in _DATA_PARALLEL_MARKER_KEYS}
         return self._run(run_data_parallel, "check_data_parallel", defaults, ms_factory, torch_factory, batches,
                          **kwargs)
+
+    def check_generation(self, ms_model, torch_model, prompt, **kwargs):
+        """:func:`parity.check_generation` with this session's seed, mode and device, and the
+        marker's ``tolerance``, ``weights`` and ``name_map``."""
+        __tracebackhide__ = True
+        from ..engine.generation import run_generation
+
+        defaults = {k: v for k, v in self._defaults.items() if k in _GENERATION_MARKER_KEYS}
+        return self._run(run_generation, "check_generation", defaults, ms_model, torch_model, prompt, **kwargs)
