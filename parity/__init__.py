@@ -14,6 +14,7 @@ __all__ = [
     "translate", "TRANSLATE", "check_training", "TrainingResult", "Training", "plot_training",
     "fuse", "transpose", "reshape", "convert_checkpoint", "ConversionReport", "compare_dumps", "DumpComparison",
     "check_data_parallel", "DataParallelResult", "amp", "Amp", "check_generation", "GenerationResult",
+    "check_shapes", "ShapesResult",
 ]
 __version__ = "0.1.0"
 _install_moved()  # the flat layout's import paths, for one release (parity._moved)
@@ -141,6 +142,19 @@ def check_generation(ms_model, torch_model, prompt, *, max_new_tokens=8, weights
                           name_map=name_map, tolerance=tolerance, seed=seed, use_cache=use_cache, ms_step=ms_step)
 
 
+def check_shapes(ms_cell, torch_module, inputs, **check_options):
+    """:func:`check` over several input shapes: ``inputs`` is a list, one entry per shape, each as
+    :func:`check` takes inputs (``[parity.randn((1, 5, 8)), parity.randn((3, 17, 8))]``); the other
+    keyword arguments are :func:`check`'s. Every shape is judged as :func:`check` judges it. In
+    GRAPH mode (``ms_mode="graph"`` or ``"both"``) the Cell is compiled once for a dynamic signature
+    (``Cell.set_inputs``, a dimension that varies among the entries being ``None``) and run on every
+    shape. Returns a :class:`ShapesResult`; raises :class:`ParityMismatch` naming each shape for
+    which MindSpore computes differently, fails, or compiles again."""
+    from .engine.shapes import run_shapes
+
+    return run_shapes(ms_cell, torch_module, inputs, **check_options)
+
+
 def convert_checkpoint(src, model, dst=None, *, name_map=None, allow_missing=False):
     """Convert the checkpoint ``src`` for ``model`` and write it to ``dst``, through the weight map
     :func:`check` uses; reload it into ``model`` and verify every tensor bit for bit. ``model`` is a
@@ -187,7 +201,8 @@ _LAZY = {"randn": "engine.inputs", "uniform": "engine.inputs", "randint": "engin
          "plot_training": "nightly.plot", "fuse": "weights.layouts", "transpose": "weights.layouts",
          "reshape": "weights.layouts", "ConversionReport": "tools.convert.checkpoint",
          "DumpComparison": "tools.dumps.compare", "DataParallelResult": "engine.data_parallel.result",
-         "amp": "engine.amp", "Amp": "engine.amp", "GenerationResult": "engine.generation"}
+         "amp": "engine.amp", "Amp": "engine.amp", "GenerationResult": "engine.generation",
+         "ShapesResult": "engine.shapes"}
 
 
 def __getattr__(name):

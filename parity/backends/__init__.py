@@ -13,9 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
+import numpy as np
+
 from ..errors import ParityUsageError
 
-__all__ = ["Slot", "Grads", "framework_of", "flatten_outputs", "is_float"]
+__all__ = ["Slot", "Grads", "framework_of", "flatten_outputs", "is_float", "last_logits"]
 
 
 @dataclass(frozen=True)
@@ -75,11 +77,9 @@ def flatten_outputs(value, path: str = "output") -> List[Tuple[str, object]]:
     return [(path, value)]
 
 
-def last_logits(logits, side: str):
+def last_logits(logits, side: str) -> np.ndarray:
     """The logits of the last position, (batch, vocab), from a causal language model's
     (batch, length, vocab) or (batch, vocab) numpy logits."""
-    import numpy as np
-
     array = np.asarray(logits)
     if array.ndim == 3:
         return np.ascontiguousarray(array[:, -1, :])

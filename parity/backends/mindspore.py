@@ -622,53 +622,6 @@ def refuse_dropout(model) -> List[str]:
     return found
 
 
-def mixed_precision(model, level: str, dtype: str):
-    """``mindspore.amp.auto_mixed_precision(copy, level, dtype)`` on a deep copy of ``model``: the
-    level rewrites or re-flags the Cells it is given (O1 swaps their classes, O2 and O3 set
-    ``to_float`` and replace normalisation layers), and ``model`` is left as it was. O1 writes the
-    code of each rewritten Cell into ``./rewritten_network/`` and imports it from there: it is run
-    from a folder of parity's own, kept for the process (the code is read again by :func:`half_casts`)."""
-    import copy
-    import os
-
-    from mindspore import amp
-
-    here = os.getcwd()
-    os.chdir(_rewrite_folder())
-    try:
-        return amp.auto_mixed_precision(copy.deepcopy(model), level, getattr(ms, dtype))
-    finally:
-        os.chdir(here)
-
-
-@functools.lru_cache(maxsize=None)
-def _rewrite_folder() -> str:
-    import atexit
-    import shutil
-    import tempfile
-
-    folder = tempfile.mkdtemp(prefix="parity-amp-")
-    atexit.register(shutil.rmtree, folder, True)
-    return folder
-
-
-def half_casts(model, dtype: str) -> Dict[str, str]:
-    """Path -> ``dtype`` for every sub-Cell whose own ``construct`` casts to ``dtype`` (O1 writes
-    ``amp_cast(x, mindspore.float16)`` into the code of each Cell it converts, and casts the result
-    back to float32, so the Cell's output dtype does not show it)."""
-    import inspect
-
-    found = {}
-    for path, cell in model.cells_and_names():
-        try:
-            source = inspect.getsource(type(cell).construct)
-        except (OSError, TypeError):
-            continue
-        if "amp_cast(" in source and f"mindspore.{dtype})" in source:
-            found[path] = dtype
-    return found
-
-
 def decode(model, ids: np.ndarray, *, cache=None, step=None, mode: str = "pynative"):
     """One forward of a causal language model on the token ids ``ids`` (batch, length):
     ``(logits of the last position as numpy (batch, vocab), the cache)``. Without ``step``,
@@ -689,3 +642,21 @@ def decode(model, ids: np.ndarray, *, cache=None, step=None, mode: str = "pynati
     if logits is None:
         logits = raw[0] if isinstance(raw, (tuple, list)) else raw
     return last_logits(to_numpy(logits) if isinstance(logits, ms.Tensor) else logits, "MindSpore"), cache
+
+
+@contextlib.contextmanager
+def dynamic_inputs(model, signature):
+    """Inside, ``model`` compiles in GRAPH mode for the dynamic signature ``signature``: per
+    positional input ``(shape with None where a dimension varies, dtype name)``
+    (``Cell.set_inputs``); the Cell's own setting comes back on exit."""
+    before = model.get_inputs()
+    model.set_inputs(*[ms.Tensor(shape=list(shape), dtype=getattr(ms, dtype)) for shape, dtype in signature])
+    try:
+        yield
+    finally:
+        object.__setattr__(model, "_dynamic_shape_inputs", before)
+
+
+def graphs_compiled(model) -> int:
+    """How many GRAPH-mode forward graphs ``model`` holds (one per input signature it was compiled for)."""
+    return len(model.compile_cache)

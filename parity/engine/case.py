@@ -8,7 +8,7 @@ import importlib.util
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import ParityUsageError
 
@@ -67,8 +67,8 @@ class Variant:
         return f"{self.case.name}[{'train' if self.train else 'eval'}]"
 
     def run(self, ms_cell, torch_module, settings):
-        """This variant's check of the built pair: :func:`parity.check`, or
-        :func:`parity.check_training` for a training case."""
+        """This variant's check of the built pair: :func:`parity.check`, :func:`parity.check_shapes`
+        for a case of several shapes, or :func:`parity.check_training` for a training case."""
         __tracebackhide__ = True
         case = self.case
         if case.training is not None:
@@ -77,6 +77,11 @@ class Variant:
             return run_training(ms_cell, torch_module, settings=settings, weights=case.weights,
                                 ms_mode=case.ms_mode, tolerance=case.tolerance, name_map=case.name_map,
                                 acknowledge=case.acknowledge, **case.training.kwargs(f"case {case.name!r}"))
+        if case.shapes is not None:
+            from .shapes import run_shapes
+
+            return run_shapes(ms_cell, torch_module, case.shapes, train=self.train, settings=settings,
+                              **case.check_kwargs())
         from .check import run_check
 
         return run_check(ms_cell, torch_module, case.inputs, train=self.train, settings=settings,
@@ -112,6 +117,7 @@ class ParityCase:
     xfail: Optional[str] = None
     acknowledge: Tuple[str, ...] = ()  # known-mismatch ids this case knowingly exhibits or relies on
     training: Optional[Training] = None
+    shapes: Optional[Sequence[Any]] = None  # several inputs, one per shape: parity.check_shapes
     line: int = field(default=0, compare=False)
 
     def __post_init__(self):
@@ -131,8 +137,15 @@ class ParityCase:
         if self.training is not None and (self.inputs is not None or self.train is not False):
             raise ParityUsageError(f"ParityCase {self.name!r}: a training case takes its batches from "
                                    "Training(batches=...); drop inputs= and train=")
-        if self.training is None and self.inputs is None:
-            raise ParityUsageError(f"ParityCase {self.name!r}: give inputs= (or training=Training(...))")
+        if self.shapes is not None and (self.inputs is not None or self.training is not None):
+            raise ParityUsageError(f"ParityCase {self.name!r}: shapes= is a list of inputs, one per shape; drop "
+                                   "inputs= (and training=)")
+        if self.shapes is not None and (not isinstance(self.shapes, (list, tuple)) or not self.shapes):
+            raise ParityUsageError(f"ParityCase {self.name!r}: shapes= must be a non-empty list of inputs, one per "
+                                   f"shape, got {self.shapes!r}")
+        if self.training is None and self.inputs is None and self.shapes is None:
+            raise ParityUsageError(f"ParityCase {self.name!r}: give inputs= (or shapes=[...], or "
+                                   "training=Training(...))")
         if not self.line:
             frame = sys._getframe(2)  # the module that wrote ParityCase(...)
             object.__setattr__(self, "line", frame.f_lineno)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 
+from ..backends import amp as amp_backend
 from ..errors import ParityUnsupported, ParityUsageError
 from ..weights.transfer import TORCH_ONLY, WeightMap, map_weights
 
@@ -36,10 +37,9 @@ def refuse_unsupported_dtype(ms_cell, torch_module, dtype: Optional[str], device
     classes derive from copies of MindSpore's, so they are looked up on ``user_cell``, same paths)."""
     if dtype is None:
         return
-    from ..backends import mindspore as msb
     from ..registry.diagnosis import unsupported_dtype
 
-    casts = msb.half_casts(ms_cell, dtype) if amp is not None else None
+    casts = amp_backend.half_casts(ms_cell, dtype) if amp is not None else None
     found = unsupported_dtype(user_cell if casts else ms_cell, torch_module, dtype=dtype, device=device,
                               layer_dtypes=casts)
     if found:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from . import messages as report
-from ..backends import framework_of
+from ..backends import amp as amp_backend, framework_of
 from ..errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from ..judge.devices import profile as device_profile
 from ..judge.dtypes import is_floating, narrowest
@@ -174,7 +174,7 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
         problem=run.structure or "", device_setup=setup)
     result.layers = layers
     if spec is not None and layers is not None:
-        result.precisions = precision_rows(layers.forward, msb.half_casts(ms_cell, spec.dtype))
+        result.precisions = precision_rows(layers.forward, amp_backend.half_casts(ms_cell, spec.dtype))
     if result.passed and layers is not None:
         layers.passed_within_noise()
     if not result.passed:
@@ -191,10 +191,10 @@ def _amp_pair(ms_cell, torch_module, spec):
     were), and a function making the region PyTorch's forward passes run in."""
     if spec is None:
         return ms_cell, torch_module, contextlib.nullcontext
-    from ..backends import mindspore as msb, torch as tb
+    from ..backends import torch as tb
 
     try:
-        ms_amp = msb.mixed_precision(ms_cell, spec.level, spec.dtype)
+        ms_amp = amp_backend.mixed_precision(ms_cell, spec.level, spec.dtype)
     except Exception as exc:  # the rewrite rejected the Cell's code (O1 and nn.LSTMCell: a NameError)
         text = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()[:6]
         known = rewrite_cause(_amp_entries(spec), {type(c).__name__ for _, c in ms_cell.cells_and_names()}, spec)

@@ -187,9 +187,27 @@ def _generation_fields(result) -> Dict[str, Any]:
             "inputs": result.prompt, "notes": list(result.notes), "reproduce": result.reproduce or None}
 
 
+def _shapes_fields(result) -> Dict[str, Any]:
+    tensors = [{**tensor_record(c), "shape": s.index} for s in result.shapes if s.result is not None
+               for c in s.result.comparisons]
+    margins = [t["margin"] for t in tensors if t["margin"] is not None]
+    first = next((s.result for s in result.shapes if s.result is not None), None)
+    return {"pair": {"mindspore": result.ms_type, "torch": result.torch_type},
+            "train": first.train if first is not None else None, "modes": list(result.modes),
+            "seed": first.seed if first is not None else None, "worst_margin": max(margins, default=None),
+            "tensors": tensors, "notes": list(result.notes),
+            "shapes": [{"index": s.index, "inputs": s.inputs, "passed": s.passed, "compiled": s.compiled,
+                        "worst_margin": s.result.worst_margin if s.result is not None else None,
+                        "error": s.error or None} for s in result.shapes],
+            "signature": None if result.signature is None else [{"shape": list(dims), "dtype": dtype}
+                                                                for dims, dtype in result.signature]}
+
+
 def _result_fields(result) -> Dict[str, Any]:
     if isinstance(result, DataParallelResult):
         return _parallel_fields(result)
+    if hasattr(result, "signature"):  # parity.engine.shapes.ShapesResult
+        return _shapes_fields(result)
     if hasattr(result, "use_cache"):  # parity.engine.generation.GenerationResult
         return _generation_fields(result)
     training = hasattr(result, "steps")
@@ -230,7 +248,7 @@ def check_record(*, nodeid: str, case: str, call: str, index: int, device: str, 
         "verdict": _verdict(result, error), "device": device,
         "pair": None, "train": None, "modes": [], "seed": seed, "reference": None, "worst_margin": None,
         "problem": None, "tensors": [], "first_divergence": None, "layers": None, "training": None,
-        "data_parallel": None, "generation": None, "weights": None, "inputs": None, "notes": [], "reproduce": None,
+        "data_parallel": None, "generation": None, "shapes": None, "signature": None, "weights": None, "inputs": None, "notes": [], "reproduce": None,
         "device_setup": None,
     }
     if result is not None:

@@ -7,6 +7,7 @@ from typing import List, Optional
 
 import numpy as np
 
+from ...backends import amp as amp_backend
 from ...errors import ParityUsageError
 from ...judge.dtypes import cast, is_floating, narrowest, round_through
 from ...judge.golden import GOLDEN_FACTOR
@@ -50,11 +51,9 @@ def half_precision(ms_cell, torch_module, device: str, loss_scale) -> Optional[s
 def _mixed_layers(ms_cell) -> List[str]:
     """Paths of sub-Cells that compute in a half dtype where the Cell as a whole does not: to_float
     flags (O2, O3, by hand) and O1's casts rewritten into their code."""
-    from ...backends import mindspore as msb
-
     flagged = [path or "(root)" for path, cell in ms_cell.cells_and_names()
                if any(cell.get_flags().get(flag) for flag in ("fp16", "bf16"))]
-    return flagged or [path for dtype in ("float16", "bfloat16") for path in msb.half_casts(ms_cell, dtype)]
+    return flagged or [path for dtype in ("float16", "bfloat16") for path in amp_backend.half_casts(ms_cell, dtype)]
 
 
 def per_side(data, half: Optional[str]):
