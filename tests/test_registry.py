@@ -58,7 +58,7 @@ def test_shipped_registry_loads():
     registry = load()
     assert len(registry) >= 40
     assert {e.kind for e in registry} <= set(KINDS)
-    assert {e.family for e in registry} == {"nn", "mint"}
+    assert {e.family for e in registry} == {"nn", "mint", "llm"}
     assert all(e.reference.startswith("https://") and e.reason for e in registry)
     assert registry.available, "the mint family/device table needs [[available]] records"
 
