@@ -32,6 +32,9 @@ class TorchRotaryQuery(torch.nn.Module):
         super().__init__()
         self.head_dim = hidden_size // num_heads
         self.q_proj = torch.nn.Linear(hidden_size, hidden_size, bias=False)
+        with torch.no_grad():  # the same weights whatever ran before: the measured difference is stable
+            draw = torch.randn(hidden_size, hidden_size, generator=torch.Generator().manual_seed(0))
+            self.q_proj.weight.copy_(draw / hidden_size ** 0.5)
         self.register_buffer("inv_freq", torch.from_numpy(_inv_freq(self.head_dim, rope_theta)), persistent=False)
 
     def forward(self, x):
