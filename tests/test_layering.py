@@ -46,7 +46,7 @@ ALLOWED = {
 # Where a framework may be imported at the top of a module; everywhere else above the judge only
 # inside a function, so that importing parity (and loading the plugin) imports neither.
 FRAMEWORK_AT_TOP = ("parity.backends.mindspore", "parity.backends.torch", "parity.translation",
-                    "parity.mismatch_checks.amp_pairs")
+                    "parity.mismatch_checks.amp_pairs", "parity.mismatch_checks.llm_pairs")
 NO_FRAMEWORK_AT_ALL = ("judge", "registry", "nightly", "plugin", "options", "errors", "_moved")
 
 

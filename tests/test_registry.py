@@ -3,6 +3,7 @@ applicability, lint, the ledger, and the generated document being up to date."""
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 
@@ -58,7 +59,7 @@ def test_shipped_registry_loads():
     registry = load()
     assert len(registry) >= 40
     assert {e.kind for e in registry} <= set(KINDS)
-    assert {e.family for e in registry} == {"nn", "mint"}
+    assert {e.family for e in registry} == {"nn", "mint", "llm"}
     assert all(e.reference.startswith("https://") and e.reason for e in registry)
     assert registry.available, "the mint family/device table needs [[available]] records"
 
@@ -329,3 +330,18 @@ def test_doc_rows_and_family_table():
 
 def test_data_files_are_packaged():
     assert DATA_DIR.name == "mismatches" and sorted(p.name for p in DATA_DIR.glob("*.toml"))
+
+
+def test_an_api_whose_package_fails_to_import_resolves_to_none(tmp_path, monkeypatch):
+    """transformers raises RuntimeError on import where torchvision's CPU build cannot load: the
+    diagnosis must go on without the llm entries rather than lose every likely cause."""
+    from parity.registry import store
+
+    (tmp_path / "brokenpkg").mkdir()
+    (tmp_path / "brokenpkg" / "__init__.py").write_text("")
+    (tmp_path / "brokenpkg" / "layers.py").write_text("raise RuntimeError('operator torchvision::nms does not exist')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import brokenpkg  # noqa: F401  (resolve_api only looks into packages already imported)
+
+    assert store.resolve_api("brokenpkg.layers.Attention") is None
+    monkeypatch.delitem(sys.modules, "brokenpkg")

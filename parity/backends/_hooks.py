@@ -4,7 +4,9 @@ gradients are put together. The adapters say how to view, hook and convert their
 from __future__ import annotations
 
 from collections import Counter
-from typing import Dict, List, Tuple
+import functools
+import inspect
+from typing import Dict, List, Optional, Tuple
 
 from . import flatten_outputs
 
@@ -22,7 +24,13 @@ class LayerHooks:
 
     Adapters define ``is_tensor``, ``differentiable``, ``view``, ``on_grad`` (register a hook),
     ``hold`` (what to keep of a tensor now: a copy where it may change later) and ``arrays``
-    (numpy for what was held)."""
+    (numpy for what was held).
+
+    Both hooks see a call's keyword arguments too (``with_kwargs``): a keyword's tensors are
+    recorded under its name, and a differentiable one has its own alias and gradient, as a
+    positional one. A tensor that needs no gradient (a mask, ``cos``/``sin`` made from constants,
+    integer ids) is recorded and never hooked: MindSpore refuses a hook on it, and no gradient flows
+    into it on either side."""
 
     defer_forward = True  # False: forward calls go to the recording from the hook (held as arrays)
 
@@ -34,8 +42,10 @@ class LayerHooks:
         self.record = True
         self.grad_hooks = backward
         self.calls: Counter = Counter()  # forward calls seen so far, per path
-        self.forward_calls: List[tuple] = []  # (path, type, held inputs, held outputs), not yet recorded
-        self.grads: Dict[Tuple[str, int], list] = {}  # (path, call) -> [grad_inputs, grad_outputs]
+        # (path, type, held inputs, held outputs, input names, whether keywords were given), not yet recorded
+        self.forward_calls: List[tuple] = []
+        # (path, call) -> [grad_inputs, grad_outputs, their names, whether keywords were given]
+        self.grads: Dict[Tuple[str, int], list] = {}
         self.finished: Dict[Tuple[str, int], int] = {}  # (path, call) -> order of its last gradient
         self._events = 0
 
@@ -65,31 +75,46 @@ class LayerHooks:
         """The tensors of a (nested) value, in order; None kept, other leaves skipped."""
         return [leaf for _, leaf in flatten_outputs(value) if leaf is None or self.is_tensor(leaf)]
 
-    def pre_hook(self, path: str, layer, args):
+    def named_tensors(self, layer, args, kwargs) -> Tuple[list, Tuple[str, ...]]:
+        """A call's input tensors, in order, and their names: positional arguments by the
+        parameters of the layer's signature they fill (``input[i]`` past them), then keyword
+        arguments by name; a nested one's tensors as ``name[0]``..."""
+        found = []
+        for name, value in zip(slot_names(layer, args, kwargs), list(args) + list(kwargs.values())):
+            found += [(path, leaf) for path, leaf in flatten_outputs(value, name) if leaf is None or self.is_tensor(leaf)]
+        return [leaf for _, leaf in found], tuple(path for path, _ in found)
+
+    def pre_hook(self, path: str, layer, args, kwargs):
         if not self.grad_hooks:
             return None
         call = self.calls[path]
-        self.grads[(path, call)] = [[None] * len(args), []]
-        wrapped = list(args)
+        self.grads[(path, call)] = [[None] * (len(args) + len(kwargs)), [], tuple(slot_names(layer, args, kwargs)),
+                                    bool(kwargs)]
+        wrapped, new_kwargs = list(args), dict(kwargs)
         for i, arg in enumerate(args):
             if self.differentiable(arg):
                 wrapped[i] = self.view(arg)
                 self.on_grad(wrapped[i], self._grad_hook(path, call, 0, i))
-        return tuple(wrapped)
+        for i, (key, value) in enumerate(kwargs.items(), len(args)):
+            if self.differentiable(value):
+                new_kwargs[key] = self.view(value)
+                self.on_grad(new_kwargs[key], self._grad_hook(path, call, 0, i))
+        return tuple(wrapped), new_kwargs
 
-    def forward_hook(self, path: str, layer, args, outputs) -> None:
+    def forward_hook(self, path: str, layer, args, kwargs, outputs) -> None:
         call = self.calls[path]
         self.calls[path] += 1
         outs = self.tensors(outputs)
         if self.record:
-            held = ([None if t is None else self.hold(t) for t in self.tensors(args)],
+            inputs, names = self.named_tensors(layer, args, kwargs)
+            held = ([None if t is None else self.hold(t) for t in inputs],
                     [None if t is None else self.hold(t) for t in outs])
             if self.defer_forward:
-                self.forward_calls.append((path, type(layer).__name__) + held)
+                self.forward_calls.append((path, type(layer).__name__) + held + (names, bool(kwargs)))
             else:
-                self.recording.forward(path, type(layer).__name__, *held)
+                self.recording.forward(path, type(layer).__name__, *held, names=names, keywords=bool(kwargs))
         if self.grad_hooks:
-            grads = self.grads.setdefault((path, call), [[None] * len(args), []])
+            grads = self.grads.setdefault((path, call), [[None] * (len(args) + len(kwargs)), [], None, False])
             grads[1] = [None] * len(outs)
             for i, out in enumerate(outs):
                 if self.differentiable(out):
@@ -107,10 +132,31 @@ class LayerHooks:
         """Hand what was seen so far to the recording, as numpy: forward calls in execution order,
         then the finished backward calls in backward order."""
         calls, self.forward_calls = self.forward_calls, []
-        for path, type_name, inputs, outputs in calls:
-            self.recording.forward(path, type_name, self.arrays(inputs), self.arrays(outputs))
+        for path, type_name, inputs, outputs, names, keywords in calls:
+            self.recording.forward(path, type_name, self.arrays(inputs), self.arrays(outputs), names=names,
+                                   keywords=keywords)
         done = sorted(self.finished, key=self.finished.get)
         self.finished = {}
         for key in done:
-            grad_inputs, grad_outputs = self.grads.pop(key)
-            self.recording.backward(key[0], self.arrays(grad_inputs), self.arrays(grad_outputs), call=key[1])
+            grad_inputs, grad_outputs, names, keywords = self.grads.pop(key)
+            self.recording.backward(key[0], self.arrays(grad_inputs), self.arrays(grad_outputs), call=key[1],
+                                    names=names, keywords=keywords)
+
+
+def slot_names(layer, args, kwargs) -> List[str]:
+    """A call's argument names: positional arguments by the parameters of the layer's
+    ``construct`` (MindSpore) or ``forward`` (PyTorch) they fill, ``input[i]`` beyond them, then
+    the keywords."""
+    params = _positional_parameters(type(layer))
+    return [params[i] if i < len(params) else f"input[{i}]" for i in range(len(args))] + list(kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def _positional_parameters(klass) -> Tuple[str, ...]:
+    method = getattr(klass, "construct", None) or getattr(klass, "forward", None)
+    try:
+        params = list(inspect.signature(method).parameters.values())[1:]  # past self
+    except (TypeError, ValueError):
+        return ()
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return tuple(p.name for p in params if p.kind in kinds)

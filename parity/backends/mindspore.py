@@ -353,7 +353,10 @@ class _Layers(LayerHooks):
         return isinstance(value, ms.Tensor)
 
     def differentiable(self, tensor) -> bool:
-        return isinstance(tensor, ms.Tensor) and tensor.dtype in ms.dtype.float_type
+        # Not a tensor computed from constants alone (``cos`` of positions, a mask): it needs no
+        # gradient, and MindSpore refuses a hook on it ("The tensor requires grad is false").
+        return (isinstance(tensor, ms.Tensor) and tensor.dtype in ms.dtype.float_type
+                and getattr(tensor, "_requires_grad", True))
 
     def view(self, tensor):
         # A copy, not a view: MindSpore's view and reshape made ResNet-50's vjp 1.3-1.55x slower,
@@ -372,13 +375,14 @@ class _Layers(LayerHooks):
             return
         with _no_grad():
             outputs = cell.construct(*inputs)
-        self.forward_calls.append((path, type(cell).__name__, self.tensors(inputs), self.tensors(outputs)))
+        self.forward_calls.append((path, type(cell).__name__, self.tensors(inputs), self.tensors(outputs), None,
+                                   False))
 
     def cell_backward_hook(self, path: str, cell, grad_input, grad_output) -> None:
         # Backward visits the calls of one path in reverse order.
         call = self.calls[path] - 1 - self.bprop_seen[path]
         self.bprop_seen[path] += 1
-        self.grads[(path, call)] = [self.tensors(grad_input), self.tensors(grad_output)]
+        self.grads[(path, call)] = [self.tensors(grad_input), self.tensors(grad_output), None, False]
         self.finished[(path, call)] = self._events
         self._events += 1
 
@@ -397,8 +401,8 @@ def capture(model, recording, *, backward: bool):
             if backward:
                 handles.append(cell.register_backward_hook(functools.partial(layers.cell_backward_hook, path)))
             continue
-        handles.append(cell.register_forward_pre_hook(functools.partial(layers.pre_hook, path)))
-        handles.append(cell.register_forward_hook(functools.partial(layers.forward_hook, path)))
+        handles.append(cell.register_forward_pre_hook(functools.partial(layers.pre_hook, path), with_kwargs=True))
+        handles.append(cell.register_forward_hook(functools.partial(layers.forward_hook, path), with_kwargs=True))
     try:
         yield layers
         layers.flush()

@@ -411,8 +411,8 @@ def capture(model, recording, *, backward: bool):
         if getattr(module, "inplace", False) is True:
             module.inplace = False
             inplace.append(module)
-        handles.append(module.register_forward_pre_hook(functools.partial(layers.pre_hook, path)))
-        handles.append(module.register_forward_hook(functools.partial(layers.forward_hook, path)))
+        handles.append(module.register_forward_pre_hook(functools.partial(layers.pre_hook, path), with_kwargs=True))
+        handles.append(module.register_forward_hook(functools.partial(layers.forward_hook, path), with_kwargs=True))
     try:
         yield layers
         layers.flush()

@@ -21,7 +21,7 @@ import numpy as np
 from ..judge.metrics import relative_error
 from ..judge.tolerance import Tolerance
 
-__all__ = ["AMPLIFICATION", "align_layers", "LayerCall", "LayerVerdict", "LayerTable", "Recording", "Localizer", "judge", "settle",
+__all__ = ["AMPLIFICATION", "align_layers", "by_name", "LayerCall", "LayerVerdict", "LayerTable", "Recording", "Localizer", "judge", "settle",
            "first_divergence"]
 
 AMPLIFICATION = 10.0
@@ -38,6 +38,11 @@ class LayerCall:
     outputs: Optional[List[np.ndarray]]
     grad_outputs: Optional[List[np.ndarray]] = None  # flowing in during backward
     grad_inputs: Optional[List[np.ndarray]] = None  # flowing out during backward
+    # The name of each input and grad_input (a positional argument's is its parameter's), by
+    # which the two sides are paired where either was given keyword arguments (``keywords``).
+    input_names: Optional[Tuple[str, ...]] = None
+    grad_input_names: Optional[Tuple[str, ...]] = None
+    keywords: bool = False
 
     @property
     def key(self) -> Tuple[str, int]:
@@ -97,8 +102,9 @@ class Recording:
         self._on_forward = on_forward
         self._on_backward = on_backward
 
-    def forward(self, path: str, type_name: str, inputs, outputs) -> None:
-        call = LayerCall(path, type_name, self._counts[path], inputs, outputs)
+    def forward(self, path: str, type_name: str, inputs, outputs, *, names=None, keywords: bool = False) -> None:
+        """A forward call; ``names`` names its inputs, ``keywords`` says it was given keyword arguments."""
+        call = LayerCall(path, type_name, self._counts[path], inputs, outputs, input_names=names, keywords=keywords)
         self._counts[path] += 1
         if self._on_forward is not None:
             self._on_forward(call)
@@ -106,11 +112,12 @@ class Recording:
         self.calls.append(call)
         self._by_key[call.key] = call
 
-    def backward(self, path: str, grad_inputs, grad_outputs, call: int) -> None:
-        """The gradients of call number ``call`` of ``path``."""
+    def backward(self, path: str, grad_inputs, grad_outputs, call: int, *, names=None, keywords: bool = False) -> None:
+        """The gradients of call number ``call`` of ``path``; ``names`` names the grad_inputs."""
         record = self._by_key.get((path, call))
         if record is not None:
             record.grad_inputs, record.grad_outputs = grad_inputs, grad_outputs
+            record.grad_input_names, record.keywords = names, record.keywords or keywords
             if self._on_backward is not None:
                 self._on_backward(record)
                 record.grad_inputs, record.grad_outputs = [], []
@@ -272,26 +279,32 @@ class Localizer:
         self.backward: List[LayerVerdict] = []
         self.metrics = _Metrics()
 
-    def _judge(self, direction: str, call: LayerCall, ms_in, ms_out) -> LayerVerdict:
+    def _judge(self, direction: str, call: LayerCall) -> LayerVerdict:
         path = self.align(call.path)
         ref = self.torch.get(path, call.call) if path is not None else None
         ref_in, ref_out = _sides(ref, direction) if ref is not None else (None, None)
+        ms_in, ms_out = _sides(call, direction)
         if ref_out is None:
             return LayerVerdict(direction, path or call.path, call.path, call.type, "", call.call,
                                 0.0, 0.0, 0.0, 0.0, 0.0, status="unaligned")
         outs = [a for a in ref_out if a is not None]
         tol = self.resolve_tol((path, call.path), str(outs[0].dtype) if outs else "float32")
         noise, in_noise = self.noise.get((direction, path, call.call), (0.0, 0.0))
+        if call.keywords or ref.keywords:
+            if direction == "forward":
+                ms_in, ref_in = by_name(ms_in, call.input_names, ref_in, ref.input_names)
+            else:
+                ms_out, ref_out = by_name(ms_out, call.grad_input_names, ref_out, ref.grad_input_names)
         verdict = judge(direction, path, call.path, call.type, ref.type, call.call, ms_in, ms_out,
                         ref_in, ref_out, tol, noise, in_noise, self.metrics)
         _release(ref, direction)
         return verdict
 
     def on_forward(self, call: LayerCall) -> None:
-        self.forward.append(self._judge("forward", call, call.inputs, call.outputs))
+        self.forward.append(self._judge("forward", call))
 
     def on_backward(self, call: LayerCall) -> None:
-        self.backward.append(self._judge("backward", call, call.grad_outputs, call.grad_inputs))
+        self.backward.append(self._judge("backward", call))
 
     def float64_recording(self) -> Recording:
         """A recording for the float64 PyTorch pass: each call's noise floors (``noise_factor`` x
@@ -310,6 +323,21 @@ class Localizer:
         finite = lambda x: x if x != float("inf") else 0.0  # noqa: E731
         self.noise[(direction, call64.path, call64.call)] = (self.noise_factor * finite(_error(ref_out, out64)),
                                                              self.noise_factor * finite(_error(ref_in or [], in64 or [])))
+
+
+def by_name(ms: Sequence, ms_names: Optional[Sequence[str]], ref: Sequence, ref_names: Optional[Sequence[str]]):
+    """The tensors of one layer call's two sides to compare, paired by name, for a call that
+    either side gave keyword arguments: tensors are named by argument (``hidden_states``,
+    ``position_embeddings[0]``...; a positional argument by its parameter's name), the names
+    both sides have are compared in PyTorch's order, and a name one side alone has
+    (transformers' ``position_ids``, ``cache_position``) is not. By position where a side has no
+    names or the two share none."""
+    ms_named = dict(zip(ms_names or (), ms))
+    common = [name for name in ref_names or () if name in ms_named]
+    if not common:
+        return ms, ref
+    ref_named = dict(zip(ref_names, ref))
+    return [ms_named[name] for name in common], [ref_named[name] for name in common]
 
 
 def _sides(call: LayerCall, direction: str):

@@ -126,7 +126,7 @@ def module_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *
                  seed: int) -> Measurement:
     from ..engine.check import Settings, run_check
 
-    torch_module = resolve(entry.torch)(**spec.torch_kwargs)
+    torch_module = resolve(spec.torch_api or entry.torch)(**spec.torch_kwargs)
     try:
         ms_cell = resolve(api)(**ms_kwargs)
     except Exception as exc:  # the naive MindSpore construction is rejected

@@ -104,7 +104,7 @@ def _judge(spec: SelfTestSpec, naive: Measurement, fixed: Optional[Measurement])
 
 
 def _run(entry: Entry, spec: SelfTestSpec, *, fixed: bool, device: str, seed: int) -> Measurement:
-    api = entry.fixed_api if fixed else entry.mindspore
+    api = entry.replacement if fixed and entry.replacement else (spec.mindspore_api or entry.mindspore)
     if spec.optimizer is not None:
         kwargs = _fixed_kwargs(entry, spec, None) if fixed else dict(spec.ms_kwargs)
         mode = (spec.fixed_ms_mode or spec.ms_mode) if fixed else spec.ms_mode
@@ -129,7 +129,7 @@ def _run(entry: Entry, spec: SelfTestSpec, *, fixed: bool, device: str, seed: in
 
 def _fixed_kwargs(entry: Entry, spec: SelfTestSpec, input_shape) -> Dict[str, Any]:
     base = {} if entry.replacement else dict(spec.ms_kwargs)
-    defaults = _signature_defaults(resolve(entry.torch))
+    defaults = _signature_defaults(resolve(spec.torch_api or entry.torch))
     base.update(entry.translate_kwargs(spec.torch_kwargs, defaults=defaults, input_shape=input_shape))
     return base
 

@@ -18,7 +18,10 @@ Schema (``schema = 1`` at the top of every file; optional ``title = "..."``)::
     kind = "default"                     # default | name | layout | formula | unsupported | precision
     torch = "torch.nn.Conv2d"            # the PyTorch API (dotted path)
     mindspore = "mindspore.nn.Conv2d"    # the MindSpore API; family "mint" iff it is mindspore.mint.*
-    family = "nn"                        # nn | mint
+    family = "nn"                        # nn | mint | llm (a hand-written MindSpore model against transformers':
+                                         # torch may then be "transformers.<...>", mindspore "mindspore.nn.Cell"
+                                         # for any Cell, and the self-test names its pair with torch_api and
+                                         # mindspore_api)
     summary = "..."                      # one line: what differs
     fix = "..."                          # one line: what to write (absent: no fix known)
     arguments = [{ torch = "padding", torch_default = 0, mindspore = "pad_mode", mindspore_default = "same",
@@ -69,6 +72,9 @@ Schema (``schema = 1`` at the top of every file; optional ``title = "..."``)::
     optimizer = { shape = [4, 3], steps = 3 }   # an optimizer pair: same parameter, same gradients
     batches = [[{ randn = [4, 3] }, { uniform = [[4, 3], 0, 1] }], [...]]   # a loss pair: one training
                                          # step per batch of a Linear(features, features) under it
+    torch_api = "package.module:Name"    # what the pair is built from, where the entry's APIs cannot be
+    mindspore_api = "package.module:Name"  # built from keyword arguments (the fix: mindspore_api again,
+                                         # with ms_kwargs and the rule's, unless a replacement is named)
 
     [[available]]                        # an API measured to run and agree (the family/device table)
     mindspore = "mindspore.mint.nn.GroupNorm"

@@ -33,7 +33,8 @@ _ENTRY_KEYS = {"id", "kind", "torch", "mindspore", "family", "summary", "fix", "
                "reference", "selftest", "selftest_skip", "amp"}
 _REQUIRED = ("id", "kind", "torch", "mindspore", "family", "summary", "reason", "reference", "devices")
 _SELFTEST_KEYS = {"torch_kwargs", "ms_kwargs", "inputs", "fixed_inputs", "differs_in", "raises", "train", "grads",
-                  "weights", "fixed", "ms_mode", "fixed_ms_mode", "optimizer", "batches", "dtype", "amp"}
+                  "weights", "fixed", "ms_mode", "fixed_ms_mode", "optimizer", "batches", "dtype", "amp", "torch_api",
+                  "mindspore_api"}
 _ARGUMENT_KEYS = {"torch", "mindspore", "torch_default", "mindspore_default", "note"}
 _INPUT_KINDS = {"randn", "uniform", "randint"}
 _LAYOUT = re.compile(r"^permute\(\s*\d+(\s*,\s*\d+)*\s*\)$")
@@ -218,8 +219,9 @@ def _check_scalars(raw, where: _Where, errors: List[str]) -> None:
     elif (raw["family"] == "mint") != (".mint." in raw["mindspore"]):
         errors.append(f"{where('family')}: family {raw['family']!r} does not match {raw['mindspore']!r} "
                       "(family 'mint' is for mindspore.mint.* APIs)")
-    if not raw["torch"].startswith("torch."):
-        errors.append(f"{where('torch')}: torch must be a dotted path starting 'torch.', got {raw['torch']!r}")
+    if not raw["torch"].startswith(("torch.", "transformers.") if raw["family"] == "llm" else "torch."):
+        errors.append(f"{where('torch')}: torch must be a dotted path starting 'torch.' (family 'llm': or "
+                      f"'transformers.'), got {raw['torch']!r}")
     if not raw["mindspore"].startswith("mindspore."):
         errors.append(f"{where('mindspore')}: mindspore must be a dotted path starting 'mindspore.', "
                       f"got {raw['mindspore']!r}")
@@ -314,6 +316,9 @@ def _selftest(raw, where: _Where, errors: List[str]) -> Optional[SelfTestSpec]:
         errors.append(f"{at}: selftest.dtype must be one of {', '.join(DTYPES)}")
     if spec.get("amp", AMP_LEVELS[0]) not in AMP_LEVELS:
         errors.append(f"{at}: selftest.amp must be one of {', '.join(AMP_LEVELS)}")
+    for key in ("torch_api", "mindspore_api"):
+        if key in spec and not (isinstance(spec[key], str) and re.match(r"^[\w.]+:[\w.]+$", spec[key])):
+            errors.append(f"{at}: selftest.{key} must be 'package.module:Name', got {spec[key]!r}")
     if spec["differs_in"] == "precision" and "amp" not in spec:
         errors.append(f"{at}: differs_in = \"precision\" needs selftest.amp = \"<level>\"")
     if "batches" in spec:
@@ -336,6 +341,7 @@ def _selftest(raw, where: _Where, errors: List[str]) -> Optional[SelfTestSpec]:
         train=bool(spec.get("train", False)), grads=bool(spec.get("grads", True)), weights=spec.get("weights", "copy"),
         fixed=bool(fixed), ms_mode=spec.get("ms_mode", "pynative"), fixed_ms_mode=spec.get("fixed_ms_mode"),
         optimizer=spec.get("optimizer"), dtype=spec.get("dtype", ""), amp=spec.get("amp", ""),
+        torch_api=str(spec.get("torch_api", "")), mindspore_api=str(spec.get("mindspore_api", "")),
         batches=tuple(tuple(b) for b in spec["batches"]) if isinstance(spec.get("batches"), list) else None)
 
 

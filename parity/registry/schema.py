@@ -23,7 +23,7 @@ __all__ = ["RegistryError", "Argument", "SelfTestSpec", "Entry", "Availability",
 
 SCHEMA = 1
 KINDS = ("default", "name", "layout", "formula", "unsupported", "precision")
-FAMILIES = ("nn", "mint")
+FAMILIES = ("nn", "mint", "llm")  # llm: a hand-written MindSpore model against a transformers one
 DEVICES = ("CPU", "GPU", "Ascend")
 MODES = ("pynative", "graph")
 DTYPES = ("float16", "bfloat16")  # an entry's `dtypes`: the half dtypes MindSpore computes in where it holds
@@ -98,6 +98,11 @@ class SelfTestSpec:
     batches: Optional[Tuple[Tuple[Any, ...], ...]] = None  # a loss pair trained over these (input, target) specs
     dtype: str = ""  # the MindSpore Cell alone, run in this half dtype (to_float): does its kernel exist?
     amp: str = ""  # the pair, each inside a one-layer container, checked with parity.check(amp=<this level>)
+    # What the pair is built from where the entry's APIs cannot be built from keyword arguments (a
+    # transformers layer takes a config; ``mindspore.nn.Cell`` stands for any hand-written Cell):
+    # "package.module:Name", called with torch_kwargs / ms_kwargs (the fix: ms_kwargs and the rule's).
+    torch_api: str = ""
+    mindspore_api: str = ""
 
 
 @dataclass(frozen=True)

@@ -122,6 +122,9 @@ def resolve_api(path: str) -> Optional[object]:
         except ImportError:
             module_path, _, last = module_path.rpartition(".")
             parts.insert(0, last)
+        except Exception:  # there, but failing to import (transformers where torchvision cannot load)
+            _RESOLVED[path] = None
+            return None
     try:
         for part in parts:
             target = getattr(target, part)

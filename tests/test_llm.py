@@ -1,0 +1,79 @@
+"""A LLaMA written by hand in MindSpore against transformers' LlamaForCausalLM (``cases/llm.py``):
+the pair agrees within the default tolerances with every layer compared, and the interleaved
+rotary layout fails at the first block's attention, citing the known mismatch."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import mindspore  # noqa: F401  (both frameworks before parity, as everywhere in tests/)
+import numpy as np
+import pytest
+import torch
+
+import parity
+from parity import ParityMismatch
+from parity.engine.case import build
+
+if importlib.util.find_spec("transformers") is None:
+    pytest.skip("transformers is not installed (make, or pip install -e .[zoo])", allow_module_level=True)
+
+from cases import llm  # noqa: E402
+from cases.models.zoo_compat import import_quietly  # noqa: E402
+
+ROPE = "rope-rotate-half-vs-interleaved"
+
+
+def _check(case, **kwargs):
+    ms_cell, torch_module = build(case)
+    return parity.check(ms_cell, torch_module, case.inputs, **{**case.check_kwargs(), **kwargs})
+
+
+def _divergence_line(message: str) -> str:
+    return next(line for line in message.splitlines() if line.startswith("Divergence: "))
+
+
+def test_the_pair_maps_every_weight_by_hugging_face_names():
+    ms_cell, torch_module = build(llm.LlamaHF)
+    ms_names = {p.name for p in ms_cell.get_parameters()}
+    assert ms_names == set(torch_module.state_dict())
+    assert {"model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight", "lm_head.weight"} <= ms_names
+
+
+def test_the_pair_agrees_with_every_layer_compared_keywords_included():
+    result = _check(llm.LlamaHF, localize=True)
+    assert result.worst_margin < 1.0
+    assert {v.status for v in result.layers.forward + result.layers.backward} == {"ok"}
+    attention = next(v for v in result.layers.forward if v.path == "model.layers.0.self_attn")
+    # Called with keywords only: hidden_states, the additive mask, cos and sin, compared by name;
+    # transformers' position_ids and cache_position have no MindSpore counterpart.
+    assert attention.in_shapes == ((2, 16, 32), (2, 1, 16, 16), (1, 16, 8), (1, 16, 8))
+    assert len(attention.out_shapes) == 2  # (output, attention weights)
+
+
+def test_the_interleaved_rotary_layout_fails_at_the_first_attention_and_cites_the_registry():
+    with pytest.raises(ParityMismatch) as info:
+        _check(llm.LlamaInterleavedRotary)
+    message = str(info.value)
+    verdict, where = info.value.result.layers.first("forward")
+    assert verdict.path == "model.layers.0.self_attn"
+    assert "'model.layers.0.self_attn.v_proj'" in where and "'model.layers.0.self_attn.o_proj'" in where
+    assert "in the code of 'model.layers.0.self_attn'" in _divergence_line(message)
+    assert f"Likely cause: known mismatch '{ROPE}' at 'model.layers.0.self_attn'" in message
+    assert "'model.layers.1.self_attn'" not in next(line for line in message.splitlines() if ROPE in line)
+
+
+def test_the_self_test_pair_computes_what_transformers_computes():
+    """``TorchRotaryQuery`` (the entry's self-test, which cannot import transformers) against
+    transformers' own LlamaRotaryEmbedding and apply_rotary_pos_emb, bit for bit."""
+    from parity.mismatch_checks.llm_pairs import TorchRotaryQuery
+
+    llama = import_quietly("transformers.models.llama.modeling_llama")
+    config = import_quietly("transformers").LlamaConfig(hidden_size=16, num_attention_heads=2, rope_theta=10000.0)
+    torch.manual_seed(0)
+    ours = TorchRotaryQuery(hidden_size=16, num_heads=2)
+    x = torch.randn(2, 6, 16)
+    q = ours.q_proj(x).view(2, 6, 2, 8).transpose(1, 2)
+    cos, sin = llama.LlamaRotaryEmbedding(config)(x, torch.arange(6)[None])
+    theirs, _ = llama.apply_rotary_pos_emb(q, q, cos, sin)
+    np.testing.assert_array_equal(ours(x).detach().numpy(), theirs.detach().numpy())
