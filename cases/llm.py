@@ -11,7 +11,7 @@ citing the known mismatch ``rope-rotate-half-vs-interleaved``.
 
 import numpy as np
 
-from parity import ParityCase, randint
+from parity import ParityCase, Training, randint
 
 VOCAB = 128  # cases.models.llama.VOCAB (not imported: listing the catalogue imports no framework)
 MASK = np.array([[1] * 14 + [0] * 2, [0] * 3 + [1] * 13], np.int64)
@@ -22,6 +22,29 @@ LlamaHF = ParityCase(
     mindspore="cases.models.llama:ms_llama",
     torch="cases.models.llama:torch_llama",
     inputs=INPUTS,
+    ms_mode="both",
+)
+
+# The same pair over sequence lengths 5, 9 and 12 and batches of 1 and 2 (every token attended): in
+# GRAPH mode compiled once for input_ids and attention_mask of shape (None, None).
+LlamaHF_shapes = ParityCase(
+    "LlamaHF_shapes",
+    mindspore="cases.models.llama:ms_llama",
+    torch="cases.models.llama:torch_llama",
+    shapes=[(randint((b, n), 0, VOCAB), np.ones((b, n), np.int64)) for b, n in ((1, 5), (2, 9), (1, 12))],
+    ms_mode="both",
+)
+
+# Three steps of next-token training, AdamW with a warmup and gradient clipping, on the padded batch.
+LlamaHF_training = ParityCase(
+    "LlamaHF_training",
+    mindspore="cases.models.llama:ms_llama",
+    torch="cases.models.llama:torch_llama",
+    ms_mode="both",
+    training=Training([(INPUTS, randint((2, 16), 0, VOCAB))], steps=3,
+                      loss=("cases.models.llama:MsCausalLMLoss", "cases.models.llama:torch_causal_lm_loss"),
+                      optimizer="cases.models.training:adamw", lr_scheduler="cases.models.training:warmup",
+                      clip_grad_norm=1.0),
 )
 
 LlamaInterleavedRotary = ParityCase(

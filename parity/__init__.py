@@ -132,9 +132,11 @@ def check_generation(ms_model, torch_model, prompt, *, max_new_tokens=8, weights
       Both sides go on from PyTorch's tokens, so every step is compared on the same sequence.
     * Each model takes the ids and returns the logits (a tensor, a tuple whose first element they
       are, or an output with ``.logits``: a Hugging Face model as it is).
-    * ``use_cache=True``: PyTorch's side follows Hugging Face's ``past_key_values``, MindSpore's the
-      caller's own convention through ``ms_step(ms_model, input_ids, cache) -> (logits, cache)``
-      (``cache`` None at the first step); each step then feeds the newest token only.
+    * ``ms_step(ms_model, input_ids, cache) -> (logits, cache)``: how to call the MindSpore model
+      where ``ms_model(input_ids)`` will not do (another argument, such as an attention mask; a
+      cache). ``use_cache=True`` needs it: PyTorch's side then follows Hugging Face's
+      ``past_key_values``, MindSpore's this convention (``cache`` None at the first step), and each
+      step feeds the newest token only.
     """
     from .engine.generation import run_generation
 

@@ -175,7 +175,7 @@ def test_a_prompt_that_is_not_token_ids_is_refused(prompt, match):
     ({"max_new_tokens": 0}, "max_new_tokens must be an integer >= 1"),
     ({"max_new_tokens": True}, "max_new_tokens must be an integer >= 1"),
     ({"use_cache": True}, "needs ms_step"),
-    ({"ms_step": ms_step}, "give it with use_cache=True"),
+    ({"ms_step": 3}, "ms_step must be a function"),
     ({"use_cache": "yes", "ms_step": ms_step}, "use_cache must be True or False"),
 ])
 def test_bad_arguments_are_refused(kwargs, match):

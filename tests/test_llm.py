@@ -77,3 +77,28 @@ def test_the_self_test_pair_computes_what_transformers_computes():
     cos, sin = llama.LlamaRotaryEmbedding(config)(x, torch.arange(6)[None])
     theirs, _ = llama.apply_rotary_pos_emb(q, q, cos, sin)
     np.testing.assert_array_equal(ours(x).detach().numpy(), theirs.detach().numpy())
+
+
+# Generation: greedy decoding of the pair, transformers' model as it is on PyTorch's side.
+
+def _generate(case, **kwargs):
+    from cases.models.llama import ms_generation_step
+
+    ms_cell, torch_module = build(case)
+    return parity.check_generation(ms_cell, torch_module, parity.randint((2, 6), 0, llm.VOCAB), max_new_tokens=5,
+                                   ms_step=ms_generation_step, **kwargs)
+
+
+def test_the_pair_generates_the_same_tokens():
+    result = _generate(llm.LlamaHF)
+    assert result.passed and result.first_difference is None
+    assert result.torch_tokens.shape == (2, 5) and (result.ms_tokens == result.torch_tokens).all()
+    assert result.worst_margin < 0.5
+
+
+def test_the_wrong_rotary_layout_fails_generation_at_the_first_attention():
+    with pytest.raises(ParityMismatch) as info:
+        _generate(llm.LlamaInterleavedRotary)
+    message = str(info.value)
+    assert "Divergence: first at step 1 of 5" in message
+    assert "Layer: first divergence" in message and "'model.layers.0.self_attn'" in message

@@ -203,14 +203,15 @@ class LlamaDecoderLayer(nn.Cell):
         return residual + self.mlp(self.post_attention_layernorm(hidden_states))
 
 
-def causal_padding_mask(attention_mask, dtype):
-    """(batch, 1, n, n): 0 where query i may attend key j (j <= i and j a real token), else the
-    dtype's smallest finite value, as transformers' eager mask."""
-    n = attention_mask.shape[1]
-    causal = ms.Tensor(np.tril(np.ones((n, n), np.bool_)))[None, None]
+def causal_padding_mask(attention_mask, dtype, smallest):
+    """(batch, 1, n, n): 0 where query i may attend key j (j <= i and j a real token), else
+    ``smallest``, the dtype's smallest finite value, as transformers' eager mask. Ops only, so that
+    GRAPH mode compiles it, for every sequence length."""
+    positions = ops.arange(attention_mask.shape[1])
+    causal = (positions[None, :] <= positions[:, None])[None, None]
     allowed = ops.logical_and(causal, attention_mask[:, None, None, :].astype(ms.bool_))
-    smallest = float(np.finfo(ms.dtype_to_nptype(dtype)).min)
-    return ops.select(allowed, ops.zeros(allowed.shape, dtype), ops.fill(dtype, allowed.shape, smallest))
+    zeros = ops.zeros_like(allowed.astype(dtype))
+    return ops.select(allowed, zeros, zeros + smallest)
 
 
 class LlamaModel(nn.Cell):
@@ -220,11 +221,12 @@ class LlamaModel(nn.Cell):
         self.layers = nn.CellList([LlamaDecoderLayer(config, rotary) for _ in range(config.num_hidden_layers)])
         self.norm = LlamaRMSNorm(config.hidden_size, config.rms_norm_eps)
         self.rotary_emb = LlamaRotaryEmbedding(config)
+        self.smallest = float(np.finfo(np.float32).min)  # the mask's fill: float32's smallest finite value
 
     def construct(self, input_ids, attention_mask):
         hidden_states = self.embed_tokens(input_ids)
         positions = ops.arange(input_ids.shape[1])[None]
-        mask = causal_padding_mask(attention_mask, hidden_states.dtype)
+        mask = causal_padding_mask(attention_mask, hidden_states.dtype, self.smallest)
         position_embeddings = self.rotary_emb(hidden_states, positions)
         for layer in self.layers:
             hidden_states = layer(hidden_states, attention_mask=mask, position_embeddings=position_embeddings)
@@ -241,3 +243,39 @@ class LlamaForCausalLM(nn.Cell):
 
     def construct(self, input_ids, attention_mask):
         return {"logits": self.lm_head(self.model(input_ids, attention_mask))}
+
+
+# Training: next-token cross-entropy over the logits both models return under "logits".
+
+class MsCausalLMLoss(nn.Cell):
+    """MindSpore's side: ``SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")`` over every
+    position's logits against the labels (batch, length), as transformers' loss without the shift."""
+
+    def __init__(self):
+        super().__init__()
+        self.ce = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+
+    def construct(self, output, labels):
+        logits = output["logits"]
+        return self.ce(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1).astype(ms.int32))
+
+
+def torch_causal_lm_loss():
+    """PyTorch's side: ``CrossEntropyLoss`` over every position's logits against the labels."""
+    import torch
+
+    class TorchCausalLMLoss(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ce = torch.nn.CrossEntropyLoss()
+
+        def forward(self, output, labels):
+            logits = output["logits"]
+            return self.ce(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+
+    return TorchCausalLMLoss()
+
+
+def ms_generation_step(model, input_ids, cache):
+    """``check_generation``'s MindSpore adapter: every token attended (no cache)."""
+    return model(input_ids, ops.ones_like(input_ids)), None

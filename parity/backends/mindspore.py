@@ -234,6 +234,22 @@ class _Keywords(nn.Cell):
         return self.net(*values[: self.n_args], **kwargs)
 
 
+def _flat_dict(value) -> bool:
+    return isinstance(value, dict) and bool(value) and all(isinstance(v, ms.Tensor) for v in value.values())
+
+
+class _Values(nn.Cell):
+    """``model``'s dict output as the tuple of its values under ``keys``, in that order."""
+
+    def __init__(self, model, keys):
+        super().__init__(auto_prefix=False)
+        self.model, self.keys = model, keys
+
+    def construct(self, *args):
+        out = self.model(*args)
+        return tuple(out[key] for key in self.keys)
+
+
 class Pass:
     """One forward through ``mindspore.vjp``; ``backward`` applies the saved VJP function."""
 
@@ -247,9 +263,15 @@ class Pass:
         fn = _Keywords(model, len(inputs.args), inputs.kwargs) if inputs.kwargs else model
         self._params = list(model.trainable_params()) if grads else []
         self._by_id = {id(p): n for n, p in _parameters(model).items()}
+        self._as_tuple = False
         with execution_mode(mode):
             if grads and values:
                 self.raw, self._vjp = ms.vjp(fn, *values, weights=self._params or None)
+                if mode == "graph" and _flat_dict(self.raw):
+                    # GRAPH mode's VJP takes no cotangent for a dict output (a tensor does not join the dict's
+                    # type, a dict is refused): differentiate its values as a tuple, the forward run again
+                    _, self._vjp = ms.vjp(_Values(fn, tuple(self.raw)), *values, weights=self._params or None)
+                    self._as_tuple = True
             else:
                 self.raw, self._vjp = fn(*values), None
         self.leaves = flatten_outputs(self.raw)
@@ -264,7 +286,10 @@ class Pass:
             array = cotangents.get(path)
             array = np.zeros(tuple(leaf.shape), own) if array is None else array.astype(own, copy=False)
             cots.append(ms.Tensor(array))
-        sens = cots[0] if len(cots) == 1 and not isinstance(self.raw, (tuple, list)) else tuple(cots)
+        if self._as_tuple:
+            sens = tuple(cots)
+        else:
+            sens = cots[0] if len(cots) == 1 and not isinstance(self.raw, (tuple, list)) else tuple(cots)
         with execution_mode(self.mode):
             result = self._vjp(sens)
         if self._params:
@@ -629,22 +654,24 @@ def refuse_dropout(model) -> List[str]:
 def decode(model, ids: np.ndarray, *, cache=None, step=None, mode: str = "pynative"):
     """One forward of a causal language model on the token ids ``ids`` (batch, length):
     ``(logits of the last position as numpy (batch, vocab), the cache)``. Without ``step``,
-    ``model(ids)`` returns the logits (a tensor, a tuple whose first element they are, or an object
-    with ``.logits``); with ``step``, the user's own cache convention: ``step(model, ids, cache)``
-    returns ``(logits, cache)``, ``cache`` None at the first step."""
+    ``model(ids)``; with ``step``, the caller's own convention: ``step(model, ids, cache)`` returns
+    ``(output, cache)`` (``cache`` None at the first step). The output is the logits, a tuple whose
+    first element they are, a dict or an object holding ``logits``."""
     tensor = ms.Tensor(ids)
     with execution_mode(mode):
         if step is None:
-            raw, cache = model(tensor), None
+            raw = model(tensor)
         else:
             found = step(model, tensor, cache)
             if not isinstance(found, (tuple, list)) or len(found) != 2:
-                raise ParityUsageError("the MindSpore step adapter must return (logits, cache), got "
-                                       f"{type(found).__qualname__}")
+                raise ParityUsageError("ms_step must return (logits, cache), got " + type(found).__qualname__)
             raw, cache = found
-    logits = getattr(raw, "logits", None)
-    if logits is None:
-        logits = raw[0] if isinstance(raw, (tuple, list)) else raw
+    if isinstance(raw, dict):
+        logits = raw.get("logits")
+    else:
+        logits = getattr(raw, "logits", None)
+        if logits is None:
+            logits = raw[0] if isinstance(raw, (tuple, list)) else raw
     return last_logits(to_numpy(logits) if isinstance(logits, ms.Tensor) else logits, "MindSpore"), cache
 
 

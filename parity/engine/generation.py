@@ -147,9 +147,9 @@ def _validate(max_new_tokens, use_cache, ms_step) -> None:
         raise ParityUsageError("check_generation(use_cache=True) needs ms_step=fn(ms_model, input_ids, cache) -> "
                                "(logits, cache): the MindSpore model's own cache convention (cache is None at the "
                                "first step); PyTorch's side follows Hugging Face's past_key_values")
-    if ms_step is not None and not use_cache:
-        raise ParityUsageError("check_generation(): ms_step is the MindSpore side's cache adapter; give it with "
-                               "use_cache=True")
+    if ms_step is not None and not callable(ms_step):
+        raise ParityUsageError(f"check_generation(): ms_step must be a function (ms_model, input_ids, cache) -> "
+                               f"(logits, cache), got {type(ms_step).__qualname__}")
 
 
 def _prompt(prompt, seed: int) -> Tuple[np.ndarray, str]:
@@ -229,8 +229,8 @@ class _Decoder:
         except Exception as exc:
             raise framework_error("PyTorch", exc, "a decoding step") from None
         try:
-            ms_logits, self.ms_cache = msb.decode(self.ms_model, new, cache=self.ms_cache,
-                                                  step=self.ms_step if self.use_cache else None, mode=self.mode)
+            ms_logits, cache = msb.decode(self.ms_model, new, cache=self.ms_cache, step=self.ms_step, mode=self.mode)
+            self.ms_cache = cache if self.use_cache else None
         except ParityUsageError:
             raise
         except Exception as exc:
