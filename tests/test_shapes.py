@@ -120,3 +120,24 @@ def test_the_readme_example():
                                  [parity.randn((1, 5, 8)), parity.randn((3, 12, 8)), parity.randn((2, 17, 8))],
                                  ms_mode="both")
     assert result.passed and len(result.results) == 3
+
+
+def test_the_fixture_offers_check_shapes_and_translate(pytester):
+    pytester.makepyfile(test_fixture="""
+        import torch
+        import parity as parity_module
+
+        def test_shapes(parity):
+            module = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.Tanh())
+            cell = parity.translate(module)
+            result = parity.check_shapes(cell, module, [parity.randn((2, 8)), parity.randn((5, 8))])
+            assert result.passed and len(result.results) == 2
+    """)
+    result = pytester.runpytest("--parity", "--parity-report=shapes.jsonl", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    from parity.nightly.records import read_records
+
+    _, checks = read_records(pytester.path / "shapes.jsonl")
+    (record,) = checks
+    assert record["call"] == "check_shapes" and record["verdict"] == "pass"
+    assert [s["index"] for s in record["shapes"]] == [0, 1] and {t["shape"] for t in record["tensors"]} == {0, 1}

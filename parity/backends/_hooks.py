@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 import functools
 import inspect
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 from . import flatten_outputs
 

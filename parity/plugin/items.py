@@ -216,3 +216,20 @@ class FixtureChecker:
 
         defaults = {k: v for k, v in self._defaults.items() if k in _GENERATION_MARKER_KEYS}
         return self._run(run_generation, "check_generation", defaults, ms_model, torch_model, prompt, **kwargs)
+
+    def check_shapes(self, ms_cell, torch_module, inputs, *, acknowledge=(), **kwargs):
+        """:func:`parity.check_shapes` with this session's seed, mode and device, and the marker's
+        arguments (as :meth:`check` takes them)."""
+        __tracebackhide__ = True
+        from ..engine.shapes import run_shapes
+
+        with acknowledged(self._request.node, tuple(acknowledge)):
+            return self._run(run_shapes, "check_shapes", dict(self._defaults), ms_cell, torch_module, inputs, **kwargs)
+
+    def translate(self, torch_module, **kwargs):
+        """:func:`parity.translate` for this session's device (``--parity-device``)."""
+        from ..translation import translate
+
+        node = self._request.node
+        device = kwargs.pop("device", None) or settings_for(node.config, node.nodeid, "").device
+        return translate(torch_module, device=device, **kwargs)
