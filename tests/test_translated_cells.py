@@ -1,11 +1,13 @@
 """What a translated Cell is to MindSpore beyond its numbers: every Parameter named by its attribute
 path (the name ``ParameterTuple``, optimizers, ``save_checkpoint`` and ``load_param_into_net`` go
-by). Real frameworks; the model-zoo classes (torchvision, timm) built small, with random weights."""
+by) and ``MultiheadAttention`` returning what PyTorch's returns. Real frameworks; the model-zoo
+classes (torchvision, timm) built small, with random weights."""
 
 from __future__ import annotations
 
 import collections
 import importlib.util
+import itertools
 
 import mindspore as ms
 import numpy as np
@@ -153,3 +155,45 @@ def test_convert_checkpoint_into_a_translated_cell_writes_the_paths_and_reloads(
     for name, param in fresh.parameters_and_names():
         owner, _, leaf = name.rpartition(".")
         assert np.array_equal(param.asnumpy(), state[f"{owner}.{torch_leaf.get(leaf, leaf)}"].numpy()), name
+
+
+# --- 2. MultiheadAttention returns what PyTorch returns ---------------------------------------
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_multihead_attention_returns_pytorchs_tuple_for_every_combination(batch_first):
+    torch.manual_seed(0)
+    module = torch.nn.MultiheadAttention(8, 2, batch_first=batch_first).eval()
+    cell = parity.translate(module)
+    query, key = torch.randn(3, 2, 8), torch.randn(4, 2, 8)
+    if batch_first:
+        query, key = query.transpose(0, 1), key.transpose(0, 1)
+    causal = torch.cat([torch.nn.Transformer.generate_square_subsequent_mask(3), torch.zeros(3, 1)], 1)
+    other = torch.triu(torch.full((3, 4), float("-inf")), diagonal=2)  # not causal: PyTorch may replace it
+    for need, average, is_causal, mask in itertools.product([True, False], [True, False], [False, True],
+                                                            [causal, other]):
+        kwargs = dict(need_weights=need, average_attn_weights=average, is_causal=is_causal)
+        expected = module(query, key, key, attn_mask=mask, **kwargs)
+        found = cell(*(ms.Tensor(t.numpy()) for t in (query, key, key)), attn_mask=ms.Tensor(mask.numpy()), **kwargs)
+        assert isinstance(found, tuple) and len(found) == len(expected) == 2, kwargs
+        assert (found[1] is None) == (expected[1] is None), kwargs
+        for ours, theirs in zip(found, expected):
+            if theirs is not None:
+                np.testing.assert_allclose(ours.asnumpy(), theirs.detach().numpy(), rtol=1.3e-6, atol=1e-5,
+                                           err_msg=str(kwargs))
+
+
+def test_the_translated_multihead_attention_compiles_in_graph_mode():
+    torch.manual_seed(0)
+    module = torch.nn.MultiheadAttention(8, 2).eval()
+    inputs = (parity.randn((3, 2, 8)), parity.randn((4, 2, 8)), parity.randn((4, 2, 8)))
+    assert parity.check(parity.translate(module), module, inputs, ms_mode="both").passed
+
+
+@needs_zoo
+def test_torchvision_vit_translates_and_checks():
+    # Before: IndexError at vision_transformer.py:113 (x, _ = self.self_attention(..., need_weights=False)).
+    torch.manual_seed(0)
+    model = torchvision().models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
+                                                   hidden_dim=32, mlp_dim=64, num_classes=10)
+    result = parity.check(parity.translate(model), model.eval(), parity.randn((2, 3, 32, 32)))
+    assert result.passed
