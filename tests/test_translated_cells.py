@@ -1,7 +1,8 @@
 """What a translated Cell is to MindSpore beyond its numbers: every Parameter named by its attribute
 path (the name ``ParameterTuple``, optimizers, ``save_checkpoint`` and ``load_param_into_net`` go
-by) and ``MultiheadAttention`` returning what PyTorch's returns. Real frameworks; the model-zoo
-classes (torchvision, timm) built small, with random weights."""
+by), ``MultiheadAttention`` returning what PyTorch's returns, and GRAPH mode refused before anything
+runs where a translated Cell runs a Python program. Real frameworks; the model-zoo classes
+(torchvision, timm) built small, with random weights."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ import pytest
 import torch
 
 import parity
+from parity import ParityUnsupported
+from parity.backends import mindspore as msb
+from parity.engine.check import Settings, run_check
 
 _ZOO = [p for p in ("torchvision", "timm") if importlib.util.find_spec(p) is None]
 needs_zoo = pytest.mark.skipif(bool(_ZOO), reason=f"the zoo packages are not installed: {_ZOO}")
@@ -197,3 +201,62 @@ def test_torchvision_vit_translates_and_checks():
                                                    hidden_dim=32, mlp_dim=64, num_classes=10)
     result = parity.check(parity.translate(model), model.eval(), parity.randn((2, 3, 32, 32)))
     assert result.passed
+
+
+# --- 3. GRAPH mode refused up front -----------------------------------------------------------
+
+@pytest.fixture
+def nothing_runs(monkeypatch):
+    """Fails the test if a MindSpore pass or training step starts."""
+
+    def ran(*args, **kwargs):
+        raise AssertionError("MindSpore ran: the refusal must come before anything runs")
+
+    monkeypatch.setattr(msb, "Pass", ran)
+    monkeypatch.setattr(msb, "TrainStep", ran)
+
+
+def _refusal_text(excinfo) -> str:
+    text = str(excinfo.value)
+    assert "Check that the net accepts these inputs" not in text
+    assert "PYNATIVE mode only" in text
+    return text
+
+
+@needs_zoo
+def test_graph_mode_is_refused_for_translated_mnasnet_before_running(nothing_runs):
+    model = torchvision().models.mnasnet0_5(num_classes=10).eval()
+    with pytest.raises(ParityUnsupported) as excinfo:
+        parity.check(parity.translate(model), model, parity.randn((2, 3, 32, 32)), ms_mode="graph")
+    text = _refusal_text(excinfo)
+    assert text.startswith("check(): ms_mode='graph' asks for MindSpore's GRAPH mode")
+    assert "<root> (GraphForward of torchvision.models.mnasnet.MNASNet)" in text
+    assert "GraphForward runs the torch.fx program of its forward node by node in Python" in text
+
+
+@needs_zoo
+def test_check_training_in_both_modes_is_refused_for_translated_deit(nothing_runs):
+    model = timm().create_model("deit_tiny_patch16_224", img_size=32, patch_size=8, embed_dim=32, depth=2,
+                                num_heads=2, num_classes=10)
+    batches = [(parity.randn((2, 3, 32, 32)), parity.randint((2,), 0, 10))]
+    with pytest.raises(ParityUnsupported) as excinfo:
+        parity.check_training(parity.translate(model), model, batches, loss=torch.nn.CrossEntropyLoss(),
+                              optimizer=lambda params: torch.optim.SGD(params, lr=0.1), steps=2, ms_mode="both")
+    text = _refusal_text(excinfo)
+    assert "check_training(): ms_mode='both'" in text and "VisionTransformer" in text
+
+
+def test_a_torch_forward_cell_is_named_and_the_session_flag_is_said(nothing_runs):
+    model = UntracedBlock()
+    with pytest.raises(ParityUnsupported) as excinfo:
+        run_check(parity.translate(model), model, parity.randn((2, 4, 8, 8)), settings=Settings(mode="graph"))
+    text = _refusal_text(excinfo)
+    assert text.startswith("check(): the session's --parity-mode=graph asks for MindSpore's GRAPH mode")
+    assert "<root> (TorchForward of test_translated_cells.UntracedBlock)" in text
+    assert "TorchForward runs the PyTorch class's forward as it is" in text
+
+
+def test_translated_layers_and_containers_still_run_in_graph_mode():
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU())
+    assert msb.pynative_only(parity.translate(model)) == []
+    assert parity.check(parity.translate(model), model, parity.randn((2, 3, 8, 8)), ms_mode="graph").passed

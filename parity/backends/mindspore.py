@@ -622,6 +622,13 @@ def refuse_dropout(model) -> List[str]:
     return found
 
 
+def pynative_only(model) -> List[tuple]:
+    """``(path, cell)`` of every sub-Cell (the root's path ``""``) whose class says it runs in
+    PYNATIVE mode only, by a ``parity_pynative_only`` reason: ``parity.translate``'s
+    ``GraphForward`` and ``TorchForward``."""
+    return [(path, cell) for path, cell in model.cells_and_names() if getattr(type(cell), "parity_pynative_only", "")]
+
+
 def mixed_precision(model, level: str, dtype: str):
     """``mindspore.amp.auto_mixed_precision(copy, level, dtype)`` on a deep copy of ``model``: the
     level rewrites or re-flags the Cells it is given (O1 swaps their classes, O2 and O3 set
