@@ -675,6 +675,13 @@ def decode(model, ids: np.ndarray, *, cache=None, step=None, mode: str = "pynati
     return last_logits(to_numpy(logits) if isinstance(logits, ms.Tensor) else logits, "MindSpore"), cache
 
 
+def pynative_only(model) -> List[tuple]:
+    """``(path, cell)`` of every sub-Cell (the root's path ``""``) whose class says it runs in
+    PYNATIVE mode only, by a ``parity_pynative_only`` reason: ``parity.translate``'s
+    ``GraphForward`` and ``TorchForward``."""
+    return [(path, cell) for path, cell in model.cells_and_names() if getattr(type(cell), "parity_pynative_only", "")]
+
+
 @contextlib.contextmanager
 def dynamic_inputs(model, signature):
     """Inside, ``model`` compiles in GRAPH mode for the dynamic signature ``signature``: per

@@ -16,7 +16,7 @@ from ..judge.envelope import Candidate, judge_envelope, near
 from ..judge.golden import judge_golden, near_golden
 from ..judge.metrics import compare_pair
 from ..judge.tolerance import ToleranceSpec, check_globs_used
-from ..options import parse_seed
+from ..options import MODE, parse_seed
 from ..weights.transfer import WeightReport, copy_weights, fill_weights, map_weights
 from .amp import parse as parse_amp, precision_causes, precision_rows, rewrite_cause
 from .causes import failure_causes, map_pair_weights, refuse_unsupported_dtype
@@ -81,6 +81,29 @@ def check_pair(ms_cell, torch_module) -> None:
                                    f"{type(obj).__qualname__}")
 
 
+def refuse_graph_mode(ms_cell, mode: str, settings: Settings, where: str) -> None:
+    """Refuse GRAPH mode, before anything runs, for a Cell holding sub-Cells that run in PYNATIVE
+    mode only (``parity.translate``'s ``GraphForward`` and ``TorchForward``): compiling them fails
+    deep inside MindSpore with a message that would read as a problem of the inputs."""
+    if mode not in ("graph", "both"):
+        return
+    from ..backends import mindspore as msb
+
+    found = msb.pynative_only(ms_cell)
+    if not found:
+        return
+    asked = f"the session's {MODE.flag}={mode}" if settings.mode else f"ms_mode={mode!r}"
+    shown = [f"{path or '<root>'} ({type(cell).__name__} of {getattr(cell, 'torch_class', '?')})"
+             for path, cell in found[:3]]
+    more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+    reasons = sorted({f"{type(cell).__name__} {type(cell).parity_pynative_only}" for _, cell in found})
+    raise ParityUnsupported(
+        f"{where}: {asked} asks for MindSpore's GRAPH mode, but this Cell holds {len(found)} Cells that "
+        f"parity.translate made from custom Modules, which run in PYNATIVE mode only: {', '.join(shown)}{more}. "
+        f"A {'; a '.join(reasons)}. Check it with ms_mode='pynative' (and, for GRAPH mode, a Cell written "
+        "for MindSpore).")
+
+
 def run_check(ms_cell, torch_module, inputs, **options) -> Result:
     """See :func:`parity.check`. Both sides' train/eval flags, every sub-module's own, are as they
     were when the check returns or raises."""
@@ -113,6 +136,7 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
     mode = settings.mode or ms_mode or "pynative"  # the command line decides how the run behaves
     check_choice("ms_mode", mode, MODES, "check()")
     check_choice("reference", reference, REFERENCES, "check()")
+    refuse_graph_mode(ms_cell, mode, settings, "check()")
     check_choice("localize", localize, LOCALIZE, "check()")
     check_choice("device", settings.device, DEVICES, "settings")
     spec = parse_amp(amp, "check()")

@@ -3,6 +3,9 @@
 A side's forward, backward or training step that raises becomes a :class:`ParityUsageError` naming
 the side and what it was doing (the user's net or inputs are the likely culprit), or a
 :class:`ParityUnsupported` where MindSpore says a kernel lacks the dtype asked for.
+GRAPH mode on a Cell of ``parity.translate``'s PYNATIVE-only Cells never gets here:
+:func:`parity.engine.check.refuse_graph_mode` refuses it before anything runs, since MindSpore's
+compiler error would read here as a problem of the net's inputs.
 """
 
 from __future__ import annotations

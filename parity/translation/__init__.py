@@ -31,6 +31,11 @@ How it works:
 * Weights are copied last, through parity's own name mapping (the one ``parity.check`` uses), so
   the translated Cell keeps PyTorch's attribute paths and layouts (MindSpore's known renames
   aside, and the transformer layers' ``dense1/2``, paired in definition order); the copy is verified.
+* Every ``Parameter.name`` is then set to its attribute path in the Cell (``layer1.0.conv1.weight``,
+  ``bn1.moving_mean``): the name MindSpore's ``ParameterTuple``, optimizers, ``save_checkpoint`` and
+  ``load_param_into_net`` go by. The builders' Cells are joined with ``insert_child_to_cell``, which
+  (unlike attribute assignment in a Cell's ``__init__``) prefixes nothing, so without this step the
+  names were the layers' own (``weight``, ``0.conv1.weight``) and repeated across the tree.
 
 Anything without a counterpart raises :class:`parity.ParityUnsupported` naming the attribute path,
 the PyTorch type and the reason. Only this package, ``parity.backends`` and the self-tests import
@@ -63,9 +68,17 @@ def translate(torch_module, *, device: str = "CPU"):
         raise ParityUsageError(f"translate(): unknown device {device!r}; expected one of {', '.join(DEVICES)}")
     use_device(device)  # some Cells (the recurrent ones) pick their kernels when built
     cell = translate_module(torch_module, Context("", device, torch_module))
+    _name_parameters(cell)
     _copy_weights(torch_module, cell)
     cell.set_train(torch_module.training)  # a fresh Cell is in eval mode, a fresh Module in train mode
     return cell
+
+
+def _name_parameters(cell) -> None:
+    """Name every Parameter by its attribute path (what a Cell whose children are assigned in its
+    ``__init__`` gets from ``auto_prefix``), so that the names are unique across the Cell."""
+    for path, param in cell.parameters_and_names():
+        param.name = path
 
 
 def _copy_weights(torch_module, cell) -> None:

@@ -7,7 +7,9 @@ MindSpore facts (mindspore 2.10, ``mindspore/nn/layer/transformer.py``, a port o
   kdim, vdim, batch_first)`` keeps PyTorch's parameter names and layouts: the packed
   ``in_proj_weight (3E, E)``/``in_proj_bias``, or ``q/k/v_proj_weight`` when ``kdim``/``vdim``
   differ, ``out_proj.weight/bias``, ``bias_k/bias_v (1, 1, E)``. It returns
-  ``(output, weights)``, or ``(output,)`` for ``need_weights=False`` (PyTorch: ``(output, None)``).
+  ``(output, weights)``, or ``(output,)`` for ``need_weights=False`` where PyTorch returns
+  ``(output, None)`` (torchvision's ViT writes ``x, _ = self.self_attention(x, x, x,
+  need_weights=False)``), and it takes no ``is_causal``: :class:`MultiheadAttention` closes both gaps.
 * The layers name the feed-forward ``dense1``/``dense2`` (PyTorch ``linear1``/``linear2``): parity
   pairs them in definition order. Their ``activation`` is ``"relu"`` or ``"gelu"`` (exact GELU,
   ``ops.gelu``'s default); PyTorch's ``F.relu``/``F.gelu``/``nn.ReLU()``/``nn.GELU()`` map to those,
@@ -18,18 +20,50 @@ MindSpore facts (mindspore 2.10, ``mindspore/nn/layer/transformer.py``, a port o
 
 from __future__ import annotations
 
+import mindspore as ms
 import torch
 import torch.nn.functional as F
-from mindspore import nn
+from mindspore import nn, ops
 
 from ._registry import Context, translates
 
-__all__ = []
+__all__ = ["MultiheadAttention"]
+
+
+class MultiheadAttention(nn.MultiheadAttention):
+    """``mindspore.nn.MultiheadAttention`` returning what PyTorch's returns: ``(output, weights)``,
+    or ``(output, None)`` for ``need_weights=False`` (MindSpore: ``(output,)``), and taking
+    PyTorch's ``is_causal`` as PyTorch does: ``attn_mask`` is required with it, and where PyTorch
+    hands the hint to scaled-dot-product attention in place of ``attn_mask`` (``need_weights=False``,
+    no ``key_padding_mask``) the causal mask (target i sees sources 0..i) replaces ``attn_mask`` here too.
+    Compiles in GRAPH mode, so it raises only Python's own exceptions."""
+
+    def construct(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                  average_attn_weights=True, is_causal=False):
+        if is_causal:
+            if attn_mask is None:
+                raise ValueError("MultiheadAttention: is_causal=True needs attn_mask (PyTorch raises too)")
+            if key_padding_mask is None and not need_weights:
+                attn_mask = self._causal_mask(query, key)
+        found = super().construct(query, key, value, key_padding_mask, need_weights, attn_mask,
+                                  average_attn_weights)
+        if need_weights:
+            return found
+        return found[0], None
+
+    def _causal_mask(self, query, key):
+        if self.bias_k is not None or self.add_zero_attn:
+            raise ValueError("MultiheadAttention: is_causal=True with add_bias_kv or add_zero_attn has no translation: "
+                             "PyTorch's causal mask then covers the added keys too")
+        seq = 1 if self.batch_first and query.ndim == 3 else 0
+        targets, sources = query.shape[seq], key.shape[seq]
+        future = ops.triu(ops.ones((targets, sources), ms.float32), 1) > 0
+        return ops.zeros((targets, sources), query.dtype).masked_fill(future, float("-inf"))
 
 
 @translates(torch.nn.MultiheadAttention)
 def multihead_attention(module, ctx: Context):
-    return nn.MultiheadAttention(
+    return MultiheadAttention(
         module.embed_dim, module.num_heads, dropout=float(module.dropout),
         has_bias=module.in_proj_bias is not None, add_bias_kv=module.bias_k is not None,
         add_zero_attn=module.add_zero_attn, kdim=module.kdim, vdim=module.vdim, batch_first=module.batch_first)

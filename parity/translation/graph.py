@@ -21,7 +21,9 @@ adapter is refused with its name and the file:line of the call in the Module's s
 
 A Module that cannot be traced (Python control flow on tensor values, ``*args``) raises
 :class:`TraceFailed`, which says where; :mod:`.modules` then falls back to running ``forward``
-itself on MindSpore tensors. Made for PYNATIVE mode.
+itself on MindSpore tensors. Made for PYNATIVE mode: both Cells carry ``parity_pynative_only``
+(why), and :func:`parity.check` and :func:`parity.check_training` refuse GRAPH mode up front for a
+Cell that holds one.
 """
 
 from __future__ import annotations
@@ -261,7 +263,12 @@ def _torch_attribute(module, target: str):
 
 class GraphForward(nn.Cell):
     """A custom PyTorch Module, translated from its traced ``forward``: the same children, parameters
-    and buffers under the same names, and a ``construct`` that runs the traced graph on them."""
+    and buffers under the same names, and a ``construct`` that runs the traced graph on them.
+    PYNATIVE mode only (``parity_pynative_only``, which ``check`` and ``check_training`` read before
+    running in GRAPH mode): GRAPH mode compiles ``construct``'s source, and this one is an interpreter."""
+
+    parity_pynative_only = ("runs the torch.fx program of its forward node by node in Python, "
+                            "which MindSpore's GRAPH compiler cannot compile")
 
     def __init__(self, module, ctx: Context):
         super().__init__()

@@ -163,8 +163,11 @@ def _custom(module, ctx: Context):
 class TorchForward(nn.Cell):
     """A custom PyTorch Module, translated: the same children, parameters and attributes under the
     same names, and ``construct`` = the PyTorch class's ``forward`` with ``self`` bound to this Cell.
-    Made for PYNATIVE mode; GRAPH mode compiles the PyTorch ``forward``'s source, which works where
-    that source stays within MindSpore's graph syntax."""
+    PYNATIVE mode only (``parity_pynative_only``): GRAPH mode would compile ``construct``, which calls
+    a Python function it holds (and catches what it raises to explain it), not graph syntax."""
+
+    parity_pynative_only = ("runs the PyTorch class's forward as it is, a Python function MindSpore's "
+                            "GRAPH compiler cannot compile")
 
     def __init__(self, torch_class: type, why: str = ""):
         super().__init__()

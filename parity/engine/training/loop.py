@@ -22,7 +22,7 @@ from ...judge.tolerance import ToleranceSpec, check_globs_used
 from ...options import parse_seed
 from .. import messages as report
 from ..causes import map_pair_weights
-from ..check import DEFAULT_SEED, Settings, check_choice, check_pair, set_weights
+from ..check import DEFAULT_SEED, Settings, check_choice, check_pair, refuse_graph_mode, set_weights
 from ..inputs import Inputs, materialize, seeded_stream
 from ..side_errors import side_step
 from .half import half_causes, half_notes, half_precision, halved, in_half, per_side
@@ -113,6 +113,7 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
     __tracebackhide__ = True
     mode = settings.mode or ms_mode or "pynative"
     _validate(steps, accumulate, clip_grad_norm, mode)
+    refuse_graph_mode(ms_cell, mode, settings, "check_training()")
     seed = parse_seed(seed, "check_training(seed=...)")
     seed = seed if seed is not None else settings.seed if settings.seed is not None else DEFAULT_SEED
     chain = (ToleranceSpec.parse(tolerance, source="check_training(tolerance=...)"),) + settings.tolerances
