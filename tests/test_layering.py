@@ -37,7 +37,7 @@ ALLOWED = {
     "engine": {"judge", "weights", "backends", "registry", "translation", "options", "errors"},
     "mismatch_checks": {"engine", "judge", "weights", "backends", "registry", "translation", "errors"},
     "nightly": {"engine", "judge", "options", "errors", "_moved", "parity"},
-    "plugin": {"engine", "nightly", "registry", "judge", "options", "errors"},
+    "plugin": {"engine", "nightly", "registry", "translation", "judge", "options", "errors"},
     "tools": {"engine", "weights", "judge", "registry", "backends", "errors"},
     "strategies": {"engine", "errors"},
     "cli": {"engine", "nightly", "tools", "options", "errors"},

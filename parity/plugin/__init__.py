@@ -5,8 +5,9 @@ fixture are in :mod:`.items`, JUnit properties in :mod:`.junit`, shards and quar
 :mod:`.fleet`. Loading this plugin imports neither framework: everything heavy is imported when a
 parity test runs, and parity tests are skipped unless ``--parity`` is given.
 
-May import: the engine (lazily, from a running test), the nightly records, baselines, shards and
-quarantine, the registry's ledger, :mod:`parity.options` and :mod:`parity.errors`.
+May import: the engine and the translation (lazily, from a running test: the fixture's checks and
+``translate``), the nightly records, baselines, shards and quarantine, the registry's ledger,
+:mod:`parity.options` and :mod:`parity.errors`.
 """
 
 from __future__ import annotations
