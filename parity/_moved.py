@@ -10,7 +10,7 @@ import importlib.util
 import sys
 import warnings
 
-__all__ = ["MOVED", "IN_PACKAGES", "install", "warn"]
+__all__ = ["MOVED", "IN_PACKAGES", "install", "warn", "old_names"]
 
 MOVED = {
     "case": ("engine.case",), "localize": ("engine.localize",), "result": ("engine.result",),
@@ -39,6 +39,20 @@ MOVED = {
 # Two old modules' names are packages now: their old contents are read through the package's
 # __getattr__ (parity.weights and parity.nightly), with the same warning.
 IN_PACKAGES = {"weights": "weights.transfer", "nightly": "nightly.baseline"}
+
+
+def old_names(package: str, module: str, names):
+    """The ``__getattr__`` of ``package``, whose flat-layout module of the same name now lives in
+    ``package.module``: the old module's public ``names`` read from there, with the warning; any
+    other name (a submodule's among them) raises AttributeError, so that the import system goes on."""
+
+    def __getattr__(name):
+        if name not in names:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        warn(f"{package}.{name}", f"{package}.{module}.{name}")
+        return getattr(importlib.import_module(f"{package}.{module}"), name)
+
+    return __getattr__
 
 
 def warn(old: str, new: str) -> None:

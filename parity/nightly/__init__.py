@@ -12,19 +12,8 @@ framework: a report is made on a machine without one.
 """
 
 
-# The flat layout's parity.nightly module, whose names now live in .baseline (see parity._moved).
-_OLD_NAMES = ("BASELINE", "SAVE_BASELINE", "DRIFT", "DRIFT_FAILS", "Baseline", "add_options", "register",
-               "wants_records", "parse_factor")
+from .._moved import old_names as _old_names
 
-
-def __getattr__(name):
-    """``parity.nightly.X`` of the flat layout, for the old module's public names only (a
-    submodule's name must reach the import system untouched)."""
-    if name not in _OLD_NAMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    from .._moved import warn
-
-    warn(f"{__name__}.{name}", f"{__name__}.baseline.{name}")
-    return getattr(importlib.import_module(".baseline", __name__), name)
+# The flat layout's parity.nightly module: its public names now live in .baseline (see parity._moved).
+__getattr__ = _old_names(__name__, "baseline", ("BASELINE", "SAVE_BASELINE", "DRIFT", "DRIFT_FAILS", "Baseline", "add_options",
+                                                 "register", "wants_records", "parse_factor"))
