@@ -182,7 +182,8 @@ def compare_dumps(a, b, *, name_map=None, tolerance=None):
 
 def translate(torch_module, *, device: str = "CPU"):
     """Build the MindSpore counterpart of ``torch_module`` with equivalent arguments and the same
-    weights. Raises :class:`ParityUnsupported` naming the first child that cannot be translated."""
+    weights. Raises :class:`ParityUnsupported` naming what cannot be translated: every blocker in the
+    model at once, grouped by what blocks, with the modules each blocks."""
     from .translation import translate as _translate
 
     return _translate(torch_module, device=device)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import types
 from collections import OrderedDict
 from dataclasses import replace
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import mindspore as ms
 import torch
@@ -43,8 +43,71 @@ def _children(module) -> Dict[str, object]:
 
 
 def _translated_children(module, ctx: Context) -> "OrderedDict[str, object]":
-    return OrderedDict((name, translate_module(child, ctx.child(name, child)))
-                       for name, child in _children(module).items())
+    """Every child translated; where some cannot be, :class:`Blockers` holding every refusal below
+    (each child is tried, so that one refusal does not hide the next)."""
+    cells, blocked = OrderedDict(), []
+    for name, child in _children(module).items():
+        where = ctx.child(name, child)
+        try:
+            cells[name] = translate_module(child, where)
+        except Blockers as exc:
+            blocked += exc.items
+        except ParityUnsupported as exc:
+            blocked.append(_refusal_item(where, exc))
+    if blocked:
+        raise Blockers(blocked)
+    return cells
+
+
+def _refusal_item(ctx: Context, exc: ParityUnsupported) -> Tuple[str, str, str]:
+    """(where, why, the whole message) of a refusal: the ``where`` its message starts with, and the rest."""
+    text = str(exc)
+    for lead in (f"{ctx.where}: ", f"{ctx.where} "):
+        if text.startswith(lead):
+            return ctx.where, text[len(lead):], text
+    return ctx.where, text, text
+
+
+_CALLS = "forward calls what has no MindSpore translation:"
+
+
+class Blockers(ParityUnsupported):
+    """Every part of a model that cannot be translated, found in one pass over the whole tree:
+    ``items`` is ``[(where, why, message)]``. One refusal reads as it was raised; several are
+    grouped by what blocks (a call at its file:line, a layer type, a reason), each with how many
+    modules it blocks and which."""
+
+    def __init__(self, items: List[Tuple[str, str, str]]):
+        self.items = list(items)
+        super().__init__(self._text())
+
+    def groups(self) -> "OrderedDict[str, List[str]]":
+        found: "OrderedDict[str, List[str]]" = OrderedDict()
+        for where, why, _ in self.items:
+            if why.startswith(_CALLS):
+                keys = [line.strip() for line in why[len(_CALLS):].splitlines() if line.strip()]
+            elif why.startswith("has no translation"):
+                keys = [f"{where.partition(' (')[2].rstrip(')')} has no translation"]
+            else:
+                keys = [why.splitlines()[0]]
+            for key in keys:
+                wheres = found.setdefault(key, [])
+                if where not in wheres:  # a call written twice on one line blocks its module once
+                    wheres.append(where)
+        return found
+
+    def _text(self) -> str:
+        if len(self.items) == 1:
+            return self.items[0][2]
+        groups = self.groups()
+        modules = len({where for where, _, _ in self.items})
+        lines = [f"translate() cannot translate {modules} module(s): {len(groups)} blocker(s), every one found "
+                 "(those blocking most modules first):"]
+        for key, wheres in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+            shown = ", ".join(wheres[:3]) + (f" and {len(wheres) - 3} more" if len(wheres) > 3 else "")
+            lines.append(f"  {key}")
+            lines.append(f"      in {len(wheres)} module(s): {shown}")
+        return "\n".join(lines)
 
 
 def _plain_container(module) -> bool:

@@ -1,0 +1,80 @@
+"""A refusal of parity.translate lists every blocker in the whole model at once, grouped by what
+blocks, with how many modules each blocks: one refusal no longer hides the next."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import mindspore  # noqa: F401  (both frameworks before parity, as everywhere in tests/)
+import pytest
+import torch
+
+import parity
+from parity import ParityUnsupported
+
+
+class UsesFFT(torch.nn.Module):
+    def forward(self, x):
+        return torch.fft.fft(x).real
+
+
+class UsesErfinv(torch.nn.Module):
+    def forward(self, x):
+        return torch.special.erfinv(x.clamp(-0.5, 0.5))
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fft = UsesFFT()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(self.fft(x))
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList([Block() for _ in range(3)])
+        self.odd = UsesErfinv()
+        self.rnn = torch.nn.LSTM(4, 3, proj_size=2)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return self.odd(x)
+
+
+def test_every_blocker_is_listed_with_the_modules_it_blocks():
+    with pytest.raises(ParityUnsupported) as info:
+        parity.translate(Model())
+    message = str(info.value)
+    first, *rest = message.splitlines()
+    # fft and the .real read after it block the three blocks; erfinv and the LSTM's projection one each
+    assert first.startswith("translate() cannot translate 5 module(s): 4 blocker(s), every one found")
+    assert "fft" in rest[0] and "test_translate_blockers.py:" in rest[0]
+    assert rest[1].strip() == ("in 3 module(s): blocks.0.fft (test_translate_blockers.UsesFFT), blocks.1.fft "
+                               "(test_translate_blockers.UsesFFT), blocks.2.fft (test_translate_blockers.UsesFFT)")
+    assert any("erfinv" in line for line in rest) and "in 1 module(s): odd (test_translate_blockers.UsesErfinv)" in message
+    assert "proj_size=2 has no MindSpore counterpart" in message and "in 1 module(s): rnn (torch.nn.LSTM)" in message
+    assert len(info.value.items) == 5 and len(info.value.groups()) == 4
+
+
+def test_one_blocker_reads_as_it_was_raised():
+    net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LSTM(4, 3, proj_size=2))
+    with pytest.raises(ParityUnsupported, match=r"^1 \(torch\.nn\.LSTM\): proj_size=2 has no MindSpore counterpart"):
+        parity.translate(net)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="transformers is not installed")
+def test_hugging_face_llama_lists_what_blocks_it_in_every_module():
+    from cases.models.llama import torch_llama
+
+    with pytest.raises(ParityUnsupported) as info:
+        parity.translate(torch_llama())
+    groups = info.value.groups()
+    pow_calls = [wheres for key, wheres in groups.items() if key.startswith("Tensor.pow at ")]
+    assert pow_calls and len(pow_calls[0]) == 5  # every RMSNorm: 2 per layer, 2 layers, and the final one
+    assert any(key.startswith("Tensor.cos at ") for key in groups)
+    assert "model.norm (transformers.models.llama.modeling_llama.LlamaRMSNorm)" in pow_calls[0]
