@@ -15,9 +15,11 @@ time and its peak resident memory, also above what the two built models already 
     ``torch.autograd.grad`` of the logits with a random cotangent over every parameter,
     ``mindspore.vjp`` of the Cell with the same cotangent, ``.asnumpy()``, and ``np.allclose`` /
     max abs diff on the logits and every parameter gradient;
-(b) ``parity.check(ms_cell, torch_module, (ids, mask))`` with gradients, PYNATIVE.
+(b) ``parity.check(ms_cell, torch_module, (ids, mask))`` with gradients, PYNATIVE;
+(c) the same with a tolerance so loose (``Tolerance(0.1, 0.1)``) that no tensor comes near it: the
+    check without the rounding envelope's five PyTorch reruns, which (b) needs on a model this deep.
 
-The targets (<= 1.3 time where no tensor needs the envelope, <= 1.5 peak memory) are printed
+The targets (<= 1.3 time where no tensor needs the envelope: c/a; <= 1.5 peak memory) are printed
 beside the ratios; nothing asserts on them.
 """
 
@@ -103,11 +105,11 @@ def hand_written(ms_model, torch_model, ids, mask) -> dict:
             "max_abs_diff": max(float(np.max(np.abs(a - b))) for a, b in pairs)}
 
 
-def through_parity(ms_model, torch_model, ids, mask) -> dict:
+def through_parity(ms_model, torch_model, ids, mask, tolerance=None) -> dict:
     import parity
 
     try:
-        result = parity.check(ms_model, torch_model, (ids, mask), seed=SEED)
+        result = parity.check(ms_model, torch_model, (ids, mask), seed=SEED, tolerance=tolerance)
     except parity.ParityMismatch as exc:
         result = exc.result
     return {"compared": len(result), "passed": result.passed, "worst_margin": result.worst_margin,
@@ -122,7 +124,13 @@ def run_variant(variant: str, args) -> dict:
     ms_model, torch_model, ids, mask = _build(args)
     built = _rss_mib()
     wall = time.perf_counter()
-    summary = (hand_written if variant == "a" else through_parity)(ms_model, torch_model, ids, mask)
+    if variant == "a":
+        summary = hand_written(ms_model, torch_model, ids, mask)
+    else:
+        import parity
+
+        loose = parity.Tolerance(0.1, 0.1) if variant == "c" else None
+        summary = through_parity(ms_model, torch_model, ids, mask, tolerance=loose)
     return {"variant": variant, "wall_s": time.perf_counter() - wall, "built_mib": built, "peak_mib": _peak_mib(),
             "added_mib": _peak_mib() - built, **summary}
 
@@ -143,33 +151,39 @@ def main(argv=None) -> int:
     for name, default in (("hidden", 768), ("layers", 12), ("heads", 12), ("kv_heads", 4), ("ffn", 2048),
                           ("vocab", 32000), ("batch", 1), ("sequence", 128), ("repeats", 2)):
         parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=int, default=default)
-    parser.add_argument("--child", choices=("a", "b"))
+    parser.add_argument("--child", choices=("a", "b", "c"))
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(run_variant(args.child, args)))
         return 0
-    runs = {"a": [], "b": []}
+    runs = {"a": [], "b": [], "c": []}
     for _ in range(args.repeats):
-        for variant in "ab":
+        for variant in "abc":
             runs[variant].append(_child(variant, args))
             print(json.dumps(runs[variant][-1]), flush=True)
     median = {v: {k: statistics.median(r[k] for r in runs[v]) for k in ("wall_s", "peak_mib", "added_mib")}
-              for v in "ab"}
+              for v in "abc"}
     params = sum(p for p in [args.vocab * args.hidden * 2 + args.layers * (
         2 * args.hidden * args.hidden + 2 * args.hidden * (args.hidden // args.heads) * args.kv_heads
         + 3 * args.hidden * args.ffn + 2 * args.hidden) + args.hidden])
     report = {"parameters": params, "config": vars(args), "runs": runs, "median": median,
               "time_ratio": median["b"]["wall_s"] / median["a"]["wall_s"],
               "peak_ratio": median["b"]["peak_mib"] / median["a"]["peak_mib"],
-              "added_ratio": median["b"]["added_mib"] / median["a"]["added_mib"]}
+              "added_ratio": median["b"]["added_mib"] / median["a"]["added_mib"],
+              "time_ratio_no_envelope": median["c"]["wall_s"] / median["a"]["wall_s"],
+              "peak_ratio_no_envelope": median["c"]["peak_mib"] / median["a"]["peak_mib"]}
     print(f"LLaMA {params / 1e6:.0f}M parameters, batch {args.batch}, sequence {args.sequence}, gradients on")
     print(f"  (a) hand-written: {median['a']['wall_s']:.1f} s, peak {median['a']['peak_mib']:.0f} MiB "
           f"(+{median['a']['added_mib']:.0f} over the built models)")
     print(f"  (b) parity.check: {median['b']['wall_s']:.1f} s, peak {median['b']['peak_mib']:.0f} MiB "
           f"(+{median['b']['added_mib']:.0f}); noise-judged tensors: {runs['b'][-1]['noise_judged']}")
-    print(f"  time b/a {report['time_ratio']:.2f} (target <= 1.3 with nothing noise-judged); peak b/a "
-          f"{report['peak_ratio']:.2f} (target <= 1.5); added b/a {report['added_ratio']:.2f}")
+    print(f"  (c) parity.check, nothing near its tolerance: {median['c']['wall_s']:.1f} s, peak "
+          f"{median['c']['peak_mib']:.0f} MiB (+{median['c']['added_mib']:.0f})")
+    print(f"  time b/a {report['time_ratio']:.2f}, c/a {report['time_ratio_no_envelope']:.2f} (target <= 1.3 where "
+          f"nothing needs the envelope); peak b/a {report['peak_ratio']:.2f}, c/a "
+          f"{report['peak_ratio_no_envelope']:.2f} (target <= 1.5); added over the built models b/a "
+          f"{report['added_ratio']:.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
     return 0
