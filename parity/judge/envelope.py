@@ -282,9 +282,10 @@ class Spread:
 
 def judge_envelope(candidates: Sequence[Candidate], rerun: Callable[[Rerun], Iterable[Tuple[Hashable, np.ndarray]]],
                    *, dtype=None) -> Dict[Hashable, Spread]:
-    """Give every candidate its rounding-envelope verdict, and return each key's :class:`Spread`. ``rerun(spec)`` runs PyTorch again as
-    ``spec`` says, from the same start, and yields ``(key, value)`` of the candidates' keys (others
-    are ignored; see :attr:`Rerun.kept`). ``dtype``: the arithmetic of the spread (see :class:`Spread`)."""
+    """Give every candidate its rounding-envelope verdict, and return each key's :class:`Spread`.
+    ``rerun(spec)`` runs PyTorch again as ``spec`` says, from the same start, and yields
+    ``(key, value)`` of the candidates' keys (others are ignored; see :attr:`Rerun.kept`).
+    ``dtype``: the arithmetic of the spread (see :class:`Spread`)."""
     if not candidates:
         return {}
     spreads = {c.key: Spread(c.reference, dtype) for c in candidates}
