@@ -102,3 +102,52 @@ def test_the_wrong_rotary_layout_fails_generation_at_the_first_attention():
     message = str(info.value)
     assert "Divergence: first at step 1 of 5" in message
     assert "Layer: first divergence" in message and "'model.layers.0.self_attn'" in message
+
+
+# Hugging Face's GELUs: hidden_act "gelu" is erf, "gelu_new" tanh; mindspore.nn.GELU() is tanh.
+
+GELUS = {"gelu": ("hf-gelu-exact-vs-mindspore-tanh-default", False),
+         "gelu_new": ("hf-gelu-new-tanh-vs-mindspore-exact", True)}
+
+
+@pytest.mark.parametrize("hidden_act, ours", [("gelu", "TorchGELU"), ("gelu_new", "TorchNewGELU")])
+def test_the_gelu_self_test_pairs_compute_what_transformers_computes(hidden_act, ours):
+    from parity.mismatch_checks import llm_pairs
+
+    theirs = import_quietly("transformers.activations").ACT2FN[hidden_act]
+    x = torch.randn(2, 6, 32, generator=torch.Generator().manual_seed(0)) * 3
+    np.testing.assert_array_equal(getattr(llm_pairs, ours)()(x).numpy(), theirs(x).numpy())
+
+
+def _mlp_pair(hidden_act: str, approximate: bool):
+    from mindspore import nn
+
+    class MLP(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.act, self.fc2 = nn.Dense(8, 32), nn.GELU(approximate=approximate), nn.Dense(32, 8)
+
+        def construct(self, x):
+            return self.fc2(self.act(self.fc1(x)))
+
+    class TorchMLP(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.fc2 = torch.nn.Linear(8, 32), torch.nn.Linear(32, 8)
+            self.act = import_quietly("transformers.activations").ACT2FN[hidden_act]
+
+        def forward(self, x):
+            return self.fc2(self.act(self.fc1(x)))
+
+    return MLP(), TorchMLP()
+
+
+@pytest.mark.parametrize("hidden_act", list(GELUS))
+def test_the_wrong_gelu_fails_at_the_activation_and_cites_the_registry(hidden_act):
+    entry_id, right = GELUS[hidden_act]
+    with pytest.raises(ParityMismatch) as info:
+        parity.check(*_mlp_pair(hidden_act, not right), parity.randn((4, 6, 8), std=3.0))
+    assert f"Likely cause: known mismatch '{entry_id}' at 'act'" in str(info.value)
+    assert parity.check(*_mlp_pair(hidden_act, right), parity.randn((4, 6, 8), std=3.0)).passed
+    assert [d.entry.id for d in parity.registry.diagnose(*_mlp_pair(hidden_act, right))
+            if d.entry.family == "llm"] == []

@@ -3,18 +3,21 @@ conventions, small enough to build from a self-test's keyword arguments.
 
 transformers itself is not imported here (its import needs torchvision, which the CPU builds may
 not load): :class:`TorchRotaryQuery` computes what transformers 4.57.1's ``LlamaRotaryEmbedding``
-and ``apply_rotary_pos_emb`` compute, in its own words, and ``tests/test_llm.py`` holds it to
-transformers' functions bit for bit.
+and ``apply_rotary_pos_emb`` compute, and :class:`TorchGELU` and :class:`TorchNewGELU` what its
+``GELUActivation`` (``hidden_act="gelu"``) and ``NewGELUActivation`` (``"gelu_new"``) compute, in
+their own words; ``tests/test_llm.py`` holds each to transformers' own bit for bit.
 """
 
 from __future__ import annotations
+
+import math
 
 import mindspore as ms
 import numpy as np
 import torch
 from mindspore import nn, ops
 
-__all__ = ["TorchRotaryQuery", "RotaryQuery", "LAYOUTS"]
+__all__ = ["TorchRotaryQuery", "RotaryQuery", "LAYOUTS", "TorchGELU", "TorchNewGELU"]
 
 LAYOUTS = ("half", "interleaved")
 
@@ -73,3 +76,19 @@ class RotaryQuery(nn.Cell):
             pairs = ops.reshape(q, (b, -1, n, half, 2))
             rotated = ops.reshape(ops.stack((-pairs[..., 1], pairs[..., 0]), axis=-1), q.shape)
         return q * ops.cos(emb) + rotated * ops.sin(emb)
+
+
+class TorchGELU(torch.nn.Module):
+    """transformers' ``GELUActivation`` (``hidden_act="gelu"``: BERT, RoBERTa, GPT-NeoX): the exact,
+    erf GELU of ``torch.nn.functional.gelu``."""
+
+    def forward(self, x):
+        return torch.nn.functional.gelu(x)
+
+
+class TorchNewGELU(torch.nn.Module):
+    """transformers' ``NewGELUActivation`` (``hidden_act="gelu_new"``: GPT-2, GPT-J, CodeGen): the
+    tanh approximation written out, ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``."""
+
+    def forward(self, x):
+        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
