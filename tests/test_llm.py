@@ -151,3 +151,34 @@ def test_the_wrong_gelu_fails_at_the_activation_and_cites_the_registry(hidden_ac
     assert parity.check(*_mlp_pair(hidden_act, right), parity.randn((4, 6, 8), std=3.0)).passed
     assert [d.entry.id for d in parity.registry.diagnose(*_mlp_pair(hidden_act, right))
             if d.entry.family == "llm"] == []
+
+
+# Masking with -inf where transformers' eager mask uses float32's smallest finite value.
+
+MASK_FILL = "attention-mask-inf-vs-finfo-min"
+
+
+def test_the_masked_attention_pair_computes_what_transformers_computes():
+    """``TorchMaskedAttention`` against transformers' own eager mask and eager attention, bit for bit."""
+    from parity.mismatch_checks.llm_pairs import TorchMaskedAttention
+
+    llama = import_quietly("transformers.models.llama.modeling_llama")
+    masking = import_quietly("transformers.masking_utils")
+    ours = TorchMaskedAttention(hidden_size=16, num_heads=2, padding=2)
+    x = torch.randn(2, 6, 16, generator=torch.Generator().manual_seed(0))
+    q, k, v = (p(x).view(2, 6, 2, 8).transpose(1, 2) for p in (ours.q_proj, ours.k_proj, ours.v_proj))
+    padding = torch.tensor([[0, 0, 1, 1, 1, 1], [1] * 6], dtype=torch.bool)
+    mask = masking.eager_mask(batch_size=2, cache_position=torch.arange(6), kv_length=6, attention_mask=padding)
+    module = torch.nn.Module()
+    module.num_key_value_groups, module.training = 1, False
+    theirs, _ = llama.eager_attention_forward(module, q, k, v, mask, scaling=8 ** -0.5)
+    np.testing.assert_array_equal(ours(x).detach().numpy(), theirs.transpose(1, 2).detach().numpy())
+
+
+def test_a_minus_inf_mask_fails_at_the_first_attention_and_cites_the_registry():
+    ms_cell, torch_module = build(llm.LlamaHF)
+    ms_cell.model.smallest = float("-inf")
+    with pytest.raises(ParityMismatch) as info:
+        parity.check(ms_cell, torch_module, llm.LlamaHF.inputs, **llm.LlamaHF.check_kwargs())
+    assert info.value.result.layers.first("forward")[0].path == "model.layers.0.self_attn"
+    assert f"Likely cause: known mismatch '{MASK_FILL}' at 'model.layers.0.self_attn'" in str(info.value)

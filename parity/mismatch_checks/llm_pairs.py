@@ -4,7 +4,8 @@ conventions, small enough to build from a self-test's keyword arguments.
 transformers itself is not imported here (its import needs torchvision, which the CPU builds may
 not load): :class:`TorchRotaryQuery` computes what transformers 4.57.1's ``LlamaRotaryEmbedding``
 and ``apply_rotary_pos_emb`` compute, and :class:`TorchGELU` and :class:`TorchNewGELU` what its
-``GELUActivation`` (``hidden_act="gelu"``) and ``NewGELUActivation`` (``"gelu_new"``) compute, in
+``GELUActivation`` (``hidden_act="gelu"``) and ``NewGELUActivation`` (``"gelu_new"``) compute, and
+:class:`TorchMaskedAttention` what its eager attention computes under its additive padding mask, in
 their own words; ``tests/test_llm.py`` holds each to transformers' own bit for bit.
 """
 
@@ -17,7 +18,10 @@ import numpy as np
 import torch
 from mindspore import nn, ops
 
-__all__ = ["TorchRotaryQuery", "RotaryQuery", "LAYOUTS", "TorchGELU", "TorchNewGELU"]
+__all__ = ["TorchRotaryQuery", "RotaryQuery", "LAYOUTS", "TorchGELU", "TorchNewGELU",
+           "TorchMaskedAttention", "MaskedAttention", "FILLS"]
+
+FILLS = ("min", "-inf")
 
 LAYOUTS = ("half", "interleaved")
 
@@ -92,3 +96,62 @@ class TorchNewGELU(torch.nn.Module):
 
     def forward(self, x):
         return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+def _seeded_linear(hidden_size: int, seed: int) -> torch.nn.Linear:
+    linear = torch.nn.Linear(hidden_size, hidden_size, bias=False)
+    with torch.no_grad():  # the same weights whatever ran before: the measured difference is stable
+        draw = torch.randn(hidden_size, hidden_size, generator=torch.Generator().manual_seed(seed))
+        linear.weight.copy_(draw / hidden_size ** 0.5)
+    return linear
+
+
+class TorchMaskedAttention(torch.nn.Module):
+    """Self-attention under transformers' eager mask: causal, the first ``padding`` tokens of the
+    first sequence left padding, ``0`` where a query may attend and float32's smallest finite value
+    where it may not (``masking_utils.eager_mask``), added to the scores and softmaxed in float32
+    (``eager_attention_forward``). The first ``padding`` queries of that sequence attend to nothing:
+    their scores are all the smallest value, and their weights uniform. In (batch, n, hidden), out
+    (batch, heads, n, head_dim)."""
+
+    def __init__(self, hidden_size: int = 16, num_heads: int = 2, padding: int = 2):
+        super().__init__()
+        self.num_heads, self.padding = num_heads, padding
+        self.head_dim = hidden_size // num_heads
+        self.q_proj, self.k_proj, self.v_proj = (_seeded_linear(hidden_size, s) for s in (0, 1, 2))
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        q, k, v = (p(x).view(b, n, -1, self.head_dim).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))
+        positions = torch.arange(n)
+        real = (positions[None, :] >= self.padding) | (torch.arange(b)[:, None] != 0)
+        allowed = (positions[None, :] <= positions[:, None])[None, None] & real[:, None, None, :]
+        mask = torch.where(allowed, 0.0, torch.finfo(torch.float32).min)
+        scores = torch.matmul(q, k.transpose(2, 3)) * self.head_dim ** -0.5 + mask
+        return torch.matmul(torch.nn.functional.softmax(scores, dim=-1, dtype=torch.float32), v)
+
+
+class MaskedAttention(nn.Cell):
+    """The MindSpore side: ``fill="min"`` masks with float32's smallest finite value, as transformers;
+    ``fill="-inf"`` with ``-inf``, as hand-written attention often does (``masked_fill(-inf)``)."""
+
+    def __init__(self, hidden_size: int = 16, num_heads: int = 2, padding: int = 2, fill: str = "min"):
+        super().__init__()
+        if fill not in FILLS:
+            raise ValueError(f"fill must be one of {FILLS}, got {fill!r}")
+        self.num_heads, self.padding = num_heads, padding
+        self.head_dim = hidden_size // num_heads
+        self.q_proj, self.k_proj, self.v_proj = (nn.Dense(hidden_size, hidden_size, has_bias=False) for _ in range(3))
+        self.fill = float(np.finfo(np.float32).min) if fill == "min" else float("-inf")
+
+    def construct(self, x):
+        b, n, _ = x.shape
+        q, k, v = (ops.transpose(ops.reshape(p(x), (b, n, -1, self.head_dim)), (0, 2, 1, 3))
+                   for p in (self.q_proj, self.k_proj, self.v_proj))
+        positions = ops.arange(n)
+        real = ops.logical_or(positions[None, :] >= self.padding, ops.arange(b)[:, None] != 0)
+        allowed = ops.logical_and((positions[None, :] <= positions[:, None])[None, None], real[:, None, None, :])
+        zeros = ops.zeros(allowed.shape, ms.float32)
+        scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))) * self.head_dim ** -0.5
+        scores = scores + ops.select(allowed, zeros, zeros + self.fill)
+        return ops.matmul(ops.softmax(scores, -1), v)
