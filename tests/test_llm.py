@@ -182,3 +182,28 @@ def test_a_minus_inf_mask_fails_at_the_first_attention_and_cites_the_registry():
         parity.check(ms_cell, torch_module, llm.LlamaHF.inputs, **llm.LlamaHF.check_kwargs())
     assert info.value.result.layers.first("forward")[0].path == "model.layers.0.self_attn"
     assert f"Likely cause: known mismatch '{MASK_FILL}' at 'model.layers.0.self_attn'" in str(info.value)
+
+
+# RMSNorm in float16: transformers squares in float32.
+
+def _rmsnorm_pair(upcast: bool):
+    from parity.mismatch_checks.llm_pairs import RMSNorm
+
+    llama = import_quietly("transformers.models.llama.modeling_llama")
+    return RMSNorm(64, 1e-6, dtype="float16", upcast=upcast), llama.LlamaRMSNorm(64, eps=1e-6).half()
+
+
+def test_the_rmsnorm_pair_computes_what_transformers_computes():
+    from parity.mismatch_checks.llm_pairs import TorchRMSNorm
+
+    _, theirs = _rmsnorm_pair(True)
+    x = (torch.rand(2, 6, 64, generator=torch.Generator().manual_seed(0)) * 600 - 300).half()
+    np.testing.assert_array_equal(TorchRMSNorm(64, 1e-6, "float16")(x).detach().numpy(), theirs(x).detach().numpy())
+
+
+def test_a_float16_rmsnorm_fails_and_cites_the_registry():
+    inputs = parity.uniform((2, 6, 64), -300.0, 300.0, dtype="float16")
+    with pytest.raises(ParityMismatch) as info:
+        parity.check(*_rmsnorm_pair(False), inputs)
+    assert "Likely cause: known mismatch 'rmsnorm-float32-upcast'" in str(info.value)
+    assert parity.check(*_rmsnorm_pair(True), inputs).passed

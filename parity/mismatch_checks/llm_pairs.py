@@ -4,9 +4,9 @@ conventions, small enough to build from a self-test's keyword arguments.
 transformers itself is not imported here (its import needs torchvision, which the CPU builds may
 not load): :class:`TorchRotaryQuery` computes what transformers 4.57.1's ``LlamaRotaryEmbedding``
 and ``apply_rotary_pos_emb`` compute, and :class:`TorchGELU` and :class:`TorchNewGELU` what its
-``GELUActivation`` (``hidden_act="gelu"``) and ``NewGELUActivation`` (``"gelu_new"``) compute, and
-:class:`TorchMaskedAttention` what its eager attention computes under its additive padding mask, in
-their own words; ``tests/test_llm.py`` holds each to transformers' own bit for bit.
+``GELUActivation`` (``hidden_act="gelu"``) and ``NewGELUActivation`` (``"gelu_new"``) compute, 
+:class:`TorchMaskedAttention` what its eager attention computes under its additive padding mask,
+and :class:`TorchRMSNorm` what its ``LlamaRMSNorm`` computes, in their own words; ``tests/test_llm.py`` holds each to transformers' own bit for bit.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import torch
 from mindspore import nn, ops
 
 __all__ = ["TorchRotaryQuery", "RotaryQuery", "LAYOUTS", "TorchGELU", "TorchNewGELU",
-           "TorchMaskedAttention", "MaskedAttention", "FILLS"]
+           "TorchMaskedAttention", "MaskedAttention", "FILLS",
+           "TorchRMSNorm", "RMSNorm"]
 
 FILLS = ("min", "-inf")
 
@@ -155,3 +156,37 @@ class MaskedAttention(nn.Cell):
         scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))) * self.head_dim ** -0.5
         scores = scores + ops.select(allowed, zeros, zeros + self.fill)
         return ops.matmul(ops.softmax(scores, -1), v)
+
+
+class TorchRMSNorm(torch.nn.Module):
+    """transformers' ``LlamaRMSNorm``: in float32 whatever the input's dtype, ``x * rsqrt(mean(x**2) +
+    eps)``, cast back to the input's dtype before the weight multiplies it. ``dtype``: the weight's."""
+
+    def __init__(self, hidden_size: int = 64, eps: float = 1e-6, dtype: str = "float32"):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(hidden_size, dtype=getattr(torch, dtype)))
+        self.variance_epsilon = eps
+
+    def forward(self, x):
+        input_dtype = x.dtype
+        x = x.to(torch.float32)
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.variance_epsilon)
+        return self.weight * x.to(input_dtype)
+
+
+class RMSNorm(nn.Cell):
+    """The MindSpore side: ``upcast=True`` computes in float32 and casts back, as transformers;
+    ``upcast=False`` in the input's dtype (in float16 the square's mean rounds, and overflows to inf
+    once the root mean square passes 256)."""
+
+    def __init__(self, hidden_size: int = 64, eps: float = 1e-6, dtype: str = "float32", upcast: bool = True):
+        super().__init__()
+        self.weight = ms.Parameter(ms.Tensor(np.ones(hidden_size), getattr(ms, dtype)), name="weight")
+        self.eps, self.upcast = eps, upcast
+
+    def construct(self, x):
+        input_dtype = x.dtype
+        if self.upcast:
+            x = x.astype(ms.float32)
+        x = x * ops.rsqrt(ops.mean(ops.pow(x, 2), -1, keep_dims=True) + self.eps)
+        return self.weight * x.astype(input_dtype)
