@@ -104,13 +104,16 @@ def test_the_wrong_rotary_layout_fails_generation_at_the_first_attention():
     assert "Layer: first divergence" in message and "'model.layers.0.self_attn'" in message
 
 
-# Hugging Face's GELUs: hidden_act "gelu" is erf, "gelu_new" tanh; mindspore.nn.GELU() is tanh.
+# Hugging Face's GELUs: hidden_act "gelu" is erf, "gelu_new" and "gelu_pytorch_tanh" tanh;
+# mindspore.nn.GELU() is tanh.
 
 GELUS = {"gelu": ("hf-gelu-exact-vs-mindspore-tanh-default", False),
-         "gelu_new": ("hf-gelu-new-tanh-vs-mindspore-exact", True)}
+         "gelu_new": ("hf-gelu-new-tanh-vs-mindspore-exact", True),
+         "gelu_pytorch_tanh": ("hf-gelu-pytorch-tanh-vs-mindspore-exact", True)}
 
 
-@pytest.mark.parametrize("hidden_act, ours", [("gelu", "TorchGELU"), ("gelu_new", "TorchNewGELU")])
+@pytest.mark.parametrize("hidden_act, ours", [("gelu", "TorchGELU"), ("gelu_new", "TorchNewGELU"),
+                                               ("gelu_pytorch_tanh", "TorchGELUTanh")])
 def test_the_gelu_self_test_pairs_compute_what_transformers_computes(hidden_act, ours):
     from parity.mismatch_checks import llm_pairs
 

@@ -4,7 +4,8 @@ conventions, small enough to build from a self-test's keyword arguments.
 transformers itself is not imported here (its import needs torchvision, which the CPU builds may
 not load): :class:`TorchRotaryQuery` computes what transformers 4.57.1's ``LlamaRotaryEmbedding``
 and ``apply_rotary_pos_emb`` compute, and :class:`TorchGELU` and :class:`TorchNewGELU` what its
-``GELUActivation`` (``hidden_act="gelu"``) and ``NewGELUActivation`` (``"gelu_new"``) compute, 
+``GELUActivation`` (``hidden_act="gelu"``), ``NewGELUActivation`` (``"gelu_new"``) and ``GELUTanh``
+(``"gelu_pytorch_tanh"``) compute, 
 :class:`TorchMaskedAttention` what its eager attention computes under its additive padding mask,
 and :class:`TorchRMSNorm` what its ``LlamaRMSNorm`` computes, in their own words; ``tests/test_llm.py`` holds each to transformers' own bit for bit.
 """
@@ -18,7 +19,7 @@ import numpy as np
 import torch
 from mindspore import nn, ops
 
-__all__ = ["TorchRotaryQuery", "RotaryQuery", "LAYOUTS", "TorchGELU", "TorchNewGELU",
+__all__ = ["TorchRotaryQuery", "RotaryQuery", "LAYOUTS", "TorchGELU", "TorchNewGELU", "TorchGELUTanh",
            "TorchMaskedAttention", "MaskedAttention", "FILLS",
            "TorchRMSNorm", "RMSNorm"]
 
@@ -97,6 +98,14 @@ class TorchNewGELU(torch.nn.Module):
 
     def forward(self, x):
         return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+class TorchGELUTanh(torch.nn.Module):
+    """transformers' ``GELUTanh`` (``hidden_act="gelu_pytorch_tanh"``: Gemma, Gemma 2): PyTorch's
+    tanh approximation, ``torch.nn.functional.gelu(x, approximate="tanh")``."""
+
+    def forward(self, x):
+        return torch.nn.functional.gelu(x, approximate="tanh")
 
 
 def _seeded_linear(hidden_size: int, seed: int) -> torch.nn.Linear:
