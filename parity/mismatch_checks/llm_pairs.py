@@ -2,12 +2,13 @@
 conventions, small enough to build from a self-test's keyword arguments.
 
 transformers itself is not imported here (its import needs torchvision, which the CPU builds may
-not load): :class:`TorchRotaryQuery` computes what transformers 4.57.1's ``LlamaRotaryEmbedding``
-and ``apply_rotary_pos_emb`` compute, and :class:`TorchGELU` and :class:`TorchNewGELU` what its
-``GELUActivation`` (``hidden_act="gelu"``), ``NewGELUActivation`` (``"gelu_new"``) and ``GELUTanh``
-(``"gelu_pytorch_tanh"``) compute, 
-:class:`TorchMaskedAttention` what its eager attention computes under its additive padding mask,
-and :class:`TorchRMSNorm` what its ``LlamaRMSNorm`` computes, in their own words; ``tests/test_llm.py`` holds each to transformers' own bit for bit.
+not load). Each PyTorch side computes what transformers 4.57.1 computes, in its own words:
+:class:`TorchRotaryQuery` its ``LlamaRotaryEmbedding`` and ``apply_rotary_pos_emb``;
+:class:`TorchGELU`, :class:`TorchNewGELU` and :class:`TorchGELUTanh` its ``GELUActivation``
+(``hidden_act="gelu"``), ``NewGELUActivation`` (``"gelu_new"``) and ``GELUTanh``
+(``"gelu_pytorch_tanh"``); :class:`TorchMaskedAttention` its eager attention under its additive
+padding mask; :class:`TorchRMSNorm` its ``LlamaRMSNorm``. ``tests/test_llm.py`` holds each to
+transformers' own bit for bit.
 """
 
 from __future__ import annotations
