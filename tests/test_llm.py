@@ -184,7 +184,17 @@ def test_a_minus_inf_mask_fails_at_the_first_attention_and_cites_the_registry():
     with pytest.raises(ParityMismatch) as info:
         parity.check(ms_cell, torch_module, llm.LlamaHF.inputs, **llm.LlamaHF.check_kwargs())
     assert info.value.result.layers.first("forward")[0].path == "model.layers.0.self_attn"
-    assert f"Likely cause: known mismatch '{MASK_FILL}' at 'model.layers.0.self_attn'" in str(info.value)
+    assert f"Likely cause: known mismatch '{MASK_FILL}' at 'model'" in str(info.value)
+
+
+def test_the_mask_entry_is_cited_only_for_a_batch_of_several_sequences():
+    from parity.registry.diagnosis import Seen
+
+    ms_cell, torch_module = build(llm.LlamaHF)
+    for batch, cited in ((2, True), (1, False)):
+        seen = {"model": Seen("model", ((batch, 16),), True)}
+        found = [d.path for d in parity.registry.diagnose(ms_cell, torch_module, seen=seen) if d.entry.id == MASK_FILL]
+        assert found == (["model"] if cited else []), batch
 
 
 # RMSNorm in float16: transformers squares in float32.
