@@ -108,12 +108,66 @@ class Attention(torch.nn.Module):
         return (plain + causal + masked).transpose(1, 2).reshape(2, 5, 8)
 
 
+class Casts(torch.nn.Module):
+    """Tensor.to in each form, and .dtype and .device read off traced values, as Hugging Face's
+    RMSNorm and rotary embedding use them; a cast that did nothing would leave float16's overflow
+    out, or a bool where a float belongs."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(1 + torch.randn(6) / 5)
+
+    def forward(self, x, other):
+        dtype, big = x.dtype, x * 1e5  # float16 overflows past 65504: inf, clamped to 1e6
+        y = big.half().float() + big.to(torch.float16).to(torch.float32) * (dtype == torch.float32)
+        y = y.to(x.device) + big.to("cpu", torch.float16).to(dtype=dtype, device=x.device, non_blocking=True)
+        y = torch.clamp(y, -1e6, 1e6) / 1e5
+        positive = (x > 0).to(x) + (x > 0).to(torch.full((1,), 0.0, dtype=x.dtype).dtype)
+        return self.weight * y.to(dtype) + positive + other.to(x), (x * 4).to(torch.int64)
+
+
+class RMSNorm(torch.nn.Module):
+    """transformers' LlamaRMSNorm and LlamaRotaryEmbedding, reduced to the calls they make."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(1 + torch.randn(6) / 5)
+        self.register_buffer("inv_freq", 1.0 / (100 ** (torch.arange(0, 6, 2).float() / 6)))
+
+    def forward(self, x, positions):
+        input_dtype = x.dtype
+        hidden = x.to(torch.float32)
+        hidden = hidden * torch.rsqrt(hidden.pow(2).mean(-1, keepdim=True) + 1e-6)
+        normed = self.weight * hidden.to(input_dtype)
+        freqs = self.inv_freq[None, :, None].float().expand(positions.shape[0], -1, 1).to(x.device)
+        freqs = (freqs @ positions[:, None, :].float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return normed * emb.cos().to(dtype=x.dtype) + emb.sin().to(dtype=x.dtype)
+
+
+class Powers(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(6, 4) / 3)
+        self.bias = torch.nn.Parameter(torch.randn(4) / 3)
+
+    def forward(self, x):
+        odd = torch.pow(x, 3.0) + x.pow(2) + x ** 3 + 2 ** x + (x.abs() + 1).pow(0.5) + x.abs().pow_(1.5)
+        waves = torch.cos(x) * x.sin() + x.cos() - torch.sin(3 * x) + torch.rsqrt(x.abs() + 1) + (x * x + 1).rsqrt()
+        flat = x.view(-1, x.size(-1))
+        return odd + waves, torch.addmm(self.bias, flat, self.weight) + torch.addmm(self.bias, flat, self.weight,
+                                                                                     beta=0.5, alpha=2)
+
+
 @pytest.mark.parametrize("module, inputs", [
     (Shapes(), parity.randn((2, 4, 3, 3))),
     (Arithmetic(), parity.randn((3, 6))),
     (Activations(), parity.randn((2, 3, 5), std=3.0)),
     (Layers(), parity.randn((2, 6, 6, 6))),
     (Attention(), (parity.randn((2, 5, 8)), parity.randn((5, 5)))),
+    (Casts(), (parity.randn((3, 6)), parity.randn((3, 6), dtype="float64"))),
+    (RMSNorm(), (parity.randn((2, 5, 6)), np.tile(np.arange(5), (2, 1)))),
+    (Powers(), parity.randn((2, 3, 6))),
 ], ids=lambda v: type(v).__name__ if isinstance(v, torch.nn.Module) else "")
 def test_table_rows_match_pytorch(module, inputs):
     torch.manual_seed(0)
@@ -327,7 +381,19 @@ def test_a_call_mindspore_refuses_at_run_time_is_named_with_file_and_line():
 def test_reading_an_untranslated_tensor_attribute_is_refused():
     class Device(torch.nn.Module):
         def forward(self, x):
-            return x + x.device.index
+            return x + x.device.index + x.is_leaf
 
-    with pytest.raises(ParityUnsupported, match=r"reading \.device is not translated"):
+    with pytest.raises(ParityUnsupported, match=r"reading \.index is not translated(.|\n)*reading \.is_leaf is not"):
         parity.translate(Device())
+
+
+def test_a_form_of_to_that_is_not_translated_is_refused_with_file_and_line():
+    class ToLayout(torch.nn.Module):
+        def forward(self, x):
+            return x.to(torch.strided)
+
+    cell = parity.translate(ToLayout())
+    line = _line_of(ToLayout.forward, "torch.strided")
+    with pytest.raises(ParityUnsupported, match=rf"Tensor\.to at tests/test_translate_fx\.py:{line} .*"
+                                                r"Tensor\.to\(torch\.strided\) is not translated"):
+        cell(mindspore.Tensor(np.ones((2, 2), np.float32)))
