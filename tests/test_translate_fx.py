@@ -5,6 +5,7 @@ errors, which name the call and its file:line."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 
@@ -265,6 +266,49 @@ def test_constant_arguments_are_traced_per_combination_met():
     module = CallsScaled()
     cell = _passes(module, parity.randn((3, 4)))
     assert len(cell.a._source.programs) >= 2  # scale=None and scale=2.0 (in eval mode)
+
+
+def _decorated(forward):
+    @functools.wraps(forward)
+    def wrapper(*args, **kwargs):  # as transformers' deprecate_kwarg and can_return_tuple are
+        return forward(*args, **kwargs)
+
+    return wrapper
+
+
+class TakesKwargs(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    @_decorated
+    def forward(self, x, scale=1.0, **kwargs):
+        y = self.fc(x) * scale
+        return y * 2 if kwargs.get("double") else y
+
+
+class PassesKwargs(torch.nn.Module):
+    """Hugging Face's layers pass ``**kwargs`` down: here none, constants, and (``tensor=True``) a tensor."""
+
+    def __init__(self, tensor=False):
+        super().__init__()
+        self.inner, self.tensor = TakesKwargs(), tensor
+
+    def forward(self, x, **kwargs):
+        extra = {"mask": x} if self.tensor else {}
+        return self.inner(x, **kwargs) + self.inner(x, scale=0.5, double=True, **extra)
+
+
+def test_what_kwargs_receives_is_traced_as_constant_arguments_are():
+    cell = _passes(PassesKwargs(), parity.randn((3, 4)))
+    assert len(cell.inner._source.programs) >= 2  # **kwargs empty, and {"double": True}
+
+
+def test_a_tensor_passed_through_kwargs_is_refused():
+    cell = parity.translate(PassesKwargs(tensor=True))
+    with pytest.raises(ParityUnsupported, match=r"^inner \(test_translate_fx\.TakesKwargs\): forward's \*\*kwargs "
+                                                r"receives mask, which are not constants"):
+        cell(mindspore.Tensor(np.ones((3, 4), np.float32)))
 
 
 # --- in place, weights, containers -----------------------------------------------------------
