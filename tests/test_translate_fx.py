@@ -311,6 +311,60 @@ def test_a_tensor_passed_through_kwargs_is_refused():
         cell(mindspore.Tensor(np.ones((3, 4), np.float32)))
 
 
+class EitherInput(torch.nn.Module):
+    """Takes ``x`` or ``embeds``, as Hugging Face's models take ``input_ids`` or ``inputs_embeds``:
+    the trace with forward's defaults (both None) fails, and torch.relu rules out running forward as
+    it is, so it is traced when called, with the argument given."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x=None, embeds=None):
+        if (x is None) == (embeds is None):
+            raise ValueError("give exactly one of x and embeds")
+        return torch.relu(self.fc(x if x is not None else embeds))
+
+
+def test_a_forward_its_defaults_cannot_trace_is_traced_with_the_arguments_it_is_called_with():
+    cell = _passes(EitherInput(), parity.randn((3, 4)))
+    with pytest.raises(ParityUnsupported, match=r"give exactly one of x and embeds"):
+        cell()
+
+
+class Output(dict):
+    """A dict whose keys read as attributes, as transformers' ModelOutput."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class ReturnsOutput(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return Output(hidden=self.fc(x), cache=None)
+
+
+class ReadsOutput(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = ReturnsOutput()
+
+    def forward(self, x):
+        return self.inner(x).hidden * 2
+
+
+def test_a_child_output_of_a_dict_class_keeps_its_class_and_its_attributes_read():
+    cell = _passes(ReadsOutput(), parity.randn((3, 4)))
+    assert type(cell.inner(mindspore.Tensor(np.ones((3, 4), np.float32)))) is Output
+
+
 # --- in place, weights, containers -----------------------------------------------------------
 
 class InPlace(torch.nn.Module):

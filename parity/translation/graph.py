@@ -71,7 +71,14 @@ class _Tracer(torch.fx.Tracer):
     def create_args_for_root(self, root_fn, is_module, concrete_args=None):
         if self.extra is not None:  # forward(..., **kwargs): trace it with what **kwargs receives bound
             root_fn = _bind_var_keyword(root_fn, self.extra)
-        return super().create_args_for_root(root_fn, is_module, concrete_args)
+        traced, args = super().create_args_for_root(root_fn, is_module, concrete_args)
+
+        def recorded(*inputs):  # the graph keeps a dict's subclass (a ModelOutput) as a plain dict
+            result = traced(*inputs)
+            self.output_class = type(result)
+            return result
+
+        return recorded, args
 
 
 def _bind_var_keyword(forward: Callable, extra: Dict[str, Any]) -> Callable:
@@ -156,8 +163,9 @@ def _trace(module, training: bool, concrete: Dict[str, Any], extra: Dict[str, An
     """``extra``: what ``forward``'s ``**kwargs`` receives (constants only), where it has one."""
     modes, before = [(m, m.training) for m in module.modules()], set(vars(module))
     module.train(training)
+    tracer = _Tracer(extra)
     try:
-        graph = _Tracer(extra).trace(module, concrete_args=dict(concrete) or None)
+        graph = tracer.trace(module, concrete_args=dict(concrete) or None)
     except Exception as exc:  # anything the user's forward raises on proxies
         raise TraceFailed(f"torch.fx cannot trace forward: {type(exc).__name__}: {_first_line(exc)} "
                           f"(at {_exception_location(exc)})") from None
@@ -168,6 +176,7 @@ def _trace(module, training: bool, concrete: Dict[str, Any], extra: Dict[str, An
         # they move to the graph, and the user's Module is left as it was
         made = {name: vars(module).pop(name) for name in set(vars(module)) - before}
     graph.parity_constants = made
+    graph.parity_output_class = getattr(tracer, "output_class", None)
     return graph
 
 
@@ -238,7 +247,7 @@ class _Program:
             if node.op == "placeholder":
                 env[node.name] = next(places)
             elif node.op == "output":
-                return torch.fx.node.map_arg(node.args[0], value)
+                return _structured(self.graph.parity_output_class, torch.fx.node.map_arg(node.args[0], value))
             elif node.op == "get_attr":
                 env[node.name] = step.run()
             else:
@@ -249,6 +258,19 @@ class _Program:
                 if step.inplace and node.args and isinstance(node.args[0], torch.fx.Node):
                     env[node.args[0].name] = env[node.name]  # later reads see the "modified" tensor
         raise ParityUnsupported("the traced graph has no output")
+
+
+def _structured(output_class, result):
+    """``result`` in the class of what ``forward`` returned, where that was a dict's subclass
+    (Hugging Face's ``ModelOutput``: its caller reads ``outputs.last_hidden_state``), which the
+    graph holds as a plain dict."""
+    if isinstance(output_class, type) and issubclass(output_class, dict) and output_class is not dict \
+            and isinstance(result, dict):
+        try:
+            return output_class(**result)
+        except TypeError:
+            return result
+    return result
 
 
 class _Untranslatable(Exception):
@@ -381,13 +403,17 @@ def _shown_args(concrete: Dict[str, Any]) -> str:
     return ", ".join(f"{name}={value!r}" for name, value in concrete.items()) or "tensors only"
 
 
-def graph_cell(module, ctx: Context, children: Dict[str, Any], tensors: Callable) -> GraphForward:
+def graph_cell(module, ctx: Context, children: Dict[str, Any], tensors: Callable, *,
+               defer: bool = False) -> GraphForward:
     """The :class:`GraphForward` Cell for ``module``, its children already translated and
     ``tensors(cell)`` giving it the Module's own parameters and buffers. The programs for both modes
     and ``forward``'s default arguments are built now; where neither can be, raises (for the
     Module's current mode) :class:`TraceFailed` when ``forward`` cannot be traced, or
     :class:`parity.ParityUnsupported` naming each call (and its file:line) that has no translation.
-    A mode that fails alone (stochastic depth in train mode) raises when the Cell runs in it."""
+    A mode that fails alone (stochastic depth in train mode) raises when the Cell runs in it.
+    ``defer``: where the defaults cannot be traced (``input_ids=None`` taken for a tensor that
+    will be given), the Cell is returned all the same and traced with the arguments it is called
+    with, refusing then if that trace fails too."""
     cell = GraphForward(module, ctx)
     for name, child in children.items():
         cell.insert_child_to_cell(name, child)
@@ -398,6 +424,6 @@ def graph_cell(module, ctx: Context, children: Dict[str, Any], tensors: Callable
             source.program(cell, training, source.defaults())
         except (TraceFailed, ParityUnsupported) as exc:
             failed.append(exc)
-    if len(failed) == 2:  # a mode that fails alone says so when the Cell runs in it
-        raise failed[0]
+    if len(failed) == 2 and not (defer and all(isinstance(exc, TraceFailed) for exc in failed)):
+        raise failed[0]  # a mode that fails alone says so when the Cell runs in it
     return cell
