@@ -424,6 +424,25 @@ def test_weight_names_follow_pytorch_attribute_paths():
         sorted(name for name, _ in [*module.named_parameters(), *module.named_buffers()])
 
 
+class Tied(torch.nn.Module):
+    """An output layer that shares the embedding's weight, as GPT-2's lm_head does."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(10, 4)
+        self.head = torch.nn.Linear(4, 10, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, ids):
+        return self.head(torch.relu(self.emb(ids)))
+
+
+def test_a_parameter_held_at_two_places_is_one_parameter_in_the_cell():
+    cell = _passes(Tied(), np.array([[1, 2, 3], [4, 5, 9]], np.int64))  # the gradient sums both uses on each side
+    assert [name for name, _ in cell.parameters_and_names()] == ["emb.embedding_table"]
+    assert cell.head.weight is cell.emb.embedding_table
+
+
 class Block(torch.nn.ModuleDict):
     """A ModuleDict with a forward of its own, as torchvision's DenseNet blocks are."""
 
