@@ -5,6 +5,7 @@ errors, which name the call and its file:line."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 
@@ -108,12 +109,66 @@ class Attention(torch.nn.Module):
         return (plain + causal + masked).transpose(1, 2).reshape(2, 5, 8)
 
 
+class Casts(torch.nn.Module):
+    """Tensor.to in each form, and .dtype and .device read off traced values, as Hugging Face's
+    RMSNorm and rotary embedding use them; a cast that did nothing would leave float16's overflow
+    out, or a bool where a float belongs."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(1 + torch.randn(6) / 5)
+
+    def forward(self, x, other):
+        dtype, big = x.dtype, x * 1e5  # float16 overflows past 65504: inf, clamped to 1e6
+        y = big.half().float() + big.to(torch.float16).to(torch.float32) * (dtype == torch.float32)
+        y = y.to(x.device) + big.to("cpu", torch.float16).to(dtype=dtype, device=x.device, non_blocking=True)
+        y = torch.clamp(y, -1e6, 1e6) / 1e5
+        positive = (x > 0).to(x) + (x > 0).to(torch.full((1,), 0.0, dtype=x.dtype).dtype)
+        return self.weight * y.to(dtype) + positive + other.to(x), (x * 4).to(torch.int64)
+
+
+class RMSNorm(torch.nn.Module):
+    """transformers' LlamaRMSNorm and LlamaRotaryEmbedding, reduced to the calls they make."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(1 + torch.randn(6) / 5)
+        self.register_buffer("inv_freq", 1.0 / (100 ** (torch.arange(0, 6, 2).float() / 6)))
+
+    def forward(self, x, positions):
+        input_dtype = x.dtype
+        hidden = x.to(torch.float32)
+        hidden = hidden * torch.rsqrt(hidden.pow(2).mean(-1, keepdim=True) + 1e-6)
+        normed = self.weight * hidden.to(input_dtype)
+        freqs = self.inv_freq[None, :, None].float().expand(positions.shape[0], -1, 1).to(x.device)
+        freqs = (freqs @ positions[:, None, :].float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return normed * emb.cos().to(dtype=x.dtype) + emb.sin().to(dtype=x.dtype)
+
+
+class Powers(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(6, 4) / 3)
+        self.bias = torch.nn.Parameter(torch.randn(4) / 3)
+
+    def forward(self, x):
+        odd = torch.pow(x, 3.0) + x.pow(2) + x ** 3 + 2 ** x + (x.abs() + 1).pow(0.5) + x.abs().pow_(1.5)
+        waves = torch.cos(x) * x.sin() + x.cos() - torch.sin(3 * x) + torch.rsqrt(x.abs() + 1) + (x * x + 1).rsqrt()
+        flat = x.view(-1, x.size(-1))
+        return odd + waves, torch.addmm(self.bias, flat, self.weight) + torch.addmm(self.bias, flat, self.weight,
+                                                                                     beta=0.5, alpha=2)
+
+
 @pytest.mark.parametrize("module, inputs", [
     (Shapes(), parity.randn((2, 4, 3, 3))),
     (Arithmetic(), parity.randn((3, 6))),
     (Activations(), parity.randn((2, 3, 5), std=3.0)),
     (Layers(), parity.randn((2, 6, 6, 6))),
     (Attention(), (parity.randn((2, 5, 8)), parity.randn((5, 5)))),
+    (Casts(), (parity.randn((3, 6)), parity.randn((3, 6), dtype="float64"))),
+    (RMSNorm(), (parity.randn((2, 5, 6)), np.tile(np.arange(5), (2, 1)))),
+    (Powers(), parity.randn((2, 3, 6))),
 ], ids=lambda v: type(v).__name__ if isinstance(v, torch.nn.Module) else "")
 def test_table_rows_match_pytorch(module, inputs):
     torch.manual_seed(0)
@@ -213,6 +268,103 @@ def test_constant_arguments_are_traced_per_combination_met():
     assert len(cell.a._source.programs) >= 2  # scale=None and scale=2.0 (in eval mode)
 
 
+def _decorated(forward):
+    @functools.wraps(forward)
+    def wrapper(*args, **kwargs):  # as transformers' deprecate_kwarg and can_return_tuple are
+        return forward(*args, **kwargs)
+
+    return wrapper
+
+
+class TakesKwargs(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    @_decorated
+    def forward(self, x, scale=1.0, **kwargs):
+        y = self.fc(x) * scale
+        return y * 2 if kwargs.get("double") else y
+
+
+class PassesKwargs(torch.nn.Module):
+    """Hugging Face's layers pass ``**kwargs`` down: here none, constants, and (``tensor=True``) a tensor."""
+
+    def __init__(self, tensor=False):
+        super().__init__()
+        self.inner, self.tensor = TakesKwargs(), tensor
+
+    def forward(self, x, **kwargs):
+        extra = {"mask": x} if self.tensor else {}
+        return self.inner(x, **kwargs) + self.inner(x, scale=0.5, double=True, **extra)
+
+
+def test_what_kwargs_receives_is_traced_as_constant_arguments_are():
+    cell = _passes(PassesKwargs(), parity.randn((3, 4)))
+    assert len(cell.inner._source.programs) >= 2  # **kwargs empty, and {"double": True}
+
+
+def test_a_tensor_passed_through_kwargs_is_refused():
+    cell = parity.translate(PassesKwargs(tensor=True))
+    with pytest.raises(ParityUnsupported, match=r"^inner \(test_translate_fx\.TakesKwargs\): forward's \*\*kwargs "
+                                                r"receives mask, which are not constants"):
+        cell(mindspore.Tensor(np.ones((3, 4), np.float32)))
+
+
+class EitherInput(torch.nn.Module):
+    """Takes ``x`` or ``embeds``, as Hugging Face's models take ``input_ids`` or ``inputs_embeds``:
+    the trace with forward's defaults (both None) fails, and torch.relu rules out running forward as
+    it is, so it is traced when called, with the argument given."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x=None, embeds=None):
+        if (x is None) == (embeds is None):
+            raise ValueError("give exactly one of x and embeds")
+        return torch.relu(self.fc(x if x is not None else embeds))
+
+
+def test_a_forward_its_defaults_cannot_trace_is_traced_with_the_arguments_it_is_called_with():
+    cell = _passes(EitherInput(), parity.randn((3, 4)))
+    with pytest.raises(ParityUnsupported, match=r"give exactly one of x and embeds"):
+        cell()
+
+
+class Output(dict):
+    """A dict whose keys read as attributes, as transformers' ModelOutput."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class ReturnsOutput(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return Output(hidden=self.fc(x), cache=None)
+
+
+class ReadsOutput(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = ReturnsOutput()
+
+    def forward(self, x):
+        return self.inner(x).hidden * 2
+
+
+def test_a_child_output_of_a_dict_class_keeps_its_class_and_its_attributes_read():
+    cell = _passes(ReadsOutput(), parity.randn((3, 4)))
+    assert type(cell.inner(mindspore.Tensor(np.ones((3, 4), np.float32)))) is Output
+
+
 # --- in place, weights, containers -----------------------------------------------------------
 
 class InPlace(torch.nn.Module):
@@ -272,6 +424,25 @@ def test_weight_names_follow_pytorch_attribute_paths():
         sorted(name for name, _ in [*module.named_parameters(), *module.named_buffers()])
 
 
+class Tied(torch.nn.Module):
+    """An output layer that shares the embedding's weight, as GPT-2's lm_head does."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(10, 4)
+        self.head = torch.nn.Linear(4, 10, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, ids):
+        return self.head(torch.relu(self.emb(ids)))
+
+
+def test_a_parameter_held_at_two_places_is_one_parameter_in_the_cell():
+    cell = _passes(Tied(), np.array([[1, 2, 3], [4, 5, 9]], np.int64))  # the gradient sums both uses on each side
+    assert [name for name, _ in cell.parameters_and_names()] == ["emb.embedding_table"]
+    assert cell.head.weight is cell.emb.embedding_table
+
+
 class Block(torch.nn.ModuleDict):
     """A ModuleDict with a forward of its own, as torchvision's DenseNet blocks are."""
 
@@ -327,7 +498,19 @@ def test_a_call_mindspore_refuses_at_run_time_is_named_with_file_and_line():
 def test_reading_an_untranslated_tensor_attribute_is_refused():
     class Device(torch.nn.Module):
         def forward(self, x):
-            return x + x.device.index
+            return x + x.device.index + x.is_leaf
 
-    with pytest.raises(ParityUnsupported, match=r"reading \.device is not translated"):
+    with pytest.raises(ParityUnsupported, match=r"reading \.index is not translated(.|\n)*reading \.is_leaf is not"):
         parity.translate(Device())
+
+
+def test_a_form_of_to_that_is_not_translated_is_refused_with_file_and_line():
+    class ToLayout(torch.nn.Module):
+        def forward(self, x):
+            return x.to(torch.strided)
+
+    cell = parity.translate(ToLayout())
+    line = _line_of(ToLayout.forward, "torch.strided")
+    with pytest.raises(ParityUnsupported, match=rf"Tensor\.to at tests/test_translate_fx\.py:{line} .*"
+                                                r"Tensor\.to\(torch\.strided\) is not translated"):
+        cell(mindspore.Tensor(np.ones((2, 2), np.float32)))

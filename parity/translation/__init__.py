@@ -31,6 +31,8 @@ How it works:
 * Weights are copied last, through parity's own name mapping (the one ``parity.check`` uses), so
   the translated Cell keeps PyTorch's attribute paths and layouts (MindSpore's known renames
   aside, and the transformer layers' ``dense1/2``, paired in definition order); the copy is verified.
+* A Parameter the Module holds at several places (``lm_head.weight`` tied to the embedding's) is
+  one Parameter in the Cell too, so both sides train one tensor and the weights pair one to one.
 * Every ``Parameter.name`` is then set to its attribute path in the Cell (``layer1.0.conv1.weight``,
   ``bn1.moving_mean``): the name MindSpore's ``ParameterTuple``, optimizers, ``save_checkpoint`` and
   ``load_param_into_net`` go by. The builders' Cells are joined with ``insert_child_to_cell``, which
@@ -68,10 +70,38 @@ def translate(torch_module, *, device: str = "CPU"):
         raise ParityUsageError(f"translate(): unknown device {device!r}; expected one of {', '.join(DEVICES)}")
     use_device(device)  # some Cells (the recurrent ones) pick their kernels when built
     cell = translate_module(torch_module, Context("", device, torch_module))
+    _tie_shared_parameters(torch_module, cell)
     _name_parameters(cell)
     _copy_weights(torch_module, cell)
     cell.set_train(torch_module.training)  # a fresh Cell is in eval mode, a fresh Module in train mode
     return cell
+
+
+def _tie_shared_parameters(torch_module, cell) -> None:
+    """A Parameter the Module holds at several places (an embedding tied to the output layer) is
+    one Parameter in the Cell too: the later places get the first one's. Where a Cell holds no
+    single Parameter of its shape, the places stay apart and the weight copy says so."""
+    first = {}
+    for path, param in torch_module.named_parameters(remove_duplicate=False):
+        if id(param) not in first:
+            first[id(param)] = path
+            continue
+        kept, tied = _ms_parameter(cell, first[id(param)], param.shape), _ms_parameter(cell, path, param.shape)
+        if kept is not None and tied is not None:
+            setattr(tied[0], tied[1], getattr(kept[0], kept[1]))
+
+
+def _ms_parameter(cell, torch_path: str, shape):
+    """``(owner Cell, attribute)`` of the Cell's counterpart of a PyTorch parameter: the one own
+    Parameter of that shape in the Cell at the owner's path; None where there is no single one."""
+    owner_path, _, _ = torch_path.rpartition(".")
+    owner = cell
+    for part in owner_path.split(".") if owner_path else ():
+        owner = owner.name_cells().get(part)
+        if owner is None:
+            return None
+    found = [name for name, p in owner.parameters_and_names(expand=False) if tuple(p.shape) == tuple(shape)]
+    return (owner, found[0]) if len(found) == 1 else None
 
 
 def _name_parameters(cell) -> None:

@@ -13,6 +13,10 @@ as they are. The differences each adapter closes, as read from mindspore 2.10:
 * ``dim``/``keepdim`` are ``axis``/``keep_dims`` in ``ops.mean``, ``ops.softmax``; ``ops.flatten``
   starts at dim 1 by default (``torch.flatten`` at 0).
 * ``squeeze(dim)`` of a dimension that is not 1 is a no-op in PyTorch, an error in MindSpore.
+* ``Tensor.to`` casts to a dtype (given, or another tensor's) and ignores a device: a MindSpore
+  tensor is where MindSpore's context puts it. A traced value's ``.dtype`` reads as the torch dtype
+  of the same name (so ``x.dtype == torch.float32`` and ``torch.full(..., dtype=x.dtype)`` hold as
+  in PyTorch) and its ``.device`` as :data:`DEVICE`, a stand-in that only ``to`` accepts.
 * ``tanh`` and ``elu`` go through the accurate compositions of :mod:`.activation` (known mismatches
   ``tanh-cpu-accuracy``, ``elu-alpha-unsupported``).
 * In-place calls (``x += y``, ``x.add_(y)``, ``F.relu(x, inplace=True)``) are computed out of place;
@@ -34,6 +38,7 @@ import sys
 from typing import Callable, Dict, Optional, Tuple
 
 import mindspore as ms
+import torch
 from mindspore import ops
 
 from . import activation
@@ -63,9 +68,9 @@ _DTYPES = {"float32": ms.float32, "float64": ms.float64, "float16": ms.float16, 
 
 
 def _ms_dtype(dtype):
-    """A torch dtype (or None) as MindSpore's; refuses what has no counterpart."""
-    if dtype is None:
-        return None
+    """A torch dtype (or None, or already MindSpore's) as MindSpore's; refuses what has no counterpart."""
+    if dtype is None or isinstance(dtype, ms.dtype.Type):
+        return dtype
     name = str(dtype).replace("torch.", "")
     if name not in _DTYPES:
         raise TypeError(f"dtype {dtype} has no MindSpore counterpart here")
@@ -176,6 +181,16 @@ def matmul(input, other):
     return ops.matmul(input, other)
 
 
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    product = ops.matmul(mat1, mat2)
+    product = product if alpha == 1 else alpha * product
+    return product + (input if beta == 1 else beta * input)
+
+
+def pow_(input, exponent):
+    return ops.pow(input, exponent)
+
+
 def bmm(input, mat2):
     return ops.bmm(input, mat2)
 
@@ -202,6 +217,41 @@ def masked_fill(input, mask, value):
 
 def to_float(input, memory_format=None):
     return input.astype(ms.float32)
+
+
+def to_half(input, memory_format=None):
+    return input.astype(ms.float16)
+
+
+class _Device:
+    """What a traced value's ``.device`` reads as: MindSpore places tensors by its context, so the
+    only use translated is handing it back to ``Tensor.to``, which ignores it."""
+
+    def __repr__(self) -> str:
+        return "<the device of a MindSpore tensor>"
+
+
+DEVICE = _Device()
+
+
+def _is_device(value) -> bool:
+    return isinstance(value, (_Device, torch.device, str, int)) and not isinstance(value, bool)
+
+
+def to(input, *args, dtype=None, device=None, non_blocking=False, copy=False, memory_format=None):
+    """``Tensor.to(dtype)``, ``to(other)``, ``to(device)``, ``to(device, dtype)``, ``to(dtype=...)``:
+    a cast to the dtype; the device, ``non_blocking``, ``copy`` and ``memory_format`` change no value."""
+    for arg in args:
+        if _is_tensor(arg):
+            dtype = arg.dtype
+        elif isinstance(arg, (torch.dtype, ms.dtype.Type)):
+            dtype = arg
+        elif not (_is_device(arg) or isinstance(arg, bool)):  # a bool: non_blocking or copy
+            raise TypeError(f"Tensor.to({arg!r}) is not translated (only a dtype, a device or a tensor)")
+    if device is not None and not _is_device(device):
+        raise TypeError(f"Tensor.to(device={device!r}) is not translated")
+    dtype = _ms_dtype(dtype)
+    return input if dtype is None or dtype == input.dtype else input.astype(dtype)
 
 
 def type_as(input, other):
@@ -394,12 +444,25 @@ def assert_is_none(value, message):
         raise AssertionError(message)
 
 
+_TORCH_DTYPES = {ms_dtype: getattr(torch, name) for name, ms_dtype in _DTYPES.items()}
+
+
+def _torch_dtype(tensor):
+    """A MindSpore tensor's dtype, as the torch dtype of the same name that the graph compares it with."""
+    if tensor.dtype not in _TORCH_DTYPES:
+        raise TypeError(f"dtype {tensor.dtype} has no PyTorch counterpart here")
+    return _TORCH_DTYPES[tensor.dtype]
+
+
 _ATTRIBUTES = {"shape": lambda t: tuple(t.shape), "ndim": lambda t: t.ndim,
-               "T": lambda t: ops.permute(t, tuple(range(t.ndim - 1, -1, -1)))}
+               "T": lambda t: ops.permute(t, tuple(range(t.ndim - 1, -1, -1))),
+               "dtype": _torch_dtype, "device": lambda t: DEVICE}
 
 
 def _getattr_check(args, kwargs) -> Optional[str]:
     name = args[1] if len(args) > 1 else None
+    if getattr(args[0], "op", None) == "call_module":  # a child's output, a structured one maybe: read at run time
+        return None
     if name not in _ATTRIBUTES:
         return f"reading .{name} is not translated (only {', '.join('.' + a for a in _ATTRIBUTES)})"
     return None
@@ -424,6 +487,7 @@ FUNCTIONS: Dict[str, object] = {
     "torch.bmm": bmm, "torch.mean": mean, "torch.sum": sum_, "torch.clamp": clamp, "torch.clip": clamp,
     "torch.relu": relu, "torch.sigmoid": sigmoid, "torch.tanh": tanh, "torch.softmax": softmax,
     "torch.exp": ops.exp, "torch.sqrt": ops.sqrt, "torch.rsqrt": ops.rsqrt, "torch.abs": ops.abs,
+    "torch.pow": pow_, "torch.cos": ops.cos, "torch.sin": ops.sin, "torch.addmm": addmm,
     "torch.full": full, "torch.triu": triu, "torch.tril": tril, "torch.masked_fill": masked_fill,
     "torch._assert": assert_, "torch.fx._symbolic_trace._assert_is_none": assert_is_none,
     "torch.nn.functional.relu": relu, "torch.nn.functional.relu6": relu6,
@@ -451,6 +515,7 @@ METHODS: Dict[str, object] = {
     "div": div, "matmul": matmul, "bmm": bmm, "clamp": clamp, "clip": clamp, "masked_fill": masked_fill,
     "relu": relu, "sigmoid": sigmoid, "tanh": tanh, "softmax": softmax, "log_softmax": log_softmax,
     "exp": ops.exp, "sqrt": ops.sqrt, "rsqrt": ops.rsqrt, "abs": ops.abs, "float": to_float, "type_as": type_as,
+    "pow": pow_, "cos": ops.cos, "sin": ops.sin, "to": to, "half": to_half,
 }
 
 _INPLACE_OPERATORS = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,

@@ -19,6 +19,8 @@ mode, built when the Cell runs in that mode) and ``forward``'s non-tensor argume
 ``need_weights=False``: each combination met gets its own program). A call without a MindSpore
 adapter is refused with its name and the file:line of the call in the Module's source.
 
+A ``forward(..., **kwargs)`` is traced with what ``**kwargs`` receives baked in, as constant
+arguments are (constants only: a tensor passed through ``**kwargs`` is refused when the Cell runs).
 A Module that cannot be traced (Python control flow on tensor values, ``*args``) raises
 :class:`TraceFailed`, which says where; :mod:`.modules` then falls back to running ``forward``
 itself on MindSpore tensors. Made for PYNATIVE mode: both Cells carry ``parity_pynative_only``
@@ -57,13 +59,47 @@ class TraceFailed(Exception):
 class _Tracer(torch.fx.Tracer):
     """Every submodule is a leaf: the graph holds only the traced Module's own code."""
 
-    def __init__(self):
+    def __init__(self, extra: Dict[str, Any] = None):
         super().__init__()
         self.record_stack_traces = True
         self.proxy_buffer_attributes = True  # self.pe[:n] with n traced: the buffer must be a node too
+        self.extra = extra
 
     def is_leaf_module(self, module, qualname) -> bool:
         return True
+
+    def create_args_for_root(self, root_fn, is_module, concrete_args=None):
+        if self.extra is not None:  # forward(..., **kwargs): trace it with what **kwargs receives bound
+            root_fn = _bind_var_keyword(root_fn, self.extra)
+        traced, args = super().create_args_for_root(root_fn, is_module, concrete_args)
+
+        def recorded(*inputs):  # the graph keeps a dict's subclass (a ModelOutput) as a plain dict
+            result = traced(*inputs)
+            self.output_class = type(result)
+            return result
+
+        return recorded, args
+
+
+def _bind_var_keyword(forward: Callable, extra: Dict[str, Any]) -> Callable:
+    """``forward`` with its ``**kwargs`` bound to ``extra``: a function of its named parameters alone,
+    for torch.fx cannot patch a decorated ``forward`` (``def wrapper(*args, **kwargs)``) that takes
+    ``**kwargs``. The decorators still run: the function calls ``forward`` itself."""
+    params = [p for p in inspect.signature(forward).parameters.values() if p.kind is not p.VAR_KEYWORD]
+    names = [p.name for p in params]
+    if any(not name.isidentifier() or name.startswith("_parity") for name in names):
+        raise TraceFailed(f"forward's parameters {names} cannot be bound")
+    shown = [name if p.default is p.empty else f"{name}=_parity_defaults[{name!r}]" for name, p in zip(names, params)]
+    keyword_only = [i for i, p in enumerate(params) if p.kind is p.KEYWORD_ONLY]
+    if keyword_only:
+        shown.insert(keyword_only[0], "*")
+    passed = [names[0]] + [f"{name}={name}" for name in names[1:]]  # self, then the rest by name
+    source = (f"def forward({', '.join(shown)}):\n"
+              f"    return _parity_forward({', '.join(passed)}, **_parity_extra)\n")
+    namespace = {"_parity_forward": forward, "_parity_extra": dict(extra),
+                 "_parity_defaults": {p.name: p.default for p in params}}
+    exec(source, namespace)  # noqa: S102  (identifiers checked above; no value is formatted into the code)
+    return namespace["forward"]
 
 
 # --- where a call is ------------------------------------------------------------------------
@@ -113,16 +149,23 @@ def _key(value):
 def _signature(module) -> inspect.Signature:
     signature = inspect.signature(type(module).forward)
     params = list(signature.parameters.values())[1:]  # self
-    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
-        raise TraceFailed("forward takes *args or **kwargs, which a trace cannot bind")
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        raise TraceFailed("forward takes *args, which a trace cannot bind")
     return signature.replace(parameters=params)
 
 
-def _trace(module, training: bool, concrete: Dict[str, Any]) -> torch.fx.Graph:
+def _var_keyword(signature: inspect.Signature):
+    """The name of ``forward``'s ``**kwargs``, or None."""
+    return next((p.name for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD), None)
+
+
+def _trace(module, training: bool, concrete: Dict[str, Any], extra: Dict[str, Any] = None) -> torch.fx.Graph:
+    """``extra``: what ``forward``'s ``**kwargs`` receives (constants only), where it has one."""
     modes, before = [(m, m.training) for m in module.modules()], set(vars(module))
     module.train(training)
+    tracer = _Tracer(extra)
     try:
-        graph = _Tracer().trace(module, concrete_args=dict(concrete) or None)
+        graph = tracer.trace(module, concrete_args=dict(concrete) or None)
     except Exception as exc:  # anything the user's forward raises on proxies
         raise TraceFailed(f"torch.fx cannot trace forward: {type(exc).__name__}: {_first_line(exc)} "
                           f"(at {_exception_location(exc)})") from None
@@ -133,6 +176,7 @@ def _trace(module, training: bool, concrete: Dict[str, Any]) -> torch.fx.Graph:
         # they move to the graph, and the user's Module is left as it was
         made = {name: vars(module).pop(name) for name in set(vars(module)) - before}
     graph.parity_constants = made
+    graph.parity_output_class = getattr(tracer, "output_class", None)
     return graph
 
 
@@ -203,7 +247,7 @@ class _Program:
             if node.op == "placeholder":
                 env[node.name] = next(places)
             elif node.op == "output":
-                return torch.fx.node.map_arg(node.args[0], value)
+                return _structured(self.graph.parity_output_class, torch.fx.node.map_arg(node.args[0], value))
             elif node.op == "get_attr":
                 env[node.name] = step.run()
             else:
@@ -214,6 +258,19 @@ class _Program:
                 if step.inplace and node.args and isinstance(node.args[0], torch.fx.Node):
                     env[node.args[0].name] = env[node.name]  # later reads see the "modified" tensor
         raise ParityUnsupported("the traced graph has no output")
+
+
+def _structured(output_class, result):
+    """``result`` in the class of what ``forward`` returned, where that was a dict's subclass
+    (Hugging Face's ``ModelOutput``: its caller reads ``outputs.last_hidden_state``), which the
+    graph holds as a plain dict."""
+    if isinstance(output_class, type) and issubclass(output_class, dict) and output_class is not dict \
+            and isinstance(result, dict):
+        try:
+            return output_class(**result)
+        except TypeError:
+            return result
+    return result
 
 
 class _Untranslatable(Exception):
@@ -297,17 +354,23 @@ class _Source:
     def __init__(self, module, ctx: Context):
         self.module, self.ctx = module, ctx
         self.signature = _signature(module)  # TraceFailed for *args
+        self.var_keyword = _var_keyword(self.signature)
         self.programs: Dict[tuple, Any] = {}
 
     def defaults(self) -> Dict[str, Any]:
         return {name: p.default for name, p in self.signature.parameters.items()
                 if p.default is not p.empty and _concrete(p.default)}
 
-    def program(self, cell, training: bool, concrete: Dict[str, Any]) -> _Program:
-        key = (training, tuple((name, _key(value)) for name, value in concrete.items()))
+    def program(self, cell, training: bool, concrete: Dict[str, Any], extra: Dict[str, Any] = None) -> _Program:
+        """``extra``: the constants ``**kwargs`` receives (``{}`` where forward has one and none is given)."""
+        if extra is None and self.var_keyword:
+            extra = {}
+        key = (training, tuple((name, _key(value)) for name, value in concrete.items()),
+               None if extra is None else tuple((name, _key(value)) for name, value in sorted(extra.items())))
         if key not in self.programs:
             try:
-                self.programs[key] = _Program(_trace(self.module, training, concrete), cell, self.module, self.ctx)
+                graph = _trace(self.module, training, concrete, extra)
+                self.programs[key] = _Program(graph, cell, self.module, self.ctx)
             except (TraceFailed, ParityUnsupported) as exc:
                 self.programs[key] = exc
         found = self.programs[key]
@@ -321,26 +384,36 @@ class _Source:
         except TypeError as exc:
             raise ParityUnsupported(f"{self.ctx.where}: forward{self.signature}: {exc}") from None
         bound.apply_defaults()
-        concrete = {name: value for name, value in bound.arguments.items() if _concrete(value)}
+        arguments = dict(bound.arguments)
+        extra = arguments.pop(self.var_keyword) if self.var_keyword else None
+        if extra and not _concrete(list(extra.values())):
+            tensors = ", ".join(name for name, value in extra.items() if not _concrete(value))
+            raise self.ctx.unsupported(f"forward's **{self.var_keyword} receives {tensors}, which are not constants: "
+                                       "only constants (None, bools, numbers, strings) are traced through **kwargs")
+        concrete = {name: value for name, value in arguments.items() if _concrete(value)}
         try:
-            program = self.program(cell, bool(cell.training), concrete)
+            program = self.program(cell, bool(cell.training), concrete, extra)
         except TraceFailed as exc:
-            raise self.ctx.unsupported(f"{exc} (called with {_shown_args(concrete)}, "
+            raise self.ctx.unsupported(f"{exc} (called with {_shown_args({**concrete, **(extra or {})})}, "
                                        f"{'train' if cell.training else 'eval'} mode)") from None
-        return program.run(cell, list(bound.arguments.values()))
+        return program.run(cell, list(arguments.values()))
 
 
 def _shown_args(concrete: Dict[str, Any]) -> str:
     return ", ".join(f"{name}={value!r}" for name, value in concrete.items()) or "tensors only"
 
 
-def graph_cell(module, ctx: Context, children: Dict[str, Any], tensors: Callable) -> GraphForward:
+def graph_cell(module, ctx: Context, children: Dict[str, Any], tensors: Callable, *,
+               defer: bool = False) -> GraphForward:
     """The :class:`GraphForward` Cell for ``module``, its children already translated and
     ``tensors(cell)`` giving it the Module's own parameters and buffers. The programs for both modes
     and ``forward``'s default arguments are built now; where neither can be, raises (for the
     Module's current mode) :class:`TraceFailed` when ``forward`` cannot be traced, or
     :class:`parity.ParityUnsupported` naming each call (and its file:line) that has no translation.
-    A mode that fails alone (stochastic depth in train mode) raises when the Cell runs in it."""
+    A mode that fails alone (stochastic depth in train mode) raises when the Cell runs in it.
+    ``defer``: where the defaults cannot be traced (``input_ids=None`` taken for a tensor that
+    will be given), the Cell is returned all the same and traced with the arguments it is called
+    with, refusing then if that trace fails too."""
     cell = GraphForward(module, ctx)
     for name, child in children.items():
         cell.insert_child_to_cell(name, child)
@@ -351,6 +424,6 @@ def graph_cell(module, ctx: Context, children: Dict[str, Any], tensors: Callable
             source.program(cell, training, source.defaults())
         except (TraceFailed, ParityUnsupported) as exc:
             failed.append(exc)
-    if len(failed) == 2:  # a mode that fails alone says so when the Cell runs in it
-        raise failed[0]
+    if len(failed) == 2 and not (defer and all(isinstance(exc, TraceFailed) for exc in failed)):
+        raise failed[0]  # a mode that fails alone says so when the Cell runs in it
     return cell

@@ -5,6 +5,7 @@ cannot be traced, to a :class:`TorchForward` Cell that runs the PyTorch class's 
 
 from __future__ import annotations
 
+import inspect
 import types
 from collections import OrderedDict
 from dataclasses import replace
@@ -199,6 +200,15 @@ def _own_tensors(module):
     return give
 
 
+def _none_defaults(module) -> bool:
+    """Whether ``forward`` has an argument that defaults to None (a tensor a caller may give)."""
+    try:
+        parameters = inspect.signature(type(module).forward).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.default is None for p in parameters)
+
+
 def _custom(module, ctx: Context):
     children = _translated_children(module, ctx)
     try:
@@ -207,6 +217,8 @@ def _custom(module, ctx: Context):
         traced = failure
     functions = _user_functions(type(module))
     refused = _refusal(functions)
+    if refused and _none_defaults(module):  # the trace took forward's defaults: try the real arguments
+        return graph_cell(module, ctx, children, _own_tensors(module), defer=True)
     if refused:
         raise ctx.unsupported(f"{traced}; and {refused}")
     cell = TorchForward(type(module), str(traced))
