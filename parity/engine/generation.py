@@ -20,7 +20,7 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from . import messages as report
-from ..errors import ParityMismatch, ParityUsageError
+from ..errors import ParityInternalError, ParityMismatch, ParityUsageError
 from ..judge.devices import profile as device_profile
 from ..judge.envelope import NOISE_FACTOR, Candidate, judge_envelope, near
 from ..judge.metrics import ArrayPair, Comparison, compare_pair
@@ -197,6 +197,9 @@ def _run(ms_model, torch_model, prompt, max_new_tokens, weights, name_map, toler
     result = GenerationResult(type(ms_model).__name__, type(torch_model).__name__, steps, described, seed, use_cache,
                               wreport, differences, reproduce=report.reproduce_line(settings.reproduce, seed,
                                                                               "parity.check_generation"))
+    if settings.mode == "both":
+        result.notes.append("decoded in PYNATIVE mode only: each step's sequence is one token longer, which GRAPH "
+                            "mode would compile again at every step")
     if use_cache:
         result.notes.append("with a cache: each step feeds the newest token only; PyTorch's rounding envelope and "
                             "the layer localisation rerun the whole sequence without a cache")
@@ -287,7 +290,7 @@ def _first_failure(result: GenerationResult) -> Tuple[int, Optional[int]]:
             return s.step, differ[0]
         if not s.comparison.passed:
             return s.step, None
-    raise AssertionError("a failing generation check has a failing step")
+    raise ParityInternalError("a failing generation check has no failing step")
 
 
 def _localise(ms_model, torch_model, wmap, chain, steps, prompt, first, seed, device, ms_step):
