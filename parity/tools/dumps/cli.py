@@ -18,11 +18,13 @@ __all__ = ["add_parser", "main", "load_tolerance"]
 
 def add_parser(commands) -> None:
     command = commands.add_parser(
-        "compare-dumps", help="compare two folders (or files) of saved tensors",
+        "compare-dumps", help="compare two folders (or files) of saved tensors, or two msprobe statistics dumps",
         description="Pair the tensors saved under A and B by name as parity's checks pair weights (known "
         "renames, a name map, fused tensors, then order by kind and shape) and compare each pair with the "
         "checks' metrics and tolerances. Folders of .npy/.npz files (TroubleShooter's and msprobe's dumps too), "
-        "MindSpore .ckpt, PyTorch .pth/.pt/.bin and .safetensors files, or one such file on each side. "
+        "MindSpore .ckpt, PyTorch .pth/.pt/.bin and .safetensors files, or one such file on each side. msprobe's "
+        "statistics and md5 dumps (dump.json) are compared node by node by their statistics, which can prove a "
+        "difference but never equality; checksums prove bit identity. "
         "Exit status: 0 all paired tensors agree, 1 some differ, 2 a usage error.")
     command.add_argument("a", metavar="A", help="a folder or file of saved tensors")
     command.add_argument("b", metavar="B", help="the folder or file to compare it with")

@@ -30,6 +30,7 @@ from ..convert.checkpoint import _map, state_slots
 from ..convert.report import Key, keys
 from .files import Side, read_side
 from .names import LAYOUTS, entries_of, load_pairs
+from .summaries import is_summary_dump
 from ...errors import ParityUsageError
 from ...weights.layouts import by_torch_name, torch_layout
 from ...judge.metrics import ArrayPair, compare_pair
@@ -136,13 +137,21 @@ def compare_dumps(a, b, *, name_map=None, tolerance=None) -> DumpComparison:
     * ``tolerance``: as for :func:`parity.check`: ``Tolerance(rtol, atol)``, an (rtol, atol) pair,
       or name-glob overrides ``{"*": ..., "NN_Dense_*": ...}`` over either side's names.
 
-    Returns a :class:`DumpComparison`; raises :class:`ParityUsageError` when a side cannot be
-    read or nothing pairs.
+    Returns a :class:`DumpComparison`; for msprobe's statistics or md5 dumps (no tensors saved), a
+    :class:`parity.tools.dumps.statistics.SummaryComparison` of their statistics. Raises
+    :class:`ParityUsageError` when a side cannot be read or nothing pairs.
     """
     if isinstance(tolerance, ToleranceSpec):
         spec = tolerance
     else:
         spec = ToleranceSpec.parse(tolerance, source="compare_dumps(tolerance=...)")
+    if is_summary_dump(a) or is_summary_dump(b):
+        if name_map is not None:
+            raise ParityUsageError("a name map pairs saved tensors; msprobe's statistics and md5 dumps pair their "
+                                   "nodes by module path, direction and call")
+        from .statistics import compare_summaries
+
+        return compare_summaries(a, b, tolerance=spec)
     side_a, side_b = read_side(a, "A"), read_side(b, "B")
     for side in (side_a, side_b):
         if not side.arrays:
