@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from . import plot
+from . import plot, tree
 from .drift import BAD, Comparison, fmt, tensor_label
 from .plot import FAIL_COLOR, MARGIN_COLOR, _esc
 from .runs import Run, check_key, check_label
@@ -28,7 +28,7 @@ table.matrix td,table.matrix th{text-align:center}table.matrix td.name{text-alig
 td.v-pass{background:#e6f4ea}td.v-fail,td.v-error{background:#fde2e1;color:#b00020;font-weight:bold}
 td.v-xfail{background:#fff4e5}td.v-unsupported,td.v-absent{background:#f2f2f2;color:#777}
 td.change{font-weight:bold}pre.message{background:#f7f7f7;border:1px solid #ddd;padding:8px;white-space:pre-wrap}
-section.failure{border-top:1px solid #ccc;margin-top:18px}p.meta{font-family:monospace;font-size:12px}"""
+section.failure{border-top:1px solid #ccc;margin-top:18px}p.meta{font-family:monospace;font-size:12px}""" + tree.STYLE
 _SPARK_W, _SPARK_H = 180, 34
 _KEYED = 40  # a layer chart's key lists every layer up to this many
 
@@ -140,16 +140,17 @@ def _failure(record: Dict[str, Any], anchor: str) -> str:
     parts = [f'<section class="failure" id="{anchor}" data-check="{_esc(label)}">', f"<h3>{_esc(label)}</h3>",
              f'<p class="meta">{_esc(" | ".join(meta))}</p>', f'<pre class="message">{_esc(message)}</pre>']
     layers = record.get("layers") or {}
+    parts.append(tree.render_tree(record))
     charted = False
     for direction in ("forward", "backward"):
         calls = layers.get(direction) or []
         if calls:
             charted = True
-            parts.append(f"<h4>{direction.capitalize()}: each layer's output, difference / allowed "
-                         "(log scale; above 1 fails; red: where the divergence starts)</h4>")
-            parts.append(_points_chart(f"{direction} layers", [_layer_label(c) for c in calls],
-                                       [c.get("out_margin") for c in calls], [c.get("status") == "FAIL" for c in calls],
-                                       f"layer, {'in execution' if direction == 'forward' else 'in backward'} order"))
+            parts.append(f"<h4>{direction.capitalize()}: each layer's output against depth, difference / allowed "
+                         "(log scale; above 1 fails; coloured by verdict as the tree; dashed: the layer's own "
+                         "error, where measured)</h4>")
+            parts.append(tree.depth_chart(f"{direction} layers", [_layer_label(c) for c in calls], calls,
+                                          f"layer, {'in execution' if direction == 'forward' else 'in backward'} order"))
             parts.append(_key(calls))
     tensors = [t for t in record.get("tensors") or () if t.get("margin") is not None]
     if not charted and tensors:
