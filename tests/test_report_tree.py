@@ -5,6 +5,7 @@ Hand-written records carry the per-layer figures of each layer's own error; one 
 from a real failing check, which has only the first divergence."""
 
 import json
+from pathlib import Path
 
 import mindspore
 import pytest
@@ -190,3 +191,26 @@ def test_verdicts_without_a_browser():
     assert tree.render_tree({"layers": None}) == ""
     html = tree.render_tree(own_error_record())
     assert "<script>" not in html and "&lt;script&gt;" in html and "&lt;i&gt;eps&lt;/i&gt;" in html
+
+
+def test_the_readme_example_writes_the_tree(pytester, capsys):
+    from parity import cli
+    from parity import options as opts
+    from parity.plugin import REPORT
+
+    readme = (Path(parity.__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### The model tree of a failing check"):]
+    source = section[section.index("```python\n# test_block.py\n") + len("```python\n"):]
+    pytester.makepyfile(test_block=source[:source.index("```")])
+    commands = section[section.index("```text\n") + len("```text\n"):]
+    assert commands[:commands.index("```")].splitlines() == [
+        "$ pytest --parity --parity-report=run.jsonl test_block.py", "$ parity report run.jsonl --html page.html"]
+    pytester.runpytest(opts.PARITY, "-p", "no:cacheprovider", f"{REPORT}=run.jsonl", "test_block.py").assert_outcomes(
+        failed=1)
+    assert cli.main(["report", "run.jsonl", "--html", "page.html"]) == 1
+    capsys.readouterr()
+    page = (pytester.path / "page.html").read_text(encoding="utf-8")
+    assert '<details class="v-own" data-path="1" data-verdict="own">' in page
+    assert '<details class="v-inherited" data-path="0" data-verdict="inherited">' in page
+    norm = page[page.index('data-path="1"'):]
+    assert "gelu-approximate-default" in norm[:norm.index("</summary>")]
