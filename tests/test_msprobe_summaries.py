@@ -140,7 +140,7 @@ def test_tolerance_file_and_usage_errors(tmp_path, capsys):
     (tmp_path / "npy").mkdir()
     np.save(tmp_path / "npy" / "x.npy", x)
     assert cli.main(["compare-dumps", str(a), str(tmp_path / "npy")]) == 2
-    assert "B " + str(tmp_path / "npy") + ": no msprobe dump.json in it" in capsys.readouterr().err
+    assert "B " + str(tmp_path / "npy") + ": no msprobe dump.json in it or below it" in capsys.readouterr().err
     other = _dump(tmp_path / "other", {"Module.head.Linear.forward.0": {"output": [_stat(x)]}})
     with pytest.raises(ParityUsageError, match="Nothing paired: A has 1 nodes and B 1"):
         parity.compare_dumps(a, other)
@@ -176,3 +176,12 @@ def test_the_readme_example_is_what_the_command_prints(monkeypatch, capsys):
     assert capsys.readouterr().out.strip().splitlines() == shown.strip().splitlines()
     assert "First checksum difference: fc1 forward (A 'Cell.fc1.Dense.forward.0' vs B 'Module.fc1.Linear.forward.0'): " \
            "output.0" in str(parity.compare_dumps(DATA / "ms_md5", DATA / "torch_md5"))
+
+
+def test_a_folder_of_several_dumps_says_which_to_give(tmp_path, capsys):
+    for rank in ("rank0", "rank1"):
+        shutil.copytree(DATA / "torch_statistics" / "step0" / "proc0", tmp_path / "run" / "step0" / rank)
+    assert cli.main(["compare-dumps", str(tmp_path / "run"), str(DATA / "ms_statistics")]) == 2
+    assert ("2 msprobe dump.json files below it (step0/rank0/dump.json, step0/rank1/dump.json); give the folder of one"
+            in capsys.readouterr().err)
+    assert parity.compare_dumps(tmp_path / "run" / "step0" / "rank1", DATA / "ms_statistics").passed

@@ -124,6 +124,7 @@ def test_the_tree_shows_own_and_inherited_errors_with_their_causes(tmp_path, bro
     assert all(color == RGB[v] for _, v, _, color in nodes)
     assert section.locator('.key span').all_inner_texts() == ["own error", "inherited", "agrees", "not compared"]
 
+    assert section.locator('details[data-path=""] > summary').inner_text().startswith("ViT / ViT")  # the pair
     blocks = section.locator('details[data-path="blocks"] > summary')
     assert "(2 own errors inside)" in blocks.inner_text()
     norm = section.locator('details[data-path="blocks.0.norm"]')

@@ -169,8 +169,12 @@ def render_tree(record: Dict[str, Any]) -> str:
     nonfinite = record.get("first_nonfinite")
     nonfinite = str(nonfinite.get("layer") or "") if isinstance(nonfinite, dict) else ""
     key = "".join(f'<span class="v-{v.replace(" ", "-")}">{_esc(LABELS[v])}</span>' for v in VERDICTS)
+    root = _build(layers)
+    pair = record.get("pair") or {}
+    if pair.get("torch") or pair.get("mindspore"):
+        root.name = f"{pair.get('torch') or '?'} / {pair.get('mindspore') or '?'}"
     parts = ["<h4>Model tree (PyTorch's module paths; expand a layer for its figures and likely causes)</h4>",
-             f'<p class="key">{key}</p>', f'<div class="tree">{_render(_build(layers), _causes(record), nonfinite, 0)}</div>']
+             f'<p class="key">{key}</p>', f'<div class="tree">{_render(root, _causes(record), nonfinite, 0)}</div>']
     if "repro" in record:
         repro = record.get("repro")
         parts.append(f'<p class="repro">Standalone repro: <code>{_esc(repro)}</code></p>' if repro

@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ...errors import ParityUsageError
 
-__all__ = ["Summary", "SummaryDump", "Node", "find_record", "is_summary_dump", "read_summary", "normal_dtype"]
+__all__ = ["Summary", "SummaryDump", "Node", "find_records", "is_summary_dump", "read_summary", "normal_dtype"]
 
 _FRAMEWORK = {"pytorch": "torch", "torch": "torch", "mindspore": "mindspore", "mindtorch": "torch"}
 _MODULE_KINDS = ("Module", "Cell")
@@ -93,29 +93,29 @@ class SummaryDump:
                 f"{self.tensors} tensors in {self.record})")
 
 
-def find_record(root) -> Optional[Path]:
-    """``root``'s ``dump.json``: the file itself, beside it, or the only one below it."""
+def find_records(root) -> List[Path]:
+    """``root`` itself when it is a ``dump.json``, the one beside it, else every one below it."""
     root = Path(root)
     if root.is_file():
-        return root if root.name == "dump.json" else None
+        return [root] if root.name == "dump.json" else []
     if (root / "dump.json").is_file():
-        return root / "dump.json"
-    found = sorted(root.rglob("dump.json")) if root.is_dir() else []
-    return found[0] if len(found) == 1 else None
+        return [root / "dump.json"]
+    return sorted(root.rglob("dump.json")) if root.is_dir() else []
 
 
 def is_summary_dump(root) -> bool:
-    """Whether ``root`` is (or holds exactly one) msprobe dump whose tensors were not saved: a
-    statistics task's ``dump.json``, with no tensor files named in it."""
-    record = find_record(root)
-    if record is None:
+    """Whether ``root`` is (or holds) an msprobe dump whose tensors were not saved: a statistics
+    task's ``dump.json``, or one that names no tensor file."""
+    records = find_records(root)
+    if not records:
         return False
     try:
-        data = json.loads(record.read_text(encoding="utf-8"))
+        text = records[0].read_text(encoding="utf-8")
+        data = json.loads(text)
     except (ValueError, UnicodeDecodeError, OSError):
         return False
-    return isinstance(data, dict) and (data.get("task") == "statistics" or
-                                       (isinstance(data.get("data"), dict) and '"data_name"' not in record.read_text()))
+    return isinstance(data, dict) and isinstance(data.get("data"), dict) and (
+        data.get("task") == "statistics" or '"data_name"' not in text)
 
 
 def read_summary(root, label: str) -> SummaryDump:
@@ -123,9 +123,13 @@ def read_summary(root, label: str) -> SummaryDump:
     root = Path(root)
     if not root.exists():
         raise ParityUsageError(f"{label} {root}: no such file or folder")
-    record = find_record(root)
-    if record is None:
-        raise ParityUsageError(f"{label} {root}: no msprobe dump.json in it (or more than one below it; give one)")
+    records = find_records(root)
+    if len(records) != 1:
+        shown = ", ".join(str(r.relative_to(root)) for r in records[:4]) + (" ..." if len(records) > 4 else "")
+        raise ParityUsageError(f"{label} {root}: " + (f"{len(records)} msprobe dump.json files below it ({shown}); "
+                                                      "give the folder of one" if records else
+                                                      "no msprobe dump.json in it or below it"))
+    record = records[0]
     data = _json(record, label)
     entries = data.get("data") if isinstance(data, dict) else None
     if not isinstance(entries, dict):
