@@ -174,7 +174,9 @@ def compare_dumps(a, b, *, name_map=None, tolerance=None):
     msprobe dumps, MindSpore ``.ckpt``, PyTorch ``.pth``/``.pt``/``.bin``, ``.safetensors``, or one
     such file each), paired by name as :func:`check` pairs weights and judged with its metrics and
     tolerances (by tolerance alone: there is no model to run). Returns a :class:`DumpComparison`
-    with the pairs in execution order; see :mod:`parity.tools.dumps.compare`. Numpy files import no framework."""
+    with the pairs in execution order; see :mod:`parity.tools.dumps.compare`. Numpy files import no framework.
+    msprobe's statistics and md5 dumps (``dump.json`` without saved tensors) are compared node by node
+    by their statistics instead, into a ``SummaryComparison`` (:mod:`parity.tools.dumps.statistics`)."""
     from .tools.dumps.compare import compare_dumps as _compare_dumps
 
     return _compare_dumps(a, b, name_map=name_map, tolerance=tolerance)

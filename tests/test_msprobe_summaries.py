@@ -4,6 +4,8 @@ dump.json files for what those do not show."""
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -185,3 +187,12 @@ def test_a_folder_of_several_dumps_says_which_to_give(tmp_path, capsys):
     assert ("2 msprobe dump.json files below it (step0/rank0/dump.json, step0/rank1/dump.json); give the folder of one"
             in capsys.readouterr().err)
     assert parity.compare_dumps(tmp_path / "run" / "step0" / "rank1", DATA / "ms_statistics").passed
+
+
+def test_summary_dumps_import_no_framework():
+    code = ("import sys\nfrom parity import cli\n"
+            "code = cli.main(['compare-dumps', sys.argv[1], sys.argv[2]])\n"
+            "print(code, sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'mindspore')))\n")
+    out = subprocess.run([sys.executable, "-c", code, str(DATA / "ms_statistics_fault"), str(DATA / "torch_md5")],
+                         capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "1 []", out.stdout + out.stderr
