@@ -2,8 +2,9 @@
 font, no request), built from check records (parity/nightly/records.py).
 
 In order: what merging and the baseline found, the counts, the verdict matrix (check x device x
-mode), what changed since the baseline, each failing check (its message whole and its per-layer
-errors, or its tensors' where no layer was captured), each check's worst margin over the nights
+mode), what changed since the baseline, each failing check (its message whole, its model tree
+(parity/nightly/tree.py) and its per-layer errors against depth, or its tensors' where no layer was
+captured), each check's worst margin over the nights
 given, and the environment. Charts reuse parity/nightly/plot.py's frame and log axis; every plotted series
 keeps its numbers in ``data-values`` (``repr`` of each float) and its points' names in
 ``data-labels`` (one a line), so what is drawn can be read back.
