@@ -34,7 +34,7 @@ from typing import Iterator, Optional, Tuple
 from .errors import ParityUsageError
 
 __all__ = ["read_bytes", "read_text", "text_lines", "regular_size", "private_folder", "write_text",
-           "check_destination", "publish", "remove_stale", "PRIVATE_PREFIX", "PRIVATE_SUFFIX"]
+           "check_destination", "publish", "remove_stale", "kind_of", "PRIVATE_PREFIX", "PRIVATE_SUFFIX"]
 
 PRIVATE_PREFIX = ".parity-"
 PRIVATE_SUFFIX = ".partial"
@@ -48,7 +48,8 @@ _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (s
 # -- reading ---------------------------------------------------------------------------------------
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a file of this ``st_mode`` is, in words: "a FIFO (named pipe)", "a folder"..."""
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
@@ -67,7 +68,7 @@ def _opened(path, what: str) -> Iterator[Tuple[int, int]]:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise ParityUsageError(f"{what} {path}: {_kind(info.st_mode)}, not a regular file; give a file")
+            raise ParityUsageError(f"{what} {path}: {kind_of(info.st_mode)}, not a regular file; give a file")
         os.set_blocking(fd, True)
         yield fd, info.st_size
     finally:
@@ -143,7 +144,7 @@ def check_destination(dst: Path, what: str, *, force: bool = False) -> None:
     if info is not None and stat.S_ISDIR(info.st_mode):
         raise ParityUsageError(f"{what} {dst}: a folder; give the path of the file to write")
     if info is not None and not stat.S_ISREG(info.st_mode):
-        raise ParityUsageError(f"{what} {dst}: {_kind(info.st_mode)}; give the path of a regular file to write")
+        raise ParityUsageError(f"{what} {dst}: {kind_of(info.st_mode)}; give the path of a regular file to write")
     if not dst.parent.is_dir():
         raise ParityUsageError(f"{what} {dst}: the folder {dst.parent} does not exist")
     if not os.access(dst.parent, os.W_OK | os.X_OK):
