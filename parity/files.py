@@ -64,7 +64,7 @@ def _opened(path, what: str) -> Iterator[Tuple[int, int]]:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise ParityUsageError(f"{what} {path}: cannot open it: {_reason(exc)}") from None
+        raise ParityUsageError(f"{what} {path}: {_reason(exc)}") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -146,7 +146,7 @@ def check_destination(dst: Path, what: str, *, force: bool = False) -> None:
     if info is not None and not stat.S_ISREG(info.st_mode):
         raise ParityUsageError(f"{what} {dst}: {kind_of(info.st_mode)}; give the path of a regular file to write")
     if not dst.parent.is_dir():
-        raise ParityUsageError(f"{what} {dst}: the folder {dst.parent} does not exist")
+        raise ParityUsageError(f"{what} {dst}: folder {dst.parent} does not exist")
     if not os.access(dst.parent, os.W_OK | os.X_OK):
         raise ParityUsageError(f"{what} {dst}: the folder {dst.parent} is not writable")
     if info is not None and not force and (not os.access(dst, os.W_OK) or not info.st_mode & 0o222):

@@ -205,4 +205,4 @@ def test_scan_skips_an_unreadable_source_and_says_so(tmp_path, unprivileged):
         from parity.tools.scan.scanner import scan
         print(json.dumps(dict(scan("project").skipped)))"""
     skipped = unprivileged(code, tmp_path)
-    assert skipped == {"project/secret.py": "cannot open it: Permission denied"}
+    assert skipped == {"project/secret.py": "Permission denied"}

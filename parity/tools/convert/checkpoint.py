@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -148,6 +149,9 @@ def _map(ms_slots: List[Slot], torch_slots: List[Slot], name_map):
             torch_slots = [s for s in torch_slots if s.name not in drop_torch]
             if isinstance(name_map, dict):
                 name_map = {k: v for k, v in name_map.items() if k not in drop_torch and v not in drop_ms}
+            elif isinstance(name_map, (list, tuple)):  # a rule whose names all left has nothing to do now
+                name_map = [rule for rule in name_map
+                            if any(re.search(rule[0], s.name) for s in torch_slots)] or None
     raise ParityInternalError("the weight map kept failing on fewer and fewer tensors")
 
 
