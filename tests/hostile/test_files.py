@@ -166,6 +166,51 @@ def test_a_signal_during_the_write_leaves_nothing_and_the_old_destination(tmp_pa
     assert entries(tmp_path) == ["cell.ckpt", "out.pth"] and dst.read_bytes() == b"yesterday's file"
 
 
+_WRITER = """if True:
+    import sys, time
+    from pathlib import Path
+    from parity import files
+    with files.private_folder(Path(sys.argv[1]), "destination") as folder:
+        (folder / "converted.ckpt").write_bytes(b"x" * 1_000_000)
+        print(folder, flush=True)
+        time.sleep(60)
+"""
+
+
+def _writer(tmp_path):
+    """A process half-way through writing ``tmp_path/net.ckpt``, and its private folder."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=root)
+    child = subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path / "net.ckpt")], stdout=subprocess.PIPE,
+                             text=True, env=env)
+    return child, tmp_path / os.path.basename(child.stdout.readline().strip())
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])
+def test_a_process_stopped_by_a_signal_removes_its_private_folder(tmp_path, number):
+    child, folder = _writer(tmp_path)
+    assert folder.is_dir() and folder.name.startswith(files.PRIVATE_PREFIX)
+    child.send_signal(number)
+    assert child.wait(30) != 0
+    child.stdout.close()
+    assert entries(tmp_path) == []
+
+
+def test_what_kill_9_leaves_is_one_private_folder_which_a_later_run_removes(tmp_path, monkeypatch, victim):
+    child, folder = _writer(tmp_path)
+    child.kill()
+    child.wait(30)
+    child.stdout.close()
+    assert entries(tmp_path) == sorted([folder.name, "precious.txt"])  # the destination was never touched
+    monkeypatch.setattr(files, "_STARTED", time.time() + 1)  # a run that starts after the kill
+    src = save(torch_linear(), tmp_path / "net.pth")
+    assert parity.convert_checkpoint(src, msnn.Dense(3, 2), tmp_path / "net.ckpt").written
+    assert entries(tmp_path) == ["net.ckpt", "net.pth", "precious.txt"] and untouched(victim)
+
+
 def _left_by_killed_process(folder, pid, age=3600):
     path = folder / f"{files.PRIVATE_PREFIX}{pid}-abcd1234{files.PRIVATE_SUFFIX}"
     path.mkdir()

@@ -218,3 +218,65 @@ def test_the_markdown_summary_shows_test_ids_as_text_never_as_html(nodeid, shown
 def test_a_regex_name_map_rule_that_does_nothing_or_cannot_work_is_refused(rules, complaint):
     with pytest.raises(ParityUsageError, match=complaint):
         parity.transfer_weights(torch.nn.Linear(3, 2), msnn.Dense(3, 2), name_map=rules)
+
+
+# -- never executed ---------------------------------------------------------------------------------------
+
+
+class _Payload:
+    """Unpickling this runs ``marker.touch()``: a stand-in for any code a file could carry."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_a_pickle_that_runs_code_is_refused_in_every_format_and_runs_nothing(tmp_path):
+    import pickle
+
+    marker = tmp_path / "ran"
+    torch.save({"weight": _Payload(marker)}, tmp_path / "evil.pth")
+    np.save(tmp_path / "evil.npy", np.array([_Payload(marker)], dtype=object), allow_pickle=True)
+    (tmp_path / "ts" / "torch_api_dump").mkdir(parents=True)
+    np.save(tmp_path / "ts" / "torch_api_dump" / "x.npy", np.ones(2, np.float32))
+    (tmp_path / "ts" / "torch_api_dump_info.pkl").write_bytes(pickle.dumps(_Payload(marker)))
+    assert not marker.exists()
+    with pytest.raises(ParityUsageError, match=r"evil\.pth: torch\.load\(weights_only=True\) cannot read it"):
+        parity.convert_checkpoint(tmp_path / "evil.pth", msnn.Dense(3, 2), tmp_path / "out.ckpt")
+    with pytest.raises(ParityUsageError, match=r"evil\.npy: numpy cannot read it as \.npy"):
+        parity.compare_dumps(tmp_path / "evil.npy", tmp_path / "ts" / "torch_api_dump" / "x.npy")
+    with pytest.raises(ParityUsageError, match=r"torch_api_dump_info\.pkl:1: not UTF-8 text"):
+        parity.compare_dumps(tmp_path / "ts", tmp_path / "ts" / "torch_api_dump" / "x.npy")
+    assert not marker.exists() and not (tmp_path / "out.ckpt").exists()
+
+
+def test_scan_reads_code_and_never_runs_it(tmp_path):
+    from parity.tools.scan.scanner import scan
+
+    marker = tmp_path / "ran"
+    (tmp_path / "evil.py").write_text(f"import torch\nopen({str(marker)!r}, 'w')\nx = torch.zeros(1)\n")
+    report = scan(tmp_path / "evil.py")
+    assert any(api.api == "torch.zeros" for api in report.apis) and not marker.exists()
+
+
+# -- name map and tolerance files --------------------------------------------------------------------------
+
+
+def test_name_map_and_tolerance_files_that_are_fifos_or_not_utf8_are_refused(tmp_path):
+    from parity.tools.dumps.cli import load_tolerance
+    from parity.tools.dumps.names import load_pairs
+
+    os.mkfifo(tmp_path / "names.csv")
+    with pytest.raises(ParityUsageError, match=r"name map .*names\.csv: a FIFO \(named pipe\), not a regular file"):
+        load_pairs(tmp_path / "names.csv")
+    (tmp_path / "names.json").write_bytes(b'[["a", "b"],\n ["\xff", "c"]]')
+    with pytest.raises(ParityUsageError, match=r"name map .*names\.json:2: not UTF-8 text \(byte 0xff at column 4\)"):
+        load_pairs(tmp_path / "names.json")
+    (tmp_path / "tol.toml").write_bytes(b"rtol = 1e-3\natol = \xfe\n")
+    with pytest.raises(ParityUsageError, match=r"--tolerance .*tol\.toml:2: not UTF-8 text"):
+        load_tolerance(tmp_path / "tol.toml")
+    (tmp_path / "deep.json").write_text("[" * 100_000)
+    with pytest.raises(ParityUsageError, match=r"name map .*deep\.json: cannot parse it"):
+        load_pairs(tmp_path / "deep.json")

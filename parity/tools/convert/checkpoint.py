@@ -95,16 +95,17 @@ def load_name_map(path) -> Dict[str, object]:
     path = Path(path)
     if path.suffix not in (".toml", ".json"):
         raise ParityUsageError(f"name map {path}: give a .toml or .json file")
-    if not path.is_file():
+    if not path.exists():
         raise ParityUsageError(f"name map {path}: no such file")
+    text = files.read_text(path, "name map", limit=64 * 1024 * 1024)
     try:
         if path.suffix == ".toml":
             import tomllib
 
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = tomllib.loads(text)
         else:
-            data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:  # tomllib.TOMLDecodeError and JSONDecodeError are ValueErrors
+            data = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # tomllib.TOMLDecodeError and JSONDecodeError are ValueErrors
         raise ParityUsageError(f"name map {path}: cannot parse it: {exc}") from None
     if not isinstance(data, dict):
         raise ParityUsageError(f"name map {path}: expected a table of PyTorch name = MindSpore name")
