@@ -4,7 +4,7 @@ page holds the rest."""
 
 from __future__ import annotations
 
-import html
+import re
 from typing import Any, Dict, List, Optional
 
 from .drift import BAD, Comparison, fmt
@@ -16,11 +16,17 @@ __all__ = ["render"]
 _ROWS = 30  # rows of each table; the page has them all
 
 
+_TAG = re.compile(r"<(?=[A-Za-z/!?])")  # what opens an HTML tag, comment or declaration
+_ENTITY = re.compile(r"&(?=#?\w+;)")  # what would be read as a character reference
+
+
 def _text(value: Any) -> str:
-    """``value`` as inert text on one line: HTML escaped, as GitHub renders HTML in Markdown (a test
-    id may hold ``<img onerror=...>``), and pipes escaped so that a table cell stays one cell."""
+    """``value`` as inert text on one line: no HTML (GitHub renders HTML in Markdown, and a test id
+    may hold ``<img onerror=...>``): each ``<`` that would open a tag and each ``&`` that would start
+    an entity escaped, the rest as written (``GELU <-> GELU``); pipes escaped so that a table cell
+    stays one cell."""
     flat = " ".join(str(value if value is not None else "-").split())
-    return html.escape(flat, quote=False).replace("|", "\\|")
+    return _TAG.sub("&lt;", _ENTITY.sub("&amp;", flat)).replace("|", "\\|")
 
 
 def _cell(value: Any) -> str:
