@@ -33,7 +33,7 @@ from typing import Iterator, Optional, Tuple
 
 from .errors import ParityUsageError
 
-__all__ = ["read_bytes", "read_text", "text_lines", "regular_size", "private_folder", "write_text",
+__all__ = ["read_bytes", "read_text", "text_lines", "regular_size", "open_regular", "private_folder", "write_text",
            "check_destination", "publish", "remove_stale", "kind_of", "PRIVATE_PREFIX", "PRIVATE_SUFFIX"]
 
 PRIVATE_PREFIX = ".parity-"
@@ -73,6 +73,15 @@ def _opened(path, what: str) -> Iterator[Tuple[int, int]]:
         yield fd, info.st_size
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def open_regular(path, what: str) -> Iterator:
+    """``path``, a regular file, open for binary reading (a real file object: numpy reads an array
+    from it in one copy); closed on leaving."""
+    with _opened(path, what) as (fd, _):
+        with os.fdopen(os.dup(fd), "rb") as stream:
+            yield stream
 
 
 def regular_size(path, what: str) -> int:

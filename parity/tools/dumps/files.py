@@ -26,7 +26,6 @@ Execution order, the first rule that applies:
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -111,20 +110,8 @@ def _read_file(path: Path, label: str):
     """(arrays by key, "" for a file of one tensor; tied key groups; notes; framework)."""
     suffix = path.suffix
     if suffix in (".npy", ".npz"):
-        data = io.BytesIO(files.read_bytes(path, label))
-    else:  # read by a framework's loader, which opens it by name: checked to be a regular file first
-        files.regular_size(path, label)
-    if suffix == ".npy":
-        try:
-            return {"": np.load(data, allow_pickle=False)}, [], [], ""
-        except Exception as exc:  # ValueError, OSError, EOFError: numpy's many ways to refuse a file
-            raise ParityUsageError(f"{label} {path}: numpy cannot read it as .npy: {_first_line(exc)}") from None
-    if suffix == ".npz":
-        try:
-            with np.load(data, allow_pickle=False) as archive:
-                return {key: archive[key] for key in archive.files}, [], [], ""
-        except Exception as exc:  # zipfile.BadZipFile, ValueError for pickled objects, OSError
-            raise ParityUsageError(f"{label} {path}: numpy cannot read it as .npz: {_first_line(exc)}") from None
+        return _numpy(path, label)
+    files.regular_size(path, label)  # a framework's loader opens it by name: a regular file, checked first
     if suffix == ".ckpt":
         from ...backends import checkpoints
 
@@ -135,6 +122,22 @@ def _read_file(path: Path, label: str):
 
     arrays, tied, notes = checkpoints.load_state_file(str(path), tensor_ok=True)
     return arrays, tied, notes, "torch"
+
+
+def _numpy(path: Path, label: str):
+    """A ``.npy`` or ``.npz`` file read whole into memory (one copy) and closed: no memory map or
+    descriptor outlives the call."""
+    kind = path.suffix
+    try:
+        with files.open_regular(path, label) as stream:
+            if kind == ".npy":
+                return {"": np.load(stream, allow_pickle=False)}, [], [], ""
+            with np.load(stream, allow_pickle=False) as archive:
+                return {key: archive[key] for key in archive.files}, [], [], ""
+    except ParityUsageError:
+        raise
+    except Exception as exc:  # ValueError, OSError, EOFError, zipfile.BadZipFile: numpy's many ways to refuse
+        raise ParityUsageError(f"{label} {path}: numpy cannot read it as {kind}: {_first_line(exc)}") from None
 
 
 def _safetensors(path: Path, label: str):
