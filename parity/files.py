@@ -92,20 +92,14 @@ def regular_size(path, what: str) -> int:
 
 def read_bytes(path, what: str, *, limit: Optional[int] = None) -> bytes:
     """The bytes of the regular file ``path``, refused beyond ``limit`` bytes; ``what`` names it in errors."""
-    with _opened(path, what) as (fd, size):
+    with open_regular(path, what) as stream:
+        size = os.fstat(stream.fileno()).st_size
         if limit is not None and size > limit:
             raise ParityUsageError(f"{what} {path}: {size} bytes, over the limit of {limit} bytes")
-        chunks, total = [], 0
-        with os.fdopen(os.dup(fd), "rb") as stream:
-            while True:
-                chunk = stream.read(1 << 20)
-                if not chunk:
-                    break
-                total += len(chunk)
-                if limit is not None and total > limit:  # the file grew while being read
-                    raise ParityUsageError(f"{what} {path}: over the limit of {limit} bytes")
-                chunks.append(chunk)
-        return b"".join(chunks)
+        data = stream.read() if limit is None else stream.read(limit + 1)
+        if limit is not None and len(data) > limit:  # the file grew while being read
+            raise ParityUsageError(f"{what} {path}: over the limit of {limit} bytes")
+        return data
 
 
 def _decode(line: bytes, path, number: int, what: str) -> str:
@@ -132,10 +126,9 @@ def read_text(path, what: str, *, limit: Optional[int] = None) -> str:
 def text_lines(path, what: str) -> Iterator[Tuple[int, str]]:
     """(number, line) of the UTF-8 text file ``path``, read a line at a time (a large file is never
     held whole); its descriptor closes when the iteration ends."""
-    with _opened(path, what) as (fd, _):
-        with os.fdopen(os.dup(fd), "rb") as stream:
-            for number, line in enumerate(stream, 1):
-                yield number, _decode(line, path, number, what)
+    with open_regular(path, what) as stream:
+        for number, line in enumerate(stream, 1):
+            yield number, _decode(line, path, number, what)
 
 
 # -- writing ---------------------------------------------------------------------------------------
