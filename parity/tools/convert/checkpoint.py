@@ -406,6 +406,7 @@ def build_model(spec: str, option: str, framework: str):
 
 def run_command(args) -> int:
     """``parity convert SRC DST (--cell F | --module F) [--name-map FILE] [--allow-missing] [--allow-cast] [--force]``."""
+    files.check_destination(Path(args.dst), "convert: destination", force=args.force)  # before any model is built
     if args.cell:
         model = build_model(args.cell, "--cell", "mindspore")
     else:
