@@ -100,7 +100,8 @@ def test_a_broken_link_given_as_a_side_says_where_it_points(tmp_path):
 
 
 def test_a_link_whose_target_cannot_be_read_is_noted(tmp_path, unprivileged):
-    a, b = dump(tmp_path / "a"), dump(tmp_path / "b")
+    dump(tmp_path / "a")
+    b = dump(tmp_path / "b")
     locked = tmp_path / "locked"
     locked.mkdir()
     np.save(locked / "hidden.npy", np.zeros(2, np.float32))

@@ -299,15 +299,18 @@ def cast_loss(source: np.ndarray, dtype: np.dtype) -> Tuple[str, str]:
         back = cast.astype(src)
     if src.kind in "biu":
         wrapped = int(np.count_nonzero(back != source))
-        return ("lossy", f"{wrapped} of {total} values do not fit {dtype} and wrap around") if wrapped else ("exact", "")
+        if wrapped:
+            return "lossy", f"{wrapped} of {total} values do not fit {dtype} and wrap around"
+        return "exact", ""
     finite = np.isfinite(source)
     overflow = int(np.count_nonzero(finite & ~np.isfinite(cast)))
     flushed = int(np.count_nonzero(finite & (source != 0) & (cast == 0)))
     if overflow or flushed:
         parts = []
         if overflow:
-            parts.append(f"{overflow} of {total} finite values become Inf (largest magnitude "
-                         f"{float(np.max(np.abs(source[finite]))):.3g}, {dtype}'s largest {float(np.finfo(dtype).max):.3g})")
+            largest, limit = float(np.max(np.abs(source[finite]))), float(np.finfo(dtype).max)
+            parts.append(f"{overflow} of {total} finite values become Inf (largest magnitude {largest:.3g}, "
+                         f"{dtype}'s largest {limit:.3g})")
         if flushed:
             parts.append(f"{flushed} of {total} non-zero values become 0")
         return "lossy", "; ".join(parts)
@@ -405,7 +408,8 @@ def build_model(spec: str, option: str, framework: str):
 
 
 def run_command(args) -> int:
-    """``parity convert SRC DST (--cell F | --module F) [--name-map FILE] [--allow-missing] [--allow-cast] [--force]``."""
+    """``parity convert SRC DST (--cell F | --module F) [--name-map FILE] [--allow-missing] [--allow-cast]
+    [--force]``."""
     files.check_destination(Path(args.dst), "convert: destination", force=args.force)  # before any model is built
     if args.cell:
         model = build_model(args.cell, "--cell", "mindspore")

@@ -84,8 +84,8 @@ class ConversionReport:
         if self.verified:
             where = f"after reloading {self.target} into {self.model}" if self.written else f"in {self.model}"
             lossy = self.lossy
-            lines.append(f"{self.verified - lossy}/{self.converted} tensors converted and verified bit-identical {where}"
-                         + (f"; {lossy} more cast with loss (allow_cast) and verified only as cast: not the "
+            lines.append(f"{self.verified - lossy}/{self.converted} tensors converted and verified bit-identical "
+                         f"{where}" + (f"; {lossy} more cast with loss (allow_cast) and verified only as cast: not the "
                             "source's values" if lossy else ""))
         counts: Dict[str, int] = {}
         for pair in self.map.pairs:

@@ -103,8 +103,8 @@ def _dtypes(result) -> List[str]:
         c = row.comparison
         if c.problem != "shape" and c.ms_dtype != c.torch_dtype:
             groups.setdefault(f"A {row.dtype('A')} vs B {row.dtype('B')}", []).append(row.a)
-    return [f"Dtypes differ: {_n(len(names), 'pair')}, {key} ({', '.join(names[:3])}{' ...' if len(names) > 3 else ''});"
-            " values compared as they are, with the reference's dtype's tolerance"
+    return [f"Dtypes differ: {_n(len(names), 'pair')}, {key} ({', '.join(names[:3])}"
+            f"{' ...' if len(names) > 3 else ''}); values compared as they are, with the reference's dtype's tolerance"
             for key, names in groups.items()]
 
 
