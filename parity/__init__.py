@@ -157,16 +157,19 @@ def check_shapes(ms_cell, torch_module, inputs, **check_options):
     return run_shapes(ms_cell, torch_module, inputs, **check_options)
 
 
-def convert_checkpoint(src, model, dst=None, *, name_map=None, allow_missing=False):
+def convert_checkpoint(src, model, dst=None, *, name_map=None, allow_missing=False, allow_cast=False, force=False):
     """Convert the checkpoint ``src`` for ``model`` and write it to ``dst``, through the weight map
     :func:`check` uses; reload it into ``model`` and verify every tensor bit for bit. ``model`` is a
     MindSpore Cell (``src`` a PyTorch ``.pth``/``.pt``/``.bin``/``.safetensors``, ``dst`` a ``.ckpt``
     or ``.safetensors``) or a PyTorch Module (the other way round); ``dst=None`` only loads ``model``.
     Returns a :class:`ConversionReport`; nothing is written when a tensor is missing, unexpected
-    or of another shape, unless ``allow_missing``. See :mod:`parity.tools.convert.checkpoint`."""
+    or of another shape, unless ``allow_missing``, nor when a cast to the model's dtype loses values,
+    unless ``allow_cast``; a read-only ``dst`` is replaced only with ``force``. See
+    :mod:`parity.tools.convert.checkpoint`."""
     from .tools.convert.checkpoint import convert_checkpoint as _convert
 
-    return _convert(src, model, dst, name_map=name_map, allow_missing=allow_missing)
+    return _convert(src, model, dst, name_map=name_map, allow_missing=allow_missing, allow_cast=allow_cast,
+                    force=force)
 
 
 def compare_dumps(a, b, *, name_map=None, tolerance=None):

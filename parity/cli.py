@@ -4,6 +4,7 @@
     parity run [PATH ...] [-k TEXT] [--parity-seed N] [--parity-mode MODE] [--parity-device DEV] [--plot DIR]
     parity scan PATH [--json] [--device CPU|GPU|Ascend] [--module PKG.MOD:FACTORY --input-shape N,C,H,W]
     parity convert SRC DST (--cell PKG.MOD:FACTORY | --module PKG.MOD:FACTORY) [--name-map FILE] [--allow-missing]
+                   [--allow-cast] [--force]
     parity report RUN.jsonl [RUN2.jsonl ...] [--baseline DIR] [--html OUT.html] [--markdown OUT.md] [--save-baseline DIR]
     parity compare-dumps A B [--json] [--name-map FILE] [--tolerance FILE]
 
@@ -68,6 +69,10 @@ def _convert_parser(commands) -> None:
                          help="a .toml or .json file of PyTorch name = MindSpore name entries")
     convert.add_argument("--allow-missing", action="store_true",
                          help="write what pairs even when tensors are missing, unexpected or of another shape")
+    convert.add_argument("--allow-cast", action="store_true",
+                         help="write tensors whose cast to the model's dtype loses values (overflow to Inf, "
+                         "integers into floats); the report lists what was lost")
+    convert.add_argument("--force", action="store_true", help="replace DST even when it is read-only")
 
 
 def _scan_parser(commands) -> None:

@@ -27,6 +27,7 @@ FRAMEWORKS = ("mindspore", "torch")
 # the plugin, the nightly reports and the tools sit on top.
 ALLOWED = {
     "errors": set(),
+    "files": {"errors"},
     "_moved": set(),
     "options": {"errors"},
     "judge": {"errors"},
@@ -36,18 +37,18 @@ ALLOWED = {
     "translation": {"backends", "weights", "errors"},
     "engine": {"judge", "weights", "backends", "registry", "translation", "options", "errors"},
     "mismatch_checks": {"engine", "judge", "weights", "backends", "registry", "translation", "errors"},
-    "nightly": {"engine", "judge", "options", "errors", "_moved", "parity"},
-    "plugin": {"engine", "nightly", "registry", "translation", "judge", "options", "errors"},
-    "tools": {"engine", "weights", "judge", "registry", "backends", "errors"},
+    "nightly": {"engine", "judge", "options", "errors", "files", "_moved", "parity"},
+    "plugin": {"engine", "nightly", "registry", "translation", "judge", "options", "errors", "files"},
+    "tools": {"engine", "weights", "judge", "registry", "backends", "errors", "files"},
     "strategies": {"engine", "errors"},
-    "cli": {"engine", "nightly", "tools", "options", "errors"},
+    "cli": {"engine", "nightly", "tools", "options", "errors", "files"},
     "parity": {"engine", "judge", "tools", "translation", "weights", "nightly", "errors", "_moved"},
 }
 # Where a framework may be imported at the top of a module; everywhere else above the judge only
 # inside a function, so that importing parity (and loading the plugin) imports neither.
 FRAMEWORK_AT_TOP = ("parity.backends.mindspore", "parity.backends.torch", "parity.translation",
                     "parity.mismatch_checks.amp_pairs", "parity.mismatch_checks.llm_pairs")
-NO_FRAMEWORK_AT_ALL = ("judge", "registry", "nightly", "plugin", "options", "errors", "_moved")
+NO_FRAMEWORK_AT_ALL = ("judge", "registry", "nightly", "plugin", "options", "errors", "files", "_moved")
 
 
 def _module_name(path: Path) -> str:

@@ -322,7 +322,7 @@ ENVIRONMENT = {"schema": SCHEMA, "type": "environment"}
 
 
 def test_read_records_restores_non_finite_numbers_and_skips_unknown_types(tmp_path):
-    check = {"schema": SCHEMA, "type": "check", "worst_margin": "inf",
+    check = {"schema": SCHEMA, "type": "check", "nodeid": "t.py::t", "verdict": "pass", "worst_margin": "inf",
              "tensors": [{"name": "nan", "margin": "inf", "max_abs": "nan", "tolerance": {"rtol": 0.0, "atol": 0.0}}]}
     environment, records = read_records(write(tmp_path / "r.jsonl", ENVIRONMENT, check,
                                               {"schema": SCHEMA, "type": "later"}))
@@ -335,7 +335,7 @@ def test_read_records_restores_non_finite_numbers_and_skips_unknown_types(tmp_pa
 @pytest.mark.parametrize("lines, complaint", [
     ([{"schema": 2, "type": "environment"}], "r.jsonl:1: record schema 2; this parity reads schema 1"),
     ([ENVIRONMENT, ENVIRONMENT], "r.jsonl:2: a second environment record"),
-    ([{"schema": SCHEMA, "type": "check"}], "no environment record"),
+    ([{"schema": SCHEMA, "type": "check", "nodeid": "t.py::t", "verdict": "pass"}], "no environment record"),
 ])
 def test_read_records_rejects_what_is_not_one_run(tmp_path, lines, complaint):
     with pytest.raises(ParityUsageError, match=complaint):

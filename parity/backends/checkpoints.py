@@ -5,6 +5,7 @@ framework it needs when called, so that reading one framework's file never impor
 
 from __future__ import annotations
 
+import os
 from typing import Dict
 
 import numpy as np
@@ -26,6 +27,8 @@ def load_checkpoint_file(path: str) -> dict[str, np.ndarray]:
     """A MindSpore checkpoint (``.ckpt``, or ``.safetensors``) as numpy arrays by stored name."""
     import mindspore as ms
 
+    if os.path.getsize(path) == 0:  # MindSpore's own message blames an option (filter_prefix)
+        raise ParityUsageError(f"{path}: an empty file, not a MindSpore checkpoint")
     try:
         params = ms.load_checkpoint(path, format=_format(path))
     except Exception as exc:  # MindSpore raises ValueError, RuntimeError or OSError for a bad file

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
+from .. import files
 from ..errors import ParityUsageError
 
 if TYPE_CHECKING:  # the records' modules are imported by main() only
@@ -46,10 +47,7 @@ def _output(value: Optional[str], flag: str) -> Optional[Path]:
     if value is None:
         return None
     path = Path(value)
-    if path.is_dir():
-        raise ParityUsageError(f"{flag} {value}: a folder; give the path of the file to write")
-    if not path.parent.is_dir():
-        raise ParityUsageError(f"{flag} {value}: folder {path.parent} does not exist")
+    files.check_destination(path, flag)  # checked before any report file is read
     return path
 
 
@@ -103,11 +101,11 @@ def main(args) -> int:
     for line in comparison.summary_lines() if comparison is not None else ():
         print(line)
     if html is not None:
-        html.write_text(report_page.render(tonight, comparison=comparison, history=_history(stored, given)),
-                        encoding="utf-8")
+        files.write_text(html, report_page.render(tonight, comparison=comparison, history=_history(stored, given)),
+                         "--html")
         print(f"wrote {html}")
     if markdown is not None:
-        markdown.write_text(report_markdown.render(tonight, comparison), encoding="utf-8")
+        files.write_text(markdown, report_markdown.render(tonight, comparison), "--markdown")
         print(f"wrote {markdown}")
     if save is not None:
         print(f"wrote {runs.save_baseline(save, tonight.environment, tonight.checks)}")

@@ -4,6 +4,7 @@ page holds the rest."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Optional
 
 from .drift import BAD, Comparison, fmt
@@ -15,9 +16,22 @@ __all__ = ["render"]
 _ROWS = 30  # rows of each table; the page has them all
 
 
+_TAG = re.compile(r"<(?=[A-Za-z/!?])")  # what opens an HTML tag, comment or declaration
+_ENTITY = re.compile(r"&(?=#?\w+;)")  # what would be read as a character reference
+
+
+def _text(value: Any) -> str:
+    """``value`` as inert text on one line: no HTML (GitHub renders HTML in Markdown, and a test id
+    may hold ``<img onerror=...>``): each ``<`` that would open a tag and each ``&`` that would start
+    an entity escaped, the rest as written (``GELU <-> GELU``); pipes escaped so that a table cell
+    stays one cell."""
+    flat = " ".join(str(value if value is not None else "-").split())
+    return _TAG.sub("&lt;", _ENTITY.sub("&amp;", flat)).replace("|", "\\|")
+
+
 def _cell(value: Any) -> str:
-    """Text a table cell can hold: one line, pipes escaped."""
-    return " ".join(str(value if value is not None else "-").split()).replace("|", "\\|") or "-"
+    """Text a table cell can hold: one line, inert (:func:`_text`), pipes escaped."""
+    return _text(value) or "-"
 
 
 def _table(head: List[str], rows: List[List[Any]], more: int) -> List[str]:
@@ -37,7 +51,7 @@ def _first_layer(record: Dict[str, Any]) -> Optional[str]:
 def render(run: Run, comparison: Optional[Comparison] = None) -> str:
     env = run.environment
     versions = env.get("versions") or {}
-    lines = [f"## Parity report: {run.label}", "",
+    lines = [f"## Parity report: {_text(run.label)}", "",
              f"**{counts(run.checks)}**; MindSpore {versions.get('mindspore')}, PyTorch {versions.get('torch')}, "
              f"{env.get('device')} ({env.get('device_name') or 'name unknown'}); "
              f"{len(run.sources)} report file{'' if len(run.sources) == 1 else 's'}", ""]
@@ -61,9 +75,9 @@ def render(run: Run, comparison: Optional[Comparison] = None) -> str:
 
 
 def _since(comparison: Comparison) -> List[str]:
-    lines = [f"### Since the baseline ({comparison.baseline.label})", "",
-             f"{comparison.counts()}", ""]
-    lines += [f"- {line}" for line in comparison.worst_lines()] + ([""] if comparison.worst_lines() else [])
+    lines = [f"### Since the baseline ({_text(comparison.baseline.label)})", "",
+             f"{_text(comparison.counts())}", ""]
+    lines += [f"- {_text(line)}" for line in comparison.worst_lines()] + ([""] if comparison.worst_lines() else [])
     new = comparison.of("new failure")
     if new:
         rows = [[c.label, c.before, c.after, c.worst.label if c.worst else "-", fmt(c.worst.after) if c.worst else "-"]
@@ -80,5 +94,5 @@ def _since(comparison: Comparison) -> List[str]:
                         len(rows) - _ROWS) + [""]
     fixed = comparison.of("fixed")
     if fixed:
-        lines += ["#### Fixed", ""] + [f"- {c.label}" for c in fixed[:_ROWS]] + [""]
+        lines += ["#### Fixed", ""] + [f"- {_text(c.label)}" for c in fixed[:_ROWS]] + [""]
     return lines

@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
+from .. import files
 from ..errors import ParityUsageError
 
 __all__ = ["plot_training", "render_training"]
@@ -39,8 +40,7 @@ def plot_training(result, path) -> Path:
         raise ParityUsageError(f"plot_training: {target} is a folder; give a file name such as {target / 'loss.html'}")
     if not target.parent.is_dir():
         raise ParityUsageError(f"plot_training: folder {target.parent} does not exist; create it first")
-    target.write_text(render_training(result), encoding="utf-8")
-    return target
+    return files.write_text(target, render_training(result), "plot_training:")
 
 
 def render_training(result) -> str:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from .. import files
 from ..errors import ParityUsageError
 
 try:
@@ -101,9 +102,7 @@ def load(path: Path, *, today: datetime.date, name: Optional[str] = None) -> Qua
     :class:`ParityUsageError` naming both."""
     path, name = Path(path), name or str(path)
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ParityUsageError(f"cannot read the quarantine file {name}: {exc.strerror or exc}") from None
+        data = tomllib.loads(files.read_text(path, "cannot read the quarantine file"))
     except tomllib.TOMLDecodeError as exc:
         raise ParityUsageError(f"quarantine file {name}: not valid TOML: {exc}") from None
     extra = sorted(set(data) - {"quarantine"})

@@ -28,7 +28,9 @@ import pytest
 from ..judge import devices
 from . import environment
 from ..engine.data_parallel.result import RUNS, DataParallelResult
+from .. import files
 from ..errors import ParityMismatch, ParityUnsupported, ParityUsageError
+from .schema import check_fields
 
 __all__ = ["SCHEMA", "RECORD_KEY", "VERDICTS", "check_record", "fingerprint", "read_records", "RecordFile",
            "recording", "attach", "carried", "item_records"]
@@ -369,6 +371,7 @@ class RecordFile:
             raise ParityUsageError(f"{where}: {path} is a folder; give the path of the file to write")
         if not path.parent.is_dir():
             raise ParityUsageError(f"{where}: folder {path.parent} does not exist")
+        files.check_destination(path, f"{where}:")  # a FIFO or a device, a read-only file or folder
         try:
             self._file = path.open("w", encoding="utf-8")
         except OSError as exc:
@@ -383,10 +386,13 @@ class RecordFile:
         self._file.close()
 
 
+_NOT_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
 def _floats(record: Dict[str, Any]) -> Dict[str, Any]:
     for key, value in record.items():
-        if key in _FLOATS and isinstance(value, str):
-            record[key] = float(value)
+        if key in _FLOATS and isinstance(value, str) and value in _NOT_FINITE:
+            record[key] = _NOT_FINITE[value]
     return record
 
 
@@ -396,24 +402,26 @@ def read_records(path) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
     schema does not know are left out, for files written by later versions of schema 1."""
     path = Path(path)
     environment_record, checks = None, []
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line, object_hook=_floats)
-            except json.JSONDecodeError as exc:
-                raise ParityUsageError(f"{path}:{number}: not a JSON record ({exc.msg})") from None
-            if not isinstance(record, dict) or record.get("schema") != SCHEMA:
-                found = record.get("schema") if isinstance(record, dict) else None
-                raise ParityUsageError(f"{path}:{number}: record schema {found!r}; this parity reads schema {SCHEMA}")
-            if record.get("type") == "environment":
-                if environment_record is not None:
-                    raise ParityUsageError(f"{path}:{number}: a second environment record; a report holds one "
-                                           "run (merge shard reports rather than concatenating them)")
-                environment_record = record
-            elif record.get("type") == "check":
-                checks.append(record)
+    for number, line in files.text_lines(path, "report file"):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line, object_hook=_floats)
+        except (ValueError, RecursionError) as exc:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+            raise ParityUsageError(f"{path}:{number}: not a JSON record ({reason})") from None
+        if not isinstance(record, dict) or record.get("schema") != SCHEMA:
+            found = record.get("schema") if isinstance(record, dict) else None
+            raise ParityUsageError(f"{path}:{number}: record schema {found!r}; this parity reads schema {SCHEMA}")
+        if record.get("type") == "environment":
+            if environment_record is not None:
+                raise ParityUsageError(f"{path}:{number}: a second environment record; a report holds one "
+                                       "run (merge shard reports rather than concatenating them)")
+            check_fields(record, f"{path}:{number}", VERDICTS)
+            environment_record = record
+        elif record.get("type") == "check":
+            check_fields(record, f"{path}:{number}", VERDICTS)
+            checks.append(record)
     if environment_record is None:
         raise ParityUsageError(f"{path}: no environment record; not a file written by --parity-report")
     return environment_record, checks

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Sequence, Tuple
 
+from .. import files
 from ..errors import ParityUsageError
 from .records import _jsonable, read_records
 
@@ -136,7 +136,7 @@ def merge(files: Sequence[Tuple[str, Dict[str, Any], List[Dict[str, Any]]]]) -> 
 
 
 def _read(path: Path) -> Tuple[str, Dict[str, Any], List[Dict[str, Any]]]:
-    if not path.is_file():
+    if not path.exists():
         raise ParityUsageError(f"{path}: no such report file")
     environment, checks = read_records(path)
     return str(path), environment, checks
@@ -174,13 +174,12 @@ def load_baselines(path: Path, where: str) -> List[Run]:
 
 def save_baseline(folder: Path, environment: Dict[str, Any], checks: Iterable[Dict[str, Any]]) -> Path:
     """Write ``folder/baseline.jsonl``: the environment, then the checks sorted by node id and index,
-    one JSON record a line. Written beside and then moved into place: a reader never sees half."""
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / BASELINE_FILE
-    partial = folder / f".{BASELINE_FILE}.{os.getpid()}.partial"
+    one JSON record a line. Written in a private folder and then moved into place
+    (:func:`parity.files.write_text`): a reader never sees half."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ParityUsageError(f"baseline folder {folder}: cannot create it: {exc.strerror or exc}") from None
     lines = [_jsonable(environment)] + [_jsonable(c) for c in sorted(checks, key=check_key)]
-    with partial.open("w", encoding="utf-8") as out:
-        for record in lines:
-            out.write(json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n")
-    os.replace(partial, target)
-    return target
+    text = "".join(json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n" for record in lines)
+    return files.write_text(folder / BASELINE_FILE, text, "baseline")

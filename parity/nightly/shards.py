@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+from .. import files
 from ..errors import ParityUsageError
 
 __all__ = ["Shard", "Durations", "parse_shard", "read_durations", "partition", "select"]
@@ -72,10 +73,7 @@ def read_durations(paths: Sequence[Path]) -> Durations:
     seconds: Dict[str, float] = {}
     unreadable = 0
     for path in paths:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ParityUsageError(f"cannot read durations from {path}: {exc.strerror or exc}") from None
+        text = files.read_text(path, "cannot read durations from")
         found, bad = _durations_in(text)
         seconds.update(found)
         unreadable += bad

@@ -127,18 +127,43 @@ def _explicit(name_map, ms: Index, torch: Index) -> Tuple[Dict[str, str], List[T
             raise ParityUsageError(f"name_map names PyTorch tensors that do not exist: {unknown}.{hint}")
         return plain, layouts
     if isinstance(name_map, (list, tuple)):
-        rules = [(re.compile(p), r) for p, r in name_map]
-        result = {}
-        for t in torch_names:
-            for pattern, replacement in rules:
-                if pattern.search(t):
-                    result[t] = pattern.sub(replacement, t)
-                    break
-        return result, []
+        return _rules(name_map, torch_names), []
     raise ParityUsageError(
         "name_map must be a dict {pytorch_name: mindspore_name}, a callable or a list of "
         f"(regex, replacement) rules, got {type(name_map).__qualname__}"
     )
+
+
+def _rules(name_map, torch_names: List[str]) -> Dict[str, str]:
+    """{PyTorch name: MindSpore name} from ``(regex, replacement)`` rules, the first rule that
+    matches a name deciding. A rule that is malformed, or that decides no name (it matches none, or
+    only names an earlier rule took), is an error naming it: a rule that does nothing is a typo."""
+    rules = []
+    for number, rule in enumerate(name_map, 1):
+        if not (isinstance(rule, (list, tuple)) and len(rule) == 2 and all(isinstance(x, str) for x in rule)):
+            raise ParityUsageError(f"name_map rule {number} {rule!r}: a rule is a (regex, replacement) pair of strings")
+        try:
+            rules.append((re.compile(rule[0]), rule[1]))
+        except re.error as exc:
+            raise ParityUsageError(f"name_map rule {number} {tuple(rule)!r}: not a regular expression: {exc}") from None
+    result, used = {}, set()
+    for t in torch_names:
+        for number, (pattern, replacement) in enumerate(rules, 1):
+            if pattern.search(t):
+                try:
+                    result[t] = pattern.sub(replacement, t)
+                except re.error as exc:
+                    raise ParityUsageError(f"name_map rule {number} {(pattern.pattern, replacement)!r}: bad "
+                                           f"replacement: {exc}") from None
+                used.add(number)
+                break
+    for number, (pattern, replacement) in enumerate(rules, 1):
+        if number not in used:
+            matched = [t for t in torch_names if pattern.search(t)]
+            why = (f"every name it matches ({some(matched)}) is taken by an earlier rule" if matched else
+                   f"it matches no PyTorch name (they are {some(torch_names)})")
+            raise ParityUsageError(f"name_map rule {number} {(pattern.pattern, replacement)!r} maps nothing: {why}")
+    return result
 
 
 def _key_side(key: str, value, ms: Index, torch: Index) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -24,6 +25,7 @@ import numpy as np
 
 from ...backends import Slot, framework_of
 from .report import ConversionError, ConversionReport, Key, keys
+from ... import files
 from ...errors import ParityInternalError, ParityUsageError
 from ...weights.pairing import Unmapped
 from ...weights.transfer import NOT_PERSISTENT, WeightMap, copy_weights, map_weights
@@ -93,16 +95,17 @@ def load_name_map(path) -> Dict[str, object]:
     path = Path(path)
     if path.suffix not in (".toml", ".json"):
         raise ParityUsageError(f"name map {path}: give a .toml or .json file")
-    if not path.is_file():
+    if not path.exists():
         raise ParityUsageError(f"name map {path}: no such file")
+    text = files.read_text(path, "name map", limit=64 * 1024 * 1024)
     try:
         if path.suffix == ".toml":
             import tomllib
 
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = tomllib.loads(text)
         else:
-            data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:  # tomllib.TOMLDecodeError and JSONDecodeError are ValueErrors
+            data = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # tomllib.TOMLDecodeError and JSONDecodeError are ValueErrors
         raise ParityUsageError(f"name map {path}: cannot parse it: {exc}") from None
     if not isinstance(data, dict):
         raise ParityUsageError(f"name map {path}: expected a table of PyTorch name = MindSpore name")
@@ -147,6 +150,9 @@ def _map(ms_slots: List[Slot], torch_slots: List[Slot], name_map):
             torch_slots = [s for s in torch_slots if s.name not in drop_torch]
             if isinstance(name_map, dict):
                 name_map = {k: v for k, v in name_map.items() if k not in drop_torch and v not in drop_ms}
+            elif isinstance(name_map, (list, tuple)):  # a rule whose names all left has nothing to do now
+                name_map = [rule for rule in name_map
+                            if any(re.search(rule[0], s.name) for s in torch_slots)] or None
     raise ParityInternalError("the weight map kept failing on fewer and fewer tensors")
 
 
@@ -163,8 +169,10 @@ def _check_paths(src, dst, target: str) -> Tuple[Path, Optional[Path]]:
         hint = f"; to convert a {_LABEL[target]} checkpoint, give {other}" if known else ""
         raise ParityUsageError(f"{src}: a {_LABEL[src_framework]} checkpoint for a {_LABEL[target]} model must end "
                                f"with one of {', '.join(wanted)}; the suffix picks the format{hint}")
-    if not src.is_file():
+    if not src.exists():
         raise ParityUsageError(f"{src}: no such file")
+    if files.regular_size(src, "convert: source") == 0:
+        raise ParityUsageError(f"convert: source {src}: an empty file, not a checkpoint")
     if dst is None:
         return src, None
     dst = Path(dst)
@@ -172,14 +180,13 @@ def _check_paths(src, dst, target: str) -> Tuple[Path, Optional[Path]]:
     if dst.suffix not in wanted:
         raise ParityUsageError(f"{dst}: a {_LABEL[target]} checkpoint must end with one of {', '.join(wanted)}; "
                                "the suffix picks the format")
-    if not dst.parent.is_dir():
-        raise ParityUsageError(f"{dst}: the folder {dst.parent} does not exist")
     if dst.resolve() == src.resolve():
         raise ParityUsageError(f"{dst}: the destination is the source; give another file")
     return src, dst
 
 
-def convert_checkpoint(src, model, dst=None, *, name_map=None, allow_missing: bool = False) -> ConversionReport:
+def convert_checkpoint(src, model, dst=None, *, name_map=None, allow_missing: bool = False, allow_cast: bool = False,
+                       force: bool = False) -> ConversionReport:
     """Convert the checkpoint ``src`` for ``model`` and write it to ``dst``; see :mod:`parity.tools.convert.checkpoint`.
 
     ``model`` is a MindSpore Cell (``src`` a PyTorch state dict: ``.pth``, ``.pt``, ``.bin``,
@@ -187,13 +194,18 @@ def convert_checkpoint(src, model, dst=None, *, name_map=None, allow_missing: bo
     round). ``dst=None`` loads the converted values into ``model`` and writes no file. ``name_map``
     is as for :func:`parity.check` (PyTorch names to MindSpore names, in both directions), or the
     path of a ``.toml``/``.json`` file of such entries. Raises :class:`ConversionError` (a usage
-    error) when tensors are unaccounted for, unless ``allow_missing``; ``model`` is left as it was.
+    error) when tensors are unaccounted for, unless ``allow_missing``, or when a cast to the model's
+    dtype would lose values (:func:`cast_loss`), unless ``allow_cast``; ``model`` is left as it was.
+    An existing read-only ``dst`` is replaced only with ``force``; ``dst`` is written as
+    :func:`parity.files.private_folder` says (a private temporary, moved into place).
     """
     target = framework_of(model)
     if not target:
         raise ParityUsageError(f"convert_checkpoint needs a mindspore.nn.Cell or a torch.nn.Module, "
                                f"got {type(model).__qualname__}")
     src, dst = _check_paths(src, dst, target)
+    if dst is not None:
+        files.check_destination(dst, "convert: destination", force=force)
     if isinstance(name_map, (str, os.PathLike)):
         name_map = load_name_map(name_map)
     from ...backends import mindspore as msb, torch as tb
@@ -215,12 +227,12 @@ def convert_checkpoint(src, model, dst=None, *, name_map=None, allow_missing: bo
         dropped=[(name, _dropped(reason, to_ms)) for name, reason in wmap.ignored], notes=notes)
     if not report.complete and not allow_missing:
         raise ConversionError(str(report), report)
-    expected = _convert(wmap, arrays, target_slots, to_ms, report)
+    expected = _convert(wmap, arrays, target_slots, to_ms, report, allow_cast)
     if dst is None:
         for name, value in expected.items():
             backend.write(model, name, value)
     else:
-        _write(expected, model, dst, target, report)
+        _write(expected, model, dst, target, report, force)
     _verify(model, backend, expected, report)
     return report
 
@@ -234,8 +246,10 @@ def _dropped(reason: str, to_ms: bool) -> str:
     return f"written as the Module holds them ({reason})"
 
 
-def _convert(wmap: WeightMap, arrays, target_slots: List[Slot], to_ms: bool, report) -> Dict[str, np.ndarray]:
-    """The model's tensors as the map lays the source's out, in the model's dtypes."""
+def _convert(wmap: WeightMap, arrays, target_slots: List[Slot], to_ms: bool, report,
+             allow_cast: bool = False) -> Dict[str, np.ndarray]:
+    """The model's tensors as the map lays the source's out, in the model's dtypes. A cast that
+    loses values (see :func:`cast_loss`) is refused unless ``allow_cast``, before anything is written."""
     names = {p.ms if to_ms else p.torch for p in wmap.pairs}
     expected = {}
     for slot in target_slots:
@@ -245,28 +259,81 @@ def _convert(wmap: WeightMap, arrays, target_slots: List[Slot], to_ms: bool, rep
             except TypeError:
                 raise ParityUsageError(f"{slot.name}: the model holds it as {slot.dtype}, which numpy cannot hold; "
                                        "convert the model to float32 first") from None
+    seen = set()
     for pair in wmap.pairs:
-        source = arrays[pair.torch if to_ms else pair.ms]
+        name = pair.torch if to_ms else pair.ms
+        source = arrays[name]
         dtype = expected[pair.ms if to_ms else pair.torch].dtype
-        if source.dtype != dtype:
+        if source.dtype != dtype and name not in seen:
+            seen.add(name)
             key = (str(source.dtype), str(dtype))
             report.casts[key] = report.casts.get(key, 0) + 1
-    copy_weights(wmap, arrays, expected, to_torch=not to_ms)
+            kind, what = cast_loss(source, dtype)
+            if kind != "exact":
+                report.cast_notes.append((name, kind, f"{source.dtype} -> {dtype}: {what}"))
+    lossy = [(name, what) for name, kind, what in report.cast_notes if kind == "lossy"]
+    if lossy and not allow_cast:
+        raise ConversionError("\n".join(
+            [f"Nothing was written: {len(lossy)} tensor{'' if len(lossy) == 1 else 's'} of {report.source} would lose "
+             f"values in the cast to {report.model}'s dtypes:"] + [f"  {name} {what}" for name, what in lossy]
+            + ["Convert the model to the checkpoint's dtypes, or pass --allow-cast (allow_cast=True) to write "
+               "them anyway; the report then lists what was lost."]), report)
+    with np.errstate(all="ignore"):  # what a cast loses was measured above, and refused or allowed
+        copy_weights(wmap, arrays, expected, to_torch=not to_ms)
     return expected
 
 
-def _temporary(dst: Path) -> Path:
-    """A file beside ``dst`` with its suffix (MindSpore appends a missing one)."""
-    return dst.with_name(f".{dst.stem}.{os.getpid()}.partial{dst.suffix}")
+def cast_loss(source: np.ndarray, dtype: np.dtype) -> Tuple[str, str]:
+    """(kind, what) of casting ``source`` to ``dtype``: ``"exact"`` (every value kept), ``"rounded"``
+    (floats rounded to a narrower float's precision, within its range) or ``"lossy"``: finite values
+    that become Inf, non-zero values that become 0, integers that do not fit, or a cast between
+    integers and floats, which holds no weights' meaning (an integer buffer is a counter or an index)."""
+    src, dtype = source.dtype, np.dtype(dtype)
+    numeric = lambda d: "integer" if d.kind in "biu" else "complex" if d.kind == "c" else "floating-point"  # noqa: E731
+    if numeric(src) != numeric(dtype):
+        return "lossy", (f"a cast of {numeric(src)} values into a {numeric(dtype)} tensor; the values are not "
+                         f"the model's {numeric(dtype)} weights")
+    total = source.size
+    with np.errstate(all="ignore"):
+        cast = source.astype(dtype)
+        back = cast.astype(src)
+    if src.kind in "biu":
+        wrapped = int(np.count_nonzero(back != source))
+        if wrapped:
+            return "lossy", f"{wrapped} of {total} values do not fit {dtype} and wrap around"
+        return "exact", ""
+    finite = np.isfinite(source)
+    overflow = int(np.count_nonzero(finite & ~np.isfinite(cast)))
+    flushed = int(np.count_nonzero(finite & (source != 0) & (cast == 0)))
+    if overflow or flushed:
+        parts = []
+        if overflow:
+            largest, limit = float(np.max(np.abs(source[finite]))), float(np.finfo(dtype).max)
+            parts.append(f"{overflow} of {total} finite values become Inf (largest magnitude {largest:.3g}, "
+                         f"{dtype}'s largest {limit:.3g})")
+        if flushed:
+            parts.append(f"{flushed} of {total} non-zero values become 0")
+        return "lossy", "; ".join(parts)
+    changed = ~((back == source) | (np.isnan(source) & np.isnan(back)))
+    count = int(np.count_nonzero(changed))
+    if not count:
+        return "exact", ""
+    with np.errstate(all="ignore"):
+        relative = np.abs((back[changed] - source[changed]) / source[changed]).astype(np.float64)
+    return "rounded", (f"{count} of {total} values rounded to {dtype}'s precision (largest relative change "
+                       f"{float(np.max(relative)):.2g})")
 
 
-def _write(expected: Dict[str, np.ndarray], model, dst: Path, target: str, report: ConversionReport) -> None:
-    """Write ``expected`` beside ``dst``, reload it into ``model``, check what loaded, then rename it
-    into place: a file that reaches ``dst`` is complete and has loaded once."""
+def _write(expected: Dict[str, np.ndarray], model, dst: Path, target: str, report: ConversionReport,
+           force: bool = False) -> None:
+    """Write ``expected`` in a private folder beside ``dst`` (:func:`parity.files.private_folder`),
+    reload it into ``model``, check what loaded, then move it into place: a file that reaches ``dst``
+    is complete and has loaded once. A crash leaves ``dst`` as it was; the folder goes with the
+    process (SIGINT, SIGTERM) or with the next write into that folder (``kill -9``)."""
     from ...backends import checkpoints
 
-    temporary = _temporary(dst)
-    try:
+    with files.private_folder(dst, "convert: destination", force=force) as folder:
+        temporary = folder / f"converted{dst.suffix}"  # MindSpore appends a missing suffix
         if target == "mindspore":
             names = checkpoints.parameter_names(model)
             checkpoints.save_checkpoint_file({names[path]: value for path, value in expected.items()}, str(temporary))
@@ -280,11 +347,8 @@ def _write(expected: Dict[str, np.ndarray], model, dst: Path, target: str, repor
         if set(not_loaded) != missing or unused:
             raise ParityInternalError(f"reloading {temporary} into {type(model).__name__}: not loaded "
                                       f"{sorted(set(not_loaded) ^ missing)}, unused {unused}")
-        os.replace(temporary, dst)
+        files.publish(temporary, dst, "convert: destination")
         report.written = True
-    finally:
-        if temporary.exists():
-            temporary.unlink()
 
 
 def _torch_state(expected: Dict[str, np.ndarray], module, report: ConversionReport) -> Dict[str, np.ndarray]:
@@ -344,12 +408,15 @@ def build_model(spec: str, option: str, framework: str):
 
 
 def run_command(args) -> int:
-    """``parity convert SRC DST (--cell F | --module F) [--name-map FILE] [--allow-missing]``."""
+    """``parity convert SRC DST (--cell F | --module F) [--name-map FILE] [--allow-missing] [--allow-cast]
+    [--force]``."""
+    files.check_destination(Path(args.dst), "convert: destination", force=args.force)  # before any model is built
     if args.cell:
         model = build_model(args.cell, "--cell", "mindspore")
     else:
         model = build_model(args.module, "--module", "torch")
     name_map = load_name_map(args.name_map) if args.name_map else None
-    report = convert_checkpoint(args.src, model, args.dst, name_map=name_map, allow_missing=args.allow_missing)
+    report = convert_checkpoint(args.src, model, args.dst, name_map=name_map, allow_missing=args.allow_missing,
+                                allow_cast=args.allow_cast, force=args.force)
     print(report, flush=True)
     return 0

@@ -55,6 +55,7 @@ class ConversionReport:
     mismatched: List[Tuple[Key, Key]] = field(default_factory=list)
     dropped: List[Tuple[str, str]] = field(default_factory=list)
     casts: Dict[Tuple[str, str], int] = field(default_factory=dict)
+    cast_notes: List[Tuple[str, str, str]] = field(default_factory=list)  # (source name, "rounded"/"lossy", what)
     notes: List[str] = field(default_factory=list)
     verified: int = 0
     written: bool = False
@@ -63,6 +64,11 @@ class ConversionReport:
     def complete(self) -> bool:
         """Every tensor of both sides accounted for."""
         return not (self.missing or self.unexpected or self.mismatched)
+
+    @property
+    def lossy(self) -> int:
+        """Source tensors whose cast to the model's dtype lost values (written only with allow_cast)."""
+        return sum(kind == "lossy" for _, kind, _ in self.cast_notes)
 
     @property
     def converted(self) -> int:
@@ -77,7 +83,10 @@ class ConversionReport:
         lines = [f"{self.direction}: {self.source} -> {self.target}"]
         if self.verified:
             where = f"after reloading {self.target} into {self.model}" if self.written else f"in {self.model}"
-            lines.append(f"{self.verified}/{self.converted} tensors converted and verified bit-identical {where}")
+            lossy = self.lossy
+            lines.append(f"{self.verified - lossy}/{self.converted} tensors converted and verified bit-identical "
+                         f"{where}" + (f"; {lossy} more cast with loss (allow_cast) and verified only as cast: not the "
+                            "source's values" if lossy else ""))
         counts: Dict[str, int] = {}
         for pair in self.map.pairs:
             counts[pair.how] = counts.get(pair.how, 0) + 1
@@ -130,6 +139,8 @@ class ConversionReport:
         if self.casts:
             lines.append("Cast to the model's dtype: " + ", ".join(
                 f"{n} {src} -> {dst}" for (src, dst), n in self.casts.items()))
+            lines += [f"  {'LOST' if kind == 'lossy' else 'rounded'}: {name} {what}"
+                      for name, kind, what in self.cast_notes]
         lines += [f"Note: {note}" for note in self.notes]
         return lines
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ... import files
 from ...errors import ParityUsageError
 from ...judge.tolerance import ToleranceSpec
 
@@ -44,16 +45,17 @@ def load_tolerance(path) -> ToleranceSpec:
     source = f"--tolerance {path}"
     if path.suffix not in (".toml", ".json"):
         raise ParityUsageError(f"{source}: give a .toml or .json file")
-    if not path.is_file():
+    if not path.exists():
         raise ParityUsageError(f"{source}: no such file")
+    text = files.read_text(path, "--tolerance", limit=1024 * 1024)
     try:
         if path.suffix == ".toml":
             import tomllib
 
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = tomllib.loads(text)
         else:
-            data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:  # TOMLDecodeError and JSONDecodeError are ValueErrors
+            data = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # TOMLDecodeError and JSONDecodeError are ValueErrors
         raise ParityUsageError(f"{source}: cannot parse it: {exc}") from None
     if not isinstance(data, dict) or not data:
         raise ParityUsageError(f"{source}: expected rtol and atol, or tables of name globs each with rtol and atol")

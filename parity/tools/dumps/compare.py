@@ -39,6 +39,7 @@ from ...judge.tolerance import ToleranceSpec, check_globs_used
 __all__ = ["compare_dumps", "DumpComparison", "DumpSide", "TensorRow", "load_pairs"]
 
 _MS_LEAVES = {"gamma", "beta", "moving_mean", "moving_variance", "embedding_table"}
+_LABEL = {"torch": "PyTorch", "mindspore": "MindSpore"}
 
 
 @dataclass(frozen=True)
@@ -192,17 +193,20 @@ def _summary(side: Side) -> DumpSide:
 
 
 def _reference(a: Side, b: Side) -> Tuple[bool, str]:
-    """(is A the reference, why): see the module's docstring."""
+    """(is A the reference, why): see the module's docstring. The reason names what decided."""
     if {a.framework, b.framework} == {"torch", "mindspore"}:
         return a.framework == "torch", "the PyTorch side"
     ms_a, ms_b = (bool(_MS_LEAVES & {n.rpartition(".")[2] for n in s.arrays}) for s in (a, b))
     if ms_a != ms_b:
         return ms_b, "the side without MindSpore's names (gamma, beta, moving_mean...)"
-    if a.framework == "torch" or b.framework == "mindspore":
-        return True, "the PyTorch side" if a.framework == "torch" else "the side that is not MindSpore's"
-    if b.framework == "torch" or a.framework == "mindspore":
-        return False, "the PyTorch side" if b.framework == "torch" else "the side that is not MindSpore's"
-    return False, "by default"
+    if a.framework == b.framework:
+        both = f"both sides are {_LABEL[a.framework]}'s" if a.framework else "neither side says its framework"
+        return False, f"B by default: {both}"
+    known = a if a.framework else b  # exactly one side says its framework
+    is_a = (known is a) == (known.framework == "torch")
+    if known.framework == "torch":
+        return is_a, f"the PyTorch side; {'B' if is_a else 'A'} does not say its framework"
+    return is_a, f"the side that is not MindSpore's; {'B' if is_a else 'A'} is MindSpore's"
 
 
 def _rows(wmap, conflicts, ref: Side, other: Side, ref_is_a: bool, spec: ToleranceSpec) -> List[TensorRow]:

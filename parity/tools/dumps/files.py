@@ -27,13 +27,16 @@ Execution order, the first rule that applies:
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ... import files
 from ...errors import ParityUsageError
 
 __all__ = ["Side", "read_side", "TENSOR_SUFFIXES", "natural_key"]
@@ -75,13 +78,18 @@ def natural_key(name: str) -> list:
 
 
 def read_side(path, label: str) -> Side:
-    """The tensors of ``path`` (a folder or a file), or a usage error saying what is wrong."""
+    """The tensors of ``path`` (a folder or a file), or a usage error saying what is wrong. Files are
+    read whole, one at a time, and closed: no descriptor or memory map is held per file, so a dump of
+    thousands of files reads under any ``ulimit -n``. Only regular files are read (a FIFO or a link to
+    a device is refused, never waited on)."""
     where = Path(path)
     if not where.exists():
+        if where.is_symlink():
+            raise ParityUsageError(f"{label} {path}: a link to {os.readlink(where)}, which does not exist")
         raise ParityUsageError(f"{label} {path}: no such file or folder")
-    if where.is_file():
-        return _file_side(where, label)
-    return _folder_side(where, label)
+    if where.is_dir():
+        return _folder_side(where, label)
+    return _file_side(where, label)
 
 
 # -- files -----------------------------------------------------------------------------------------
@@ -101,17 +109,9 @@ def _file_side(path: Path, label: str) -> Side:
 def _read_file(path: Path, label: str):
     """(arrays by key, "" for a file of one tensor; tied key groups; notes; framework)."""
     suffix = path.suffix
-    if suffix == ".npy":
-        try:
-            return {"": np.load(path, mmap_mode="r", allow_pickle=False)}, [], [], ""
-        except Exception as exc:  # ValueError, OSError, EOFError: numpy's many ways to refuse a file
-            raise ParityUsageError(f"{label} {path}: numpy cannot read it as .npy: {_first_line(exc)}") from None
-    if suffix == ".npz":
-        try:
-            with np.load(path, allow_pickle=False) as archive:
-                return {key: archive[key] for key in archive.files}, [], [], ""
-        except Exception as exc:  # zipfile.BadZipFile, ValueError for pickled objects, OSError
-            raise ParityUsageError(f"{label} {path}: numpy cannot read it as .npz: {_first_line(exc)}") from None
+    if suffix in (".npy", ".npz"):
+        return _numpy(path, label)
+    files.regular_size(path, label)  # a framework's loader opens it by name: a regular file, checked first
     if suffix == ".ckpt":
         from ...backends import checkpoints
 
@@ -122,6 +122,22 @@ def _read_file(path: Path, label: str):
 
     arrays, tied, notes = checkpoints.load_state_file(str(path), tensor_ok=True)
     return arrays, tied, notes, "torch"
+
+
+def _numpy(path: Path, label: str):
+    """A ``.npy`` or ``.npz`` file read whole into memory (one copy) and closed: no memory map or
+    descriptor outlives the call."""
+    kind = path.suffix
+    try:
+        with files.open_regular(path, label) as stream:
+            if kind == ".npy":
+                return {"": np.load(stream, allow_pickle=False)}, [], [], ""
+            with np.load(stream, allow_pickle=False) as archive:
+                return {key: archive[key] for key in archive.files}, [], [], ""
+    except ParityUsageError:
+        raise
+    except Exception as exc:  # ValueError, OSError, EOFError, zipfile.BadZipFile: numpy's many ways to refuse
+        raise ParityUsageError(f"{label} {path}: numpy cannot read it as {kind}: {_first_line(exc)}") from None
 
 
 def _safetensors(path: Path, label: str):
@@ -156,15 +172,42 @@ def _numbers(side: Side) -> Side:
 # -- folders ---------------------------------------------------------------------------------------
 
 
+def _regular(path: Path) -> bool:
+    """A regular file (through a link); False for what cannot be looked at (noted by :func:`_not_readable`)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _tensor_files(folder: Path) -> List[Path]:
-    return [p for p in folder.iterdir() if p.is_file() and p.suffix in TENSOR_SUFFIXES]
+    return [p for p in folder.iterdir() if p.suffix in TENSOR_SUFFIXES and _regular(p)]
+
+
+def _not_readable(folder: Path) -> List[str]:
+    """Notes on the entries of ``folder`` named like tensor files that are not read: links that lead
+    nowhere or cannot be followed, FIFOs, devices, sockets."""
+    notes = []
+    for path in sorted(folder.iterdir(), key=lambda p: natural_key(p.name)):
+        if path.suffix not in TENSOR_SUFFIXES or (not path.is_symlink() and path.is_dir()):
+            continue
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as exc:
+            target = f"a link to {os.readlink(path)} that cannot be followed" if path.is_symlink() else "unreadable"
+            notes.append(f"{path.name}: {target} ({exc.strerror}); not read")
+            continue
+        if not stat.S_ISREG(mode):
+            link = f"a link to {os.readlink(path)}, " if path.is_symlink() else ""
+            notes.append(f"{path.name}: {link}{files.kind_of(mode)}, not a regular file; not read")
+    return notes
 
 
 def _tensor_folder(root: Path, label: str) -> Path:
     """``root``, or the one folder below it that holds tensor files."""
     if _tensor_files(root):
         return root
-    found = sorted({p.parent for p in root.rglob("*") if p.suffix in TENSOR_SUFFIXES and p.is_file()})
+    found = sorted({p.parent for p in root.rglob("*") if p.suffix in TENSOR_SUFFIXES and _regular(p)})
     if len(found) == 1:
         return found[0]
     if not found:
@@ -176,13 +219,13 @@ def _tensor_folder(root: Path, label: str) -> Path:
 
 def _folder_side(root: Path, label: str) -> Side:
     folder = _tensor_folder(root, label)
-    files = sorted(_tensor_files(folder), key=lambda p: natural_key(p.name))
+    found = sorted(_tensor_files(folder), key=lambda p: natural_key(p.name))
     arrays: Dict[str, np.ndarray] = {}
-    tied, notes, frameworks = [], [], set()
-    for path in files:
+    tied, notes, frameworks = [], _not_readable(folder), set()
+    for path in found:
         content, file_tied, file_notes, framework = _read_file(path, label)
         frameworks.add(framework)
-        rename = {key: _name(path, key, len(files)) for key in content}
+        rename = {key: _name(path, key, len(found)) for key in content}
         for key, value in content.items():
             if rename[key] in arrays:
                 raise ParityUsageError(f"{label} {folder}: two tensors are named {rename[key]!r}; "
@@ -193,8 +236,8 @@ def _folder_side(root: Path, label: str) -> Side:
     layout, framework, listed, source = _dump_layout(folder)
     if framework == "" and len(frameworks) == 1:
         framework = frameworks.pop()
-    arrays, order = _ordered(arrays, files, listed, source, notes)
-    others = sorted(p.name for p in folder.iterdir() if p.is_file() and p.suffix not in TENSOR_SUFFIXES)
+    arrays, order = _ordered(arrays, found, listed, source, notes)
+    others = sorted(p.name for p in folder.iterdir() if p.suffix not in TENSOR_SUFFIXES and _regular(p))
     if others:
         notes.append(f"{len(others)} files in {folder.name} hold no tensors and were not read: "
                      + ", ".join(others[:3]) + (" ..." if len(others) > 3 else ""))
@@ -202,10 +245,10 @@ def _folder_side(root: Path, label: str) -> Side:
     return _numbers(Side(label, str(root), layout, framework, order, arrays, folder=below, tied=tied, notes=notes))
 
 
-def _name(path: Path, key: str, files: int) -> str:
+def _name(path: Path, key: str, count: int) -> str:
     if key == "":
         return path.stem
-    return key if files == 1 else f"{path.stem}/{key}"
+    return key if count == 1 else f"{path.stem}/{key}"
 
 
 def _dump_layout(folder: Path) -> Tuple[str, str, Optional[List[str]], str]:
@@ -226,7 +269,7 @@ def _dump_layout(folder: Path) -> Tuple[str, str, Optional[List[str]], str]:
 def _info_order(path: Path) -> List[str]:
     """The names in TroubleShooter's api_dump info file: one JSON list per line, the name first."""
     names = []
-    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+    for number, line in files.text_lines(path, "dump record"):
         if not line.strip():
             continue
         try:
@@ -240,8 +283,8 @@ def _info_order(path: Path) -> List[str]:
 
 def _json(path: Path):
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
+        return json.loads(files.read_text(path, "dump record"))
+    except ValueError as exc:
         raise ParityUsageError(f"{path}: cannot parse it as JSON: {exc}") from None
 
 
@@ -260,7 +303,7 @@ def _data_names(value) -> List[str]:
     return found
 
 
-def _ordered(arrays: Dict[str, np.ndarray], files: List[Path], listed, source: str, notes: List[str]):
+def _ordered(arrays: Dict[str, np.ndarray], found: List[Path], listed, source: str, notes: List[str]):
     """``arrays`` in execution order (see the module's docstring), and how it was decided."""
     if listed is not None:
         position = {}
@@ -272,7 +315,7 @@ def _ordered(arrays: Dict[str, np.ndarray], files: List[Path], listed, source: s
                          + ", ".join(unlisted[:3]) + (" ..." if len(unlisted) > 3 else ""))
         ordered = sorted(arrays, key=lambda n: (n not in position, position.get(n, 0), natural_key(n)))
         return {n: arrays[n] for n in ordered}, f"in the order of {source}"
-    if files and all(_NUMBERED.match(p.name) for p in files):
+    if found and all(_NUMBERED.match(p.name) for p in found):
         # Files are already in natural order, which sorts a leading number as a number.
         return arrays, "in the order of the files' numeric prefixes"
     return arrays, "files in name order, each file's tensors as stored"

@@ -13,18 +13,21 @@ from __future__ import annotations
 
 import csv
 import difflib
+import io
 import json
 from pathlib import Path
 from typing import List, Tuple
 
 from ..convert.checkpoint import load_name_map
 from .files import Side
+from ... import files
 from ...errors import ParityUsageError
 from ...weights.layouts import Fuse, Reshape, Transpose
 
 __all__ = ["LAYOUTS", "load_pairs", "entries_of"]
 
 LAYOUTS = (Fuse, Transpose, Reshape)
+_SIZE_LIMIT = 64 * 1024 * 1024  # bytes of a name map file: far beyond any model's names
 
 
 def load_pairs(path) -> object:
@@ -34,21 +37,22 @@ def load_pairs(path) -> object:
     tables of ``name = name`` entries, either side's name first (layout tables as in
     :func:`parity.tools.convert.checkpoint.load_name_map`)."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise ParityUsageError(f"name map {path}: no such file")
     if path.suffix == ".csv":
+        text = files.read_text(path, "name map", limit=_SIZE_LIMIT)
         try:
-            with path.open(newline="", encoding="utf-8") as handle:
-                rows = [row for row in csv.reader(handle) if any(cell.strip() for cell in row)]
-        except (OSError, UnicodeDecodeError, csv.Error) as exc:
+            rows = [row for row in csv.reader(io.StringIO(text, newline="")) if any(cell.strip() for cell in row)]
+        except csv.Error as exc:
             raise ParityUsageError(f"name map {path}: cannot read it as CSV: {exc}") from None
         if any(len(row) != 2 for row in rows):
             raise ParityUsageError(f"name map {path}: every row must have two cells, A's name and B's")
         return _Pairs([tuple(row) for row in rows], str(path))
     if path.suffix == ".json":
+        text = files.read_text(path, "name map", limit=_SIZE_LIMIT)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as exc:
             raise ParityUsageError(f"name map {path}: cannot parse it: {exc}") from None
         if isinstance(data, list):
             if not all(isinstance(p, list) and len(p) == 2 and all(isinstance(n, str) for n in p) for p in data):

@@ -27,7 +27,7 @@ def text(result) -> str:
     if first is not None:
         lines += ["", f"First mismatch: A {first.a!r} vs B {first.b!r} (paired: {first.how})"]
         lines += [f"  {line}" for line in _figures(first)]
-    lines += [""] + _tolerances(result) + _pairing(result) + unpaired_lines(result)
+    lines += [""] + _dtypes(result) + _tolerances(result) + _pairing(result) + unpaired_lines(result)
     lines += [f"Not compared, {side} {name}: {reason}" for side, name, reason in result.not_compared]
     for side in (result.a, result.b):
         lines += [f"Note ({side.label}): {note}" for note in side.notes]
@@ -93,6 +93,19 @@ def _figures(row) -> List[str]:
     if c.ms_dtype != c.torch_dtype:
         lines.append(f"Dtypes differ: A {row.dtype('A')}, B {row.dtype('B')} (values compared as they are)")
     return lines
+
+
+def _dtypes(result) -> List[str]:
+    """Pairs whose dtypes differ, passing or not, grouped by the two dtypes: values are compared as
+    they are, and the tolerance is the reference's dtype's."""
+    groups: Dict[str, List[str]] = {}
+    for row in result.rows:
+        c = row.comparison
+        if c.problem != "shape" and c.ms_dtype != c.torch_dtype:
+            groups.setdefault(f"A {row.dtype('A')} vs B {row.dtype('B')}", []).append(row.a)
+    return [f"Dtypes differ: {_n(len(names), 'pair')}, {key} ({', '.join(names[:3])}"
+            f"{' ...' if len(names) > 3 else ''}); values compared as they are, with the reference's dtype's tolerance"
+            for key, names in groups.items()]
 
 
 def _tolerances(result) -> List[str]:

@@ -9,7 +9,9 @@ known-mismatch registry (:mod:`parity.tools.scan.status`). Neither framework is 
 
 Folders are walked in name order; hidden folders (``.git``, ``.venv``), ``__pycache__``, ``venv``,
 ``site-packages`` and ``node_modules`` below the given path are not entered. A file that does not
-parse is listed in ``skipped`` with its error and the scan goes on.
+parse is listed in ``skipped`` with its error and the scan goes on, and so is one that is not a
+regular file (a FIFO, a link to a device: never read, so nothing hangs) or is over
+:data:`SIZE_LIMIT` bytes.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
+from ... import files as safe_files
 from ...errors import ParityUsageError
 from .source import Use, find_uses
 from .status import CONVERTIBLE, STATUSES, DEVICES, Status, judge, status_text, translation_tables
@@ -26,6 +29,7 @@ from .status import CONVERTIBLE, STATUSES, DEVICES, Status, judge, status_text, 
 __all__ = ["scan", "ScanReport", "ApiReport", "Use", "python_files"]
 
 _SKIP_DIRS = frozenset({"__pycache__", "venv", "site-packages", "node_modules"})
+SIZE_LIMIT = 8 * 1024 * 1024  # bytes of one source file; a larger .py is generated data, skipped and said
 
 
 @dataclass(frozen=True)
@@ -84,8 +88,8 @@ class ScanReport:
 
 
 def python_files(root: Path) -> List[Path]:
-    """The ``.py`` files under ``root`` (``root`` itself when it is a file), in name order."""
-    if root.is_file():
+    """The ``.py`` files under ``root`` (``root`` itself when it is not a folder), in name order."""
+    if not root.is_dir():
         return [root]
     found = []
     for folder, subfolders, names in os.walk(root):
@@ -104,6 +108,8 @@ def scan(path: Union[str, Path], *, device: str = "CPU", runtime: Iterable[Use] 
     root = Path(path)
     if not root.exists():
         raise ParityUsageError(f"parity scan: no such file or folder: {path}")
+    if not root.is_dir():
+        safe_files.regular_size(root, "parity scan:")  # a FIFO or a device given by name is refused
     if device not in DEVICES:
         raise ParityUsageError(f"parity scan: unknown device {device!r}; expected one of {', '.join(DEVICES)}")
     files = python_files(root)
@@ -124,7 +130,12 @@ def _read_all(files: Sequence[Path]) -> Tuple[List[Use], List[Tuple[str, str]], 
     notes: List[str] = []
     for file in files:
         try:
-            found, file_notes = find_uses(file.read_bytes(), str(file))
+            source = safe_files.read_bytes(file, "parity scan:", limit=SIZE_LIMIT)
+        except ParityUsageError as exc:  # not a regular file, over the limit, or unreadable
+            skipped.append((str(file), str(exc).replace(f"parity scan: {file}: ", "", 1)))
+            continue
+        try:
+            found, file_notes = find_uses(source, str(file))
         except SyntaxError as exc:
             skipped.append((str(file), f"SyntaxError: {exc.msg} (line {exc.lineno})"))
             continue
