@@ -54,6 +54,7 @@ class Passes:
         self.structure: Optional[str] = None  # set when the two sides return different output structures
         self.ms_recording: Optional[Recording] = None  # the hooked MindSpore pass, when layers are captured
         self.notes: List[str] = []
+        self.changed: Dict[str, List[str]] = {}  # side -> the inputs its forward changed in place
         self.torch_grads = None
         self.torch_layers = None  # the PyTorch capture, while layers are captured
         self.ms_start = {p.ms: msb.read(ms_cell, p.ms) for p in wmap.pairs if not p.trainable}
@@ -85,6 +86,7 @@ class Passes:
         from ..backends import torch as tb
 
         self.torch_side = run_side(self._torch_pass, "PyTorch")
+        self._changed(self.torch_side, "PyTorch")
         self.torch_buffers = buffers_of(tb, self.torch_module, self.wmap, "torch") if self.train else {}
         self.cotangents = _cotangents(self.torch_side, self.seed)
 
@@ -108,11 +110,14 @@ class Passes:
         self.ms_recording = recording or self.ms_recording
         with capture as layers:
             ms_side = run_side(lambda: msb.Pass(self.ms_cell, self.ms_data, grads=self.grads, mode=mode), "MindSpore")
+            self._changed(ms_side, "MindSpore")
             if layers is not None:
                 layers.flush()  # the forward's layers, compared before the backward starts
             self.structure = _structure_problem(ms_side, self.torch_side)
             if self.structure is not None:
                 return
+            if [p for p, _ in ms_side.values] != [p for p, _ in self.torch_side.values]:
+                _note(self.notes, "the outputs' dict keys come in another order on each side; they were matched by key")
             outputs = _output_pairs(ms_side, self.torch_side, mode)
             # Read statistics before the backward: in GRAPH mode the VJP re-runs the forward.
             ms_buffers = buffers_of(msb, self.ms_cell, self.wmap, "ms") if self.train else {}
@@ -127,6 +132,15 @@ class Passes:
             self.pairs += _grad_pairs(ms_grads, torch_grads, self.trainable, mode)
         if self.train:
             self.pairs += _buffer_pairs(ms_buffers, self.torch_buffers, self.wmap, mode)
+
+    def _changed(self, side, label: str) -> None:
+        for name in getattr(side, "changed", ()):
+            if name not in self.changed.setdefault(label, []):
+                self.changed[label].append(name)
+
+    def changed_notes(self) -> List[str]:
+        """What each side's forward changed in place among its inputs (see :func:`changed_note`)."""
+        return [changed_note(label, names) for label, names in self.changed.items() if names]
 
     def localize_in_pynative(self) -> None:
         """GRAPH mode runs no hooks: compare the layers in one extra PYNATIVE pass."""
@@ -206,16 +220,34 @@ def _cotangents(torch_side, seed: int) -> Dict[str, np.ndarray]:
     return cots
 
 
+def changed_note(label: str, names: List[str]) -> str:
+    shown = ", ".join(repr(n) for n in names)
+    other = "MindSpore" if label == "PyTorch" else "PyTorch"
+    return (f"{label}'s forward changed input {shown} in place. Each side ran on its own copy of every input and "
+            "the arrays given to the check were left as they were, so the verdict holds; but code that reads "
+            f"{'that input' if len(names) == 1 else 'those inputs'} after the call sees the change with {label}, "
+            f"not with {other} unless its forward does the same")
+
+
+def _note(notes: List[str], text: str) -> None:
+    if text not in notes:
+        notes.append(text)
+
+
 def _structure_problem(ms_side, torch_side) -> Optional[str]:
+    """The two sides' output structures differ: other paths (a dict's keys in another order are the
+    same structure: outputs are matched by path)."""
     ms_paths, torch_paths = [p for p, _ in ms_side.values], [p for p, _ in torch_side.values]
-    if ms_paths != torch_paths:
+    if sorted(ms_paths) != sorted(torch_paths) or len(set(ms_paths)) != len(ms_paths):
         return report.structure_message(ms_paths, torch_paths)
     return None
 
 
 def _output_pairs(ms_side, torch_side, mode) -> List[ArrayPair]:
-    return [ArrayPair("output", path, path, path, mode, ms_value, torch_value)
-            for (path, ms_value), (_, torch_value) in zip(ms_side.values, torch_side.values)]
+    """One pair per output path, in PyTorch's order."""
+    ms_values = dict(ms_side.values)
+    return [ArrayPair("output", path, path, path, mode, ms_values[path], torch_value)
+            for path, torch_value in torch_side.values]
 
 
 def _grad_pairs(ms_grads, torch_grads, trainable, mode) -> List[ArrayPair]:
