@@ -191,7 +191,7 @@ class _ReportWriter:
         self.running = {}  # node id -> None: started and not finished, in the order started
         self.written = {}  # node id -> how many records were written for it
         self.down = {}  # xdist worker id -> why it went down
-        self.cut = False  # a crashed or interrupted test was recorded
+        self.lost = []  # (node id, verdict) of each crashed or interrupted test recorded
 
     def pytest_sessionstart(self, session):
         self.file.write(nightly.environment(self.config))
@@ -227,14 +227,14 @@ class _ReportWriter:
     def pytest_sessionfinish(self, session, exitstatus):
         if exitstatus != pytest.ExitCode.INTERRUPTED:
             return
-        for nodeid in list(self.running) or ([] if self.cut else ["(run)"]):
+        for nodeid in list(self.running) or ([] if self.lost else ["(run)"]):
             self._lost(nodeid, "interrupted", "the run was interrupted while this test ran; its checks were not "
                        "recorded, and the tests after it did not run" if nodeid != "(run)" else
                        "the run was interrupted between tests; the tests after that point did not run", None)
 
     def _lost(self, nodeid, verdict, message, worker):
         self.running.pop(nodeid, None)
-        self.cut = True
+        self.lost.append((nodeid, verdict))
         from ..engine.check import DEFAULT_SEED
 
         seed = opts.parse_seed(self.config.getoption(opts.SEED.dest), opts.SEED.flag)
@@ -266,6 +266,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     keeper = config.pluginmanager.get_plugin("parity-ledger")
     lines += keeper.ledger.summary_lines(strict=config.getoption(STRICT_MISMATCHES))
     lines += config.pluginmanager.get_plugin("parity-fleet").summary_lines()
+    writer = config.pluginmanager.get_plugin("parity-report")
+    if writer is not None and writer.lost:
+        shown = ", ".join(f"{nodeid} ({verdict})" for nodeid, verdict in writer.lost[:5])
+        lines.append(f"the run was cut short: {len(writer.lost)} test{'' if len(writer.lost) == 1 else 's'} did not "
+                     f"finish, recorded in {REPORT} as such: {shown}" + (" ..." if len(writer.lost) > 5 else ""))
     if lines:
         terminalreporter.write_sep("=", "parity summary")
         for line in lines:

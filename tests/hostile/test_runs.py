@@ -90,6 +90,8 @@ def test_crashed_workers_under_xdist_are_recorded_counted_and_fail_the_report(py
     pytester.makepyfile(test_a=CRASHES)
     result = pytester.runpytest_subprocess("-n", "2", f"{REPORT}=run.jsonl", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([f"the run was cut short: 2 tests did not finish, recorded in {REPORT} as such: *"
+                                 "test_a.py::test_check_* (crashed), test_a.py::test_check_* (crashed)"])
     assert _verdicts(pytester) == {"test_check_one": "pass", "test_check_two": "pass", "test_check_three": "pass",
                                    "test_check_exits": "crashed", "test_check_segfaults": "crashed"}
     records = read_records(pytester.path / "run.jsonl")[1]
@@ -131,6 +133,7 @@ def test_a_keyboard_interrupt_without_xdist_is_recorded_as_interrupted(pytester,
     assert [(r["nodeid"], r["verdict"]) for r in records] == [("test_c.py::test_check_before", "pass"),
                                                               ("test_c.py::test_stops", "interrupted")]
     assert "the tests after it did not run" in records[1]["error"]["message"]
+    result.stdout.fnmatch_lines(["*the run was cut short: 1 test did not finish*test_c.py::test_stops (interrupted)"])
     assert _report(pytester) == 1
 
 
