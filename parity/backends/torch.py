@@ -455,7 +455,7 @@ class TrainStep:
         self.params = [p for p in model.parameters() if p.requires_grad]
 
     def _tensor(self, array, float_cast: bool):
-        tensor = from_numpy(_contiguous(array)).to(self.device)  # bfloat16 (ml_dtypes) bit for bit
+        tensor = from_numpy(_contiguous(array)).to(self.device, copy=True)  # its own copy; bfloat16 bit for bit
         return tensor.to(self.cast) if float_cast and self.cast is not None and tensor.is_floating_point() else tensor
 
     def step(self, micro_batches, perturb=None, keep=None):

@@ -81,7 +81,8 @@ def _cut_short(checks) -> List[str]:
     counted = ", ".join(f"{n} {verdict}" for verdict in CUT_SHORT
                         for n in [sum(c["verdict"] == verdict for c in lost)] if n)
     shown = ", ".join(str(c.get("nodeid")) for c in lost[:5]) + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
-    after = " and the tests after an interruption did not run" if any(c["verdict"] == "interrupted" for c in lost) else ""
+    interrupted = any(c["verdict"] == "interrupted" for c in lost)
+    after = " and the tests after an interruption did not run" if interrupted else ""
     return [f"the run was cut short: {counted} ({shown}); what those tests would have checked is not in this "
             f"report{after}"]
 

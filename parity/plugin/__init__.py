@@ -220,8 +220,9 @@ class _ReportWriter:
         worker = getattr(worker, "id", None)
         why = self.down.get(worker)
         verdict = "interrupted" if why == "keyboard-interrupt" else "crashed"
-        self._lost(crashitem, verdict, f"xdist worker {worker} {'was interrupted' if verdict == 'interrupted' else 'crashed'} "
-                   f"while running this test ({why or 'no reason given'}); its checks were not recorded", worker)
+        what = "was interrupted" if verdict == "interrupted" else "crashed"
+        self._lost(crashitem, verdict, f"xdist worker {worker} {what} while running this test "
+                   f"({why or 'no reason given'}); its checks were not recorded", worker)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session, exitstatus):

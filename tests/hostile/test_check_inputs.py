@@ -105,7 +105,8 @@ def test_tanh_against_relu_on_a_zero_batch_is_refused(grads):
 def test_a_dense_layer_on_a_zero_batch_given_as_a_keyword_is_refused():
     ms_dense, torch_dense = mnn.Dense(4, 3), torch.nn.Linear(4, 3)
     with pytest.raises(ParityUsageError, match="nothing was compared"):
-        parity.check(_cell(lambda x: ms_dense(x)), _module(lambda x: torch_dense(x)), {"x": np.zeros((0, 4), np.float32)})
+        parity.check(_cell(lambda x: ms_dense(x)), _module(lambda x: torch_dense(x)),
+                     {"x": np.zeros((0, 4), np.float32)})
 
 
 def test_an_empty_output_beside_a_full_one_is_compared():
@@ -260,3 +261,29 @@ def test_mindspore_changing_a_differentiated_input_in_place_says_so():
     torch_side = _module(lambda x: torch.cat([torch.full_like(x[:1], 5.0), x[1:]]) * 2)
     with pytest.raises(ParityUsageError, match="changes an input in place, which mindspore.vjp refuses.*grads=False"):
         parity.check(_cell(_set_first_row), torch_side, _ones(2, 3))
+
+
+class _ScaledDense(mnn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = mnn.Dense(4, 3)
+
+    def construct(self, x):
+        return self.fc(x * 2)
+
+
+class _ScaledLinearInPlace(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.fc(x.mul_(2))
+
+
+def test_check_training_leaves_the_given_batches_as_they_were():
+    given = _ones(3, 4)
+    result = parity.check_training(_ScaledDense(), _ScaledLinearInPlace(), [(given, _ones(3, 3))], steps=2,
+                                   loss=torch.nn.MSELoss(), optimizer=lambda p: torch.optim.SGD(p, lr=0.1))
+    assert result.passed  # every step fed x, not x doubled again by the step before
+    np.testing.assert_array_equal(given, _ones(3, 4))
