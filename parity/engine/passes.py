@@ -8,13 +8,14 @@ outputs, input gradients, parameter gradients (backward order), running statisti
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Dict, List, Optional
 
 import numpy as np
 
 from . import messages as report
 from ..backends import is_float
-from ..judge.dtypes import eps
+from ..judge.dtypes import cast, eps
 from ..judge.metrics import ArrayPair
 from ..judge.tolerance import resolve
 from ..weights.layouts import by_torch_name, ms_label, torch_layout
@@ -129,9 +130,27 @@ class Passes:
             return
         self.pairs += outputs
         if self.grads and shapes_agree:
-            self.pairs += _grad_pairs(ms_grads, torch_grads, self.trainable, mode)
+            grads = _grad_pairs(ms_grads, torch_grads, self.trainable, mode)
+            self.pairs += [self._in_given_dtype(pair) if pair.kind == "input grad" else pair for pair in grads]
         if self.train:
             self.pairs += _buffer_pairs(ms_buffers, self.torch_buffers, self.wmap, mode)
+
+    def _in_given_dtype(self, pair: ArrayPair) -> ArrayPair:
+        """An input's gradient, where parity gave that input to the two sides in different dtypes (each
+        the half dtype its side computes in: see :func:`parity.engine.inputs.per_side_inputs`),
+        compared in the narrower of the two: the dtypes differ by parity's doing, not the nets'."""
+        ms_given, torch_given = (dict(d.named()).get(pair.name) for d in (self.ms_data, self.data))
+        if ms_given is None or torch_given is None or ms_given.dtype == torch_given.dtype:
+            return pair
+        widths = (ms_given.dtype.itemsize, torch_given.dtype.itemsize)
+        if widths[0] == widths[1]:
+            return pair  # float16 against bfloat16: neither holds the other
+        narrow = (ms_given if widths[0] < widths[1] else torch_given).dtype
+        _note(self.notes, f"the gradient of {pair.name} is compared in {narrow.name}: parity gave that input to "
+                          f"MindSpore as {ms_given.dtype.name} and to PyTorch as {torch_given.dtype.name} (each side's "
+                          f"own precision), and the {'PyTorch' if narrow == ms_given.dtype else 'MindSpore'} "
+                          "gradient was rounded to it")
+        return dataclasses.replace(pair, ms=cast(pair.ms, narrow.name), torch=cast(pair.torch, narrow.name))
 
     def _changed(self, side, label: str) -> None:
         for name in getattr(side, "changed", ()):

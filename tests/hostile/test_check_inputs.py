@@ -213,6 +213,33 @@ def test_o3_against_a_half_module_taking_float32_agrees(grads):
         assert (grad.ms_dtype, grad.torch_dtype) == ("float16", "float16") and grad.passed
 
 
+class _HalfNormed(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.bn = torch.nn.Linear(8, 4), torch.nn.BatchNorm1d(4)
+
+    def forward(self, x):
+        return self.bn(self.fc(x.to(self.fc.weight.dtype))).float()
+
+
+class _Normed(mnn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.bn = mnn.Dense(8, 4), mnn.BatchNorm1d(4)
+
+    def construct(self, x):
+        return self.bn(self.fc(x))
+
+
+def test_o2_keeping_batchnorm_in_float32_compares_the_input_gradient_in_float16():
+    # O2 leaves a mix of precisions: MindSpore is given float32, the .half() Module float16
+    result = parity.check(auto_mixed_precision(_Normed(), "O2"), _HalfNormed().half().eval(), parity.randn((4, 8)))
+    grad = next(c for c in result.comparisons if c.kind == "input grad")
+    assert (grad.ms_dtype, grad.torch_dtype) == ("float16", "float16") and grad.passed
+    assert any(n.startswith("the gradient of input[0] is compared in float16: parity gave that input to MindSpore "
+                            "as float32 and to PyTorch as float16") for n in result.notes)
+
+
 def test_o3_against_a_half_module_of_another_activation_still_fails():
     with pytest.raises(ParityMismatch):
         parity.check(auto_mixed_precision(_MLP(mnn.Tanh()), "O3"), _HalfMLP(torch.nn.ReLU()).half(),
