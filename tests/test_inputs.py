@@ -203,10 +203,16 @@ def test_unknown_dtype_name_is_a_usage_error():
         parity.randn((2,), dtype="bogus")
 
 
-def test_bfloat16_is_refused_when_materialised():
-    spec = parity.randn((2,), dtype="bfloat16")
-    with pytest.raises(ParityUsageError, match="bfloat16"):
-        first(spec)
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda dtype: parity.randn((64,), dtype=dtype), id="randn"),
+    pytest.param(lambda dtype: parity.uniform((64,), -3.0, 3.0, dtype=dtype), id="uniform"),
+])
+def test_bfloat16_specs_are_the_float64_draws_rounded_as_ml_dtypes(make):
+    import ml_dtypes
+
+    values = first(make("bfloat16"))
+    assert values.dtype == np.dtype(ml_dtypes.bfloat16) and values.shape == (64,)
+    np.testing.assert_array_equal(values, first(make("float64")).astype(ml_dtypes.bfloat16))
 
 
 @pytest.mark.parametrize("make", [

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import ParityUsageError
 
-__all__ = ["Slot", "Grads", "framework_of", "flatten_outputs", "is_float", "last_logits"]
+__all__ = ["Slot", "Grads", "framework_of", "flatten_outputs", "is_float", "last_logits", "changed_inputs"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,13 @@ def flatten_outputs(value, path: str = "output") -> List[Tuple[str, object]]:
             items += flatten_outputs(item, f"{path}[{i}]")
         return items
     return [(path, value)]
+
+
+def changed_inputs(names, given, fed) -> List[str]:
+    """The names of the inputs whose fed copy (``fed``, numpy arrays read back after a forward) no
+    longer holds the values ``given``, bit for bit: those the forward changed in place."""
+    return [name for name, before, after in zip(names, given, fed)
+            if before.shape != after.shape or np.asarray(before).tobytes() != np.asarray(after).tobytes()]
 
 
 def last_logits(logits, side: str) -> np.ndarray:

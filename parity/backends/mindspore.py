@@ -17,7 +17,7 @@ from mindspore import nn
 
 from ..errors import ParityUsageError
 from ..judge.dtypes import cell_dtype, is_floating
-from . import Grads, Slot, flatten_outputs, last_logits
+from . import Grads, Slot, changed_inputs, flatten_outputs, last_logits
 from ._hooks import LayerHooks
 
 NAME = "mindspore"
@@ -275,6 +275,7 @@ class Pass:
             else:
                 self.raw, self._vjp = fn(*values), None
         self.leaves = flatten_outputs(self.raw)
+        self.changed = changed_inputs(self._names, [a for _, a in named], [to_numpy(v) for v in values])
 
     def outputs(self):
         return [(path, _numpy(leaf, path)) for path, leaf in self.leaves]
@@ -282,20 +283,17 @@ class Pass:
     def backward(self, cotangents: Dict[str, np.ndarray], params: List[str]) -> Grads:
         cots = []
         for path, leaf in self.leaves:
+            if not isinstance(leaf, ms.Tensor):  # a Python number (an int beside a tensor): its own value
+                cots.append(leaf)
+                continue
             own = _np_dtype(leaf, path)  # each side's cotangent in its own output's dtype
             array = cotangents.get(path)
             array = np.zeros(tuple(leaf.shape), own) if array is None else array.astype(own, copy=False)
             cots.append(ms.Tensor(array))
-        if self._as_tuple:
-            sens = tuple(cots)
-        else:
-            sens = cots[0] if len(cots) == 1 and not isinstance(self.raw, (tuple, list)) else tuple(cots)
+        single = len(cots) == 1 and not self._as_tuple and not isinstance(self.raw, (tuple, list))
         with execution_mode(self.mode):
-            result = self._vjp(sens)
-        if self._params:
-            input_grads, param_grads = result
-        else:
-            input_grads, param_grads = result, ()
+            result = self._vjp(cots[0] if single else tuple(cots))
+        input_grads, param_grads = result if self._params else (result, ())
         if not isinstance(input_grads, (tuple, list)):
             input_grads = (input_grads,)
         inputs = {n: to_numpy(g) for n, g, f in zip(self._names, input_grads, self._float) if f}

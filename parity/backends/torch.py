@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from ..errors import ParityUsageError
-from . import Grads, Slot, flatten_outputs, last_logits
+from . import Grads, Slot, changed_inputs, flatten_outputs, last_logits
 from ._hooks import LayerHooks
 
 NAME = "torch"
@@ -287,15 +287,22 @@ class Pass:
         with torch.set_grad_enabled(grads), region:
             self.raw = model(*args, **kwargs)
         self.leaves = flatten_outputs(self.raw)
+        named = list(inputs.named())
+        fed = [to_numpy(t.detach()) if cast is None else a for t, (_, a) in zip(args + list(kwargs.values()), named)]
+        self.changed = changed_inputs([n for n, _ in named], [a for _, a in named], fed)
 
     def _convert(self, name, array, grads, dev, cast):
-        tensor = from_numpy(array).to(dev)
+        """The forward's own copy of ``array`` (the array itself is never changed); a floating one
+        differentiated as a leaf of which the forward gets a copy, so that the forward may change
+        its input in place (as it may outside a check) and the change can be seen."""
+        tensor = from_numpy(array).to(dev, copy=True)
         if tensor.is_floating_point():
             if cast is not None:
                 tensor = tensor.to(cast)
             if grads:
                 tensor.requires_grad_(True)
                 self._diff[name] = tensor
+                return tensor.clone()
         return tensor
 
     def outputs(self):
@@ -448,7 +455,7 @@ class TrainStep:
         self.params = [p for p in model.parameters() if p.requires_grad]
 
     def _tensor(self, array, float_cast: bool):
-        tensor = from_numpy(_contiguous(array)).to(self.device)  # bfloat16 (ml_dtypes) bit for bit
+        tensor = from_numpy(_contiguous(array)).to(self.device, copy=True)  # its own copy; bfloat16 bit for bit
         return tensor.to(self.cast) if float_cast and self.cast is not None and tensor.is_floating_point() else tensor
 
     def step(self, micro_batches, perturb=None, keep=None):

@@ -21,6 +21,7 @@ from ..weights.transfer import WeightReport, copy_weights, fill_weights, map_wei
 from .amp import parse as parse_amp, precision_causes, precision_rows, rewrite_cause
 from .causes import failure_causes, map_pair_weights, refuse_unsupported_dtype
 from .inputs import materialize, per_side_inputs
+from .outputs import nothing_compared, outputs_compared
 from .passes import Passes
 from .result import Result
 
@@ -189,7 +190,7 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
         layered.notes.append("layers were compared in one extra pass per side, with hooks (localize='auto')")
     layers = layered.layer_verdicts() if layered is not None else None
     if layered is not None and layered is not run:
-        run.notes += layered.notes
+        run.notes += [note for note in layered.notes if note not in run.notes]
     result = Result(
         ms_type=type(user_cell).__name__, torch_type=type(torch_module).__name__, comparisons=comparisons,
         weights=wreport, inputs=data.describe(seed), seed=seed, modes=modes, train=train,
@@ -197,6 +198,10 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
         reproduce=report.reproduce_line(settings.reproduce, seed), notes=data.notes() + precision_notes + run.notes,
         problem=run.structure or "", device_setup=setup)
     result.layers = layers
+    compared, finite_notes = outputs_compared(run.pairs)
+    result.notes += finite_notes
+    if result.passed and not compared:
+        raise ParityUsageError(nothing_compared(run.pairs, data))
     if spec is not None and layers is not None:
         result.precisions = precision_rows(layers.forward, amp_backend.half_casts(ms_cell, spec.dtype))
     if result.passed and layers is not None:
@@ -274,6 +279,7 @@ def _execute(ms_cell, torch_module, data, wmap, chain, modes, *, capture, refere
             _judge_half(run, comparisons, references)
         if run.localizer is not None and "pynative" not in modes:
             run.localize_in_pynative()
+    run.notes += run.changed_notes()
     return run, comparisons
 
 

@@ -8,13 +8,14 @@ outputs, input gradients, parameter gradients (backward order), running statisti
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Dict, List, Optional
 
 import numpy as np
 
 from . import messages as report
 from ..backends import is_float
-from ..judge.dtypes import eps
+from ..judge.dtypes import cast, eps
 from ..judge.metrics import ArrayPair
 from ..judge.tolerance import resolve
 from ..weights.layouts import by_torch_name, ms_label, torch_layout
@@ -54,6 +55,7 @@ class Passes:
         self.structure: Optional[str] = None  # set when the two sides return different output structures
         self.ms_recording: Optional[Recording] = None  # the hooked MindSpore pass, when layers are captured
         self.notes: List[str] = []
+        self.changed: Dict[str, List[str]] = {}  # side -> the inputs its forward changed in place
         self.torch_grads = None
         self.torch_layers = None  # the PyTorch capture, while layers are captured
         self.ms_start = {p.ms: msb.read(ms_cell, p.ms) for p in wmap.pairs if not p.trainable}
@@ -85,6 +87,7 @@ class Passes:
         from ..backends import torch as tb
 
         self.torch_side = run_side(self._torch_pass, "PyTorch")
+        self._changed(self.torch_side, "PyTorch")
         self.torch_buffers = buffers_of(tb, self.torch_module, self.wmap, "torch") if self.train else {}
         self.cotangents = _cotangents(self.torch_side, self.seed)
 
@@ -108,11 +111,14 @@ class Passes:
         self.ms_recording = recording or self.ms_recording
         with capture as layers:
             ms_side = run_side(lambda: msb.Pass(self.ms_cell, self.ms_data, grads=self.grads, mode=mode), "MindSpore")
+            self._changed(ms_side, "MindSpore")
             if layers is not None:
                 layers.flush()  # the forward's layers, compared before the backward starts
             self.structure = _structure_problem(ms_side, self.torch_side)
             if self.structure is not None:
                 return
+            if [p for p, _ in ms_side.values] != [p for p, _ in self.torch_side.values]:
+                _note(self.notes, "the outputs' dict keys come in another order on each side; they were matched by key")
             outputs = _output_pairs(ms_side, self.torch_side, mode)
             # Read statistics before the backward: in GRAPH mode the VJP re-runs the forward.
             ms_buffers = buffers_of(msb, self.ms_cell, self.wmap, "ms") if self.train else {}
@@ -124,9 +130,36 @@ class Passes:
             return
         self.pairs += outputs
         if self.grads and shapes_agree:
-            self.pairs += _grad_pairs(ms_grads, torch_grads, self.trainable, mode)
+            grads = _grad_pairs(ms_grads, torch_grads, self.trainable, mode)
+            self.pairs += [self._in_given_dtype(pair) if pair.kind == "input grad" else pair for pair in grads]
         if self.train:
             self.pairs += _buffer_pairs(ms_buffers, self.torch_buffers, self.wmap, mode)
+
+    def _in_given_dtype(self, pair: ArrayPair) -> ArrayPair:
+        """An input's gradient, where parity gave that input to the two sides in different dtypes (each
+        the half dtype its side computes in: see :func:`parity.engine.inputs.per_side_inputs`),
+        compared in the narrower of the two: the dtypes differ by parity's doing, not the nets'."""
+        ms_given, torch_given = (dict(d.named()).get(pair.name) for d in (self.ms_data, self.data))
+        if ms_given is None or torch_given is None or ms_given.dtype == torch_given.dtype:
+            return pair
+        widths = (ms_given.dtype.itemsize, torch_given.dtype.itemsize)
+        if widths[0] == widths[1]:
+            return pair  # float16 against bfloat16: neither holds the other
+        narrow = (ms_given if widths[0] < widths[1] else torch_given).dtype
+        _note(self.notes, f"the gradient of {pair.name} is compared in {narrow.name}: parity gave that input to "
+                          f"MindSpore as {ms_given.dtype.name} and to PyTorch as {torch_given.dtype.name} (each side's "
+                          f"own precision), and the {'PyTorch' if narrow == ms_given.dtype else 'MindSpore'} "
+                          "gradient was rounded to it")
+        return dataclasses.replace(pair, ms=cast(pair.ms, narrow.name), torch=cast(pair.torch, narrow.name))
+
+    def _changed(self, side, label: str) -> None:
+        for name in getattr(side, "changed", ()):
+            if name not in self.changed.setdefault(label, []):
+                self.changed[label].append(name)
+
+    def changed_notes(self) -> List[str]:
+        """What each side's forward changed in place among its inputs (see :func:`changed_note`)."""
+        return [changed_note(label, names) for label, names in self.changed.items() if names]
 
     def localize_in_pynative(self) -> None:
         """GRAPH mode runs no hooks: compare the layers in one extra PYNATIVE pass."""
@@ -206,16 +239,34 @@ def _cotangents(torch_side, seed: int) -> Dict[str, np.ndarray]:
     return cots
 
 
+def changed_note(label: str, names: List[str]) -> str:
+    shown = ", ".join(repr(n) for n in names)
+    other = "MindSpore" if label == "PyTorch" else "PyTorch"
+    return (f"{label}'s forward changed input {shown} in place. Each side ran on its own copy of every input and "
+            "the arrays given to the check were left as they were, so the verdict holds; but code that reads "
+            f"{'that input' if len(names) == 1 else 'those inputs'} after the call sees the change with {label}, "
+            f"not with {other} unless its forward does the same")
+
+
+def _note(notes: List[str], text: str) -> None:
+    if text not in notes:
+        notes.append(text)
+
+
 def _structure_problem(ms_side, torch_side) -> Optional[str]:
+    """The two sides' output structures differ: other paths (a dict's keys in another order are the
+    same structure: outputs are matched by path)."""
     ms_paths, torch_paths = [p for p, _ in ms_side.values], [p for p, _ in torch_side.values]
-    if ms_paths != torch_paths:
+    if sorted(ms_paths) != sorted(torch_paths) or len(set(ms_paths)) != len(ms_paths):
         return report.structure_message(ms_paths, torch_paths)
     return None
 
 
 def _output_pairs(ms_side, torch_side, mode) -> List[ArrayPair]:
-    return [ArrayPair("output", path, path, path, mode, ms_value, torch_value)
-            for (path, ms_value), (_, torch_value) in zip(ms_side.values, torch_side.values)]
+    """One pair per output path, in PyTorch's order."""
+    ms_values = dict(ms_side.values)
+    return [ArrayPair("output", path, path, path, mode, ms_values[path], torch_value)
+            for path, torch_value in torch_side.values]
 
 
 def _grad_pairs(ms_grads, torch_grads, trainable, mode) -> List[ArrayPair]:

@@ -23,6 +23,8 @@ _KERNEL_OP = re.compile(r"operator\[(\w+)\]|primitive\[(\w+)\]|^\s*(\w+) does no
 
 
 _KERNEL_DEVICE = re.compile(r"Select (\w+) operator")
+# what mindspore.vjp says of an input changed in place (2.10: a slice assignment, an in-place method)
+_IN_PLACE = re.compile(r"modify tensor id of input tensor|leaf tensor that requires grad is being used in an inplace")
 
 
 def missing_kernel(label: str, exc: BaseException, what: str):
@@ -55,6 +57,10 @@ def framework_error(label: str, exc: BaseException, what: str) -> ParityUsageErr
     lines = traceback.format_exception_only(type(exc), exc)
     text = "".join(lines).strip().splitlines()
     shown = "\n    ".join(text[:12] + (["..."] if len(text) > 12 else []))
+    if label == "MindSpore" and _IN_PLACE.search(str(exc)):
+        return ParityUsageError(f"The {label} side raised during {what}:\n    {shown}\n"
+                                "Its forward changes an input in place, which mindspore.vjp refuses for the inputs it "
+                                "differentiates: check the forward with grads=False, or copy the input in construct.")
     return ParityUsageError(f"The {label} side raised during {what}:\n    {shown}\n"
                             "Check that the net accepts these inputs (shapes, dtypes, argument names).")
 

@@ -77,15 +77,29 @@ def cast(array: np.ndarray, name: str) -> np.ndarray:
 
 def cell_dtype(cell) -> Optional[str]:
     """The half dtype a MindSpore Cell computes in, read without importing MindSpore: ``to_float``'s
-    (a flag set on the Cell and every sub-Cell), else that of all its floating parameters when they
-    share a half one; else None (float32, mixed, or no parameters to tell by)."""
+    (a flag set on the Cell and every sub-Cell), else the one flagged on every sub-Cell that holds
+    parameters (``auto_mixed_precision``'s O3 wraps the converted Cell in one of its own, which has
+    no flag), else that of all its floating parameters when they share a half one; else None
+    (float32, mixed, or nothing to tell by)."""
     flags = cell.get_flags() if hasattr(cell, "get_flags") else {}
-    for flag, name in (("bf16", "bfloat16"), ("fp16", "float16"), ("fp32", None)):
-        if flags.get(flag):
-            return name
+    if any(flags.get(flag) for flag in _FLAGS):
+        return _flagged(cell)
+    owners = {_flagged(sub, "") for _, sub in cell.cells_and_names() if list(sub.get_parameters(expand=False))} \
+        if hasattr(cell, "cells_and_names") else set()
+    if len(owners) == 1 and owners <= set(HALF):
+        return owners.pop()
     found = {_ms_dtype_name(p.dtype) for p in cell.get_parameters()}
     found = {d for d in found if d.startswith(("float", "bfloat"))}
     return found.pop() if len(found) == 1 and found <= set(HALF) else None
+
+
+_FLAGS = {"bf16": "bfloat16", "fp16": "float16", "fp32": None}
+
+
+def _flagged(cell, unset=None):
+    """The dtype ``to_float`` flagged ``cell`` with (None for float32), else ``unset``."""
+    flags = cell.get_flags()
+    return next((name for flag, name in _FLAGS.items() if flags.get(flag)), unset)
 
 
 def _ms_dtype_name(dtype) -> str:

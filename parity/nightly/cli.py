@@ -8,7 +8,8 @@ Files started within 12 hours of each other are the shards of one run and merge 
 ones are earlier nights, and with the baselines under ``--baseline`` (one folder, or a folder of
 them) make the margin-over-time table. The latest run is the one reported; it is compared with
 the latest baseline older than itself. Exit status: 0 written, 1 written and a check failed or
-errored, or (against a baseline) a tensor drifted (unless ``--drift-fails no``), 2 a usage error.
+errored, a test crashed or was interrupted (the run was cut short), or (against a baseline) a tensor
+drifted (unless ``--drift-fails no``), 2 a usage error.
 """
 
 from __future__ import annotations
@@ -68,6 +69,22 @@ def _history(stored: List[Run], given: List[Run]) -> List[Run]:
     return sorted(found.values(), key=lambda run: run.created)
 
 
+def _cut_short(checks) -> List[str]:
+    """The note a run cut short by a crashed or interrupted test opens with."""
+    from .records import CUT_SHORT
+
+    lost = [c for c in checks if c.get("verdict") in CUT_SHORT]
+    if not lost:
+        return []
+    counted = ", ".join(f"{n} {verdict}" for verdict in CUT_SHORT
+                        for n in [sum(c["verdict"] == verdict for c in lost)] if n)
+    shown = ", ".join(str(c.get("nodeid")) for c in lost[:5]) + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
+    interrupted = any(c["verdict"] == "interrupted" for c in lost)
+    after = " and the tests after an interruption did not run" if interrupted else ""
+    return [f"the run was cut short: {counted} ({shown}); what those tests would have checked is not in this "
+            f"report{after}"]
+
+
 def main(args) -> int:
     """Run ``parity report`` on the parsed ``args``; the exit status. Imported only for this
     command: the other commands never load the records' modules."""
@@ -89,7 +106,7 @@ def main(args) -> int:
     tonight = given[-1]
     stored = runs.load_baselines(Path(args.baseline), "--baseline") if args.baseline else []
     baseline, notes = _baseline(stored, tonight)
-    tonight.notes += notes
+    tonight.notes = _cut_short(tonight.checks) + tonight.notes + notes
     comparison = None if baseline is None else drift.compare(baseline, tonight.checks, tonight.environment,
                                                              factor=factor)
     earlier = len(given) - 1

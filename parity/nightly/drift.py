@@ -31,7 +31,7 @@ __all__ = ["FLOOR", "DEFAULT_FACTOR", "BAD", "TensorChange", "CheckChange", "Com
 
 FLOOR = 1e-3
 DEFAULT_FACTOR = 4.0
-BAD = ("fail", "error")
+BAD = ("fail", "error", "crashed", "interrupted")
 _LIMIT = 10  # entries of each kind listed in the summary
 
 

@@ -22,11 +22,12 @@ from .runs import Run, check_key, check_label
 
 __all__ = ["render", "cells", "columns", "VERDICT_TEXT"]
 
-VERDICT_TEXT = {"pass": "pass", "fail": "FAIL", "xfail": "xfail", "error": "ERROR", "unsupported": "unsupported"}
+VERDICT_TEXT = {"pass": "pass", "fail": "FAIL", "xfail": "xfail", "error": "ERROR", "unsupported": "unsupported",
+                "crashed": "CRASHED", "interrupted": "INTERRUPTED"}
 _STYLE = plot._STYLE + """
 .notes{background:#fff4e5;border:1px solid #f0b860;padding:6px 12px}.notes li{margin:2px 0}
 table.matrix td,table.matrix th{text-align:center}table.matrix td.name{text-align:left}
-td.v-pass{background:#e6f4ea}td.v-fail,td.v-error{background:#fde2e1;color:#b00020;font-weight:bold}
+td.v-pass{background:#e6f4ea}td.v-fail,td.v-error,td.v-crashed,td.v-interrupted{background:#fde2e1;color:#b00020;font-weight:bold}
 td.v-xfail{background:#fff4e5}td.v-unsupported,td.v-absent{background:#f2f2f2;color:#777}
 td.change{font-weight:bold}pre.message{background:#f7f7f7;border:1px solid #ddd;padding:8px;white-space:pre-wrap}
 section.failure{border-top:1px solid #ccc;margin-top:18px}p.meta{font-family:monospace;font-size:12px}""" + tree.STYLE

@@ -32,13 +32,14 @@ from .. import files
 from ..errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from .schema import check_fields
 
-__all__ = ["SCHEMA", "RECORD_KEY", "VERDICTS", "check_record", "fingerprint", "read_records", "RecordFile",
-           "recording", "attach", "carried", "item_records"]
+__all__ = ["SCHEMA", "RECORD_KEY", "VERDICTS", "CUT_SHORT", "check_record", "lost_record", "fingerprint",
+           "read_records", "RecordFile", "recording", "attach", "carried", "item_records"]
 
 SCHEMA = 1
 RECORD_KEY = "parity-record"  # the user property a check record travels in
 CHECKS_KEY = "parity-checks"  # how many checks the report's phase made (a scalar, for JUnit)
-VERDICTS = ("pass", "fail", "xfail", "error", "unsupported")
+VERDICTS = ("pass", "fail", "xfail", "error", "unsupported", "crashed", "interrupted")
+CUT_SHORT = ("crashed", "interrupted")  # a test that never finished: its checks' records went with it
 _CAUSE = "Likely cause: "
 _RECORDS = pytest.StashKey[List[Dict[str, Any]]]()
 _SENT = pytest.StashKey[int]()
@@ -265,6 +266,24 @@ def check_record(*, nodeid: str, case: str, call: str, index: int, device: str, 
         "worker": os.environ.get("PYTEST_XDIST_WORKER"),
     })
     return _jsonable(record)
+
+
+class _Lost(Exception):
+    pass
+
+
+def lost_record(*, nodeid: str, verdict: str, message: str, index: int, device: str, seed: int,
+                worker: Optional[str]) -> Dict[str, Any]:
+    """The record of a test that never finished (``verdict`` ``"crashed"``: its xdist worker died
+    under it; ``"interrupted"``: the run was stopped while it ran). What its checks found was lost
+    with it; the record stands for the whole test (``call`` ``"test"``)."""
+    if verdict not in CUT_SHORT:
+        raise ValueError(f"lost_record: verdict {verdict!r} is not one of {CUT_SHORT}")
+    record = check_record(nodeid=nodeid, case=nodeid, call="test", index=index, device=device, seed=seed,
+                          duration=0.0, error=_Lost(message))
+    record.update(verdict=verdict, worker=worker,
+                  error={"type": "WorkerCrashed" if verdict == "crashed" else "Interrupted", "message": message})
+    return record
 
 
 def _jsonable(value):

@@ -177,7 +177,9 @@ def pytest_runtest_makereport(item, call):
 
 class _ReportWriter:
     """Writes ``--parity-report``: the environment first, then each check's record as its report
-    arrives (under xdist each report arrives here once, from its worker)."""
+    arrives (under xdist each report arrives here once, from its worker); a test that never
+    finished, because its xdist worker crashed or the run was interrupted while it ran, as one
+    ``crashed`` or ``interrupted`` record (see :func:`parity.nightly.records.lost_record`)."""
 
     def __init__(self, config):
         path = config.invocation_params.dir / config.getoption("parity_report")
@@ -186,13 +188,62 @@ class _ReportWriter:
         except ParityUsageError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.config = config
+        self.running = {}  # node id -> None: started and not finished, in the order started
+        self.written = {}  # node id -> how many records were written for it
+        self.down = {}  # xdist worker id -> why it went down
+        self.lost = []  # (node id, verdict) of each crashed or interrupted test recorded
 
     def pytest_sessionstart(self, session):
         self.file.write(nightly.environment(self.config))
 
+    def pytest_runtest_logstart(self, nodeid, location):
+        self.running[nodeid] = None
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        self.running.pop(nodeid, None)
+
     def pytest_runtest_logreport(self, report):
         for record in records.carried(report):
             self.file.write(record)
+            self.written[report.nodeid] = self.written.get(report.nodeid, 0) + 1
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error):
+        if error is not None:
+            self.down[node.gateway.id] = error
+
+    @pytest.hookimpl(optionalhook=True, trylast=True)
+    def pytest_handlecrashitem(self, crashitem, report, sched):
+        if report.outcome == "rerun":  # another plugin runs it again
+            return
+        worker = getattr(getattr(report, "node", None), "gateway", None)
+        worker = getattr(worker, "id", None)
+        why = self.down.get(worker)
+        verdict = "interrupted" if why == "keyboard-interrupt" else "crashed"
+        what = "was interrupted" if verdict == "interrupted" else "crashed"
+        self._lost(crashitem, verdict, f"xdist worker {worker} {what} while running this test "
+                   f"({why or 'no reason given'}); its checks were not recorded", worker)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        if exitstatus != pytest.ExitCode.INTERRUPTED:
+            return
+        for nodeid in list(self.running) or ([] if self.lost else ["(run)"]):
+            self._lost(nodeid, "interrupted", "the run was interrupted while this test ran; its checks were not "
+                       "recorded, and the tests after it did not run" if nodeid != "(run)" else
+                       "the run was interrupted between tests; the tests after that point did not run", None)
+
+    def _lost(self, nodeid, verdict, message, worker):
+        self.running.pop(nodeid, None)
+        self.lost.append((nodeid, verdict))
+        from ..engine.check import DEFAULT_SEED
+
+        seed = opts.parse_seed(self.config.getoption(opts.SEED.dest), opts.SEED.flag)
+        self.file.write(records.lost_record(nodeid=nodeid, verdict=verdict, message=message,
+                                            index=self.written.get(nodeid, 0), worker=worker,
+                                            device=self.config.getoption(opts.DEVICE.dest),
+                                            seed=DEFAULT_SEED if seed is None else seed))
+        self.written[nodeid] = self.written.get(nodeid, 0) + 1
 
     def pytest_unconfigure(self):
         self.file.close()
@@ -216,6 +267,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     keeper = config.pluginmanager.get_plugin("parity-ledger")
     lines += keeper.ledger.summary_lines(strict=config.getoption(STRICT_MISMATCHES))
     lines += config.pluginmanager.get_plugin("parity-fleet").summary_lines()
+    writer = config.pluginmanager.get_plugin("parity-report")
+    if writer is not None and writer.lost:
+        shown = ", ".join(f"{nodeid} ({verdict})" for nodeid, verdict in writer.lost[:5])
+        lines.append(f"the run was cut short: {len(writer.lost)} test{'' if len(writer.lost) == 1 else 's'} did not "
+                     f"finish, recorded in {REPORT} as such: {shown}" + (" ..." if len(writer.lost) > 5 else ""))
     if lines:
         terminalreporter.write_sep("=", "parity summary")
         for line in lines:

@@ -26,7 +26,10 @@ def half_precision(ms_cell, torch_module, device: str, loss_scale) -> Optional[s
     from ...backends import mindspore as msb, torch as tb
 
     ms_dtype, torch_dtype = msb.compute_dtype(ms_cell), tb.compute_dtype(torch_module)
-    mixed = [] if ms_dtype else _mixed_layers(ms_cell)
+    # a Cell whose own flag is unset holds its precision in its layers: auto_mixed_precision's
+    # wrapper (its loss and output run in float32), or to_float on some layers
+    own = any(ms_cell.get_flags().get(flag) for flag in ("fp16", "bf16", "fp32"))
+    mixed = [] if ms_dtype and (own or not _mixed_layers(ms_cell)) else _mixed_layers(ms_cell)
     if mixed:
         raise ParityUsageError(
             f"check_training(): the MindSpore Cell trains in mixed precision ({len(mixed)} of its layers compute in "

@@ -1,0 +1,73 @@
+"""What a check's outputs let it compare: elements that are finite on both sides.
+
+A check whose outputs hold no element (a batch of zero) or only NaN and Inf on both sides has
+compared no number: any two nets whose outputs have those shapes would pass it. Such a check is
+refused (:func:`nothing_compared`, a usage error: the case is wrong, not the frameworks); a check
+that compared some numbers but also met NaN or Inf says so in its notes (:func:`outputs_compared`).
+"""
+
+from __future__ import annotations
+
+from typing import List, Tuple
+
+import numpy as np
+
+from ..judge.dtypes import is_floating
+
+__all__ = ["outputs_compared", "nothing_compared"]
+
+
+def _as_float(array: np.ndarray) -> np.ndarray:
+    """Floating arrays as numpy computes on them (bfloat16 widened); others as they are."""
+    return array.astype(np.float32) if array.dtype.name == "bfloat16" else array
+
+
+def _finite(array: np.ndarray) -> np.ndarray:
+    array = _as_float(np.asarray(array))
+    return np.isfinite(array) if is_floating(array.dtype) else np.ones(array.shape, bool)
+
+
+def outputs_compared(pairs) -> Tuple[int, List[str]]:
+    """How many output elements are finite on both sides (the numbers the check compared), and a
+    note naming every compared tensor (output or gradient) that holds NaN or Inf."""
+    compared, found = 0, []
+    for pair in pairs:
+        if pair.ms.shape != pair.torch.shape:
+            continue  # a shape failure is reported instead
+        ms_ok, torch_ok = _finite(pair.ms), _finite(pair.torch)
+        if pair.kind == "output":
+            compared += int(np.count_nonzero(ms_ok & torch_ok))
+        bad = [(label, _count(array)) for label, array, ok in (("MindSpore", pair.ms, ms_ok), ("PyTorch", pair.torch,
+                                                                                             torch_ok)) if not ok.all()]
+        if bad:
+            sides = "; ".join(f"{label} {text}" for label, text in bad)
+            found.append(f"{pair.kind} '{pair.name}' ({pair.mode}) of {pair.torch.size} elements: {sides}")
+    if not found:
+        return compared, []
+    shown = "; ".join(found[:5]) + (f"; and {len(found) - 5} more" if len(found) > 5 else "")
+    return compared, [f"non-finite values: {shown}. NaN and Inf at the same positions on both sides count as "
+                      "agreeing; only the finite elements were compared as numbers"]
+
+
+def _count(array: np.ndarray) -> str:
+    array = _as_float(np.asarray(array))
+    nan, inf = int(np.count_nonzero(np.isnan(array))), int(np.count_nonzero(np.isinf(array)))
+    return ", ".join(part for part in (f"{nan} NaN" if nan else "", f"{inf} Inf" if inf else "") if part)
+
+
+def nothing_compared(pairs, data) -> str:
+    """The usage error's message for a check whose outputs held no finite element on both sides."""
+    outputs = [p for p in pairs if p.kind == "output"]
+    shapes = ", ".join(f"'{p.name}' {p.torch.dtype}{list(p.torch.shape)}" for p in outputs[:5]) or "none"
+    empty = [name for name, array in data.named() if array.size == 0]
+    if not outputs:
+        why = "the nets return no tensor"
+    elif all(p.torch.size == 0 for p in outputs):
+        why = f"every output holds no element ({shapes})"
+        if empty:
+            why += f"; input {', '.join(repr(n) for n in empty)} holds no element"
+    else:
+        why = f"every output element is NaN or Inf on both sides ({shapes})"
+    return (f"check(): nothing was compared: {why}. Any two nets whose outputs have these shapes would pass, so "
+            "the check is refused. Give inputs with elements (a batch of at least one) whose outputs are finite "
+            "(parity.randn(shape, std=...) scales them)")
