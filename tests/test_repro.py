@@ -1,0 +1,110 @@
+"""Standalone repros of real divergences (``Result.write_repro``): each file written is run in a
+fresh interpreter where parity cannot be imported, and must fail for the check's reason."""
+
+from __future__ import annotations
+
+import os
+import site
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import parity
+from parity.engine import repro as repro_engine
+from parity.engine.repro import render
+
+import mindspore
+import torch
+
+from cases.faults.models import ms_resnet, torch_resnet
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.usefixtures("collect_inner_cells")
+
+
+def _failed(ms_cell, torch_module, inputs, **kwargs):
+    with pytest.raises(parity.ParityMismatch) as caught:
+        parity.check(ms_cell, torch_module, inputs, **kwargs)
+    return caught.value.result
+
+
+def _without_parity(tmp_path: Path, *, cases: bool = False) -> dict:
+    """An environment with the frameworks, numpy and pytest but no parity: no site processing
+    (parity is installed in development mode by a .pth file), the site-packages folder on the
+    path, pytest's plugin autoloading off (parity's entry point would fail); with ``cases``, a
+    folder holding only the catalogue's package."""
+    paths = [p for p in site.getsitepackages() if Path(p).is_dir()]
+    if cases:
+        holder = tmp_path / "only-cases"
+        holder.mkdir()
+        (holder / "cases").symlink_to(ROOT / "cases")
+        paths.append(str(holder))
+    return {**{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")},
+            "PYTHONPATH": os.pathsep.join(paths), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def _run_standalone(path: Path, env: dict) -> subprocess.CompletedProcess:
+    blocked = subprocess.run([sys.executable, "-S", "-c", "import parity"], env=env, capture_output=True, text=True,
+                             cwd=path.parent)
+    assert blocked.returncode != 0 and "No module named 'parity'" in blocked.stderr
+    return subprocess.run([sys.executable, "-S", "-m", "pytest", path.name, "-q", "-p", "no:cacheprovider",
+                           "-c", os.devnull, f"--rootdir={path.parent}"], env=env, capture_output=True, text=True,
+                          cwd=path.parent, timeout=300)
+
+
+def _stems():
+    """mindcv's ResNet stem (``cases.models.resnet_mindcv``: max-pool ``pad_mode="same"``) and
+    torchvision's (``padding=1``)."""
+    ms_stem = mindspore.nn.SequentialCell([
+        mindspore.nn.Conv2d(3, 8, 7, stride=2, pad_mode="pad", padding=3), mindspore.nn.BatchNorm2d(8),
+        mindspore.nn.ReLU(), mindspore.nn.MaxPool2d(kernel_size=3, stride=2, pad_mode="same")])
+    torch_stem = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 7, stride=2, padding=3, bias=False), torch.nn.BatchNorm2d(8),
+                                     torch.nn.ReLU(), torch.nn.MaxPool2d(kernel_size=3, stride=2, padding=1))
+    return ms_stem, torch_stem
+
+
+def test_the_mindcv_stem_max_pool_becomes_a_small_max_pool_pair(tmp_path):
+    result = _failed(*_stems(), parity.randn((2, 3, 32, 32)), grads=False)
+    path = result.write_repro(tmp_path)
+    text = path.read_text()
+    assert result.repro == str(path) and path.parent.parent == tmp_path
+    assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, render.DATA_FILE])
+    assert "mindspore.nn.MaxPool2d(kernel_size=3, stride=2, pad_mode='same')" in text
+    assert "torch.nn.MaxPool2d(kernel_size=3, stride=2, padding=1)" in text
+    assert len(text.splitlines()) < 60 and (path.parent / render.DATA_FILE).stat().st_size < 100_000
+    with np.load(path.parent / render.DATA_FILE, allow_pickle=False) as data:
+        (shape,) = [data[k].shape for k in data.files]
+    assert shape[0] == 1 and np.prod(shape) < 8 * 16 * 16, shape  # shrunk from (2, 8, 16, 16)
+    assert "shrunk from (2, 8, 16, 16)" in text
+    run = _run_standalone(path, _without_parity(tmp_path))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "AssertionError: output[0]: values differ" in run.stdout
+
+
+def test_a_forward_fault_in_a_batch_norm_carries_its_weights(tmp_path):
+    result = _failed(ms_resnet("bn_eps"), torch_resnet(), parity.randn((2, 3, 8, 8)))
+    path = result.write_repro(tmp_path)
+    text = path.read_text()
+    assert "mindspore.nn.BatchNorm2d(num_features=16, eps=0.1)" in text and "torch.nn.BatchNorm2d(num_features=16" in text
+    assert "COTANGENTS" not in text  # the outputs already differ: no gradients needed
+    with np.load(path.parent / render.DATA_FILE, allow_pickle=False) as data:
+        assert {"ms:gamma", "ms:moving_variance", "pt:weight", "pt:running_var"} <= set(data.files)
+    run = _run_standalone(path, _without_parity(tmp_path))
+    assert run.returncode == 1 and "AssertionError: output[0]: values differ" in run.stdout, run.stdout
+
+
+def test_a_gradient_fault_feeds_back_the_captured_cotangent(tmp_path):
+    # the clamp's custom backward masks its gradient on the MindSpore side only: the outputs agree
+    result = _failed(ms_resnet("custom_bprop"), torch_resnet(), parity.randn((2, 3, 8, 8)))
+    assert result.layers.first("backward")[0].path == "clip"
+    path = result.write_repro(tmp_path)
+    text = path.read_text()
+    assert "cases.faults.models.MSStraightThrough(masked=True)" in text
+    assert "cases.faults.models.TorchStraightThrough()" in text and "and cases.faults.models importable" in text
+    assert "COTANGENTS = [DATA['cotangent[0]']]" in text
+    run = _run_standalone(path, _without_parity(tmp_path, cases=True))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "AssertionError: grad input[0]: values differ" in run.stdout
