@@ -3,18 +3,20 @@ fresh interpreter where parity cannot be imported, and must fail for the check's
 
 from __future__ import annotations
 
+import json
 import os
 import site
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import parity
-from parity.engine import repro as repro_engine
 from parity.engine.repro import render
+from parity.options import PARITY, REPRO
 
 import mindspore
 import torch
@@ -108,3 +110,88 @@ def test_a_gradient_fault_feeds_back_the_captured_cotangent(tmp_path):
     run = _run_standalone(path, _without_parity(tmp_path, cases=True))
     assert run.returncode == 1, run.stdout + run.stderr
     assert "AssertionError: grad input[0]: values differ" in run.stdout
+
+
+def test_a_layer_that_cannot_be_rebuilt_is_refused_with_its_reason_and_nothing_is_left(tmp_path):
+    class Doubled(mindspore.nn.Cell):  # defined in a function: no import path
+        def construct(self, x):
+            return x * 2.0
+
+    class Tripled(torch.nn.Module):
+        def forward(self, x):
+            return x * 3.0
+
+    result = _failed(mindspore.nn.SequentialCell([Doubled()]), torch.nn.Sequential(Tripled()), parity.randn((2, 3)),
+                     grads=False)
+    with pytest.raises(parity.ParityNoRepro) as refused:
+        result.write_repro(tmp_path)
+    message = str(refused.value)
+    assert "'0' cannot be rebuilt standalone: " in message and "is defined in a function, not importable" in message
+    assert "'<root>' cannot be rebuilt standalone: SequentialCell() takes *args" in message
+    assert list(tmp_path.iterdir()) == [] and result.repro is None
+
+
+def test_a_file_that_does_not_fail_is_not_offered(tmp_path, monkeypatch):
+    # the file written builds MindSpore's GELU as PyTorch's (tanh): it passes, so it is refused
+    def agreeing(part, **kwargs):
+        return written(part, **kwargs).replace("mindspore.nn.GELU(approximate=False)", "mindspore.nn.GELU()")
+
+    written = render.file_text
+    monkeypatch.setattr(render, "file_text", agreeing)
+    result = _failed(*_gelus(), parity.randn((4, 8)))
+    with pytest.raises(parity.ParityNoRepro, match=r"the repro of '1' does not reproduce: the standalone file passed "
+                                                   r"where the check failed \(output\[0\]: values differ"):
+        result.write_repro(tmp_path)
+    assert list(tmp_path.iterdir()) == []  # the folder it ran in is gone
+
+
+def _gelus():
+    torch.manual_seed(0)
+    return (mindspore.nn.SequentialCell(mindspore.nn.Dense(8, 8), mindspore.nn.GELU(approximate=False)),
+            torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(approximate="tanh")))
+
+
+INNER = """
+def test_gelu(parity):
+    import mindspore, torch
+
+    torch.manual_seed(0)
+    ms = mindspore.nn.SequentialCell(mindspore.nn.Dense(8, 8), mindspore.nn.GELU(approximate=False))
+    pt = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(approximate="tanh"))
+    parity.check(ms, pt, parity.randn((4, 8)))
+
+
+def test_agrees(parity):
+    import mindspore, torch
+
+    parity.check(mindspore.nn.ReLU(), torch.nn.ReLU(), parity.randn((4, 8)))
+"""
+
+
+def test_the_option_writes_a_folder_per_failing_check_named_in_message_and_records(pytester):
+    pytester.makepyfile(test_inner=INNER)
+    result = pytester.runpytest(PARITY, f"{REPRO.flag}=repros", "--parity-report=records.jsonl", "--junitxml=junit.xml",
+                                "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    (folder,) = (pytester.path / "repros").iterdir()
+    (test_file,) = folder.glob("test_*.py")
+    assert sorted(p.name for p in folder.iterdir()) == sorted([test_file.name, render.DATA_FILE])
+    text = test_file.read_text()
+    assert "mindspore.nn.GELU(approximate=False)" in text and "torch.nn.GELU(approximate='tanh')" in text
+    assert "From test_inner.py::test_gelu (seed 1234)" in text
+    result.stdout.fnmatch_lines([f"*Repro:      {test_file}  (standalone: python -m pytest {test_file})*"])
+    records = [json.loads(line) for line in (pytester.path / "records.jsonl").read_text().splitlines()]
+    by_test = {r["nodeid"]: r for r in records if r["type"] == "check"}
+    assert by_test["test_inner.py::test_gelu"]["repro"] == str(test_file)
+    assert by_test["test_inner.py::test_agrees"]["repro"] is None
+    junit = {case.get("name"): dict((p.get("name"), p.get("value")) for p in case.iter("property"))
+             for case in ET.parse(pytester.path / "junit.xml").iter("testcase")}
+    assert junit["test_gelu"]["parity_repro"] == str(test_file) and "parity_repro" not in junit["test_agrees"]
+
+
+def test_the_option_refuses_a_file(pytester):
+    pytester.makepyfile(test_inner=INNER)
+    pytester.path.joinpath("taken").write_text("")
+    result = pytester.runpytest(PARITY, f"{REPRO.flag}=taken", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{REPRO.flag}: 'taken' is a file; repros are written into a folder*"])

@@ -139,7 +139,13 @@ def capture(source: Source, torch_path: str, ms_path: str, call: int) -> Part:
     inputs, cots = _caught(source, torch_path, call)
     part = Part(torch_path, ms_path, recipes[1], recipes[0], inputs, cots, _params(source.wmap, ms_path, torch_path),
                 _weights(ms_layer, "mindspore"), _weights(torch_layer, "torch"), source.train)
-    _prove(part, ms_layer, torch_layer)
+    try:
+        _prove(part, ms_layer, torch_layer)
+    except CannotRebuild:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the recipe's layer rejects its arguments or the inputs
+        raise CannotRebuild(f"built again, it raised {type(exc).__name__}: {str(exc).strip().splitlines()[0][:200]}") \
+            from None
     return part
 
 
