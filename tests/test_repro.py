@@ -57,30 +57,36 @@ def _run_standalone(path: Path, env: dict) -> subprocess.CompletedProcess:
                           cwd=path.parent, timeout=300)
 
 
-def _stems():
-    """mindcv's ResNet stem (``cases.models.resnet_mindcv``: max-pool ``pad_mode="same"``) and
-    torchvision's (``padding=1``)."""
-    ms_stem = mindspore.nn.SequentialCell([
-        mindspore.nn.Conv2d(3, 8, 7, stride=2, pad_mode="pad", padding=3), mindspore.nn.BatchNorm2d(8),
-        mindspore.nn.ReLU(), mindspore.nn.MaxPool2d(kernel_size=3, stride=2, pad_mode="same")])
-    torch_stem = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 7, stride=2, padding=3, bias=False), torch.nn.BatchNorm2d(8),
-                                     torch.nn.ReLU(), torch.nn.MaxPool2d(kernel_size=3, stride=2, padding=1))
-    return ms_stem, torch_stem
+def _readme_example() -> str:
+    """The README's example under "A standalone repro", as written."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## A standalone repro"):]
+    return section[section.index("```python\n") + len("```python\n"):section.index("```\n", section.index("```python"))]
 
 
-def test_the_mindcv_stem_max_pool_becomes_a_small_max_pool_pair(tmp_path):
-    result = _failed(*_stems(), parity.randn((2, 3, 32, 32)), grads=False)
-    path = result.write_repro(tmp_path)
-    text = path.read_text()
-    assert result.repro == str(path) and path.parent.parent == tmp_path
+def test_the_readme_example_turns_the_mindcv_stem_into_a_small_max_pool_pair(tmp_path, monkeypatch):
+    # mindcv's ResNet stem (max-pool pad_mode="same") against torchvision's (padding=1)
+    monkeypatch.chdir(tmp_path)
+    scope = {}
+    exec(compile(_readme_example(), "README.md", "exec"), scope)
+    path = Path(scope["path"]).resolve()
+    assert path == tmp_path / "repros" / "SequentialCell_3" / "test_SequentialCell_3.py"
+    assert scope["result"].repro == str(scope["path"])
     assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, render.DATA_FILE])
+    assert [p.name for p in tmp_path.iterdir()] == ["repros"] and len(list((tmp_path / "repros").iterdir())) == 1
+    text = path.read_text()
     assert "mindspore.nn.MaxPool2d(kernel_size=3, stride=2, pad_mode='same')" in text
     assert "torch.nn.MaxPool2d(kernel_size=3, stride=2, padding=1)" in text
-    assert len(text.splitlines()) < 60 and (path.parent / render.DATA_FILE).stat().st_size < 100_000
+    size = (path.parent / render.DATA_FILE).stat().st_size
     with np.load(path.parent / render.DATA_FILE, allow_pickle=False) as data:
-        (shape,) = [data[k].shape for k in data.files]
-    assert shape[0] == 1 and np.prod(shape) < 8 * 16 * 16, shape  # shrunk from (2, 8, 16, 16)
-    assert "shrunk from (2, 8, 16, 16)" in text
+        assert data.files == ["input[0]"]  # a max-pool has no weights
+        shape = data["input[0]"].shape
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = len(text.splitlines())
+    assert lines < 60 and size < 100_000
+    # the figures the README gives are this run's
+    assert f"pair of\n{lines} lines with an input of shape `{shape}`, shrunk from `(2, 8, 16, 16)`" in readme
+    assert "shrunk from (2, 8, 16, 16)" in text and size < 1000
     run = _run_standalone(path, _without_parity(tmp_path))
     assert run.returncode == 1, run.stdout + run.stderr
     assert "AssertionError: output[0]: values differ" in run.stdout
@@ -195,3 +201,24 @@ def test_the_option_refuses_a_file(pytester):
     result = pytester.runpytest(PARITY, f"{REPRO.flag}=taken", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{REPRO.flag}: 'taken' is a file; repros are written into a folder*"])
+
+
+def test_the_target_is_a_layer_with_its_own_error_where_the_table_tells_them_apart():
+    from types import SimpleNamespace
+
+    from parity.engine.localize import LayerTable, LayerVerdict
+    from parity.engine.repro import choose_target
+
+    def verdict(path, status, **extra):
+        found = LayerVerdict("forward", path, path, "T", "T", 0, 0.0, 0.0, 0.0, 2.0, 1.0, status=status)
+        for key, value in extra.items():
+            setattr(found, key, value)
+        return found
+
+    plain = LayerTable([verdict("a", "ok"), verdict("b", "FAIL"), verdict("c", "downstream")], [])
+    assert choose_target(plain).path == "b"  # no own errors told apart: the first divergence
+    told = LayerTable([verdict("a", "ok", own_status="ok"), verdict("b", "FAIL", own_status="inherited"),
+                       verdict("c", "downstream", own_status="own")], [])
+    assert choose_target(told).path == "c"
+    backward = LayerTable([verdict("a", "ok")], [SimpleNamespace(path="g", own_status="own")])
+    assert choose_target(backward).path == "g" and choose_target(None) is None

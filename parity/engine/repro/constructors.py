@@ -103,6 +103,10 @@ def _argument(layer, framework: str, param: inspect.Parameter):
     return value
 
 
+def _has_children(layer, framework: str) -> bool:
+    return bool(list(layer.children() if framework == "torch" else layer.cells()))
+
+
 def recipe_of(layer, framework: str) -> Recipe:
     """The recipe of ``layer`` (``framework``: "mindspore" or "torch"), or :class:`CannotRebuild`."""
     cls = type(layer)
@@ -112,10 +116,10 @@ def recipe_of(layer, framework: str) -> Recipe:
         raise CannotRebuild(why)
     kwargs = []
     for param in list(inspect.signature(cls.__init__).parameters.values())[1:]:
-        if param.kind == param.VAR_POSITIONAL:
+        if param.kind == param.VAR_POSITIONAL and _has_children(layer, framework):
             raise CannotRebuild(f"{cls.__qualname__}() takes *{param.name} (a container's layers), which are not "
                                 "recovered from the instance")
-        if param.kind == param.VAR_KEYWORD or param.name in _SKIPPED:
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or param.name in _SKIPPED:
             continue
         value = _argument(layer, framework, param)
         if value is inspect.Parameter.empty or (param.default is not inspect.Parameter.empty and value == param.default

@@ -151,6 +151,7 @@ def run_file(folder: Path, test_file: str, timeout: float, paths=()) -> subproce
     """``pytest test_file`` in ``folder``, on its own: no ini file, conftest or plugin of the
     surrounding project, parity unimportable, on the path only ``paths`` (where the file's user
     modules import from); writing nothing there."""
+    folder = folder.resolve()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "PYTHONPATH")}
     env.update(PYTHONDONTWRITEBYTECODE="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     if paths:
