@@ -161,16 +161,24 @@ INNER = """
 def test_gelu(parity):
     import mindspore, torch
 
-    torch.manual_seed(0)
-    ms = mindspore.nn.SequentialCell(mindspore.nn.Dense(8, 8), mindspore.nn.GELU(approximate=False))
-    pt = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(approximate="tanh"))
-    parity.check(ms, pt, parity.randn((4, 8)))
+    # a pair of single layers: the repro is the pair itself
+    parity.check(mindspore.nn.GELU(approximate=False), torch.nn.GELU(approximate="tanh"), parity.randn((4, 8)))
 
 
 def test_agrees(parity):
     import mindspore, torch
 
     parity.check(mindspore.nn.ReLU(), torch.nn.ReLU(), parity.randn((4, 8)))
+
+
+def test_local(parity):
+    import mindspore, torch
+
+    class Doubled(mindspore.nn.Cell):
+        def construct(self, x):
+            return x * 2.0
+
+    parity.check(Doubled(), torch.nn.Identity(), parity.randn((4, 8)), grads=False)
 """
 
 
@@ -178,7 +186,7 @@ def test_the_option_writes_a_folder_per_failing_check_named_in_message_and_recor
     pytester.makepyfile(test_inner=INNER)
     result = pytester.runpytest(PARITY, f"{REPRO.flag}=repros", "--parity-report=records.jsonl", "--junitxml=junit.xml",
                                 "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=1, failed=2)
     (folder,) = (pytester.path / "repros").iterdir()
     (test_file,) = folder.glob("test_*.py")
     assert sorted(p.name for p in folder.iterdir()) == sorted([test_file.name, render.DATA_FILE])
@@ -189,7 +197,9 @@ def test_the_option_writes_a_folder_per_failing_check_named_in_message_and_recor
     records = [json.loads(line) for line in (pytester.path / "records.jsonl").read_text().splitlines()]
     by_test = {r["nodeid"]: r for r in records if r["type"] == "check"}
     assert by_test["test_inner.py::test_gelu"]["repro"] == str(test_file)
-    assert by_test["test_inner.py::test_agrees"]["repro"] is None
+    assert by_test["test_inner.py::test_agrees"]["repro"] is None and by_test["test_inner.py::test_local"]["repro"] is None
+    result.stdout.fnmatch_lines(["*Repro:      none written: no part of the pair could be written as a standalone "
+                                 "repro: '<root>' cannot be rebuilt standalone: *Doubled is defined in a function*"])
     junit = {case.get("name"): dict((p.get("name"), p.get("value")) for p in case.iter("property"))
              for case in ET.parse(pytester.path / "junit.xml").iter("testcase")}
     assert junit["test_gelu"]["parity_repro"] == str(test_file) and "parity_repro" not in junit["test_agrees"]

@@ -65,10 +65,8 @@ def write_repro(result, directory, *, timeout: float = RUN_TIMEOUT) -> Path:
         raise ParityNoRepro("this result keeps no pair to cut a repro from (only parity.check's failures do, "
                             "without amp=)")
     verdict = choose_target(result.layers)
-    if verdict is None:
-        raise ParityNoRepro("no layer was named as the divergence (layers not compared, or a structural failure)")
-    reasons = []
-    for torch_path, ms_path, call in _candidates(verdict):
+    reasons = []  # where no layer was named (a pair of single layers), the pair itself
+    for torch_path, ms_path, call in _candidates(verdict) if verdict is not None else [("", "", 0)]:
         label = f"'{torch_path or '<root>'}'"
         try:
             part = capture(source, torch_path, ms_path, call)
