@@ -232,3 +232,17 @@ def test_the_target_is_a_layer_with_its_own_error_where_the_table_tells_them_apa
     assert choose_target(told).path == "c"
     backward = LayerTable([verdict("a", "ok")], [SimpleNamespace(path="g", own_status="own")])
     assert choose_target(backward).path == "g" and choose_target(None) is None
+
+
+def test_the_models_are_left_as_they_were_found(tmp_path):
+    ms_cell, torch_module = ms_resnet("bn_eps"), torch_resnet()
+    result = _failed(ms_cell, torch_module, parity.randn((2, 3, 8, 8)), train=True, grads=False)
+    ms_cell.set_train(False)  # flags and statistics as the user holds them after the check
+    torch_module.layer2.train(True)
+    before = ({k: v.clone() for k, v in torch_module.state_dict().items()},
+              {k: p.asnumpy().copy() for k, p in ms_cell.parameters_and_names()})
+    flags = ([m.training for m in torch_module.modules()], [c.training for c in ms_cell.cells()])
+    result.write_repro(tmp_path)
+    assert ([m.training for m in torch_module.modules()], [c.training for c in ms_cell.cells()]) == flags
+    assert all(torch.equal(v, before[0][k]) for k, v in torch_module.state_dict().items())
+    assert all(np.array_equal(p.asnumpy(), before[1][k]) for k, p in ms_cell.parameters_and_names())

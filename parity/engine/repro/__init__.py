@@ -16,7 +16,7 @@ from typing import List, Optional, Tuple
 from ...errors import ParityNoRepro
 from ...judge.envelope import NOISE_FACTOR
 from ...judge.tolerance import resolve
-from .capture import Source, capture, failure_of, kind_of, shrink
+from .capture import Source, as_found, capture, failure_of, kind_of, shrink
 from .constructors import CannotRebuild
 from . import render
 
@@ -64,6 +64,11 @@ def write_repro(result, directory, *, timeout: float = RUN_TIMEOUT) -> Path:
     if source is None:
         raise ParityNoRepro("this result keeps no pair to cut a repro from (only parity.check's failures do, "
                             "without amp=)")
+    with as_found(source):
+        return _cut(result, source, Path(directory), timeout)
+
+
+def _cut(result, source, directory: Path, timeout: float) -> Path:
     verdict = choose_target(result.layers)
     reasons = []  # where no layer was named (a pair of single layers), the pair itself
     for torch_path, ms_path, call in _candidates(verdict) if verdict is not None else [("", "", 0)]:
@@ -84,7 +89,7 @@ def write_repro(result, directory, *, timeout: float = RUN_TIMEOUT) -> Path:
             continue
         part = shrink(part, tol, NOISE_FACTOR, failure)
         failure = failure_of(part, tol, NOISE_FACTOR, backward=part.backward)
-        return _write(result, source, part, Path(directory), tol, tol_source, failure, reasons, timeout)
+        return _write(result, source, part, directory, tol, tol_source, failure, reasons, timeout)
     raise ParityNoRepro("no part of the pair could be written as a standalone repro: " + "; ".join(reasons))
 
 

@@ -5,6 +5,7 @@ did, and the inputs shrunk while the failure persists."""
 from __future__ import annotations
 
 import re
+import contextlib
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
@@ -14,7 +15,7 @@ from . import standalone
 from .constructors import CannotRebuild, Recipe, recipe_of
 from ..localize import Recording
 
-__all__ = ["Source", "Part", "capture", "failure_of", "kind_of", "shrink"]
+__all__ = ["Source", "Part", "as_found", "capture", "failure_of", "kind_of", "shrink"]
 
 
 @dataclass
@@ -56,6 +57,28 @@ class Part:
         ms_layer, torch_layer = self.ms_recipe.build(), self.torch_recipe.build()
         load_weights(ms_layer, torch_layer, self.ms_weights, self.torch_weights, self.train)
         return ms_layer, torch_layer
+
+
+@contextlib.contextmanager
+def as_found(source: Source):
+    """Leave both models as they were: train flags, PyTorch's buffers, MindSpore's parameters
+    that are not trained (the cut runs PyTorch again and the rebuilt layers' checks reload weights)."""
+    import mindspore
+
+    from ...backends import mindspore as msb, torch as tb
+
+    flags = msb.train_flags(source.ms_cell), tb.train_flags(source.torch_module)
+    torch_buffers = tb.buffers(source.torch_module)
+    ms_state = [(param, param.asnumpy().copy()) for _, param in source.ms_cell.parameters_and_names()
+                if not param.requires_grad]
+    try:
+        yield
+    finally:
+        tb.set_buffers(source.torch_module, torch_buffers)
+        for param, value in ms_state:
+            param.set_data(mindspore.Tensor(value, dtype=param.dtype))
+        for restore in flags:
+            restore()
 
 
 def load_weights(ms_layer, torch_layer, ms_weights, torch_weights, train) -> None:
