@@ -96,7 +96,8 @@ def test_a_forward_fault_in_a_batch_norm_carries_its_weights(tmp_path):
     result = _failed(ms_resnet("bn_eps"), torch_resnet(), parity.randn((2, 3, 8, 8)))
     path = result.write_repro(tmp_path)
     text = path.read_text()
-    assert "mindspore.nn.BatchNorm2d(num_features=16, eps=0.1)" in text and "torch.nn.BatchNorm2d(num_features=16" in text
+    assert "mindspore.nn.BatchNorm2d(num_features=16, eps=0.1)" in text
+    assert "torch.nn.BatchNorm2d(num_features=16" in text
     assert "COTANGENTS" not in text  # the outputs already differ: no gradients needed
     with np.load(path.parent / render.DATA_FILE, allow_pickle=False) as data:
         assert {"ms:gamma", "ms:moving_variance", "pt:weight", "pt:running_var"} <= set(data.files)
@@ -197,7 +198,8 @@ def test_the_option_writes_a_folder_per_failing_check_named_in_message_and_recor
     records = [json.loads(line) for line in (pytester.path / "records.jsonl").read_text().splitlines()]
     by_test = {r["nodeid"]: r for r in records if r["type"] == "check"}
     assert by_test["test_inner.py::test_gelu"]["repro"] == str(test_file)
-    assert by_test["test_inner.py::test_agrees"]["repro"] is None and by_test["test_inner.py::test_local"]["repro"] is None
+    assert by_test["test_inner.py::test_agrees"]["repro"] is None
+    assert by_test["test_inner.py::test_local"]["repro"] is None
     result.stdout.fnmatch_lines(["*Repro:      none written: no part of the pair could be written as a standalone "
                                  "repro: '<root>' cannot be rebuilt standalone: *Doubled is defined in a function*"])
     junit = {case.get("name"): dict((p.get("name"), p.get("value")) for p in case.iter("property"))

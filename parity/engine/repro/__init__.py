@@ -115,7 +115,8 @@ def _write(result, source, part, directory: Path, tol, tol_source, failure, reas
         if run.returncode != 1 or kind_of(failure) not in out:
             tail = " | ".join(out.strip().splitlines()[-3:])
             raise ParityNoRepro(f"the repro of {_where(part)} does not reproduce: the standalone file fails "
-                                f"otherwise than with '{kind_of(failure)}' (exit {run.returncode}: {tail}); none written")
+                                f"otherwise than with '{kind_of(failure)}' (exit {run.returncode}: {tail}); "
+                                "none written")
 
     folder = render.write_folder(directory, name, files, check=reproduces)
     result.repro = str(folder / test_file)

@@ -148,7 +148,8 @@ def _caught(source: Source, torch_path: str, call: int):
         if "inputs" not in kept:
             raise CannotRebuild(f"PyTorch's '{torch_path}' made no call {call + 1} in one more pass")
         if kept["keywords"]:
-            raise CannotRebuild(f"'{torch_path}' is called with keyword arguments; a repro feeds positional inputs only")
+            raise CannotRebuild(f"'{torch_path}' is called with keyword arguments; a repro feeds positional "
+                                "inputs only")
         if source.grads:
             side.backward(_cotangents(side, source.seed), [])
     cots = kept.get("cots")
@@ -256,7 +257,8 @@ def shrink(part: Part, tol, noise_factor: float, failure: str, budget: int = 40)
         while budget > 0 and part.inputs[0].shape[dim] > 1:
             budget -= 1
             smaller = _cut(part, dim, 1 if dim == 0 else part.inputs[0].shape[dim] // 2, tol, noise_factor)
-            if smaller is None or kind_of(failure_of(smaller, tol, noise_factor, backward=part.backward)) != kind_of(failure):
+            found = failure_of(smaller, tol, noise_factor, backward=part.backward) if smaller is not None else ""
+            if kind_of(found) != kind_of(failure) or not found:
                 break
             part = smaller
     if [a.shape for a in part.inputs] != original:
@@ -279,7 +281,8 @@ def _cut(part: Part, dim: int, size: int, tol, noise_factor):
     if len(shapes) != len(part.cotangents) or any(len(s) != c.ndim or any(n > m for n, m in zip(s, c.shape))
                                                   for s, c in zip(shapes, part.cotangents)):
         return None
-    smaller.cotangents = [np.ascontiguousarray(c[tuple(slice(0, n) for n in s)]) for s, c in zip(shapes, part.cotangents)]
+    smaller.cotangents = [np.ascontiguousarray(c[tuple(slice(0, n) for n in s)])
+                          for s, c in zip(shapes, part.cotangents)]
     return smaller
 
 

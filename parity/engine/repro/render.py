@@ -91,7 +91,8 @@ def file_text(part: Part, *, tol, tol_source: str, noise_factor: float, case: st
     lines += [f"import {module}" for module in user]
     lines += ["", f"RTOL, ATOL = {tol.rtol!r}, {tol.atol!r}  # {tol_source}",
               f"NOISE_FACTOR = {noise_factor!r}  # and this many times PyTorch's own distance from float64",
-              f"TRAIN = {part.train!r}", f'DATA = np.load(pathlib.Path(__file__).with_name("{DATA_FILE}"), allow_pickle=False)',
+              f"TRAIN = {part.train!r}",
+              f'DATA = np.load(pathlib.Path(__file__).with_name("{DATA_FILE}"), allow_pickle=False)',
               f"INPUTS = [{', '.join(f'DATA[{k!r}]' for k in (f'input[{i}]' for i in range(len(part.inputs))))}]"]
     extra = ""
     if part.backward:

@@ -35,7 +35,8 @@ def ms_pass(cell, inputs, cotangents, params):
     import mindspore
 
     named = dict(cell.parameters_and_names())
-    out, vjp = mindspore.vjp(cell, *[mindspore.Tensor(a) for a in inputs], weights=[named[m] for m, _ in params] or None)
+    weights = [named[m] for m, _ in params] or None
+    out, vjp = mindspore.vjp(cell, *[mindspore.Tensor(a) for a in inputs], weights=weights)
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
     found = {f"output[{i}]": o.asnumpy() for i, o in enumerate(outs)}
     if cotangents:
@@ -70,7 +71,7 @@ def torch_pass(module, inputs, cotangents, params, float64=False):
 
 
 def judge(name, ms, pt, pt64, rtol, atol, noise_factor):
-    """Fail where MindSpore's ``ms`` lies beyond the tolerance plus noise_factor x PyTorch's own distance from float64."""
+    """Fail where MindSpore's ``ms`` lies beyond the tolerance plus noise_factor x PyTorch's distance from float64."""
     assert ms.shape == pt.shape, f"{name}: shapes differ: MindSpore {ms.shape} vs PyTorch {pt.shape}"
     ref = pt.astype(np.float64)
     diff = np.abs(ms.astype(np.float64) - ref)
