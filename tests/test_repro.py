@@ -248,3 +248,24 @@ def test_the_models_are_left_as_they_were_found(tmp_path):
     assert ([m.training for m in torch_module.modules()], [c.training for c in ms_cell.cells()]) == flags
     assert all(torch.equal(v, before[0][k]) for k, v in torch_module.state_dict().items())
     assert all(np.array_equal(p.asnumpy(), before[1][k]) for k, p in ms_cell.parameters_and_names())
+
+
+def test_the_carried_passes_name_gradients_alike_on_both_sides():
+    from parity.engine.repro import standalone
+
+    torch.manual_seed(0)
+    linear, dense = torch.nn.Linear(3, 2), mindspore.nn.Dense(3, 2)
+    dense.weight.set_data(mindspore.Tensor(linear.weight.detach().numpy()))
+    dense.bias.set_data(mindspore.Tensor(linear.bias.detach().numpy()))
+    x, cot = np.random.default_rng(0).standard_normal((2, 4, 3), dtype=np.float32), np.ones((2, 4, 2), np.float32)
+    params = [("weight", "weight"), ("bias", "bias")]
+    ms = standalone.ms_pass(dense, [x], [cot], params)
+    pt = standalone.torch_pass(linear, [x], [cot], params)
+    pt64 = standalone.torch_pass(linear, [x], [cot], params, float64=True)
+    assert sorted(ms) == sorted(pt) == sorted(pt64) == ["grad bias", "grad input[0]", "grad weight", "output[0]"]
+    for name in pt:
+        standalone.judge(name, ms[name], pt[name], pt64[name], 1.3e-6, 1e-5, 2.0)
+    np.testing.assert_allclose(pt["grad bias"], cot.sum(axis=(0, 1)))
+    with pytest.raises(AssertionError, match=r"grad weight: values differ at 6 of 6 elements"):
+        standalone.judge("grad weight", ms["grad weight"] + 1.0, pt["grad weight"], pt64["grad weight"], 1.3e-6,
+                         1e-5, 2.0)
