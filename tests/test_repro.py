@@ -269,3 +269,33 @@ def test_the_carried_passes_name_gradients_alike_on_both_sides():
     with pytest.raises(AssertionError, match=r"grad weight: values differ at 6 of 6 elements"):
         standalone.judge("grad weight", ms["grad weight"] + 1.0, pt["grad weight"], pt64["grad weight"], 1.3e-6,
                          1e-5, 2.0)
+
+
+@pytest.mark.parametrize("framework, layer, call", [
+    ("torch", lambda: torch.nn.Conv2d(3, 4, 3, padding=(1, 2), bias=False),
+     "torch.nn.Conv2d(in_channels=3, out_channels=4, kernel_size=(3, 3), padding=(1, 2), bias=False)"),
+    ("torch", lambda: torch.nn.Linear(3, 4), "torch.nn.Linear(in_features=3, out_features=4)"),
+    ("mindspore", lambda: mindspore.nn.Conv2d(3, 4, 3, pad_mode="pad", padding=(0, 2, 1, 1)),
+     "mindspore.nn.Conv2d(in_channels=3, out_channels=4, kernel_size=(3, 3), pad_mode='pad', padding=(0, 2, 1, 1))"),
+    ("mindspore", lambda: mindspore.nn.BatchNorm2d(4, momentum=0.8),
+     "mindspore.nn.BatchNorm2d(num_features=4, momentum=0.8)"),
+    ("mindspore", lambda: mindspore.nn.GELU(approximate=False), "mindspore.nn.GELU(approximate=False)"),
+    ("mindspore", lambda: mindspore.nn.MaxPool2d(3, 2, pad_mode="same"),
+     "mindspore.nn.MaxPool2d(kernel_size=3, stride=2, pad_mode='same')"),
+])
+def test_a_framework_layer_is_written_as_its_class_and_the_arguments_it_keeps(framework, layer, call):
+    from parity.engine.repro.constructors import recipe_of
+
+    recipe = recipe_of(layer(), framework)
+    assert recipe.call == call and recipe.builtin
+    rebuilt = recipe.build()
+    assert type(rebuilt) is type(layer()) and recipe_of(rebuilt, framework) == recipe
+
+
+def test_a_container_or_an_argument_not_kept_cannot_be_rebuilt():
+    from parity.engine.repro.constructors import CannotRebuild, recipe_of
+
+    with pytest.raises(CannotRebuild, match=r"Sequential\(\) takes \*args \(a container's layers\)"):
+        recipe_of(torch.nn.Sequential(torch.nn.ReLU()), "torch")
+    with pytest.raises(CannotRebuild, match="argument 'activation' is kept as a ReLU, which a file cannot write"):
+        recipe_of(mindspore.nn.Dense(3, 4, activation="relu"), "mindspore")

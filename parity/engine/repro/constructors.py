@@ -88,10 +88,11 @@ def _importable(module: str, qualname: str, cls) -> str:
 
 def _argument(layer, framework: str, param: inspect.Parameter):
     """The value of one constructor argument, read back from the instance (``inspect._empty``: the default)."""
-    kept = _MS_KEPT_OTHERWISE.get((type(layer).__name__, param.name)) if framework == "mindspore" else None
+    kept = next((_MS_KEPT_OTHERWISE[(k.__name__, param.name)] for k in type(layer).__mro__
+                 if (k.__name__, param.name) in _MS_KEPT_OTHERWISE), None) if framework == "mindspore" else None
     if kept is not None:
         return kept(layer)
-    if param.name not in vars(layer) and not isinstance(getattr(type(layer), param.name, None), property):
+    if not _kept(layer, param.name):
         if param.default is inspect.Parameter.empty:
             raise CannotRebuild(f"{type(layer).__qualname__}() takes {param.name!r}, which the instance does not keep")
         return inspect.Parameter.empty
@@ -101,6 +102,24 @@ def _argument(layer, framework: str, param: inspect.Parameter):
     if framework == "mindspore" and param.name == "pad_mode" and isinstance(value, str):
         value = value.lower()
     return value
+
+
+def _kept(layer, name: str) -> bool:
+    """Whether the instance keeps ``name``: as an attribute, a property, or a registered parameter
+    (PyTorch keeps ``bias=None`` among its parameters, not in the instance's ``__dict__``)."""
+    stores = ("_parameters", "_buffers", "_modules", "_params", "_cells")  # PyTorch's, then MindSpore's
+    registered = (getattr(layer, key, None) or {} for key in stores)
+    return (name in vars(layer) or isinstance(getattr(type(layer), name, None), property)
+            or any(name in found for found in registered))
+
+
+def _is_default(value, default) -> bool:
+    """``value`` is what the constructor would take anyway (``(1, 1)`` for a default stride of 1 too)."""
+    if default is inspect.Parameter.empty:
+        return False
+    if isinstance(value, tuple) and len(value) > 1 and isinstance(default, int) and not isinstance(default, bool):
+        return all(type(v) is int and v == default for v in value)
+    return type(value) is type(default) and value == default
 
 
 def _has_children(layer, framework: str) -> bool:
@@ -122,8 +141,7 @@ def recipe_of(layer, framework: str) -> Recipe:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or param.name in _SKIPPED:
             continue
         value = _argument(layer, framework, param)
-        if value is inspect.Parameter.empty or (param.default is not inspect.Parameter.empty and value == param.default
-                                                and type(value) is type(param.default)):
+        if value is inspect.Parameter.empty or _is_default(value, param.default):
             continue
         if not _is_literal(value):
             raise CannotRebuild(f"{cls.__qualname__}() argument {param.name!r} is kept as a "
