@@ -299,3 +299,44 @@ def test_a_container_or_an_argument_not_kept_cannot_be_rebuilt():
         recipe_of(torch.nn.Sequential(torch.nn.ReLU()), "torch")
     with pytest.raises(CannotRebuild, match="argument 'activation' is kept as a ReLU, which a file cannot write"):
         recipe_of(mindspore.nn.Dense(3, 4, activation="relu"), "mindspore")
+
+
+SCALED = '''
+import mindspore
+import torch
+
+
+class MSScaled(mindspore.nn.Cell):
+    def __init__(self, factor=1.0):
+        super().__init__()
+        self.factor = factor
+        self.dense = mindspore.nn.Dense(4, 4, activation="relu")  # its activation is no literal argument
+
+    def construct(self, x):
+        return self.dense(x) * self.factor
+
+
+class TorchScaled(torch.nn.Module):
+    def __init__(self, factor=1.0):
+        super().__init__()
+        self.factor = factor
+        self.dense = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.nn.functional.leaky_relu(self.dense(x), 0.1) * self.factor
+'''
+
+
+def test_a_layer_that_cannot_be_rebuilt_gives_way_to_its_enclosing_module_and_the_file_says_so(tmp_path, monkeypatch):
+    (tmp_path / "scaled_pair.py").write_text(SCALED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    scaled_pair = __import__("scaled_pair")
+    result = _failed(scaled_pair.MSScaled(2.0), scaled_pair.TorchScaled(2.0), parity.randn((3, 4)), grads=False)
+    assert result.layers.first("forward")[0].path == "dense"
+    path = result.write_repro(tmp_path / "repros")
+    text = path.read_text()
+    assert "scaled_pair.MSScaled(factor=2.0)" in text and "scaled_pair.TorchScaled(factor=2.0)" in text
+    assert ("Smaller parts were not used: 'dense' cannot be rebuilt standalone: Dense() argument 'activation' is kept "
+            "as a ReLU, which a file cannot write as a literal") in text
+    with np.load(path.parent / render.DATA_FILE, allow_pickle=False) as data:
+        assert {"ms:dense.weight", "pt:dense.weight"} <= set(data.files)
