@@ -92,11 +92,20 @@ def test_the_readme_example_turns_the_mindcv_stem_into_a_small_max_pool_pair(tmp
     assert "AssertionError: output[0]: values differ" in run.stdout
 
 
-def test_a_forward_fault_in_a_batch_norm_carries_its_weights(tmp_path):
-    result = _failed(ms_resnet("bn_eps"), torch_resnet(), parity.randn((2, 3, 8, 8)))
+def test_a_forward_fault_in_a_batch_norm_in_training_carries_its_weights_and_leaves_the_models_be(tmp_path):
+    ms_cell, torch_module = ms_resnet("bn_eps"), torch_resnet()
+    result = _failed(ms_cell, torch_module, parity.randn((2, 3, 8, 8)), train=True)
+    ms_cell.set_train(False)  # flags and statistics as the user holds them after the check
+    torch_module.eval().layer2.train(True)
+    before = ({k: v.clone() for k, v in torch_module.state_dict().items()},
+              {k: p.asnumpy().copy() for k, p in ms_cell.parameters_and_names()})
+    flags = ([m.training for m in torch_module.modules()], [c.training for c in ms_cell.cells()])
     path = result.write_repro(tmp_path)
+    assert ([m.training for m in torch_module.modules()], [c.training for c in ms_cell.cells()]) == flags
+    assert all(torch.equal(v, before[0][k]) for k, v in torch_module.state_dict().items())
+    assert all(np.array_equal(p.asnumpy(), before[1][k]) for k, p in ms_cell.parameters_and_names())
     text = path.read_text()
-    assert "mindspore.nn.BatchNorm2d(num_features=16, eps=0.1)" in text
+    assert "mindspore.nn.BatchNorm2d(num_features=16, eps=0.1)" in text and "TRAIN = True" in text
     assert "torch.nn.BatchNorm2d(num_features=16" in text
     assert "COTANGENTS" not in text  # the outputs already differ: no gradients needed
     with np.load(path.parent / render.DATA_FILE, allow_pickle=False) as data:
@@ -234,20 +243,6 @@ def test_the_target_is_a_layer_with_its_own_error_where_the_table_tells_them_apa
     assert choose_target(told).path == "c"
     backward = LayerTable([verdict("a", "ok")], [SimpleNamespace(path="g", own_status="own")])
     assert choose_target(backward).path == "g" and choose_target(None) is None
-
-
-def test_the_models_are_left_as_they_were_found(tmp_path):
-    ms_cell, torch_module = ms_resnet("bn_eps"), torch_resnet()
-    result = _failed(ms_cell, torch_module, parity.randn((2, 3, 8, 8)), train=True, grads=False)
-    ms_cell.set_train(False)  # flags and statistics as the user holds them after the check
-    torch_module.layer2.train(True)
-    before = ({k: v.clone() for k, v in torch_module.state_dict().items()},
-              {k: p.asnumpy().copy() for k, p in ms_cell.parameters_and_names()})
-    flags = ([m.training for m in torch_module.modules()], [c.training for c in ms_cell.cells()])
-    result.write_repro(tmp_path)
-    assert ([m.training for m in torch_module.modules()], [c.training for c in ms_cell.cells()]) == flags
-    assert all(torch.equal(v, before[0][k]) for k, v in torch_module.state_dict().items())
-    assert all(np.array_equal(p.asnumpy(), before[1][k]) for k, p in ms_cell.parameters_and_names())
 
 
 def test_the_carried_passes_name_gradients_alike_on_both_sides():
