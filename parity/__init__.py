@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from ._moved import install as _install_moved
-from .errors import ParityError, ParityInternalError, ParityMismatch, ParityUnsupported, ParityUsageError
+from .errors import ParityError, ParityInternalError, ParityMismatch, ParityNoRepro, ParityUnsupported, ParityUsageError
 from .engine.case import TRANSLATE, ParityCase, Training
 from .judge.tolerance import Tolerance
 
 __all__ = [
     "check", "constant", "transfer_weights", "Result", "WeightReport", "ParityCase",
     "Tolerance", "randn", "uniform", "randint",
-    "ParityError", "ParityMismatch", "ParityUsageError", "ParityUnsupported", "ParityInternalError",
+    "ParityError", "ParityMismatch", "ParityUsageError", "ParityUnsupported", "ParityInternalError", "ParityNoRepro",
     "translate", "TRANSLATE", "check_training", "TrainingResult", "Training", "plot_training",
     "fuse", "transpose", "reshape", "convert_checkpoint", "ConversionReport", "compare_dumps", "DumpComparison",
     "check_data_parallel", "DataParallelResult", "amp", "Amp", "check_generation", "GenerationResult",

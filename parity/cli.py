@@ -131,7 +131,8 @@ def _run_one(path, variant, args) -> str:
     nodeid = f"{path}::{variant.id}"
     settings = Settings(seed=opts.parse_seed(args.parity_seed, opts.SEED.flag), mode=args.parity_mode,
                         device=args.parity_device, case=nodeid, location=f"{path}:{case.line}",
-                        reproduce=f"pytest {nodeid} {opts.PARITY}")
+                        reproduce=f"pytest {nodeid} {opts.PARITY}",
+                        repro_dir=opts.parse_repro_dir(args.parity_repro, opts.REPRO.flag, Path.cwd()))
     try:
         ms_cell, torch_module = build(case, device=args.parity_device, seed=settings.resolved_seed)
         result = variant.run(ms_cell, torch_module, settings)

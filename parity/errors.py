@@ -5,11 +5,14 @@
 * :class:`ParityMismatch`: the frameworks disagree. An ``AssertionError``, so pytest shows it
   as a test failure.
 * :class:`ParityInternalError`: parity itself broke. Please report it.
+
+:class:`ParityNoRepro` says why no standalone repro of a mismatch could be written.
 """
 
 from __future__ import annotations
 
-__all__ = ["ParityError", "ParityUsageError", "ParityUnsupported", "ParityMismatch", "ParityInternalError"]
+__all__ = ["ParityError", "ParityUsageError", "ParityUnsupported", "ParityMismatch", "ParityInternalError",
+           "ParityNoRepro"]
 
 
 class ParityError(Exception):
@@ -46,3 +49,9 @@ class ParityInternalError(ParityError, RuntimeError):
             f"{message}\nThis is a bug in pytest-parity, not in your case; please report it "
             "with the full traceback."
         )
+
+
+class ParityNoRepro(ParityError):
+    """No standalone repro of a mismatch was written (``Result.write_repro``): no part of the pair
+    could be rebuilt on its own, none failed on its own, or the file written did not fail as the
+    check did. The message says which; nothing is left on disk."""

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional, Tuple
 
 from .errors import ParityUsageError
 
-__all__ = ["Option", "OPTIONS", "PARITY", "SEED", "MODE", "DEVICE", "parse_seed"]
+__all__ = ["Option", "OPTIONS", "PARITY", "SEED", "MODE", "DEVICE", "REPRO", "parse_seed", "parse_repro_dir"]
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,10 @@ MODE = Option("--parity-mode", "parity_mode", "MindSpore execution mode: pynativ
 DEVICE = Option("--parity-device", "parity_device",
                 "device for both sides: CPU, GPU (torch cuda) or Ascend (torch npu) (default CPU)",
                 choices=("CPU", "GPU", "Ascend"), default="CPU")
-OPTIONS = (SEED, MODE, DEVICE)
+REPRO = Option("--parity-repro", "parity_repro",
+               "write a standalone repro (a test file and a data file) of each failing check into its own folder "
+               "under DIR", metavar="DIR")
+OPTIONS = (SEED, MODE, DEVICE, REPRO)
 
 
 def parse_seed(value, where: str) -> Optional[int]:
@@ -42,3 +46,16 @@ def parse_seed(value, where: str) -> Optional[int]:
     if seed < 0 or seed >= 2**63:
         raise ParityUsageError(f"{where}: seed must be between 0 and 2**63 - 1, got {seed}")
     return seed
+
+
+def parse_repro_dir(value, where: str, base: Path) -> Optional[str]:
+    """The folder repros are written under (``value``, relative to ``base``), or None when not
+    given; ``where`` names the source of a bad one. It need not exist yet."""
+    if value is None:
+        return None
+    if not str(value).strip():
+        raise ParityUsageError(f"{where}: expected a folder, got an empty path")
+    path = base / value
+    if path.exists() and not path.is_dir():
+        raise ParityUsageError(f"{where}: {value!r} is a file; repros are written into a folder")
+    return str(path)

@@ -1,4 +1,5 @@
-"""The README's examples, run as written (the fixture example is in test_plugin.py)."""
+"""The README's examples, run as written (the fixture example is in test_plugin.py, the standalone
+repro's in test_repro.py)."""
 
 import pytest
 import torch

@@ -23,6 +23,7 @@ from .causes import failure_causes, map_pair_weights, refuse_unsupported_dtype
 from .inputs import materialize, per_side_inputs
 from .outputs import nothing_compared, outputs_compared
 from .passes import Passes
+from .repro import Source, offer
 from .result import Result
 
 __all__ = ["Settings", "Constant", "run_check", "DEFAULT_SEED", "MODES", "DEVICES"]
@@ -57,6 +58,7 @@ class Settings:
     location: str = ""
     reproduce: str = ""  # command prefix; the seed is appended
     verbose: int = 0  # pytest -v count: 2 and more show every layer
+    repro_dir: Optional[str] = None  # where a failure writes its standalone repro (--parity-repro)
 
     @property
     def resolved_seed(self) -> int:
@@ -210,9 +212,21 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
         causes = failure_causes(ms_cell, torch_module, result, settings.device, modes[-1])
         if spec is not None:
             causes = _amp_causes(result, spec) + causes
-        raise ParityMismatch(report.failure_message(result, likely_causes=causes, verbose=settings.verbose),
-                             result, causes)
+        else:
+            result.repro_source = Source(ms_cell, torch_module, torch_data, chain, seed, train, grads, settings.device,
+                                         wmap, restore, settings.case)
+        message = report.failure_message(result, likely_causes=causes, verbose=settings.verbose)
+        if settings.repro_dir is not None:
+            message = _with_line(message, offer(result, settings.repro_dir))
+        raise ParityMismatch(message, result, causes)
     return result
+
+
+def _with_line(message: str, line: str) -> str:
+    """``line`` before the message's ``Reproduce:`` line (at its end where it has none)."""
+    lines = message.splitlines()
+    at = next((i for i, text in enumerate(lines) if text.startswith("Reproduce:")), len(lines))
+    return "\n".join(lines[:at] + [line] + lines[at:])
 
 
 def _amp_pair(ms_cell, torch_module, spec):

@@ -70,11 +70,22 @@ class Result(Verdicts):
     device_setup: Optional[object] = None  # parity.judge.devices.DeviceSetup: where both sides ran
     # parity.amp.PrecisionRow per layer of a mixed-precision check (amp=...) whose layers were captured
     precisions: Optional[list] = None
+    repro: Optional[str] = None  # the standalone repro's test file, once written (write_repro)
+    # parity.engine.repro.Source: the pair as checked, kept by a failed check for write_repro
+    repro_source: Optional[object] = field(default=None, repr=False, compare=False)
 
     @property
     def passed(self) -> bool:
         return not self.problem and all(c.passed for c in self.comparisons)
 
+    def write_repro(self, directory, *, timeout: float = 180.0):
+        """Write a standalone repro of this failed check into a new folder under ``directory``: a
+        test file and one data file reproducing the divergence of its smallest failing part with
+        MindSpore, PyTorch, numpy and pytest alone. Returns the test file's path (also kept in
+        ``repro``); raises :class:`parity.ParityNoRepro` saying why where none can be written."""
+        from .repro import write_repro
+
+        return write_repro(self, directory, timeout=timeout)
 
     def __getitem__(self, name: str) -> Comparison:
         """The comparison named ``name`` (e.g. ``"output"``, ``"input[0]"``, ``"conv.weight"``)."""

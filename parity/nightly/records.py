@@ -234,6 +234,7 @@ def _result_fields(result) -> Dict[str, Any]:
         "inputs": result.batches if training else result.inputs,
         "notes": list(result.notes),
         "reproduce": result.reproduce or None,
+        "repro": getattr(result, "repro", None),  # the standalone repro's test file (--parity-repro)
     }
 
 
@@ -252,7 +253,7 @@ def check_record(*, nodeid: str, case: str, call: str, index: int, device: str, 
         "pair": None, "train": None, "modes": [], "seed": seed, "reference": None, "worst_margin": None,
         "problem": None, "tensors": [], "first_divergence": None, "layers": None, "training": None,
         "data_parallel": None, "generation": None, "shapes": None, "signature": None, "weights": None, "inputs": None, "notes": [], "reproduce": None,
-        "device_setup": None,
+        "repro": None, "device_setup": None,
     }
     if result is not None:
         record.update(_result_fields(result))

@@ -66,11 +66,11 @@ def pytest_configure(config):
             config.pluginmanager.register(_ReportWriter(config), "parity-report")
         if getattr(config.option, "xmlpath", None):
             config.pluginmanager.register(_WholeJunitMessages(config), "parity-junit")
-    if config.getoption(opts.SEED.dest) is not None:
-        try:
-            opts.parse_seed(config.getoption(opts.SEED.dest), opts.SEED.flag)
-        except ParityUsageError as exc:
-            raise pytest.UsageError(str(exc)) from None
+    try:
+        opts.parse_seed(config.getoption(opts.SEED.dest), opts.SEED.flag)
+        opts.parse_repro_dir(config.getoption(opts.REPRO.dest), opts.REPRO.flag, config.invocation_params.dir)
+    except ParityUsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_collect_file(file_path: Path, parent):

@@ -30,8 +30,10 @@ def settings_for(config, nodeid: str, location: str, tolerances=()) -> Settings:
         command.append(f"{opts.MODE.flag}={mode}")
     if device != "CPU":
         command.append(f"{opts.DEVICE.flag}={device}")
+    repro_dir = opts.parse_repro_dir(config.getoption(opts.REPRO.dest), opts.REPRO.flag, config.invocation_params.dir)
     return Settings(seed=seed, mode=mode, device=device, tolerances=tuple(tolerances), case=nodeid,
-                    location=location, reproduce=shlex.join(command), verbose=config.get_verbosity())
+                    location=location, reproduce=shlex.join(command), verbose=config.get_verbosity(),
+                    repro_dir=repro_dir)
 
 
 def _short_failure(excinfo):

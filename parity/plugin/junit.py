@@ -15,7 +15,7 @@ from ..nightly.records import CHECKS_KEY
 __all__ = ["PROPERTIES", "properties", "whole_failure_message"]
 
 PROPERTIES = ("parity_seed", "parity_worst_margin", "parity_mode", "parity_device", "parity_first_divergent_layer",
-              "parity_likely_cause")
+              "parity_likely_cause", "parity_repro")
 
 
 def _unique(values: Iterable) -> List:
@@ -37,8 +37,9 @@ def _first_layer(record: Dict) -> str:
 
 def properties(records: List[Dict]) -> List[Tuple[str, str]]:
     """One test's JUnit properties from its check records: its seeds, modes and devices, the
-    worst margin over its checks, and the first divergent layer and likely causes of its first
-    failing check (where those exist; one property per likely cause)."""
+    worst margin over its checks, the first divergent layer and likely causes of its first
+    failing check (where those exist; one property per likely cause), and each failing check's
+    standalone repro (``--parity-repro``)."""
     if not records:
         return []
     margins = [r["worst_margin"] for r in records if r["worst_margin"] is not None]
@@ -55,6 +56,7 @@ def properties(records: List[Dict]) -> List[Tuple[str, str]]:
         if layer:
             found.append(("parity_first_divergent_layer", layer))
         found += [("parity_likely_cause", cause) for cause in failing[0]["likely_causes"]]
+        found += [("parity_repro", r["repro"]) for r in failing if r.get("repro")]
     return found
 
 
