@@ -257,7 +257,7 @@ def test_summary_counts_and_convertible_share(tmp_path):
 
 
 def test_json_report(tmp_path, capsys):
-    folder = _write(tmp_path, {"net.py": NET, "pkg/other.py": "import torch\nx = torch.zeros(2)\n"})
+    folder = _write(tmp_path, {"net.py": NET, "pkg/other.py": "import torch\nx = torch.bernoulli(y)\n"})
     assert main(["scan", str(folder), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["schema"] == 1 and data["device"] == "CPU" and data["files"] == 2
@@ -267,8 +267,8 @@ def test_json_report(tmp_path, capsys):
     assert conv["first"] == f"{folder / 'net.py'}:16" and conv["locations"][0]["how"] == "call"
     assert conv["family"] == "nn" and conv["status"] == "fix"
     assert any(m["id"] == "conv2d-has-bias-default" and m["applies"] == "yes" and m["fix"] for m in conv["mismatches"])
-    zeros = next(a for a in data["apis"] if a["api"] == "torch.zeros")
-    assert zeros["first"] == f"{folder / 'pkg' / 'other.py'}:2" and zeros["status"] == "unknown"
+    unknown = next(a for a in data["apis"] if a["api"] == "torch.bernoulli")
+    assert unknown["first"] == f"{folder / 'pkg' / 'other.py'}:2" and unknown["status"] == "unknown"
     assert data == as_json(scan(folder))
 
 

@@ -1,0 +1,170 @@
+"""The call table's second part (``parity.translation.tensors`` and ``.einsum``) and attention's
+masks and grouped heads, row by row against PyTorch through ``parity.check``: forward, input and
+parameter gradients, and the running statistics ``F.batch_norm`` updates in train mode."""
+
+from __future__ import annotations
+
+import mindspore
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import parity
+from parity.translation import functions
+from parity.translation.einsum import einsum
+from parity.translation.graph import GraphForward
+
+
+class Made(torch.nn.Module):
+    """Tensors made in forward, with PyTorch's default dtypes, and comparisons and casts as methods."""
+
+    def forward(self, x):
+        n = 6  # a constant: a symbolic trace cannot size a tensor by a traced shape
+        positions = torch.arange(n)  # int64
+        scaled = torch.arange(0, n, 2, dtype=torch.float32) / n + torch.arange(0.0, n / 2)
+        causal = torch.ones(n, n).triu(1).bool() | torch.zeros(n, n, dtype=torch.bool)
+        scores = torch.where(causal, torch.finfo(torch.float32).min, x[..., None] * x[..., None, :])
+        count = torch.cumsum((x > 0).long(), dim=-1) + positions.cumsum(0)
+        filled = torch.full_like(x, 2.0) + torch.zeros_like(x) + torch.ones_like(x) + x.new_zeros(x.shape) \
+            + x.new_ones((1, n)) + x.new_full((1, n), 0.5)
+        flags = x.gt(0).float() + x.lt(0.5).float() + x.eq(x).float() + x.ne(0).float() + x.ge(0).double().float()
+        picked = torch.where(x > 0, x, 0.0) + torch.where(x < 0, 1.0, 0.0) + x.tril().sum() + x.triu(1).sum()
+        return scores.softmax(-1) * scaled.sum(), count.float() * x, filled * x + flags, picked, \
+            torch.logical_not(causal).float().sum(-1)
+
+
+class Select(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.table = torch.nn.Parameter(torch.randn(7, 4))
+
+    def forward(self, x, index):
+        gathered = torch.gather(x, 1, index) + x.gather(-1, index)
+        rows = torch.index_select(self.table, 0, index[0]) + self.table.index_select(0, index[1])
+        repeated = torch.repeat_interleave(x, 2, dim=1) + x.repeat_interleave(2, 1)
+        rolled = torch.roll(x, shifts=(1, -2), dims=(0, 1)) + x.roll(3, 1) + torch.roll(x, 5)
+        flipped = torch.flip(x, [0, 1]) + x.flip(1)
+        largest = x.max(dim=1).values + torch.max(x, -1, keepdim=True)[0].squeeze(-1) + x.min(1)[0]
+        return gathered, rows, repeated, rolled + flipped, largest + torch.max(x) + torch.maximum(x, -x).sum(), \
+            x.argmax(-1).float() + torch.argmax(x, 1).float(), torch.unflatten(x, 1, (2, 3)).neg()
+
+
+class Products(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(4, 5) / 2)
+        self.heads = torch.nn.Parameter(torch.randn(2, 3, 4) / 2)
+
+    def forward(self, a, b, v):
+        return (torch.einsum("bij,bjk->bik", a, b), torch.einsum("bik,kl", a @ b, self.weight),
+                torch.einsum("...ij,...jk->...ik", a, b), torch.einsum("hdk,bhqk->bhqd", self.heads, a[:, None]),
+                torch.einsum("i,j->ij", v, v), torch.einsum("bij->j", a), torch.einsum("bij,bij->b", a, a),
+                torch.einsum("ij,jk,kl->il", a[0], b[0], self.weight), torch.einsum("bij->bji", a),
+                torch.baddbmm(a @ b, a, b, beta=0.5, alpha=2) + (a @ b).baddbmm(a, b), torch.outer(v, v) + v.outer(v))
+
+
+class Norms(torch.nn.Module):
+    """timm's BatchNormAct2d, GroupNorm and normalize as functions of the Module's parameters."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(1 + torch.randn(6) / 5)
+        self.bias = torch.nn.Parameter(torch.randn(6) / 5)
+        self.register_buffer("running_mean", torch.randn(6) / 5)
+        self.register_buffer("running_var", 1 + torch.rand(6))
+
+    def forward(self, x):
+        normed = F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, self.training, 0.1, 1e-5)
+        flat = F.batch_norm(x.flatten(2), self.running_mean, self.running_var, None, None, self.training, 0.2)
+        grouped = F.group_norm(x, 3, self.weight, self.bias, 1e-5) + F.group_norm(x, 2)
+        return normed, flat, grouped + F.normalize(x, dim=1) + F.normalize(x.flatten(1), p=2.0, dim=-1).view(x.shape)
+
+
+class Attention(torch.nn.Module):
+    """Grouped-query attention, boolean and additive masks with rows that may attend to nothing."""
+
+    def forward(self, q, k, v, additive):
+        keep = torch.ones(5, 5, dtype=torch.bool).tril()
+        keep[0] = False  # the first query attends to nothing: PyTorch gives zeros
+        grouped = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+        masked = F.scaled_dot_product_attention(q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1), attn_mask=keep)
+        added = F.scaled_dot_product_attention(q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1),
+                                               attn_mask=additive)
+        causal = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        return grouped, masked, added, causal
+
+
+def _additive_mask():
+    mask = np.zeros((5, 5), np.float32)
+    mask[np.triu_indices(5, 1)] = -np.inf
+    mask[2] = -np.inf
+    return mask
+
+
+INDEX = np.array([[0, 5, 2, 2, 1, 3], [4, 4, 0, 1, 5, 2]], dtype=np.int64)
+
+
+@pytest.mark.parametrize("module, inputs", [
+    (Made(), parity.randn((2, 6))),
+    (Select(), (parity.randn((2, 6)), INDEX)),
+    (Products(), (parity.randn((2, 3, 4)), parity.randn((2, 4, 4)), parity.randn((4,)))),
+    (Norms(), parity.randn((2, 6, 3, 3))),
+    (Attention(), (parity.randn((2, 4, 5, 8)), parity.randn((2, 2, 5, 8)), parity.randn((2, 2, 5, 8)),
+                   _additive_mask())),
+], ids=lambda v: type(v).__name__ if isinstance(v, torch.nn.Module) else "")
+def test_rows_match_pytorch(module, inputs):
+    torch.manual_seed(0)
+    cell = parity.translate(module.eval())
+    assert isinstance(cell, GraphForward)
+    result = parity.check(cell, module, inputs)
+    assert result.passed, str(result)
+
+
+def test_batch_norm_in_train_mode_updates_the_running_statistics_as_pytorch():
+    torch.manual_seed(0)
+    module = Norms().train()
+    cell = parity.translate(module)
+    x = np.random.default_rng(0).standard_normal((4, 6, 3, 3)).astype(np.float32)
+    expected = [t.detach().numpy() for t in module(torch.from_numpy(x))]
+    got = [t.asnumpy() for t in cell(mindspore.Tensor(x))]
+    for e, g in zip(expected, got):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
+    moved = module.running_mean.numpy()  # updated twice (two calls in forward), as in PyTorch
+    np.testing.assert_allclose(cell.running_mean.asnumpy(), moved, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(cell.running_var.asnumpy(), module.running_var.numpy(), rtol=1e-6, atol=1e-7)
+    assert not np.allclose(moved, Norms().running_mean.numpy())  # the statistics did move
+
+
+@pytest.mark.parametrize("equation, shapes", [
+    ("ii->i", [(3, 3)]), ("ij,jk", [(2, 3)]),
+])
+def test_einsum_refuses_what_it_cannot_write_out(equation, shapes):
+    operands = [mindspore.Tensor(np.ones(s, np.float32)) for s in shapes]
+    with pytest.raises(TypeError, match="einsum"):
+        einsum(equation, *operands)
+
+
+def test_einsum_broadcasts_an_ellipsis_of_size_one():
+    a = np.random.default_rng(1).standard_normal((1, 3, 2, 4)).astype(np.float32)
+    b = np.random.default_rng(2).standard_normal((5, 1, 4, 2)).astype(np.float32)
+    got = einsum("...ij,...jk->...ik", mindspore.Tensor(a), mindspore.Tensor(b)).asnumpy()
+    np.testing.assert_allclose(got, np.einsum("...ij,...jk->...ik", a, b), rtol=1e-5, atol=1e-6)
+
+
+def test_forms_without_a_translation_are_refused_by_name():
+    class Nonzero(torch.nn.Module):
+        def forward(self, x):
+            return torch.where(x > 0)[0].float()
+
+    with pytest.raises(parity.ParityUnsupported, match=r"torch\.where.*indices of the true elements"):
+        parity.translate(Nonzero())(mindspore.Tensor(np.ones((3,), np.float32)))
+
+
+def test_the_new_rows_are_in_the_table():
+    for name in ("torch.einsum", "torch.nn.functional.batch_norm", "torch.nn.functional.group_norm", "torch.roll",
+                 "torch.arange", "torch.where", "torch.cumsum", "torch.gather", "torch.repeat_interleave",
+                 "torch.baddbmm"):
+        assert functions._resolve(name) is not None and name in functions.FUNCTIONS, name
+    for name in ("new_zeros", "cumsum", "gather", "repeat_interleave", "roll", "triu", "tril", "long", "baddbmm"):
+        assert name in functions.METHODS and hasattr(torch.Tensor, name), name
