@@ -168,3 +168,73 @@ def test_the_new_rows_are_in_the_table():
         assert functions._resolve(name) is not None and name in functions.FUNCTIONS, name
     for name in ("new_zeros", "cumsum", "gather", "repeat_interleave", "roll", "triu", "tril", "long", "baddbmm"):
         assert name in functions.METHODS and hasattr(torch.Tensor, name), name
+
+
+# --- functions kept out of traces with torch.fx.wrap: traced into when called -----------------
+
+torch.fx.wrap("_padded_mask")
+torch.fx.wrap("_untranslatable")
+
+
+def _padded_mask(x, window: int):
+    """Branches on the input's shape and assigns items, as torchvision's Swin helpers do."""
+    length = x.shape[1]
+    pad = (window - length % window) % window
+    if pad > 0:
+        x = F.pad(x, (0, 0, 0, pad))
+    mask = x.new_zeros((x.shape[1],))
+    mask[length:] = 1.0
+    return x * (1 - mask)[None, :, None], x[:, 1::2] + x[:, 0::2]
+
+
+def _untranslatable(x):
+    return torch.bernoulli(x)
+
+
+class Windows(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return _padded_mask(self.fc(x), 4)
+
+
+def test_a_wrapped_function_is_traced_into_for_each_shape_it_gets():
+    from parity.translation.wrapped import _CALLS
+
+    torch.manual_seed(0)
+    module = Windows()
+    cell = parity.translate(module)
+    for length in (5, 8):  # padded by 3, and not at all: one trace each
+        result = parity.check(cell, module, parity.randn((2, length, 4)))
+        assert result.passed, str(result)
+    traces = _CALLS[id(_padded_mask)].programs
+    assert sorted(key[0][0][1] for key in traces) == [(2, 5, 4), (2, 8, 4)]
+
+
+def test_an_untranslated_call_inside_a_wrapped_function_is_named_with_its_line():
+    class Calls(torch.nn.Module):
+        def forward(self, x):
+            return _untranslatable(x)
+
+    import inspect
+
+    line = inspect.getsourcelines(_untranslatable)[1] + 1
+    cell = parity.translate(Calls())
+    with pytest.raises(parity.ParityUnsupported,
+                       match=rf"_untranslatable calls what has no MindSpore translation: torch\.bernoulli at "
+                             rf".*test_translate_calls\.py:{line}"):
+        cell(mindspore.Tensor(np.ones((2, 3), np.float32)))
+
+
+def test_strided_slices_and_rolls_have_gradients_on_cpu():
+    """MindSpore's backward of x[:, 1::2] and of narrow fails on CPU; the adapters avoid both."""
+
+    class Strided(torch.nn.Module):
+        def forward(self, x):
+            return x[:, 1::2, 0::2] * 2 + x[..., 1::2, :, 1::3].sum(), torch.roll(x, (1, 2), (1, 2))
+
+    torch.manual_seed(0)
+    result = parity.check(parity.translate(Strided()), Strided(), parity.randn((2, 4, 6, 3)))
+    assert result.passed, str(result)

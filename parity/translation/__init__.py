@@ -47,7 +47,7 @@ the frameworks at the top of a module. May import: the backends, the weights and
 from __future__ import annotations
 
 from ..errors import ParityInternalError, ParityUsageError
-from . import activation, attention, conv, linear, loss, norm, pool, recurrent, shape  # noqa: F401  (register)
+from . import activation, attention, conv, linear, loss, norm, pool, recurrent, shape, wrapped  # noqa: F401  (register)
 from ._registry import Context, translated_names
 from .modules import translate_module
 

@@ -37,7 +37,7 @@ import importlib
 import math
 import operator
 import sys
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import mindspore as ms
 import numpy as np
@@ -539,6 +539,9 @@ METHODS.update(tensors.METHODS)
 
 _INPLACE_OPERATORS = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
                       operator.itruediv: operator.truediv, operator.imatmul: operator.matmul}
+# Asked, in order, for a call_function target the table does not hold: ``(adapter, validator)`` or None
+# (:mod:`.wrapped` registers the one for ``torch.fx.wrap``ped functions).
+FALLBACKS: List[Callable[[Callable], Optional[Tuple[Callable, Optional[Callable]]]]] = []
 _BY_ID: Dict[int, Tuple[Callable, Optional[Callable]]] = {}
 _UNRESOLVED = set(FUNCTIONS)
 
@@ -578,6 +581,10 @@ def function_for(target) -> Optional[Tuple[Callable, Optional[Callable]]]:
         return _INPLACE_OPERATORS[target], None
     if _python(target):
         return target, None
+    for fallback in FALLBACKS:
+        found = fallback(target)
+        if found is not None:
+            return found
     return None
 
 

@@ -14,7 +14,10 @@ What each adapter closes, as read from mindspore 2.10 on CPU:
   bool tensor is int64, as in PyTorch. ``where`` with a Python number takes the tensor's dtype
   (float32 for a float number against an integer tensor), as PyTorch's type promotion does.
 * ``ops.roll`` and ``ops.einsum`` have no CPU kernel (``The kernel Roll unregistered``): ``roll`` is two
-  slices joined, ``einsum`` is written out in :mod:`.einsum`.
+  splits joined, ``einsum`` is written out in :mod:`.einsum`.
+* The backward of a slice with a step that starts past 0 (``x[:, 1::2]``, Swin's patch merging) and
+  of ``ops.narrow`` fails on CPU (``StridedSliceGrad``: ``input memory out of bounds``): indexing
+  takes such slices with ``gather``, ``roll`` splits.
 * ``F.batch_norm`` goes through the ``BatchNorm`` primitive ``nn.BatchNorm2d`` uses, whose
   ``momentum`` is PyTorch's (the weight of the new batch; ``nn.BatchNorm2d`` takes the other
   convention, known mismatch ``batchnorm2d-momentum-convention``) and which updates the running
@@ -138,6 +141,31 @@ def index_select(input, dim, index):
     return ops.gather(input, index, dim)
 
 
+def getitem(obj, index):
+    """``x[index]``; on a tensor, a slice with a step (``x[..., 1::2, 0::2, :]``) is taken with
+    ``gather`` first: MindSpore's backward of such a slice fails on CPU (``StridedSliceGrad``:
+    ``input memory out of bounds``) unless it starts at 0, and so does ``narrow``'s."""
+    if not isinstance(obj, ms.Tensor):
+        return obj[index]
+    items = index if isinstance(index, tuple) else (index,)
+    if not any(isinstance(i, slice) and i.step not in (None, 1) for i in items) or \
+            any(not isinstance(i, (slice, int, type(None), type(Ellipsis))) or isinstance(i, bool) for i in items):
+        return obj[index]
+    consuming = sum(1 for i in items if i is not None and i is not Ellipsis)
+    axis, plain = 0, []
+    for item in items:
+        if item is Ellipsis:
+            axis += obj.ndim - consuming
+        elif isinstance(item, slice) and item.step not in (None, 1):
+            picked = list(range(*item.indices(obj.shape[axis])))
+            obj = ops.gather(obj, ms.Tensor(picked, ms.int64), axis)
+            item = slice(None)
+        if item is not None and item is not Ellipsis:
+            axis += 1
+        plain.append(item)
+    return obj[tuple(plain)]
+
+
 # --- scans, repeats, rolls ------------------------------------------------------------------
 
 def cumsum(input, dim, *, dtype=None):
@@ -165,9 +193,9 @@ def roll(input, shifts, dims=None):
     for shift, dim in zip(shifts, dims):
         length = input.shape[dim]
         shift = shift % length if length else 0
-        if shift:
-            input = ops.cat((ops.narrow(input, dim, length - shift, shift), ops.narrow(input, dim, 0, length - shift)),
-                            dim)
+        if shift:  # split, not narrow: narrow's backward fails on CPU (StridedSliceGrad)
+            kept, moved = ops.split(input, [length - shift, shift], dim)
+            input = ops.cat((moved, kept), dim)
     return input
 
 
@@ -294,7 +322,7 @@ FUNCTIONS = {
     "torch.max": _extreme("max"), "torch.min": _extreme("min"), "torch.argmax": argmax,
     "torch.logical_not": ops.logical_not, "torch.logical_and": ops.logical_and, "torch.logical_or": ops.logical_or,
     "torch.nn.functional.batch_norm": batch_norm, "torch.nn.functional.group_norm": group_norm,
-    "torch.nn.functional.normalize": normalize, "torch.unflatten": unflatten,
+    "torch.nn.functional.normalize": normalize, "torch.unflatten": unflatten, "operator.getitem": getitem,
 }
 
 METHODS = {
