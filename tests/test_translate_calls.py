@@ -22,7 +22,8 @@ class Made(torch.nn.Module):
     def forward(self, x):
         n = 6  # a constant: a symbolic trace cannot size a tensor by a traced shape
         positions = torch.arange(n)  # int64
-        scaled = torch.arange(0, n, 2, dtype=torch.float32) / n + torch.arange(0.0, n / 2)
+        scaled = torch.arange(0, n, 2, dtype=torch.float32) / n + torch.arange(0.0, n / 2) + torch.tensor([1.0, 2, 3]) \
+            * torch.tensor([1, 0, 2]) + torch.tensor(0.5, dtype=torch.float32)
         causal = torch.ones(n, n).triu(1).bool() | torch.zeros(n, n, dtype=torch.bool)
         scores = torch.where(causal, torch.finfo(torch.float32).min, x[..., None] * x[..., None, :])
         count = torch.cumsum((x > 0).long(), dim=-1) + positions.cumsum(0)
@@ -30,8 +31,10 @@ class Made(torch.nn.Module):
             + x.new_ones((1, n)) + x.new_full((1, n), 0.5)
         flags = x.gt(0).float() + x.lt(0.5).float() + x.eq(x).float() + x.ne(0).float() + x.ge(0).double().float()
         picked = torch.where(x > 0, x, 0.0) + torch.where(x < 0, 1.0, 0.0) + x.tril().sum() + x.triu(1).sum()
+        steps = torch.diff(x, dim=-1) + x.diff(n=2, prepend=x[:, :1]) + torch.diff((x > 0).long(), dim=1).float()
+        flags = flags + torch.all(x > -9).float() + torch.any(x > 0, dim=-1, keepdim=True).float()
         return scores.softmax(-1) * scaled.sum(), count.float() * x, filled * x + flags, picked, \
-            torch.logical_not(causal).float().sum(-1)
+            torch.logical_not(causal).float().sum(-1), steps
 
 
 class Select(torch.nn.Module):

@@ -3,13 +3,17 @@ layers as functions of :mod:`.functions`: tensors made in ``forward`` (``arange`
 ``zeros``, ``full_like``, ``new_zeros``), selection (``where``, ``gather``, ``index_select``),
 scans and repeats (``cumsum``, ``repeat_interleave``, ``roll``, ``flip``), products (``einsum``,
 ``baddbmm``, ``outer``), comparisons and casts as methods, and the functional norms
-(``F.batch_norm``, ``F.group_norm``, ``F.normalize``). :mod:`.functions` merges :data:`FUNCTIONS`
+(``F.batch_norm``, ``F.group_norm``, ``F.normalize``). The list is what a runtime capture of
+``forward`` (``parity scan --module``) showed LLaMA, Qwen2, GPT-2, BERT, T5, BART, CLIP, ViT and
+wav2vec2 (transformers 4.57.1), torchvision's ViT and Swin and timm's EfficientNet calling: masks
+(``torch.all``, ``torch.diff`` of position ids, ``torch.tensor``), rotary tables, grouped heads. :mod:`.functions` merges :data:`FUNCTIONS`
 and :data:`METHODS` into its tables; the same conventions hold (PyTorch's argument names and
 defaults; in-place forms computed out of place).
 
 What each adapter closes, as read from mindspore 2.10 on CPU:
 
-* Made tensors take PyTorch's default dtypes: ``arange`` of ints is int64, of any float float32;
+* Made tensors take PyTorch's default dtypes: ``arange`` of ints is int64, of any float float32
+  (``torch.tensor`` of Python numbers likewise);
   ``ones``/``zeros``/``full`` float32; ``new_*`` the receiver's dtype. ``cumsum`` of an integer or
   bool tensor is int64, as in PyTorch. ``where`` with a Python number takes the tensor's dtype
   (float32 for a float number against an integer tensor), as PyTorch's type promotion does.
@@ -32,6 +36,7 @@ from __future__ import annotations
 import collections
 
 import mindspore as ms
+import numpy as np
 from mindspore import ops
 
 from .einsum import einsum
@@ -73,6 +78,15 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device
     numbers = [v.item() if isinstance(v, ms.Tensor) else v for v in (start, end, step)]
     floats = any(isinstance(v, float) for v in numbers)
     return ops.arange(*numbers, dtype=_dtype(dtype, ms.float32 if floats else ms.int64))
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """``torch.tensor`` of Python numbers: float32 where any is a float, int64 for ints, bool for bools."""
+    if isinstance(data, ms.Tensor):
+        return data.astype(_dtype(dtype, data.dtype))
+    array = np.array(data)
+    default = ms.bool_ if array.dtype == np.bool_ else ms.float32 if array.dtype.kind == "f" else ms.int64
+    return ms.Tensor(array, _dtype(dtype, default))
 
 
 def ones(*size, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
@@ -298,6 +312,16 @@ def all_(input, dim=None, keepdim=False):
     return ops.all(input, dim, keepdim)
 
 
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    if prepend is not None or append is not None:
+        input = ops.cat([t for t in (prepend, input, append) if t is not None], dim)
+    for _ in range(n):
+        length = input.shape[dim]
+        later, earlier = ops.split(input, [1, length - 1], dim)[1], ops.split(input, [length - 1, 1], dim)[0]
+        input = ops.logical_xor(later, earlier) if input.dtype == ms.bool_ else later - earlier
+    return input
+
+
 def unflatten(input, dim, sizes):
     dim = dim % input.ndim
     return ops.reshape(input, tuple(input.shape[:dim]) + tuple(sizes) + tuple(input.shape[dim + 1:]))
@@ -323,6 +347,7 @@ FUNCTIONS = {
     "torch.logical_not": ops.logical_not, "torch.logical_and": ops.logical_and, "torch.logical_or": ops.logical_or,
     "torch.nn.functional.batch_norm": batch_norm, "torch.nn.functional.group_norm": group_norm,
     "torch.nn.functional.normalize": normalize, "torch.unflatten": unflatten, "operator.getitem": getitem,
+    "torch.all": all_, "torch.any": any_, "torch.diff": diff, "torch.tensor": tensor,
 }
 
 METHODS = {
@@ -333,5 +358,5 @@ METHODS = {
     "all": all_, "unflatten": unflatten, "triu": ops.triu, "tril": ops.tril, "long": _cast(ms.int64),
     "int": _cast(ms.int32), "bool": _cast(ms.bool_), "double": _cast(ms.float64), "clone": clone,
     "detach": detach, "logical_not": ops.logical_not, "eq": _binary("eq"), "ne": _binary("ne"),
-    "lt": _binary("lt"), "le": _binary("le"), "gt": _binary("gt"), "ge": _binary("ge"),
+    "lt": _binary("lt"), "le": _binary("le"), "gt": _binary("gt"), "ge": _binary("ge"), "diff": diff,
 }
