@@ -241,3 +241,46 @@ def test_strided_slices_and_rolls_have_gradients_on_cpu():
     torch.manual_seed(0)
     result = parity.check(parity.translate(Strided()), Strided(), parity.randn((2, 4, 6, 3)))
     assert result.passed, str(result)
+
+
+# --- transformers' own attention helpers, traced -------------------------------------------------
+
+class LlamaAttentionCore(torch.nn.Module):
+    """transformers' LLaMA attention from the projections on, with its own functions: rotary
+    tables (``inv_freq``, ``cat(freqs, freqs)``), ``apply_rotary_pos_emb`` (``rotate_half``),
+    ``repeat_kv`` for grouped heads, a causal mask with a left pad filled with float32's smallest
+    value, softmax in float32; and the same through ``F.scaled_dot_product_attention`` with GQA."""
+
+    def __init__(self):
+        super().__init__()
+        from cases.models.zoo_compat import import_quietly
+
+        self.llama = import_quietly("transformers.models.llama.modeling_llama")
+        self.q_proj, self.k_proj = torch.nn.Linear(16, 16, bias=False), torch.nn.Linear(16, 8, bias=False)
+        self.v_proj = torch.nn.Linear(16, 8, bias=False)
+        self.register_buffer("inv_freq", 1.0 / (10000 ** (torch.arange(0, 4, 2, dtype=torch.int64).float() / 4)),
+                             persistent=False)
+
+    def forward(self, x, position_ids):
+        q = self.q_proj(x).view(2, 5, 4, 4).transpose(1, 2)
+        k, v = (p(x).view(2, 5, 2, 4).transpose(1, 2) for p in (self.k_proj, self.v_proj))
+        freqs = (self.inv_freq[None, :, None].float().expand(2, -1, 1) @ position_ids[:, None, :].float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        q, k = self.llama.apply_rotary_pos_emb(q, k, emb.cos(), emb.sin())
+        keys, values = self.llama.repeat_kv(k, 2), self.llama.repeat_kv(v, 2)
+        allowed = torch.ones(5, 5, dtype=torch.bool).tril()[None, None] & (position_ids >= 0)[:, None, None, :]
+        mask = torch.zeros(2, 1, 5, 5).masked_fill(~allowed, torch.finfo(torch.float32).min)
+        scores = torch.matmul(q, keys.transpose(2, 3)) * 4 ** -0.5 + mask
+        weights = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        eager = torch.matmul(weights, values)
+        fused = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, enable_gqa=True)
+        return eager.transpose(1, 2).reshape(2, 5, 16), fused
+
+
+def test_transformers_rotary_and_grouped_attention_helpers_translate():
+    torch.manual_seed(0)
+    module = LlamaAttentionCore().eval()
+    positions = np.array([[-1, 0, 1, 2, 3], [0, 1, 2, 3, 4]], dtype=np.int64)  # the first row left-padded
+    cell = parity.translate(module)
+    result = parity.check(cell, module, (parity.randn((2, 5, 16)), positions))
+    assert result.passed, str(result)

@@ -359,4 +359,5 @@ METHODS = {
     "int": _cast(ms.int32), "bool": _cast(ms.bool_), "double": _cast(ms.float64), "clone": clone,
     "detach": detach, "logical_not": ops.logical_not, "eq": _binary("eq"), "ne": _binary("ne"),
     "lt": _binary("lt"), "le": _binary("le"), "gt": _binary("gt"), "ge": _binary("ge"), "diff": diff,
+    "__and__": _binary("and"), "__or__": _binary("or"), "__xor__": _binary("xor"),
 }
