@@ -63,3 +63,9 @@ def test_the_computed_weight_is_not_a_parameter_of_the_cell():
     assert "weight" not in dict(cell.parameters_and_names())
     out = cell(mindspore.Tensor(np.ones((1, 3), np.float32)))
     assert out.shape == (1, 2)
+
+
+def test_graph_mode_is_refused_before_anything_runs():
+    module = weight_norm(torch.nn.Linear(3, 2))
+    with pytest.raises(parity.ParityUnsupported, match="WeightNormedDense sets its weight, computed from g and v"):
+        parity.check(parity.translate(module), module, parity.randn((2, 3)), ms_mode="graph")

@@ -65,7 +65,11 @@ def _norm_except(v, dim):
 
 
 class _WeightNormed:
-    """Mixed into the translated layer's class: sets ``weight`` = g * v / ||v|| before its construct."""
+    """Mixed into the translated layer's class: sets ``weight`` = g * v / ||v|| before its construct.
+    PYNATIVE mode only (``parity_pynative_only``, which ``check`` reads before running in GRAPH mode)."""
+
+    parity_pynative_only = ("sets its weight, computed from g and v, as a Python attribute before each call, "
+                            "which MindSpore's GRAPH compiler cannot compile")
 
     def construct(self, *args, **kwargs):
         g, v = self._weight_norm_originals()
