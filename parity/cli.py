@@ -2,7 +2,7 @@
 
     parity list [PATH ...]
     parity run [PATH ...] [-k TEXT] [--parity-seed N] [--parity-mode MODE] [--parity-device DEV] [--plot DIR]
-    parity scan PATH [--json] [--device CPU|GPU|Ascend] [--module PKG.MOD:FACTORY --input-shape N,C,H,W]
+    parity scan PATH [--json] [--device CPU|GPU|Ascend] [--module PKG.MOD:FACTORY --input-shape N,C,H,W | --input-int SHAPE:LOW:HIGH]
     parity convert SRC DST (--cell PKG.MOD:FACTORY | --module PKG.MOD:FACTORY) [--name-map FILE] [--allow-missing]
                    [--allow-cast] [--force]
     parity report RUN.jsonl [RUN2.jsonl ...] [--baseline DIR] [--html OUT.html] [--markdown OUT.md] [--save-baseline DIR]
@@ -89,6 +89,9 @@ def _scan_parser(commands) -> None:
                       "torch functions and Tensor methods it calls (imports torch)")
     scan.add_argument("--input-shape", metavar="N,C,H,W", default=None,
                       help="the shape of the random float32 input for --module")
+    scan.add_argument("--input-int", metavar="SHAPE:LOW:HIGH", default=None,
+                      help="instead of --input-shape: a random int64 input for --module (token ids), e.g. 2,16:0:128 "
+                      "for shape 2x16 with values in [0, 128)")
 
 
 def _scan(args) -> int:
@@ -98,12 +101,18 @@ def _scan(args) -> int:
     from .tools.scan.report import as_json, text
 
     runtime = ()
-    if args.module is not None or args.input_shape is not None:
-        from .tools.scan.runtime import capture, parse_shape
+    if args.module is not None or args.input_shape is not None or args.input_int is not None:
+        from .tools.scan.runtime import capture, parse_int_input, parse_shape
 
-        if args.module is None or args.input_shape is None:
-            raise ParityUsageError("parity scan: --module and --input-shape go together")
-        runtime = capture(args.module, parse_shape(args.input_shape))
+        if args.input_shape is not None and args.input_int is not None:
+            raise ParityUsageError("parity scan: give --input-shape or --input-int, not both")
+        if args.module is None or args.input_shape is None and args.input_int is None:
+            raise ParityUsageError("parity scan: --module and --input-shape (or --input-int) go together")
+        if args.input_int is not None:
+            shape, low, high = parse_int_input(args.input_int)
+            runtime = capture(args.module, shape, int_range=(low, high))
+        else:
+            runtime = capture(args.module, parse_shape(args.input_shape))
     report = scan(args.path, device=args.device, runtime=runtime, runtime_module=args.module)
     print(json.dumps(as_json(report), indent=2) if args.json else text(report))
     return 0

@@ -16,7 +16,8 @@ import torch
 
 from parity.cli import main
 from parity.tools.scan.scanner import scan
-from parity.tools.scan.source import TENSOR_METHODS, find_uses
+from parity.tools.scan.source import SHARED_METHODS, TENSOR_METHODS, UNSEEN, find_uses
+from parity.translation.functions import METHODS
 from parity.tools.scan.report import as_json, text
 from parity.tools.scan.status import translation_tables
 
@@ -99,9 +100,47 @@ def test_tensor_methods_are_inferred_by_name_only_where_unambiguous():
     uses = _by_api(find_uses(NET, "net.py")[0])
     for method in ("permute", "contiguous", "view"):
         assert uses[f"torch.Tensor.{method}"][0].how == "tensor method (inferred)"
-    assert "torch.Tensor.size" not in uses and "torch.Tensor.flatten" not in uses  # ambiguous: other types have them
+    for method in ("size", "flatten", "split"):  # ambiguous: other types have them; recorded as not seen
+        assert {u.how for u in uses.get(f"torch.Tensor.{method}", [])} <= {UNSEEN}, method
     assert "torch.Tensor.norm" not in uses  # np.linalg.norm: the receiver is an imported module
-    assert "torch.Tensor.split" not in uses
+
+
+def test_the_shared_method_list_is_what_it_claims():
+    """Every name is a Tensor method some other type has too, and every such name of the
+    translation table is on it (so the table adds only names no other type has)."""
+    others = (torch.nn.Module, list, dict, str, set, bytes, tuple, np.ndarray)
+    assert all(callable(getattr(torch.Tensor, m, None)) for m in SHARED_METHODS)
+    assert not SHARED_METHODS & TENSOR_METHODS
+    assert all(any(hasattr(o, m) for o in others) for m in SHARED_METHODS)
+    named = {m for m in METHODS if not m.startswith("__")}  # operators' dunders: never written as x.__and__(y)
+    assert {m for m in named if any(hasattr(o, m) for o in others)} <= SHARED_METHODS | TENSOR_METHODS
+
+
+LLAMA_LIKE = """import torch
+
+
+def rms(x, weight):
+    dtype = x.dtype
+    x = x.to(torch.float32)
+    x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+    return weight * x.to(dtype) * x.cos() + x.sin().reshape(x.shape) + x.erfinv()
+"""
+
+
+def test_translated_methods_no_other_type_has_are_counted_and_shared_ones_reported(tmp_path, capsys):
+    path = _write(tmp_path, {"llama.py": LLAMA_LIKE})
+    assert main(["scan", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    apis = {a["api"]: a for a in data["apis"]}
+    for method in ("pow", "cos", "sin"):  # in the translation table, and no other type's
+        assert apis[f"torch.Tensor.{method}"]["inferred"] and apis[f"torch.Tensor.{method}"]["status"] == "as-is"
+    assert "torch.Tensor.to" not in apis and "torch.Tensor.erfinv" not in apis
+    assert data["summary"]["not_seen"] == {"calls": 4, "methods": {"to": 2, "mean": 1, "reshape": 1},
+                                           "untranslated": []}
+    assert main(["scan", str(path)]) == 0
+    assert ("Not seen: 4 calls x.name(...) of Tensor methods other types share (to 2, mean 1, reshape 1): a static "
+            "scan cannot tell their receivers, so the figure leaves them out; --module records those that run"
+            ) in capsys.readouterr().out
 
 
 def test_the_tensor_method_list_is_what_it_claims():
@@ -257,7 +296,7 @@ def test_summary_counts_and_convertible_share(tmp_path):
 
 
 def test_json_report(tmp_path, capsys):
-    folder = _write(tmp_path, {"net.py": NET, "pkg/other.py": "import torch\nx = torch.zeros(2)\n"})
+    folder = _write(tmp_path, {"net.py": NET, "pkg/other.py": "import torch\nx = torch.bernoulli(y)\n"})
     assert main(["scan", str(folder), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["schema"] == 1 and data["device"] == "CPU" and data["files"] == 2
@@ -267,8 +306,8 @@ def test_json_report(tmp_path, capsys):
     assert conv["first"] == f"{folder / 'net.py'}:16" and conv["locations"][0]["how"] == "call"
     assert conv["family"] == "nn" and conv["status"] == "fix"
     assert any(m["id"] == "conv2d-has-bias-default" and m["applies"] == "yes" and m["fix"] for m in conv["mismatches"])
-    zeros = next(a for a in data["apis"] if a["api"] == "torch.zeros")
-    assert zeros["first"] == f"{folder / 'pkg' / 'other.py'}:2" and zeros["status"] == "unknown"
+    unknown = next(a for a in data["apis"] if a["api"] == "torch.bernoulli")
+    assert unknown["first"] == f"{folder / 'pkg' / 'other.py'}:2" and unknown["status"] == "unknown"
     assert data == as_json(scan(folder))
 
 
@@ -370,8 +409,48 @@ def test_runtime_capture_finds_what_the_static_scan_misses(runtime_module, capsy
     assert "torch.Tensor.sum" not in apis and "torch.Tensor.backward" not in apis  # parity's backward pass
 
 
+TOKEN_NET = '''import torch
+
+
+class Tokens(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(128, 8)
+
+    def forward(self, ids):
+        positions = torch.cumsum(torch.ones_like(ids), dim=1)
+        return self.embed(ids).sum(-1) * positions.to(torch.float32)
+
+
+def make():
+    return Tokens()
+'''
+
+
+def test_runtime_capture_takes_integer_inputs(tmp_path, monkeypatch, capsys):
+    """A token-id model runs on int64 ids in the range given; a float input would fail its Embedding."""
+    name = f"scan_token_net_{tmp_path.name}"
+    (tmp_path / f"{name}.py").write_text(TOKEN_NET, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        assert main(["scan", f"{name}.py", "--module", f"{name}:make", "--input-int", "2,16:0:128", "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        apis = {a["api"]: a for a in data["apis"]}
+        assert apis["torch.cumsum"]["runtime_calls"] == 1 and apis["torch.Tensor.to"]["runtime_calls"] == 1
+        assert data["summary"]["not_seen"]["methods"] == {}  # .to(...) and .sum(-1) ran: seen, not guessed
+        assert apis["torch.nn.Embedding"]["runtime_calls"] == 1
+        assert main(["scan", f"{name}.py", "--module", f"{name}:make", "--input-shape", "2,16"]) == 2
+        assert "on a float32 input of shape (2, 16) raised" in capsys.readouterr().err
+    finally:
+        sys.modules.pop(name, None)
+
+
 @pytest.mark.parametrize("argv, message", [
-    (["--module", "x:make"], "--module and --input-shape go together"),
+    (["--module", "x:make"], "--module and --input-shape (or --input-int) go together"),
+    (["--module", "x:make", "--input-shape", "1,3", "--input-int", "1,3:0:4"], "--input-shape or --input-int, not both"),
+    (["--module", "json:dumps", "--input-int", "2,16:5:5"], "--input-int '2,16:5:5' is not SHAPE:LOW:HIGH"),
+    (["--module", "json:dumps", "--input-int", "2,x:0:9"], "'2,x' is not a shape"),
     (["--module", "no_such_module_xyz:make", "--input-shape", "1,3"], "cannot import it (ModuleNotFoundError"),
     (["--module", "json", "--input-shape", "1,3"], "write package.module:factory"),
     (["--module", "json:dumps", "--input-shape", "1,x"], "--input-shape '1,x' is not a shape"),

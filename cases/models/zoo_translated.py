@@ -1,5 +1,6 @@
-"""Real PyTorch models for ``parity.translate``: torchvision's classifier families, timm's
-VisionTransformer and a text model on ``nn.TransformerEncoder``, built small for the catalogue.
+"""Real PyTorch models for ``parity.translate``: torchvision's classifier families and its ViT and
+Swin, timm's VisionTransformer and EfficientNet, and a text model on ``nn.TransformerEncoder``,
+built small for the catalogue.
 
 Each factory builds the family's own class, so its ``forward`` (the code ``translate`` traces, with
 its ``torch.flatten``, ``torch.cat``, ``F.relu``, ``F.layer_norm``, channel shuffles and in-place
@@ -87,6 +88,33 @@ def timm_vit():
     vit = import_quietly("timm.models.vision_transformer")
     return vit.VisionTransformer(img_size=32, patch_size=8, embed_dim=64, depth=2, num_heads=4, mlp_ratio=2.0,
                                  num_classes=NUM_CLASSES)
+
+
+def torchvision_vit():
+    """torchvision's VisionTransformer (vit_b_16's class): 32x32 images in 8x8 patches, 2 layers of
+    width 32 with 2 heads (vit_b_16: 224x224 in 16x16 patches, 12 layers of 768 with 12 heads)."""
+    vision_transformer = _models().vision_transformer
+    return vision_transformer.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32,
+                                                mlp_dim=64, num_classes=NUM_CLASSES)
+
+
+def torchvision_swin():
+    """torchvision's SwinTransformer (swin_t's class and blocks): 4x4 patches, two stages of two
+    blocks, 16 and 32 channels with 2 and 4 heads, 4x4 windows shifted by 2, stochastic depth 0
+    (swin_t: four stages of 2/2/6/2 blocks, 96 to 768 channels, 7x7 windows). Its
+    ``torch.fx.wrap``ped helpers (patch merging's padding, the shifted-window attention) are traced into."""
+    swin = _models().swin_transformer
+    return swin.SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 4], window_size=[4, 4],
+                                stochastic_depth_prob=0.0, num_classes=NUM_CLASSES)
+
+
+def timm_efficientnet():
+    """timm's EfficientNet class as its ``test_efficientnet`` variant builds it: five stages of one
+    block each (a conv-bn-act, two edge residuals, two inverted residuals with squeeze-excitation),
+    16 to 64 channels, and timm's ``BatchNormAct2d`` (``F.batch_norm`` and an activation in one
+    layer, counting its batches in a buffer) after every convolution."""
+    efficientnet = import_quietly("timm.models.efficientnet")
+    return efficientnet.test_efficientnet(num_classes=NUM_CLASSES)
 
 
 class PositionalEncoding(torch.nn.Module):

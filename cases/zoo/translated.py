@@ -1,16 +1,18 @@
-"""Real models through ``parity.translate``: torchvision's ten classifier families, timm's
-VisionTransformer and PyTorch's transformer tutorial model, each translated from what its
-``forward`` executes (a ``torch.fx`` trace: ``torch.flatten``, ``torch.cat``, ``F.relu``,
-``F.layer_norm``, ``F.scaled_dot_product_attention``, channel shuffles, in-place residual
-additions) and checked against itself, forward and gradients, at the float32 default.
+"""Real models through ``parity.translate``: torchvision's ten classifier families and its ViT and
+Swin, timm's VisionTransformer and EfficientNet and PyTorch's transformer tutorial model, each
+translated from what its ``forward`` executes (a ``torch.fx`` trace: ``torch.flatten``,
+``torch.cat``, ``F.relu``, ``F.layer_norm``, ``F.batch_norm``, ``F.scaled_dot_product_attention``,
+channel shuffles, in-place residual additions, Swin's ``torch.fx.wrap``ped helpers traced into)
+and checked against itself, forward and gradients, at the float32 default.
 
 Batches of two 32x32 images, 10 classes (``cases/models/zoo_translated.py`` says which families are
-built narrower). Train mode too where it is deterministic and cheap: batch statistics (RegNet),
-LayerNorm with stochastic depth at p=0 (ConvNeXt). Not in train mode: EfficientNet (its stochastic
-depth drops random samples; the translation refuses it in train mode, naming the call), the models
-with dropout (MindSpore's random numbers are not PyTorch's), DenseNet (it passes, but its batch
-statistics put 34 gradients beyond the tolerance, inside PyTorch's rounding envelope, and judging
-them costs 16 s).
+built narrower). Train mode too where it is deterministic and cheap: batch statistics (RegNet, and
+timm's EfficientNet, whose ``BatchNormAct2d`` calls ``F.batch_norm`` and counts its batches in
+place), LayerNorm with stochastic depth at p=0 (ConvNeXt). Not in train mode: torchvision's
+EfficientNet (its stochastic depth drops random samples; the translation refuses it in train mode,
+naming the call), the models with dropout (MindSpore's random numbers are not PyTorch's), DenseNet
+(it passes, but its batch statistics put 34 gradients beyond the tolerance, inside PyTorch's
+rounding envelope, and judging them costs 16 s).
 """
 
 import sys
@@ -38,4 +40,7 @@ ConvNeXtTranslated = _case("ConvNeXtTranslated", "convnext_narrow", train=BOTH)
 RegNetXTranslated = _case("RegNetXTranslated", "regnet_small", train=BOTH)
 GoogLeNetTranslated = _case("GoogLeNetTranslated", "googlenet")
 TimmViTTranslated = _case("TimmViTTranslated", "timm_vit")
+TorchvisionViTTranslated = _case("TorchvisionViTTranslated", "torchvision_vit")
+TorchvisionSwinTranslated = _case("TorchvisionSwinTranslated", "torchvision_swin")
+TimmEfficientNetTranslated = _case("TimmEfficientNetTranslated", "timm_efficientnet", train=BOTH)
 TransformerLMTranslated = _case("TransformerLMTranslated", "TransformerLM", inputs=randint((8, 2), 0, 50))

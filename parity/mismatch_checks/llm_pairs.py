@@ -7,7 +7,9 @@ not load). Each PyTorch side computes what transformers 4.57.1 computes, in its 
 :class:`TorchGELU`, :class:`TorchNewGELU` and :class:`TorchGELUTanh` its ``GELUActivation``
 (``hidden_act="gelu"``), ``NewGELUActivation`` (``"gelu_new"``) and ``GELUTanh``
 (``"gelu_pytorch_tanh"``); :class:`TorchMaskedAttention` its eager attention under its additive
-padding mask; :class:`TorchRMSNorm` its ``LlamaRMSNorm``. ``tests/test_llm.py`` holds each to
+padding mask; :class:`TorchRMSNorm` its ``LlamaRMSNorm``; :class:`TorchAttentionSoftmax` its
+float32 softmax of the scores; :class:`TorchGroupedAttention` its ``repeat_kv`` and ``head_dim``
+scaling; :class:`TorchTiedLM` its tied ``lm_head``. ``tests/test_llm.py`` holds each to
 transformers' own bit for bit.
 """
 
@@ -22,7 +24,8 @@ from mindspore import nn, ops
 
 __all__ = ["TorchRotaryQuery", "RotaryQuery", "LAYOUTS", "TorchGELU", "TorchNewGELU", "TorchGELUTanh",
            "TorchMaskedAttention", "MaskedAttention", "FILLS",
-           "TorchRMSNorm", "RMSNorm"]
+           "TorchRMSNorm", "RMSNorm", "TorchAttentionSoftmax", "AttentionSoftmax", "TorchGroupedAttention",
+           "GroupedAttention", "REPEATS", "SCALES", "TorchTiedLM", "TiedLM"]
 
 FILLS = ("min", "-inf")
 
@@ -200,3 +203,132 @@ class RMSNorm(nn.Cell):
             x = x.astype(ms.float32)
         x = x * ops.rsqrt(ops.mean(ops.pow(x, 2), -1, keep_dims=True) + self.eps)
         return self.weight * x.astype(input_dtype)
+
+
+class TorchAttentionSoftmax(torch.nn.Module):
+    """transformers' ``eager_attention_forward`` from the scores on: softmax over the last axis in
+    float32 whatever the scores' dtype (``softmax(scores, dim=-1, dtype=torch.float32)``), cast back
+    to the query's dtype, then the weights times the values. In: scores and values in a half dtype."""
+
+    def forward(self, scores, values):
+        weights = torch.nn.functional.softmax(scores, dim=-1, dtype=torch.float32).to(values.dtype)
+        return torch.matmul(weights.float(), values.float()).to(values.dtype)
+
+
+class AttentionSoftmax(nn.Cell):
+    """The MindSpore side: ``upcast=True`` softmaxes in float32 and casts back, as transformers;
+    ``upcast=False`` in the scores' dtype, as ``ops.softmax`` does given float16."""
+
+    def __init__(self, upcast: bool = True):
+        super().__init__()
+        self.upcast = upcast
+
+    def construct(self, scores, values):
+        weights = ops.softmax(scores.astype(ms.float32) if self.upcast else scores, -1).astype(values.dtype)
+        return ops.matmul(weights.astype(ms.float32), values.astype(ms.float32)).astype(values.dtype)
+
+
+REPEATS = ("interleave", "tile")
+SCALES = ("head_dim", "hidden_size")
+
+
+class TorchGroupedAttention(torch.nn.Module):
+    """transformers' LLaMA attention without rotary embeddings: ``num_key_value_heads`` key/value
+    heads, each repeated for ``num_heads // num_key_value_heads`` consecutive query heads
+    (``repeat_kv``: ``expand`` then ``reshape``, i.e. ``repeat_interleave`` on the head axis), scores
+    scaled by ``head_dim ** -0.5`` and softmaxed in float32. In (batch, n, hidden), out (batch, n, hidden)."""
+
+    def __init__(self, hidden_size: int = 16, num_heads: int = 4, num_key_value_heads: int = 2):
+        super().__init__()
+        self.num_heads, self.num_key_value_heads = num_heads, num_key_value_heads
+        self.head_dim = hidden_size // num_heads
+        kv = num_key_value_heads * self.head_dim
+        self.q_proj = _seeded_linear(hidden_size, 0)
+        self.k_proj, self.v_proj = (_seeded_projection(hidden_size, kv, s) for s in (1, 2))
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        q = self.q_proj(x).view(b, n, -1, self.head_dim).transpose(1, 2)
+        k, v = (p(x).view(b, n, -1, self.head_dim).transpose(1, 2) for p in (self.k_proj, self.v_proj))
+        groups = self.num_heads // self.num_key_value_heads
+        k, v = (t[:, :, None].expand(b, self.num_key_value_heads, groups, n, self.head_dim)
+                .reshape(b, self.num_heads, n, self.head_dim) for t in (k, v))
+        scores = torch.matmul(q, k.transpose(2, 3)) * self.head_dim ** -0.5
+        weights = torch.nn.functional.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        return torch.matmul(weights, v).transpose(1, 2).reshape(b, n, -1)
+
+
+class GroupedAttention(nn.Cell):
+    """The MindSpore side: ``repeat="interleave"`` gives query head h the key/value head
+    ``h // groups``, as transformers; ``repeat="tile"`` (``ops.tile`` on the head axis) gives it
+    ``h % num_key_value_heads``. ``scale="head_dim"`` scales the scores by ``head_dim ** -0.5``, as
+    transformers; ``scale="hidden_size"`` by ``hidden_size ** -0.5``."""
+
+    def __init__(self, hidden_size: int = 16, num_heads: int = 4, num_key_value_heads: int = 2,
+                 repeat: str = "interleave", scale: str = "head_dim"):
+        super().__init__()
+        if repeat not in REPEATS or scale not in SCALES:
+            raise ValueError(f"repeat must be one of {REPEATS} and scale one of {SCALES}, got {repeat!r}, {scale!r}")
+        self.num_heads, self.num_key_value_heads, self.repeat = num_heads, num_key_value_heads, repeat
+        self.head_dim = hidden_size // num_heads
+        self.scaling = (self.head_dim if scale == "head_dim" else hidden_size) ** -0.5
+        kv = num_key_value_heads * self.head_dim
+        self.q_proj = nn.Dense(hidden_size, hidden_size, has_bias=False)
+        self.k_proj, self.v_proj = nn.Dense(hidden_size, kv, has_bias=False), nn.Dense(hidden_size, kv, has_bias=False)
+
+    def construct(self, x):
+        b, n, _ = x.shape
+        q, k, v = (ops.transpose(ops.reshape(p(x), (b, n, -1, self.head_dim)), (0, 2, 1, 3))
+                   for p in (self.q_proj, self.k_proj, self.v_proj))
+        groups = self.num_heads // self.num_key_value_heads
+        if self.repeat == "interleave":
+            k, v = ops.repeat_interleave(k, groups, 1), ops.repeat_interleave(v, groups, 1)
+        else:
+            k, v = ops.tile(k, (1, groups, 1, 1)), ops.tile(v, (1, groups, 1, 1))
+        scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))) * self.scaling
+        out = ops.matmul(ops.softmax(scores.astype(ms.float32), -1).astype(q.dtype), v)
+        return ops.reshape(ops.transpose(out, (0, 2, 1, 3)), (b, n, -1))
+
+
+def _seeded_projection(features: int, out_features: int, seed: int) -> torch.nn.Linear:
+    linear = torch.nn.Linear(features, out_features, bias=False)
+    with torch.no_grad():
+        draw = torch.randn(out_features, features, generator=torch.Generator().manual_seed(seed))
+        linear.weight.copy_(draw / features ** 0.5)
+    return linear
+
+
+class TorchTiedLM(torch.nn.Module):
+    """An embedding and an output layer that share one weight (transformers' ``tie_word_embeddings``:
+    ``lm_head.weight`` is ``embed_tokens.weight``), a tanh between. In token ids, out logits."""
+
+    def __init__(self, vocab_size: int = 32, hidden_size: int = 16):
+        super().__init__()
+        self.embed_tokens = torch.nn.Embedding(vocab_size, hidden_size)
+        self.lm_head = torch.nn.Linear(hidden_size, vocab_size, bias=False)
+        self.lm_head.weight = self.embed_tokens.weight
+
+    def forward(self, ids):
+        return self.lm_head(torch.tanh(self.embed_tokens(ids)))
+
+
+class _Table(nn.Cell):
+    def __init__(self, vocab_size: int, hidden_size: int):
+        super().__init__()
+        self.weight = ms.Parameter(ms.Tensor(np.zeros((vocab_size, hidden_size), np.float32)), name="weight")
+
+
+class TiedLM(nn.Cell):
+    """The MindSpore side: ``tied=True`` holds one Parameter in both places, as transformers;
+    ``tied=False`` gives the output layer a Parameter of its own (the weight copied in, as a port that
+    loads ``lm_head.weight`` from the checkpoint's tied tensor does), so the two train apart."""
+
+    def __init__(self, vocab_size: int = 32, hidden_size: int = 16, tied: bool = True):
+        super().__init__()
+        self.embed_tokens, self.lm_head = _Table(vocab_size, hidden_size), _Table(vocab_size, hidden_size)
+        if tied:
+            self.lm_head.weight = self.embed_tokens.weight
+
+    def construct(self, ids):
+        hidden = ops.tanh(ops.gather(self.embed_tokens.weight, ids, 0))
+        return ops.matmul(hidden, ops.transpose(self.lm_head.weight, (1, 0)))

@@ -24,6 +24,10 @@ How it works:
   Tensor methods MindSpore shares; a ``forward`` (or helper) that uses ``torch.*``, ``F.*`` or
   ``super()`` is refused up front, naming them. A user subclass that only configures a layer
   (``class MyConv(nn.Conv2d)`` with nothing but ``__init__``) translates as that layer.
+* A layer under weight normalisation (``torch.nn.utils.parametrizations.weight_norm`` or the
+  deprecated hook) is built as the plain layer, its ``weight`` computed from ``g`` and ``v`` (held
+  under PyTorch's names) at every call (:mod:`.weight_norm`). A function a library keeps out of
+  ``torch.fx`` traces with ``torch.fx.wrap`` is traced into when it is called (:mod:`.wrapped`).
 * Translation refuses (``ParityUnsupported``) what MindSpore cannot be configured to do: a missing
   argument (``proj_size``, ``log_target``), an argument combination, a kernel missing on the
   device. Where MindSpore can be configured but computes different numbers (a bug, a different
@@ -47,7 +51,7 @@ the frameworks at the top of a module. May import: the backends, the weights and
 from __future__ import annotations
 
 from ..errors import ParityInternalError, ParityUsageError
-from . import activation, attention, conv, linear, loss, norm, pool, recurrent, shape  # noqa: F401  (register)
+from . import activation, attention, conv, linear, loss, norm, pool, recurrent, shape, weight_norm, wrapped  # noqa: F401  (register)
 from ._registry import Context, translated_names
 from .modules import translate_module
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import types
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import mindspore as ms
 import numpy as np
 
 from ..errors import ParityUnsupported
 
-__all__ = ["Context", "translates", "builder_for", "translated_names", "ntuple", "single", "as_constant",
+__all__ = ["Context", "translates", "translates_when", "builder_for", "translated_names", "ntuple", "single", "as_constant",
            "as_parameter", "torch_name"]
 
 Builder = Callable[[object, "Context"], object]
@@ -86,10 +86,28 @@ def translates(*classes: type) -> Callable[[Builder], Builder]:
     return register
 
 
+_CONDITIONAL: List[Tuple[Callable[[object], bool], Builder]] = []
+
+
+def translates_when(condition: Callable[[object], bool]) -> Callable[[Builder], Builder]:
+    """Register ``build`` for any module ``condition(module)`` holds for, asked before the class
+    table: a state a class does not show (a weight-norm parametrization or hook on a Conv1d)."""
+
+    def register(build: Builder) -> Builder:
+        _CONDITIONAL.append((condition, build))
+        return build
+
+    return register
+
+
 def builder_for(module) -> Optional[Tuple[type, Builder]]:
     """``(kind, builder)`` for the module's class or, for a user subclass that only configures a
-    registered layer (``class MyConv(nn.Conv2d)`` defining nothing but ``__init__``), that layer's."""
+    registered layer (``class MyConv(nn.Conv2d)`` defining nothing but ``__init__``), that layer's;
+    first, a builder registered with :func:`translates_when` whose condition holds."""
     klass = type(module)
+    for condition, build in _CONDITIONAL:
+        if condition(module):
+            return klass, build
     if klass in _BUILDERS:
         return klass, _BUILDERS[klass]
     for base in klass.__mro__[1:]:

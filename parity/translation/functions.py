@@ -25,7 +25,9 @@ as they are. The differences each adapter closes, as read from mindspore 2.10:
 Python's own functions (``operator.add``, ``math.sqrt``, ``len``...) run as they are: MindSpore
 tensors support Python's operators and indexing, and on plain numbers (a shape's entries) they are
 plain Python. A validator may refuse a call from its constant arguments at translation time
-(``stochastic_depth`` in train mode draws random numbers).
+(``stochastic_depth`` in train mode draws random numbers). :mod:`.tensors` holds the second part of
+the table (tensors made in ``forward``, selection, scans, ``einsum``, the functional norms), merged
+into :data:`FUNCTIONS` and :data:`METHODS` here.
 """
 
 from __future__ import annotations
@@ -35,13 +37,14 @@ import importlib
 import math
 import operator
 import sys
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import mindspore as ms
+import numpy as np
 import torch
 from mindspore import ops
 
-from . import activation
+from . import activation, tensors
 
 __all__ = ["FUNCTIONS", "METHODS", "function_for", "method_for", "is_inplace", "PYTHON_MODULES"]
 
@@ -382,19 +385,30 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
-    """softmax(q k^T * scale + mask) v, as PyTorch's reference implementation defines it."""
-    if enable_gqa:
-        raise TypeError("scaled_dot_product_attention(enable_gqa=True) is not translated")
+    """softmax(q k^T * scale + mask) v, as PyTorch's reference implementation defines it: ``enable_gqa``
+    repeats each key/value head for its group of query heads (``repeat_interleave``), and a query
+    that may attend to nothing gets zeros, as PyTorch gives. Masked scores are filled with the
+    dtype's smallest value, never ``-inf``: MindSpore's CPU softmax breaks on a row of ``-inf``
+    (known mismatch ``attention-mask-inf-vs-finfo-min``)."""
+    if enable_gqa and key.shape[-3] != query.shape[-3]:
+        groups = query.shape[-3] // key.shape[-3]
+        key, value = ops.repeat_interleave(key, groups, -3), ops.repeat_interleave(value, groups, -3)
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = ops.matmul(query * scale, ops.swapaxes(key, -2, -1))
     length, source = query.shape[-2], key.shape[-2]
+    blocked = None
     if is_causal:
-        allowed = ops.tril(ops.ones((length, source), ms.bool_))
-        scores = ops.masked_fill(scores, ~allowed, float("-inf"))
+        blocked = ~ops.tril(ops.ones((length, source), ms.bool_))
     if attn_mask is not None:
-        scores = ops.masked_fill(scores, ~attn_mask, float("-inf")) if attn_mask.dtype == ms.bool_ \
-            else scores + attn_mask
-    weights = ops.softmax(scores, -1)
+        if attn_mask.dtype == ms.bool_:
+            blocked = ~attn_mask if blocked is None else ops.logical_or(blocked, ~attn_mask)
+        else:
+            scores = scores + attn_mask
+    infinite = ops.isinf(scores) & (scores < 0)
+    blocked = infinite if blocked is None else ops.logical_or(ops.broadcast_to(blocked, scores.shape), infinite)
+    smallest = float(np.finfo(ms.dtype_to_nptype(scores.dtype)).min)
+    weights = ops.softmax(ops.masked_fill(scores, blocked, ms.Tensor(smallest, scores.dtype)), -1)
+    weights = ops.masked_fill(weights, ops.all(blocked, -1, True), ms.Tensor(0, weights.dtype))
     if dropout_p > 0:
         weights = ops.dropout(weights, p=dropout_p, training=True)
     return ops.matmul(weights, value)
@@ -459,11 +473,14 @@ _ATTRIBUTES = {"shape": lambda t: tuple(t.shape), "ndim": lambda t: t.ndim,
                "dtype": _torch_dtype, "device": lambda t: DEVICE}
 
 
+_REDUCED = ("values", "indices")  # of what torch.max(x, dim) returns (a tensor has neither)
+
+
 def _getattr_check(args, kwargs) -> Optional[str]:
     name = args[1] if len(args) > 1 else None
     if getattr(args[0], "op", None) == "call_module":  # a child's output, a structured one maybe: read at run time
         return None
-    if name not in _ATTRIBUTES:
+    if name not in _ATTRIBUTES and name not in _REDUCED:
         return f"reading .{name} is not translated (only {', '.join('.' + a for a in _ATTRIBUTES)})"
     return None
 
@@ -517,9 +534,14 @@ METHODS: Dict[str, object] = {
     "exp": ops.exp, "sqrt": ops.sqrt, "rsqrt": ops.rsqrt, "abs": ops.abs, "float": to_float, "type_as": type_as,
     "pow": pow_, "cos": ops.cos, "sin": ops.sin, "to": to, "half": to_half,
 }
+FUNCTIONS.update(tensors.FUNCTIONS)
+METHODS.update(tensors.METHODS)
 
 _INPLACE_OPERATORS = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
                       operator.itruediv: operator.truediv, operator.imatmul: operator.matmul}
+# Asked, in order, for a call_function target the table does not hold: ``(adapter, validator)`` or None
+# (:mod:`.wrapped` registers the one for ``torch.fx.wrap``ped functions).
+FALLBACKS: List[Callable[[Callable], Optional[Tuple[Callable, Optional[Callable]]]]] = []
 _BY_ID: Dict[int, Tuple[Callable, Optional[Callable]]] = {}
 _UNRESOLVED = set(FUNCTIONS)
 
@@ -559,6 +581,10 @@ def function_for(target) -> Optional[Tuple[Callable, Optional[Callable]]]:
         return _INPLACE_OPERATORS[target], None
     if _python(target):
         return target, None
+    for fallback in FALLBACKS:
+        found = fallback(target)
+        if found is not None:
+            return found
     return None
 
 

@@ -257,7 +257,19 @@ class _Program:
                     _call(step, args, kwargs)
                 if step.inplace and node.args and isinstance(node.args[0], torch.fx.Node):
                     env[node.args[0].name] = env[node.name]  # later reads see the "modified" tensor
+                    _write_back(cell, node.args[0], env[node.name])
         raise ParityUnsupported("the traced graph has no output")
+
+
+def _write_back(cell, source: torch.fx.Node, value) -> None:
+    """An in-place call on a buffer (timm's ``self.num_batches_tracked.add_(1)``) updates the Cell's
+    Parameter too, as PyTorch updates the buffer."""
+    if source.op != "get_attr" or not isinstance(value, ms.Tensor):
+        return
+    owner_path, _, leaf = source.target.rpartition(".")
+    held = getattr(cell.cell_at(owner_path) if owner_path else cell, leaf, None)
+    if isinstance(held, ms.Parameter) and not held.requires_grad and tuple(held.shape) == tuple(value.shape):
+        ms.ops.assign(held, value.astype(held.dtype))
 
 
 def _structured(output_class, result):

@@ -9,7 +9,9 @@ JSON shape (``schema`` 1)::
      "notes": ["src/x.py:1: 'from torch.nn import *' is not followed; ..."],
      "runtime_module": null,                                    # or "pkg.mod:factory" with --module
      "summary": {"apis": 40, "uses": 311, "statuses": {"as-is": 9, "fix": 6, "no-fix": 0,
-                 "unsupported": 1, "unknown": 24}, "convertible": 15, "convertible_percent": 37.5},
+                 "unsupported": 1, "unknown": 24}, "convertible": 15, "convertible_percent": 37.5,
+                 "not_seen": {"calls": 7, "methods": {"to": 4, "reshape": 3},   # x.to(...), x.reshape(...):
+                              "untranslated": []}},                             # maybe a tensor's; not counted
      "apis": [{"api": "torch.nn.Conv2d", "family": "nn",      # nn | functional | optim | tensor | torch
                "status": "fix", "status_text": "known mismatch, with fix",
                "certain": true,                                 # false: the mismatches that set the
@@ -49,7 +51,9 @@ def as_json(report: ScanReport) -> dict:
         "runtime_module": report.runtime_module,
         "summary": {"apis": len(report.apis), "uses": report.uses,
                     "statuses": {code: report.counts.get(code, 0) for code in STATUSES},
-                    "convertible": report.convertible, "convertible_percent": report.convertible_percent},
+                    "convertible": report.convertible, "convertible_percent": report.convertible_percent,
+                    "not_seen": {"calls": sum(n for _, n in report.unseen), "methods": dict(report.unseen),
+                                 "untranslated": sorted(report.untranslated)}},
         "apis": [_api_json(a, report) for a in report.apis],
     }
 
@@ -78,6 +82,8 @@ def text(report: ScanReport) -> str:
     lines += [f"  {report.status_text(code):<{width}}  {report.counts.get(code, 0):>5}" for code in _SHOWN_ORDER]
     lines.append(f"Convertible: {report.convertible} of {len(report.apis)} distinct APIs "
                  f"({report.convertible_percent}%) translate as is or with a known fix")
+    if report.unseen:
+        lines.append(_unseen(report))
     if report.runtime_module:
         ran = sum(1 for a in report.apis if a.runtime)
         only = sum(1 for a in report.apis if a.runtime and not a.uses)
@@ -91,6 +97,16 @@ def text(report: ScanReport) -> str:
         lines.append(f"Skipped {file}: {why}")
     lines += [f"Note: {note}" for note in report.notes]
     return "\n".join(lines)
+
+
+def _unseen(report: ScanReport) -> str:
+    """What the figure cannot see: calls of Tensor methods that other types share."""
+    calls = sum(n for _, n in report.unseen)
+    shown = ", ".join(f"{name} {n}" for name, n in report.unseen[:8]) + (", ..." if len(report.unseen) > 8 else "")
+    lacking = (f"; parity does not translate {', '.join(sorted(report.untranslated))}" if report.untranslated else "")
+    seen = "" if report.runtime_module else "; --module records those that run"
+    return (f"Not seen: {_count(calls, 'call')} x.name(...) of Tensor methods other types share ({shown}): a static "
+            f"scan cannot tell their receivers, so the figure leaves them out{lacking}{seen}")
 
 
 def _count(n: int, noun: str) -> str:

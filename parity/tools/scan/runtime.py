@@ -24,7 +24,7 @@ from typing import List, Optional, Tuple
 from ...errors import ParityUsageError
 from .source import RUNTIME_CALL, RUNTIME_LAYER, Use
 
-__all__ = ["capture", "parse_shape"]
+__all__ = ["capture", "parse_shape", "parse_int_input"]
 
 _PLAIN = (bool, int, float, str, type(None), tuple)
 
@@ -38,6 +38,23 @@ def parse_shape(text: str) -> Tuple[int, ...]:
         raise ParityUsageError(f"parity scan: --input-shape {text!r} is not a shape; write positive sizes "
                                "separated by commas, e.g. 1,3,32,32")
     return shape
+
+
+def parse_int_input(text: str) -> Tuple[Tuple[int, ...], int, int]:
+    """``--input-int 2,16:0:128``: an int64 input of shape (2, 16) with values in [0, 128) (token ids)."""
+    parts = text.split(":")
+    try:
+        low, high = (int(parts[1]), int(parts[2])) if len(parts) == 3 else (0, 0)
+    except ValueError:
+        low, high = 0, 0
+    if len(parts) != 3 or high <= low:
+        raise ParityUsageError(f"parity scan: --input-int {text!r} is not SHAPE:LOW:HIGH; write e.g. 2,16:0:128 "
+                               "(shape 2x16, integers from 0 up to, not including, 128)")
+    try:
+        return parse_shape(parts[0]), low, high
+    except ParityUsageError:
+        raise ParityUsageError(f"parity scan: --input-int {text!r}: {parts[0]!r} is not a shape; write positive "
+                               "sizes separated by commas, e.g. 2,16:0:128") from None
 
 
 def _factory(path: str):
@@ -58,9 +75,11 @@ def _factory(path: str):
     return target
 
 
-def capture(path: str, input_shape: Tuple[int, ...], *, seed: int = 0) -> List[Use]:
+def capture(path: str, input_shape: Tuple[int, ...], *, seed: int = 0,
+            int_range: Optional[Tuple[int, int]] = None) -> List[Use]:
     """Build ``factory()`` from ``path`` (``package.module:factory``), run one forward/backward on a
-    random input of ``input_shape`` and return the uses of PyTorch APIs the user's code made."""
+    random input of ``input_shape`` (float32 N(0, 1), or int64 in ``[low, high)`` given ``int_range``:
+    token ids) and return the uses of PyTorch APIs the user's code made."""
     import torch
 
     factory = _factory(path)
@@ -72,11 +91,15 @@ def capture(path: str, input_shape: Tuple[int, ...], *, seed: int = 0) -> List[U
     if not isinstance(module, torch.nn.Module):
         raise ParityUsageError(f"parity scan: --module {path}() returned {type(module).__name__}, not a torch.nn.Module")
     recorder = _Recorder(torch, _location(factory))
-    inputs = torch.randn(*input_shape)
+    if int_range is None:
+        inputs, described = torch.randn(*input_shape), f"a float32 input of shape {tuple(input_shape)}"
+    else:
+        inputs = torch.randint(int_range[0], int_range[1], tuple(input_shape), dtype=torch.int64)
+        described = f"an int64 input of shape {tuple(input_shape)} in [{int_range[0]}, {int_range[1]})"
     handle = torch.nn.modules.module.register_module_forward_pre_hook(recorder.layer)
     try:
         with recorder:
-            _forward_backward(module, inputs, path, input_shape)
+            _forward_backward(module, inputs, path, described)
     finally:
         handle.remove()
     return recorder.uses
@@ -97,7 +120,7 @@ def _location(factory) -> Tuple[str, int]:
         return "<factory>", 0
 
 
-def _forward_backward(module, inputs, path: str, input_shape) -> None:
+def _forward_backward(module, inputs, path: str, described: str) -> None:
     import torch
 
     try:
@@ -106,8 +129,8 @@ def _forward_backward(module, inputs, path: str, input_shape) -> None:
         if leaves:
             torch.stack([t.sum() for t in leaves]).sum().backward()
     except Exception as exc:
-        raise ParityUsageError(f"parity scan: --module {path}: forward/backward on a float32 input of shape "
-                               f"{tuple(input_shape)} raised {type(exc).__name__}: {exc}") from None
+        raise ParityUsageError(f"parity scan: --module {path}: forward/backward on {described} raised "
+                               f"{type(exc).__name__}: {exc}") from None
 
 
 def _tensors(value):

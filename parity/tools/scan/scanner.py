@@ -2,7 +2,7 @@
 
 :func:`scan` walks the Python files under a path, finds every ``torch`` API they use from their
 syntax trees (:mod:`parity.tools.scan.source`: import aliases, attribute chains, base classes, inferred
-Tensor methods) and gives each distinct API a status from the translation tables and the
+Tensor methods, those of parity's translation table among them) and gives each distinct API a status from the translation tables and the
 known-mismatch registry (:mod:`parity.tools.scan.status`). Neither framework is imported. Optionally,
 :func:`parity.tools.scan.runtime.capture` runs one forward/backward of a module under a
 ``TorchFunctionMode`` and the calls it records are merged in as "seen at runtime".
@@ -19,11 +19,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, Union
 
 from ... import files as safe_files
 from ...errors import ParityUsageError
-from .source import Use, find_uses
+from .source import UNSEEN, Use, find_uses
 from .status import CONVERTIBLE, STATUSES, DEVICES, Status, judge, status_text, translation_tables
 
 __all__ = ["scan", "ScanReport", "ApiReport", "Use", "python_files"]
@@ -70,6 +70,10 @@ class ScanReport:
     notes: Tuple[str, ...] = ()
     runtime_module: Optional[str] = None
     counts: Dict[str, int] = field(default_factory=dict)
+    # Calls x.name(...) of Tensor method names other types share (to, reshape, sum...), which the static
+    # scan cannot attribute, by name with their counts; names the runtime capture saw called are left out
+    unseen: Tuple[Tuple[str, int], ...] = ()
+    untranslated: FrozenSet[str] = frozenset()  # which of those names parity's translation table lacks
 
     @property
     def uses(self) -> int:
@@ -115,16 +119,24 @@ def scan(path: Union[str, Path], *, device: str = "CPU", runtime: Iterable[Use] 
     files = python_files(root)
     if not files:
         raise ParityUsageError(f"parity scan: no Python files under {path}")
-    uses, skipped, notes = _read_all(files)
+    tables = translation_tables()
+    uses, skipped, notes = _read_all(files, tables.methods)
     registry = load() if registry is None else registry
     versions = installed_versions() if versions is None else versions
-    apis = _judge_all(uses, list(runtime), registry=registry, device=device, versions=versions)
+    runtime = list(runtime)
+    ran = {use.api for use in runtime}
+    unseen: Dict[str, int] = {}
+    for use in uses:
+        if use.how == UNSEEN and use.api not in ran:
+            unseen[use.api] = unseen.get(use.api, 0) + 1
+    apis = _judge_all([u for u in uses if u.how != UNSEEN], runtime, registry=registry, device=device, versions=versions)
     counts = {code: sum(a.status.code == code for a in apis) for code in STATUSES}
+    names = tuple(sorted(((api.rpartition(".")[2], n) for api, n in unseen.items()), key=lambda kv: (-kv[1], kv[0])))
     return ScanReport(str(path), device, tuple(versions), len(files), apis, tuple(skipped), tuple(notes),
-                      runtime_module, counts)
+                      runtime_module, counts, names, frozenset(n for n, _ in names if not tables.translated(f"torch.Tensor.{n}")))
 
 
-def _read_all(files: Sequence[Path]) -> Tuple[List[Use], List[Tuple[str, str]], List[str]]:
+def _read_all(files: Sequence[Path], methods=frozenset()) -> Tuple[List[Use], List[Tuple[str, str]], List[str]]:
     uses: List[Use] = []
     skipped: List[Tuple[str, str]] = []
     notes: List[str] = []
@@ -135,7 +147,7 @@ def _read_all(files: Sequence[Path]) -> Tuple[List[Use], List[Tuple[str, str]], 
             skipped.append((str(file), str(exc).replace(f"parity scan: {file}: ", "", 1)))
             continue
         try:
-            found, file_notes = find_uses(source, str(file))
+            found, file_notes = find_uses(source, str(file), methods)
         except SyntaxError as exc:
             skipped.append((str(file), f"SyntaxError: {exc.msg} (line {exc.lineno})"))
             continue

@@ -14,16 +14,20 @@ imported name counts as a use of ``torch.Tensor.name``, marked ``inferred``. The
 methods of ``torch.Tensor`` that ``torch.nn.Module``, the built-in containers and strings and
 ``numpy.ndarray`` lack, ``view`` aside (``ndarray.view(dtype)`` is rare in model code;
 ``tests/test_scan.py`` checks all this against the installed packages), so ``x.view(...)`` and
-``x.permute(...)`` count and ``x.reshape(...)``, ``x.sum()``, ``m.cuda()``, ``s.split()`` do not.
+``x.permute(...)`` count and ``x.reshape(...)``, ``x.sum()``, ``m.cuda()``, ``s.split()`` do not; the
+scanner adds the names of parity's translation table that no other type has (``x.pow()``,
+``x.cos()``). A call of a name in :data:`SHARED_METHODS` (``x.to()``, ``x.reshape()``) is recorded as
+:data:`UNSEEN`: the scan cannot tell whose method it is, and says so rather than guess.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Set, Tuple, Union
+from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
-__all__ = ["Use", "find_uses", "TENSOR_METHODS", "NAMESPACES", "NOT_LITERAL", "INFERRED", "RUNTIME_CALL", "RUNTIME_LAYER",
+__all__ = ["Use", "find_uses", "TENSOR_METHODS", "SHARED_METHODS", "NAMESPACES", "NOT_LITERAL", "INFERRED", "UNSEEN",
+           "RUNTIME_CALL", "RUNTIME_LAYER",
            "canonical"]
 
 TENSOR_METHODS = frozenset("""
@@ -34,6 +38,14 @@ TENSOR_METHODS = frozenset("""
     detach_ numpy type_as new_zeros new_ones new_full new_empty new_tensor zero_ fill_ normal_ uniform_
     copy_ add_ mul_ sub_ div_ addcmul_ addcdiv_ pow_ sqrt_ dim numel nelement element_size is_contiguous
     data_ptr topk flip norm backward
+""".split())
+
+# Tensor methods that other types have too (nn.Module.to, ndarray.reshape, str.split, list.sort...): a
+# call x.name(...) of one cannot be told apart without running the code. Such calls are recorded as
+# UNSEEN, left out of the statuses, and the report says how many there were.
+SHARED_METHODS = frozenset("""
+    to reshape sum mean max min float half double transpose type split repeat flatten squeeze size item
+    tolist all any std var round clip cumsum argmax argmin sort prod cpu cuda add swapaxes
 """.split())
 
 # Dotted paths that name a torch namespace, not an API: a bare reference to one is not a use.
@@ -79,16 +91,19 @@ class Use:
 
 
 INFERRED = "tensor method (inferred)"
+UNSEEN = "method call, receiver unknown"  # x.name(...) of a SHARED_METHODS name: maybe a tensor's, maybe not
 RUNTIME_CALL = "runtime call"  # recorded by parity.tools.scan.runtime; ``keywords``: the call's plain keyword values
 RUNTIME_LAYER = "runtime layer"  # ``keywords``: the layer's plain attributes (momentum, padding_mode...)
 
 
-def find_uses(source: Union[str, bytes], filename: str) -> Tuple[List[Use], List[str]]:
+def find_uses(source: Union[str, bytes], filename: str, methods: FrozenSet[str] = frozenset()) -> Tuple[List[Use], List[str]]:
     """The uses in ``source`` and notes on what could not be followed (``from torch import *``).
+    ``methods``: more Tensor method names to infer as :data:`TENSOR_METHODS` are (the scanner gives
+    those of parity's translation table that no other type has: ``pow``, ``cos``, ``exp``...).
     Raises ``SyntaxError`` (or ``ValueError`` for a null byte) as ``ast.parse`` does."""
     tree = ast.parse(source, filename)
     torch_names, other_names, notes = _bindings(tree, filename)
-    finder = _Finder(filename, torch_names, other_names)
+    finder = _Finder(filename, torch_names, other_names, TENSOR_METHODS | (frozenset(methods) - SHARED_METHODS))
     finder.visit(tree)
     return finder.uses, notes
 
@@ -171,10 +186,12 @@ def _root(node: ast.AST) -> Optional[str]:
 
 
 class _Finder(ast.NodeVisitor):
-    def __init__(self, filename: str, torch_names: Dict[str, str], other_names: Set[str]):
+    def __init__(self, filename: str, torch_names: Dict[str, str], other_names: Set[str],
+                 methods: FrozenSet[str] = TENSOR_METHODS):
         self.filename = filename
         self.names = torch_names
         self.other = other_names
+        self.methods = methods
         self.uses: List[Use] = []
 
     def _add(self, api: str, node: ast.AST, how: str, call: Optional[ast.Call] = None) -> None:
@@ -210,9 +227,10 @@ class _Finder(ast.NodeVisitor):
         path = _resolve(node.func, self.names)
         if path is not None:
             self._add(path, node, "call", node)
-        elif isinstance(node.func, ast.Attribute) and node.func.attr in TENSOR_METHODS \
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in self.methods | SHARED_METHODS \
                 and _root(node.func.value) not in self.other:
-            self._add(f"torch.Tensor.{node.func.attr}", node, INFERRED, node)
+            how = INFERRED if node.func.attr in self.methods else UNSEEN
+            self._add(f"torch.Tensor.{node.func.attr}", node, how, node)
             self.visit(node.func.value)
         else:
             self.visit(node.func)

@@ -6,7 +6,8 @@ The translation tables are read from the source of ``parity/translation`` (its m
 MindSpore, so they are parsed, not imported): every class named in an ``@translates(...)``
 decorator, directly or through a module-level table (``@translates(*_MAX)``), the containers of
 ``modules.py``, the optimizers of ``optim.py``, and the functions and Tensor methods a traced
-``forward`` may call (the keys of ``FUNCTIONS`` and ``METHODS`` in ``functions.py``; an in-place
+``forward`` may call (the keys of ``FUNCTIONS`` and ``METHODS`` in ``functions.py`` and the modules
+whose tables it merges, ``tensors.py``; an in-place
 method, ``x.relu_()``, is its out-of-place name's, as ``method_for`` has it). ``tests/test_scan.py``
 checks the parsed tables against the imported ``translated_names()``, ``translated_optimizers()``,
 ``FUNCTIONS`` and ``METHODS``.
@@ -94,9 +95,8 @@ def translation_tables(folder: Path = TRANSLATION_DIR) -> Tables:
         containers.update(tables.get("_TORCH_CONTAINERS", ()))
         if path.name == "optim.py":
             optimizers.update(f"torch.optim.{name}" for name in _string_keys(tree, "_TRANSLATIONS"))
-        if path.name == "functions.py":
-            functions.update(_string_keys(tree, "FUNCTIONS"))
-            methods.update(_string_keys(tree, "METHODS"))
+        functions.update(_string_keys(tree, "FUNCTIONS"))  # functions.py's tables, and those it merges in
+        methods.update(_string_keys(tree, "METHODS"))
     if not layers or len(containers) < 2 or not optimizers or not functions or not methods:
         raise ParityInternalError(f"parity scan could not read the translation tables in {folder} "
                                   f"({len(layers)} layers, {len(containers)} containers, {len(optimizers)} optimizers, "

@@ -1,0 +1,287 @@
+"""The call table's second part (``parity.translation.tensors`` and ``.einsum``) and attention's
+masks and grouped heads, row by row against PyTorch through ``parity.check``: forward, input and
+parameter gradients, and the running statistics ``F.batch_norm`` updates in train mode."""
+
+from __future__ import annotations
+
+import mindspore
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import parity
+from parity.translation import functions
+from parity.translation.einsum import einsum
+from parity.translation.graph import GraphForward
+
+
+class Made(torch.nn.Module):
+    """Tensors made in forward, with PyTorch's default dtypes, and comparisons and casts as methods."""
+
+    def forward(self, x):
+        n = 6  # a constant: a symbolic trace cannot size a tensor by a traced shape
+        positions = torch.arange(n)  # int64
+        scaled = torch.arange(0, n, 2, dtype=torch.float32) / n + torch.arange(0.0, n / 2) + torch.tensor([1.0, 2, 3]) \
+            * torch.tensor([1, 0, 2]) + torch.tensor(0.5, dtype=torch.float32)
+        causal = torch.ones(n, n).triu(1).bool() | torch.zeros(n, n, dtype=torch.bool)
+        scores = torch.where(causal, torch.finfo(torch.float32).min, x[..., None] * x[..., None, :])
+        count = torch.cumsum((x > 0).long(), dim=-1) + positions.cumsum(0)
+        filled = torch.full_like(x, 2.0) + torch.zeros_like(x) + torch.ones_like(x) + x.new_zeros(x.shape) \
+            + x.new_ones((1, n)) + x.new_full((1, n), 0.5)
+        flags = x.gt(0).float() + x.lt(0.5).float() + x.eq(x).float() + x.ne(0).float() + x.ge(0).double().float()
+        picked = torch.where(x > 0, x, 0.0) + torch.where(x < 0, 1.0, 0.0) + x.tril().sum() + x.triu(1).sum() \
+            + x.clone() * 2 + x.detach() ** 2  # no gradient through the detached copy, on either side
+        steps = torch.diff(x, dim=-1) + x.diff(n=2, prepend=x[:, :1]) + torch.diff((x > 0).long(), dim=1).float()
+        flags = flags + torch.all(x > -9).float() + torch.any(x > 0, dim=-1, keepdim=True).float()
+        return scores.softmax(-1) * scaled.sum(), count.float() * x, filled * x + flags, picked, \
+            torch.logical_not(causal).float().sum(-1), steps
+
+
+class Select(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.table = torch.nn.Parameter(torch.randn(7, 4))
+
+    def forward(self, x, index):
+        gathered = torch.gather(x, 1, index) + x.gather(-1, index)
+        rows = torch.index_select(self.table, 0, index[0]) + self.table.index_select(0, index[1])
+        repeated = torch.repeat_interleave(x, 2, dim=1) + x.repeat_interleave(2, 1)
+        rolled = torch.roll(x, shifts=(1, -2), dims=(0, 1)) + x.roll(3, 1) + torch.roll(x, 5)
+        flipped = torch.flip(x, [0, 1]) + x.flip(1)
+        largest = x.max(dim=1).values + torch.max(x, -1, keepdim=True)[0].squeeze(-1) + x.min(1)[0]
+        return gathered, rows, repeated, rolled + flipped, largest + torch.max(x) + torch.maximum(x, -x).sum(), \
+            x.argmax(-1).float() + torch.argmax(x, 1).float(), torch.unflatten(x, 1, (2, 3)).neg()
+
+
+class Products(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(4, 5) / 2)
+        self.heads = torch.nn.Parameter(torch.randn(2, 3, 4) / 2)
+
+    def forward(self, a, b, v):
+        return (torch.einsum("bij,bjk->bik", a, b), torch.einsum("bik,kl", a @ b, self.weight),
+                torch.einsum("...ij,...jk->...ik", a, b), torch.einsum("hdk,bhqk->bhqd", self.heads, a[:, None]),
+                torch.einsum("i,j->ij", v, v), torch.einsum("bij->j", a), torch.einsum("bij,bij->b", a, a),
+                torch.einsum("ij,jk,kl->il", a[0], b[0], self.weight), torch.einsum("bij->bji", a),
+                torch.baddbmm(a @ b, a, b, beta=0.5, alpha=2) + (a @ b).baddbmm(a, b), torch.outer(v, v) + v.outer(v))
+
+
+class Norms(torch.nn.Module):
+    """timm's BatchNormAct2d, GroupNorm and normalize as functions of the Module's parameters."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(1 + torch.randn(6) / 5)
+        self.bias = torch.nn.Parameter(torch.randn(6) / 5)
+        self.register_buffer("running_mean", torch.randn(6) / 5)
+        self.register_buffer("running_var", 1 + torch.rand(6))
+
+    def forward(self, x):
+        normed = F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, self.training, 0.1, 1e-5)
+        flat = F.batch_norm(x.flatten(2), self.running_mean, self.running_var, None, None, self.training, 0.2)
+        grouped = F.group_norm(x, 3, self.weight, self.bias, 1e-5) + F.group_norm(x, 2)
+        return normed, flat, grouped + F.normalize(x, dim=1) + F.normalize(x.flatten(1), p=2.0, dim=-1).view(x.shape)
+
+
+class Attention(torch.nn.Module):
+    """Grouped-query attention, boolean and additive masks with rows that may attend to nothing."""
+
+    def forward(self, q, k, v, additive):
+        keep = torch.ones(5, 5, dtype=torch.bool).tril()
+        keep[0] = False  # the first query attends to nothing: PyTorch gives zeros
+        grouped = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+        masked = F.scaled_dot_product_attention(q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1), attn_mask=keep)
+        added = F.scaled_dot_product_attention(q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1),
+                                               attn_mask=additive)
+        causal = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        return grouped, masked, added, causal
+
+
+def _additive_mask():
+    mask = np.zeros((5, 5), np.float32)
+    mask[np.triu_indices(5, 1)] = -np.inf
+    mask[2] = -np.inf
+    return mask
+
+
+INDEX = np.array([[0, 5, 2, 2, 1, 3], [4, 4, 0, 1, 5, 2]], dtype=np.int64)
+
+
+@pytest.mark.parametrize("module, inputs", [
+    (Made(), parity.randn((2, 6))),
+    (Select(), (parity.randn((2, 6)), INDEX)),
+    (Products(), (parity.randn((2, 3, 4)), parity.randn((2, 4, 4)), parity.randn((4,)))),
+    (Norms(), parity.randn((2, 6, 3, 3))),
+    (Attention(), (parity.randn((2, 4, 5, 8)), parity.randn((2, 2, 5, 8)), parity.randn((2, 2, 5, 8)),
+                   _additive_mask())),
+], ids=lambda v: type(v).__name__ if isinstance(v, torch.nn.Module) else "")
+def test_rows_match_pytorch(module, inputs):
+    torch.manual_seed(0)
+    cell = parity.translate(module.eval())
+    assert isinstance(cell, GraphForward)
+    result = parity.check(cell, module, inputs)
+    assert result.passed, str(result)
+
+
+def test_batch_norm_in_train_mode_updates_the_running_statistics_as_pytorch():
+    torch.manual_seed(0)
+    module = Norms().train()
+    cell = parity.translate(module)
+    x = np.random.default_rng(0).standard_normal((4, 6, 3, 3)).astype(np.float32)
+    expected = [t.detach().numpy() for t in module(torch.from_numpy(x))]
+    got = [t.asnumpy() for t in cell(mindspore.Tensor(x))]
+    for e, g in zip(expected, got):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
+    moved = module.running_mean.numpy()  # updated twice (two calls in forward), as in PyTorch
+    np.testing.assert_allclose(cell.running_mean.asnumpy(), moved, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(cell.running_var.asnumpy(), module.running_var.numpy(), rtol=1e-6, atol=1e-7)
+    assert not np.allclose(moved, Norms().running_mean.numpy())  # the statistics did move
+
+
+@pytest.mark.parametrize("equation, shapes", [
+    ("ii->i", [(3, 3)]), ("ij,jk", [(2, 3)]),
+])
+def test_einsum_refuses_what_it_cannot_write_out(equation, shapes):
+    operands = [mindspore.Tensor(np.ones(s, np.float32)) for s in shapes]
+    with pytest.raises(TypeError, match="einsum"):
+        einsum(equation, *operands)
+
+
+def test_einsum_broadcasts_an_ellipsis_of_size_one():
+    a = np.random.default_rng(1).standard_normal((1, 3, 2, 4)).astype(np.float32)
+    b = np.random.default_rng(2).standard_normal((5, 1, 4, 2)).astype(np.float32)
+    got = einsum("...ij,...jk->...ik", mindspore.Tensor(a), mindspore.Tensor(b)).asnumpy()
+    np.testing.assert_allclose(got, np.einsum("...ij,...jk->...ik", a, b), rtol=1e-5, atol=1e-6)
+
+
+def test_forms_without_a_translation_are_refused_by_name():
+    class Nonzero(torch.nn.Module):
+        def forward(self, x):
+            return torch.where(x > 0)[0].float()
+
+    with pytest.raises(parity.ParityUnsupported, match=r"torch\.where.*indices of the true elements"):
+        parity.translate(Nonzero())(mindspore.Tensor(np.ones((3,), np.float32)))
+
+
+def test_the_new_rows_are_in_the_table():
+    for name in ("torch.einsum", "torch.nn.functional.batch_norm", "torch.nn.functional.group_norm", "torch.roll",
+                 "torch.arange", "torch.where", "torch.cumsum", "torch.gather", "torch.repeat_interleave",
+                 "torch.baddbmm"):
+        assert functions._resolve(name) is not None and name in functions.FUNCTIONS, name
+    for name in ("new_zeros", "cumsum", "gather", "repeat_interleave", "roll", "triu", "tril", "long", "baddbmm"):
+        assert name in functions.METHODS and hasattr(torch.Tensor, name), name
+
+
+# --- functions kept out of traces with torch.fx.wrap: traced into when called -----------------
+
+torch.fx.wrap("_padded_mask")
+torch.fx.wrap("_untranslatable")
+
+
+def _padded_mask(x, window: int):
+    """Branches on the input's shape and assigns items, as torchvision's Swin helpers do."""
+    length = x.shape[1]
+    pad = (window - length % window) % window
+    if pad > 0:
+        x = F.pad(x, (0, 0, 0, pad))
+    mask = x.new_zeros((x.shape[1],))
+    mask[length:] = 1.0
+    return x * (1 - mask)[None, :, None], x[:, 1::2] + x[:, 0::2]
+
+
+def _untranslatable(x):
+    return torch.bernoulli(x)
+
+
+class Windows(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return _padded_mask(self.fc(x), 4)
+
+
+def test_a_wrapped_function_is_traced_into_for_each_shape_it_gets():
+    from parity.translation.wrapped import _CALLS
+
+    torch.manual_seed(0)
+    module = Windows()
+    cell = parity.translate(module)
+    for length in (5, 8):  # padded by 3, and not at all: one trace each
+        result = parity.check(cell, module, parity.randn((2, length, 4)))
+        assert result.passed, str(result)
+    traces = _CALLS[id(_padded_mask)].programs
+    assert sorted(key[0][0][1] for key in traces) == [(2, 5, 4), (2, 8, 4)]
+
+
+def test_an_untranslated_call_inside_a_wrapped_function_is_named_with_its_line():
+    class Calls(torch.nn.Module):
+        def forward(self, x):
+            return _untranslatable(x)
+
+    import inspect
+
+    line = inspect.getsourcelines(_untranslatable)[1] + 1
+    cell = parity.translate(Calls())
+    with pytest.raises(parity.ParityUnsupported,
+                       match=rf"_untranslatable calls what has no MindSpore translation: torch\.bernoulli at "
+                             rf".*test_translate_calls\.py:{line}"):
+        cell(mindspore.Tensor(np.ones((2, 3), np.float32)))
+
+
+def test_strided_slices_and_rolls_have_gradients_on_cpu():
+    """MindSpore's backward of x[:, 1::2] and of narrow fails on CPU; the adapters avoid both."""
+
+    class Strided(torch.nn.Module):
+        def forward(self, x):
+            return x[:, 1::2, 0::2] * 2 + x[..., 1::2, :, 1::3].sum(), torch.roll(x, (1, 2), (1, 2))
+
+    torch.manual_seed(0)
+    result = parity.check(parity.translate(Strided()), Strided(), parity.randn((2, 4, 6, 3)))
+    assert result.passed, str(result)
+
+
+# --- transformers' own attention helpers, traced -------------------------------------------------
+
+class LlamaAttentionCore(torch.nn.Module):
+    """transformers' LLaMA attention from the projections on, with its own functions: rotary
+    tables (``inv_freq``, ``cat(freqs, freqs)``), ``apply_rotary_pos_emb`` (``rotate_half``),
+    ``repeat_kv`` for grouped heads, a causal mask with a left pad filled with float32's smallest
+    value, softmax in float32; and the same through ``F.scaled_dot_product_attention`` with GQA."""
+
+    def __init__(self):
+        super().__init__()
+        from cases.models.zoo_compat import import_quietly
+
+        self.llama = import_quietly("transformers.models.llama.modeling_llama")
+        self.q_proj, self.k_proj = torch.nn.Linear(16, 16, bias=False), torch.nn.Linear(16, 8, bias=False)
+        self.v_proj = torch.nn.Linear(16, 8, bias=False)
+        self.register_buffer("inv_freq", 1.0 / (10000 ** (torch.arange(0, 4, 2, dtype=torch.int64).float() / 4)),
+                             persistent=False)
+
+    def forward(self, x, position_ids):
+        q = self.q_proj(x).view(2, 5, 4, 4).transpose(1, 2)
+        k, v = (p(x).view(2, 5, 2, 4).transpose(1, 2) for p in (self.k_proj, self.v_proj))
+        freqs = (self.inv_freq[None, :, None].float().expand(2, -1, 1) @ position_ids[:, None, :].float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        q, k = self.llama.apply_rotary_pos_emb(q, k, emb.cos(), emb.sin())
+        keys, values = self.llama.repeat_kv(k, 2), self.llama.repeat_kv(v, 2)
+        allowed = torch.ones(5, 5, dtype=torch.bool).tril()[None, None] & (position_ids >= 0)[:, None, None, :]
+        mask = torch.zeros(2, 1, 5, 5).masked_fill(~allowed, torch.finfo(torch.float32).min)
+        scores = torch.matmul(q, keys.transpose(2, 3)) * 4 ** -0.5 + mask
+        weights = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        eager = torch.matmul(weights, values)
+        fused = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, enable_gqa=True)
+        return eager.transpose(1, 2).reshape(2, 5, 16), fused
+
+
+def test_transformers_rotary_and_grouped_attention_helpers_translate():
+    torch.manual_seed(0)
+    module = LlamaAttentionCore().eval()
+    positions = np.array([[-1, 0, 1, 2, 3], [0, 1, 2, 3, 4]], dtype=np.int64)  # the first row left-padded
+    cell = parity.translate(module)
+    result = parity.check(cell, module, (parity.randn((2, 5, 16)), positions))
+    assert result.passed, str(result)
