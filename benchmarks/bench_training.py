@@ -115,12 +115,32 @@ def _ms_name(torch_name: str, ms_names):
     return found
 
 
+# ``--optimizer adam``: torch.optim.Adam(lr 1e-3, weight_decay 1e-5, the guide's), translated to
+# MindSpore by parity's translate_optimizer on both variants (check_training given PyTorch's alone).
+OPTIMIZER = os.environ.get("BENCH_TRAINING_OPTIMIZER", "sgd")
+
+
 def _optimizers():
     import mindspore
     import torch
 
+    if OPTIMIZER == "adam":
+        return lambda p: torch.optim.Adam(p, lr=1e-3, weight_decay=1e-5)
     return (lambda p: mindspore.nn.SGD(p, learning_rate=LR, momentum=MOMENTUM),
             lambda p: torch.optim.SGD(p, lr=LR, momentum=MOMENTUM))
+
+
+def _hand_optimizers(ms_cell, torch_module):
+    """(MindSpore optimizer, PyTorch optimizer) of the hand loop."""
+    if OPTIMIZER != "adam":
+        ms_factory, torch_factory = _optimizers()
+        return ms_factory(ms_cell.trainable_params()), torch_factory(torch_module.parameters())
+    from parity.translation.optim import translate_optimizer
+
+    torch_opt = _optimizers()(torch_module.parameters())
+    ms_params = dict(ms_cell.parameters_and_names())
+    names = {id(p): n for n, p in torch_module.named_parameters()}
+    return translate_optimizer(torch_opt, lambda p: [ms_params[_ms_name(names[id(p)], ms_params)]]), torch_opt
 
 
 def losses_of():
@@ -157,9 +177,8 @@ def hand_written(ms_cell, torch_module, workload: Workload) -> dict:
     _copy_weights(ms_cell, torch_module)
     ms_cell.set_train(True)
     torch_module.train()
-    ms_factory, torch_factory = _optimizers()
     ms_loss, torch_loss = losses_of()
-    ms_opt, torch_opt = ms_factory(ms_cell.trainable_params()), torch_factory(torch_module.parameters())
+    ms_opt, torch_opt = _hand_optimizers(ms_cell, torch_module)
 
     def forward(x, y):
         return ms_loss(ms_cell(x), y)
@@ -334,8 +353,13 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument("--profile", action="store_true", help="instead: one check_training per workload under "
                         "cProfile, by phase")
+    parser.add_argument("--optimizer", choices=("sgd", "adam"), default=None,
+                        help="SGD with momentum (default) or Adam (translated on both variants)")
     parser.add_argument("--child", nargs=2, metavar=("WORKLOAD", "VARIANT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.optimizer:
+        global OPTIMIZER
+        OPTIMIZER = os.environ["BENCH_TRAINING_OPTIMIZER"] = args.optimizer  # children inherit it
     if args.child:
         _child(*args.child)
         return 0

@@ -361,8 +361,9 @@ def test_a_tolerance_for_everything_passes():
 
 def test_the_rounding_envelope_on_a_small_resnet():
     """A tolerance far below float32 rounding puts nearly every tensor above half of it:
-    each is judged against PyTorch's own spread under mirrored perturbed runs and float64, and a
-    clean pair passes there, the noise-judged tensors flagged."""
+    each is judged against PyTorch's own spread under mirrored perturbed runs (and float64 where
+    they leave it above half of what it is allowed), and a clean pair passes there, the
+    noise-judged tensors flagged."""
     from cases.models.resnet import ms_resnet_small, torch_resnet_small
 
     torch.manual_seed(0)
@@ -373,8 +374,10 @@ def test_the_rounding_envelope_on_a_small_resnet():
     judged = [c for c in result.comparisons if c.envelope is not None]
     assert len(judged) > len(result.comparisons) // 2
     assert {c.name for c in result.noise_judged} == {c.name for c in judged if c.envelope.tolerance_margin > 1}
-    for c in judged:
-        assert c.envelope.draws == 4 and c.envelope.float64
+    for c in judged:  # each took the runs its verdict needed: the first pair, or every run
+        runs = (c.envelope.draws, c.envelope.float64)
+        assert runs in ((2, False), (4, False), (4, True)), c.name
+        assert runs == (4, True) or c.margin <= 0.5, c.name
         assert c.margin == c.envelope.final_margin <= 1.0, c.name
         assert 0 < c.envelope.spread < 1e-3, c.name  # a rounding-level spread, not a license
     assert all(c.margin <= 0.5 for c in result.comparisons if c.envelope is None)  # the rest paid nothing

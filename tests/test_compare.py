@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from parity import Tolerance
-from parity.judge.envelope import Envelope, envelope_metrics
+from parity.judge.envelope import ENVELOPE_DRAWS, HEADROOM, Candidate, Envelope, envelope_metrics, judge_envelope
 from parity.judge.metrics import Comparison, compare_arrays, relative_error, structural_problem
 
 FP32 = Tolerance(1.3e-6, 1e-5)
@@ -251,3 +251,63 @@ def test_the_margin_shown_is_the_nearer_route_to_passing():
     # A few outside in a large tensor, well inside as a whole: passes, judged whole.
     few = envelope(margin=3.0, outside=3, ms_error=1e-7, spread=1e-5, total=20480)
     assert few.judged_whole and few.passed and few.final_margin < 1
+
+
+def _judged(ms, ref, key="t"):
+    c = comparison(ms_shape=ref.shape, torch_shape=ref.shape, **compare_arrays(ms, ref, FP32))
+    return Candidate(key, c, ms, ref)
+
+
+def _runs(ref, scales, seed=0):
+    """A rerun function whose perturbed runs move ``ref`` by ``scales[draw]`` (relative), mirrored,
+    and whose float64 run by a tenth of the first; it records what it was asked for."""
+    asked = []
+
+    def rerun(spec):
+        asked.append(spec)
+        if spec.cast is not None:
+            return [(key, ref * (1 + 0.1 * scales[0])) for key in spec.keys]
+        signs = np.where(np.random.default_rng(seed + spec.draw).random(ref.shape) < 0.5, -1.0, 1.0)
+        value = (ref * (1 + np.sign(spec.ulps) * scales[spec.draw] * signs)).astype(ref.dtype)
+        return [(key, value) for key in spec.keys]
+
+    return rerun, asked
+
+
+def test_the_envelope_asks_no_more_runs_than_decide_a_verdict():
+    ref = np.random.default_rng(1).standard_normal(1000).astype(np.float32)
+    inside = ref * (1 + 3e-6 * np.sign(np.random.default_rng(2).standard_normal(1000))).astype(np.float32)
+    far = ref + np.float32(1.0)  # a fault: no rounding reaches it
+    cheap, faulty = _judged(inside, ref, "inside"), _judged(far, ref, "fault")
+    rerun, asked = _runs(ref, [1e-5, 1e-5])
+    judge_envelope([cheap, faulty], rerun)
+    # The first pair decides the close tensor; the fault takes every run, and fails.
+    assert [(s.draw, s.cast, s.keys) for s in asked] == [
+        (0, None, {"inside", "fault"}), (0, None, {"inside", "fault"}), (1, None, {"fault"}), (1, None, {"fault"}),
+        (None, "float64", {"fault"})]
+    assert cheap.comparison.passed and cheap.comparison.margin <= HEADROOM
+    assert (cheap.comparison.envelope.draws, cheap.comparison.envelope.float64) == (2, False)
+    assert not faulty.comparison.passed
+    assert (faulty.comparison.envelope.draws, faulty.comparison.envelope.float64) == (4, True)
+
+
+def test_an_early_verdict_is_the_whole_envelopes_verdict():
+    """Every further run only widens the spread: a tensor decided early passes with every run too,
+    at no more than the margin shown; one left open gets exactly the whole envelope's verdict."""
+    seen = set()
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        ref = rng.standard_normal(500).astype(np.float32)
+        ms = (ref * (1 + rng.uniform(0, 2e-5) * rng.standard_normal(500))).astype(np.float32)
+        scales = list(rng.uniform(2e-6, 3e-5, 2))
+        early, whole = _judged(ms, ref), _judged(ms, ref)
+        judge_envelope([early], _runs(ref, scales, seed)[0])
+        judge_envelope([whole], _runs(ref, scales, seed)[0], adaptive=False)
+        assert early.comparison.passed == whole.comparison.passed
+        assert early.comparison.margin >= whole.comparison.margin
+        if early.comparison.envelope.draws < ENVELOPE_DRAWS:
+            assert early.comparison.margin <= HEADROOM
+        else:
+            assert early.comparison.margin == whole.comparison.margin
+        seen.add((early.comparison.envelope.draws, whole.comparison.passed))
+    assert seen == {(2, True), (4, True), (4, False)}  # decided early, passed late, failed

@@ -233,3 +233,36 @@ def test_a_network_trained_in_graph_mode_is_not_kept_alive():
     del cell
     gc.collect()
     assert alive() is None
+
+
+def test_the_envelopes_reruns_stop_at_the_last_step_still_open(monkeypatch):
+    """A tolerance far below float32 rounding sends every step's tensors to the envelope; each
+    verdict says which runs it took, and a run asked only for tensors of earlier steps stops there."""
+    from parity.engine.training.reruns import TorchReruns
+
+    asked = []
+    original = TorchReruns._run
+
+    def spy(self, dtype, wanted, **kwargs):
+        asked.append((kwargs.get("cast"), kwargs.get("draw"), max(wanted)))
+        return original(self, dtype, wanted, **kwargs)
+
+    monkeypatch.setattr(TorchReruns, "_run", spy)
+    model = _net()
+    tight = parity.Tolerance(rtol=1e-9, atol=1e-9)
+    try:  # so tight that a parameter after a step may fail even inside the envelope: the runs are the point here
+        result = parity.check_training(parity.translate(model), model, BATCHES, tolerance=tight, steps=3,
+                                       optimizer=lambda p: torch.optim.SGD(p, lr=0.1), loss=torch.nn.CrossEntropyLoss())
+    except parity.ParityMismatch as exc:
+        result = exc.result
+    judged = [c for c in result.comparisons if c.envelope is not None]
+    assert len(judged) > 10
+    for c in judged:
+        assert (c.envelope.draws, c.envelope.float64) in ((2, False), (4, False), (4, True))
+        assert (c.envelope.draws, c.envelope.float64) == (4, True) or c.margin <= 0.5
+    assert asked[0][:2] == (None, 0) and asked[0][2] == 2  # the first pair covers every step
+    open_after_first_pair = {i for i, step in enumerate(result.steps)
+                             for c in step.comparisons if c.envelope is not None and c.envelope.draws > 2}
+    assert len(asked) == 5 and open_after_first_pair and max(open_after_first_pair) < 2  # here: step 1's only
+    for cast, draw, last in asked[2:]:
+        assert last == max(open_after_first_pair)

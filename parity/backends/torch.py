@@ -198,8 +198,10 @@ def _noise(signs: _Signs, ulps: float):
             kept = torch.nan_to_num(kept, nan=0.0, posinf=0.0, neginf=0.0)
             scale = torch.linalg.vector_norm(kept) / math.sqrt(kept.numel())
         # Exact zeros (a ReLU's, a mask's) are exact on every CPU: only computed values move.
-        layer = torch.where(kept != 0, signs.like(kept) * (scale * eps), 0.0)
-        return torch.addcmul(layer, signs.like(kept), kept, value=eps)
+        # In place on one fresh tensor: the same arithmetic as a where() and an addcmul().
+        layer = torch.mul(signs.like(kept), scale * eps)
+        layer.masked_fill_(kept == 0, 0.0)
+        return layer.addcmul_(signs.like(kept), kept, value=eps)
     return make
 
 

@@ -262,7 +262,7 @@ def _judge(c: Comparison, pair: ArrayPair, torch_model, sequence: np.ndarray, se
         with tb.perturbed(torch_model, seed=draw_seed(seed, spec.draw), ulps=spec.ulps):
             return [("logits", tb.decode(torch_model, sequence, device=device)[0])]
 
-    spread = judge_envelope([Candidate("logits", c, pair.ms, pair.torch)], rerun)["logits"]
+    spread = judge_envelope([Candidate("logits", c, pair.ms, pair.torch)], rerun, adaptive=False)["logits"]
     if not judged:  # far inside its tolerance: judged by it alone, as check judges it
         c.envelope, c.margin = None, tolerance_margin
     return spread

@@ -60,14 +60,17 @@ class TorchReruns:
             return
         from ...backends import torch as tb
 
-        wanted: Dict[int, set] = {}
-        for step, key in (c.key for c in candidates):
-            wanted.setdefault(step, set()).add(key)
         after = tb.state_of(self.module)
         dtype = next((str(p.dtype).replace("torch.", "") for p in self.module.parameters()), "float32")
 
         def rerun(spec):
-            # A run whose values the judge keeps past the next step reads copies; the others views.
+            # Only as far as the last step of a tensor still open. A run whose values the judge
+            # keeps past the next step reads copies; the others views.
+            wanted: Dict[int, set] = {}
+            for step, key in (c.key for c in candidates if spec.keys is None or c.key in spec.keys):
+                wanted.setdefault(step, set()).add(key)
+            if not wanted:
+                return
             for step, found in self._run(dtype, wanted, cast=spec.cast, draw=spec.draw, ulps=spec.ulps,
                                          views=not spec.kept):
                 for key in wanted.get(step, ()):
