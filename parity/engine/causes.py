@@ -9,7 +9,7 @@ from ..backends import amp as amp_backend
 from ..errors import ParityUnsupported, ParityUsageError
 from ..weights.transfer import TORCH_ONLY, WeightMap, map_weights
 
-__all__ = ["map_pair_weights", "refuse_unsupported_dtype", "failure_causes"]
+__all__ = ["map_pair_weights", "refuse_unsupported_dtype", "failure_causes", "own_error_causes"]
 
 
 def map_pair_weights(ms_cell, torch_module, name_map, device: str) -> WeightMap:
@@ -70,3 +70,22 @@ def failure_causes(ms_cell, torch_module, result, device: str, mode: str) -> Lis
     if result.layers is not None:
         seen = observed(result.layers, [(c.layer, c.kind) for c in result.failures if c.layer])
     return likely_causes(ms_cell, torch_module, at=at, device=device, mode=mode, seen=seen)
+
+
+def own_error_causes(ms_cell, torch_module, result, device: str, mode: str) -> None:
+    """Give each layer with its own error (``result.layers.own_errors``) the registry's known
+    mismatches found at that layer, most likely first."""
+    from dataclasses import replace
+
+    from ..registry.diagnosis import UNSUPPORTED, diagnose
+
+    own = result.layers.own_errors
+    if not own:
+        return
+    try:
+        found = diagnose(ms_cell, torch_module, device=device, mode=mode)
+    except Exception:  # the registry helps the message; it never hides the failure
+        return
+    found = [d for d in found if d.score >= UNSUPPORTED]
+    result.layers.own_errors = [replace(e, causes=tuple(d.cause() for d in found if d.path == e.layer))
+                                for e in own]

@@ -13,7 +13,7 @@ float64 noise floor where known); otherwise it is "downstream" of the real cause
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -77,6 +77,12 @@ class LayerVerdict:
     # The dtypes of what flowed out on each side (mixed precision: which precision the layer ran in).
     ms_out_dtypes: Tuple[str, ...] = ()
     out_dtypes: Tuple[str, ...] = ()  # PyTorch's
+    # The layer's own error, on a failing check: fed PyTorch's inputs (see parity.engine.own), the
+    # relative L2 error and greatest |diff| / allowed of its output; "own", "inherited", "ok" or
+    # "" (not measured).
+    own_error: Optional[float] = None
+    own_margin: Optional[float] = None
+    own_status: str = ""
 
     @property
     def shapes_differ(self) -> bool:
@@ -269,8 +275,11 @@ class Localizer:
     float64 pass runs and kept as numbers only."""
 
     def __init__(self, torch_recording: Recording, align: Callable[[str], Optional[str]], resolve_tol,
-                 noise_factor: float = 10.0):
+                 noise_factor: float = 10.0, *, keep: bool = False):
         self.torch = torch_recording
+        # ``keep``: PyTorch's arrays stay after comparing (each layer's own error feeds them again).
+        self.keep = keep
+        self._compared: set = set()
         self.noise: Dict[Tuple[str, str, int], Tuple[float, float]] = {}  # (direction, path, call) -> floors
         self.noise_factor = noise_factor
         self.align = align
@@ -282,6 +291,8 @@ class Localizer:
     def _judge(self, direction: str, call: LayerCall) -> LayerVerdict:
         path = self.align(call.path)
         ref = self.torch.get(path, call.call) if path is not None else None
+        if (direction, path, call.call) in self._compared:
+            ref = None  # a second MindSpore call aligned with the same PyTorch call
         ref_in, ref_out = _sides(ref, direction) if ref is not None else (None, None)
         ms_in, ms_out = _sides(call, direction)
         if ref_out is None:
@@ -297,7 +308,9 @@ class Localizer:
                 ms_out, ref_out = by_name(ms_out, call.grad_input_names, ref_out, ref.grad_input_names)
         verdict = judge(direction, path, call.path, call.type, ref.type, call.call, ms_in, ms_out,
                         ref_in, ref_out, tol, noise, in_noise, self.metrics)
-        _release(ref, direction)
+        self._compared.add((direction, path, call.call))
+        if not self.keep:
+            _release(ref, direction)
         return verdict
 
     def on_forward(self, call: LayerCall) -> None:
@@ -460,6 +473,9 @@ class LayerTable:
 
     forward: List[LayerVerdict]
     backward: List[LayerVerdict]
+    # The layers whose own error is out of bounds (parity.engine.own.OwnError), in execution order,
+    # when a failing check measured them.
+    own_errors: List = field(default_factory=list)
 
     def first(self, direction: str) -> Tuple[Optional[LayerVerdict], str]:
         return first_divergence(self.forward if direction == "forward" else self.backward)

@@ -1,0 +1,176 @@
+"""Layers fed the other side's inputs: every sub-layer call gets given tensors in place of the
+ones its caller passed, and what it returns is kept.
+
+Used to measure each layer's own error: with PyTorch's captured inputs fed to every layer of
+MindSpore's model (and of PyTorch's own, for the rounding envelope's reruns), a layer's output
+differs from PyTorch's only by what the layer itself computes differently, never by what flowed
+into it. A container's figure holds its own code and its sub-layers' own errors.
+
+The feeds are numpy arrays keyed by (layer path, call number), in the order the layer capture
+records a call's input tensors (see :class:`parity.backends._hooks.LayerHooks`), with the names it
+records them under. A framework is imported inside the functions, as each pass needs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Set, Tuple
+
+import numpy as np
+
+from . import flatten_outputs
+from ._hooks import slot_names
+
+__all__ = ["Feed", "Fed", "fed"]
+
+
+@dataclass(frozen=True)
+class Feed:
+    """What one layer call is fed: its input arrays, and their names where the call is paired
+    by name (a call given keyword arguments on either side), else None (paired by position)."""
+
+    arrays: Tuple[Optional[np.ndarray], ...]
+    names: Optional[Tuple[str, ...]] = None
+
+
+@dataclass
+class Fed:
+    """What a fed pass saw: each call's outputs (numpy, on the host) and the calls that were fed
+    every input they have a counterpart for."""
+
+    outputs: Dict[Tuple[str, int], List[Optional[np.ndarray]]] = field(default_factory=dict)
+    fed: Set[Tuple[str, int]] = field(default_factory=set)
+
+
+class _Adapter:
+    """How one framework's tensors are told, made and read, and its layers hooked."""
+
+    def __init__(self, framework: str):
+        self.framework = framework
+        if framework == "mindspore":
+            import mindspore as ms
+
+            from . import mindspore as backend
+
+            self.tensor_type, self._ms = ms.Tensor, ms
+        else:
+            import torch
+
+            from . import torch as backend
+
+            self.tensor_type, self._torch = torch.Tensor, torch
+        self.backend = backend
+
+    def make(self, array: np.ndarray, like):
+        if self.framework == "mindspore":
+            return self._ms.Tensor(np.ascontiguousarray(array), dtype=like.dtype)
+        made = self._torch.from_numpy(np.array(array, copy=True)).to(device=like.device, dtype=like.dtype)
+        return made.requires_grad_(like.requires_grad) if made.is_floating_point() else made
+
+    def held(self, tensor):
+        """What to keep of an output now: a copy in PyTorch (a later in-place op may change it),
+        the tensor itself in MindSpore (converting waits for MindSpore's queue: done once, at the end)."""
+        return tensor if self.framework == "mindspore" else self.backend.to_numpy(tensor.detach()).copy()
+
+    def array(self, held) -> np.ndarray:
+        return self.backend.to_numpy(held) if self.framework == "mindspore" else held
+
+    def layers(self, model):
+        if self.framework == "mindspore":
+            return [(p, c) for p, c in model.cells_and_names() if p and not getattr(c, "has_bprop", False)]
+        return [(p, m) for p, m in model.named_modules() if p]
+
+
+def _leaves(value, adapter, name: str):
+    """(name, leaf) of every tensor or None in a (nested) value, as the layer capture names them."""
+    return [(path, leaf) for path, leaf in flatten_outputs(value, name)
+            if leaf is None or isinstance(leaf, adapter.tensor_type)]
+
+
+def _rebuild(value, swap, name: str):
+    """``value`` with every tensor leaf replaced by ``swap(its name, leaf)``; nested tuples, lists
+    and dicts rebuilt (named tuples kept whole), as :func:`flatten_outputs` names the leaves."""
+    if isinstance(value, dict):
+        return type(value)((k, _rebuild(v, swap, f"{name}[{k!r}]")) for k, v in value.items())
+    if isinstance(value, (tuple, list)) and not hasattr(value, "_fields"):
+        return type(value)(_rebuild(v, swap, f"{name}[{i}]") for i, v in enumerate(value))
+    return swap(name, value)
+
+
+class _Feeder:
+    def __init__(self, adapter: _Adapter, feeds: Dict[Tuple[str, int], Feed], found: Fed):
+        self.adapter, self.feeds, self.found = adapter, feeds, found
+        self.calls: Counter = Counter()
+
+    def pre_hook(self, path: str, layer, args, kwargs):
+        feed = self.feeds.get((path, self.calls[path]))
+        if feed is None:
+            return None
+        names = slot_names(layer, args, kwargs)
+        leaves = [leaf for n, v in zip(names, list(args) + list(kwargs.values())) for leaf in _leaves(v, self.adapter, n)]
+        if feed.names is not None:
+            given = {n: a for n, a in zip(feed.names, feed.arrays)}
+        elif len(feed.arrays) == len(leaves):
+            given = {n: a for (n, _), a in zip(leaves, feed.arrays)}
+        else:
+            return None  # the two sides' calls differ in what they take: not fed
+        used = []
+
+        def swap(name, leaf):
+            array = given.get(name)
+            if array is None or not isinstance(leaf, self.adapter.tensor_type) or tuple(array.shape) != tuple(leaf.shape):
+                return leaf
+            used.append(name)
+            return self.adapter.make(array, leaf)
+
+        new_args = tuple(_rebuild(a, swap, n) for n, a in zip(names, args))
+        new_kwargs = {k: _rebuild(v, swap, k) for k, v in kwargs.items()}
+        if used:
+            self.found.fed.add((path, self.calls[path]))
+        return new_args, new_kwargs
+
+    def forward_hook(self, path: str, layer, args, kwargs, outputs) -> None:
+        call = self.calls[path]
+        self.calls[path] += 1
+        leaves = [leaf for _, leaf in _leaves(outputs, self.adapter, "output")]
+        self.found.outputs[(path, call)] = [None if t is None else self.adapter.held(t) for t in leaves]
+
+
+@contextlib.contextmanager
+def fed(model, feeds: Dict[Tuple[str, int], Feed], *, framework: str):
+    """Inside, each sub-layer call of ``model`` (a MindSpore Cell or a PyTorch Module, as
+    ``framework`` says) that ``feeds`` names runs on the arrays given (in each tensor's own dtype;
+    a tensor whose shape differs keeps its value), and every call's outputs are kept. Yields a
+    :class:`Fed`, complete on exit. A MindSpore Cell with a custom bprop is left as it is."""
+    adapter = _Adapter(framework)
+    found = Fed()
+    feeder = _Feeder(adapter, feeds, found)
+    handles = []
+    for path, layer in adapter.layers(model):
+        if framework == "torch" and getattr(layer, "inplace", False) is True:
+            layer.inplace = False
+            handles.append(_Restore(layer))
+        handles.append(layer.register_forward_pre_hook(functools.partial(feeder.pre_hook, path), with_kwargs=True))
+        handles.append(layer.register_forward_hook(functools.partial(feeder.forward_hook, path), with_kwargs=True))
+    try:
+        yield found
+        for key, held in found.outputs.items():
+            found.outputs[key] = [None if h is None else adapter.array(h) for h in held]
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+class _Restore:
+    """Switches a PyTorch layer's in-place flag back on when removed (a fed pass copies what it keeps)."""
+
+    def __init__(self, layer):
+        self.layer = layer
+
+    def remove(self) -> None:
+        self.layer.inplace = True
+
+
