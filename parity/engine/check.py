@@ -21,6 +21,7 @@ from ..weights.transfer import WeightReport, copy_weights, fill_weights, map_wei
 from .amp import parse as parse_amp, precision_causes, precision_rows, rewrite_cause
 from .causes import failure_causes, map_pair_weights, own_error_causes, refuse_unsupported_dtype
 from .inputs import materialize, per_side_inputs
+from .localize import first_nonfinite
 from .own import measure_own_errors
 from .passes import Passes
 from .result import Result
@@ -203,6 +204,7 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
     if result.passed and layers is not None:
         layers.passed_within_noise()
     if not result.passed and layers is not None and not result.problem:
+        result.first_nonfinite = first_nonfinite(layers.forward, layers.backward)
         with region():  # each layer fed PyTorch's inputs: its own error, apart from what flowed in
             measure_own_errors(layered, layers, chain)
         own_error_causes(ms_cell, torch_module, result, settings.device, modes[-1])
@@ -210,6 +212,8 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
         layered.torch_recording = None  # PyTorch's layer arrays, kept until now
     if not result.passed:
         causes = failure_causes(ms_cell, torch_module, result, settings.device, modes[-1])
+        if layers is not None:  # a layer with its own error: its causes too, whatever the first divergence
+            causes += [c for e in layers.own_errors for c in e.causes if c not in causes]
         if spec is not None:
             causes = _amp_causes(result, spec) + causes
         raise ParityMismatch(report.failure_message(result, likely_causes=causes, verbose=settings.verbose),

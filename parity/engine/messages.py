@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import List, Optional, Sequence, Tuple
 
 __all__ = ["failure_message", "structure_message", "reproduce_line", "summary_line", "result_line", "fmt",
-           "device_lines"]
+           "device_lines", "own_error_lines", "nonfinite_lines"]
 
 _HEADLINE = "MindSpore and PyTorch outputs are not close!"
 _SIDE_NAMES = {"output": "forward output", "input grad": "gradient of input", "param grad": "gradient of parameter",
@@ -120,7 +120,50 @@ _CONTEXT = 3  # agreeing layers shown before the first divergence
 
 def _layer_line(v, marker: str = "") -> str:
     types = v.ms_type if v.ms_type == v.torch_type or not v.torch_type else f"{v.ms_type}/{v.torch_type}"
-    return f"  {v.status:<10} {v.label:<28} {types:<22} {_layer_difference(v)}{marker}"
+    own = f"; own {fmt(v.own_margin)}x allowed" if v.own_margin is not None else ""
+    return f"  {v.status:<10} {v.label:<28} {types:<22} {_layer_difference(v)}{own}{marker}"
+
+
+_SIDES = {"mindspore": "on the MindSpore side only", "torch": "on the PyTorch side only",
+          "both": "on each side where the other has none"}
+
+
+def nonfinite_lines(origin) -> List[str]:
+    """Where NaN/Inf first appeared on one side only (a :class:`parity.engine.localize.NonFiniteOrigin`)."""
+    if origin is None:
+        return []
+    kind = "forward output of" if origin.direction == "forward" else "gradient flowing back out of"
+    when = f"step {origin.step}, {origin.stage}: " if origin.step is not None else ""
+    inputs = ("what flowed in was finite on both sides" if origin.inputs_finite
+              else "what flowed in already had NaN/Inf (no layer was fed finite values and made them)")
+    return [f"Non-finite: {when}first at {kind} '{origin.label or origin.layer}', NaN/Inf {_SIDES[origin.side]}; "
+            f"{inputs}"]
+
+
+_OWN_SHOWN = 8  # layers with own error listed; the rest counted
+
+
+def own_error_lines(layers) -> List[str]:
+    """The layers whose own error is out of bounds (each fed PyTorch's inputs), in order, each
+    with its known mismatches, apart from those whose error is only inherited."""
+    if layers is None or not getattr(layers, "own_measured", False):
+        return []
+    own = layers.own_errors
+    inherited = [v for v in layers.forward if v.own_status == "inherited"]
+    if not own:
+        return [f"Own errors: none; fed PyTorch's inputs, every layer is within bounds: the "
+                f"{len(inherited)} layers out of bounds inherit their error from what flowed in", ""]
+    lines = [f"Own errors, each layer fed PyTorch's inputs ({len(own)}, in execution order):"]
+    width = min(max(len(e.label or e.layer) for e in own), 40)
+    for e in own[:_OWN_SHOWN]:
+        what = "running statistics" if e.direction == "buffer" else "own output"
+        known = "; ".join(c.split(" at ", 1)[0] for c in e.causes) or "no known mismatch"
+        lines.append(f"  {e.label or e.layer:<{width}}  {what} at {fmt(e.margin)}x allowed  ({known})")
+    if len(own) > _OWN_SHOWN:
+        lines.append(f"  ... and {len(own) - _OWN_SHOWN} more (Result.layers.own_errors)")
+    if inherited:
+        lines.append(f"Inherited only: {len(inherited)} other layers out of bounds by what flowed into them")
+    return lines + [""]
 
 
 def _layer_difference(v) -> str:
@@ -194,6 +237,7 @@ def failure_message(result, *, likely_causes: Sequence[str] = (), verbose: int =
                  f" ({'train' if result.train else 'eval'} mode)")
     lines += device_lines(getattr(result, "device_setup", None))
     lines.append(f"Divergence: {divergence}")
+    lines += nonfinite_lines(getattr(result, "first_nonfinite", None))
     if table or first.kind != "output":
         lines.append(f"Compared:   {_where(first, modes)}")
     if first.problem is None:
@@ -204,6 +248,7 @@ def failure_message(result, *, likely_causes: Sequence[str] = (), verbose: int =
     lines.append("")
     if table:
         lines += table + [""]
+    lines += own_error_lines(getattr(result, "layers", None))
     for cause in likely_causes:
         lines.append(f"Likely cause: {cause}")
     lines += _footer(result)

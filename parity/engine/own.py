@@ -20,10 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
-
 from ..judge.envelope import Candidate, judge_envelope, near
 from ..judge.metrics import ArrayPair, compare_pair
-from .localize import LayerVerdict, _pair_metrics
+from .localize import LayerVerdict, pair_metrics
 from .passes import buffers_of, draw_seed, perturbed_inputs
 from .side_errors import run_side
 
@@ -73,9 +72,10 @@ def measure_own_errors(run, table, chain) -> None:
                ArrayPair("buffer", name, name, name, "pynative", ms_buffers[name], run.torch_buffers[name],
                          name.rpartition(".")[0])) for name in ms_buffers if name in run.torch_buffers]
     comparisons = {key: compare_pair(pair, chain, False) for key, pair in pairs}
-    errors = {key: _pair_metrics(pair.ms, pair.torch, comparisons[key].tolerance)[0] for key, pair in pairs}
+    errors = {key: pair_metrics(pair.ms, pair.torch, comparisons[key].tolerance)[0] for key, pair in pairs}
     _judge(run, feeds, dict(pairs), comparisons)
     tb.set_buffers(run.torch_module, torch_after)
+    table.own_measured = True
     table.own_errors = _verdicts(table.forward, comparisons, errors) + _buffer_errors(comparisons)
 
 

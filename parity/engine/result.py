@@ -70,6 +70,8 @@ class Result(Verdicts):
     device_setup: Optional[object] = None  # parity.judge.devices.DeviceSetup: where both sides ran
     # parity.amp.PrecisionRow per layer of a mixed-precision check (amp=...) whose layers were captured
     precisions: Optional[list] = None
+    # parity.engine.localize.NonFiniteOrigin: the first layer where NaN/Inf appeared on one side only
+    first_nonfinite: Optional[object] = None
 
     @property
     def passed(self) -> bool:
