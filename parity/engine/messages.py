@@ -120,7 +120,7 @@ _CONTEXT = 3  # agreeing layers shown before the first divergence
 
 def _layer_line(v, marker: str = "") -> str:
     types = v.ms_type if v.ms_type == v.torch_type or not v.torch_type else f"{v.ms_type}/{v.torch_type}"
-    own = f"; own {fmt(v.own_margin)}x allowed" if v.own_margin is not None else ""
+    own = f"; own {fmt(v.own_margin)}x allowed" if v.own_margin is not None and not v.shapes_differ else ""
     return f"  {v.status:<10} {v.label:<28} {types:<22} {_layer_difference(v)}{own}{marker}"
 
 
