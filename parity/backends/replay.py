@@ -6,6 +6,12 @@ MindSpore's model (and of PyTorch's own, for the rounding envelope's reruns), a 
 differs from PyTorch's only by what the layer itself computes differently, never by what flowed
 into it. A container's figure holds its own code and its sub-layers' own errors.
 
+Backward too, where gradient feeds are given: a fed input keeps its place in the graph (its value
+is the fed one, exactly: ``fed + (x - x)`` with the second term's gradient 1 and the first term's
+none), the gradient arriving at each fed call's outputs is replaced by the one given (a tensor
+hook), and what flows back out of the call is read from a hook on an alias of each input, as
+the layer capture reads it.
+
 The feeds are numpy arrays keyed by (layer path, call number), in the order the layer capture
 records a call's input tensors (see :class:`parity.backends._hooks.LayerHooks`), with the names it
 records them under. A framework is imported inside the functions, as each pass needs it.
@@ -43,6 +49,8 @@ class Fed:
 
     outputs: Dict[Tuple[str, int], List[Optional[np.ndarray]]] = field(default_factory=dict)
     fed: Set[Tuple[str, int]] = field(default_factory=set)
+    # backward, where gradient feeds were given: what flowed back out of each fed call, per input
+    grad_inputs: Dict[Tuple[str, int], List[Optional[object]]] = field(default_factory=dict)
 
 
 class _Adapter:
@@ -78,6 +86,22 @@ class _Adapter:
     def array(self, held) -> np.ndarray:
         return self.backend.to_numpy(held) if self.framework == "mindspore" else held
 
+    def differentiable(self, tensor) -> bool:
+        if self.framework == "mindspore":
+            return (isinstance(tensor, self._ms.Tensor) and tensor.dtype in self._ms.dtype.float_type
+                    and getattr(tensor, "_requires_grad", True))
+        return isinstance(tensor, self._torch.Tensor) and tensor.requires_grad
+
+    def in_place_of(self, x, value):
+        """``value`` where ``x`` was, in the graph: exactly ``value``, and a gradient to ``x`` of 1."""
+        if self.framework == "mindspore":
+            stop = self._ms.ops.stop_gradient
+            return stop(value) + (x - stop(x))
+        return value.detach() + (x - x.detach())
+
+    def alias(self, tensor):
+        return self._ms.ops.deepcopy(tensor) if self.framework == "mindspore" else tensor.view_as(tensor)
+
     def layers(self, model):
         if self.framework == "mindspore":
             return [(p, c) for p, c in model.cells_and_names() if p and not getattr(c, "has_bprop", False)]
@@ -101,9 +125,11 @@ def _rebuild(value, swap, name: str):
 
 
 class _Feeder:
-    def __init__(self, adapter: _Adapter, feeds: Dict[Tuple[str, int], Feed], found: Fed):
-        self.adapter, self.feeds, self.found = adapter, feeds, found
+    def __init__(self, adapter: _Adapter, feeds: Dict[Tuple[str, int], Feed], found: Fed,
+                 grads: Optional[Dict[Tuple[str, int], Feed]]):
+        self.adapter, self.feeds, self.found, self.grads = adapter, feeds, found, grads
         self.calls: Counter = Counter()
+        self.pending: Dict[Tuple[str, int], list] = {}  # a fed call's input aliases, hooked once it returns
 
     def pre_hook(self, path: str, layer, args, kwargs):
         feed = self.feeds.get((path, self.calls[path]))
@@ -117,37 +143,86 @@ class _Feeder:
             given = {n: a for (n, _), a in zip(leaves, feed.arrays)}
         else:
             return None  # the two sides' calls differ in what they take: not fed
-        used = []
+        used, key = [], (path, self.calls[path])
+        backward = self.grads is not None and key in self.grads
 
         def swap(name, leaf):
             array = given.get(name)
             if array is None or not isinstance(leaf, self.adapter.tensor_type) or tuple(array.shape) != tuple(leaf.shape):
-                return leaf
-            used.append(name)
-            return self.adapter.make(array, leaf)
+                new = leaf
+            else:
+                used.append(name)
+                new = self.adapter.make(array, leaf)
+                if backward and self.adapter.differentiable(leaf):
+                    new = self.adapter.in_place_of(leaf, new)
+            return new
 
-        new_args = tuple(_rebuild(a, swap, n) for n, a in zip(names, args))
+        new_args = [_rebuild(a, swap, n) for n, a in zip(names, args)]
         new_kwargs = {k: _rebuild(v, swap, k) for k, v in kwargs.items()}
-        if used:
-            self.found.fed.add((path, self.calls[path]))
-        return new_args, new_kwargs
+        if not used:
+            return None
+        self.found.fed.add(key)
+        if backward:  # one slot per argument, as the layer capture keeps a call's grad_inputs
+            self.found.grad_inputs[key] = [None] * (len(args) + len(kwargs))
+            aliases = self.pending[key] = []
+            new_args = [self._alias(aliases, i, v) for i, v in enumerate(new_args)]
+            new_kwargs = {k: self._alias(aliases, i, v) for i, (k, v) in enumerate(new_kwargs.items(), len(args))}
+        return tuple(new_args), new_kwargs
+
+    def _alias(self, aliases: list, slot: int, tensor):
+        """An alias of an argument, whose gradient (what flows back out of the call) is read."""
+        if not self.adapter.differentiable(tensor):
+            return tensor
+        alias = self.adapter.alias(tensor)
+        aliases.append((slot, alias))
+        return alias
+
+    def _read_grads(self, key) -> None:
+        """Hook the aliases of call ``key``'s arguments, after its outputs' gradients are replaced:
+        a layer that returns its input (an identity) reads the gradient given, as PyTorch's did."""
+        slots = self.found.grad_inputs[key]
+        for slot, alias in self.pending.pop(key, ()):
+            alias.register_hook(functools.partial(self._keep, slots, slot))
+
+    def _keep(self, slots: list, slot: int, grad) -> None:
+        slots[slot] = self.adapter.held(grad)
+
+    def _feed_grads(self, key, outputs) -> None:
+        """Replace the gradient arriving at each output of call ``key`` by the one given."""
+        feed = self.grads.get(key) if self.grads is not None else None
+        if feed is None or len(feed.arrays) != len(outputs):
+            return
+        for out, array in zip(outputs, feed.arrays):
+            if array is not None and self.adapter.differentiable(out) and tuple(array.shape) == tuple(out.shape):
+                out.register_hook(functools.partial(self._given, array))
+
+    def _given(self, array, grad):
+        return self.adapter.make(array, grad)
 
     def forward_hook(self, path: str, layer, args, kwargs, outputs) -> None:
         call = self.calls[path]
         self.calls[path] += 1
         leaves = [leaf for _, leaf in _leaves(outputs, self.adapter, "output")]
         self.found.outputs[(path, call)] = [None if t is None else self.adapter.held(t) for t in leaves]
+        if (path, call) in self.found.fed:
+            self._feed_grads((path, call), leaves)
+        if (path, call) in self.pending:
+            self._read_grads((path, call))
 
 
 @contextlib.contextmanager
-def fed(model, feeds: Dict[Tuple[str, int], Feed], *, framework: str):
+def fed(model, feeds: Dict[Tuple[str, int], Feed], *, framework: str,
+        grads: Optional[Dict[Tuple[str, int], Feed]] = None):
     """Inside, each sub-layer call of ``model`` (a MindSpore Cell or a PyTorch Module, as
     ``framework`` says) that ``feeds`` names runs on the arrays given (in each tensor's own dtype;
-    a tensor whose shape differs keeps its value), and every call's outputs are kept. Yields a
-    :class:`Fed`, complete on exit. A MindSpore Cell with a custom bprop is left as it is."""
+    a tensor whose shape differs keeps its value), and every call's outputs are kept. With
+    ``grads`` (the gradients arriving at each call's outputs, by the same keys), the backward of a
+    fed call starts from them, and what flows back out of it is kept. Yields a :class:`Fed`,
+    complete on exit (gradients: once the backward ran inside). A MindSpore Cell with a custom
+    bprop is left as it is."""
     adapter = _Adapter(framework)
     found = Fed()
-    feeder = _Feeder(adapter, feeds, found)
+    feeder = _Feeder(adapter, feeds, found, grads)
     handles = []
     for path, layer in adapter.layers(model):
         if framework == "torch" and getattr(layer, "inplace", False) is True:
@@ -157,8 +232,9 @@ def fed(model, feeds: Dict[Tuple[str, int], Feed], *, framework: str):
         handles.append(layer.register_forward_hook(functools.partial(feeder.forward_hook, path), with_kwargs=True))
     try:
         yield found
-        for key, held in found.outputs.items():
-            found.outputs[key] = [None if h is None else adapter.array(h) for h in held]
+        for store in (found.outputs, found.grad_inputs):
+            for key, held in store.items():
+                store[key] = [None if h is None else adapter.array(h) for h in held]
     finally:
         for handle in handles:
             handle.remove()

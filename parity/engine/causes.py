@@ -77,13 +77,14 @@ def own_error_causes(ms_cell, torch_module, result, device: str, mode: str) -> N
     mismatches found at that layer, most likely first."""
     from dataclasses import replace
 
-    from ..registry.diagnosis import UNSUPPORTED, diagnose
+    from ..registry.diagnosis import UNSUPPORTED, diagnose, observed
 
     own = result.layers.own_errors
     if not own:
         return
-    try:
-        found = diagnose(ms_cell, torch_module, device=device, mode=mode)
+    seen = observed(result.layers, [(c.layer, c.kind) for c in result.failures if c.layer])
+    try:  # judged on the shapes the layers saw, as the failure's likely causes are
+        found = diagnose(ms_cell, torch_module, device=device, mode=mode, seen=seen)
     except Exception:  # the registry helps the message; it never hides the failure
         return
     found = [d for d in found if d.score >= UNSUPPORTED]

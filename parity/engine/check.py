@@ -213,7 +213,7 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
     if not result.passed:
         causes = failure_causes(ms_cell, torch_module, result, settings.device, modes[-1])
         if layers is not None:  # a layer with its own error: its causes too, whatever the first divergence
-            causes += [c for e in layers.own_errors for c in e.causes if c not in causes]
+            causes += list(dict.fromkeys(c for e in layers.own_errors for c in e.causes if c not in causes))
         if spec is not None:
             causes = _amp_causes(result, spec) + causes
         raise ParityMismatch(report.failure_message(result, likely_causes=causes, verbose=settings.verbose),

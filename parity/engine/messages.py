@@ -141,6 +141,7 @@ def nonfinite_lines(origin) -> List[str]:
 
 
 _OWN_SHOWN = 8  # layers with own error listed; the rest counted
+_OWN_WHAT = {"forward": "output", "backward": "gradient", "buffer": "running statistics"}
 
 
 def own_error_lines(layers) -> List[str]:
@@ -149,21 +150,29 @@ def own_error_lines(layers) -> List[str]:
     if layers is None or not getattr(layers, "own_measured", False):
         return []
     own = layers.own_errors
-    inherited = [v for v in layers.forward if v.own_status == "inherited"]
+    inherited = [v for v in layers.forward + layers.backward if v.own_status == "inherited"]
+    firsts = [layers.first(direction)[0] for direction in ("forward", "backward")]
+    unfed = [f"'{v.label}'" for v in firsts if v is not None and v.own_status in ("", "inherited")
+             and v.own_margin is None and v.status == "FAIL"]
+    unfed_line = ([f"Not fed: {', '.join(unfed)} (a call the two sides make differently, or a custom bprop): "
+                   "its own error is not measured"] if unfed else [])
     if not own:
-        return [f"Own errors: none; fed PyTorch's inputs, every layer is within bounds: the "
-                f"{len(inherited)} layers out of bounds inherit their error from what flowed in", ""]
-    lines = [f"Own errors, each layer fed PyTorch's inputs ({len(own)}, in execution order):"]
-    width = min(max(len(e.label or e.layer) for e in own), 40)
-    for e in own[:_OWN_SHOWN]:
-        what = "running statistics" if e.direction == "buffer" else "own output"
-        known = "; ".join(c.split(" at ", 1)[0] for c in e.causes) or "no known mismatch"
-        lines.append(f"  {e.label or e.layer:<{width}}  {what} at {fmt(e.margin)}x allowed  ({known})")
-    if len(own) > _OWN_SHOWN:
-        lines.append(f"  ... and {len(own) - _OWN_SHOWN} more (Result.layers.own_errors)")
+        return [f"Own errors: none among the layers fed PyTorch's inputs; the {len(inherited)} layers out of "
+                "bounds inherit their error from what flowed in"] + unfed_line + [""]
+    rows = {}  # one row per layer: its own figures in each direction
+    for e in own:
+        rows.setdefault(e.label or e.layer, []).append(e)
+    lines = [f"Own errors, each layer fed PyTorch's inputs ({len(rows)} layers, in execution order):"]
+    width = min(max(len(label) for label in rows), 40)
+    for label, found in list(rows.items())[:_OWN_SHOWN]:
+        what = ", ".join(f"{_OWN_WHAT[e.direction]} at {fmt(e.margin)}x allowed" for e in found)
+        known = "; ".join(dict.fromkeys(c.split(" at ", 1)[0] for e in found for c in e.causes)) or "no known mismatch"
+        lines.append(f"  {label:<{width}}  {what}  ({known})")
+    if len(rows) > _OWN_SHOWN:
+        lines.append(f"  ... and {len(rows) - _OWN_SHOWN} more (Result.layers.own_errors)")
     if inherited:
         lines.append(f"Inherited only: {len(inherited)} other layers out of bounds by what flowed into them")
-    return lines + [""]
+    return lines + unfed_line + [""]
 
 
 def _layer_difference(v) -> str:

@@ -17,6 +17,7 @@ error), ``"ok"``, or ``""`` (not measured: not aligned, or its call could not be
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
@@ -24,7 +25,7 @@ from ..judge.envelope import Candidate, judge_envelope, near
 from ..judge.metrics import ArrayPair, compare_pair
 from .localize import LayerVerdict, pair_metrics
 from .passes import buffers_of, draw_seed, perturbed_inputs
-from .side_errors import run_side
+from .side_errors import backward as side_backward, run_side
 
 __all__ = ["OwnError", "measure_own_errors"]
 
@@ -34,7 +35,7 @@ class OwnError:
     """A layer whose own error is out of bounds, in the order the check met it."""
 
     layer: str  # the PyTorch path
-    direction: str  # "forward" or "buffer" (its running statistics, in training mode)
+    direction: str  # "forward", "backward" or "buffer" (its running statistics, in training mode)
     causes: Tuple[str, ...] = ()  # the registry's likely causes at this layer
     ms_path: str = ""
     label: str = ""  # the path with its call number, where the layer was called more than once
@@ -45,83 +46,98 @@ class OwnError:
 
 
 def measure_own_errors(run, table, chain) -> None:
-    """Feed every aligned forward layer call PyTorch's inputs (``run``: the check's captured
+    """Feed every aligned layer call PyTorch's inputs (``run``: the check's captured
     :class:`parity.engine.passes.Passes`, its PyTorch recording still holding its arrays), judge
-    each layer's own output, and set ``own_*`` on ``table``'s forward verdicts and
+    each layer's own output (and gradient), and set ``own_*`` on ``table``'s verdicts and
     ``table.own_errors`` (causes left empty: see :func:`parity.engine.causes.own_error_causes`)."""
-    from ..backends import mindspore as msb
+    from ..backends import mindspore as msb, torch as tb
     from ..backends.replay import fed
 
-    first, _ = table.first("forward")
-    if first is None and not (run.train and run.torch_buffers):
-        return  # the forward agrees, and no running statistic to compare
-    from ..backends import torch as tb
-
-    feeds = _feeds(run, table.forward)
+    forward = table.first("forward")[0] is not None
+    backward = bool(run.grads and table.first("backward")[0] is not None and not msb.VJP_RERUNS_FORWARD)
+    if not (forward or backward or (run.train and run.torch_buffers)):
+        return  # nothing diverged that a layer could own
+    feeds = _feeds(run, table.forward, "forward")
+    grad_feeds = _feeds(run, table.backward, "backward") if backward else None
     ms_after = {name: msb.read(run.ms_cell, name) for name in run.ms_start}
     torch_after = tb.buffers(run.torch_module)
     for name, value in run.ms_start.items():
         msb.write(run.ms_cell, name, value)
-    with fed(run.ms_cell, feeds, framework="mindspore") as got:
-        run_side(lambda: msb.Pass(run.ms_cell, run.ms_data, grads=False, mode="pynative"), "MindSpore (layers fed)")
-    ms_buffers = buffers_of(msb, run.ms_cell, run.wmap, "ms") if run.train else {}
+    with fed(run.ms_cell, feeds, framework="mindspore", grads=grad_feeds) as got:
+        side = run_side(lambda: msb.Pass(run.ms_cell, run.ms_data, grads=backward, mode="pynative"),
+                        "MindSpore (layers fed)")
+        ms_buffers = buffers_of(msb, run.ms_cell, run.wmap, "ms") if run.train else {}
+        if backward:
+            side_backward(side, run.cotangents, [], "MindSpore (layers fed)")
     for name, value in ms_after.items():
         msb.write(run.ms_cell, name, value)
-    pairs = _own_pairs(run, table.forward, feeds, got)
-    pairs += [((name.rpartition(".")[0], "buffer", name),
+    pairs = _own_pairs(run, table.forward, "forward", got.outputs)
+    if backward:
+        pairs += _own_pairs(run, table.backward, "backward", got.grad_inputs)
+    pairs += [(("buffer", name.rpartition(".")[0], name, 0),
                ArrayPair("buffer", name, name, name, "pynative", ms_buffers[name], run.torch_buffers[name],
                          name.rpartition(".")[0])) for name in ms_buffers if name in run.torch_buffers]
     comparisons = {key: compare_pair(pair, chain, False) for key, pair in pairs}
     errors = {key: pair_metrics(pair.ms, pair.torch, comparisons[key].tolerance)[0] for key, pair in pairs}
-    _judge(run, feeds, dict(pairs), comparisons)
+    _judge(run, feeds, grad_feeds, dict(pairs), comparisons)
     tb.set_buffers(run.torch_module, torch_after)
     table.own_measured = True
-    table.own_errors = _verdicts(table.forward, comparisons, errors) + _buffer_errors(comparisons)
+    table.own_errors = (_verdicts(table.forward, "forward", comparisons, errors)
+                        + (_verdicts(table.backward, "backward", comparisons, errors) if backward else [])
+                        + _buffer_errors(comparisons))
 
 
-def _feeds(run, verdicts: List[LayerVerdict]):
-    """(MindSpore path, call) -> the PyTorch inputs of its aligned call."""
+def _feeds(run, verdicts: List[LayerVerdict], direction: str):
+    """(MindSpore path, call) -> what flows into its aligned PyTorch call in ``direction``: its
+    inputs forward, the gradient arriving at its outputs backward."""
     from ..backends.replay import Feed
 
     feeds = {}
     for v in verdicts:
         ref = run.torch_recording.get(v.path, v.call) if v.status != "unaligned" else None
-        ms_call = run.ms_recording.get(v.ms_path, v.call) if run.ms_recording is not None else None
-        if ref is None or ref.inputs is None or ref.outputs is None:
+        if ref is None:
             continue
+        if direction == "backward":
+            if ref.grad_outputs is not None and ref.grad_inputs is not None:
+                feeds[(v.ms_path, v.call)] = Feed(tuple(ref.grad_outputs))
+            continue
+        if ref.inputs is None or ref.outputs is None:
+            continue
+        ms_call = run.ms_recording.get(v.ms_path, v.call) if run.ms_recording is not None else None
         named = ref.keywords or (ms_call is not None and ms_call.keywords)
         feeds[(v.ms_path, v.call)] = Feed(tuple(ref.inputs), tuple(ref.input_names) if named and ref.input_names
                                           else None)
     return feeds
 
 
-def _own_pairs(run, verdicts, feeds, got):
-    """((path, call, i), ArrayPair) of every fed call's output tensors: MindSpore's fed output
-    against PyTorch's captured one."""
+def _own_pairs(run, verdicts, direction: str, found):
+    """((direction, path, call, i), ArrayPair) of every fed call's outputs (forward) or what
+    flowed back out of it (backward): MindSpore's, fed, against PyTorch's captured ones."""
     pairs = []
     for v in verdicts:
         key = (v.ms_path, v.call)
-        if key not in got.fed or key not in got.outputs:
-            continue
         ref = run.torch_recording.get(v.path, v.call)
-        ms_out, ref_out = got.outputs[key], ref.outputs
-        if len(ms_out) != len(ref_out):
+        if key not in found or ref is None:
+            continue
+        ms_out = found[key]
+        ref_out = ref.outputs if direction == "forward" else ref.grad_inputs
+        if ref_out is None or len(ms_out) != len(ref_out):
             continue
         for i, (a, b) in enumerate(zip(ms_out, ref_out)):
             if a is not None and b is not None:
-                pairs.append(((v.path, v.call, i), ArrayPair("output", v.path, v.ms_path, v.path, "pynative", a, b,
-                                                             v.path)))
+                pairs.append(((direction, v.path, v.call, i),
+                              ArrayPair("output", v.path, v.ms_path, v.path, "pynative", a, b, v.path)))
     return pairs
 
 
-def _judge(run, feeds, pairs: Dict, comparisons: Dict) -> None:
+def _judge(run, feeds, grad_feeds, pairs: Dict, comparisons: Dict) -> None:
     """The rounding envelope for the own outputs near or beyond their tolerance: PyTorch's
     layers fed the same inputs again, in float64 and moved by a few ulps."""
     close = [Candidate(key, c, pairs[key].ms, pairs[key].torch) for key, c in comparisons.items()
              if near(c, pairs[key].torch.dtype.kind == "f")]
     if close:
-        torch_feeds = {(v[0], v[1]): f for v, f in _by_torch_path(run, feeds).items()}
-        judge_envelope(close, lambda spec: _rerun(run, torch_feeds, spec))
+        torch_grads = _by_torch_path(run, grad_feeds) if grad_feeds is not None else None
+        judge_envelope(close, lambda spec: _rerun(run, _by_torch_path(run, feeds), torch_grads, spec))
 
 
 def _by_torch_path(run, feeds):
@@ -134,40 +150,57 @@ def _by_torch_path(run, feeds):
     return found
 
 
-def _rerun(run, feeds, spec):
-    """PyTorch's model fed ``feeds`` again as ``spec`` asks: in float64, or with its weights,
-    layer outputs and the fed inputs moved by ``spec.ulps``."""
+def _rerun(run, feeds, grad_feeds, spec):
+    """PyTorch's model fed ``feeds`` (and ``grad_feeds``) again as ``spec`` asks: in float64, or
+    with its weights, layer outputs and the fed tensors moved by ``spec.ulps``."""
     from ..backends import torch as tb
-    from ..backends.replay import Feed, fed
+    from ..backends.replay import fed
 
     if spec.cast is not None:
         if getattr(run, "_own_module64", None) is None:
             run._own_module64 = tb.float64_copy(run.torch_module)
-        module, perturb, moved = run._own_module64, None, feeds
+        module, perturb = run._own_module64, contextlib.nullcontext()
     else:
         module = run.torch_module
         perturb = tb.perturbed(module, seed=draw_seed(run.seed, spec.draw), ulps=spec.ulps)
-        moved = {key: Feed(tuple(_move(a, run.seed, spec, f"{key}:{i}") for i, a in enumerate(f.arrays)), f.names)
-                 for key, f in feeds.items()}
+        feeds, grad_feeds = _moved(feeds, run.seed, spec), _moved(grad_feeds, run.seed, spec)
     tb.set_buffers(module, run.torch_start)
     tb.prepare(seed=run.seed, device=run.device)
-    import contextlib
-
-    with perturb or contextlib.nullcontext(), fed(module, moved, framework="torch") as got:
-        run_side(lambda: tb.Pass(module, run.data, grads=False, device=run.device,
-                                 cast=_float64() if spec.cast else None), "PyTorch (layers fed)")
+    grads = grad_feeds is not None
+    with perturb, fed(module, feeds, framework="torch", grads=grad_feeds) as got:
+        side = run_side(lambda: tb.Pass(module, run.data, grads=grads, device=run.device,
+                                        cast=_float64() if spec.cast else None), "PyTorch (layers fed)")
         statistics = buffers_of(tb, module, run.wmap, "torch") if run.train else {}
-    values = [((path, call, i), a) for (path, call), outs in got.outputs.items() for i, a in enumerate(outs)]
-    return values + [((name.rpartition(".")[0], "buffer", name), a) for name, a in statistics.items()]
+        if grads:
+            side_backward(side, run.cotangents, [], "PyTorch (layers fed)")
+    values = [(("forward", path, call, i), a) for (path, call), outs in got.outputs.items() for i, a in enumerate(outs)]
+    values += [(("backward", path, call, i), a) for (path, call), outs in got.grad_inputs.items()
+               for i, a in enumerate(outs)]
+    return values + [(("buffer", name.rpartition(".")[0], name, 0), a) for name, a in statistics.items()]
 
 
-def _verdicts(verdicts: List[LayerVerdict], comparisons: Dict, errors: Dict) -> List[OwnError]:
-    """Set each forward verdict's own figures and status; the layers with own error, in order.
-    A container is "own" only where none of its sub-layers is: else its error is theirs."""
+def _moved(feeds, seed: int, spec):
+    """``feeds`` with every floating array moved by ``spec.ulps`` (seeded by ``spec.draw``)."""
+    from ..backends.replay import Feed
+    from .inputs import Inputs
+
+    if feeds is None:
+        return None
+    moved = {}
+    for key, feed in feeds.items():
+        arrays = tuple(None if a is None else perturbed_inputs(Inputs((a,), {}, {}), seed, spec.draw, spec.ulps).args[0]
+                       for a in feed.arrays)
+        moved[key] = Feed(arrays, feed.names)
+    return moved
+
+
+def _verdicts(verdicts: List[LayerVerdict], direction: str, comparisons: Dict, errors: Dict) -> List[OwnError]:
+    """Set each verdict's own figures and status; the layers with own error, in order. A
+    container is "own" only where none of its sub-layers is: else its error is theirs."""
     worst: Dict[Tuple[str, int], List] = {}
     for key, c in comparisons.items():
-        if key[1] != "buffer":
-            worst.setdefault(key[:2], []).append((c, errors[key]))
+        if key[0] == direction:
+            worst.setdefault(key[1:3], []).append((c, errors[key]))
     found, owning = [], []
     for v in verdicts:
         measured = worst.get((v.path, v.call))
@@ -181,7 +214,7 @@ def _verdicts(verdicts: List[LayerVerdict], comparisons: Dict, errors: Dict) -> 
         if failed and not inside:
             v.own_status = "own"
             owning.append(v.path)
-            found.append(OwnError(v.path, "forward", ms_path=v.ms_path, label=v.label, margin=v.own_margin))
+            found.append(OwnError(v.path, direction, ms_path=v.ms_path, label=v.label, margin=v.own_margin))
         elif v.out_margin > 1.0 or failed:
             v.own_status = "inherited"
         else:
@@ -192,10 +225,10 @@ def _verdicts(verdicts: List[LayerVerdict], comparisons: Dict, errors: Dict) -> 
 def _buffer_errors(comparisons: Dict) -> List[OwnError]:
     """Layers whose running statistics, updated from their fed inputs, are out of bounds."""
     found, seen = [], set()
-    for (layer, kind, name), c in ((k, c) for k, c in comparisons.items() if k[1] == "buffer"):
-        if not c.passed and layer not in seen:
-            seen.add(layer)
-            found.append(OwnError(layer, "buffer", margin=c.margin))
+    for key, c in comparisons.items():
+        if key[0] == "buffer" and not c.passed and key[1] not in seen:
+            seen.add(key[1])
+            found.append(OwnError(key[1], "buffer", margin=c.margin))
     return found
 
 
@@ -203,11 +236,3 @@ def _float64():
     import torch
 
     return torch.float64
-
-
-def _move(array, seed: int, spec, name: str):
-    if array is None:
-        return None
-    from .inputs import Inputs
-
-    return perturbed_inputs(Inputs((array,), {}, {}), seed, spec.draw, spec.ulps).args[0]
