@@ -151,3 +151,34 @@ def test_the_first_non_finite_value_is_named_where_it_appeared():
     assert _result_fields(info.value.result)["first_nonfinite"] == {
         "layer": "head", "direction": "forward", "side": "mindspore", "ms_layer": "head", "inputs_finite": True,
         "step": None, "stage": None}
+
+
+class _MsSqrtHead(msnn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = msnn.Dense(8, 4)
+
+    def construct(self, x):
+        return ops.sqrt(self.fc(x))  # NaN where the layer's output is negative
+
+
+class _TorchSqrtHead(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return torch.sqrt(torch.relu(self.fc(x)))  # clamped first: finite
+
+
+def test_training_names_the_step_and_stage_of_the_first_non_finite_value():
+    batches = [(parity.randn((4, 8)), parity.randn((4, 4)))]
+    with pytest.raises(ParityMismatch) as info:
+        parity.check_training(_MsSqrtHead(), _TorchSqrtHead(), batches, loss=torch.nn.MSELoss(),
+                              optimizer=lambda p: torch.optim.SGD(p, lr=0.1), steps=2)
+    origin = info.value.result.first_nonfinite
+    assert (origin.step, origin.stage, origin.direction, origin.side, origin.inputs_finite) == (
+        1, "loss", "forward", "mindspore", True)
+    assert ("Non-finite: first at step 1, stage 'loss', NaN/Inf on the MindSpore side only; every tensor compared "
+            "before it was finite on both sides") in str(info.value)
+    assert _result_fields(info.value.result)["first_nonfinite"]["step"] == 1

@@ -36,10 +36,13 @@ __all__ = ["Feed", "Fed", "fed"]
 @dataclass(frozen=True)
 class Feed:
     """What one layer call is fed: its input arrays, and their names where the call is paired
-    by name (a call given keyword arguments on either side), else None (paired by position)."""
+    by name (a call given keyword arguments on either side), else None (paired by position);
+    ``outputs``: what it returns in its place, once what it computed is kept (so that the code
+    between layers computes from the reference's values too)."""
 
     arrays: Tuple[Optional[np.ndarray], ...]
     names: Optional[Tuple[str, ...]] = None
+    outputs: Optional[Tuple[Optional[np.ndarray], ...]] = None
 
 
 @dataclass
@@ -49,6 +52,10 @@ class Fed:
 
     outputs: Dict[Tuple[str, int], List[Optional[np.ndarray]]] = field(default_factory=dict)
     fed: Set[Tuple[str, int]] = field(default_factory=set)
+    # what the code around each fed call computed as its inputs, before they were replaced: (its own, the fed one)
+    inputs: Dict[Tuple[str, int], List[Tuple[object, np.ndarray]]] = field(default_factory=dict)
+    # backward: the gradient the code around each fed call computed for its outputs, before it was replaced
+    grad_outputs: Dict[Tuple[str, int], List[Tuple[object, np.ndarray]]] = field(default_factory=dict)
     # backward, where gradient feeds were given: what flowed back out of each fed call, per input
     grad_inputs: Dict[Tuple[str, int], List[Optional[object]]] = field(default_factory=dict)
 
@@ -151,7 +158,7 @@ class _Feeder:
             if array is None or not isinstance(leaf, self.adapter.tensor_type) or tuple(array.shape) != tuple(leaf.shape):
                 new = leaf
             else:
-                used.append(name)
+                used.append((self.adapter.held(leaf), array))
                 new = self.adapter.make(array, leaf)
                 if backward and self.adapter.differentiable(leaf):
                     new = self.adapter.in_place_of(leaf, new)
@@ -162,6 +169,7 @@ class _Feeder:
         if not used:
             return None
         self.found.fed.add(key)
+        self.found.inputs[key] = used
         if backward:  # one slot per argument, as the layer capture keeps a call's grad_inputs
             self.found.grad_inputs[key] = [None] * (len(args) + len(kwargs))
             aliases = self.pending[key] = []
@@ -179,35 +187,64 @@ class _Feeder:
 
     def _read_grads(self, key) -> None:
         """Hook the aliases of call ``key``'s arguments, after its outputs' gradients are replaced:
-        a layer that returns its input (an identity) reads the gradient given, as PyTorch's did."""
-        slots = self.found.grad_inputs[key]
+        a layer that returns its input (an identity) reads the gradient given, as PyTorch's did.
+        What flows back out is kept, and PyTorch's flows on in its place, where given."""
+        slots, given = self.found.grad_inputs[key], self.grads[key].outputs
         for slot, alias in self.pending.pop(key, ()):
-            alias.register_hook(functools.partial(self._keep, slots, slot))
+            replace = given[slot] if given is not None and slot < len(given) else None
+            alias.register_hook(functools.partial(self._keep, slots, slot, replace))
 
-    def _keep(self, slots: list, slot: int, grad) -> None:
+    def _keep(self, slots: list, slot: int, replace, grad):
         slots[slot] = self.adapter.held(grad)
+        if replace is None or tuple(replace.shape) != tuple(grad.shape):
+            return None
+        return self.adapter.make(replace, grad)
 
     def _feed_grads(self, key, outputs) -> None:
         """Replace the gradient arriving at each output of call ``key`` by the one given."""
         feed = self.grads.get(key) if self.grads is not None else None
         if feed is None or len(feed.arrays) != len(outputs):
             return
+        arriving = self.found.grad_outputs.setdefault(key, [])
         for out, array in zip(outputs, feed.arrays):
             if array is not None and self.adapter.differentiable(out) and tuple(array.shape) == tuple(out.shape):
-                out.register_hook(functools.partial(self._given, array))
+                out.register_hook(functools.partial(self._given, arriving, array))
 
-    def _given(self, array, grad):
+    def _given(self, arriving: list, array, grad):
+        arriving.append((self.adapter.held(grad), array))
         return self.adapter.make(array, grad)
 
-    def forward_hook(self, path: str, layer, args, kwargs, outputs) -> None:
-        call = self.calls[path]
+    def forward_hook(self, path: str, layer, args, kwargs, outputs):
+        key = (path, self.calls[path])
         self.calls[path] += 1
         leaves = [leaf for _, leaf in _leaves(outputs, self.adapter, "output")]
-        self.found.outputs[(path, call)] = [None if t is None else self.adapter.held(t) for t in leaves]
-        if (path, call) in self.found.fed:
-            self._feed_grads((path, call), leaves)
-        if (path, call) in self.pending:
-            self._read_grads((path, call))
+        self.found.outputs[key] = [None if t is None else self.adapter.held(t) for t in leaves]
+        if key not in self.found.fed:
+            return None
+        given = self.feeds[key].outputs
+        replaced = None
+        if given is not None and len(given) == len(leaves):
+            replaced = self._replace(outputs, given, self.grads is not None and key in self.grads)
+            leaves = [leaf for _, leaf in _leaves(replaced, self.adapter, "output")]
+        self._feed_grads(key, leaves)
+        if key in self.pending:
+            self._read_grads(key)
+        return replaced
+
+    def _replace(self, outputs, given, backward: bool):
+        """``outputs`` with each tensor replaced by the one given (in the graph, where gradients flow)."""
+        position = [0]
+
+        def swap(name, leaf):
+            if leaf is not None and not isinstance(leaf, self.adapter.tensor_type):
+                return leaf
+            array, position[0] = given[position[0]], position[0] + 1
+            if leaf is None or array is None or tuple(array.shape) != tuple(leaf.shape):
+                return leaf
+            new = self.adapter.make(array, leaf)
+            return self.adapter.in_place_of(leaf, new) if backward and self.adapter.differentiable(leaf) else new
+
+        return _rebuild(outputs, swap, "output")
 
 
 @contextlib.contextmanager
@@ -216,8 +253,9 @@ def fed(model, feeds: Dict[Tuple[str, int], Feed], *, framework: str,
     """Inside, each sub-layer call of ``model`` (a MindSpore Cell or a PyTorch Module, as
     ``framework`` says) that ``feeds`` names runs on the arrays given (in each tensor's own dtype;
     a tensor whose shape differs keeps its value), and every call's outputs are kept. With
-    ``grads`` (the gradients arriving at each call's outputs, by the same keys), the backward of a
-    fed call starts from them, and what flows back out of it is kept. Yields a :class:`Fed`,
+    ``grads`` (the gradients arriving at each call's outputs, by the same keys; their ``outputs``: what
+    flows back out of the call in PyTorch), the backward of a fed call starts from them, and what
+    flows back out of it is kept, PyTorch's flowing on in its place. Yields a :class:`Fed`,
     complete on exit (gradients: once the backward ran inside). A MindSpore Cell with a custom
     bprop is left as it is."""
     adapter = _Adapter(framework)
@@ -235,6 +273,9 @@ def fed(model, feeds: Dict[Tuple[str, int], Feed], *, framework: str,
         for store in (found.outputs, found.grad_inputs):
             for key, held in store.items():
                 store[key] = [None if h is None else adapter.array(h) for h in held]
+        for store in (found.inputs, found.grad_outputs):
+            for key, pairs in store.items():
+                store[key] = [(adapter.array(h), a) for h, a in pairs]
     finally:
         for handle in handles:
             handle.remove()

@@ -132,11 +132,16 @@ def nonfinite_lines(origin) -> List[str]:
     """Where NaN/Inf first appeared on one side only (a :class:`parity.engine.localize.NonFiniteOrigin`)."""
     if origin is None:
         return []
+    if origin.step is not None:  # a training check: a step and stage, the tensors before it
+        earlier = ("every tensor compared before it was finite on both sides" if origin.inputs_finite
+                   else "tensors compared before it had NaN/Inf on both sides alike")
+        what = f", '{origin.label}'" if origin.label and origin.label != origin.stage else ""
+        return [f"Non-finite: first at step {origin.step}, stage '{origin.stage}'{what}, NaN/Inf "
+                f"{_SIDES[origin.side]}; {earlier}"]
     kind = "forward output of" if origin.direction == "forward" else "gradient flowing back out of"
-    when = f"step {origin.step}, {origin.stage}: " if origin.step is not None else ""
     inputs = ("what flowed in was finite on both sides" if origin.inputs_finite
               else "what flowed in already had NaN/Inf (no layer was fed finite values and made them)")
-    return [f"Non-finite: {when}first at {kind} '{origin.label or origin.layer}', NaN/Inf {_SIDES[origin.side]}; "
+    return [f"Non-finite: first at {kind} '{origin.label or origin.layer}', NaN/Inf {_SIDES[origin.side]}; "
             f"{inputs}"]
 
 
@@ -162,7 +167,8 @@ def own_error_lines(layers) -> List[str]:
     rows = {}  # one row per layer: its own figures in each direction
     for e in own:
         rows.setdefault(e.label or e.layer, []).append(e)
-    lines = [f"Own errors, each layer fed PyTorch's inputs ({len(rows)} layers, in execution order):"]
+    count = f"{len(rows)} layer{'s' if len(rows) > 1 else ''}"
+    lines = [f"Own errors, each layer fed PyTorch's inputs ({count}, in execution order):"]
     width = min(max(len(label) for label in rows), 40)
     for label, found in list(rows.items())[:_OWN_SHOWN]:
         what = ", ".join(f"{_OWN_WHAT[e.direction]} at {fmt(e.margin)}x allowed" for e in found)

@@ -71,9 +71,10 @@ def measure_own_errors(run, table, chain) -> None:
             side_backward(side, run.cotangents, [], "MindSpore (layers fed)")
     for name, value in ms_after.items():
         msb.write(run.ms_cell, name, value)
-    pairs = _own_pairs(run, table.forward, "forward", got.outputs)
+    pairs = _own_pairs(run, table.forward, "forward", got.outputs) + _code_pairs(run, table.forward, got.inputs, "code")
     if backward:
-        pairs += _own_pairs(run, table.backward, "backward", got.grad_inputs)
+        pairs += (_own_pairs(run, table.backward, "backward", got.grad_inputs)
+                  + _code_pairs(run, table.backward, got.grad_outputs, "grad code"))
     pairs += [(("buffer", name.rpartition(".")[0], name, 0),
                ArrayPair("buffer", name, name, name, "pynative", ms_buffers[name], run.torch_buffers[name],
                          name.rpartition(".")[0])) for name in ms_buffers if name in run.torch_buffers]
@@ -99,14 +100,14 @@ def _feeds(run, verdicts: List[LayerVerdict], direction: str):
             continue
         if direction == "backward":
             if ref.grad_outputs is not None and ref.grad_inputs is not None:
-                feeds[(v.ms_path, v.call)] = Feed(tuple(ref.grad_outputs))
+                feeds[(v.ms_path, v.call)] = Feed(tuple(ref.grad_outputs), None, tuple(ref.grad_inputs))
             continue
         if ref.inputs is None or ref.outputs is None:
             continue
         ms_call = run.ms_recording.get(v.ms_path, v.call) if run.ms_recording is not None else None
         named = ref.keywords or (ms_call is not None and ms_call.keywords)
         feeds[(v.ms_path, v.call)] = Feed(tuple(ref.inputs), tuple(ref.input_names) if named and ref.input_names
-                                          else None)
+                                          else None, tuple(ref.outputs))
     return feeds
 
 
@@ -127,6 +128,20 @@ def _own_pairs(run, verdicts, direction: str, found):
             if a is not None and b is not None:
                 pairs.append(((direction, v.path, v.call, i),
                               ArrayPair("output", v.path, v.ms_path, v.path, "pynative", a, b, v.path)))
+    return pairs
+
+
+def _code_pairs(run, verdicts, found, kind: str):
+    """((``kind``, path, call, i), ArrayPair) of what the code around each fed call computed as
+    its inputs (from the reference's values: every layer before it returned PyTorch's outputs)
+    against what it was fed, or backward the gradient it computed for the call's outputs against
+    PyTorch's: the own error of the code between layers."""
+    pairs = []
+    for v in verdicts:
+        for i, (ms, fed) in enumerate(found.get((v.ms_path, v.call), ())):
+            if ms.shape == fed.shape:
+                pairs.append(((kind, v.path, v.call, i),
+                              ArrayPair("output", v.path, v.ms_path, v.path, "pynative", ms, fed, v.path)))
     return pairs
 
 
@@ -176,6 +191,10 @@ def _rerun(run, feeds, grad_feeds, spec):
     values = [(("forward", path, call, i), a) for (path, call), outs in got.outputs.items() for i, a in enumerate(outs)]
     values += [(("backward", path, call, i), a) for (path, call), outs in got.grad_inputs.items()
                for i, a in enumerate(outs)]
+    values += [(("code", path, call, i), a) for (path, call), found in got.inputs.items()
+               for i, (a, _) in enumerate(found)]
+    values += [(("grad code", path, call, i), a) for (path, call), found in got.grad_outputs.items()
+               for i, (a, _) in enumerate(found)]
     return values + [(("buffer", name.rpartition(".")[0], name, 0), a) for name, a in statistics.items()]
 
 
@@ -195,30 +214,56 @@ def _moved(feeds, seed: int, spec):
 
 
 def _verdicts(verdicts: List[LayerVerdict], direction: str, comparisons: Dict, errors: Dict) -> List[OwnError]:
-    """Set each verdict's own figures and status; the layers with own error, in order. A
-    container is "own" only where none of its sub-layers is: else its error is theirs."""
-    worst: Dict[Tuple[str, int], List] = {}
+    """Set each verdict's own figures and status; the layers with own error, in order. Every layer
+    returned PyTorch's outputs once its own were kept, so a container's own output is its own
+    code's, after its last sub-layer; what the code computed as a layer's inputs is the own error
+    of the code before it, its caller's (a container's, or the model's own code)."""
+    measured: Dict[Tuple[str, int], List] = {}
     for key, c in comparisons.items():
         if key[0] == direction:
-            worst.setdefault(key[1:3], []).append((c, errors[key]))
-    found, owning = [], []
+            measured.setdefault(key[1:3], []).append((c, errors[key]))
+    code = _code_before(verdicts, comparisons, errors, "code" if direction == "forward" else "grad code")
+    where = "before" if direction == "forward" else "after"
+    found = []
     for v in verdicts:
-        measured = worst.get((v.path, v.call))
-        if not measured:
+        before = code.pop(id(v), [])
+        for child, c, error in before:  # the code of ``v`` before its sub-layer ``child``
+            measured.setdefault((v.path, v.call), []).append((c, error))
+            if not c.passed:
+                found.append(OwnError(v.path, direction, ms_path=v.ms_path, margin=c.margin,
+                                      label=f"{v.label} (its code {where} '{child.label}')"))
+        own = measured.get((v.path, v.call))
+        if not own:
             v.own_status = "inherited" if v.status in ("FAIL", "downstream", "contains") else ""
             continue
-        v.own_error = max(error for _, error in measured)
-        v.own_margin = max(c.margin for c, _ in measured)
-        failed = any(not c.passed for c, _ in measured)
-        inside = any(p.startswith(v.path + ".") for p in owning)
-        if failed and not inside:
+        v.own_error = max(error for _, error in own)
+        v.own_margin = max(c.margin for c, _ in own)
+        outputs = [c for c, _ in own[:len(own) - len(before)]]
+        if any(not c.passed for c in outputs):
+            found.append(OwnError(v.path, direction, ms_path=v.ms_path, label=v.label,
+                                  margin=max(c.margin for c in outputs)))
+        if any(not c.passed for c, _ in own):
             v.own_status = "own"
-            owning.append(v.path)
-            found.append(OwnError(v.path, direction, ms_path=v.ms_path, label=v.label, margin=v.own_margin))
-        elif v.out_margin > 1.0 or failed:
-            v.own_status = "inherited"
         else:
-            v.own_status = "ok"
+            v.own_status = "inherited" if v.out_margin > 1.0 else "ok"
+    found += [OwnError("", direction, margin=c.margin, label=f"the model's own code, {where} '{child.label}'")
+              for child, c, _ in code.pop(None, []) if not c.passed]
+    return found
+
+
+def _code_before(verdicts: List[LayerVerdict], comparisons: Dict, errors: Dict, kind: str) -> Dict:
+    """id(container verdict) (None: the model itself) -> [(sub-layer verdict, comparison, error)]
+    of what the container's code computed as each sub-layer's inputs: a container's forward call
+    comes after its sub-layers' calls, the nearest one holding its path."""
+    found: Dict = {}
+    for i, v in enumerate(verdicts):
+        owner, path = None, v.path
+        while owner is None and "." in path:  # a list of layers is not called: its caller's code
+            path = path.rpartition(".")[0]
+            owner = next((w for w in verdicts[i + 1:] if w.path == path), None)
+        for key, c in comparisons.items():
+            if key[0] == kind and key[1:3] == (v.path, v.call):
+                found.setdefault(id(owner) if owner is not None else None, []).append((v, c, errors[key]))
     return found
 
 
@@ -228,7 +273,7 @@ def _buffer_errors(comparisons: Dict) -> List[OwnError]:
     for key, c in comparisons.items():
         if key[0] == "buffer" and not c.passed and key[1] not in seen:
             seen.add(key[1])
-            found.append(OwnError(key[1], "buffer", margin=c.margin))
+            found.append(OwnError(key[1], "buffer", label=key[1], margin=c.margin))
     return found
 
 
