@@ -1,18 +1,21 @@
-"""Each layer's own error: on a failing check, every layer is fed PyTorch's captured inputs on
-both sides, and its own output judged against PyTorch's as any tensor is (tolerance, then the
-rounding envelope).
+"""Each layer's own error: on a failing check, every layer is fed PyTorch's captured inputs, and
+its own output judged against PyTorch's as any tensor is (tolerance, then the rounding envelope).
 
 Accumulated error hides a second cause behind the first: once one layer diverges, every later
 layer's inputs differ and its error looks inherited. Fed the reference's inputs, a layer differs
-only by what it computes itself. One extra forward of MindSpore's model runs, with every sub-layer
-call fed (:func:`parity.backends.replay.fed`); PyTorch's own outputs are those already captured,
-and PyTorch runs again, fed the same way, only where a layer's own error is near its tolerance
-(the envelope's reruns). In training mode the running statistics each layer updates from its fed
-inputs are compared too (``direction`` ``"buffer"``).
+only by what it computes itself. MindSpore's model runs once more (:func:`parity.backends.replay.fed`):
+every aligned layer call is fed PyTorch's inputs and, its own output kept, returns PyTorch's
+output, so that the code between layers computes from PyTorch's values too; what that code
+computes as a layer's inputs is the own error of its caller's code (a container's, or the model's
+own: ``layer`` ``""``). Backward, where gradients are compared and the backward diverged, the same
+pass's backward starts each call from PyTorch's gradient at its outputs, and PyTorch's gradient
+flows on out of it. PyTorch's own values are those already captured; PyTorch runs again, fed the
+same way, only where an own error is near its tolerance (the envelope's reruns). In training mode
+the running statistics each layer updates from its fed inputs are compared too (``"buffer"``).
 
 A layer's ``own_status``: ``"own"`` (its own error is out of bounds), ``"inherited"`` (out of
-bounds in the check, but not fed PyTorch's inputs, or only through a sub-layer with its own
-error), ``"ok"``, or ``""`` (not measured: not aligned, or its call could not be fed).
+bounds in the check, but not when fed PyTorch's inputs), ``"ok"``, or ``""`` (not measured: not
+aligned, or its call could not be fed).
 """
 
 from __future__ import annotations
