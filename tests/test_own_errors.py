@@ -44,22 +44,20 @@ def vit_failure():
 
 def test_the_vit_names_both_its_layernorm_and_its_gelu(vit_failure):
     own = vit_failure.result.layers.own_errors
-    forward = [e.layer for e in own if e.direction == "forward"]
-    assert forward[:3] == ["blocks.0.norm1", "blocks.0.norm2", "blocks.0.mlp.act"]
-    assert [e.direction for e in own] == sorted((e.direction for e in own), key=["forward", "backward"].index)
-    # Backward, fed PyTorch's gradients: the LayerNorm's own gradient is out of bounds too.
-    assert "blocks.0.norm1" in [e.layer for e in own if e.direction == "backward"]
+    assert [e.layer for e in own][:3] == ["blocks.0.norm1", "blocks.0.norm2", "blocks.0.mlp.act"]
+    # The forward diverged: the backward's errors are downstream of it, and not measured again.
+    assert {e.direction for e in own} == {"forward"}
+    assert {v.own_status for v in vit_failure.result.layers.backward} <= {"", "inherited"}
     causes = {e.layer: e.causes for e in own}
     assert any("'layernorm-epsilon-default'" in c for c in causes["blocks.0.norm1"])
     assert any("'gelu-approximate-default'" in c for c in causes["blocks.0.mlp.act"])
     # The GELU is fed a differing input (the LayerNorm before it): only its own error names it.
     forward = {v.label: v for v in vit_failure.result.layers.forward}
-    backward = {v.label: v for v in vit_failure.result.layers.backward}
-    assert backward["blocks.0.drop_path1"].own_status in ("ok", "inherited")  # an identity gets what it gave
     act = forward["blocks.0.mlp.act"]
     assert act.status == "downstream" and act.own_status == "own" and act.own_margin > 1.0
     assert forward["blocks.0.mlp.fc1"].own_status == "inherited" and forward["blocks.0.mlp.fc1"].own_margin <= 1.0
     assert forward["blocks.0"].own_status == "inherited"  # its error is its sub-layers'
+    assert forward["blocks.0.drop_path1"].own_status == "ok"  # an identity returns what it is given
 
 
 def test_the_message_lists_own_errors_apart_from_inherited_ones(vit_failure):

@@ -133,8 +133,9 @@ def _rebuild(value, swap, name: str):
 
 class _Feeder:
     def __init__(self, adapter: _Adapter, feeds: Dict[Tuple[str, int], Feed], found: Fed,
-                 grads: Optional[Dict[Tuple[str, int], Feed]]):
+                 grads: Optional[Dict[Tuple[str, int], Feed]], keep):
         self.adapter, self.feeds, self.found, self.grads = adapter, feeds, found, grads
+        self.keep = keep  # the calls whose values are kept (None: all)
         self.calls: Counter = Counter()
         self.pending: Dict[Tuple[str, int], list] = {}  # a fed call's input aliases, hooked once it returns
 
@@ -152,13 +153,14 @@ class _Feeder:
             return None  # the two sides' calls differ in what they take: not fed
         used, key = [], (path, self.calls[path])
         backward = self.grads is not None and key in self.grads
+        kept = self.keep is None or key in self.keep
 
         def swap(name, leaf):
             array = given.get(name)
             if array is None or not isinstance(leaf, self.adapter.tensor_type) or tuple(array.shape) != tuple(leaf.shape):
                 new = leaf
             else:
-                used.append((self.adapter.held(leaf), array))
+                used.append((self.adapter.held(leaf) if kept else None, array))
                 new = self.adapter.make(array, leaf)
                 if backward and self.adapter.differentiable(leaf):
                     new = self.adapter.in_place_of(leaf, new)
@@ -169,7 +171,8 @@ class _Feeder:
         if not used:
             return None
         self.found.fed.add(key)
-        self.found.inputs[key] = used
+        if kept:
+            self.found.inputs[key] = used
         if backward:  # one slot per argument, as the layer capture keeps a call's grad_inputs
             self.found.grad_inputs[key] = [None] * (len(args) + len(kwargs))
             aliases = self.pending[key] = []
@@ -190,12 +193,14 @@ class _Feeder:
         a layer that returns its input (an identity) reads the gradient given, as PyTorch's did.
         What flows back out is kept, and PyTorch's flows on in its place, where given."""
         slots, given = self.found.grad_inputs[key], self.grads[key].outputs
+        kept = self.keep is None or key in self.keep
         for slot, alias in self.pending.pop(key, ()):
             replace = given[slot] if given is not None and slot < len(given) else None
-            alias.register_hook(functools.partial(self._keep, slots, slot, replace))
+            alias.register_hook(functools.partial(self._keep, slots if kept else None, slot, replace))
 
-    def _keep(self, slots: list, slot: int, replace, grad):
-        slots[slot] = self.adapter.held(grad)
+    def _keep(self, slots: Optional[list], slot: int, replace, grad):
+        if slots is not None:
+            slots[slot] = self.adapter.held(grad)
         if replace is None or tuple(replace.shape) != tuple(grad.shape):
             return None
         return self.adapter.make(replace, grad)
@@ -205,20 +210,23 @@ class _Feeder:
         feed = self.grads.get(key) if self.grads is not None else None
         if feed is None or len(feed.arrays) != len(outputs):
             return
-        arriving = self.found.grad_outputs.setdefault(key, [])
+        kept = self.keep is None or key in self.keep
+        arriving = self.found.grad_outputs.setdefault(key, []) if kept else None
         for out, array in zip(outputs, feed.arrays):
             if array is not None and self.adapter.differentiable(out) and tuple(array.shape) == tuple(out.shape):
                 out.register_hook(functools.partial(self._given, arriving, array))
 
-    def _given(self, arriving: list, array, grad):
-        arriving.append((self.adapter.held(grad), array))
+    def _given(self, arriving: Optional[list], array, grad):
+        if arriving is not None:
+            arriving.append((self.adapter.held(grad), array))
         return self.adapter.make(array, grad)
 
     def forward_hook(self, path: str, layer, args, kwargs, outputs):
         key = (path, self.calls[path])
         self.calls[path] += 1
         leaves = [leaf for _, leaf in _leaves(outputs, self.adapter, "output")]
-        self.found.outputs[key] = [None if t is None else self.adapter.held(t) for t in leaves]
+        if self.keep is None or key in self.keep:
+            self.found.outputs[key] = [None if t is None else self.adapter.held(t) for t in leaves]
         if key not in self.found.fed:
             return None
         given = self.feeds[key].outputs
@@ -249,18 +257,19 @@ class _Feeder:
 
 @contextlib.contextmanager
 def fed(model, feeds: Dict[Tuple[str, int], Feed], *, framework: str,
-        grads: Optional[Dict[Tuple[str, int], Feed]] = None):
+        grads: Optional[Dict[Tuple[str, int], Feed]] = None, keep: Optional[Set[Tuple[str, int]]] = None):
     """Inside, each sub-layer call of ``model`` (a MindSpore Cell or a PyTorch Module, as
     ``framework`` says) that ``feeds`` names runs on the arrays given (in each tensor's own dtype;
     a tensor whose shape differs keeps its value), and every call's outputs are kept. With
     ``grads`` (the gradients arriving at each call's outputs, by the same keys; their ``outputs``: what
     flows back out of the call in PyTorch), the backward of a fed call starts from them, and what
-    flows back out of it is kept, PyTorch's flowing on in its place. Yields a :class:`Fed`,
+    flows back out of it is kept, PyTorch's flowing on in its place. ``keep``: the only calls whose
+    values are kept (every call is fed all the same). Yields a :class:`Fed`,
     complete on exit (gradients: once the backward ran inside). A MindSpore Cell with a custom
     bprop is left as it is."""
     adapter = _Adapter(framework)
     found = Fed()
-    feeder = _Feeder(adapter, feeds, found, grads)
+    feeder = _Feeder(adapter, feeds, found, grads, keep)
     handles = []
     for path, layer in adapter.layers(model):
         if framework == "torch" and getattr(layer, "inplace", False) is True:

@@ -156,9 +156,9 @@ def own_error_lines(layers) -> List[str]:
         return []
     own = layers.own_errors
     inherited = [v for v in layers.forward + layers.backward if v.own_status == "inherited"]
-    firsts = [layers.first(direction)[0] for direction in ("forward", "backward")]
-    unfed = [f"'{v.label}'" for v in firsts if v is not None and v.own_status in ("", "inherited")
-             and v.own_margin is None and v.status == "FAIL"]
+    measured = [d for d in ("forward", "backward") if any(v.own_margin is not None for v in getattr(layers, d))]
+    firsts = [layers.first(direction)[0] for direction in measured]
+    unfed = [f"'{v.label}'" for v in firsts if v is not None and v.own_margin is None and v.status == "FAIL"]
     unfed_line = ([f"Not fed: {', '.join(unfed)} (a call the two sides make differently, or a custom bprop): "
                    "its own error is not measured"] if unfed else [])
     if not own:

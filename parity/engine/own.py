@@ -7,9 +7,9 @@ only by what it computes itself. MindSpore's model runs once more (:func:`parity
 every aligned layer call is fed PyTorch's inputs and, its own output kept, returns PyTorch's
 output, so that the code between layers computes from PyTorch's values too; what that code
 computes as a layer's inputs is the own error of its caller's code (a container's, or the model's
-own: ``layer`` ``""``). Backward, where gradients are compared and the backward diverged, the same
-pass's backward starts each call from PyTorch's gradient at its outputs, and PyTorch's gradient
-flows on out of it. PyTorch's own values are those already captured; PyTorch runs again, fed the
+own: ``layer`` ``""``). Backward, where gradients are compared and the first divergence is in the
+backward pass (the forward agrees), the same pass's backward starts each call from PyTorch's
+gradient at its outputs, and PyTorch's gradient flows on out of it. PyTorch's own values are those already captured; PyTorch runs again, fed the
 same way, only where an own error is near its tolerance (the envelope's reruns). In training mode
 the running statistics each layer updates from its fed inputs are compared too (``"buffer"``).
 
@@ -57,7 +57,10 @@ def measure_own_errors(run, table, chain) -> None:
     from ..backends.replay import fed
 
     forward = table.first("forward")[0] is not None
-    backward = bool(run.grads and table.first("backward")[0] is not None and not msb.VJP_RERUNS_FORWARD)
+    # Backward where the first divergence is there: after a forward divergence every gradient
+    # differs downstream of it, and the forward's own errors name the cause (at a third of the cost).
+    backward = bool(run.grads and not forward and table.first("backward")[0] is not None
+                    and not msb.VJP_RERUNS_FORWARD)
     if not (forward or backward or (run.train and run.torch_buffers)):
         return  # nothing diverged that a layer could own
     feeds = _feeds(run, table.forward, "forward")
@@ -149,13 +152,16 @@ def _code_pairs(run, verdicts, found, kind: str):
 
 
 def _judge(run, feeds, grad_feeds, pairs: Dict, comparisons: Dict) -> None:
-    """The rounding envelope for the own outputs near or beyond their tolerance: PyTorch's
-    layers fed the same inputs again, in float64 and moved by a few ulps."""
+    """The rounding envelope for the own outputs beyond their tolerance (the envelope can only
+    clear them; one within it is within bounds already): PyTorch's layers fed the same inputs
+    again, in float64 and moved by a few ulps."""
     close = [Candidate(key, c, pairs[key].ms, pairs[key].torch) for key, c in comparisons.items()
-             if near(c, pairs[key].torch.dtype.kind == "f")]
+             if c.margin > 1.0 and near(c, pairs[key].torch.dtype.kind == "f")]
     if close:
-        torch_grads = _by_torch_path(run, grad_feeds) if grad_feeds is not None else None
-        judge_envelope(close, lambda spec: _rerun(run, _by_torch_path(run, feeds), torch_grads, spec))
+        backward = grad_feeds is not None and any(c.key[0] in ("backward", "grad code") for c in close)
+        torch_grads = _by_torch_path(run, grad_feeds) if backward else None
+        keep = {c.key[1:3] for c in close}  # only the candidates' values are kept in the reruns
+        judge_envelope(close, lambda spec: _rerun(run, _by_torch_path(run, feeds), torch_grads, spec, keep))
 
 
 def _by_torch_path(run, feeds):
@@ -168,7 +174,7 @@ def _by_torch_path(run, feeds):
     return found
 
 
-def _rerun(run, feeds, grad_feeds, spec):
+def _rerun(run, feeds, grad_feeds, spec, keep):
     """PyTorch's model fed ``feeds`` (and ``grad_feeds``) again as ``spec`` asks: in float64, or
     with its weights, layer outputs and the fed tensors moved by ``spec.ulps``."""
     from ..backends import torch as tb
@@ -185,7 +191,7 @@ def _rerun(run, feeds, grad_feeds, spec):
     tb.set_buffers(module, run.torch_start)
     tb.prepare(seed=run.seed, device=run.device)
     grads = grad_feeds is not None
-    with perturb, fed(module, feeds, framework="torch", grads=grad_feeds) as got:
+    with perturb, fed(module, feeds, framework="torch", grads=grad_feeds, keep=keep) as got:
         side = run_side(lambda: tb.Pass(module, run.data, grads=grads, device=run.device,
                                         cast=_float64() if spec.cast else None), "PyTorch (layers fed)")
         statistics = buffers_of(tb, module, run.wmap, "torch") if run.train else {}
