@@ -161,7 +161,24 @@ def _judge(run, feeds, grad_feeds, pairs: Dict, comparisons: Dict) -> None:
         backward = grad_feeds is not None and any(c.key[0] in ("backward", "grad code") for c in close)
         torch_grads = _by_torch_path(run, grad_feeds) if backward else None
         keep = {c.key[1:3] for c in close}  # only the candidates' values are kept in the reruns
-        judge_envelope(close, lambda spec: _rerun(run, _by_torch_path(run, feeds), torch_grads, spec, keep))
+        torch_feeds = _needed(_by_torch_path(run, feeds), close)
+        torch_grads = _needed(torch_grads, close) if torch_grads is not None else None
+        judge_envelope(close, lambda spec: _rerun(run, torch_feeds, torch_grads, spec, keep))
+
+
+def _needed(feeds, close):
+    """The feeds a rerun needs for the candidates' values to be their own: a layer's own (its
+    sub-layers' too, for a container's own code), and for the code before a sub-layer, every call
+    within the code's owner (its sub-layers return PyTorch's values). Every other layer computes as
+    the rerun has it, which moves nothing the candidates see."""
+    scopes = set()
+    for c in close:
+        kind, path = c.key[0], c.key[1]
+        scopes.add(path.rpartition(".")[0] if kind in ("code", "grad code") else path)
+    if "" in scopes:
+        return feeds
+    return {key: f for key, f in feeds.items()
+            if any(key[0] == scope or key[0].startswith(scope + ".") for scope in scopes)}
 
 
 def _by_torch_path(run, feeds):
