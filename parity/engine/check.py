@@ -207,11 +207,13 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
         result.first_nonfinite = first_nonfinite(layers.forward, layers.backward)
         with region():  # each layer fed PyTorch's inputs: its own error, apart from what flowed in
             measure_own_errors(layered, layers, chain)
-        own_error_causes(ms_cell, torch_module, result, settings.device, modes[-1])
+        diagnoses = own_error_causes(ms_cell, torch_module, result, settings.device, modes[-1])
+    else:
+        diagnoses = None
     if layered is not None:
         layered.torch_recording = None  # PyTorch's layer arrays, kept until now
     if not result.passed:
-        causes = failure_causes(ms_cell, torch_module, result, settings.device, modes[-1])
+        causes = failure_causes(ms_cell, torch_module, result, settings.device, modes[-1], diagnoses)
         if layers is not None:  # a layer with its own error: its causes too, whatever the first divergence
             causes += list(dict.fromkeys(c for e in layers.own_errors for c in e.causes if c not in causes))
         if spec is not None:
