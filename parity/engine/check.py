@@ -205,8 +205,12 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
         layers.passed_within_noise()
     if not result.passed and layers is not None and not result.problem:
         result.first_nonfinite = first_nonfinite(layers.forward, layers.backward)
-        with region():  # each layer fed PyTorch's inputs: its own error, apart from what flowed in
-            measure_own_errors(layered, layers, chain)
+        try:
+            with region():  # each layer fed PyTorch's inputs: its own error, apart from what flowed in
+                measure_own_errors(layered, layers, chain)
+        except Exception as exc:  # the own errors help the message; they never hide the failure
+            result.notes.append(f"each layer's own error was not measured: {type(exc).__name__}: "
+                                f"{str(exc).splitlines()[0] if str(exc) else ''}")
         diagnoses = own_error_causes(ms_cell, torch_module, result, settings.device, modes[-1])
     else:
         diagnoses = None
