@@ -87,6 +87,20 @@ def _localised(fault, result, message) -> _Outcome:
     return _Outcome(fault, verdict.path if verdict is not None else "", where)
 
 
+# Where each fault's own error lies, fed PyTorch's inputs (see parity.engine.own): the layer itself,
+# else the model's own code (""): a fault in the code between its layers, or in a layer that cannot
+# be fed (a custom bprop: its backward runs in the code between 'layer1' and 'layer2').
+_OWNER = {"TransformerPositionalShift": "", "ResNetCustomBprop": ""}
+
+
+def _owns_it(fault, result) -> None:
+    """Every layer with its own error is the faulty one (running statistics for a buffer fault)."""
+    owner = _OWNER.get(fault.name, fault.expected)
+    own = result.layers.own_errors
+    assert own and {e.layer for e in own} == {owner}, [(e.label, e.direction, e.margin) for e in own]
+    assert own[0].direction == fault.direction
+
+
 def _faults():
     for fault in catalogue.FAULTS:
         marks = [pytest.mark.xfail(reason=fault.miss, raises=AssertionError, strict=True)] if fault.miss else []
@@ -111,6 +125,7 @@ def test_the_injected_fault_is_localised_to_its_layer(fault, outcomes):
     for name in fault.names:
         assert name in outcome.where and name in line, f"{name} missing from {line!r}"
     assert outcome.where in line
+    _owns_it(fault, result)
 
 
 @pytest.mark.parametrize("fault", list(_faults()))
@@ -123,6 +138,7 @@ def test_the_injected_fault_is_still_named_on_another_cpu(fault, seed=1):
         parity.check(ms_cell, torch_module, fault.case.inputs, **{**fault.case.check_kwargs(), "train": train})
     outcome = _localised(fault, info.value.result, str(info.value))
     assert outcome.found == fault.expected, f"localised to {outcome.found!r}: {outcome.where}"
+    _owns_it(fault, info.value.result)
 
 
 def test_the_deep_fault_blames_no_earlier_layer():

@@ -159,6 +159,12 @@ def test_records_carry_the_numbers_of_the_checks(pytester):
     assert [forward[p]["status"] for p in ("0", "1")] == ["ok", "FAIL"]
     assert forward["0"]["out_margin"] <= 1 < forward["1"]["out_margin"] and forward["1"]["in_margin"] <= 1
     assert forward["1"]["out_margin"] == failed["first_divergence"]["forward"]["out_margin"]
+    # Each layer's own error (fed PyTorch's inputs): the GELU owns its error, nothing flowed in.
+    assert forward["1"]["own_status"] == "own" and forward["1"]["own_margin"] > 1 and forward["0"]["own_status"] == "ok"
+    assert failed["first_divergence"]["forward"]["own_status"] == "own"
+    assert [(e["layer"], e["direction"]) for e in failed["own_errors"]][0] == ("1", "forward")
+    assert any("gelu-approximate-default" in cause for cause in failed["own_errors"][0]["causes"])
+    assert failed["first_nonfinite"] is None and passed["own_errors"] is None and passed["first_nonfinite"] is None
     assert any("gelu-approximate-default" in cause for cause in failed["likely_causes"])
     worst = max(failed["tensors"], key=lambda t: t["margin"])
     assert not worst["passed"] and worst["max_abs"] > 0 and worst["envelope"]["outside"] > 0

@@ -1,9 +1,10 @@
 """The framework adapters: tensors in and out as numpy, passes, layer capture, perturbation and
 training steps of each framework (:mod:`.mindspore`, :mod:`.torch`), their devices
-(:mod:`.device`) and checkpoint files (:mod:`.checkpoints`).
+(:mod:`.device`), checkpoint files (:mod:`.checkpoints`) and layers fed the other side's inputs
+(:mod:`.replay`).
 
 Importing this package imports no framework: :mod:`.mindspore` and :mod:`.torch` do, and are
-imported when a check runs; :mod:`.device` and :mod:`.checkpoints` import one inside the function
+imported when a check runs; :mod:`.device`, :mod:`.checkpoints` and :mod:`.replay` import one inside the function
 that needs it. Besides the translation and the self-tests, these are the only modules that import a
 framework at their top. May import: the judge and :mod:`parity.errors`.
 """

@@ -9,7 +9,7 @@ from ..backends import amp as amp_backend
 from ..errors import ParityUnsupported, ParityUsageError
 from ..weights.transfer import TORCH_ONLY, WeightMap, map_weights
 
-__all__ = ["map_pair_weights", "refuse_unsupported_dtype", "failure_causes"]
+__all__ = ["map_pair_weights", "refuse_unsupported_dtype", "failure_causes", "own_error_causes"]
 
 
 def map_pair_weights(ms_cell, torch_module, name_map, device: str) -> WeightMap:
@@ -51,10 +51,11 @@ def refuse_unsupported_dtype(ms_cell, torch_module, dtype: Optional[str], device
             + [f"Check this pair in float32 (or float16) on {device}, or where MindSpore has {dtype} kernels."]))
 
 
-def failure_causes(ms_cell, torch_module, result, device: str, mode: str) -> List[str]:
+def failure_causes(ms_cell, torch_module, result, device: str, mode: str, found=None) -> List[str]:
     """The registry's known mismatches that plausibly explain the failure, most likely first,
     those at the first divergent layer ahead of the rest; judged on the shapes the layers saw
-    and, where a layer diverged, only at layers that did (when the layers were captured)."""
+    and, where a layer diverged, only at layers that did (when the layers were captured).
+    ``found``: the registry's diagnoses of the pair, where they were made already."""
     from ..registry.diagnosis import likely_causes, observed
 
     at = None
@@ -69,4 +70,26 @@ def failure_causes(ms_cell, torch_module, result, device: str, mode: str) -> Lis
     seen = None
     if result.layers is not None:
         seen = observed(result.layers, [(c.layer, c.kind) for c in result.failures if c.layer])
-    return likely_causes(ms_cell, torch_module, at=at, device=device, mode=mode, seen=seen)
+    return likely_causes(ms_cell, torch_module, at=at, device=device, mode=mode, seen=seen, found=found)
+
+
+def own_error_causes(ms_cell, torch_module, result, device: str, mode: str):
+    """Give each layer with its own error (``result.layers.own_errors``) the registry's known
+    mismatches found at that layer, most likely first; return the registry's diagnoses of the
+    pair (for :func:`failure_causes`), or None where none were made."""
+    from dataclasses import replace
+
+    from ..registry.diagnosis import UNSUPPORTED, diagnose, observed
+
+    own = result.layers.own_errors
+    if not own:
+        return None
+    seen = observed(result.layers, [(c.layer, c.kind) for c in result.failures if c.layer])
+    try:  # judged on the shapes the layers saw, as the failure's likely causes are
+        found = diagnose(ms_cell, torch_module, device=device, mode=mode, seen=seen)
+    except Exception:  # the registry helps the message; it never hides the failure
+        return None
+    likely = [d for d in found if d.score >= UNSUPPORTED]
+    result.layers.own_errors = [replace(e, causes=tuple(d.cause() for d in likely if d.path == e.layer))
+                                for e in own]
+    return found

@@ -19,8 +19,10 @@ from ..judge.tolerance import ToleranceSpec, check_globs_used
 from ..options import MODE, parse_seed
 from ..weights.transfer import WeightReport, copy_weights, fill_weights, map_weights
 from .amp import parse as parse_amp, precision_causes, precision_rows, rewrite_cause
-from .causes import failure_causes, map_pair_weights, refuse_unsupported_dtype
+from .causes import failure_causes, map_pair_weights, own_error_causes, refuse_unsupported_dtype
 from .inputs import materialize, per_side_inputs
+from .localize import first_nonfinite
+from .own import measure_own_errors
 from .outputs import nothing_compared, outputs_compared
 from .passes import Passes
 from .repro import Source, offer
@@ -176,7 +178,7 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
                    check_dtype=check_dtype and spec is None, reference=reference, ms_data=ms_data)
     with region():
         run, comparisons = _execute(ms_cell, torch_module, torch_data, wmap, chain, modes, capture=localize is True,
-                                    **options)
+                                    keep_layers=localize is True, **options)
     _check_globs(chain[0], run, comparisons)
     layered = run if localize is True else None
     if localize == "auto" and (run.structure is not None or not all(c.passed for c in comparisons)):
@@ -188,7 +190,7 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
             options["reference"] = "float64"  # half precision: the layers' noise floors against float64
         with region():
             layered = _execute(ms_cell, torch_module, torch_data, wmap, chain, ("pynative",), capture=True,
-                               judge=False, **options)[0]
+                               judge=False, keep_layers=True, **options)[0]
         layered.notes.append("layers were compared in one extra pass per side, with hooks (localize='auto')")
     layers = layered.layer_verdicts() if layered is not None else None
     if layered is not None and layered is not run:
@@ -208,8 +210,23 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
         result.precisions = precision_rows(layers.forward, amp_backend.half_casts(ms_cell, spec.dtype))
     if result.passed and layers is not None:
         layers.passed_within_noise()
+    if not result.passed and layers is not None and not result.problem:
+        result.first_nonfinite = first_nonfinite(layers.forward, layers.backward)
+        try:
+            with region():  # each layer fed PyTorch's inputs: its own error, apart from what flowed in
+                measure_own_errors(layered, layers, chain)
+        except Exception as exc:  # the own errors help the message; they never hide the failure
+            result.notes.append(f"each layer's own error was not measured: {type(exc).__name__}: "
+                                f"{str(exc).splitlines()[0] if str(exc) else ''}")
+        diagnoses = own_error_causes(ms_cell, torch_module, result, settings.device, modes[-1])
+    else:
+        diagnoses = None
+    if layered is not None:
+        layered.torch_recording = None  # PyTorch's layer arrays, kept until now
     if not result.passed:
-        causes = failure_causes(ms_cell, torch_module, result, settings.device, modes[-1])
+        causes = failure_causes(ms_cell, torch_module, result, settings.device, modes[-1], diagnoses)
+        if layers is not None:  # a layer with its own error: its causes too, whatever the first divergence
+            causes += list(dict.fromkeys(c for e in layers.own_errors for c in e.causes if c not in causes))
         if spec is not None:
             causes = _amp_causes(result, spec) + causes
         else:

@@ -13,7 +13,7 @@ float64 noise floor where known); otherwise it is "downstream" of the real cause
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -21,7 +21,7 @@ import numpy as np
 from ..judge.metrics import relative_error
 from ..judge.tolerance import Tolerance
 
-__all__ = ["AMPLIFICATION", "align_layers", "by_name", "LayerCall", "LayerVerdict", "LayerTable", "Recording", "Localizer", "judge", "settle",
+__all__ = ["AMPLIFICATION", "NonFiniteOrigin", "first_nonfinite", "pair_metrics", "align_layers", "by_name", "LayerCall", "LayerVerdict", "LayerTable", "Recording", "Localizer", "judge", "settle",
            "first_divergence"]
 
 AMPLIFICATION = 10.0
@@ -77,6 +77,15 @@ class LayerVerdict:
     # The dtypes of what flowed out on each side (mixed precision: which precision the layer ran in).
     ms_out_dtypes: Tuple[str, ...] = ()
     out_dtypes: Tuple[str, ...] = ()  # PyTorch's
+    # The layer's own error, on a failing check: fed PyTorch's inputs (see parity.engine.own), the
+    # relative L2 error and greatest |diff| / allowed of its output; "own", "inherited", "ok" or
+    # "" (not measured).
+    own_error: Optional[float] = None
+    own_margin: Optional[float] = None
+    own_status: str = ""
+    # NaN/Inf in what flowed in and out: flags MS_NONFINITE | TORCH_NONFINITE | MS_ONLY | TORCH_ONLY.
+    in_nonfinite: int = 0
+    out_nonfinite: int = 0
 
     @property
     def shapes_differ(self) -> bool:
@@ -149,11 +158,13 @@ class _Metrics:
         return found
 
 
-def _pair_metrics(a: np.ndarray, b: np.ndarray, tol: Tolerance) -> Tuple[float, float, float]:
+def _pair_metrics(a: np.ndarray, b: np.ndarray, tol: Tolerance) -> Tuple[float, float, float, int]:
+    """(relative L2 error, greatest |diff| / allowed, greatest |diff|, non-finite flags: see
+    :data:`NONFINITE`) of one array pair."""
     if a.shape != b.shape:
-        return float("inf"), float("inf"), float("inf")
+        return float("inf"), float("inf"), float("inf"), 0
     if a.size == 0:
-        return 0.0, 0.0, 0.0
+        return 0.0, 0.0, 0.0, 0
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
         return _nonfinite_metrics(a, b, tol)
     work = np.result_type(a.dtype, b.dtype, np.float32)
@@ -166,7 +177,13 @@ def _pair_metrics(a: np.ndarray, b: np.ndarray, tol: Tolerance) -> Tuple[float, 
     allowed += tol.atol
     margin = float(np.divide(diff, allowed, out=allowed).max())
     error = diff_norm / ref_norm if ref_norm else (0.0 if not max_abs else float("inf"))
-    return error, margin, max_abs
+    return error, margin, max_abs, 0
+
+
+# Non-finite flags of a compared pair (OR-ed over a layer call's tensors): which side has NaN/Inf,
+# and which has them where the other side does not.
+MS_NONFINITE, TORCH_NONFINITE, MS_ONLY, TORCH_ONLY = 1, 2, 4, 8
+NONFINITE = {"mindspore": MS_ONLY, "torch": TORCH_ONLY}
 
 
 def _nonfinite_metrics(a, b, tol):
@@ -176,17 +193,29 @@ def _nonfinite_metrics(a, b, tol):
     same = (np.isnan(a64) & np.isnan(b64)) | (np.isinf(a64) & (a64 == b64))
     diff = np.where(same, 0.0, np.where(np.isnan(diff), np.inf, diff))
     margin = float(np.max(diff / (tol.atol + tol.rtol * np.abs(np.where(same, 0.0, b64)))))
-    return relative_error(a, b), margin, float(diff.max())
+    bad_a, bad_b = ~np.isfinite(a64), ~np.isfinite(b64)
+    flags = ((MS_NONFINITE if bad_a.any() else 0) | (TORCH_NONFINITE if bad_b.any() else 0)
+             | (MS_ONLY if (bad_a & ~same).any() and (bad_a & ~bad_b).any() else 0)
+             | (TORCH_ONLY if (bad_b & ~same).any() and (bad_b & ~bad_a).any() else 0))
+    return relative_error(a, b), margin, float(diff.max()), flags
 
 
-def _measure(ms: Sequence[np.ndarray], ref: Sequence[np.ndarray], tol: Tolerance, metrics) -> Tuple[float, float, float]:
-    """Worst error, margin and |diff| over the tensors of one side of a layer call."""
+def pair_metrics(a: np.ndarray, b: np.ndarray, tol: Tolerance) -> Tuple[float, float, float, int]:
+    """(relative L2 error, greatest |diff| / allowed, greatest |diff|, non-finite flags) of one array pair."""
+    return _pair_metrics(a, b, tol)
+
+
+def _measure(ms: Sequence[np.ndarray], ref: Sequence[np.ndarray], tol: Tolerance, metrics) -> Tuple[float, float, float, int]:
+    """Worst error, margin and |diff|, and every non-finite flag, over the tensors of one side of a layer call."""
     if len(ms) != len(ref):
-        return float("inf"), float("inf"), float("inf")
+        return float("inf"), float("inf"), float("inf"), 0
     found = [metrics(a, b, tol) for a, b in zip(ms, ref) if a is not None and b is not None]
     if not found:
-        return 0.0, 0.0, 0.0
-    return tuple(max(values) for values in zip(*found))
+        return 0.0, 0.0, 0.0, 0
+    flags = 0
+    for item in found:
+        flags |= item[3]
+    return max(f[0] for f in found), max(f[1] for f in found), max(f[2] for f in found), flags
 
 
 def _error(ms: Sequence[np.ndarray], ref: Sequence[np.ndarray]) -> float:
@@ -199,16 +228,19 @@ def judge(direction: str, path: str, ms_path: str, ms_type: str, torch_type: str
           metrics=_pair_metrics) -> LayerVerdict:
     """Compare one layer call. ``noise``/``in_noise`` are the float64 noise floors (relative
     errors) of what flows out and in, when a float64 reference was captured."""
-    in_error, in_margin, _ = _measure(ms_in, ref_in, tol, metrics)
-    out_error, margin, max_abs = _measure(ms_out, ref_out, tol, metrics)
+    in_error, in_margin, _, in_flags = _measure(ms_in, ref_in, tol, metrics)
+    out_error, margin, max_abs, out_flags = _measure(ms_out, ref_out, tol, metrics)
     verdict = LayerVerdict(direction, path, ms_path, ms_type, torch_type, call, in_error, in_margin, out_error,
                            margin, max_abs, noise=noise, in_noise=in_noise, ms_in_shapes=_shapes(ms_in),
                            ms_out_shapes=_shapes(ms_out), in_shapes=_shapes(ref_in), out_shapes=_shapes(ref_out),
-                           ms_out_dtypes=_dtypes(ms_out), out_dtypes=_dtypes(ref_out))
+                           ms_out_dtypes=_dtypes(ms_out), out_dtypes=_dtypes(ref_out), in_nonfinite=in_flags,
+                           out_nonfinite=out_flags)
     if margin <= 1.0:
         return verdict
-    # Blame only amplification: what flows in already explains this much of what flows out.
-    verdict.status = "FAIL" if out_error > AMPLIFICATION * in_error + noise else "downstream"
+    # Blame only amplification: what flows in already explains this much of what flows out; and
+    # NaN/Inf made on one side from finite inputs.
+    made = out_flags & (MS_ONLY | TORCH_ONLY) and not in_flags & (MS_NONFINITE | TORCH_NONFINITE)
+    verdict.status = "FAIL" if made or out_error > AMPLIFICATION * in_error + noise else "downstream"
     return verdict
 
 
@@ -244,6 +276,42 @@ def _inputs_differ(verdict: LayerVerdict) -> bool:
             and verdict.status not in ("unaligned", "noise"))
 
 
+@dataclass(frozen=True)
+class NonFiniteOrigin:
+    """Where NaN or Inf first appeared on one side and not the other: the layer (PyTorch's path),
+    the pass (``"forward"`` or ``"backward"``), the side that has them (``"mindspore"``,
+    ``"torch"`` or ``"both"``: each where the other has none), whether what flowed into the layer
+    was finite on both sides, and in training the step and stage."""
+
+    layer: str
+    direction: str
+    side: str
+    ms_layer: str = ""
+    label: str = ""
+    inputs_finite: bool = True
+    step: Optional[int] = None
+    stage: Optional[str] = None
+
+    def as_dict(self) -> dict:
+        return {"layer": self.layer, "direction": self.direction, "side": self.side, "ms_layer": self.ms_layer,
+                "inputs_finite": self.inputs_finite, "step": self.step, "stage": self.stage}
+
+
+def first_nonfinite(forward: Sequence[LayerVerdict], backward: Sequence[LayerVerdict]) -> Optional[NonFiniteOrigin]:
+    """The first layer call (execution order, then backward order) whose output has NaN/Inf on
+    one side where the other side has none, preferring one whose inputs were finite on both sides
+    (where NaN/Inf appeared, rather than where it flowed through)."""
+    for direction, verdicts in (("forward", forward), ("backward", backward)):
+        found = [v for v in verdicts if v.out_nonfinite & (MS_ONLY | TORCH_ONLY) and v.status != "unaligned"]
+        if not found:
+            continue
+        clean = [v for v in found if not v.in_nonfinite & (MS_NONFINITE | TORCH_NONFINITE)]
+        v = (clean or found)[0]
+        side = {MS_ONLY: "mindspore", TORCH_ONLY: "torch"}.get(v.out_nonfinite & (MS_ONLY | TORCH_ONLY), "both")
+        return NonFiniteOrigin(v.path, direction, side, v.ms_path, v.label, bool(clean))
+    return None
+
+
 def first_divergence(verdicts: Sequence[LayerVerdict]) -> Tuple[Optional[LayerVerdict], str]:
     """The first FAIL in the order given (execution order forward, backward order backward), and
     where it lies. With no FAIL, the first layer whose inputs differ while the layer before it
@@ -269,8 +337,11 @@ class Localizer:
     float64 pass runs and kept as numbers only."""
 
     def __init__(self, torch_recording: Recording, align: Callable[[str], Optional[str]], resolve_tol,
-                 noise_factor: float = 10.0):
+                 noise_factor: float = 10.0, *, keep: bool = False):
         self.torch = torch_recording
+        # ``keep``: PyTorch's arrays stay after comparing (each layer's own error feeds them again).
+        self.keep = keep
+        self._compared: set = set()
         self.noise: Dict[Tuple[str, str, int], Tuple[float, float]] = {}  # (direction, path, call) -> floors
         self.noise_factor = noise_factor
         self.align = align
@@ -282,6 +353,8 @@ class Localizer:
     def _judge(self, direction: str, call: LayerCall) -> LayerVerdict:
         path = self.align(call.path)
         ref = self.torch.get(path, call.call) if path is not None else None
+        if (direction, path, call.call) in self._compared:
+            ref = None  # a second MindSpore call aligned with the same PyTorch call
         ref_in, ref_out = _sides(ref, direction) if ref is not None else (None, None)
         ms_in, ms_out = _sides(call, direction)
         if ref_out is None:
@@ -297,7 +370,9 @@ class Localizer:
                 ms_out, ref_out = by_name(ms_out, call.grad_input_names, ref_out, ref.grad_input_names)
         verdict = judge(direction, path, call.path, call.type, ref.type, call.call, ms_in, ms_out,
                         ref_in, ref_out, tol, noise, in_noise, self.metrics)
-        _release(ref, direction)
+        self._compared.add((direction, path, call.call))
+        if not self.keep:
+            _release(ref, direction)
         return verdict
 
     def on_forward(self, call: LayerCall) -> None:
@@ -460,6 +535,10 @@ class LayerTable:
 
     forward: List[LayerVerdict]
     backward: List[LayerVerdict]
+    # The layers whose own error is out of bounds (parity.engine.own.OwnError), in execution order,
+    # when a failing check measured them.
+    own_errors: List = field(default_factory=list)
+    own_measured: bool = False  # whether the own errors were measured (a failing check's layers)
 
     def first(self, direction: str) -> Tuple[Optional[LayerVerdict], str]:
         return first_divergence(self.forward if direction == "forward" else self.backward)

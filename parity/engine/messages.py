@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import List, Optional, Sequence, Tuple
 
 __all__ = ["failure_message", "structure_message", "reproduce_line", "summary_line", "result_line", "fmt",
-           "device_lines"]
+           "device_lines", "own_error_lines", "nonfinite_lines"]
 
 _HEADLINE = "MindSpore and PyTorch outputs are not close!"
 _SIDE_NAMES = {"output": "forward output", "input grad": "gradient of input", "param grad": "gradient of parameter",
@@ -120,7 +120,65 @@ _CONTEXT = 3  # agreeing layers shown before the first divergence
 
 def _layer_line(v, marker: str = "") -> str:
     types = v.ms_type if v.ms_type == v.torch_type or not v.torch_type else f"{v.ms_type}/{v.torch_type}"
-    return f"  {v.status:<10} {v.label:<28} {types:<22} {_layer_difference(v)}{marker}"
+    own = f"; own {fmt(v.own_margin)}x allowed" if v.own_margin is not None and not v.shapes_differ else ""
+    return f"  {v.status:<10} {v.label:<28} {types:<22} {_layer_difference(v)}{own}{marker}"
+
+
+_SIDES = {"mindspore": "on the MindSpore side only", "torch": "on the PyTorch side only",
+          "both": "on each side where the other has none"}
+
+
+def nonfinite_lines(origin) -> List[str]:
+    """Where NaN/Inf first appeared on one side only (a :class:`parity.engine.localize.NonFiniteOrigin`)."""
+    if origin is None:
+        return []
+    if origin.step is not None:  # a training check: a step and stage, the tensors before it
+        earlier = ("every tensor compared before it was finite on both sides" if origin.inputs_finite
+                   else "tensors compared before it had NaN/Inf on both sides alike")
+        what = f", '{origin.label}'" if origin.label and origin.label != origin.stage else ""
+        return [f"Non-finite: first at step {origin.step}, stage '{origin.stage}'{what}, NaN/Inf "
+                f"{_SIDES[origin.side]}; {earlier}"]
+    kind = "forward output of" if origin.direction == "forward" else "gradient flowing back out of"
+    inputs = ("what flowed in was finite on both sides" if origin.inputs_finite
+              else "what flowed in already had NaN/Inf (no layer was fed finite values and made them)")
+    return [f"Non-finite: first at {kind} '{origin.label or origin.layer}', NaN/Inf {_SIDES[origin.side]}; "
+            f"{inputs}"]
+
+
+_OWN_SHOWN = 8  # layers with own error listed; the rest counted
+_OWN_WHAT = {"forward": "output", "backward": "gradient", "buffer": "running statistics"}
+
+
+def own_error_lines(layers) -> List[str]:
+    """The layers whose own error is out of bounds (each fed PyTorch's inputs), in order, each
+    with its known mismatches, apart from those whose error is only inherited."""
+    if layers is None or not getattr(layers, "own_measured", False):
+        return []
+    own = layers.own_errors
+    inherited = [v for v in layers.forward + layers.backward if v.own_status == "inherited"]
+    measured = [d for d in ("forward", "backward") if any(v.own_margin is not None for v in getattr(layers, d))]
+    firsts = [layers.first(direction)[0] for direction in measured]
+    unfed = [f"'{v.label}'" for v in firsts if v is not None and v.own_margin is None and v.status == "FAIL"]
+    unfed_line = ([f"Not fed: {', '.join(unfed)} (a call the two sides make differently, or a custom bprop): "
+                   "its own error is not measured"] if unfed else [])
+    if not own:
+        return [f"Own errors: none among the layers fed PyTorch's inputs; the {len(inherited)} layers out of "
+                "bounds inherit their error from what flowed in"] + unfed_line + [""]
+    rows = {}  # one row per layer: its own figures in each direction
+    for e in own:
+        rows.setdefault(e.label or e.layer, []).append(e)
+    count = f"{len(rows)} layer{'s' if len(rows) > 1 else ''}"
+    lines = [f"Own errors, each layer fed PyTorch's inputs ({count}, in execution order):"]
+    width = min(max(len(label) for label in rows), 40)
+    for label, found in list(rows.items())[:_OWN_SHOWN]:
+        what = ", ".join(f"{_OWN_WHAT[e.direction]} at {fmt(e.margin)}x allowed" for e in found)
+        known = "; ".join(dict.fromkeys(c.split(" at ", 1)[0] for e in found for c in e.causes)) or "no known mismatch"
+        lines.append(f"  {label:<{width}}  {what}  ({known})")
+    if len(rows) > _OWN_SHOWN:
+        lines.append(f"  ... and {len(rows) - _OWN_SHOWN} more (Result.layers.own_errors)")
+    if inherited:
+        lines.append(f"Inherited only: {len(inherited)} other layers out of bounds by what flowed into them")
+    return lines + unfed_line + [""]
 
 
 def _layer_difference(v) -> str:
@@ -194,6 +252,7 @@ def failure_message(result, *, likely_causes: Sequence[str] = (), verbose: int =
                  f" ({'train' if result.train else 'eval'} mode)")
     lines += device_lines(getattr(result, "device_setup", None))
     lines.append(f"Divergence: {divergence}")
+    lines += nonfinite_lines(getattr(result, "first_nonfinite", None))
     if table or first.kind != "output":
         lines.append(f"Compared:   {_where(first, modes)}")
     if first.problem is None:
@@ -204,6 +263,7 @@ def failure_message(result, *, likely_causes: Sequence[str] = (), verbose: int =
     lines.append("")
     if table:
         lines += table + [""]
+    lines += own_error_lines(getattr(result, "layers", None))
     for cause in likely_causes:
         lines.append(f"Likely cause: {cause}")
     lines += _footer(result)

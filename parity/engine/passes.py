@@ -43,7 +43,7 @@ class Passes:
     """The passes of one check: PyTorch once, MindSpore once per mode, layer capture riding along."""
 
     def __init__(self, ms_cell, torch_module, data, wmap, chain, *, grads, train, seed, device, capture, ms_data=None,
-                 amp=None):
+                 amp=None, keep_layers=False):
         from ..backends import mindspore as msb, torch as tb
 
         self.ms_cell, self.torch_module, self.data, self.wmap = ms_cell, torch_module, data, wmap
@@ -66,7 +66,7 @@ class Passes:
         if capture:
             align = _layer_alignment(ms_cell, torch_module, wmap)
             self.localizer = Localizer(self.torch_recording, align,
-                                       lambda names, dtype: resolve(chain, names, dtype)[0])
+                                       lambda names, dtype: resolve(chain, names, dtype)[0], keep=keep_layers)
 
     def __enter__(self):
         self._stack = contextlib.ExitStack()

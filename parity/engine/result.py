@@ -73,6 +73,8 @@ class Result(Verdicts):
     repro: Optional[str] = None  # the standalone repro's test file, once written (write_repro)
     # parity.engine.repro.Source: the pair as checked, kept by a failed check for write_repro
     repro_source: Optional[object] = field(default=None, repr=False, compare=False)
+    # parity.engine.localize.NonFiniteOrigin: the first layer where NaN/Inf appeared on one side only
+    first_nonfinite: Optional[object] = None
 
     @property
     def passed(self) -> bool:

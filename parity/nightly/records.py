@@ -118,8 +118,28 @@ def _first_divergence(layers) -> Optional[Dict[str, Any]]:
         found[direction] = None if verdict is None else {
             "layer": verdict.path, "ms_layer": verdict.ms_path, "ms_type": verdict.ms_type,
             "torch_type": verdict.torch_type, "status": verdict.status, "where": where,
-            "max_abs": verdict.max_abs, "out_margin": verdict.out_margin, "out_error": verdict.out_error}
+            "max_abs": verdict.max_abs, "out_margin": verdict.out_margin, "out_error": verdict.out_error,
+            **_own(verdict)}
     return found
+
+
+def _own(verdict) -> Dict[str, Any]:
+    """A layer's own error (fed PyTorch's inputs; see parity.engine.own), where it was measured."""
+    return {"own_error": getattr(verdict, "own_error", None), "own_margin": getattr(verdict, "own_margin", None),
+            "own_status": getattr(verdict, "own_status", "")}
+
+
+def _own_errors(layers) -> Optional[List[Dict[str, Any]]]:
+    """The layers whose own error is out of bounds, in order, with their likely causes; ``None``
+    where own errors were not measured (a passing check, or no layer capture)."""
+    if layers is None or not getattr(layers, "own_measured", False):
+        return None
+    return [e.as_dict() for e in layers.own_errors]
+
+
+def _first_nonfinite(result) -> Optional[Dict[str, Any]]:
+    origin = getattr(result, "first_nonfinite", None)
+    return None if origin is None else origin.as_dict()
 
 
 def _layers(layers) -> Optional[Dict[str, List[Dict[str, Any]]]]:
@@ -129,7 +149,7 @@ def _layers(layers) -> Optional[Dict[str, List[Dict[str, Any]]]]:
         return None
     return {direction: [{"layer": v.path, "ms_layer": v.ms_path, "call": v.call, "ms_type": v.ms_type,
                          "torch_type": v.torch_type, "status": v.status, "in_margin": v.in_margin,
-                         "out_margin": v.out_margin, "out_error": v.out_error, "max_abs": v.max_abs}
+                         "out_margin": v.out_margin, "out_error": v.out_error, "max_abs": v.max_abs, **_own(v)}
                         for v in getattr(layers, direction)]
             for direction in ("forward", "backward")}
 
@@ -229,6 +249,8 @@ def _result_fields(result) -> Dict[str, Any]:
         "tensors": tensors,
         "first_divergence": None if training else _first_divergence(result.layers),
         "layers": None if training else _layers(result.layers),
+        "own_errors": None if training else _own_errors(result.layers),
+        "first_nonfinite": _first_nonfinite(result),
         "training": _training(result) if training else None,
         "weights": {"direction": weights.direction, "mapped": weights.total, "verified": weights.verified},
         "inputs": result.batches if training else result.inputs,

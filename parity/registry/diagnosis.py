@@ -112,15 +112,18 @@ def diagnose(ms_model, torch_model, *, registry: Optional[Registry] = None, devi
 def likely_causes(ms_model, torch_model, *, at: Optional[str] = None, device: Optional[str] = None,
                   mode: Optional[str] = None, threshold: float = UNSUPPORTED,
                   registry: Optional[Registry] = None, seen: Optional[Mapping[str, Seen]] = None,
-                  labels: Optional[Tuple[int, ...]] = None) -> List[str]:
+                  labels: Optional[Tuple[int, ...]] = None,
+                  found: Optional[List[Diagnosis]] = None) -> List[str]:
     """``Likely cause:`` lines for a failure message: the diagnoses at or above ``threshold`` that
     can explain the failure, each with its fix, those at layer ``at`` (the first divergence) first.
     With ``seen`` (see :func:`diagnose`, :func:`observed`), conditions are judged on the shapes the
     layers saw, and where some layer diverged, a layer seen to agree explains nothing and is left
-    out. ``labels``: see :func:`diagnose`. Never raises: a failing diagnosis must not hide the
-    failure it explains."""
+    out. ``labels``: see :func:`diagnose`; ``found``: its result, where it ran already. Never
+    raises: a failing diagnosis must not hide the failure it explains."""
     try:
-        found = diagnose(ms_model, torch_model, registry=registry, device=device, mode=mode, seen=seen, labels=labels)
+        if found is None:
+            found = diagnose(ms_model, torch_model, registry=registry, device=device, mode=mode, seen=seen,
+                             labels=labels)
     except Exception:  # the registry is a helper of the message, not part of the verdict
         return []
     found = [d for d in found if d.score >= threshold and _can_explain(d, seen or {})]

@@ -48,7 +48,8 @@ def failure_message(result: TrainingResult, likely_causes=()) -> str:
     lines += report.device_lines(result.device_setup)
     lines += [f"Optimizer:  {result.optimizer}", f"Loss:       {result.loss}",
               f"Divergence: first at step {step} of {len(result.steps)}, stage "
-              f"'{next(k for k, v in STAGES.items() if v == first.kind)}', {where(first)}", ""]
+              f"'{next(k for k, v in STAGES.items() if v == first.kind)}', {where(first)}"]
+    lines += report.nonfinite_lines(result.first_nonfinite) + [""]
     if first.kind == "loss scale":
         lines.append(f"Loss scaling: {skip_message(result[step].scales, result[step].skipped)}")
     elif first.problem is None:

@@ -17,6 +17,9 @@ STAGES = {"loss": "loss", "scale": "loss scale", "grads": "param grad", "state":
           "params": "parameter", "buffers": "buffer"}
 
 
+_DIRECTIONS = {"loss": "forward", "scale": "backward", "grads": "backward", "state": "optimizer",
+               "params": "optimizer", "buffers": "forward"}
+
 _SPOKEN = {"loss": "loss", "param grad": "gradient of parameter", "optimizer state": "optimizer state",
            "parameter": "parameter after the update", "buffer": "running statistic"}
 
@@ -94,6 +97,25 @@ class TrainingResult(Steps, Verdicts):
     @property
     def problem(self) -> str:
         return ""
+
+    @property
+    def first_nonfinite(self):
+        """Where NaN/Inf first appeared on one side only (a :class:`parity.engine.localize.NonFiniteOrigin`
+        with its step and stage; ``direction`` ``"forward"`` for the loss and running statistics,
+        ``"backward"`` for gradients, ``"optimizer"`` for its state and the updated parameters), or None."""
+        from ..localize import NonFiniteOrigin
+
+        earlier = False  # a tensor compared before had NaN/Inf (on both sides alike)
+        for s in self.steps:
+            for c in s.comparisons:
+                nf = c.nonfinite
+                if nf is not None and not nf.agree:
+                    side = "mindspore" if not nf.torch_count else "torch" if not nf.ms_count else "both"
+                    stage = next(k for k, v in STAGES.items() if v == c.kind)
+                    return NonFiniteOrigin(c.layer, _DIRECTIONS[stage], side, ms_layer=c.ms_name, label=c.name,
+                                           inputs_finite=not earlier, step=s.step, stage=stage)
+                earlier = earlier or nf is not None
+        return None
 
     def __str__(self) -> str:
         total, failures = len(self.comparisons), self.failures
