@@ -47,8 +47,9 @@ the frameworks at the top of a module. May import: the backends, the weights and
 from __future__ import annotations
 
 from ..errors import ParityInternalError, ParityUsageError
-from . import activation, attention, conv, linear, loss, norm, pool, recurrent, shape  # noqa: F401  (register)
+from . import activation, attention, conv, creation, linear, loss, norm, pool, recurrent, shape  # noqa: F401  (register)
 from ._registry import Context, translated_names
+from .concrete import record_calls
 from .modules import translate_module
 
 __all__ = ["translate", "translated_names"]
@@ -56,9 +57,10 @@ __all__ = ["translate", "translated_names"]
 DEVICES = ("CPU", "GPU", "Ascend")
 
 
-def translate(torch_module, *, device: str = "CPU"):
+def translate(torch_module, *, device: str = "CPU", example=None):
     """Build the MindSpore Cell equivalent to ``torch_module`` for ``device``, with its weights,
-    in the module's train/eval mode."""
+    in the module's train/eval mode. ``example``: ``(args, kwargs)`` of PyTorch tensors to trace
+    on (see :mod:`.concrete`); without it, each ``forward`` is traced symbolically."""
     import torch
 
     from ..backends.mindspore import use_device
@@ -69,7 +71,15 @@ def translate(torch_module, *, device: str = "CPU"):
     if device not in DEVICES:
         raise ParityUsageError(f"translate(): unknown device {device!r}; expected one of {', '.join(DEVICES)}")
     use_device(device)  # some Cells (the recurrent ones) pick their kernels when built
-    cell = translate_module(torch_module, Context("", device, torch_module))
+    examples = None
+    if example is not None:
+        args, kwargs = example
+        try:
+            examples = record_calls(torch_module, tuple(args), dict(kwargs))
+        except Exception as exc:  # noqa: BLE001  (whatever the Module's forward raises on them)
+            raise ParityUsageError(f"translate(): the PyTorch module cannot run on the example inputs: "
+                                   f"{type(exc).__name__}: {exc}") from None
+    cell = translate_module(torch_module, Context("", device, torch_module, examples=examples))
     _tie_shared_parameters(torch_module, cell)
     _name_parameters(cell)
     _copy_weights(torch_module, cell)

@@ -595,3 +595,10 @@ def api_name(op: str, target) -> str:
     module = {"torch._C._nn": "torch.nn.functional", "torch._C._VariableFunctions": "torch", "_operator": "operator"}.get(
         module, module)
     return f"{module}.{getattr(target, '__name__', target)}" if module else str(target)
+
+
+def extend(functions: Dict[str, object], methods: Dict[str, object]) -> None:
+    """Adds entries to the table from another module of this package (keys as above)."""
+    FUNCTIONS.update(functions)
+    METHODS.update(methods)
+    _UNRESOLVED.update(functions)

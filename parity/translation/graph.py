@@ -30,6 +30,7 @@ Cell that holds one.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import re
@@ -45,11 +46,12 @@ from mindspore import nn
 from ..errors import ParityUnsupported
 from . import functions
 from ._registry import Context, torch_name
+from .concrete import ConcreteTracer, call_slots, is_constant, kept_state, root_function
 
 __all__ = ["graph_cell", "GraphForward", "TraceFailed"]
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_SCALARS = (type(None), bool, int, float, str)
+_HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep  # the tracer's own frames are never the call
 
 
 class TraceFailed(Exception):
@@ -108,9 +110,9 @@ _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)')
 
 
 def _user_frame(frames: List[Tuple[str, int, str]]) -> str:
-    """``file:line`` of the innermost frame outside PyTorch's own package, with its code."""
+    """``file:line`` of the innermost frame outside PyTorch's own package and this one, with its code."""
     for filename, line, code in reversed(frames):
-        if not os.path.abspath(filename).startswith(_TORCH_DIR):
+        if not os.path.abspath(filename).startswith((_TORCH_DIR, _HERE)):
             return f"{_shown(filename)}:{line}" + (f"  ({code.strip()})" if code else "")
     return "an unknown place"
 
@@ -135,23 +137,20 @@ def _exception_location(exc: BaseException) -> str:
 
 # --- tracing ----------------------------------------------------------------------------------
 
-def _concrete(value) -> bool:
-    """A value the trace may bake in: None, a bool, a number, a string, or a tuple/list of them."""
-    if isinstance(value, (tuple, list)):
-        return all(_concrete(v) for v in value)
-    return isinstance(value, _SCALARS)
-
-
 def _key(value):
     return tuple(_key(v) for v in value) if isinstance(value, (tuple, list)) else (type(value).__name__, value)
 
 
 def _signature(module) -> inspect.Signature:
     signature = inspect.signature(type(module).forward)
-    params = list(signature.parameters.values())[1:]  # self
-    if any(p.kind is p.VAR_POSITIONAL for p in params):
-        raise TraceFailed("forward takes *args, which a trace cannot bind")
-    return signature.replace(parameters=params)
+    return signature.replace(parameters=list(signature.parameters.values())[1:])  # self
+
+
+def _refuse_var_positional(signature: inspect.Signature, ctx: Context = None) -> None:
+    """A symbolic trace cannot bind ``*args`` (a trace on example inputs binds each item)."""
+    if any(p.kind is p.VAR_POSITIONAL for p in signature.parameters.values()):
+        why = "forward takes *args, which a trace without example inputs cannot bind"
+        raise ctx.unsupported(why + " (translate(module, inputs=...) binds them)") if ctx else TraceFailed(why)
 
 
 def _var_keyword(signature: inspect.Signature):
@@ -159,13 +158,16 @@ def _var_keyword(signature: inspect.Signature):
     return next((p.name for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD), None)
 
 
-def _trace(module, training: bool, concrete: Dict[str, Any], extra: Dict[str, Any] = None) -> torch.fx.Graph:
-    """``extra``: what ``forward``'s ``**kwargs`` receives (constants only), where it has one."""
+def _trace(module, training: bool, concrete: Dict[str, Any], extra: Dict[str, Any] = None,
+           tracer: torch.fx.Tracer = None) -> torch.fx.Graph:
+    """``extra``: what ``forward``'s ``**kwargs`` receives (constants only), where it has one.
+    ``tracer``: a :class:`ConcreteTracer` on example values, instead of a symbolic trace."""
     modes, before = [(m, m.training) for m in module.modules()], set(vars(module))
     module.train(training)
-    tracer = _Tracer(extra)
+    tracer = tracer or _Tracer(extra)
     try:
-        graph = tracer.trace(module, concrete_args=dict(concrete) or None)
+        with kept_state(module) if isinstance(tracer, ConcreteTracer) else contextlib.nullcontext():
+            graph = tracer.trace(module, concrete_args=dict(concrete) or None)
     except Exception as exc:  # anything the user's forward raises on proxies
         raise TraceFailed(f"torch.fx cannot trace forward: {type(exc).__name__}: {_first_line(exc)} "
                           f"(at {_exception_location(exc)})") from None
@@ -177,6 +179,7 @@ def _trace(module, training: bool, concrete: Dict[str, Any], extra: Dict[str, An
         made = {name: vars(module).pop(name) for name in set(vars(module)) - before}
     graph.parity_constants = made
     graph.parity_output_class = getattr(tracer, "output_class", None)
+    graph.parity_guards = list(getattr(tracer, "guards", ()))
     return graph
 
 
@@ -200,6 +203,9 @@ class _Program:
 
     def __init__(self, graph: torch.fx.Graph, cell: "GraphForward", module, ctx: Context):
         self.graph = graph
+        self.guards: Dict[str, list] = {}
+        for guard in getattr(graph, "parity_guards", ()):
+            self.guards.setdefault(guard.node, []).append(guard)
         self.steps: List[_Step] = []
         problems = []
         for node in graph.nodes:
@@ -223,6 +229,8 @@ class _Program:
             inplace = bool(getattr(module.get_submodule(node.target), "inplace", False))
             return _Step(node, child, inplace)
         name = functions.api_name(node.op, node.target)
+        if node.op == "call_method" and _python_value(node.args[0]):  # a dict's .get, a ModelOutput's .to_tuple
+            return _Step(node, _python_method(node.target), False, f"{name} at {node_location(node)}")
         if node.op == "call_method":
             adapter = functions.method_for(node.target)
             if adapter is None:
@@ -257,6 +265,8 @@ class _Program:
                     _call(step, args, kwargs)
                 if step.inplace and node.args and isinstance(node.args[0], torch.fx.Node):
                     env[node.args[0].name] = env[node.name]  # later reads see the "modified" tensor
+            for guard in self.guards.get(node.name, ()):
+                guard.check(env[node.name])
         raise ParityUnsupported("the traced graph has no output")
 
 
@@ -275,6 +285,16 @@ def _structured(output_class, result):
 
 class _Untranslatable(Exception):
     pass
+
+
+def _python_value(arg) -> bool:
+    """Whether a traced node held a Python object (not a tensor) when traced on example inputs."""
+    meta = getattr(arg, "meta", {})
+    return "parity_value" in meta and not isinstance(meta["parity_value"], torch.Tensor)
+
+
+def _python_method(name: str) -> Callable:
+    return lambda receiver, *args, **kwargs: getattr(receiver, name)(*args, **kwargs)
 
 
 def _constants(node) -> Tuple[tuple, dict]:
@@ -349,28 +369,51 @@ class GraphForward(nn.Cell):
 
 
 class _Source:
-    """The PyTorch Module and its programs, one per mode and combination of constant arguments."""
+    """The PyTorch Module and its programs: one per mode and combination of constant arguments, and,
+    where the Module was called on example inputs, one per mode and kind of call seen (traced on
+    the values it was called with, its decisions guarded)."""
 
     def __init__(self, module, ctx: Context):
         self.module, self.ctx = module, ctx
-        self.signature = _signature(module)  # TraceFailed for *args
+        self.signature = _signature(module)
         self.var_keyword = _var_keyword(self.signature)
         self.programs: Dict[tuple, Any] = {}
+        self.examples: Dict[tuple, tuple] = {}  # call key -> (slots, constants) of an example call
+        for args, kwargs in (ctx.examples or {}).get(id(module), ()):
+            try:
+                key, slots, constants = call_slots(self.signature, args, kwargs)
+            except TypeError:
+                continue
+            self.examples.setdefault(key, (slots, constants))
 
     def defaults(self) -> Dict[str, Any]:
         return {name: p.default for name, p in self.signature.parameters.items()
-                if p.default is not p.empty and _concrete(p.default)}
+                if p.default is not p.empty and is_constant(p.default)}
 
     def program(self, cell, training: bool, concrete: Dict[str, Any], extra: Dict[str, Any] = None) -> _Program:
         """``extra``: the constants ``**kwargs`` receives (``{}`` where forward has one and none is given)."""
+        _refuse_var_positional(self.signature)
         if extra is None and self.var_keyword:
             extra = {}
         key = (training, tuple((name, _key(value)) for name, value in concrete.items()),
                None if extra is None else tuple((name, _key(value)) for name, value in sorted(extra.items())))
+        return self._built(key, cell, lambda: _trace(self.module, training, concrete, extra))
+
+    def valued_program(self, cell, training: bool, key: tuple) -> _Program:
+        """The program for calls like the example call of ``key``, traced on its values."""
+        slots, constants = self.examples[key]
+
+        def trace():
+            forward, names = root_function(type(self.module).forward, self.signature, key, constants)
+            tracer = ConcreteTracer(forward, dict(zip(names, [value for _, value in slots])))
+            return _trace(self.module, training, {}, tracer=tracer)
+
+        return self._built(("valued", training, key), cell, trace)
+
+    def _built(self, key, cell, trace: Callable[[], torch.fx.Graph]) -> _Program:
         if key not in self.programs:
             try:
-                graph = _trace(self.module, training, concrete, extra)
-                self.programs[key] = _Program(graph, cell, self.module, self.ctx)
+                self.programs[key] = _Program(trace(), cell, self.module, self.ctx)
             except (TraceFailed, ParityUnsupported) as exc:
                 self.programs[key] = exc
         found = self.programs[key]
@@ -380,17 +423,23 @@ class _Source:
 
     def run(self, cell, args, kwargs):
         try:
-            bound = self.signature.bind(*args, **kwargs)
+            key, slots, _ = call_slots(self.signature, args, kwargs)
         except TypeError as exc:
             raise ParityUnsupported(f"{self.ctx.where}: forward{self.signature}: {exc}") from None
+        if key in self.examples:
+            program = self.valued_program(cell, bool(cell.training), key)
+            return program.run(cell, [value for _, value in slots])
+        _refuse_var_positional(self.signature, self.ctx)
+        bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
         arguments = dict(bound.arguments)
         extra = arguments.pop(self.var_keyword) if self.var_keyword else None
-        if extra and not _concrete(list(extra.values())):
-            tensors = ", ".join(name for name, value in extra.items() if not _concrete(value))
+        if extra and not is_constant(list(extra.values())):
+            tensors = ", ".join(name for name, value in extra.items() if not is_constant(value))
             raise self.ctx.unsupported(f"forward's **{self.var_keyword} receives {tensors}, which are not constants: "
-                                       "only constants (None, bools, numbers, strings) are traced through **kwargs")
-        concrete = {name: value for name, value in arguments.items() if _concrete(value)}
+                                       "only constants (None, bools, numbers, strings) are traced through **kwargs "
+                                       "(translate with example inputs to trace them: translate(module, inputs=...))")
+        concrete = {name: value for name, value in arguments.items() if is_constant(value)}
         try:
             program = self.program(cell, bool(cell.training), concrete, extra)
         except TraceFailed as exc:
@@ -413,12 +462,25 @@ def graph_cell(module, ctx: Context, children: Dict[str, Any], tensors: Callable
     A mode that fails alone (stochastic depth in train mode) raises when the Cell runs in it.
     ``defer``: where the defaults cannot be traced (``input_ids=None`` taken for a tensor that
     will be given), the Cell is returned all the same and traced with the arguments it is called
-    with, refusing then if that trace fails too."""
+    with, refusing then if that trace fails too.
+
+    Translated with example inputs (``ctx.examples``), the programs built now are those of the calls
+    the Module received, traced on their values, and a failure in the Module's mode raises; a Module
+    the example run never called is traced only when it is called."""
     cell = GraphForward(module, ctx)
     for name, child in children.items():
         cell.insert_child_to_cell(name, child)
     tensors(cell)
     source, failed = cell._source, []
+    if ctx.examples is not None:
+        for key in source.examples:
+            source.valued_program(cell, module.training, key)  # raises: it fails on the very call seen
+            try:
+                source.valued_program(cell, not module.training, key)
+            except (TraceFailed, ParityUnsupported):
+                pass  # a mode that fails alone says so when the Cell runs in it
+        return cell
+    _refuse_var_positional(source.signature)
     for training in (module.training, not module.training):
         try:
             source.program(cell, training, source.defaults())
