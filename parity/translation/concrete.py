@@ -15,7 +15,8 @@ is also evaluated in PyTorch (a child's call runs the child), so a proxy knows i
 A guard names the node whose value it fixed, the value and the line of the decision; the program
 computes that node on MindSpore tensors and refuses a call where it differs (:class:`GuardFailed`),
 as the branch taken would be wrong for it. A proxy also answers ``isinstance`` as its value would
-(``isinstance(x, torch.Tensor)``, ``isinstance(out, tuple)``), and ``forward``'s ``*args`` and
+(``isinstance(out, tuple)``, a ``ModelOutput``; a tensor's proxy stays a proxy, for PyTorch's
+C++ would take it for a tensor), and ``forward``'s ``*args`` and
 ``**kwargs`` bind each value they receive to a placeholder of its own (:func:`call_slots`).
 """
 
@@ -116,9 +117,11 @@ class _Valued:
         return self.node.meta[_VALUE]
 
     @property
-    def __class__(self):  # isinstance(proxy, torch.Tensor / tuple / ModelOutput) answers as the value
+    def __class__(self):  # isinstance(proxy, tuple / ModelOutput) answers as the value
         value = self.value
-        return torch.Tensor if isinstance(value, torch.Tensor) else type(value)
+        # A tensor's proxy stays a proxy: PyTorch's C++ takes whatever isinstance calls a Tensor for
+        # one (and crashes); transformers counts fx proxies as tensors already (is_torch_fx_proxy).
+        return type(self) if isinstance(value, torch.Tensor) else type(value)
 
     def __getattr__(self, name: str):
         if name.startswith("__") and name.endswith("__"):
@@ -154,6 +157,9 @@ class _Valued:
 
     def keys(self):
         return list(self.value.keys())
+
+    def __setitem__(self, key, value) -> None:  # x[mask] = y: a node; the graph reads x after it as its result
+        self.tracer.create_proxy("call_function", operator.setitem, (self, key, value), {})
 
 
 class ValuedProxy(_Valued, Proxy):
@@ -232,8 +238,11 @@ class ConcreteTracer(torch.fx.Tracer):
 
     def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None, proxy_factory_fn=None):
         proxy = super().create_proxy(kind, target, args, kwargs, name, type_expr, proxy_factory_fn)
-        if kind != "output":
-            proxy.node.meta[_VALUE] = self._evaluate(kind, target, args, kwargs)
+        if kind == "output":
+            return proxy
+        value = proxy.node.meta[_VALUE] = self._evaluate(kind, target, args, kwargs)
+        if kind == "call_module" and type(value) in (tuple, list):  # type(out) is tuple holds, as unpacking does
+            return type(value)(proxy[i] for i in range(len(value)))
         return proxy
 
     def decide(self, proxy, kind: str, value):

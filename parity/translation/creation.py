@@ -99,6 +99,28 @@ def index_select(input, dim, index):
     return ops.gather(input, index, dim)
 
 
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+              sparse=False):
+    """Rows of ``weight``; the ``padding_idx`` row gets no gradient, as in PyTorch."""
+    if max_norm is not None or scale_grad_by_freq:
+        raise TypeError("embedding(max_norm=..., scale_grad_by_freq=True) is not translated")
+    if padding_idx is not None:
+        row = ops.arange(weight.shape[0]).reshape(-1, 1) == (padding_idx % weight.shape[0])
+        weight = ops.where(row, ops.stop_gradient(weight), weight)
+    return ops.gather(weight, input, 0)
+
+
+def setitem(input, key, value):
+    """``input[key] = value``, computed on a copy: the graph reads the copy where PyTorch reads ``input``."""
+    result = input.copy()
+    result[key] = value
+    return result
+
+
+def clone(input, *, memory_format=None):
+    return input.copy()
+
+
 def _cast(dtype):
     def run(input, memory_format=None):
         return input.astype(dtype)
@@ -128,8 +150,9 @@ extend(
      "torch.lt": _compare(ops.lt), "torch.ge": _compare(ops.ge), "torch.le": _compare(ops.le),
      "torch.logical_and": ops.logical_and, "torch.logical_or": ops.logical_or, "torch.logical_not": ops.logical_not,
      "torch.neg": ops.neg, "torch.erf": ops.erf, "torch.log": ops.log, "torch.maximum": ops.maximum,
-     "torch.minimum": ops.minimum},
-    {"new_ones": _new_filled(1), "new_zeros": _new_filled(0), "new_full": new_full, "all": _reduce_bool(ops.all),
+     "torch.minimum": ops.minimum, "torch.nn.functional.embedding": embedding,
+     "operator.setitem": setitem, "torch.clone": clone},
+    {"clone": clone, "new_ones": _new_filled(1), "new_zeros": _new_filled(0), "new_full": new_full, "all": _reduce_bool(ops.all),
      "any": _reduce_bool(ops.any), "cumsum": cumsum, "gather": gather, "index_select": index_select,
      "long": _cast(ms.int64), "int": _cast(ms.int32), "bool": _cast(ms.bool_), "double": _cast(ms.float64),
      "type": type_, "eq": _compare(ops.equal), "ne": _compare(ops.ne), "gt": _compare(ops.gt),

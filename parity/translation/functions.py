@@ -388,13 +388,19 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = ops.matmul(query * scale, ops.swapaxes(key, -2, -1))
     length, source = query.shape[-2], key.shape[-2]
-    if is_causal:
-        allowed = ops.tril(ops.ones((length, source), ms.bool_))
-        scores = ops.masked_fill(scores, ~allowed, float("-inf"))
-    if attn_mask is not None:
-        scores = ops.masked_fill(scores, ~attn_mask, float("-inf")) if attn_mask.dtype == ms.bool_ \
-            else scores + attn_mask
+    allowed = ops.tril(ops.ones((length, source), ms.bool_)) if is_causal else None
+    if attn_mask is not None and attn_mask.dtype == ms.bool_:
+        allowed = attn_mask if allowed is None else ops.logical_and(allowed, attn_mask)
+    elif attn_mask is not None:
+        scores = scores + attn_mask
+    if allowed is not None:  # a row with nothing allowed gets zero weights, as PyTorch's safe softmax gives;
+        # masked with the dtype's lowest number, not -inf: MindSpore's CPU softmax of an all -inf row
+        # corrupts the rows after it (registry: attention-mask-inf-vs-finfo-min)
+        lowest = torch.finfo(_TORCH_DTYPES[scores.dtype]).min
+        scores = ops.masked_fill(scores, ~allowed, ms.Tensor(lowest, scores.dtype))
     weights = ops.softmax(scores, -1)
+    if allowed is not None:
+        weights = ops.masked_fill(weights, ~ops.any(allowed, -1, True), ms.Tensor(0, weights.dtype))
     if dropout_p > 0:
         weights = ops.dropout(weights, p=dropout_p, training=True)
     return ops.matmul(weights, value)
@@ -581,7 +587,7 @@ def is_inplace(op: str, target, kwargs) -> bool:
     """Whether the call modifies its first argument in PyTorch."""
     if op == "call_method":
         return target.endswith("_") and not target.endswith("__")
-    return target in _INPLACE_OPERATORS or bool(kwargs.get("inplace", False))
+    return target in _INPLACE_OPERATORS or target is operator.setitem or bool(kwargs.get("inplace", False))
 
 
 def api_name(op: str, target) -> str:

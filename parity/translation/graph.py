@@ -444,7 +444,8 @@ class _Source:
             program = self.program(cell, bool(cell.training), concrete, extra)
         except TraceFailed as exc:
             raise self.ctx.unsupported(f"{exc} (called with {_shown_args({**concrete, **(extra or {})})}, "
-                                       f"{'train' if cell.training else 'eval'} mode)") from None
+                                       f"{'train' if cell.training else 'eval'} mode); translated with example "
+                                       "inputs, forward is traced on their values: translate(module, inputs)") from None
         return program.run(cell, list(arguments.values()))
 
 
