@@ -322,7 +322,27 @@ def _attribute(target: str, cell, module) -> Callable[[], Any]:
     if isinstance(value, torch.Tensor) and target not in held:  # a plain tensor attribute: a constant
         constant = _ms_constant(value)
         return lambda: constant
+    renamed = _renamed(owner, leaf, value)
+    if renamed:  # a child layer's weight under MindSpore's name (embedding.weight: embedding_table)
+        return lambda: getattr(owner, renamed)
     raise _Untranslatable(f"reading {target} (the translated {type(owner).__name__} has no attribute {leaf!r})")
+
+
+_RENAMES = {"weight": ("gamma", "embedding_table"), "bias": ("beta",), "running_mean": ("moving_mean",),
+            "running_var": ("moving_variance",)}
+
+
+def _renamed(owner, leaf: str, value) -> str:
+    """The name of the translated layer's own Parameter that stands for PyTorch's ``leaf``: MindSpore's
+    name for it where the layer holds one, else its one Parameter of that shape; "" where none."""
+    if not isinstance(value, torch.Tensor):
+        return ""
+    own = {name: p for name, p in owner.parameters_and_names(expand=False)}
+    for name in _RENAMES.get(leaf, ()):
+        if name in own and tuple(own[name].shape) == tuple(value.shape):
+            return name
+    same = [name for name, p in own.items() if tuple(p.shape) == tuple(value.shape)]
+    return same[0] if len(same) == 1 else ""
 
 
 def _ms_constant(value: torch.Tensor):
