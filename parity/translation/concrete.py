@@ -22,12 +22,14 @@ C++ would take it for a tensor), and ``forward``'s ``*args`` and
 
 from __future__ import annotations
 
+import functools
 import inspect
 import keyword
 import operator
 import os
 import sys
 import traceback
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Tuple
@@ -205,7 +207,8 @@ class ConcreteTracer(torch.fx.Tracer):
         return True
 
     def trace(self, root, concrete_args=None):
-        with _stand_ins():
+        with _stand_ins(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the Module's own warnings were the example run's to give
             return super().trace(root, concrete_args)
 
     def create_args_for_root(self, root_fn, is_module, concrete_args=None):
@@ -294,6 +297,33 @@ def _broadcast_bhqkv(mask_function: Callable, bh_indices: bool = True) -> Callab
 
 
 _STAND_INS = {("transformers.masking_utils", "_vmap_for_bhqkv"): _broadcast_bhqkv}
+# PyTorch's factories that take sizes as varargs: their C++ parser takes a proxy for a size for the
+# whole size (and raises) before PyTorch's dispatch to the proxy could record the call
+_FACTORIES = ("ones", "zeros", "empty", "full", "rand", "randn", "randint")
+
+
+def _recording(factory: Callable) -> Callable:
+    """``factory`` that records itself as a node when a size (or another argument) is traced."""
+
+    @functools.wraps(factory)
+    def call(*args, **kwargs):
+        found = _first_proxy((args, kwargs))
+        if found is None:
+            return factory(*args, **kwargs)
+        return found.tracer.create_proxy("call_function", factory, args, kwargs)
+
+    return call
+
+
+def _first_proxy(value):
+    if issubclass(type(value), Proxy):
+        return value
+    items = value.values() if type(value) is dict else value if type(value) in (tuple, list) else ()
+    for item in items:
+        found = _first_proxy(item)
+        if found is not None:
+            return found
+    return None
 
 
 def _refusing_vmap(vmap: Callable) -> Callable:
@@ -315,6 +345,7 @@ def _stand_ins():
     """During a trace: the stand-ins of :data:`_STAND_INS` where their module is loaded, and
     ``torch.vmap`` refusing traced values (it would crash the interpreter)."""
     patched = [(torch, "vmap", _refusing_vmap(torch.vmap))]
+    patched += [(torch, name, _recording(getattr(torch, name))) for name in _FACTORIES]
     for (module, name), stand_in in _STAND_INS.items():
         if module in sys.modules and hasattr(sys.modules[module], name):
             patched.append((sys.modules[module], name, stand_in))
@@ -351,7 +382,8 @@ def record_calls(module, args: tuple, kwargs: dict) -> Dict[int, List[Tuple[tupl
 
     handles = [sub.register_forward_pre_hook(keep, with_kwargs=True) for sub in module.modules()]
     try:
-        with kept_state(module), torch.no_grad():
+        with kept_state(module), torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the Module warns when it runs for real, not when translated
             module(*args, **kwargs)
     finally:
         for handle in handles:

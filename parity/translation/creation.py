@@ -121,6 +121,29 @@ def clone(input, *, memory_format=None):
     return input.copy()
 
 
+def _arg_reduce(reduce):
+    def run(input, dim=None, keepdim=False):
+        if dim is None:
+            return reduce(input.reshape(-1), 0, False).astype(ms.int64)
+        return reduce(input, dim, keepdim).astype(ms.int64)  # PyTorch's indices are int64
+
+    return run
+
+
+def _extreme(reduce, pairwise, arg_reduce):
+    """``torch.max``/``min``: of all elements, elementwise against a tensor, or along ``dim`` as
+    ``(values, indices)``."""
+
+    def run(input, dim=None, keepdim=False, *, out=None):
+        if isinstance(dim, ms.Tensor):
+            return pairwise(input, dim)
+        if dim is None:
+            return reduce(input)
+        return reduce(input, dim, keepdim), arg_reduce(input, dim, keepdim)
+
+    return run
+
+
 def _cast(dtype):
     def run(input, memory_format=None):
         return input.astype(dtype)
@@ -151,8 +174,13 @@ extend(
      "torch.logical_and": ops.logical_and, "torch.logical_or": ops.logical_or, "torch.logical_not": ops.logical_not,
      "torch.neg": ops.neg, "torch.erf": ops.erf, "torch.log": ops.log, "torch.maximum": ops.maximum,
      "torch.minimum": ops.minimum, "torch.nn.functional.embedding": embedding,
-     "operator.setitem": setitem, "torch.clone": clone},
-    {"clone": clone, "new_ones": _new_filled(1), "new_zeros": _new_filled(0), "new_full": new_full, "all": _reduce_bool(ops.all),
+     "operator.setitem": setitem, "torch.clone": clone, "torch.argmax": _arg_reduce(ops.argmax),
+     "torch.argmin": _arg_reduce(ops.argmin),
+     "torch.max": _extreme(ops.amax, ops.maximum, _arg_reduce(ops.argmax)),
+     "torch.min": _extreme(ops.amin, ops.minimum, _arg_reduce(ops.argmin))},
+    {"clone": clone, "argmax": _arg_reduce(ops.argmax), "argmin": _arg_reduce(ops.argmin),
+     "max": _extreme(ops.amax, ops.maximum, _arg_reduce(ops.argmax)),
+     "min": _extreme(ops.amin, ops.minimum, _arg_reduce(ops.argmin)), "new_ones": _new_filled(1), "new_zeros": _new_filled(0), "new_full": new_full, "all": _reduce_bool(ops.all),
      "any": _reduce_bool(ops.any), "cumsum": cumsum, "gather": gather, "index_select": index_select,
      "long": _cast(ms.int64), "int": _cast(ms.int32), "bool": _cast(ms.bool_), "double": _cast(ms.float64),
      "type": type_, "eq": _compare(ops.equal), "ne": _compare(ops.ne), "gt": _compare(ops.gt),

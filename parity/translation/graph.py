@@ -463,9 +463,11 @@ class _Source:
         try:
             program = self.program(cell, bool(cell.training), concrete, extra)
         except TraceFailed as exc:
+            hint = ("the example inputs called it with other arguments: translate with inputs that call it this way"
+                    if self.examples else "translated with example inputs, forward is traced on their values: "
+                    "translate(module, inputs)")
             raise self.ctx.unsupported(f"{exc} (called with {_shown_args({**concrete, **(extra or {})})}, "
-                                       f"{'train' if cell.training else 'eval'} mode); translated with example "
-                                       "inputs, forward is traced on their values: translate(module, inputs)") from None
+                                       f"{'train' if cell.training else 'eval'} mode); {hint}") from None
         return program.run(cell, list(arguments.values()))
 
 
@@ -495,11 +497,14 @@ def graph_cell(module, ctx: Context, children: Dict[str, Any], tensors: Callable
     source, failed = cell._source, []
     if ctx.examples is not None:
         for key in source.examples:
-            source.valued_program(cell, module.training, key)  # raises: it fails on the very call seen
-            try:
-                source.valued_program(cell, not module.training, key)
-            except (TraceFailed, ParityUnsupported):
-                pass  # a mode that fails alone says so when the Cell runs in it
+            failed = []
+            for training in (module.training, not module.training):
+                try:
+                    source.valued_program(cell, training, key)
+                except (TraceFailed, ParityUnsupported) as exc:
+                    failed.append(exc)
+            if len(failed) == 2:
+                raise failed[0]  # a mode that fails alone says so when the Cell runs in it
         return cell
     _refuse_var_positional(source.signature)
     for training in (module.training, not module.training):
