@@ -24,6 +24,13 @@ How it works:
   Tensor methods MindSpore shares; a ``forward`` (or helper) that uses ``torch.*``, ``F.*`` or
   ``super()`` is refused up front, naming them. A user subclass that only configures a layer
   (``class MyConv(nn.Conv2d)`` with nothing but ``__init__``) translates as that layer.
+* Given example inputs (``translate(module, example=(args, kwargs))``, which ``parity.translate(module,
+  inputs)`` draws as ``check`` draws inputs), the Module runs once on them, each submodule's
+  arguments are kept, and each custom Module is traced on the values it received
+  (:mod:`.concrete`): control flow on shapes, dtypes and values resolves, each decision a guard the
+  Cell checks when it runs; a submodule the run never called is traced only if it is called.
+  Tensors made and selected inside ``forward`` (``arange``, ``where``, ``gather``...) are in
+  :mod:`.creation`.
 * Translation refuses (``ParityUnsupported``) what MindSpore cannot be configured to do: a missing
   argument (``proj_size``, ``log_target``), an argument combination, a kernel missing on the
   device. Where MindSpore can be configured but computes different numbers (a bug, a different

@@ -194,8 +194,12 @@ class ConcreteTracer(torch.fx.Tracer):
     """Traces ``root_fn`` (a function of the placeholders ``values`` names) with every submodule a
     leaf, evaluating each node in PyTorch as it is recorded; ``guards`` holds the decisions taken."""
 
-    def __init__(self, root_fn: Callable, values: Dict[str, Any]):
+    def __init__(self, root_fn: Callable, values: Dict[str, Any], calls: Dict[int, list] = None):
+        """``calls``: where each child's call in the trace is added (``id(child) -> [(args, kwargs)]``):
+        the program calls its children as the trace did, which is not always as the module's own run
+        did (transformers builds a mask under a trace where it would pass None)."""
         super().__init__()
+        self.calls = calls
         self.record_stack_traces = True
         self.proxy_buffer_attributes = True
         self.root_fn, self.values = root_fn, values
@@ -272,7 +276,10 @@ class ConcreteTracer(torch.fx.Tracer):
                     found = getattr(found, part)
                 return found
             if kind == "call_module":
-                return self.root.get_submodule(target)(*args, **kwargs)
+                child = self.root.get_submodule(target)
+                if self.calls is not None:
+                    self.calls.setdefault(id(child), []).append((_copied(args), _copied(kwargs)))
+                return child(*args, **kwargs)
             if kind == "call_method":
                 return getattr(args[0], target)(*args[1:], **kwargs)
             return target(*args, **kwargs)

@@ -19,6 +19,11 @@ mode, built when the Cell runs in that mode) and ``forward``'s non-tensor argume
 ``need_weights=False``: each combination met gets its own program). A call without a MindSpore
 adapter is refused with its name and the file:line of the call in the Module's source.
 
+Translated with example inputs, a Module is traced on the values each of its calls received
+(:class:`.concrete.ConcreteTracer`), one program per mode and kind of call (which arguments are
+tensors, the constants); the decisions that trace took are guards, checked as the program runs. A
+call unlike every example call goes the symbolic way below.
+
 A ``forward(..., **kwargs)`` is traced with what ``**kwargs`` receives baked in, as constant
 arguments are (constants only: a tensor passed through ``**kwargs`` is refused when the Cell runs).
 A Module that cannot be traced (Python control flow on tensor values, ``*args``) raises
@@ -399,12 +404,19 @@ class _Source:
         self.var_keyword = _var_keyword(self.signature)
         self.programs: Dict[tuple, Any] = {}
         self.examples: Dict[tuple, tuple] = {}  # call key -> (slots, constants) of an example call
-        for args, kwargs in (ctx.examples or {}).get(id(module), ()):
+        self.seen = 0  # how many of ctx.examples' calls of the module are in self.examples
+        self._take_examples()
+
+    def _take_examples(self) -> None:
+        """The calls of the Module met so far: in the example run, and in the traces of its parents."""
+        calls = (self.ctx.examples or {}).get(id(self.module), [])
+        for args, kwargs in calls[self.seen:]:
             try:
                 key, slots, constants = call_slots(self.signature, args, kwargs)
             except TypeError:
                 continue
             self.examples.setdefault(key, (slots, constants))
+        self.seen = len(calls)
 
     def defaults(self) -> Dict[str, Any]:
         return {name: p.default for name, p in self.signature.parameters.items()
@@ -425,7 +437,7 @@ class _Source:
 
         def trace():
             forward, names = root_function(type(self.module).forward, self.signature, key, constants)
-            tracer = ConcreteTracer(forward, dict(zip(names, [value for _, value in slots])))
+            tracer = ConcreteTracer(forward, dict(zip(names, [value for _, value in slots])), self.ctx.examples)
             return _trace(self.module, training, {}, tracer=tracer)
 
         return self._built(("valued", training, key), cell, trace)
@@ -446,6 +458,8 @@ class _Source:
             key, slots, _ = call_slots(self.signature, args, kwargs)
         except TypeError as exc:
             raise ParityUnsupported(f"{self.ctx.where}: forward{self.signature}: {exc}") from None
+        if key not in self.examples:
+            self._take_examples()
         if key in self.examples:
             program = self.valued_program(cell, bool(cell.training), key)
             return program.run(cell, [value for _, value in slots])
