@@ -211,3 +211,36 @@ def test_the_fixture_translates_with_inputs(pytester):
             assert type(one).__name__ == "GraphForward" and parity.check(one, net, parity.randn((1, 4))).passed
     """)
     pytester.runpytest(opts.PARITY, f"{opts.SEED.flag}=7", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+class TracedOtherwise(torch.nn.Module):
+    """Passes its child a mask only under a trace (as transformers' mask builders do: None when the
+    run can skip it, a tensor when traced), so the child is called one way when the Module runs and
+    another way in its parent's program."""
+
+    def __init__(self):
+        super().__init__()
+        self.child = MaskedChild()
+
+    def forward(self, x):
+        mask = torch.ones(x.shape[0], x.shape[1]) if isinstance(x, torch.fx.Proxy) else None
+        return self.child(x, mask=mask)
+
+
+class MaskedChild(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x, mask=None):
+        y = self.fc(x)
+        if y.shape[1] > 1:  # a branch a symbolic trace cannot take: the child needs its call's values
+            y = y * 2.0
+        return y if mask is None else y * mask.unsqueeze(-1)
+
+
+def test_a_child_is_traced_as_its_parent_s_program_calls_it():
+    module = TracedOtherwise()
+    cell = parity.translate(module, parity.randn((2, 3, 4)))
+    result = parity.check(cell, module, parity.randn((2, 3, 4)))
+    assert result.passed, str(result)
