@@ -65,8 +65,8 @@ def test_a_call_that_would_branch_the_other_way_is_refused_naming_the_decision()
                                           r"this call gives 2"):
         cell(_ms(np.ones((3, 4), np.float32)))  # another rank
     line = _line_of(Branches.forward, "x.dtype == torch.float32")
-    with pytest.raises(GuardFailed, match=rf"\.dtype of .* was torch\.float32 \(at tests/test_translate_inputs\.py:{line}"
-                                          r".*this call gives torch\.float64"):
+    with pytest.raises(GuardFailed, match=rf"\.dtype of .* was torch\.float32 \(at tests/test_translate_inputs\.py:"
+                                          rf"{line}.*this call gives torch\.float64"):
         cell(_ms(np.ones((3, 2, 4), np.float64)))  # another dtype
     line = _line_of(Branches.forward, "range(x.shape[1])")
     with pytest.raises(ParityUsageError, match=rf"the integer of .* was 2 \(at tests/test_translate_inputs\.py:{line}"):

@@ -54,7 +54,7 @@ the frameworks at the top of a module. May import: the backends, the weights and
 from __future__ import annotations
 
 from ..errors import ParityInternalError, ParityUsageError
-from . import activation, attention, conv, creation, linear, loss, norm, pool, recurrent, shape  # noqa: F401  (register)
+from . import activation, attention, conv, creation, linear, loss, norm, pool, recurrent, shape  # noqa: F401
 from ._registry import Context, translated_names
 from .concrete import record_calls
 from .modules import translate_module

@@ -48,6 +48,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _SCALARS = (type(None), bool, int, float, str)
 _HOST_READS = ("device", "is_cuda", "is_mps", "is_meta", "is_sparse", "is_quantized", "layout")
 _GUARDED_READS = ("dtype", "ndim")
+_UNINITIALIZED = torch.nn.parameter.UninitializedTensorMixin  # a lazy layer's: nothing to keep
 
 
 class GuardFailed(ParityUsageError):
@@ -403,7 +404,7 @@ def kept_state(module):
     """PyTorch's random state and the Module's parameters and buffers, restored afterwards (a child
     run for its value in train mode updates BatchNorm's statistics and draws dropout masks)."""
     saved = {name: tensor.detach().clone() for name, tensor in module.state_dict(keep_vars=True).items()
-             if isinstance(tensor, torch.Tensor) and not isinstance(tensor, torch.nn.parameter.UninitializedTensorMixin)}
+             if isinstance(tensor, torch.Tensor) and not isinstance(tensor, _UNINITIALIZED)}
     with torch.random.fork_rng(devices=[]):
         try:
             yield
@@ -472,7 +473,8 @@ def root_function(forward: Callable, signature: inspect.Signature, key: tuple, c
                 named[name] = given[name]
         return forward(self, *positional, **named)
 
-    source = f"def forward(self, {', '.join(names)}):\n    return _parity_call(self, ({''.join(n + ', ' for n in names)}))\n"
+    listed = "".join(name + ", " for name in names)
+    source = f"def forward(self, {listed}):\n    return _parity_call(self, ({listed}))\n"
     namespace = {"_parity_call": call}
     exec(source, namespace)  # noqa: S102  (names checked to be identifiers; no value is formatted in)
     return namespace["forward"], names

@@ -234,7 +234,8 @@ def _custom(module, ctx: Context):
         traced = failure
     functions = _user_functions(type(module))
     refused = _refusal(functions)
-    if refused and ctx.examples is None and _none_defaults(module):  # the trace took forward's defaults: try the real arguments
+    # the trace took forward's defaults: try the real arguments (with example inputs it took them already)
+    if refused and ctx.examples is None and _none_defaults(module):
         return graph_cell(module, ctx, children, _own_tensors(module), defer=True)
     if refused:
         raise ctx.unsupported(f"{traced}; and {refused}")
