@@ -135,7 +135,8 @@ class Creation(torch.nn.Module):
         picked = torch.gather(h, 1, (ids.shape[1] - 1 - positions).unsqueeze(-1).expand(-1, -1, 4))
         mask = h.clone()
         mask[:, 0] = h[:, 1] * 3.0
-        scale = torch.full_like(h, 0.5) + torch.ones(h.shape) - torch.zeros(1)
+        batch, length = ids.shape  # traced sizes as varargs: recorded, not taken for one size
+        scale = torch.full_like(h, 0.5) + torch.ones(h.shape) - torch.zeros(batch, length, 1)
         flag = (ids >= 0).all() & (ids < 10).any()
         return (picked * keep.unsqueeze(-1) * scale + mask) * flag + counts.unsqueeze(-1).to(h.dtype)
 
@@ -247,4 +248,21 @@ def test_a_child_is_traced_as_its_parent_s_program_calls_it():
     module = TracedOtherwise()
     cell = parity.translate(module, parity.randn((2, 3, 4)))
     result = parity.check(cell, module, parity.randn((2, 3, 4)))
+    assert result.passed, str(result)
+
+
+class FullyMasked(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q = torch.nn.Linear(4, 4)
+
+    def forward(self, x, allowed):
+        return F.scaled_dot_product_attention(self.q(x), x, x, attn_mask=allowed.bool())
+
+
+def test_attention_rows_with_nothing_allowed_get_zero_weights_as_in_pytorch():
+    allowed = np.ones((2, 1, 4, 4), np.int64)
+    allowed[1, 0, :2] = 0  # two query rows that may attend to nothing (PyTorch: zeros, not NaN)
+    module, inputs = FullyMasked(), (parity.randn((2, 1, 4, 4)), allowed)
+    result = parity.check(parity.translate(module, inputs), module, inputs)
     assert result.passed, str(result)
