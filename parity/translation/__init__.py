@@ -34,6 +34,7 @@ How it works:
   (:mod:`.concrete`): control flow on shapes, dtypes and values resolves, each decision a guard the
   Cell checks when it runs; a submodule the run never called is traced only if it is called.
   Tensors made and selected inside ``forward`` (``arange``, ``where``, ``gather``...) are in
+  :mod:`.tensors`, the rest of what transformers compute (``F.embedding``, ``x[i] = y``) in
   :mod:`.creation`.
 * Translation refuses (``ParityUnsupported``) what MindSpore cannot be configured to do: a missing
   argument (``proj_size``, ``log_target``), an argument combination, a kernel missing on the
