@@ -22,7 +22,7 @@ _CHECK = {
     "problem": _TEXT, "reproduce": _TEXT, "worker": _TEXT, "seed": _INTEGER, "worst_margin": _NUMBER,
     "duration": _NUMBER, "modes": _TEXTS, "notes": _TEXTS, "likely_causes": _TEXTS, "tensors": _TABLES,
     "pair": _TABLE, "error": _TABLE, "first_divergence": _TABLE, "layers": _TABLE, "training": _TABLE,
-    "data_parallel": _TABLE, "generation": _TABLE, "shapes": _TABLE, "weights": _TABLE, "device_setup": _TABLE,
+    "data_parallel": _TABLE, "generation": _TABLE, "shapes": _TABLES, "weights": _TABLE, "device_setup": _TABLE,
 }
 _TENSOR = {
     "kind": _TEXT, "name": _TEXT, "mode": _TEXT, "ms_name": _TEXT, "torch_name": _TEXT, "layer": _TEXT,
