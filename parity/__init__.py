@@ -185,13 +185,18 @@ def compare_dumps(a, b, *, name_map=None, tolerance=None):
     return _compare_dumps(a, b, name_map=name_map, tolerance=tolerance)
 
 
-def translate(torch_module, *, device: str = "CPU"):
+def translate(torch_module, inputs=None, *, device: str = "CPU", seed=None):
     """Build the MindSpore counterpart of ``torch_module`` with equivalent arguments and the same
     weights. Raises :class:`ParityUnsupported` naming what cannot be translated: every blocker in the
-    model at once, grouped by what blocks, with the modules each blocks."""
-    from .translation import translate as _translate
+    model at once, grouped by what blocks, with the modules each blocks.
 
-    return _translate(torch_module, device=device)
+    ``inputs`` (as :func:`check` takes them: arrays, specs, a tuple, a dict of keyword inputs, drawn
+    under ``seed`` as ``check`` draws them): each ``forward`` is traced on the values it receives
+    from them, so that code branching on shapes, dtypes and values translates; each branch taken is
+    a guard, and a call of the Cell that would take another is refused (a ``ParityUsageError``)."""
+    from .engine.translating import run_translate
+
+    return run_translate(torch_module, inputs, device=device, seed=seed)
 
 
 def transfer_weights(src, dst, *, name_map=None):

@@ -210,10 +210,10 @@ def build(case: ParityCase, *, device: str = "CPU", seed: int = 1234) -> Tuple[A
     made = []
     for label, factory, kwargs in (("torch", case.torch, case.torch_kwargs),
                                    ("mindspore", case.mindspore, case.ms_kwargs)):
-        if factory == TRANSLATE:
-            from ..translation import translate
+        if factory == TRANSLATE:  # traced on the case's inputs, drawn as its check draws them
+            from .translating import run_translate
 
-            made.append(translate(made[0], device=device))
+            made.append(run_translate(made[0], case.inputs, device=device, seed=seed))
             continue
         where = f"case {case.name!r} {label}"
         try:

@@ -228,10 +228,12 @@ class FixtureChecker:
         with acknowledged(self._request.node, tuple(acknowledge)):
             return self._run(run_shapes, "check_shapes", dict(self._defaults), ms_cell, torch_module, inputs, **kwargs)
 
-    def translate(self, torch_module, **kwargs):
-        """:func:`parity.translate` for this session's device (``--parity-device``)."""
-        from ..translation import translate
+    def translate(self, torch_module, inputs=None, **kwargs):
+        """:func:`parity.translate` for this session's device (``--parity-device``) and seed
+        (``--parity-seed``): the inputs drawn as this fixture's ``check`` draws them."""
+        from ..engine.translating import run_translate
 
         node = self._request.node
-        device = kwargs.pop("device", None) or settings_for(node.config, node.nodeid, "").device
-        return translate(torch_module, device=device, **kwargs)
+        settings = settings_for(node.config, node.nodeid, "")
+        device = kwargs.pop("device", None) or settings.device
+        return run_translate(torch_module, inputs, device=device, default_seed=settings.seed, **kwargs)

@@ -28,6 +28,14 @@ How it works:
   deprecated hook) is built as the plain layer, its ``weight`` computed from ``g`` and ``v`` (held
   under PyTorch's names) at every call (:mod:`.weight_norm`). A function a library keeps out of
   ``torch.fx`` traces with ``torch.fx.wrap`` is traced into when it is called (:mod:`.wrapped`).
+* Given example inputs (``translate(module, example=(args, kwargs))``, which ``parity.translate(module,
+  inputs)`` draws as ``check`` draws inputs), the Module runs once on them, each submodule's
+  arguments are kept, and each custom Module is traced on the values it received
+  (:mod:`.concrete`): control flow on shapes, dtypes and values resolves, each decision a guard the
+  Cell checks when it runs; a submodule the run never called is traced only if it is called.
+  Tensors made and selected inside ``forward`` (``arange``, ``where``, ``gather``...) are in
+  :mod:`.tensors`, the rest of what transformers compute (``F.embedding``, ``x[i] = y``) in
+  :mod:`.creation`.
 * Translation refuses (``ParityUnsupported``) what MindSpore cannot be configured to do: a missing
   argument (``proj_size``, ``log_target``), an argument combination, a kernel missing on the
   device. Where MindSpore can be configured but computes different numbers (a bug, a different
@@ -51,8 +59,9 @@ the frameworks at the top of a module. May import: the backends, the weights and
 from __future__ import annotations
 
 from ..errors import ParityInternalError, ParityUsageError
-from . import activation, attention, conv, linear, loss, norm, pool, recurrent, shape, weight_norm, wrapped  # noqa: F401  (register)
+from . import activation, attention, conv, creation, linear, loss, norm, pool, recurrent, shape, weight_norm, wrapped  # noqa: F401  (register)
 from ._registry import Context, translated_names
+from .concrete import record_calls
 from .modules import translate_module
 
 __all__ = ["translate", "translated_names"]
@@ -60,9 +69,10 @@ __all__ = ["translate", "translated_names"]
 DEVICES = ("CPU", "GPU", "Ascend")
 
 
-def translate(torch_module, *, device: str = "CPU"):
+def translate(torch_module, *, device: str = "CPU", example=None):
     """Build the MindSpore Cell equivalent to ``torch_module`` for ``device``, with its weights,
-    in the module's train/eval mode."""
+    in the module's train/eval mode. ``example``: ``(args, kwargs)`` of PyTorch tensors to trace
+    on (see :mod:`.concrete`); without it, each ``forward`` is traced symbolically."""
     import torch
 
     from ..backends.mindspore import use_device
@@ -73,7 +83,15 @@ def translate(torch_module, *, device: str = "CPU"):
     if device not in DEVICES:
         raise ParityUsageError(f"translate(): unknown device {device!r}; expected one of {', '.join(DEVICES)}")
     use_device(device)  # some Cells (the recurrent ones) pick their kernels when built
-    cell = translate_module(torch_module, Context("", device, torch_module))
+    examples = None
+    if example is not None:
+        args, kwargs = example
+        try:
+            examples = record_calls(torch_module, tuple(args), dict(kwargs))
+        except Exception as exc:  # noqa: BLE001  (whatever the Module's forward raises on them)
+            raise ParityUsageError(f"translate(): the PyTorch module cannot run on the example inputs: "
+                                   f"{type(exc).__name__}: {exc}") from None
+    cell = translate_module(torch_module, Context("", device, torch_module, examples=examples))
     _tie_shared_parameters(torch_module, cell)
     _name_parameters(cell)
     _copy_weights(torch_module, cell)

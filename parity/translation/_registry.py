@@ -45,9 +45,10 @@ class Context:
     device: str
     module: object = None
     kind: Optional[type] = None
+    examples: Optional[dict] = None  # id(submodule) -> [(args, kwargs)] of its calls on the example inputs
 
     def child(self, name: str, module) -> "Context":
-        return Context(f"{self.path}.{name}" if self.path else name, self.device, module)
+        return Context(f"{self.path}.{name}" if self.path else name, self.device, module, examples=self.examples)
 
     @property
     def where(self) -> str:

@@ -607,7 +607,7 @@ def is_inplace(op: str, target, kwargs) -> bool:
     """Whether the call modifies its first argument in PyTorch."""
     if op == "call_method":
         return target.endswith("_") and not target.endswith("__")
-    return target in _INPLACE_OPERATORS or bool(kwargs.get("inplace", False))
+    return target in _INPLACE_OPERATORS or target is operator.setitem or bool(kwargs.get("inplace", False))
 
 
 def api_name(op: str, target) -> str:
@@ -621,3 +621,10 @@ def api_name(op: str, target) -> str:
     module = {"torch._C._nn": "torch.nn.functional", "torch._C._VariableFunctions": "torch", "_operator": "operator"}.get(
         module, module)
     return f"{module}.{getattr(target, '__name__', target)}" if module else str(target)
+
+
+def extend(functions: Dict[str, object], methods: Dict[str, object]) -> None:
+    """Adds entries to the table from another module of this package (keys as above)."""
+    FUNCTIONS.update(functions)
+    METHODS.update(methods)
+    _UNRESOLVED.update(functions)

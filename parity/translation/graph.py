@@ -19,6 +19,11 @@ mode, built when the Cell runs in that mode) and ``forward``'s non-tensor argume
 ``need_weights=False``: each combination met gets its own program). A call without a MindSpore
 adapter is refused with its name and the file:line of the call in the Module's source.
 
+Translated with example inputs, a Module is traced on the values each of its calls received
+(:class:`.concrete.ConcreteTracer`), one program per mode and kind of call (which arguments are
+tensors, the constants); the decisions that trace took are guards, checked as the program runs. A
+call unlike every example call goes the symbolic way below.
+
 A ``forward(..., **kwargs)`` is traced with what ``**kwargs`` receives baked in, as constant
 arguments are (constants only: a tensor passed through ``**kwargs`` is refused when the Cell runs).
 A Module that cannot be traced (Python control flow on tensor values, ``*args``) raises
@@ -30,6 +35,7 @@ Cell that holds one.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import re
@@ -45,11 +51,12 @@ from mindspore import nn
 from ..errors import ParityUnsupported
 from . import functions
 from ._registry import Context, torch_name
+from .concrete import ConcreteTracer, call_slots, is_constant, kept_state, root_function
 
 __all__ = ["graph_cell", "GraphForward", "TraceFailed"]
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_SCALARS = (type(None), bool, int, float, str)
+_HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep  # the tracer's own frames are never the call
 
 
 class TraceFailed(Exception):
@@ -108,9 +115,9 @@ _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)')
 
 
 def _user_frame(frames: List[Tuple[str, int, str]]) -> str:
-    """``file:line`` of the innermost frame outside PyTorch's own package, with its code."""
+    """``file:line`` of the innermost frame outside PyTorch's own package and this one, with its code."""
     for filename, line, code in reversed(frames):
-        if not os.path.abspath(filename).startswith(_TORCH_DIR):
+        if not os.path.abspath(filename).startswith((_TORCH_DIR, _HERE)):
             return f"{_shown(filename)}:{line}" + (f"  ({code.strip()})" if code else "")
     return "an unknown place"
 
@@ -135,23 +142,20 @@ def _exception_location(exc: BaseException) -> str:
 
 # --- tracing ----------------------------------------------------------------------------------
 
-def _concrete(value) -> bool:
-    """A value the trace may bake in: None, a bool, a number, a string, or a tuple/list of them."""
-    if isinstance(value, (tuple, list)):
-        return all(_concrete(v) for v in value)
-    return isinstance(value, _SCALARS)
-
-
 def _key(value):
     return tuple(_key(v) for v in value) if isinstance(value, (tuple, list)) else (type(value).__name__, value)
 
 
 def _signature(module) -> inspect.Signature:
     signature = inspect.signature(type(module).forward)
-    params = list(signature.parameters.values())[1:]  # self
-    if any(p.kind is p.VAR_POSITIONAL for p in params):
-        raise TraceFailed("forward takes *args, which a trace cannot bind")
-    return signature.replace(parameters=params)
+    return signature.replace(parameters=list(signature.parameters.values())[1:])  # self
+
+
+def _refuse_var_positional(signature: inspect.Signature, ctx: Context = None) -> None:
+    """A symbolic trace cannot bind ``*args`` (a trace on example inputs binds each item)."""
+    if any(p.kind is p.VAR_POSITIONAL for p in signature.parameters.values()):
+        why = "forward takes *args, which a trace without example inputs cannot bind"
+        raise ctx.unsupported(why + " (translate(module, inputs=...) binds them)") if ctx else TraceFailed(why)
 
 
 def _var_keyword(signature: inspect.Signature):
@@ -159,13 +163,16 @@ def _var_keyword(signature: inspect.Signature):
     return next((p.name for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD), None)
 
 
-def _trace(module, training: bool, concrete: Dict[str, Any], extra: Dict[str, Any] = None) -> torch.fx.Graph:
-    """``extra``: what ``forward``'s ``**kwargs`` receives (constants only), where it has one."""
+def _trace(module, training: bool, concrete: Dict[str, Any], extra: Dict[str, Any] = None,
+           tracer: torch.fx.Tracer = None) -> torch.fx.Graph:
+    """``extra``: what ``forward``'s ``**kwargs`` receives (constants only), where it has one.
+    ``tracer``: a :class:`ConcreteTracer` on example values, instead of a symbolic trace."""
     modes, before = [(m, m.training) for m in module.modules()], set(vars(module))
     module.train(training)
-    tracer = _Tracer(extra)
+    tracer = tracer or _Tracer(extra)
     try:
-        graph = tracer.trace(module, concrete_args=dict(concrete) or None)
+        with kept_state(module) if isinstance(tracer, ConcreteTracer) else contextlib.nullcontext():
+            graph = tracer.trace(module, concrete_args=dict(concrete) or None)
     except Exception as exc:  # anything the user's forward raises on proxies
         raise TraceFailed(f"torch.fx cannot trace forward: {type(exc).__name__}: {_first_line(exc)} "
                           f"(at {_exception_location(exc)})") from None
@@ -177,6 +184,7 @@ def _trace(module, training: bool, concrete: Dict[str, Any], extra: Dict[str, An
         made = {name: vars(module).pop(name) for name in set(vars(module)) - before}
     graph.parity_constants = made
     graph.parity_output_class = getattr(tracer, "output_class", None)
+    graph.parity_guards = list(getattr(tracer, "guards", ()))
     return graph
 
 
@@ -200,6 +208,9 @@ class _Program:
 
     def __init__(self, graph: torch.fx.Graph, cell: "GraphForward", module, ctx: Context):
         self.graph = graph
+        self.guards: Dict[str, list] = {}
+        for guard in getattr(graph, "parity_guards", ()):
+            self.guards.setdefault(guard.node, []).append(guard)
         self.steps: List[_Step] = []
         problems = []
         for node in graph.nodes:
@@ -223,6 +234,8 @@ class _Program:
             inplace = bool(getattr(module.get_submodule(node.target), "inplace", False))
             return _Step(node, child, inplace)
         name = functions.api_name(node.op, node.target)
+        if node.op == "call_method" and _python_value(node.args[0]):  # a dict's .get, a ModelOutput's .to_tuple
+            return _Step(node, _python_method(node.target), False, f"{name} at {node_location(node)}")
         if node.op == "call_method":
             adapter = functions.method_for(node.target)
             if adapter is None:
@@ -258,6 +271,8 @@ class _Program:
                 if step.inplace and node.args and isinstance(node.args[0], torch.fx.Node):
                     env[node.args[0].name] = env[node.name]  # later reads see the "modified" tensor
                     _write_back(cell, node.args[0], env[node.name])
+            for guard in self.guards.get(node.name, ()):
+                guard.check(env[node.name])
         raise ParityUnsupported("the traced graph has no output")
 
 
@@ -289,6 +304,16 @@ class _Untranslatable(Exception):
     pass
 
 
+def _python_value(arg) -> bool:
+    """Whether a traced node held a Python object (not a tensor) when traced on example inputs."""
+    meta = getattr(arg, "meta", {})
+    return "parity_value" in meta and not isinstance(meta["parity_value"], torch.Tensor)
+
+
+def _python_method(name: str) -> Callable:
+    return lambda receiver, *args, **kwargs: getattr(receiver, name)(*args, **kwargs)
+
+
 def _constants(node) -> Tuple[tuple, dict]:
     return node.args, dict(node.kwargs)
 
@@ -314,7 +339,27 @@ def _attribute(target: str, cell, module) -> Callable[[], Any]:
     if isinstance(value, torch.Tensor) and target not in held:  # a plain tensor attribute: a constant
         constant = _ms_constant(value)
         return lambda: constant
+    renamed = _renamed(owner, leaf, value)
+    if renamed:  # a child layer's weight under MindSpore's name (embedding.weight: embedding_table)
+        return lambda: getattr(owner, renamed)
     raise _Untranslatable(f"reading {target} (the translated {type(owner).__name__} has no attribute {leaf!r})")
+
+
+_RENAMES = {"weight": ("gamma", "embedding_table"), "bias": ("beta",), "running_mean": ("moving_mean",),
+            "running_var": ("moving_variance",)}
+
+
+def _renamed(owner, leaf: str, value) -> str:
+    """The name of the translated layer's own Parameter that stands for PyTorch's ``leaf``: MindSpore's
+    name for it where the layer holds one, else its one Parameter of that shape; "" where none."""
+    if not isinstance(value, torch.Tensor):
+        return ""
+    own = {name: p for name, p in owner.parameters_and_names(expand=False)}
+    for name in _RENAMES.get(leaf, ()):
+        if name in own and tuple(own[name].shape) == tuple(value.shape):
+            return name
+    same = [name for name, p in own.items() if tuple(p.shape) == tuple(value.shape)]
+    return same[0] if len(same) == 1 else ""
 
 
 def _ms_constant(value: torch.Tensor):
@@ -361,28 +406,58 @@ class GraphForward(nn.Cell):
 
 
 class _Source:
-    """The PyTorch Module and its programs, one per mode and combination of constant arguments."""
+    """The PyTorch Module and its programs: one per mode and combination of constant arguments, and,
+    where the Module was called on example inputs, one per mode and kind of call seen (traced on
+    the values it was called with, its decisions guarded)."""
 
     def __init__(self, module, ctx: Context):
         self.module, self.ctx = module, ctx
-        self.signature = _signature(module)  # TraceFailed for *args
+        self.signature = _signature(module)
         self.var_keyword = _var_keyword(self.signature)
         self.programs: Dict[tuple, Any] = {}
+        self.examples: Dict[tuple, tuple] = {}  # call key -> (slots, constants) of an example call
+        self.seen = 0  # how many of ctx.examples' calls of the module are in self.examples
+        self._take_examples()
+
+    def _take_examples(self) -> None:
+        """The calls of the Module met so far: in the example run, and in the traces of its parents."""
+        calls = (self.ctx.examples or {}).get(id(self.module), [])
+        for args, kwargs in calls[self.seen:]:
+            try:
+                key, slots, constants = call_slots(self.signature, args, kwargs)
+            except TypeError:
+                continue
+            self.examples.setdefault(key, (slots, constants))
+        self.seen = len(calls)
 
     def defaults(self) -> Dict[str, Any]:
         return {name: p.default for name, p in self.signature.parameters.items()
-                if p.default is not p.empty and _concrete(p.default)}
+                if p.default is not p.empty and is_constant(p.default)}
 
     def program(self, cell, training: bool, concrete: Dict[str, Any], extra: Dict[str, Any] = None) -> _Program:
         """``extra``: the constants ``**kwargs`` receives (``{}`` where forward has one and none is given)."""
+        _refuse_var_positional(self.signature)
         if extra is None and self.var_keyword:
             extra = {}
         key = (training, tuple((name, _key(value)) for name, value in concrete.items()),
                None if extra is None else tuple((name, _key(value)) for name, value in sorted(extra.items())))
+        return self._built(key, cell, lambda: _trace(self.module, training, concrete, extra))
+
+    def valued_program(self, cell, training: bool, key: tuple) -> _Program:
+        """The program for calls like the example call of ``key``, traced on its values."""
+        slots, constants = self.examples[key]
+
+        def trace():
+            forward, names = root_function(type(self.module).forward, self.signature, key, constants)
+            tracer = ConcreteTracer(forward, dict(zip(names, [value for _, value in slots])), self.ctx.examples)
+            return _trace(self.module, training, {}, tracer=tracer)
+
+        return self._built(("valued", training, key), cell, trace)
+
+    def _built(self, key, cell, trace: Callable[[], torch.fx.Graph]) -> _Program:
         if key not in self.programs:
             try:
-                graph = _trace(self.module, training, concrete, extra)
-                self.programs[key] = _Program(graph, cell, self.module, self.ctx)
+                self.programs[key] = _Program(trace(), cell, self.module, self.ctx)
             except (TraceFailed, ParityUnsupported) as exc:
                 self.programs[key] = exc
         found = self.programs[key]
@@ -392,22 +467,33 @@ class _Source:
 
     def run(self, cell, args, kwargs):
         try:
-            bound = self.signature.bind(*args, **kwargs)
+            key, slots, _ = call_slots(self.signature, args, kwargs)
         except TypeError as exc:
             raise ParityUnsupported(f"{self.ctx.where}: forward{self.signature}: {exc}") from None
+        if key not in self.examples:
+            self._take_examples()
+        if key in self.examples:
+            program = self.valued_program(cell, bool(cell.training), key)
+            return program.run(cell, [value for _, value in slots])
+        _refuse_var_positional(self.signature, self.ctx)
+        bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
         arguments = dict(bound.arguments)
         extra = arguments.pop(self.var_keyword) if self.var_keyword else None
-        if extra and not _concrete(list(extra.values())):
-            tensors = ", ".join(name for name, value in extra.items() if not _concrete(value))
+        if extra and not is_constant(list(extra.values())):
+            tensors = ", ".join(name for name, value in extra.items() if not is_constant(value))
             raise self.ctx.unsupported(f"forward's **{self.var_keyword} receives {tensors}, which are not constants: "
-                                       "only constants (None, bools, numbers, strings) are traced through **kwargs")
-        concrete = {name: value for name, value in arguments.items() if _concrete(value)}
+                                       "only constants (None, bools, numbers, strings) are traced through **kwargs "
+                                       "(translate with example inputs to trace them: translate(module, inputs=...))")
+        concrete = {name: value for name, value in arguments.items() if is_constant(value)}
         try:
             program = self.program(cell, bool(cell.training), concrete, extra)
         except TraceFailed as exc:
+            hint = ("the example inputs called it with other arguments: translate with inputs that call it this way"
+                    if self.examples else "translated with example inputs, forward is traced on their values: "
+                    "translate(module, inputs)")
             raise self.ctx.unsupported(f"{exc} (called with {_shown_args({**concrete, **(extra or {})})}, "
-                                       f"{'train' if cell.training else 'eval'} mode)") from None
+                                       f"{'train' if cell.training else 'eval'} mode); {hint}") from None
         return program.run(cell, list(arguments.values()))
 
 
@@ -425,12 +511,28 @@ def graph_cell(module, ctx: Context, children: Dict[str, Any], tensors: Callable
     A mode that fails alone (stochastic depth in train mode) raises when the Cell runs in it.
     ``defer``: where the defaults cannot be traced (``input_ids=None`` taken for a tensor that
     will be given), the Cell is returned all the same and traced with the arguments it is called
-    with, refusing then if that trace fails too."""
+    with, refusing then if that trace fails too.
+
+    Translated with example inputs (``ctx.examples``), the programs built now are those of the calls
+    the Module received, traced on their values, and a failure in the Module's mode raises; a Module
+    the example run never called is traced only when it is called."""
     cell = GraphForward(module, ctx)
     for name, child in children.items():
         cell.insert_child_to_cell(name, child)
     tensors(cell)
     source, failed = cell._source, []
+    if ctx.examples is not None:
+        for key in source.examples:
+            failed = []
+            for training in (module.training, not module.training):
+                try:
+                    source.valued_program(cell, training, key)
+                except (TraceFailed, ParityUnsupported) as exc:
+                    failed.append(exc)
+            if len(failed) == 2:
+                raise failed[0]  # a mode that fails alone says so when the Cell runs in it
+        return cell
+    _refuse_var_positional(source.signature)
     for training in (module.training, not module.training):
         try:
             source.program(cell, training, source.defaults())

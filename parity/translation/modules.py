@@ -158,11 +158,28 @@ def _torch_names(function) -> List[str]:
     return found
 
 
+def _reachable(functions: Dict[str, types.FunctionType]) -> Dict[str, types.FunctionType]:
+    """``forward`` and the methods it may call (a name it reads that is one of them), transitively:
+    a helper that ``forward`` never calls blocks nothing."""
+    found, todo = {}, ["forward"]
+    while todo:
+        name = todo.pop()
+        if name in found or name not in functions:
+            continue
+        found[name] = inspect.unwrap(functions[name])  # a decorated forward: the code it wraps
+        codes = [found[name].__code__]
+        while codes:
+            code = codes.pop()
+            codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+            todo += [n for n in code.co_names if n in functions and n not in found]
+    return found
+
+
 def _refusal(functions: Dict[str, types.FunctionType]) -> str:
     """Why ``forward`` cannot run on MindSpore tensors as it is ("" when it can)."""
     if "forward" not in functions:
         return "has no forward of its own to run"
-    for name, function in functions.items():
+    for name, function in _reachable(functions).items():
         used = _torch_names(function)
         if used:
             return (f"{name}() uses {', '.join(used)}: running forward itself on MindSpore tensors (what is "
@@ -217,7 +234,8 @@ def _custom(module, ctx: Context):
         traced = failure
     functions = _user_functions(type(module))
     refused = _refusal(functions)
-    if refused and _none_defaults(module):  # the trace took forward's defaults: try the real arguments
+    # the trace took forward's defaults: try the real arguments (with example inputs it took them already)
+    if refused and ctx.examples is None and _none_defaults(module):
         return graph_cell(module, ctx, children, _own_tensors(module), defer=True)
     if refused:
         raise ctx.unsupported(f"{traced}; and {refused}")

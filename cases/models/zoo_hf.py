@@ -1,0 +1,109 @@
+"""Hugging Face transformers models for ``parity.translate``, built from small configurations with
+seeded random weights: no checkpoint, no hub. Each factory builds the family's own class, so the
+``forward`` translated is the library's (its mask builders, rotary embeddings, ``ModelOutput``s).
+
+Sizes: hidden 32, 2 layers, 4 heads, vocabulary 128, eager attention, no key/value cache, eval
+mode. Nothing here may reach the network: ``HF_HUB_OFFLINE`` is set before transformers is
+imported, and every factory runs inside :func:`no_network`, where opening a connection raises
+:class:`NetworkAccess` (a ``RuntimeError``, which transformers' hub code does not swallow as it
+swallows ``OSError``s).
+"""
+
+import contextlib
+import os
+import socket
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # read by huggingface_hub when transformers imports it
+
+from .zoo_compat import import_quietly  # noqa: E402
+
+VOCAB = 128
+SMALL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, vocab_size=VOCAB,
+             attn_implementation="eager")
+
+
+class NetworkAccess(RuntimeError):
+    """A model factory tried to open a network connection."""
+
+
+@contextlib.contextmanager
+def no_network():
+    """Opening a socket connection or resolving a host name raises :class:`NetworkAccess`."""
+
+    def refuse(*args, **kwargs):
+        raise NetworkAccess(f"a catalogue model tried to reach the network ({args[:2]!r}); build it from a "
+                            "config with random weights")
+
+    saved = socket.socket.connect, socket.socket.connect_ex, socket.create_connection, socket.getaddrinfo
+    socket.socket.connect = socket.socket.connect_ex = refuse
+    socket.create_connection = socket.getaddrinfo = refuse
+    try:
+        yield
+    finally:
+        socket.socket.connect, socket.socket.connect_ex, socket.create_connection, socket.getaddrinfo = saved
+
+
+def _offline(factory):
+    def build():
+        with no_network():
+            return factory(import_quietly("transformers")).eval()
+
+    build.__name__, build.__doc__ = factory.__name__, factory.__doc__
+    return build
+
+
+@_offline
+def llama(tf):
+    """``LlamaForCausalLM``: RMSNorm, rotary embeddings, grouped-query attention (4 heads over 2)."""
+    return tf.LlamaForCausalLM(tf.LlamaConfig(**SMALL, num_key_value_heads=2, max_position_embeddings=64,
+                                              use_cache=False))
+
+
+@_offline
+def gpt2(tf):
+    """``GPT2LMHeadModel``: ``Conv1D`` (addmm), ``gelu_new``, the head tied to the embedding."""
+    return tf.GPT2LMHeadModel(tf.GPT2Config(n_embd=32, n_layer=2, n_head=4, n_inner=64, vocab_size=VOCAB,
+                                            n_positions=64, use_cache=False, attn_implementation="eager"))
+
+
+@_offline
+def bert(tf):
+    """``BertForMaskedLM``: token type and position embeddings, the padding mask, the tied MLM head."""
+    return tf.BertForMaskedLM(tf.BertConfig(**SMALL, max_position_embeddings=64))
+
+
+def _t5_config(tf):
+    return tf.T5Config(vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2,
+                       num_heads=4, relative_attention_num_buckets=8, use_cache=False, decoder_start_token_id=0,
+                       attn_implementation="eager")
+
+
+@_offline
+def t5_encoder(tf):
+    """``T5EncoderModel``: relative position buckets (log, min), T5's RMS LayerNorm."""
+    return tf.T5EncoderModel(_t5_config(tf))
+
+
+@_offline
+def t5(tf):
+    """``T5ForConditionalGeneration``: encoder, causal decoder with cross-attention, the LM head."""
+    return tf.T5ForConditionalGeneration(_t5_config(tf))
+
+
+@_offline
+def clip_vision(tf):
+    """``CLIPVisionModel`` on 32x32 images in 8x8 patches: class token, position embeddings, quick GELU."""
+    return tf.CLIPVisionModel(tf.CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                                  num_attention_heads=4, image_size=32, patch_size=8,
+                                                  attn_implementation="eager"))
+
+
+@_offline
+def whisper_encoder(tf):
+    """``WhisperEncoder``: two 1-D convolutions over 16 mel bins, GELU, sinusoidal positions."""
+    config = tf.WhisperConfig(vocab_size=VOCAB, d_model=32, encoder_layers=2, encoder_attention_heads=4,
+                              decoder_layers=2, decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                              num_mel_bins=16, max_source_positions=16, max_target_positions=32, pad_token_id=0,
+                              bos_token_id=1, eos_token_id=2, decoder_start_token_id=1,
+                              attn_implementation="eager")
+    return tf.WhisperModel(config).get_encoder()

@@ -1,0 +1,35 @@
+"""Hugging Face transformers families through ``parity.translate(model, inputs)``: each traced on
+the case's own inputs (its masks and positions computed in the trace, each branch taken a guard)
+and checked against itself, forward and every parameter's gradient, at the float32 default.
+
+Text models take int64 token ids and an attention mask in which the second sequence pads its first
+two tokens (left padding: in the causal models those rows attend to nothing). The models are
+built in ``cases.models.zoo_hf`` from small configs, offline.
+"""
+
+import sys
+
+import numpy as np
+
+from parity import TRANSLATE, ParityCase, randint, randn
+
+VOCAB, LENGTH = 128, 8  # cases.models.zoo_hf.VOCAB (not imported: listing the catalogue imports no framework)
+MASK = np.ones((2, LENGTH), np.int64)
+MASK[1, :2] = 0
+TEXT = {"input_ids": randint((2, LENGTH), 0, VOCAB), "attention_mask": MASK}
+_M = "cases.models.zoo_hf:"
+
+
+def _case(name, factory, inputs=TEXT, **kwargs):
+    line = sys._getframe(1).f_lineno  # where the case is written, not this helper
+    return ParityCase(name, mindspore=TRANSLATE, torch=_M + factory, inputs=inputs, line=line, **kwargs)
+
+
+LlamaForCausalLMTranslated = _case("LlamaForCausalLMTranslated", "llama")
+GPT2LMHeadModelTranslated = _case("GPT2LMHeadModelTranslated", "gpt2")
+BertForMaskedLMTranslated = _case("BertForMaskedLMTranslated", "bert")
+T5EncoderTranslated = _case("T5EncoderTranslated", "t5_encoder")
+T5Translated = _case("T5Translated", "t5", inputs=dict(TEXT, decoder_input_ids=randint((2, 6), 0, VOCAB)))
+CLIPVisionTranslated = _case("CLIPVisionTranslated", "clip_vision", inputs={"pixel_values": randn((2, 3, 32, 32))})
+WhisperEncoderTranslated = _case("WhisperEncoderTranslated", "whisper_encoder",
+                                 inputs={"input_features": randn((2, 16, 32))})

@@ -1,0 +1,481 @@
+"""Tracing on example inputs: a ``torch.fx`` trace whose values are also computed, so that Python
+control flow in ``forward`` resolves, and each decision it takes is kept as a guard.
+
+:func:`record_calls` runs the Module once on the example inputs and keeps what every submodule was
+called with. :class:`ConcreteTracer` then traces a Module with those values: every node of the graph
+is also evaluated in PyTorch (a child's call runs the child), so a proxy knows its value. Where
+``forward`` needs a Python value, the proxy gives it and the tracer records a :class:`Guard`:
+
+* ``if x.shape[1] > 1:``, ``if mask.all():``, ``assert``: the truth value (``__bool__``);
+* ``range(n)``, ``x.view(n, -1)`` with ``n`` an ``int``, ``tuple(shape)`` unpacking: the integer
+  (``__index__``/``__int__``) or the length (``__len__``, iteration);
+* ``x.dtype`` and ``x.ndim``: the value, as ``torch.finfo(x.dtype)`` needs it (``x.device`` is read
+  without a guard: MindSpore places tensors by its context, and ``Tensor.to`` ignores devices).
+
+A guard names the node whose value it fixed, the value and the line of the decision; the program
+computes that node on MindSpore tensors and refuses a call where it differs (:class:`GuardFailed`),
+as the branch taken would be wrong for it. A proxy also answers ``isinstance`` as its value would
+(``isinstance(out, tuple)``, a ``ModelOutput``; a tensor's proxy stays a proxy, for PyTorch's
+C++ would take it for a tensor), and ``forward``'s ``*args`` and
+``**kwargs`` bind each value they receive to a placeholder of its own (:func:`call_slots`).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import keyword
+import operator
+import os
+import sys
+import traceback
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Tuple
+
+import torch
+import torch.fx
+from torch.fx.proxy import Attribute, Proxy
+
+from ..errors import ParityUsageError
+
+__all__ = ["ConcreteTracer", "Guard", "GuardFailed", "record_calls", "call_slots", "is_constant"]
+
+_VALUE = "parity_value"
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_SCALARS = (type(None), bool, int, float, str)
+_HOST_READS = ("device", "is_cuda", "is_mps", "is_meta", "is_sparse", "is_quantized", "layout")
+_GUARDED_READS = ("dtype", "ndim")
+_UNINITIALIZED = torch.nn.parameter.UninitializedTensorMixin  # a lazy layer's: nothing to keep
+
+
+class GuardFailed(ParityUsageError):
+    """A translated Cell called with inputs for which a decision its trace took goes the other way."""
+
+
+def is_constant(value) -> bool:
+    """A value a trace bakes in: None, a bool, a number, a string, or a tuple/list of them."""
+    if isinstance(value, (tuple, list)):
+        return all(is_constant(v) for v in value)
+    return isinstance(value, _SCALARS)
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A decision the trace took: ``node``'s value, read as ``kind``, was ``expected`` at ``where``."""
+
+    node: str
+    kind: str  # "bool", "int", "float", "len", or an attribute read: "dtype", "ndim"
+    expected: Any
+    where: str
+
+    def actual(self, value):
+        if self.kind == "bool":
+            return bool(value)
+        if self.kind == "int":
+            return operator.index(value) if not hasattr(value, "asnumpy") else int(value)
+        if self.kind == "float":
+            return float(value)
+        if self.kind == "len":
+            return len(value)
+        return value
+
+    def check(self, value) -> None:
+        found = self.actual(value)
+        if found != self.expected:
+            raise GuardFailed(
+                f"the translated Cell was traced on example inputs where {self.describe()}; this call gives "
+                f"{found!r}, for which PyTorch's forward takes another path. Translate again with inputs of "
+                f"this kind: parity.translate(module, inputs=...)")
+
+    def describe(self) -> str:
+        read = {"bool": "the truth value", "int": "the integer", "float": "the number", "len": "the length"}
+        what = read.get(self.kind, f".{self.kind}")
+        return f"{what} of {self.node} was {self.expected!r} (at {self.where})"
+
+
+def _decision_place() -> str:
+    """``file:line  (code)`` of the innermost frame outside PyTorch and this package."""
+    for frame in reversed(traceback.extract_stack()):
+        path = os.path.abspath(frame.filename)
+        if not path.startswith(_TORCH_DIR) and not path.startswith(_HERE):
+            try:
+                shown = os.path.relpath(frame.filename)
+            except ValueError:
+                shown = frame.filename
+            shown = frame.filename if shown.startswith("..") else shown
+            return f"{shown}:{frame.lineno}" + (f"  ({frame.line.strip()})" if frame.line else "")
+    return "an unknown place"
+
+
+# --- proxies that know their value -------------------------------------------------------------
+
+class _Valued:
+    """What a proxy with a value does where plain ``torch.fx`` gives up."""
+
+    @property
+    def value(self):
+        return self.node.meta[_VALUE]
+
+    @property
+    def __class__(self):  # isinstance(proxy, tuple / ModelOutput) answers as the value
+        value = self.value
+        # A tensor's proxy stays a proxy: PyTorch's C++ takes whatever isinstance calls a Tensor for
+        # one (and crashes); transformers counts fx proxies as tensors already (is_torch_fx_proxy).
+        return type(self) if isinstance(value, torch.Tensor) else type(value)
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        value = self.value
+        if isinstance(value, torch.Tensor) and name in _HOST_READS:
+            return getattr(value, name)
+        if isinstance(value, torch.Tensor) and name in _GUARDED_READS:
+            read = self.tracer.create_proxy("call_function", getattr, (self, name), {})
+            return self.tracer.decide(read, name, getattr(value, name))
+        return ValuedAttribute(self, name)
+
+    def __bool__(self) -> bool:
+        return self.tracer.decide(self, "bool", bool(self.value))
+
+    def __index__(self) -> int:
+        return self.tracer.decide(self, "int", operator.index(self.value))
+
+    def __int__(self) -> int:
+        return self.tracer.decide(self, "int", int(self.value))
+
+    def __float__(self) -> float:
+        return self.tracer.decide(self, "float", float(self.value))
+
+    def __len__(self) -> int:
+        return self.tracer.decide(self, "len", len(self.value))
+
+    def __iter__(self):
+        value = self.value
+        if isinstance(value, dict):
+            return iter(list(value))
+        return iter([self[i] for i in range(len(self))])
+
+    def keys(self):
+        return list(self.value.keys())
+
+    def __setitem__(self, key, value) -> None:  # x[mask] = y: a node; the graph reads x after it as its result
+        self.tracer.create_proxy("call_function", operator.setitem, (self, key, value), {})
+
+
+class ValuedProxy(_Valued, Proxy):
+    def __repr__(self) -> str:
+        return f"ValuedProxy({self.node.name})"
+
+
+class ValuedAttribute(_Valued, Attribute):
+    @property
+    def value(self):
+        return getattr(self.root.value, self.attr)
+
+
+# --- the tracer --------------------------------------------------------------------------------
+
+def _plain(value):
+    """The value of a proxy, recursively through tuples, lists, dicts and slices."""
+    if isinstance(type(value), type) and issubclass(type(value), Proxy):
+        return value.value
+    if type(value) in (tuple, list):
+        return type(value)(_plain(v) for v in value)
+    if type(value) is dict:
+        return {k: _plain(v) for k, v in value.items()}
+    if type(value) is slice:
+        return slice(_plain(value.start), _plain(value.stop), _plain(value.step))
+    return value
+
+
+class ConcreteTracer(torch.fx.Tracer):
+    """Traces ``root_fn`` (a function of the placeholders ``values`` names) with every submodule a
+    leaf, evaluating each node in PyTorch as it is recorded; ``guards`` holds the decisions taken."""
+
+    def __init__(self, root_fn: Callable, values: Dict[str, Any], calls: Dict[int, list] = None):
+        """``calls``: where each child's call in the trace is added (``id(child) -> [(args, kwargs)]``):
+        the program calls its children as the trace did, which is not always as the module's own run
+        did (transformers builds a mask under a trace where it would pass None)."""
+        super().__init__()
+        self.calls = calls
+        self.record_stack_traces = True
+        self.proxy_buffer_attributes = True
+        self.root_fn, self.values = root_fn, values
+        self.guards: List[Guard] = []
+        self.output_class = None
+        self._evaluating = 0
+
+    def is_leaf_module(self, module, qualname) -> bool:
+        return True
+
+    def trace(self, root, concrete_args=None):
+        with _stand_ins(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the Module's own warnings were the example run's to give
+            return super().trace(root, concrete_args)
+
+    def create_args_for_root(self, root_fn, is_module, concrete_args=None):
+        traced, args = super().create_args_for_root(self.root_fn, is_module, concrete_args)
+
+        def recorded(*inputs):  # the graph keeps a dict's subclass (a ModelOutput) as a plain dict
+            result = traced(*inputs)
+            self.output_class = type(result)
+            return result
+
+        return recorded, args
+
+    def proxy(self, node):
+        return ValuedProxy(node, self)
+
+    def create_arg(self, a):
+        if issubclass(type(a), Proxy):
+            return a.node
+        return super().create_arg(a)
+
+    def getattr(self, attr, attr_val, parameter_proxy_cache):
+        if self._evaluating:  # a child computing its value reads its own weights
+            return attr_val
+        return super().getattr(attr, attr_val, parameter_proxy_cache)
+
+    def call_module(self, m, forward, args, kwargs):
+        if self._evaluating:  # a child's own children, run for the value
+            return forward(*args, **kwargs)
+        return super().call_module(m, forward, args, kwargs)
+
+    def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None, proxy_factory_fn=None):
+        proxy = super().create_proxy(kind, target, args, kwargs, name, type_expr, proxy_factory_fn)
+        if kind == "output":
+            return proxy
+        value = proxy.node.meta[_VALUE] = self._evaluate(kind, target, args, kwargs)
+        if kind == "call_module" and type(value) in (tuple, list):  # type(out) is tuple holds, as unpacking does
+            return type(value)(proxy[i] for i in range(len(value)))
+        return proxy
+
+    def decide(self, proxy, kind: str, value):
+        self.guards.append(Guard(proxy.node.name, kind, value, _decision_place()))
+        return value
+
+    @contextmanager
+    def _running(self):
+        self._evaluating += 1
+        try:
+            with torch.no_grad():
+                yield
+        finally:
+            self._evaluating -= 1
+
+    def _evaluate(self, kind, target, args, kwargs):
+        if kind == "placeholder":
+            return self.values[target]
+        args, kwargs = _plain(args), _plain(kwargs)
+        with self._running():
+            if kind == "get_attr":
+                found = self.root
+                for part in target.split("."):
+                    found = getattr(found, part)
+                return found
+            if kind == "call_module":
+                child = self.root.get_submodule(target)
+                if self.calls is not None:
+                    self.calls.setdefault(id(child), []).append((_copied(args), _copied(kwargs)))
+                return child(*args, **kwargs)
+            if kind == "call_method":
+                return getattr(args[0], target)(*args[1:], **kwargs)
+            return target(*args, **kwargs)
+
+
+# --- what a trace cannot enter, and its stand-ins ---------------------------------------------
+
+def _broadcast_bhqkv(mask_function: Callable, bh_indices: bool = True) -> Callable:
+    """transformers' ``masking_utils._vmap_for_bhqkv`` by broadcasting: its mask functions compare and
+    index by the batch, head, query and key positions elementwise, so calling them once on the
+    positions laid along four axes gives what the nested ``torch.vmap`` gives, which a trace cannot
+    enter."""
+
+    def mask(batch_idx, head_idx, q_idx, kv_idx):
+        if not bh_indices:
+            return mask_function(None, None, q_idx[:, None], kv_idx[None, :]).expand(q_idx.shape[0], kv_idx.shape[0])
+        found = mask_function(batch_idx[:, None, None, None], head_idx[None, :, None, None],
+                              q_idx[None, None, :, None], kv_idx[None, None, None, :])
+        return found.expand(batch_idx.shape[0], head_idx.shape[0], q_idx.shape[0], kv_idx.shape[0])
+
+    return mask
+
+
+_STAND_INS = {("transformers.masking_utils", "_vmap_for_bhqkv"): _broadcast_bhqkv}
+# PyTorch's factories that take sizes as varargs: their C++ parser takes a proxy for a size for the
+# whole size (and raises) before PyTorch's dispatch to the proxy could record the call
+_FACTORIES = ("ones", "zeros", "empty", "full", "rand", "randn", "randint")
+
+
+def _recording(factory: Callable) -> Callable:
+    """``factory`` that records itself as a node when a size (or another argument) is traced."""
+
+    @functools.wraps(factory)
+    def call(*args, **kwargs):
+        found = _first_proxy((args, kwargs))
+        if found is None:
+            return factory(*args, **kwargs)
+        return found.tracer.create_proxy("call_function", factory, args, kwargs)
+
+    return call
+
+
+def _first_proxy(value):
+    if issubclass(type(value), Proxy):
+        return value
+    items = value.values() if type(value) is dict else value if type(value) in (tuple, list) else ()
+    for item in items:
+        found = _first_proxy(item)
+        if found is not None:
+            return found
+    return None
+
+
+def _refusing_vmap(vmap: Callable) -> Callable:
+    def refusing(func, *args, **kwargs):
+        mapped = vmap(func, *args, **kwargs)
+
+        def call(*inputs, **named):
+            if any(issubclass(type(v), Proxy) for v in list(inputs) + list(named.values())):
+                raise RuntimeError("torch.vmap cannot be traced (it needs real tensors)")
+            return mapped(*inputs, **named)
+
+        return call
+
+    return refusing
+
+
+@contextmanager
+def _stand_ins():
+    """During a trace: the stand-ins of :data:`_STAND_INS` where their module is loaded, and
+    ``torch.vmap`` refusing traced values (it would crash the interpreter)."""
+    patched = [(torch, "vmap", _refusing_vmap(torch.vmap))]
+    patched += [(torch, name, _recording(getattr(torch, name))) for name in _FACTORIES]
+    for (module, name), stand_in in _STAND_INS.items():
+        if module in sys.modules and hasattr(sys.modules[module], name):
+            patched.append((sys.modules[module], name, stand_in))
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patched]
+    try:
+        for owner, name, value in patched:
+            setattr(owner, name, value)
+        yield
+    finally:
+        for owner, name, value in saved:
+            setattr(owner, name, value)
+
+
+# --- the calls: what each submodule was given ------------------------------------------------
+
+def _copied(value):
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if type(value) in (tuple, list):
+        return type(value)(_copied(v) for v in value)
+    if type(value) is dict:
+        return {k: _copied(v) for k, v in value.items()}
+    return value
+
+
+def record_calls(module, args: tuple, kwargs: dict) -> Dict[int, List[Tuple[tuple, dict]]]:
+    """Runs ``module(*args, **kwargs)`` once (no gradients, PyTorch's random state and the Module's
+    parameters and buffers left as they were) and returns, per submodule (by ``id``), the arguments
+    of each of its calls. Raises what ``forward`` raises: the example inputs do not fit the Module."""
+    calls: Dict[int, List[Tuple[tuple, dict]]] = {}
+
+    def keep(sub, sub_args, sub_kwargs):
+        calls.setdefault(id(sub), []).append((_copied(sub_args), _copied(sub_kwargs)))
+
+    handles = [sub.register_forward_pre_hook(keep, with_kwargs=True) for sub in module.modules()]
+    try:
+        with kept_state(module), torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the Module warns when it runs for real, not when translated
+            module(*args, **kwargs)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return calls
+
+
+@contextmanager
+def kept_state(module):
+    """PyTorch's random state and the Module's parameters and buffers, restored afterwards (a child
+    run for its value in train mode updates BatchNorm's statistics and draws dropout masks)."""
+    saved = {name: tensor.detach().clone() for name, tensor in module.state_dict(keep_vars=True).items()
+             if isinstance(tensor, torch.Tensor) and not isinstance(tensor, _UNINITIALIZED)}
+    with torch.random.fork_rng(devices=[]):
+        try:
+            yield
+        finally:
+            with torch.no_grad():
+                for name, tensor in module.state_dict(keep_vars=True).items():
+                    if name in saved and not torch.equal(tensor, saved[name]):  # else autograd's versions stay
+                        tensor.copy_(saved[name])
+
+
+# --- a call, as placeholders and constants ----------------------------------------------------
+
+def call_slots(signature: inspect.Signature, args: tuple, kwargs: dict):
+    """``(key, slots, constants)`` of a call of ``forward`` (``signature`` without ``self``): ``slots`` is
+    ``[(name, value)]``, a placeholder per value that is not a constant (a ``*args`` item or a
+    ``**kwargs`` entry gets one of its own); ``key`` is the call's shape with its constants, one
+    program per key. Raises TypeError where the call does not bind."""
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    key, slots, constants = [], [], {}
+    for name, value in bound.arguments.items():
+        kind = signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            entries = [(f"{name}_{i}", v) for i, v in enumerate(value)]
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            entries = sorted(value.items())
+        else:
+            entries = [(name, value)]
+        for slot, item in entries:
+            if is_constant(item):
+                key.append((name, slot, "=", _key(item)))
+                constants[slot] = item
+            else:
+                key.append((name, slot))
+                slots.append((slot, item))
+    return tuple(key), slots, constants
+
+
+def _key(value):
+    return tuple(_key(v) for v in value) if isinstance(value, (tuple, list)) else (type(value).__name__, value)
+
+
+def root_function(forward: Callable, signature: inspect.Signature, key: tuple, constants: Dict[str, Any]):
+    """A function of ``self`` and the key's placeholders that calls ``forward`` with the call the key
+    describes (its ``constants`` baked in), for the tracer to trace, and the placeholders' names."""
+    slots = [entry[1] for entry in key if len(entry) == 2]
+    names = [slot if slot.isidentifier() and not keyword.iskeyword(slot) and slot != "self" else f"arg{i}"
+             for i, slot in enumerate(slots)]
+    if len(set(names)) != len(names):
+        names = [f"arg{i}" for i in range(len(names))]
+    params = signature.parameters
+
+    def call(self, values):
+        given = dict(zip(slots, values)) | constants
+        positional, named = [], {}
+        for name, param in params.items():
+            if param.kind is param.VAR_POSITIONAL:
+                count = sum(1 for entry in key if entry[0] == name)
+                positional += [given[f"{name}_{i}"] for i in range(count)]
+            elif param.kind is param.VAR_KEYWORD:
+                named.update({entry[1]: given[entry[1]] for entry in key if entry[0] == name})
+            elif param.kind is param.POSITIONAL_ONLY or (param.kind is param.POSITIONAL_OR_KEYWORD and any(
+                    p.kind is p.VAR_POSITIONAL for p in params.values())):
+                positional.append(given[name])
+            else:
+                named[name] = given[name]
+        return forward(self, *positional, **named)
+
+    listed = "".join(name + ", " for name in names)
+    source = f"def forward(self, {listed}):\n    return _parity_call(self, ({listed}))\n"
+    namespace = {"_parity_call": call}
+    exec(source, namespace)  # noqa: S102  (names checked to be identifiers; no value is formatted in)
+    return namespace["forward"], names
+
