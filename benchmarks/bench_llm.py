@@ -17,7 +17,9 @@ time and its peak resident memory, also above what the two built models already 
     max abs diff on the logits and every parameter gradient;
 (b) ``parity.check(ms_cell, torch_module, (ids, mask))`` with gradients, PYNATIVE;
 (c) the same with a tolerance so loose (``Tolerance(0.1, 0.1)``) that no tensor comes near it: the
-    check without the rounding envelope's five PyTorch reruns, which (b) needs on a model this deep.
+    check without the rounding envelope's five PyTorch reruns, which (b) needs on a model this deep;
+(t) with ``--translate``, once after the others: ``parity.translate(torch_module, (ids, mask))`` of
+    transformers' model itself, timed, then a forward ``check`` of the translated Cell against it.
 
 The targets (<= 1.3 time where no tensor needs the envelope: c/a; <= 1.5 peak memory) are printed
 beside the ratios; nothing asserts on them.
@@ -116,6 +118,20 @@ def through_parity(ms_model, torch_model, ids, mask, tolerance=None) -> dict:
             "noise_judged": len(result.noise_judged)}
 
 
+def translated(torch_model, ids, mask) -> dict:
+    import parity
+
+    start = time.perf_counter()
+    cell = parity.translate(torch_model, (ids, mask), seed=SEED)
+    seconds = time.perf_counter() - start
+    try:
+        result = parity.check(cell, torch_model, (ids, mask), seed=SEED, grads=False)
+    except parity.ParityMismatch as exc:
+        result = exc.result
+    return {"translate_s": seconds, "compared": len(result), "passed": result.passed,
+            "worst_margin": result.worst_margin}
+
+
 def run_variant(variant: str, args) -> dict:
     """One variant in this process: build, measure, run, measure."""
     import mindspore  # noqa: F401  (both frameworks loaded before the baseline)
@@ -126,6 +142,8 @@ def run_variant(variant: str, args) -> dict:
     wall = time.perf_counter()
     if variant == "a":
         summary = hand_written(ms_model, torch_model, ids, mask)
+    elif variant == "t":
+        summary = translated(torch_model, ids, mask)
     else:
         import parity
 
@@ -151,7 +169,8 @@ def main(argv=None) -> int:
     for name, default in (("hidden", 768), ("layers", 12), ("heads", 12), ("kv_heads", 4), ("ffn", 2048),
                           ("vocab", 32000), ("batch", 1), ("sequence", 128), ("repeats", 2)):
         parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=int, default=default)
-    parser.add_argument("--child", choices=("a", "b", "c"))
+    parser.add_argument("--child", choices=("a", "b", "c", "t"))
+    parser.add_argument("--translate", action="store_true", help="also time translating transformers' model (t)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     if args.child:
@@ -184,6 +203,11 @@ def main(argv=None) -> int:
           f"nothing needs the envelope); peak b/a {report['peak_ratio']:.2f}, c/a "
           f"{report['peak_ratio_no_envelope']:.2f} (target <= 1.5); added over the built models b/a "
           f"{report['added_ratio']:.2f}")
+    if args.translate:
+        report["translate"] = _child("t", args)
+        t = report["translate"]
+        print(f"  (t) parity.translate of transformers' model: {t['translate_s']:.1f} s; its forward check "
+              f"{'passes' if t['passed'] else 'FAILS'} (worst {t['worst_margin']:.2f}x of what is allowed)")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
     return 0
