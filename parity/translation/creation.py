@@ -58,10 +58,12 @@ def _compare(op):
     return run
 
 
-extend(
-    {"torch.eq": _compare(ops.equal), "torch.ne": _compare(ops.ne), "torch.gt": _compare(ops.gt),
-     "torch.lt": _compare(ops.lt), "torch.ge": _compare(ops.ge), "torch.le": _compare(ops.le),
-     "torch.nn.functional.embedding": embedding, "operator.setitem": setitem, "torch.clone": clone,
-     "torch.argmin": _arg_reduce(ops.argmin)},
-    {"argmin": _arg_reduce(ops.argmin), "type": type_, "erf": ops.erf},
-)
+# Module-level tables, so that ``parity scan`` reads them from the source as it reads functions.py's.
+FUNCTIONS = {
+    "torch.eq": _compare(ops.equal), "torch.ne": _compare(ops.ne), "torch.gt": _compare(ops.gt),
+    "torch.lt": _compare(ops.lt), "torch.ge": _compare(ops.ge), "torch.le": _compare(ops.le),
+    "torch.nn.functional.embedding": embedding, "operator.setitem": setitem, "torch.clone": clone,
+    "torch.argmin": _arg_reduce(ops.argmin),
+}
+METHODS = {"argmin": _arg_reduce(ops.argmin), "type": type_, "erf": ops.erf}
+extend(FUNCTIONS, METHODS)
