@@ -185,9 +185,7 @@ def matmul(input, other):
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
-    product = ops.matmul(mat1, mat2)
-    product = product if alpha == 1 else alpha * product
-    return product + (input if beta == 1 else beta * input)
+    return tensors.scaled_sum(ops.matmul(mat1, mat2), input, beta, alpha)
 
 
 def pow_(input, exponent):

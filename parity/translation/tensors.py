@@ -219,10 +219,15 @@ def flip(input, dims):
 
 # --- products -------------------------------------------------------------------------------
 
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
-    product = ops.bmm(batch1, batch2)
+def scaled_sum(product, input, beta=1, alpha=1):
+    """``beta * input + alpha * product``, as ``torch.addmm``/``baddbmm`` compute it (a factor of 1 is
+    not multiplied, so the rounding is PyTorch's)."""
     product = product if alpha == 1 else alpha * product
     return product + (input if beta == 1 else beta * input)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    return scaled_sum(ops.bmm(batch1, batch2), input, beta, alpha)
 
 
 def outer(input, vec2):
