@@ -492,3 +492,37 @@ def test_the_float64_run_makes_tensors_created_without_a_dtype_in_float64():
     result = parity.check(cell, FloorAtDtypeMin(), parity.randn((2, 4)), reference="float64",
                           name_map={"dense.weight": "0.weight", "dense.bias": "0.bias"})
     assert result.passed and torch.get_default_dtype() == torch.float32
+
+
+class PlusUniformOfMin(torch.nn.Module):
+    """A Linear plus the float32 softmax of a row of ``finfo(dtype).min``: a third each in float32;
+    NaN in float64, where ``finfo(float64).min`` is ``-inf`` in float32 (CLIP's text attention)."""
+
+    def __init__(self):
+        super().__init__()
+        self.dense = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        y = self.dense(x)
+        row = torch.full((3,), torch.finfo(y.dtype).min)
+        return y + torch.softmax(row, -1, dtype=torch.float32).to(y.dtype)
+
+
+class PlusThird(msnn.Cell):
+    def __init__(self, shift):
+        super().__init__()
+        self.dense, self.shift = msnn.Dense(4, 3), shift
+
+    def construct(self, x):
+        return self.dense(x) + (1 / 3 + self.shift)
+
+
+def test_a_float64_run_not_finite_where_float32_is_is_left_out_with_a_note():
+    with pytest.raises(ParityMismatch) as caught:
+        parity.check(PlusThird(1e-3), PlusUniformOfMin(), parity.randn((2, 4)))
+    result = caught.value.result
+    output = result["output"]
+    assert not output.passed and output.envelope.float64 and output.envelope.unused == 6
+    assert any("float64 run for the rounding envelope were not finite" in note and "'output' (6 of 6)" in note
+               for note in result.notes)
+    assert parity.check(PlusThird(0.0), PlusUniformOfMin(), parity.randn((2, 4))).passed
