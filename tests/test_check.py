@@ -470,3 +470,59 @@ def test_str_of_a_result_is_one_line_with_verdict_worst_tensor_and_divergence():
                            f"{len(result) - len(result.failures)} of {len(result)} tensors within tolerance; worst ")
     assert text.endswith("; divergence first at forward output of '1' (GELU <-> GELU)") and "\n" not in text
     assert "Divergence: first at forward output of '1' (GELU <-> GELU)" in str(info.value)  # as the message says
+
+
+class FloorAtDtypeMin(torch.nn.Module):
+    """A Linear whose output is floored at ``torch.finfo(dtype).min`` made without a dtype, as
+    Hugging Face's causal masks are (``torch.full(shape, torch.finfo(dtype).min)``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.dense = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        y = self.dense(x)
+        return torch.maximum(y, torch.full(y.shape, torch.finfo(y.dtype).min))
+
+
+def test_the_float64_run_makes_tensors_created_without_a_dtype_in_float64():
+    """In float32's default dtype, ``torch.full(shape, finfo(float64).min)`` overflows and raises;
+    PyTorch's float64 run makes such tensors in float64, and leaves the default dtype as it was."""
+    cell = msnn.SequentialCell([msnn.Dense(4, 3)])
+    result = parity.check(cell, FloorAtDtypeMin(), parity.randn((2, 4)), reference="float64",
+                          name_map={"dense.weight": "0.weight", "dense.bias": "0.bias"})
+    assert result.passed and torch.get_default_dtype() == torch.float32
+
+
+class PlusUniformOfMin(torch.nn.Module):
+    """A Linear plus the float32 softmax of a row of ``finfo(dtype).min``: a third each in float32;
+    NaN in float64, where ``finfo(float64).min`` is ``-inf`` in float32 (CLIP's text attention)."""
+
+    def __init__(self):
+        super().__init__()
+        self.dense = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        y = self.dense(x)
+        row = torch.full((3,), torch.finfo(y.dtype).min)
+        return y + torch.softmax(row, -1, dtype=torch.float32).to(y.dtype)
+
+
+class PlusThird(msnn.Cell):
+    def __init__(self, shift):
+        super().__init__()
+        self.dense, self.shift = msnn.Dense(4, 3), shift
+
+    def construct(self, x):
+        return self.dense(x) + (1 / 3 + self.shift)
+
+
+def test_a_float64_run_not_finite_where_float32_is_is_left_out_with_a_note():
+    with pytest.raises(ParityMismatch) as caught:
+        parity.check(PlusThird(1e-3), PlusUniformOfMin(), parity.randn((2, 4)))
+    result = caught.value.result
+    output = result["output"]
+    assert not output.passed and output.envelope.float64 and output.envelope.unused == 6
+    assert any("float64 run for the rounding envelope were not finite" in note and "'output' (6 of 6)" in note
+               for note in result.notes)
+    assert parity.check(PlusThird(0.0), PlusUniformOfMin(), parity.randn((2, 4))).passed

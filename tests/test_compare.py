@@ -311,3 +311,28 @@ def test_an_early_verdict_is_the_whole_envelopes_verdict():
             assert early.comparison.margin == whole.comparison.margin
         seen.add((early.comparison.envelope.draws, whole.comparison.passed))
     assert seen == {(2, True), (4, True), (4, False)}  # decided early, passed late, failed
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_a_rerun_not_finite_where_pytorch_is_finite_is_left_out_there(bad):
+    """PyTorch's float64 run turned a few elements non-finite (``finfo(float64).min`` cast to
+    float32 in a softmax: -inf, then NaN): the float64 run is not used at those elements (an Inf
+    spread would let any value pass), they are judged on the perturbed runs, and are counted."""
+    ref = np.random.default_rng(3).standard_normal(1000).astype(np.float32)
+    far = ref.copy()
+    far[:3] += np.float32(1.0)  # a fault exactly where the float64 run is not finite
+    faulty = _judged(far, ref, "fault")
+    perturbed, _ = _runs(ref, [1e-5, 1e-5])
+
+    def rerun(spec):
+        if spec.cast is None:
+            return perturbed(spec)
+        value = ref.astype(np.float64)
+        value[:5] = bad
+        return [(key, value) for key in spec.keys]
+
+    spreads = judge_envelope([faulty], rerun)
+    envelope = faulty.comparison.envelope
+    assert envelope.float64 and envelope.unused == 5 and spreads["fault"].unused_runs == ["float64"]
+    assert envelope.outside == 3 and not faulty.comparison.passed
+    assert np.isfinite(spreads["fault"].values).all()

@@ -107,3 +107,22 @@ def whisper_encoder(tf):
                               bos_token_id=1, eos_token_id=2, decoder_start_token_id=1,
                               attn_implementation="eager")
     return tf.WhisperModel(config).get_encoder()
+
+
+@_offline
+def clip_text(tf):
+    """``CLIPTextModel``: causal and padding masks added (``finfo.min`` twice: -inf), a float32 softmax,
+    the pooled output at each row's highest token id."""
+    return tf.CLIPTextModel(tf.CLIPTextConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                              num_attention_heads=4, vocab_size=VOCAB, max_position_embeddings=16,
+                                              eos_token_id=2, attn_implementation="eager"))
+
+
+@_offline
+def wav2vec2(tf):
+    """``Wav2Vec2Model`` on raw waveforms: a strided convolutional feature encoder (group norm on its
+    first layer), a weight-normed grouped positional convolution, a post-norm transformer encoder."""
+    config = tf.Wav2Vec2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                               conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16,
+                               num_conv_pos_embedding_groups=4, vocab_size=32, attn_implementation="eager")
+    return tf.Wav2Vec2Model(config)

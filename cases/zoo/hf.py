@@ -33,3 +33,5 @@ T5Translated = _case("T5Translated", "t5", inputs=dict(TEXT, decoder_input_ids=r
 CLIPVisionTranslated = _case("CLIPVisionTranslated", "clip_vision", inputs={"pixel_values": randn((2, 3, 32, 32))})
 WhisperEncoderTranslated = _case("WhisperEncoderTranslated", "whisper_encoder",
                                  inputs={"input_features": randn((2, 16, 32))})
+CLIPTextTranslated = _case("CLIPTextTranslated", "clip_text")
+Wav2Vec2Translated = _case("Wav2Vec2Translated", "wav2vec2", inputs={"input_values": randn((2, 400))})

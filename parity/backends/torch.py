@@ -286,7 +286,7 @@ class Pass:
         kwargs = {k: self._convert(k, a, grads, dev, cast) for k, a in inputs.kwargs.items()}
         amp = _AUTOCAST[-1] if _AUTOCAST and cast is None else None  # never around the float64 reference
         region = torch.autocast(torch.device(dev).type, dtype=getattr(torch, amp)) if amp else contextlib.nullcontext()
-        with torch.set_grad_enabled(grads), region:
+        with torch.set_grad_enabled(grads), region, _default_dtype(cast):
             self.raw = model(*args, **kwargs)
         self.leaves = flatten_outputs(self.raw)
         named = list(inputs.named())
@@ -327,6 +327,22 @@ class Pass:
         inputs = {k: a if a is not None else zero(t) for (k, t), a in zip(self._diff.items(), arrays[:n])}
         named = {p: a if a is not None else zero(_tensor(self.model, p)) for p, a in zip(params, arrays[n:])}
         return Grads(inputs, named)
+
+
+@contextlib.contextmanager
+def _default_dtype(cast):
+    """Tensors the forward makes without a dtype (``torch.full(shape, torch.finfo(x.dtype).min)``,
+    ``torch.tensor(0.5)``) take the cast's dtype, as they take float32 in the float32 run: a float64
+    rerun computes in float64 throughout, and ``finfo(float64).min`` fits where it is put."""
+    if cast is None or cast == torch.get_default_dtype():
+        yield
+        return
+    saved = torch.get_default_dtype()
+    torch.set_default_dtype(cast)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(saved)
 
 
 def _numpy(leaf, path: str) -> np.ndarray:

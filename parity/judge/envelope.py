@@ -80,6 +80,7 @@ class Envelope:
     tolerance_margin: float = 0.0  # greatest difference / what the tolerance alone allows
     total: int = 0  # elements compared
     steady: Optional[int] = None  # of ``outside``, those that jumped in no run of PyTorch's (None: all)
+    unused: int = 0  # elements where a run was not finite and PyTorch's own is: that run was not used there
 
     @property
     def passed(self) -> bool:
@@ -246,16 +247,20 @@ class Spread:
     """Per element of ``base``: the farthest PyTorch's reruns land from it (``values``), and
     whether a mirrored pair of runs jumped there (``jumped``, see :func:`jumps`).
 
-    ``dtype`` is the arithmetic of the moves: ``None`` keeps the reference's own dtype and takes
-    every move as it comes (a non-finite move: NaN is skipped, Inf widens to Inf), as ``check``
-    does; ``float64`` takes moves in float64 and counts a non-finite one as 0, as the training
-    checks do."""
+    ``dtype`` is the arithmetic of the moves: ``None`` keeps the reference's own dtype, as ``check``
+    does; ``float64`` takes moves in float64, as the training checks do. Either way, a run that is
+    not finite where ``base`` is finite says nothing about rounding there (a float64 run in which
+    ``torch.finfo(float64).min`` became ``-inf`` in a float32 softmax, a nudged run that overflowed):
+    it is not used at that element (it widens nothing there), and :attr:`unused` marks the element
+    and ``unused_runs`` names the runs. A move of Inf would allow any difference; one of NaN none."""
 
     def __init__(self, base: np.ndarray, dtype=None):
         self.base = np.asarray(base)
         self.exact = dtype is None
         self.values = np.zeros(self.base.shape, self.base.dtype if self.exact else dtype)
         self.jumped = np.zeros(self.base.shape, bool)
+        self.unused: Optional[np.ndarray] = None  # bool, like ``jumped``, once some run was not used somewhere
+        self.unused_runs: List[str] = []  # "float64", "perturbed": the runs not used somewhere
         self._plus: Optional[np.ndarray] = None
         self._scale = None
 
@@ -263,15 +268,28 @@ class Spread:
     def shape(self):
         return self.base.shape
 
-    def _move(self, value, base):
+    def _move(self, value, base, part=None, run=None):
         moved = np.subtract(value, base, dtype=self.values.dtype)
-        if not self.exact and not np.isfinite(moved.sum()):  # a sum is finite only where every term is
-            moved[~np.isfinite(moved)] = 0.0
+        if not np.isfinite(moved.sum()):  # a sum is finite only where every term is
+            bad = ~np.isfinite(moved)
+            unused = bad & np.isfinite(base)
+            if part is not None and unused.any():
+                if self.unused is None:
+                    self.unused = np.zeros(self.base.size, bool)
+                self.unused[part] |= unused
+                if run not in self.unused_runs:
+                    self.unused_runs.append(run)
+            moved[unused if self.exact else bad] = 0.0  # exact: where both are Inf or NaN, NaN (skipped)
         return moved
 
-    def add(self, value: np.ndarray, mirror: int = 0) -> None:
+    @property
+    def unused_count(self) -> int:
+        return 0 if self.unused is None else int(np.count_nonzero(self.unused))
+
+    def add(self, value: np.ndarray, mirror: int = 0, run: str = "perturbed") -> None:
         """Widen by one run's ``value``; ``mirror`` as :attr:`Rerun.mirror` (the first run of a
-        pair is kept, so it must not change before its second run comes). Block by block: every
+        pair is kept, so it must not change before its second run comes); ``run`` names it where it
+        is not used somewhere (see :attr:`unused_runs`). Block by block: every
         operation is element by element, save the scale of :func:`jumps`, taken over the whole
         ``base`` once."""
         if mirror > 0:
@@ -288,8 +306,8 @@ class Spread:
         with np.errstate(invalid="ignore", over="ignore"):  # Inf - Inf where both agree: NaN
             for start in range(0, base.size, _BLOCK):
                 part = slice(start, start + _BLOCK)
-                moved = self._move(value[part], base[part])
-                if plus is not None:
+                moved = self._move(value[part], base[part], part, run)
+                if plus is not None:  # the first run of the pair was marked where it was not used already
                     jumped[part] |= jumps(self._move(plus[part], base[part]), moved, base[part], self._scale)
                 np.fmax(spread[part], np.abs(moved), out=spread[part])  # fmax skips NaN
 
@@ -318,7 +336,7 @@ def judge_envelope(candidates: Sequence[Candidate], rerun: Callable[[Rerun], Ite
             for key, value in rerun(replace(spec, keys=keys)):
                 spread = spreads.get(key) if key in keys else None
                 if spread is not None and value is not None and np.shape(value) == spread.shape:
-                    spread.add(value, spec.mirror)
+                    spread.add(value, spec.mirror, "perturbed" if spec.cast is None else spec.cast)
             draws, float64 = (draws, True) if spec.cast is not None else (draws + 1, float64)
         if not adaptive and index < len(STAGES) - 1:
             continue
@@ -341,7 +359,8 @@ def judge_tensor(c: Comparison, ms: np.ndarray, torch: np.ndarray, spread: Sprea
     margin, outside, ms_error, spread_error, flips, steady = envelope_metrics(ms, torch, spread.values, c.tolerance,
                                                                               NOISE_FACTOR, spread.jumped)
     c.envelope = Envelope(draws, float64, NOISE_FACTOR, margin, outside, ms_error, spread_error, flips,
-                          tolerance_margin=tolerance_margin, total=c.total, steady=steady)
+                          tolerance_margin=tolerance_margin, total=c.total, steady=steady,
+                          unused=spread.unused_count)
     c.margin = c.envelope.final_margin
 
 
