@@ -263,6 +263,8 @@ def test_the_envelopes_reruns_stop_at_the_last_step_still_open(monkeypatch):
     assert asked[0][:2] == (None, 0) and asked[0][2] == 2  # the first pair covers every step
     open_after_first_pair = {i for i, step in enumerate(result.steps)
                              for c in step.comparisons if c.envelope is not None and c.envelope.draws > 2}
-    assert len(asked) == 5 and open_after_first_pair and max(open_after_first_pair) < 2  # here: step 1's only
+    # the second pair always (some tensor is open after the first); float64 only where one is open after both
+    assert len(asked) in (4, 5) and open_after_first_pair and max(open_after_first_pair) < 2  # here: step 1's only
+    assert (len(asked) == 5) == any(c.envelope.float64 for c in judged)
     for cast, draw, last in asked[2:]:
         assert last == max(open_after_first_pair)
