@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from parity import TRANSLATE, ParityCase, randint, randn
+from parity import TRANSLATE, ParityCase, Training, randint, randn
 
 VOCAB, LENGTH = 128, 8  # cases.models.zoo_hf.VOCAB (not imported: listing the catalogue imports no framework)
 MASK = np.ones((2, LENGTH), np.int64)
@@ -35,3 +35,11 @@ WhisperEncoderTranslated = _case("WhisperEncoderTranslated", "whisper_encoder",
                                  inputs={"input_features": randn((2, 16, 32))})
 CLIPTextTranslated = _case("CLIPTextTranslated", "clip_text")
 Wav2Vec2Translated = _case("Wav2Vec2Translated", "wav2vec2", inputs={"input_values": randn((2, 400))})
+# The translated LLaMA trains: three steps of next-token loss, AdamW with a warmup and gradient
+# clipping, on the padded batch (traced on that batch's inputs).
+LlamaForCausalLMTranslated_training = _case(
+    "LlamaForCausalLMTranslated_training", "llama", inputs=None,
+    training=Training([(TEXT, randint((2, LENGTH), 0, VOCAB))], steps=3,
+                      loss=("cases.models.llama:MsCausalLMLoss", "cases.models.llama:torch_causal_lm_loss"),
+                      optimizer="cases.models.training:adamw", lr_scheduler="cases.models.training:warmup",
+                      clip_grad_norm=1.0))

@@ -213,7 +213,10 @@ def build(case: ParityCase, *, device: str = "CPU", seed: int = 1234) -> Tuple[A
         if factory == TRANSLATE:  # traced on the case's inputs, drawn as its check draws them
             from .translating import run_translate
 
-            made.append(run_translate(made[0], case.inputs, device=device, seed=seed))
+            inputs = case.inputs
+            if inputs is None and case.training is not None:  # a training case: its first batch's inputs
+                inputs = case.training.batches[0][0]
+            made.append(run_translate(made[0], inputs, device=device, seed=seed))
             continue
         where = f"case {case.name!r} {label}"
         try:
