@@ -1,7 +1,10 @@
 """Import both frameworks before any in-process pytester run: pytester restores sys.modules
-afterwards, and torch cannot be imported twice in one process."""
+afterwards, and torch cannot be imported twice in one process. Also the fixtures several
+modules share: the in-process Cell collection and the report page's headless browser."""
 
 import gc
+import os
+import shutil
 import sys
 
 import mindspore  # noqa: F401
@@ -34,3 +37,29 @@ def collect_inner_cells():
             if hasattr(sys, name):
                 delattr(sys, name)
         gc.collect()
+
+
+def _chromium(playwright):
+    """playwright's own Chromium, else the system's (Debian's ``chromium``, or PARITY_CHROMIUM)."""
+    from playwright.sync_api import Error
+
+    try:
+        return playwright.chromium.launch()
+    except Error as exc:
+        reason = str(exc).strip().splitlines()[0]
+    for candidate in (os.environ.get("PARITY_CHROMIUM"), shutil.which("chromium"), shutil.which("chromium-browser"),
+                      shutil.which("google-chrome")):
+        if candidate:
+            return playwright.chromium.launch(executable_path=candidate)
+    pytest.skip(f"no browser to load the page in: playwright's Chromium is not installed ({reason}; "
+                "`python -m playwright install chromium` downloads it) and no chromium is on PATH")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """A headless Chromium for the report page's tests (tests/test_report_page.py, test_report_tree.py)."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the `test` extra)")
+    with sync_api.sync_playwright() as playwright:
+        chromium = _chromium(playwright)
+        yield chromium
+        chromium.close()

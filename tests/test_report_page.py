@@ -4,7 +4,6 @@ be had). The reports are real: pytester runs real pairs, as in tests/test_baseli
 
 import datetime
 import json
-import os
 import re
 import shutil
 from pathlib import Path
@@ -225,31 +224,6 @@ def test_bad_input_is_a_usage_error(pytester, capsys, args, message):
 
 
 # -- the page in a browser ----------------------------------------------------------------------
-
-
-def _chromium(playwright):
-    """playwright's own Chromium, else the system's (Debian's ``chromium``, or PARITY_CHROMIUM)."""
-    from playwright.sync_api import Error
-
-    try:
-        return playwright.chromium.launch()
-    except Error as exc:
-        reason = str(exc).strip().splitlines()[0]
-    for candidate in (os.environ.get("PARITY_CHROMIUM"), shutil.which("chromium"), shutil.which("chromium-browser"),
-                      shutil.which("google-chrome")):
-        if candidate:
-            return playwright.chromium.launch(executable_path=candidate)
-    pytest.skip(f"no browser to load the page in: playwright's Chromium is not installed ({reason}; "
-                "`python -m playwright install chromium` downloads it) and no chromium is on PATH")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the `test` extra)")
-    with sync_api.sync_playwright() as playwright:
-        chromium = _chromium(playwright)
-        yield chromium
-        chromium.close()
 
 
 def test_the_page_loads_offline_with_its_matrix_failures_plots_and_history(inner, pytester, capsys, browser):

@@ -17,7 +17,6 @@ from parity.nightly import tree
 from parity.nightly import records
 from parity.nightly.records import check_record
 from parity.nightly.runs import Run
-from test_report_page import _chromium  # the same browser, found the same way
 
 pytestmark = pytest.mark.usefixtures("collect_inner_cells")  # tests/conftest.py
 
@@ -82,15 +81,6 @@ def _page(tmp_path, records):
     path = tmp_path / "page.html"
     path.write_text(report_page.render(run), encoding="utf-8")
     return path
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the `test` extra)")
-    with sync_api.sync_playwright() as playwright:
-        chromium = _chromium(playwright)
-        yield chromium
-        chromium.close()
 
 
 def _open(browser, path):
