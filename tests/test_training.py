@@ -237,17 +237,23 @@ def test_a_network_trained_in_graph_mode_is_not_kept_alive():
 
 def test_the_envelopes_reruns_stop_at_the_last_step_still_open(monkeypatch):
     """A tolerance far below float32 rounding sends every step's tensors to the envelope; each
-    verdict says which runs it took, and a run asked only for tensors of earlier steps stops there."""
+    verdict says which runs it took. The first mirrored pair steps beside the main run (every
+    step, each judged as it comes); a later run asked only for tensors of earlier steps stops there."""
     from parity.engine.training.reruns import TorchReruns
 
-    asked = []
-    original = TorchReruns._run
+    asked, stepped = [], []
+    original, original_step = TorchReruns._run, TorchReruns.step
 
     def spy(self, dtype, wanted, **kwargs):
         asked.append((kwargs.get("cast"), kwargs.get("draw"), max(wanted)))
         return original(self, dtype, wanted, **kwargs)
 
+    def spy_step(self, trainer, scheduler, step, wanted, draw=None, ulps=0.0, cast=None, views=False):
+        stepped.append((draw, ulps, step, trainer.model is self.module))
+        return original_step(self, trainer, scheduler, step, wanted, draw, ulps, cast, views)
+
     monkeypatch.setattr(TorchReruns, "_run", spy)
+    monkeypatch.setattr(TorchReruns, "step", spy_step)
     model = _net()
     tight = parity.Tolerance(rtol=1e-9, atol=1e-9)
     try:  # so tight that a parameter after a step may fail even inside the envelope: the runs are the point here
@@ -260,11 +266,73 @@ def test_the_envelopes_reruns_stop_at_the_last_step_still_open(monkeypatch):
     for c in judged:
         assert (c.envelope.draws, c.envelope.float64) in ((2, False), (4, False), (4, True))
         assert (c.envelope.draws, c.envelope.float64) == (4, True) or c.margin <= 0.5
-    assert asked[0][:2] == (None, 0) and asked[0][2] == 2  # the first pair covers every step
+    # the first pair: two copies of the module, each step once, in step with the main run
+    first = [(draw, ulps, step) for draw, ulps, step, on_checked in stepped if draw == 0 and not on_checked]
+    assert first == [(0, u, step) for step in range(3) for u in (16.0, -16.0)]
     open_after_first_pair = {i for i, step in enumerate(result.steps)
                              for c in step.comparisons if c.envelope is not None and c.envelope.draws > 2}
     # the second pair always (some tensor is open after the first); float64 only where one is open after both
-    assert len(asked) in (4, 5) and open_after_first_pair and max(open_after_first_pair) < 2  # here: step 1's only
-    assert (len(asked) == 5) == any(c.envelope.float64 for c in judged)
-    for cast, draw, last in asked[2:]:
+    assert len(asked) in (2, 3) and open_after_first_pair and max(open_after_first_pair) < 2  # here: step 1's only
+    assert asked[0][:2] == (None, 1)
+    assert (len(asked) == 3) == any(c.envelope.float64 for c in judged)
+    for cast, draw, last in asked:
         assert last == max(open_after_first_pair)
+
+
+def _verdicts(result):
+    return [(step.step, c.kind, c.name, c.margin, c.passed, c.envelope) for step in result.steps
+            for c in step.comparisons]
+
+
+def _tight_training(model, optimizer):
+    tight = parity.Tolerance(rtol=1e-9, atol=1e-9)  # every tensor to the envelope, some beyond its first pair
+    try:
+        return parity.check_training(parity.translate(model), model, BATCHES, tolerance=tight, steps=3,
+                                     optimizer=optimizer, loss=torch.nn.CrossEntropyLoss())
+    except parity.ParityMismatch as exc:
+        return exc.result
+
+
+def test_the_first_pair_beside_the_main_run_gives_the_verdicts_of_the_runs_after_it(monkeypatch):
+    """The envelope's first mirrored pair steps beside PyTorch's run on copies of the module; where
+    no copy can be made, the same runs come after it. Every margin and envelope is the same, bit
+    for bit, and the result says which way the runs went."""
+    import copy
+
+    from parity.engine.training import lockstep
+
+    rmsprop = lambda p: torch.optim.RMSprop(p, lr=1e-2, momentum=0.5)  # noqa: E731
+    beside = _tight_training(_net(), rmsprop)
+    assert not any("rounding envelope: its first runs" in n for n in beside.notes)
+    # later stages too, for a parameter or an optimizer state of a step before the last: values the
+    # steps after it overwrite on the checked module
+    assert any(c.envelope is not None and c.envelope.draws > 2 and c.kind in ("parameter", "optimizer state")
+               for step in beside.steps[:-1] for c in step.comparisons)
+
+    def refuse(module, memo=None):
+        raise TypeError("cannot pickle 'generator' object")
+
+    monkeypatch.setattr(lockstep.copy, "deepcopy", refuse)
+    after = _tight_training(_net(), rmsprop)
+    monkeypatch.setattr(lockstep.copy, "deepcopy", copy.deepcopy)
+    assert _verdicts(after) == _verdicts(beside)
+    note = next(n for n in after.notes if "rounding envelope: its first runs" in n)
+    assert "copy.deepcopy of the PyTorch module failed (TypeError: cannot pickle 'generator' object)" in note
+
+
+def test_an_optimizer_factory_over_other_parameters_runs_the_pair_after_the_main_run():
+    """A factory that ignores the parameters it is given (it closes over the checked module) would
+    train the checked module from a copy: the pair then runs after the main run, and says why."""
+    model = _net()
+    reference = _tight_training(_net(), lambda p: torch.optim.SGD(p, lr=0.1))
+    result = _tight_training(model, lambda p: torch.optim.SGD(model.parameters(), lr=0.1))
+    assert _verdicts(result) == _verdicts(reference)
+    assert any("did not build its optimizer over the parameters it was given" in n for n in result.notes)
+
+
+def test_a_training_step_leaves_no_gradients_behind():
+    """Each step's gradients are read and then released (``zero_grad(set_to_none=True)``), on the
+    checked module as on the envelope's copies."""
+    model = _net()
+    _tight_training(model, lambda p: torch.optim.SGD(p, lr=0.1))
+    assert all(p.grad is None for p in model.parameters())

@@ -179,8 +179,8 @@ def _dtype_name(dtype) -> str:
     return {"float": "float32", "int": "int32"}.get(name, name)
 
 
-def read(model, name: str) -> np.ndarray:
-    return to_numpy(_parameter(model, name)).copy()
+def read(model, name: str, *, copy: bool = True) -> np.ndarray:  # copy=False: a view (see TrainStep.state)
+    return to_numpy(_parameter(model, name)).copy() if copy else to_numpy(_parameter(model, name))
 
 
 def write(model, name: str, array: np.ndarray) -> None:
@@ -597,17 +597,18 @@ class TrainStep:
             return {n: float(v.asnumpy()) for n, v in zip(self.names, lr)}
         return {n: float(np.asarray(lr.asnumpy()).reshape(-1)[0]) for n in self.names}
 
-    def state(self) -> Dict[str, Dict[str, np.ndarray]]:
-        """The optimizer's state per parameter (attribute path), under PyTorch's names."""
+    def state(self, copy: bool = True) -> Dict[str, Dict[str, np.ndarray]]:
+        """The optimizer's state per parameter (attribute path), under PyTorch's names; ``copy=False``:
+        views (``asnumpy`` shares the tensor's memory, and keeps it), valid until the next step."""
         state_arrays = getattr(self.optimizer, "state_arrays", None)
         if state_arrays is not None:
-            return {n: state_arrays(p) for n, p in zip(self.names, self.params)}
+            return {n: state_arrays(p, copy=copy) for n, p in zip(self.names, self.params)}
         found: Dict[str, Dict[str, np.ndarray]] = {n: {} for n in self.names}
         for attribute, torch_name in _OPTIMIZER_STATE.get(type(self.optimizer).__name__, {}).items():
             held = getattr(self.optimizer, attribute, None)
             if isinstance(held, (tuple, list)) and len(held) == len(self.params):
                 for n, value in zip(self.names, held):
-                    found[n][torch_name] = to_numpy(value).copy()  # the Parameter is updated in place
+                    found[n][torch_name] = to_numpy(value).copy() if copy else to_numpy(value)  # updated in place
         step = getattr(self.optimizer, "global_step", None)
         if isinstance(step, ms.Tensor):
             count = np.float32(step.asnumpy().reshape(-1)[0])

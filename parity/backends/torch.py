@@ -478,7 +478,8 @@ class TrainStep:
 
     def step(self, micro_batches, perturb=None, keep=None):
         """One optimizer step; the loss summed over the micro-batches and the gradients before
-        clipping, as numpy by parameter name (only the names in ``keep``, when given)."""
+        clipping, as numpy by parameter name (only the names in ``keep``, when given). The
+        parameters' ``.grad`` are None after it, as after ``zero_grad()``: their copies are returned."""
         self.optimizer.zero_grad(set_to_none=True)
         total = 0.0
         for index, (inputs, target) in enumerate(micro_batches):
@@ -508,10 +509,11 @@ class TrainStep:
             torch.nn.utils.clip_grad_norm_(self.params, self.clip)
         if self.scaler is None:
             self.optimizer.step()
-            return total, grads
-        self.scaler.step(self.optimizer)
-        self.scaler.update()  # it backs off (backoff_factor < 1) exactly when a gradient was not finite
-        self.scaling = (scale_used, self.scaler.get_scale() < scale_used)
+        else:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()  # it backs off (backoff_factor < 1) exactly when a gradient was not finite
+            self.scaling = (scale_used, self.scaler.get_scale() < scale_used)
+        self.optimizer.zero_grad(set_to_none=True)  # read above; the next step makes them anew
         return total, grads
 
     def lrs(self) -> Dict[str, float]:

@@ -28,7 +28,7 @@ from .tolerance import Tolerance
 
 __all__ = ["NOISE_FACTOR", "ENVELOPE_DRAWS", "ENVELOPE_ULPS", "HEADROOM", "Envelope", "Rerun", "RERUNS", "STAGES",
            "Candidate",
-           "Spread", "near", "judge_envelope", "judge_tensor", "jumps", "rms", "envelope_metrics",
+           "Spread", "near", "judge_envelope", "judge_first_pair", "judge_tensor", "jumps", "rms", "envelope_metrics",
            "typical_relative_spread"]
 
 NOISE_FACTOR = 2.0
@@ -313,7 +313,8 @@ class Spread:
 
 
 def judge_envelope(candidates: Sequence[Candidate], rerun: Callable[[Rerun], Iterable[Tuple[Hashable, np.ndarray]]],
-                   *, dtype=None, adaptive: bool = True) -> Dict[Hashable, Spread]:
+                   *, dtype=None, adaptive: bool = True, spreads: Optional[Dict[Hashable, Spread]] = None,
+                   start: int = 0) -> Dict[Hashable, Spread]:
     """Give every candidate its rounding-envelope verdict, and return each key's :class:`Spread`.
     ``rerun(spec)`` runs PyTorch again as ``spec`` says, from the same start, and yields
     ``(key, value)`` of the candidates' keys (others are ignored; see :attr:`Rerun.kept` and
@@ -324,13 +325,21 @@ def judge_envelope(candidates: Sequence[Candidate], rerun: Callable[[Rerun], Ite
     widen its spread, so it would pass with them all, and its margin stays an upper bound of the
     one they would give. A tensor above HEADROOM, failing ones included, takes every run, and its
     verdict is exactly the whole envelope's. Each :class:`Envelope` says how many runs it took.
-    Without ``adaptive`` (a caller that reads the spreads themselves), every run for every tensor."""
+    Without ``adaptive`` (a caller that reads the spreads themselves), every run for every tensor.
+
+    ``start`` and ``spreads``: the first ``start`` stages were taken elsewhere (see
+    :func:`judge_first_pair`), ``spreads`` holding what they gave each candidate, all still open;
+    the judge goes on from stage ``start``."""
     if not candidates:
         return {}
-    spreads = {c.key: Spread(c.reference, dtype) for c in candidates}
+    spreads = dict(spreads or {})
+    for c in candidates:
+        if c.key not in spreads:
+            spreads[c.key] = Spread(c.reference, dtype)
     pending: List[Candidate] = list(candidates)
-    draws, float64 = 0, False
-    for index, stage in enumerate(STAGES):
+    done = [spec for stage in STAGES[:start] for spec in stage]
+    draws, float64 = sum(spec.cast is None for spec in done), any(spec.cast is not None for spec in done)
+    for index, stage in enumerate(STAGES[start:], start):
         keys = frozenset(c.key for c in pending)
         for spec in stage:
             for key, value in rerun(replace(spec, keys=keys)):
@@ -346,6 +355,23 @@ def judge_envelope(candidates: Sequence[Candidate], rerun: Callable[[Rerun], Ite
         if not pending:
             break
     return spreads
+
+
+def judge_first_pair(c: Candidate, plus: Optional[np.ndarray], minus: Optional[np.ndarray], *,
+                     dtype=None) -> Optional[Spread]:
+    """The first stage of :func:`judge_envelope` (``STAGES[0]``, one mirrored pair) for one tensor
+    whose two runs' values the caller has at hand (None where a run did not give it): ``c`` gets
+    its verdict after that pair, exactly as :func:`judge_envelope` would give it. Returns the
+    tensor's :class:`Spread` where it is still open (above HEADROOM: the later stages decide it,
+    through ``judge_envelope(..., spreads=..., start=1)``), else None."""
+    spread = Spread(c.reference, dtype)
+    for spec, value in zip(STAGES[0], (plus, minus)):
+        if value is not None and np.shape(value) == spread.shape:
+            spread.add(value, spec.mirror, "perturbed" if spec.cast is None else spec.cast)
+    done = STAGES[0]
+    judge_tensor(c.comparison, c.ms, c.torch, spread, draws=sum(spec.cast is None for spec in done),
+                 float64=any(spec.cast is not None for spec in done))
+    return spread if c.comparison.margin > HEADROOM else None
 
 
 def judge_tensor(c: Comparison, ms: np.ndarray, torch: np.ndarray, spread: Spread, *, draws: int = ENVELOPE_DRAWS,

@@ -117,13 +117,15 @@ class TorchFormulaOptimizer:
         """``kernel(param, grad, state_tensors, scalars) -> (new value, new state tensors)``."""
         raise NotImplementedError
 
-    def state_arrays(self, param) -> Dict[str, object]:
-        """The state of ``param`` under PyTorch's names, as numpy (step counts as float32 scalars)."""
+    def state_arrays(self, param, copy: bool = True) -> Dict[str, object]:
+        """The state of ``param`` under PyTorch's names, as numpy (step counts as float32 scalars);
+        ``copy=False``: views of the tensors held now (a step replaces them, the views keep them)."""
         import numpy as np
 
         found = {}
         for name, value in self.state[id(param)].items():
-            found[name] = np.float32(value) if isinstance(value, (int, float)) else value.asnumpy().copy()
+            found[name] = np.float32(value) if isinstance(value, (int, float)) else \
+                value.asnumpy().copy() if copy else value.asnumpy()
         return found
 
     def lr_of(self, param) -> float:

@@ -29,6 +29,7 @@ from .half import half_causes, half_notes, half_precision, halved, in_half, per_
 from .loss_scale import LossScaling
 from .messages import failure_message, labels_seen, loss_causes, optimizer_likely_causes, scale_causes, scale_note
 from .optimizers import Optimizers, Schedulers, lint_ms_optimizer, losses_of
+from .lockstep import Lockstep
 from .reruns import TorchReruns
 from .result import TrainingResult, TrainingStep
 from .steps import compare_modes, ms_collect, ms_launch, ms_record, step_scalings, stepped, torch_record
@@ -165,7 +166,10 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
     opt_label += schedulers.label(torch_sched, ms_sched) + scaling.label(ms_scaler, torch_scaler)
     torch_steps = tb.TrainStep(torch_module, torch_loss, torch_opt, accumulate=accumulate,
                                clip_grad_norm=clip_grad_norm, device=settings.device, scaler=torch_scaler)
-    losses, trained, close, scalings, halves = [], [], [], [], []
+    reruns = TorchReruns(torch_module, torch_loss, (optimizers, schedulers), torch_data, steps, accumulate,
+                         clip_grad_norm, wmap, settings.device, seed, torch_start)
+    lockstep = Lockstep(reruns)  # the envelope's first pair, step by step (not under a loss scaler: see below)
+    losses, trained, scalings, halves = [], [], [], []
     ms_side = f"MindSpore ({modes[-1]})"
     for step in range(steps):
         # The last MindSpore run steps beside PyTorch: its step is handed to MindSpore, which runs it
@@ -173,27 +177,33 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
         # comes, and only what the rounding envelope needs is kept.
         micro = slice(step * accumulate, (step + 1) * accumulate)
         launched = side_step(lambda: ms_launch(ms_steps, ms_data[micro]), ms_side, step)
+        # Parameters and optimizer state as views: this step's tensors are judged before either side's
+        # next step, and what the envelope keeps longer, it copies.
         torch_r = side_step(lambda: stepped(in_half(torch_record(torch_steps, torch_data[micro], torch_module,
-                                                                     wmap), half), torch_sched), "PyTorch", step)
-        ms_runs[modes[-1]][step] = side_step(lambda: stepped(in_half(ms_collect(ms_steps, launched, ms_cell, wmap),
-                                                                        half), ms_sched), ms_side, step)
+                                                                     wmap, views=True), half), torch_sched),
+                            "PyTorch", step)
+        ms_runs[modes[-1]][step] = side_step(lambda: stepped(in_half(ms_collect(ms_steps, launched, ms_cell, wmap,
+                                                                                views=True), half), ms_sched),
+                                             ms_side, step)
         pairs, comparisons = compare_modes(step, ms_runs, torch_r, wmap, chain)
         losses.append((float(ms_runs[modes[0]][step][("loss", "loss")]), float(torch_r[("loss", "loss")])))
         scalings.append(step_scalings(ms_runs[modes[0]][step], torch_r))
         for runs in ms_runs.values():
             runs[step] = None
         trained.append(comparisons)
-        close += [Candidate((step, pair.key), c, pair.ms, pair.torch) for pair, c in zip(pairs, comparisons)
-                  if near(c, pair.torch.dtype.kind == "f") and not halved(c)]
-        halves += [Candidate((step, pair.key), c, pair.ms, pair.torch) for pair, c in zip(pairs, comparisons)
-                   if halved(c) and near_golden(c)]
+        if not scaling.active:
+            lockstep.judge(step, [Candidate((step, pair.key), c, pair.ms, pair.torch)
+                                  for pair, c in zip(pairs, comparisons)
+                                  if near(c, pair.torch.dtype.kind == "f") and not halved(c)])
+        halves += [Candidate((step, pair.key), c, np.array(pair.ms), np.array(pair.torch))
+                   for pair, c in zip(pairs, comparisons) if halved(c) and near_golden(c)]
+        del pairs, torch_r  # what the envelope still needs of this step, it holds
     check_globs_used(chain[0], [n for s in trained for c in s for n in (c.name, c.ms_name, c.torch_name)])
-    if (close or halves) and not scaling.active:  # the envelope's reruns take no loss scaler: tolerance alone
-        reruns = TorchReruns(torch_module, torch_loss, (optimizers, schedulers), torch_data, steps, accumulate,
-                             clip_grad_norm, wmap, settings.device, seed, torch_start)
+    if not scaling.active:  # the envelope's reruns take no loss scaler: tolerance alone
+        lockstep.release()
         reruns.judge(judge_golden, halves)
-        reruns.judge(judge_envelope, close, dtype=np.float64)
-    notes = half_notes(half, ms_cell, wmap)
+        lockstep.finish(judge_envelope)
+    notes = half_notes(half, ms_cell, wmap) + lockstep.notes()
     result = TrainingResult(
         type(ms_cell).__name__, type(torch_module).__name__,
         [TrainingStep(i + 1, ms_l, torch_l, comparisons, *scaled)

@@ -49,10 +49,11 @@ class Optimizers:
         self.ms_factory, self.torch_factory = optimizer if self.pair else (None, optimizer)
         self.ms_cell, self.torch_module = ms_cell, torch_module
 
-    def torch(self):
+    def torch(self, module=None):
+        """PyTorch's optimizer over ``module``'s parameters (the checked module's by default)."""
         import torch
 
-        built = self.torch_factory(self.torch_module.parameters())
+        built = self.torch_factory((module if module is not None else self.torch_module).parameters())
         if not isinstance(built, torch.optim.Optimizer):
             raise ParityUsageError(f"check_training(): the PyTorch optimizer factory returned {type_name(built)}, not a "
                                    "torch.optim.Optimizer")

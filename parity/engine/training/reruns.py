@@ -38,19 +38,30 @@ class TorchReruns:
         if hasattr(self.loss_fn, "to"):
             tb.cast_module(self.loss_fn, cast or dtype)
         tb.prepare(seed=self.seed, device=self.device)
-        optimizer = self.optimizers.torch()
-        scheduler = self.schedulers.torch(optimizer)
-        trainer = tb.TrainStep(self.module, self.loss_fn, optimizer, accumulate=self.accumulate,
-                               clip_grad_norm=self.clip, device=self.device, cast=_dtype(cast))
+        trainer, scheduler = self.trainer(self.module, cast)
         for step in range(max(wanted) + 1):
-            micro = self.data[step * self.accumulate:(step + 1) * self.accumulate]
-            perturb = None
-            if draw is not None:
-                step_seed = int(seeded_stream(self.seed, f"training-envelope:{draw}:{step}").random_raw()) >> 1
-                micro = [(perturbed_inputs(inputs, step_seed, draw, ulps), target) for inputs, target in micro]
-                perturb = (step_seed, ulps)
-            record = torch_record(trainer, micro, self.module, self.wmap, perturb, cast, wanted.get(step, ()), views)
-            yield step, torch_arrays(stepped(record, scheduler), self.wmap)
+            yield step, self.step(trainer, scheduler, step, wanted.get(step, ()), draw, ulps, cast, views)
+
+    def trainer(self, module, cast=None):
+        """(PyTorch's training step over ``module``, its scheduler), each fresh from the factories."""
+        from ...backends import torch as tb
+
+        optimizer = self.optimizers.torch(module)
+        scheduler = self.schedulers.torch(optimizer)
+        return tb.TrainStep(module, self.loss_fn, optimizer, accumulate=self.accumulate, clip_grad_norm=self.clip,
+                            device=self.device, cast=_dtype(cast)), scheduler
+
+    def step(self, trainer, scheduler, step, wanted, draw=None, ulps=0.0, cast=None, views=False):
+        """Step ``step`` of a run (perturbed by ``draw`` and ``ulps``, or in ``cast``): its values at
+        the keys ``wanted`` names."""
+        micro = self.data[step * self.accumulate:(step + 1) * self.accumulate]
+        perturb = None
+        if draw is not None:
+            step_seed = int(seeded_stream(self.seed, f"training-envelope:{draw}:{step}").random_raw()) >> 1
+            micro = [(perturbed_inputs(inputs, step_seed, draw, ulps), target) for inputs, target in micro]
+            perturb = (step_seed, ulps)
+        record = torch_record(trainer, micro, trainer.model, self.wmap, perturb, cast, wanted, views)
+        return torch_arrays(stepped(record, scheduler), self.wmap)
 
     def judge(self, judge, candidates, **options) -> None:
         """Have ``judge`` (:func:`parity.judge.envelope.judge_envelope` or

@@ -45,20 +45,22 @@ def ms_launch(trainer, micro):
     return trainer.lrs(), trainer.launch(micro)
 
 
-def ms_collect(trainer, launched, ms_cell, wmap) -> Dict[Tuple[str, str], object]:
-    """:func:`ms_record` of a step :func:`ms_launch` handed to MindSpore, once it has run."""
+def ms_collect(trainer, launched, ms_cell, wmap, views=False) -> Dict[Tuple[str, str], object]:
+    """:func:`ms_record` of a step :func:`ms_launch` handed to MindSpore, once it has run; ``views``:
+    the parameters and optimizer state as views, for a caller done with them before the next step."""
     from ...backends import mindspore as msb
 
     lrs, pending = launched
     loss, grads = trainer.collect(pending)
-    return {("loss", "loss"): np.float32(loss), "grads": grads, "lr": lrs, "state": trainer.state(),
-            "params": {p.ms: msb.read(ms_cell, p.ms) for p in wmap.trainable_pairs()},
+    return {("loss", "loss"): np.float32(loss), "grads": grads, "lr": lrs, "state": trainer.state(copy=not views),
+            "params": {p.ms: msb.read(ms_cell, p.ms, copy=not views) for p in wmap.trainable_pairs()},
             "buffers": buffers_of(msb, ms_cell, wmap, "ms"), "scaling": trainer.scaling}
 
 
 def torch_record(trainer, micro, torch_module, wmap, perturb=None, cast=None, wanted=None, views=False):
     """What one PyTorch step left, as :func:`ms_record`; with ``wanted`` (Comparison keys, see
-    :func:`torch_arrays`) the loss, the learning rates and only the tensors it names. ``views``:
+    :func:`torch_arrays`) the loss, the learning rates and only the tensors it names. ``views``
+    (with or without ``wanted``):
     the parameters, statistics and optimizer state as views of PyTorch's tensors rather than
     copies, for a caller done with them before the next step (the gradients, which the step
     moves or clips after reading them, are copies all the same)."""
@@ -68,8 +70,8 @@ def torch_record(trainer, micro, torch_module, wmap, perturb=None, cast=None, wa
     if wanted is None:
         loss, grads = trainer.step(micro, perturb)
         return {("loss", "loss"): np.float32(loss) if cast is None else np.float64(loss), "grads": grads, "lr": lrs,
-                "state": trainer.state(),
-                "params": {p.torch: tb.read(torch_module, p.torch) for p in wmap.trainable_pairs()},
+                "state": trainer.state(copy=not views),
+                "params": {p.torch: tb.read(torch_module, p.torch, copy=not views) for p in wmap.trainable_pairs()},
                 "buffers": buffers_of(tb, torch_module, wmap, "torch"), "scaling": trainer.scaling}
     names = {kind: {name for k, name in wanted if k == kind} for kind in ("param grad", "parameter", "buffer")}
     loss, grads = trainer.step(micro, perturb, keep=names["param grad"])
