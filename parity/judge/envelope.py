@@ -28,7 +28,7 @@ from .tolerance import Tolerance
 
 __all__ = ["NOISE_FACTOR", "ENVELOPE_DRAWS", "ENVELOPE_ULPS", "HEADROOM", "Envelope", "Rerun", "RERUNS", "STAGES",
            "Candidate",
-           "Spread", "near", "judge_envelope", "judge_first_pair", "judge_tensor", "jumps", "rms", "envelope_metrics",
+           "Spread", "near", "judge_envelope", "first_pair_spread", "judge_first_pair", "judge_tensor", "jumps", "rms", "envelope_metrics",
            "typical_relative_spread"]
 
 NOISE_FACTOR = 2.0
@@ -357,21 +357,25 @@ def judge_envelope(candidates: Sequence[Candidate], rerun: Callable[[Rerun], Ite
     return spreads
 
 
-def judge_first_pair(c: Candidate, plus: Optional[np.ndarray], minus: Optional[np.ndarray], *,
-                     dtype=None) -> Optional[Spread]:
-    """The first stage of :func:`judge_envelope` (``STAGES[0]``, one mirrored pair) for one tensor
-    whose two runs' values the caller has at hand (None where a run did not give it): ``c`` gets
-    its verdict after that pair, exactly as :func:`judge_envelope` would give it. Returns the
-    tensor's :class:`Spread` where it is still open (above HEADROOM: the later stages decide it,
-    through ``judge_envelope(..., spreads=..., start=1)``), else None."""
-    spread = Spread(c.reference, dtype)
+def first_pair_spread(reference: np.ndarray, plus: Optional[np.ndarray], minus: Optional[np.ndarray], *,
+                      dtype=None) -> Spread:
+    """The :class:`Spread` of the first stage of :func:`judge_envelope` (``STAGES[0]``, one mirrored
+    pair) around ``reference``, from the two runs' values at hand (None where a run did not give it)."""
+    spread = Spread(reference, dtype)
     for spec, value in zip(STAGES[0], (plus, minus)):
         if value is not None and np.shape(value) == spread.shape:
             spread.add(value, spec.mirror, "perturbed" if spec.cast is None else spec.cast)
+    return spread
+
+
+def judge_first_pair(c: Candidate, spread: Spread) -> bool:
+    """``c``'s verdict after the first stage, its ``spread`` from :func:`first_pair_spread`, exactly
+    as :func:`judge_envelope` would give it. True where the tensor is still open (above HEADROOM:
+    the later stages decide it, through ``judge_envelope(..., spreads=..., start=1)``)."""
     done = STAGES[0]
     judge_tensor(c.comparison, c.ms, c.torch, spread, draws=sum(spec.cast is None for spec in done),
                  float64=any(spec.cast is not None for spec in done))
-    return spread if c.comparison.margin > HEADROOM else None
+    return c.comparison.margin > HEADROOM
 
 
 def judge_tensor(c: Comparison, ms: np.ndarray, torch: np.ndarray, spread: Spread, *, draws: int = ENVELOPE_DRAWS,

@@ -22,8 +22,9 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...judge.envelope import STAGES, Candidate, judge_first_pair
+from ...judge.envelope import HEADROOM, STAGES, Candidate, first_pair_spread, judge_first_pair
 from .reruns import TorchReruns
+from .steps import same_values
 
 __all__ = ["Lockstep"]
 
@@ -108,13 +109,25 @@ class Lockstep:
             return
         wanted = {c.key[1] for c in candidates}
         plus, minus = (run.advance(self.reruns, step, wanted) for run in self.runs)
+        judged: Dict = {}  # key -> (the candidate judged first, its spread): MindSpore's modes share PyTorch's runs
         for c in candidates:
-            spread = judge_first_pair(c, plus.get(c.key[1]), minus.get(c.key[1]), dtype=np.float64)
-            if spread is not None:  # the step's values may be views of tensors the next step writes
+            first, spread = judged.get(c.key, (None, None))
+            if first is not None and first.comparison.tolerance == c.comparison.tolerance and \
+                    same_values(first.ms, c.ms):  # another mode's very same values: the same verdict
+                c.comparison.envelope, c.comparison.margin = first.comparison.envelope, first.comparison.margin
+                still_open = c.comparison.margin > HEADROOM
+            else:
+                if spread is None:
+                    spread = first_pair_spread(c.reference, plus.get(c.key[1]), minus.get(c.key[1]),
+                                               dtype=np.float64)
+                    judged[c.key] = (c, spread)
+                still_open = judge_first_pair(c, spread)
+            if still_open:  # the step's values may be views of tensors the next step writes
                 kept = Candidate(c.key, c.comparison, np.array(c.ms), np.array(c.torch))
-                spread.base = kept.reference  # the spread is drawn around PyTorch's value of this step
+                if c.key not in self.spreads:
+                    spread.base = kept.reference  # the spread is drawn around PyTorch's value of this step
+                    self.spreads[c.key] = spread
                 self.kept.append(kept)
-                self.spreads[c.key] = spread
 
     def notes(self) -> List[str]:
         if self.why_not is None:
