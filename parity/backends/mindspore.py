@@ -109,18 +109,14 @@ def execution_mode(mode: str):
         ms.set_context(mode=previous)
 
 
-def _cells(model) -> Dict[str, object]:
-    return dict(model.cells_and_names())
-
-
 def layer_types(model) -> Dict[str, str]:
-    return {name: type(cell).__name__ for name, cell in _cells(model).items()}
+    return {name: type(cell).__name__ for name, cell in model.cells_and_names()}
 
 
 def layer_kinds(model) -> Dict[str, tuple]:
     """Path -> (class name, whether it is a ``mindspore.nn`` class), in definition order."""
     return {name: (type(cell).__name__, getattr(nn, type(cell).__name__, None) is type(cell))
-            for name, cell in _cells(model).items()}
+            for name, cell in model.cells_and_names()}
 
 
 _TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Cell -> {path: Parameter}
@@ -183,11 +179,12 @@ def read(model, name: str, *, copy: bool = True) -> np.ndarray:  # copy=False: a
     return to_numpy(_parameter(model, name)).copy() if copy else to_numpy(_parameter(model, name))
 
 
-def write(model, name: str, array: np.ndarray) -> None:
+def write(model, name: str, array: np.ndarray, in_place: bool = False) -> None:
     param = _parameter(model, name)
     array = np.asarray(array)
     array = array if array.flags.c_contiguous else array.copy()  # (ascontiguousarray makes 0-d 1-d)
-    param.set_data(ms.Tensor(array, dtype=param.dtype))
+    value = ms.Tensor(array, dtype=param.dtype)
+    ms.ops.assign(param, value) if in_place else param.set_data(value)
 
 
 def state_of(model) -> Dict[str, np.ndarray]:
@@ -196,9 +193,10 @@ def state_of(model) -> Dict[str, np.ndarray]:
 
 
 def restore_state(model, state: Dict[str, np.ndarray]) -> None:
-    """Put back what :func:`state_of` saved."""
-    for name, array in state.items():
-        write(model, name, array)
+    """Put back what :func:`state_of` saved, into the Parameters' own memory (as a graph compiled since reads it)."""
+    with execution_mode("pynative"):
+        for name, array in state.items():
+            write(model, name, array, in_place=True)
 
 
 def set_train(model, train: bool) -> None:

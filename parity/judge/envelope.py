@@ -27,9 +27,8 @@ from .metrics import Comparison
 from .tolerance import Tolerance
 
 __all__ = ["NOISE_FACTOR", "ENVELOPE_DRAWS", "ENVELOPE_ULPS", "HEADROOM", "Envelope", "Rerun", "RERUNS", "STAGES",
-           "Candidate",
-           "Spread", "near", "judge_envelope", "first_pair_spread", "judge_first_pair", "judge_tensor", "jumps", "rms", "envelope_metrics",
-           "typical_relative_spread"]
+           "Candidate", "Spread", "near", "judge_envelope", "first_pair_spread", "judge_first_pair", "judge_tensor",
+           "jumps", "rms", "envelope_metrics", "typical_relative_spread"]
 
 NOISE_FACTOR = 2.0
 ENVELOPE_DRAWS = 4

@@ -109,24 +109,24 @@ class Lockstep:
             return
         wanted = {c.key[1] for c in candidates}
         plus, minus = (run.advance(self.reruns, step, wanted) for run in self.runs)
-        judged: Dict = {}  # key -> (the candidate judged first, its spread): MindSpore's modes share PyTorch's runs
+        by_key: Dict = {}  # MindSpore's modes share PyTorch's values, and so each key's spread
         for c in candidates:
-            first, spread = judged.get(c.key, (None, None))
-            if first is not None and first.comparison.tolerance == c.comparison.tolerance and \
-                    same_values(first.ms, c.ms):  # another mode's very same values: the same verdict
-                c.comparison.envelope, c.comparison.margin = first.comparison.envelope, first.comparison.margin
-                still_open = c.comparison.margin > HEADROOM
-            else:
-                if spread is None:
-                    spread = first_pair_spread(c.reference, plus.get(c.key[1]), minus.get(c.key[1]),
-                                               dtype=np.float64)
-                    judged[c.key] = (c, spread)
-                still_open = judge_first_pair(c, spread)
-            if still_open:  # the step's values may be views of tensors the next step writes
-                kept = Candidate(c.key, c.comparison, np.array(c.ms), np.array(c.torch))
-                if c.key not in self.spreads:
+            by_key.setdefault(c.key, []).append(c)
+        for key, group in by_key.items():  # one spread at a time
+            spread = first_pair_spread(group[0].reference, plus.get(key[1]), minus.get(key[1]), dtype=np.float64)
+            for c in group:
+                if c is not group[0] and c.comparison.tolerance == group[0].comparison.tolerance and \
+                        same_values(group[0].ms, c.ms):  # another mode's very same values: the same verdict
+                    first = group[0].comparison
+                    c.comparison.envelope, c.comparison.margin = first.envelope, first.margin
+                elif not judge_first_pair(c, spread):
+                    continue
+                if c.comparison.margin <= HEADROOM:
+                    continue
+                kept = Candidate(c.key, c.comparison, np.array(c.ms), np.array(c.torch))  # views until the next step
+                if key not in self.spreads:
                     spread.base = kept.reference  # the spread is drawn around PyTorch's value of this step
-                    self.spreads[c.key] = spread
+                    self.spreads[key] = spread
                 self.kept.append(kept)
 
     def notes(self) -> List[str]:

@@ -142,11 +142,8 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
     torch_opt = optimizers.torch()
     torch_scaler = scaling.torch()
     modes = ["pynative", "graph"] if mode == "both" else [mode]
-    ms_start = msb.state_of(ms_cell) if len(modes) > 1 else None
-    ms_runs, findings = {}, None
+    ms_runs, findings, earlier = {}, None, []
     for ms_mode_now in modes:  # every MindSpore run from the same start, before PyTorch's scheduler moves an lr
-        if ms_mode_now != modes[0]:
-            msb.restore_state(ms_cell, ms_start)
         shadow = schedulers.shadow(torch_opt)
         ms_opt, opt_label = optimizers.mindspore(torch_opt, wmap)
         ms_sched = schedulers.mindspore(ms_opt, shadow)
@@ -157,11 +154,7 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
                                  mode=ms_mode_now, scaler=ms_scaler)
         ms_runs[ms_mode_now] = [None] * steps
         if ms_mode_now != modes[-1]:
-            ms_runs[ms_mode_now] = [
-                side_step(lambda: stepped(in_half(ms_record(ms_steps, ms_data[step * accumulate:
-                                                                          (step + 1) * accumulate], ms_cell, wmap),
-                                                     half), ms_sched), f"MindSpore ({ms_mode_now})", step)
-                for step in range(steps)]
+            earlier.append(_EarlierMode(ms_mode_now, ms_steps, ms_sched))
     torch_sched = schedulers.torch(torch_opt)
     opt_label += schedulers.label(torch_sched, ms_sched) + scaling.label(ms_scaler, torch_scaler)
     torch_steps = tb.TrainStep(torch_module, torch_loss, torch_opt, accumulate=accumulate,
@@ -176,6 +169,10 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
         # asynchronously while PyTorch takes the same step, then read. Each step is compared as it
         # comes, and only what the rounding envelope needs is kept.
         micro = slice(step * accumulate, (step + 1) * accumulate)
+        for run in earlier:  # an earlier mode takes its step first, on its own weights (each has its optimizer)
+            ms_runs[run.mode][step] = run.step(ms_cell, lambda: side_step(
+                lambda: stepped(in_half(ms_record(run.steps, ms_data[micro], ms_cell, wmap), half), run.scheduler),
+                f"MindSpore ({run.mode})", step))
         launched = side_step(lambda: ms_launch(ms_steps, ms_data[micro]), ms_side, step)
         # Parameters and optimizer state as views: this step's tensors are judged before either side's
         # next step, and what the envelope keeps longer, it copies.
@@ -218,6 +215,29 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
         causes += half_causes(half, torch_opt, result)
         raise ParityMismatch(failure_message(result, causes), result, causes)
     return result
+
+
+class _EarlierMode:
+    """A MindSpore mode other than the last (``ms_mode="both"``: PYNATIVE) trained step by step
+    beside the last one on the same Cell: before each of its steps the Cell gets its weights and
+    statistics back, and after it the last mode's. Its optimizer and scheduler are its own. Only
+    the Cell's state is held between steps, not every step's record."""
+
+    def __init__(self, mode, steps, scheduler):
+        self.mode, self.steps, self.scheduler = mode, steps, scheduler
+        self.parked = None  # the Cell's state after this mode's last step (None: the start)
+
+    def step(self, ms_cell, take):
+        from ...backends import mindspore as msb
+
+        held = msb.state_of(ms_cell)  # the last mode's (before the first step: the start, which both share)
+        if self.parked is not None:
+            msb.restore_state(ms_cell, self.parked)
+            self.parked = None
+        record = take()
+        self.parked = msb.state_of(ms_cell)
+        msb.restore_state(ms_cell, held)
+        return record
 
 
 def refuse_dropout(ms_paths, torch_paths) -> None:
