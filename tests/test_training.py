@@ -185,6 +185,28 @@ def test_graph_mode_compiles_the_train_step_and_agrees_with_pynative():
     assert "(3 steps, both)" in str(result)
 
 
+@pytest.mark.parametrize("optimizer", [
+    lambda p: torch.optim.Adam(p, lr=1e-2),  # translated
+    (lambda p: mindspore.nn.Momentum(p, learning_rate=0.1, momentum=0.9),  # MindSpore's own, its state Parameters
+     lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)),
+], ids=["translated", "mindspore-own"])
+def test_both_modes_step_in_turn_on_one_cell_and_each_trains_as_it_would_alone(optimizer):
+    """With ms_mode="both" PYNATIVE takes each step just before GRAPH on the same Cell, its weights
+    and BatchNorm statistics parked between its steps: each mode's every tensor compares exactly as
+    the same mode trained on its own."""
+    def train(mode):
+        model = _net()
+        return parity.check_training(parity.translate(model), model, BATCHES, loss=torch.nn.CrossEntropyLoss(),
+                                     steps=3, optimizer=optimizer, ms_mode=mode)
+
+    both = train("both")
+    for mode in ("pynative", "graph"):
+        alone = train(mode)
+        assert [(c.kind, c.name, c.max_abs, c.margin) for step in alone.steps for c in step.comparisons] == \
+            [(c.kind, c.name, c.max_abs, c.margin) for step in both.steps for c in step.comparisons if c.mode == mode]
+    assert any(c.kind == "buffer" for c in both.comparisons)
+
+
 def test_graph_mode_runs_the_users_optimizer_compiled_and_still_names_its_mismatch():
     model = _net()
     with pytest.raises(parity.ParityMismatch) as info:
