@@ -336,8 +336,7 @@ def judge_envelope(candidates: Sequence[Candidate], rerun: Callable[[Rerun], Ite
         if c.key not in spreads:
             spreads[c.key] = Spread(c.reference, dtype)
     pending: List[Candidate] = list(candidates)
-    done = [spec for stage in STAGES[:start] for spec in stage]
-    draws, float64 = sum(spec.cast is None for spec in done), any(spec.cast is not None for spec in done)
+    draws, float64 = _taken(STAGES[:start])
     for index, stage in enumerate(STAGES[start:], start):
         keys = frozenset(c.key for c in pending)
         for spec in stage:
@@ -371,10 +370,15 @@ def judge_first_pair(c: Candidate, spread: Spread) -> bool:
     """``c``'s verdict after the first stage, its ``spread`` from :func:`first_pair_spread`, exactly
     as :func:`judge_envelope` would give it. True where the tensor is still open (above HEADROOM:
     the later stages decide it, through ``judge_envelope(..., spreads=..., start=1)``)."""
-    done = STAGES[0]
-    judge_tensor(c.comparison, c.ms, c.torch, spread, draws=sum(spec.cast is None for spec in done),
-                 float64=any(spec.cast is not None for spec in done))
+    draws, float64 = _taken(STAGES[:1])
+    judge_tensor(c.comparison, c.ms, c.torch, spread, draws=draws, float64=float64)
     return c.comparison.margin > HEADROOM
+
+
+def _taken(stages) -> Tuple[int, bool]:
+    """(perturbed runs, whether the float64 run) of ``stages``."""
+    specs = [spec for stage in stages for spec in stage]
+    return sum(spec.cast is None for spec in specs), any(spec.cast is not None for spec in specs)
 
 
 def judge_tensor(c: Comparison, ms: np.ndarray, torch: np.ndarray, spread: Spread, *, draws: int = ENVELOPE_DRAWS,

@@ -24,7 +24,6 @@ import numpy as np
 
 from ...judge.envelope import HEADROOM, STAGES, Candidate, first_pair_spread, judge_first_pair
 from .reruns import TorchReruns
-from .steps import same_values
 
 __all__ = ["Lockstep"]
 
@@ -38,15 +37,7 @@ class _Run:
 
         from ...backends import torch as tb
 
-        module = reruns.module
-        grads = [(p, p.grad) for p in module.parameters()]
-        try:
-            for p, _ in grads:  # the copy needs no gradients: none are copied
-                p.grad = None
-            self.module = copy.deepcopy(module)
-        finally:
-            for p, grad in grads:
-                p.grad = grad
+        self.module = copy.deepcopy(reruns.module)  # after a step of PyTorch's: no gradients held (TrainStep.step)
         tb.restore_state(self.module, reruns.start)
         self.trainer, self.scheduler = reruns.trainer(self.module)
         own = {id(p) for p in self.module.parameters()}
@@ -115,8 +106,7 @@ class Lockstep:
         for key, group in by_key.items():  # one spread at a time
             spread = first_pair_spread(group[0].reference, plus.get(key[1]), minus.get(key[1]), dtype=np.float64)
             for c in group:
-                if c is not group[0] and c.comparison.tolerance == group[0].comparison.tolerance and \
-                        same_values(group[0].ms, c.ms):  # another mode's very same values: the same verdict
+                if c is not group[0] and c.ms is group[0].ms:  # another mode's very values (see compare_modes)
                     first = group[0].comparison
                     c.comparison.envelope, c.comparison.margin = first.envelope, first.margin
                 elif not judge_first_pair(c, spread):

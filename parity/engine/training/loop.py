@@ -10,6 +10,7 @@ the parameters after the update, and the running statistics.
 
 from __future__ import annotations
 
+import contextlib
 from typing import List, Tuple
 
 import numpy as np
@@ -170,9 +171,10 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
         # comes, and only what the rounding envelope needs is kept.
         micro = slice(step * accumulate, (step + 1) * accumulate)
         for run in earlier:  # an earlier mode takes its step first, on its own weights (each has its optimizer)
-            ms_runs[run.mode][step] = run.step(ms_cell, lambda: side_step(
-                lambda: stepped(in_half(ms_record(run.steps, ms_data[micro], ms_cell, wmap), half), run.scheduler),
-                f"MindSpore ({run.mode})", step))
+            with run.own_weights(ms_cell):
+                ms_runs[run.mode][step] = side_step(lambda: stepped(in_half(ms_record(run.steps, ms_data[micro],
+                                                                                      ms_cell, wmap), half),
+                                                                    run.scheduler), f"MindSpore ({run.mode})", step)
         launched = side_step(lambda: ms_launch(ms_steps, ms_data[micro]), ms_side, step)
         # Parameters and optimizer state as views: this step's tensors are judged before either side's
         # next step, and what the envelope keeps longer, it copies.
@@ -227,17 +229,20 @@ class _EarlierMode:
         self.mode, self.steps, self.scheduler = mode, steps, scheduler
         self.parked = None  # the Cell's state after this mode's last step (None: the start)
 
-    def step(self, ms_cell, take):
+    @contextlib.contextmanager
+    def own_weights(self, ms_cell):
+        """The block runs on this mode's weights; the last mode's are back after it."""
         from ...backends import mindspore as msb
 
         held = msb.state_of(ms_cell)  # the last mode's (before the first step: the start, which both share)
         if self.parked is not None:
             msb.restore_state(ms_cell, self.parked)
             self.parked = None
-        record = take()
-        self.parked = msb.state_of(ms_cell)
-        msb.restore_state(ms_cell, held)
-        return record
+        try:
+            yield
+        finally:
+            self.parked = msb.state_of(ms_cell)
+            msb.restore_state(ms_cell, held)
 
 
 def refuse_dropout(ms_paths, torch_paths) -> None:

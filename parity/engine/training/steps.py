@@ -112,21 +112,22 @@ def compare_modes(i, ms_runs, torch_r, wmap, chain):
     return [p for p, _ in merged], [c for _, c in merged]
 
 
-def same_values(a: np.ndarray, b: np.ndarray) -> bool:
+def _same_values(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether two arrays hold the same values bit for bit (dtype and shape too; NaN never)."""
-    return a is b or (a.dtype == b.dtype and a.shape == b.shape and bool(np.array_equal(a, b)))
+    return a.dtype == b.dtype and a.shape == b.shape and bool(np.array_equal(a, b))
 
 
 def _compare(pair, chain, seen):
-    """``pair`` compared; where another MindSpore mode gave the very same values against the same
-    PyTorch tensor, its comparison again (the same numbers: tolerances do not depend on the mode)."""
-    check_dtype = pair.kind != "buffer" and not _master(pair)
+    """(``pair``, its comparison). Where another MindSpore mode gave the very same values against the
+    same PyTorch tensor, that mode's comparison again (tolerances do not depend on the mode), and
+    the pair holds that mode's array: the envelope knows it by identity and judges it once."""
     before = seen.get(pair.key)
-    if before is not None and before[0].torch is pair.torch and same_values(before[0].ms, pair.ms):
-        return dataclasses.replace(before[1], mode=pair.mode, envelope=None, golden=None)
-    found = compare_pair(pair, _EXACT if pair.kind == "loss scale" else chain, check_dtype=check_dtype)
+    if before is not None and before[0].torch is pair.torch and _same_values(before[0].ms, pair.ms):
+        return dataclasses.replace(pair, ms=before[0].ms), dataclasses.replace(before[1], mode=pair.mode)
+    found = compare_pair(pair, _EXACT if pair.kind == "loss scale" else chain,
+                         check_dtype=pair.kind != "buffer" and not _master(pair))
     seen[pair.key] = (pair, found)
-    return found
+    return pair, found
 
 
 def _compare_step(ms_r, torch_r, wmap, chain, mode, seen):
@@ -169,7 +170,8 @@ def _compare_step(ms_r, torch_r, wmap, chain, mode, seen):
     groups = by_torch_name(p for p in wmap.pairs if not p.trainable)
     pairs += [ArrayPair("buffer", name, ms_label(g), name, mode, ms_r["buffers"][name], torch_r["buffers"][name],
                          name.rpartition(".")[0]) for name, g in groups.items()]
-    return pairs, [_compare(p, chain, seen) for p in pairs]
+    compared = [_compare(p, chain, seen) for p in pairs]
+    return [p for p, _ in compared], [c for _, c in compared]
 
 
 def step_scalings(ms_r, torch_r):
