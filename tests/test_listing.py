@@ -62,3 +62,27 @@ def test_a_path_without_a_colon_is_refused_when_the_case_is_written():
         Training(BATCHES, loss="torch.nn:MSELoss", optimizer="torch.optim.Adam")
     with pytest.raises(ParityUsageError, match=r"Training loss: .* got 'torch.nn.MSELoss'"):
         Training(BATCHES, loss=("m:loss", "torch.nn.MSELoss"), optimizer=None)
+
+
+def test_a_case_made_through_a_helper_is_located_at_the_line_that_called_it(tmp_path):
+    """A case file that builds its cases through helpers of its own (the zoo's, the fault
+    catalogue's) is located at the module-level line that called the helper, not at the helper's
+    ``ParityCase(``; a case written directly, at its own line."""
+    import importlib.util
+
+    source = ("from parity import ParityCase, randn\n"
+              "\n"
+              "def _inner(name):\n"
+              "    return ParityCase(name, mindspore='a.b:c', torch='a.b:d', inputs=randn((2,)))\n"
+              "\n"
+              "def _outer(name):\n"
+              "    return _inner(name)\n"
+              "\n"
+              "Helped = _outer('Helped')\n"
+              "Direct = ParityCase('Direct', mindspore='a.b:c', torch='a.b:d', inputs=randn((2,)))\n")
+    path = tmp_path / "helped_cases.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("helped_cases", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert (module.Helped.line, module.Direct.line) == (9, 10)

@@ -8,7 +8,6 @@ the "Divergence" text must carry.  ``CLEAN`` holds the negative controls.
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Tuple
 
@@ -59,12 +58,8 @@ def _case(pair: str, fault, label: str = "", **check) -> ParityCase:
     ms_kwargs = {"fault": fault} if fault else {}
     ms_kwargs.update(check.pop("ms_kwargs", {}))
     xfail = check.pop("xfail", f"injected fault: {known[fault]}" if fault else None)
-    frame = inspect.currentframe().f_back
-    while frame.f_code.co_name in ("_case", "_layer"):
-        frame = frame.f_back
-    line = frame.f_lineno  # the catalogue line that wrote the record, for the item's location
     return ParityCase(f"{pair}{label}", mindspore=ms_factory, torch=torch_factory, inputs=inputs,
-                      ms_kwargs=ms_kwargs, xfail=xfail, line=line, **check)
+                      ms_kwargs=ms_kwargs, xfail=xfail, **check)
 
 
 def _layer(pair, fault, path, direction="forward", miss="", **check) -> InjectedFault:

@@ -7,7 +7,6 @@ two tokens (left padding: in the causal models those rows attend to nothing). Th
 built in ``cases.models.zoo_hf`` from small configs, offline.
 """
 
-import sys
 
 import numpy as np
 
@@ -21,8 +20,7 @@ _M = "cases.models.zoo_hf:"
 
 
 def _case(name, factory, inputs=TEXT, **kwargs):
-    line = sys._getframe(1).f_lineno  # where the case is written, not this helper
-    return ParityCase(name, mindspore=TRANSLATE, torch=_M + factory, inputs=inputs, line=line, **kwargs)
+    return ParityCase(name, mindspore=TRANSLATE, torch=_M + factory, inputs=inputs, **kwargs)
 
 
 LlamaForCausalLMTranslated = _case("LlamaForCausalLMTranslated", "llama")

@@ -15,7 +15,6 @@ naming the call), the models with dropout (MindSpore's random numbers are not Py
 rounding envelope, and judging them costs 16 s).
 """
 
-import sys
 
 from parity import TRANSLATE, ParityCase, randint, randn
 
@@ -25,8 +24,7 @@ _M = "cases.models.zoo_translated:"
 
 
 def _case(name, factory, inputs=IMAGES, **kwargs):
-    line = sys._getframe(1).f_lineno  # where the case is written, not this helper
-    return ParityCase(name, mindspore=TRANSLATE, torch=_M + factory, inputs=inputs, line=line, **kwargs)
+    return ParityCase(name, mindspore=TRANSLATE, torch=_M + factory, inputs=inputs, **kwargs)
 
 
 ResNet18Translated = _case("ResNet18Translated", "resnet18")

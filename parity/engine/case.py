@@ -147,8 +147,7 @@ class ParityCase:
             raise ParityUsageError(f"ParityCase {self.name!r}: give inputs= (or shapes=[...], or "
                                    "training=Training(...))")
         if not self.line:
-            frame = sys._getframe(2)  # the module that wrote ParityCase(...)
-            object.__setattr__(self, "line", frame.f_lineno)
+            object.__setattr__(self, "line", _written_at(sys._getframe(2)))
 
     def lint(self, *, device: str = "CPU") -> List[str]:
         """What the registry says is wrong with how this case builds its MindSpore side."""
@@ -263,6 +262,16 @@ def load_cases(path: Path) -> List[ParityCase]:
     if duplicates:
         raise ParityUsageError(f"{path}: case names must be unique, repeated: {duplicates}")
     return cases
+
+
+def _written_at(frame) -> int:
+    """The line of the module's own code that made a case: where a case file builds its cases through
+    helpers of its own, the module-level line that called them, not the helper's ``ParityCase(``."""
+    outer = frame
+    while outer.f_code.co_name != "<module>" and outer.f_back is not None \
+            and outer.f_back.f_code.co_filename == frame.f_code.co_filename:
+        outer = outer.f_back
+    return outer.f_lineno if outer.f_code.co_name == "<module>" else frame.f_lineno
 
 
 def looks_like_case_file(path: Path) -> bool:
