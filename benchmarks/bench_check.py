@@ -82,16 +82,39 @@ def _load(path: str) -> Callable:
 
 
 def workloads(args) -> List[Workload]:
-    conv = Workload("Conv2d(120->240, k4)+ReLU", "cases.models.conv_relu:MSConvReLU",
-                    "cases.models.conv_relu:TorchConvReLU", (2, 120, 12, 12), "uniform(-1,1)", "constant 0.1",
-                    target=1.5, repeats=args.repeats or 3, ms_kwargs={"pad_mode": "pad"})
+    conv = Workload(
+        "Conv2d(120->240, k4)+ReLU",
+        "cases.models.conv_relu:MSConvReLU",
+        "cases.models.conv_relu:TorchConvReLU",
+        (2, 120, 12, 12),
+        "uniform(-1,1)",
+        "constant 0.1",
+        target=1.5,
+        repeats=args.repeats or 3,
+        ms_kwargs={"pad_mode": "pad"},
+    )
     if args.quick:
-        resnet = Workload("ResNet-small (1,1,1,1)x16", "cases.models.resnet:ms_resnet_small",
-                          "cases.models.resnet:torch_resnet_small", (2, 3, 64, 64), "normal", "copy",
-                          target=1.10, repeats=args.repeats or 3)
+        resnet = Workload(
+            "ResNet-small (1,1,1,1)x16",
+            "cases.models.resnet:ms_resnet_small",
+            "cases.models.resnet:torch_resnet_small",
+            (2, 3, 64, 64),
+            "normal",
+            "copy",
+            target=1.10,
+            repeats=args.repeats or 3,
+        )
     else:
-        resnet = Workload("ResNet-50", "cases.models.resnet:ms_resnet50", "cases.models.resnet:torch_resnet50",
-                          (2, 3, 224, 224), "normal", "copy", target=1.10, repeats=args.repeats or 1)
+        resnet = Workload(
+            "ResNet-50",
+            "cases.models.resnet:ms_resnet50",
+            "cases.models.resnet:torch_resnet50",
+            (2, 3, 224, 224),
+            "normal",
+            "copy",
+            target=1.10,
+            repeats=args.repeats or 1,
+        )
     return [conv, resnet]
 
 
@@ -162,13 +185,16 @@ def hand_written(ms_cell, torch_module, workload: Workload, x: np.ndarray) -> di
     ms_grads = {name: grad.asnumpy() for (name, _), grad in zip(ms_named, ms_param_grads)}
 
     pairs = [(out_ms.asnumpy(), out_torch.detach().numpy()), (ms_input_grad.asnumpy(), torch_grads[0].numpy())]
-    pairs += [(ms_grads[_ms_name(name, ms_grads)], grad.numpy())
-              for name, grad in zip(torch_names, torch_grads[1:])]
+    pairs += [(ms_grads[_ms_name(name, ms_grads)], grad.numpy()) for name, grad in zip(torch_names, torch_grads[1:])]
     names = ["output", "input grad"] + torch_names
     close = [np.allclose(a, b, rtol=RTOL, atol=ATOL) for a, b in pairs]
     diffs = [float(np.max(np.abs(a - b))) for a, b in pairs]
-    return {"compared": len(pairs), "passed": all(close), "max_abs_diff": max(diffs),
-            "failed": [name for name, ok in zip(names, close) if not ok]}
+    return {
+        "compared": len(pairs),
+        "passed": all(close),
+        "max_abs_diff": max(diffs),
+        "failed": [name for name, ok in zip(names, close) if not ok],
+    }
 
 
 # (b) The same work through parity.check -----------------------------------------------------------
@@ -180,13 +206,15 @@ def through_parity(ms_cell, torch_module, workload: Workload, x: np.ndarray, **c
     constant = workload.weights.startswith("constant")
     weights = parity.constant(float(workload.weights.split()[1])) if constant else "copy"
     try:
-        result = parity.check(ms_cell, torch_module, x, weights=weights, ms_mode="pynative", seed=SEED,
-                              **check_kwargs)
+        result = parity.check(ms_cell, torch_module, x, weights=weights, ms_mode="pynative", seed=SEED, **check_kwargs)
     except parity.ParityMismatch as exc:  # still the full work; the benchmark reports it, not raises it
         result = exc.result
-    return {"compared": len(result), "passed": result.passed,
-            "max_abs_diff": max(c.max_abs for c in result.comparisons),
-            "failed": [c.name for c in result.comparisons if not c.passed]}
+    return {
+        "compared": len(result),
+        "passed": result.passed,
+        "max_abs_diff": max(c.max_abs for c in result.comparisons),
+        "failed": [c.name for c in result.comparisons if not c.passed],
+    }
 
 
 # Timing ----------------------------------------------------------------------------------------
@@ -201,12 +229,17 @@ def _timed(fn: Callable, *args) -> dict:
 
 def _stats(samples: List[dict]) -> dict:
     walls = [s["wall_s"] for s in samples]
-    return {"best_s": min(walls), "median_s": statistics.median(walls),
-            "best_cpu_s": min(s["cpu_s"] for s in samples), "samples": samples}
+    return {
+        "best_s": min(walls),
+        "median_s": statistics.median(walls),
+        "best_cpu_s": min(s["cpu_s"] for s in samples),
+        "samples": samples,
+    }
 
 
-def bench_workload(workload: Workload, *, log: Callable[[str], None], profile: bool, check_kwargs: dict,
-                   envelope: bool = False) -> dict:
+def bench_workload(
+    workload: Workload, *, log: Callable[[str], None], profile: bool, check_kwargs: dict, envelope: bool = False
+) -> dict:
     built = time.perf_counter()
     ms_cell, torch_module = workload.build()
     x = make_input(workload)
@@ -214,7 +247,8 @@ def bench_workload(workload: Workload, *, log: Callable[[str], None], profile: b
     variants = {"hand_written": hand_written, "parity_check": functools.partial(through_parity, **check_kwargs)}
     if envelope:  # the same check with every tensor judged against the rounding envelope
         variants["parity_check_envelope"] = functools.partial(
-            through_parity, **{**check_kwargs, "tolerance": {"rtol": 0.0, "atol": 0.0}, "localize": False})
+            through_parity, **{**check_kwargs, "tolerance": {"rtol": 0.0, "atol": 0.0}, "localize": False}
+        )
     runs: Dict[str, List[dict]] = {name: [] for name in variants}
     warmup = {}
     for name, fn in variants.items():
@@ -227,11 +261,17 @@ def bench_workload(workload: Workload, *, log: Callable[[str], None], profile: b
             log(f"{workload.name}: repeat {i + 1}/{workload.repeats} {name} {runs[name][-1]['wall_s']:.2f} s")
     a, b = _stats(runs["hand_written"]), _stats(runs["parity_check"])
     found = {
-        "workload": workload.name, "input": f"float32{list(workload.shape)} ~ {workload.distribution}",
-        "weights": workload.weights, "check_kwargs": check_kwargs, "repeats": workload.repeats,
+        "workload": workload.name,
+        "input": f"float32{list(workload.shape)} ~ {workload.distribution}",
+        "weights": workload.weights,
+        "check_kwargs": check_kwargs,
+        "repeats": workload.repeats,
         "target_ratio": workload.target,
-        "warmup": warmup, "hand_written": a, "parity_check": b,
-        "ratio_best": b["best_s"] / a["best_s"], "ratio_median": b["median_s"] / a["median_s"],
+        "warmup": warmup,
+        "hand_written": a,
+        "parity_check": b,
+        "ratio_best": b["best_s"] / a["best_s"],
+        "ratio_median": b["median_s"] / a["median_s"],
         "ratio_cpu": b["best_cpu_s"] / a["best_cpu_s"],
     }
     found["meets_target"] = found["ratio_best"] <= workload.target
@@ -240,8 +280,10 @@ def bench_workload(workload: Workload, *, log: Callable[[str], None], profile: b
         found["parity_check_envelope"] = e
         found["envelope_ratio_best"] = e["best_s"] / a["best_s"]
         found["envelope_ratio_cpu"] = e["best_cpu_s"] / a["best_cpu_s"]
-        log(f"{workload.name}: every tensor through the rounding envelope: b/a {found['envelope_ratio_best']:.2f} "
-            f"wall, {found['envelope_ratio_cpu']:.2f} CPU")
+        log(
+            f"{workload.name}: every tensor through the rounding envelope: b/a {found['envelope_ratio_best']:.2f} "
+            f"wall, {found['envelope_ratio_cpu']:.2f} CPU"
+        )
     if profile:
         found["profile"] = _profile(variants["parity_check"], ms_cell, torch_module, workload, x)
         log(found["profile"])
@@ -294,8 +336,9 @@ def _pytest_env() -> dict:
 
 
 def _pytest(args: List[str], cwd: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", *args], cwd=cwd, env=_pytest_env(),
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *args], cwd=cwd, env=_pytest_env(), capture_output=True, text=True
+    )
 
 
 def bench_pytest_help(runs: int) -> dict:
@@ -310,8 +353,12 @@ def bench_pytest_help(runs: int) -> dict:
                 done = _pytest(["--help", *extra], tmp)
                 times.append(time.perf_counter() - start)
                 shows_option = "--parity-seed" in done.stdout
-            found[label] = {"best_s": min(times), "samples_s": times, "lists_parity_options": shows_option,
-                            "returncode": done.returncode}
+            found[label] = {
+                "best_s": min(times),
+                "samples_s": times,
+                "lists_parity_options": shows_option,
+                "returncode": done.returncode,
+            }
     found["added_s"] = found["with_plugin"]["best_s"] - found["without_plugin"]["best_s"]
     return found
 
@@ -326,9 +373,13 @@ def probe_imports() -> dict:
         done = _pytest(["-q", "-p", "no:cacheprovider"], tmp)
         modules = json.loads(Path(out).read_text()) if os.path.exists(out) else {}
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()[-200:]
-    return {"modules": modules, "returncode": done.returncode, "summary": summary,
-            "frameworks_imported": [name for name in FRAMEWORKS if modules.get(name)],
-            "plugin_loaded": bool(modules.get("parity.plugin"))}
+    return {
+        "modules": modules,
+        "returncode": done.returncode,
+        "summary": summary,
+        "frameworks_imported": [name for name in FRAMEWORKS if modules.get(name)],
+        "plugin_loaded": bool(modules.get("parity.plugin")),
+    }
 
 
 # Setup and report --------------------------------------------------------------------------------
@@ -347,9 +398,16 @@ def _environment() -> dict:
     import mindspore
     import torch
 
-    return {"python": platform.python_version(), "mindspore": mindspore.__version__, "torch": torch.__version__,
-            "numpy": np.__version__, "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-            "platform": platform.platform(), "argv": sys.argv[1:]}
+    return {
+        "python": platform.python_version(),
+        "mindspore": mindspore.__version__,
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "platform": platform.platform(),
+        "argv": sys.argv[1:],
+    }
 
 
 def _load_average() -> Optional[List[float]]:
@@ -378,27 +436,53 @@ def render(results: dict) -> str:
 
 
 def _render_workloads(found: List[dict]) -> List[str]:
-    lines = ["parity.check (b) vs a hand-written comparison (a): PYNATIVE, one forward + one VJP per side, all "
-             "grads compared; warmed up once; repeats interleaved. Seconds: wall best / median, process CPU best.", ""]
-    header = ("workload", "n", "(a) hand-written", "(b) parity.check", "b/a wall best (median)", "b/a CPU",
-              "target", "")
+    lines = [
+        "parity.check (b) vs a hand-written comparison (a): PYNATIVE, one forward + one VJP per side, all "
+        "grads compared; warmed up once; repeats interleaved. Seconds: wall best / median, process CPU best.",
+        "",
+    ]
+    header = (
+        "workload",
+        "n",
+        "(a) hand-written",
+        "(b) parity.check",
+        "b/a wall best (median)",
+        "b/a CPU",
+        "target",
+        "",
+    )
     rows = []
     for w in found:
         a, b = w["hand_written"], w["parity_check"]
-        rows.append((w["workload"], str(w["repeats"]), _seconds(a), _seconds(b),
-                     f"{w['ratio_best']:.2f} ({w['ratio_median']:.2f})", f"{w['ratio_cpu']:.2f}",
-                     f"<= {w['target_ratio']:.2f}", "meets" if w["meets_target"] else "MISSES"))
+        rows.append(
+            (
+                w["workload"],
+                str(w["repeats"]),
+                _seconds(a),
+                _seconds(b),
+                f"{w['ratio_best']:.2f} ({w['ratio_median']:.2f})",
+                f"{w['ratio_cpu']:.2f}",
+                f"<= {w['target_ratio']:.2f}",
+                "meets" if w["meets_target"] else "MISSES",
+            )
+        )
     lines += _table(header, rows) + [""]
     for w in found:
         a, b = w["hand_written"]["samples"][-1], w["parity_check"]["samples"][-1]
         extra = f", parity.check(**{w['check_kwargs']})" if w["check_kwargs"] else ""
         warm = w["warmup"]
-        lines.append(f"  {w['workload']}: input {w['input']}, weights {w['weights']}{extra}; warm-up "
-                     f"{warm['hand_written']['wall_s']:.2f} s (a), {warm['parity_check']['wall_s']:.2f} s (b)")
-        lines.append(f"    by hand: {a['compared']} tensors, np.allclose(rtol={RTOL:g}, atol={ATOL:g}) on all: "
-                     f"{a['passed']}{_failed(a)}, max abs diff {a['max_abs_diff']:.2g}")
-        lines.append(f"    parity.check: {b['compared']} tensors, passed: {b['passed']}{_failed(b)}, "
-                     f"max abs diff {b['max_abs_diff']:.2g}")
+        lines.append(
+            f"  {w['workload']}: input {w['input']}, weights {w['weights']}{extra}; warm-up "
+            f"{warm['hand_written']['wall_s']:.2f} s (a), {warm['parity_check']['wall_s']:.2f} s (b)"
+        )
+        lines.append(
+            f"    by hand: {a['compared']} tensors, np.allclose(rtol={RTOL:g}, atol={ATOL:g}) on all: "
+            f"{a['passed']}{_failed(a)}, max abs diff {a['max_abs_diff']:.2g}"
+        )
+        lines.append(
+            f"    parity.check: {b['compared']} tensors, passed: {b['passed']}{_failed(b)}, "
+            f"max abs diff {b['max_abs_diff']:.2g}"
+        )
     return lines
 
 
@@ -415,16 +499,28 @@ def _failed(sample: dict) -> str:
 
 def _render_pytest(helps: dict, imports: dict) -> List[str]:
     lines = [f"pytest --help (subprocess in a temp dir, best of {HELP_RUNS})", ""]
-    lines += _table(("", "best s", "samples s", "lists --parity-seed"), [
-        (label.replace("_", " "), f"{helps[label]['best_s']:.3f}",
-         " ".join(f"{t:.3f}" for t in helps[label]["samples_s"]), str(helps[label]["lists_parity_options"]))
-        for label in ("with_plugin", "without_plugin")])
+    lines += _table(
+        ("", "best s", "samples s", "lists --parity-seed"),
+        [
+            (
+                label.replace("_", " "),
+                f"{helps[label]['best_s']:.3f}",
+                " ".join(f"{t:.3f}" for t in helps[label]["samples_s"]),
+                str(helps[label]["lists_parity_options"]),
+            )
+            for label in ("with_plugin", "without_plugin")
+        ],
+    )
     lines.append(f"  the plugin adds {helps['added_s'] * 1000:+.0f} ms to pytest --help")
     verdict = "meets" if imports["plugin_loaded"] and not imports["frameworks_imported"] else "MISSES"
-    lines += ["", "plain pytest run without --parity (a plain test, a parity-fixture test, a @pytest.mark.parity test)",
-              "", f"  {imports['summary']}",
-              "  in sys.modules at session finish: " + ", ".join(f"{k}={v}" for k, v in imports["modules"].items()),
-              f"  target: {TARGET_HELP_NOTE}: {verdict}"]
+    lines += [
+        "",
+        "plain pytest run without --parity (a plain test, a parity-fixture test, a @pytest.mark.parity test)",
+        "",
+        f"  {imports['summary']}",
+        "  in sys.modules at session finish: " + ", ".join(f"{k}={v}" for k, v in imports["modules"].items()),
+        f"  target: {TARGET_HELP_NOTE}: {verdict}",
+    ]
     return lines
 
 
@@ -439,25 +535,41 @@ def _table(header, rows) -> List[str]:
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="use the small ResNet on (2,3,64,64) instead of ResNet-50 (about a minute)")
-    parser.add_argument("--repeats", type=int, default=None,
-                        help="timed repeats per variant (default: 3 for Conv2d and the small ResNet, "
-                             "1 for ResNet-50)")
+    parser.add_argument(
+        "--quick", action="store_true", help="use the small ResNet on (2,3,64,64) instead of ResNet-50 (about a minute)"
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="timed repeats per variant (default: 3 for Conv2d and the small ResNet, 1 for ResNet-50)",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write every number to PATH as JSON")
-    parser.add_argument("--profile", action="store_true",
-                        help="after timing, profile one parity.check per workload with cProfile "
-                             "(parity frames only)")
-    parser.add_argument("--check-kwargs", metavar="JSON", type=json.loads, default={},
-                        help="extra keyword arguments for parity.check, to attribute overhead "
-                             "(e.g. '{\"localize\": false}')")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="after timing, profile one parity.check per workload with cProfile (parity frames only)",
+    )
+    parser.add_argument(
+        "--check-kwargs",
+        metavar="JSON",
+        type=json.loads,
+        default={},
+        help="extra keyword arguments for parity.check, to attribute overhead (e.g. '{\"localize\": false}')",
+    )
     parser.add_argument("--skip-pytest", action="store_true", help="skip the pytest --help and import measurements")
-    parser.add_argument("--envelope", action="store_true",
-                        help="also time parity.check with every tensor judged against the rounding envelope "
-                             "(tolerance 0: what a check costs when its tensors come near their tolerance)")
-    parser.add_argument("--localize", action="store_true",
-                        help="also compare localize=True/False/'auto' on the ResNet, time and peak RSS, each in a "
-                             "fresh process (benchmarks/bench_localize.py; the options below tune it)")
+    parser.add_argument(
+        "--envelope",
+        action="store_true",
+        help="also time parity.check with every tensor judged against the rounding envelope "
+        "(tolerance 0: what a check costs when its tensors come near their tolerance)",
+    )
+    parser.add_argument(
+        "--localize",
+        action="store_true",
+        help="also compare localize=True/False/'auto' on the ResNet, time and peak RSS, each in a "
+        "fresh process (benchmarks/bench_localize.py; the options below tune it)",
+    )
     import bench_localize  # benchmarks/ is on sys.path when this file runs as a script
 
     bench_localize.add_arguments(parser, prefix="localize-")
@@ -479,13 +591,20 @@ def main(argv=None) -> int:
         import bench_localize
 
         results["localize"] = bench_localize.run(
-            args.quick, variants=args.localize_variants, repeats=args.localize_repeats,
-            no_warmup=args.localize_no_warmup, profile=args.localize_profile,
-            check_kwargs=args.localize_check_kwargs, log=log)
+            args.quick,
+            variants=args.localize_variants,
+            repeats=args.localize_repeats,
+            no_warmup=args.localize_no_warmup,
+            profile=args.localize_profile,
+            check_kwargs=args.localize_check_kwargs,
+            log=log,
+        )
     _setup_frameworks()
     results["environment"] = _environment()
-    results["workloads"] = [bench_workload(w, log=log, profile=args.profile, check_kwargs=args.check_kwargs,
-                                           envelope=args.envelope) for w in workloads(args)]
+    results["workloads"] = [
+        bench_workload(w, log=log, profile=args.profile, check_kwargs=args.check_kwargs, envelope=args.envelope)
+        for w in workloads(args)
+    ]
     results["load_average_end"] = _load_average()
     print(render(results))
     if args.json:

@@ -100,8 +100,9 @@ def through_parity(cell, module, x, loose=False) -> dict:
 
     tolerance = parity.Tolerance(rtol=1.0, atol=1.0) if loose else None
     try:
-        result = parity.check(cell, module, x, weights="copy", ms_mode="pynative", seed=SEED, tolerance=tolerance,
-                              localize=False)
+        result = parity.check(
+            cell, module, x, weights="copy", ms_mode="pynative", seed=SEED, tolerance=tolerance, localize=False
+        )
     except parity.ParityMismatch as exc:
         result = exc.result
     judged = [c for c in result.comparisons if c.envelope is not None]
@@ -110,8 +111,13 @@ def through_parity(cell, module, x, loose=False) -> dict:
         if c.envelope is not None:
             key = f"{c.envelope.draws} draws{' + float64' if c.envelope.float64 else ''}"
             runs[key] = runs.get(key, 0) + 1
-    return {"compared": len(result.comparisons), "passed": result.passed, "noise_judged": len(judged),
-            "worst_margin": result.worst_margin, "runs": runs}
+    return {
+        "compared": len(result.comparisons),
+        "passed": result.passed,
+        "noise_judged": len(judged),
+        "worst_margin": result.worst_margin,
+        "runs": runs,
+    }
 
 
 VARIANTS = {"a": hand_written, "b": through_parity, "c": lambda cell, module, x: through_parity(cell, module, x, True)}
@@ -129,7 +135,7 @@ def measure_time(name: str, rounds: int) -> dict:
     first = {v: _timed(v, cell, module, x) for v in "abc"}  # warm-up
     runs = {v: [] for v in "abc"}
     for i in range(rounds):
-        for v in ("abc" if i % 2 == 0 else "cba"):
+        for v in "abc" if i % 2 == 0 else "cba":
             runs[v].append(_timed(v, cell, module, x))
     out = {"workload": name, "warm_up": first}
     for key in ("wall_s", "cpu_s"):
@@ -158,24 +164,30 @@ def _child(name: str, variant: str) -> None:
     Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current RSS
     wall = time.perf_counter()
     summary = VARIANTS[variant](cell, module, x)
-    print(json.dumps({"before_mib": before, "peak_mib": _status_mib("VmHWM"), "wall_s": time.perf_counter() - wall,
-                      **summary}))
+    print(
+        json.dumps(
+            {"before_mib": before, "peak_mib": _status_mib("VmHWM"), "wall_s": time.perf_counter() - wall, **summary}
+        )
+    )
 
 
 def measure_memory(name: str, repeats: int) -> dict:
     found = {v: [] for v in "abc"}
     for i in range(repeats):
-        for v in ("abc" if i % 2 == 0 else "cba"):
-            done = subprocess.run([sys.executable, __file__, "--child", name, v], cwd=ROOT, capture_output=True,
-                                  text=True)
+        for v in "abc" if i % 2 == 0 else "cba":
+            done = subprocess.run(
+                [sys.executable, __file__, "--child", name, v], cwd=ROOT, capture_output=True, text=True
+            )
             if done.returncode:
                 raise SystemExit(done.stderr[-3000:])
             found[v].append(json.loads(done.stdout.strip().splitlines()[-1]))
     out = {"workload": name}
     for v, children in found.items():
-        out[v] = {"peak_mib": statistics.median(c["peak_mib"] for c in children),
-                  "adds_mib": statistics.median(c["peak_mib"] - c["before_mib"] for c in children),
-                  "noise_judged": children[-1]["noise_judged"]}
+        out[v] = {
+            "peak_mib": statistics.median(c["peak_mib"] for c in children),
+            "adds_mib": statistics.median(c["peak_mib"] - c["before_mib"] for c in children),
+            "noise_judged": children[-1]["noise_judged"],
+        }
     out["b/a peak"] = out["b"]["peak_mib"] / out["a"]["peak_mib"]
     out["c/a peak"] = out["c"]["peak_mib"] / out["a"]["peak_mib"]
     return out

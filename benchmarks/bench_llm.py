@@ -48,11 +48,20 @@ def _config(args):
     from cases.models.zoo_compat import import_quietly
 
     transformers = import_quietly("transformers")
-    return transformers.LlamaConfig(vocab_size=args.vocab, hidden_size=args.hidden, intermediate_size=args.ffn,
-                                    num_hidden_layers=args.layers, num_attention_heads=args.heads,
-                                    num_key_value_heads=args.kv_heads, max_position_embeddings=args.sequence,
-                                    rms_norm_eps=1e-6, rope_theta=10000.0, use_cache=False,
-                                    attn_implementation="eager", tie_word_embeddings=False)
+    return transformers.LlamaConfig(
+        vocab_size=args.vocab,
+        hidden_size=args.hidden,
+        intermediate_size=args.ffn,
+        num_hidden_layers=args.layers,
+        num_attention_heads=args.heads,
+        num_key_value_heads=args.kv_heads,
+        max_position_embeddings=args.sequence,
+        rms_norm_eps=1e-6,
+        rope_theta=10000.0,
+        use_cache=False,
+        attn_implementation="eager",
+        tie_word_embeddings=False,
+    )
 
 
 def _rss_mib() -> float:
@@ -101,10 +110,15 @@ def hand_written(ms_model, torch_model, ids, mask) -> dict:
     trainable = [ms_params[name] for name in names]
     out, vjp = ms.vjp(lambda i, m: ms_model(i, m)["logits"], ms.Tensor(ids), ms.Tensor(mask), weights=trainable)
     _, ms_grads = vjp(ms.Tensor(cotangent))
-    pairs = [(out.asnumpy(), logits.detach().numpy())] + [(g.asnumpy(), t.numpy()) for g, t in zip(ms_grads, torch_grads)]
+    pairs = [(out.asnumpy(), logits.detach().numpy())] + [
+        (g.asnumpy(), t.numpy()) for g, t in zip(ms_grads, torch_grads)
+    ]
     close = [np.allclose(a, b, rtol=RTOL, atol=ATOL) for a, b in pairs]
-    return {"compared": len(pairs), "passed": all(close),
-            "max_abs_diff": max(float(np.max(np.abs(a - b))) for a, b in pairs)}
+    return {
+        "compared": len(pairs),
+        "passed": all(close),
+        "max_abs_diff": max(float(np.max(np.abs(a - b))) for a, b in pairs),
+    }
 
 
 def through_parity(ms_model, torch_model, ids, mask, tolerance=None) -> dict:
@@ -114,8 +128,12 @@ def through_parity(ms_model, torch_model, ids, mask, tolerance=None) -> dict:
         result = parity.check(ms_model, torch_model, (ids, mask), seed=SEED, tolerance=tolerance)
     except parity.ParityMismatch as exc:
         result = exc.result
-    return {"compared": len(result), "passed": result.passed, "worst_margin": result.worst_margin,
-            "noise_judged": len(result.noise_judged)}
+    return {
+        "compared": len(result),
+        "passed": result.passed,
+        "worst_margin": result.worst_margin,
+        "noise_judged": len(result.noise_judged),
+    }
 
 
 def translated(torch_model, ids, mask) -> dict:
@@ -128,8 +146,12 @@ def translated(torch_model, ids, mask) -> dict:
         result = parity.check(cell, torch_model, (ids, mask), seed=SEED, grads=False)
     except parity.ParityMismatch as exc:
         result = exc.result
-    return {"translate_s": seconds, "compared": len(result), "passed": result.passed,
-            "worst_margin": result.worst_margin}
+    return {
+        "translate_s": seconds,
+        "compared": len(result),
+        "passed": result.passed,
+        "worst_margin": result.worst_margin,
+    }
 
 
 def run_variant(variant: str, args) -> dict:
@@ -149,14 +171,21 @@ def run_variant(variant: str, args) -> dict:
 
         loose = parity.Tolerance(0.1, 0.1) if variant == "c" else None
         summary = through_parity(ms_model, torch_model, ids, mask, tolerance=loose)
-    return {"variant": variant, "wall_s": time.perf_counter() - wall, "built_mib": built, "peak_mib": _peak_mib(),
-            "added_mib": _peak_mib() - built, **summary}
+    return {
+        "variant": variant,
+        "wall_s": time.perf_counter() - wall,
+        "built_mib": built,
+        "peak_mib": _peak_mib(),
+        "added_mib": _peak_mib() - built,
+        **summary,
+    }
 
 
 def _child(variant: str, args) -> dict:
-    argv = [sys.executable, __file__, "--child", variant] + [f"--{k.replace('_', '-')}={getattr(args, k)}" for k in
-                                                           ("hidden", "layers", "heads", "kv_heads", "ffn", "vocab",
-                                                            "batch", "sequence")]
+    argv = [sys.executable, __file__, "--child", variant] + [
+        f"--{k.replace('_', '-')}={getattr(args, k)}"
+        for k in ("hidden", "layers", "heads", "kv_heads", "ffn", "vocab", "batch", "sequence")
+    ]
     out = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
     lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
     if out.returncode != 0 or not lines:
@@ -166,8 +195,17 @@ def _child(variant: str, args) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for name, default in (("hidden", 768), ("layers", 12), ("heads", 12), ("kv_heads", 4), ("ffn", 2048),
-                          ("vocab", 32000), ("batch", 1), ("sequence", 128), ("repeats", 2)):
+    for name, default in (
+        ("hidden", 768),
+        ("layers", 12),
+        ("heads", 12),
+        ("kv_heads", 4),
+        ("ffn", 2048),
+        ("vocab", 32000),
+        ("batch", 1),
+        ("sequence", 128),
+        ("repeats", 2),
+    ):
         parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=int, default=default)
     parser.add_argument("--child", choices=("a", "b", "c", "t"))
     parser.add_argument("--translate", action="store_true", help="also time translating transformers' model (t)")
@@ -181,33 +219,60 @@ def main(argv=None) -> int:
         for variant in "abc":
             runs[variant].append(_child(variant, args))
             print(json.dumps(runs[variant][-1]), flush=True)
-    median = {v: {k: statistics.median(r[k] for r in runs[v]) for k in ("wall_s", "peak_mib", "added_mib")}
-              for v in "abc"}
-    params = sum(p for p in [args.vocab * args.hidden * 2 + args.layers * (
-        2 * args.hidden * args.hidden + 2 * args.hidden * (args.hidden // args.heads) * args.kv_heads
-        + 3 * args.hidden * args.ffn + 2 * args.hidden) + args.hidden])
-    report = {"parameters": params, "config": vars(args), "runs": runs, "median": median,
-              "time_ratio": median["b"]["wall_s"] / median["a"]["wall_s"],
-              "peak_ratio": median["b"]["peak_mib"] / median["a"]["peak_mib"],
-              "added_ratio": median["b"]["added_mib"] / median["a"]["added_mib"],
-              "time_ratio_no_envelope": median["c"]["wall_s"] / median["a"]["wall_s"],
-              "peak_ratio_no_envelope": median["c"]["peak_mib"] / median["a"]["peak_mib"]}
+    median = {
+        v: {k: statistics.median(r[k] for r in runs[v]) for k in ("wall_s", "peak_mib", "added_mib")} for v in "abc"
+    }
+    params = sum(
+        p
+        for p in [
+            args.vocab * args.hidden * 2
+            + args.layers
+            * (
+                2 * args.hidden * args.hidden
+                + 2 * args.hidden * (args.hidden // args.heads) * args.kv_heads
+                + 3 * args.hidden * args.ffn
+                + 2 * args.hidden
+            )
+            + args.hidden
+        ]
+    )
+    report = {
+        "parameters": params,
+        "config": vars(args),
+        "runs": runs,
+        "median": median,
+        "time_ratio": median["b"]["wall_s"] / median["a"]["wall_s"],
+        "peak_ratio": median["b"]["peak_mib"] / median["a"]["peak_mib"],
+        "added_ratio": median["b"]["added_mib"] / median["a"]["added_mib"],
+        "time_ratio_no_envelope": median["c"]["wall_s"] / median["a"]["wall_s"],
+        "peak_ratio_no_envelope": median["c"]["peak_mib"] / median["a"]["peak_mib"],
+    }
     print(f"LLaMA {params / 1e6:.0f}M parameters, batch {args.batch}, sequence {args.sequence}, gradients on")
-    print(f"  (a) hand-written: {median['a']['wall_s']:.1f} s, peak {median['a']['peak_mib']:.0f} MiB "
-          f"(+{median['a']['added_mib']:.0f} over the built models)")
-    print(f"  (b) parity.check: {median['b']['wall_s']:.1f} s, peak {median['b']['peak_mib']:.0f} MiB "
-          f"(+{median['b']['added_mib']:.0f}); noise-judged tensors: {runs['b'][-1]['noise_judged']}")
-    print(f"  (c) parity.check, nothing near its tolerance: {median['c']['wall_s']:.1f} s, peak "
-          f"{median['c']['peak_mib']:.0f} MiB (+{median['c']['added_mib']:.0f})")
-    print(f"  time b/a {report['time_ratio']:.2f}, c/a {report['time_ratio_no_envelope']:.2f} (target <= 1.3 where "
-          f"nothing needs the envelope); peak b/a {report['peak_ratio']:.2f}, c/a "
-          f"{report['peak_ratio_no_envelope']:.2f} (target <= 1.5); added over the built models b/a "
-          f"{report['added_ratio']:.2f}")
+    print(
+        f"  (a) hand-written: {median['a']['wall_s']:.1f} s, peak {median['a']['peak_mib']:.0f} MiB "
+        f"(+{median['a']['added_mib']:.0f} over the built models)"
+    )
+    print(
+        f"  (b) parity.check: {median['b']['wall_s']:.1f} s, peak {median['b']['peak_mib']:.0f} MiB "
+        f"(+{median['b']['added_mib']:.0f}); noise-judged tensors: {runs['b'][-1]['noise_judged']}"
+    )
+    print(
+        f"  (c) parity.check, nothing near its tolerance: {median['c']['wall_s']:.1f} s, peak "
+        f"{median['c']['peak_mib']:.0f} MiB (+{median['c']['added_mib']:.0f})"
+    )
+    print(
+        f"  time b/a {report['time_ratio']:.2f}, c/a {report['time_ratio_no_envelope']:.2f} (target <= 1.3 where "
+        f"nothing needs the envelope); peak b/a {report['peak_ratio']:.2f}, c/a "
+        f"{report['peak_ratio_no_envelope']:.2f} (target <= 1.5); added over the built models b/a "
+        f"{report['added_ratio']:.2f}"
+    )
     if args.translate:
         report["translate"] = _child("t", args)
         t = report["translate"]
-        print(f"  (t) parity.translate of transformers' model: {t['translate_s']:.1f} s; its forward check "
-              f"{'passes' if t['passed'] else 'FAILS'} (worst {t['worst_margin']:.2f}x of what is allowed)")
+        print(
+            f"  (t) parity.translate of transformers' model: {t['translate_s']:.1f} s; its forward check "
+            f"{'passes' if t['passed'] else 'FAILS'} (worst {t['worst_margin']:.2f}x of what is allowed)"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
     return 0

@@ -54,9 +54,11 @@ def _patched(targets: Dict[tuple, Callable]):
 
 def profile_check(run_check: Callable) -> dict:
     """Run ``run_check()`` once, instrumented; return the figures as plain data."""
-    from parity.engine import localize
+    from parity.backends import _hooks as hooks
+    from parity.backends import mindspore as msb
+    from parity.backends import torch as tb
     from parity.engine import check as runner
-    from parity.backends import _hooks as hooks, mindspore as msb, torch as tb
+    from parity.engine import localize
 
     phases: List[tuple] = []  # (label, start, end)
     spent: Dict[str, List[float]] = {}  # label -> [seconds, calls]
@@ -70,7 +72,9 @@ def profile_check(run_check: Callable) -> dict:
                     return fn(*args, **kwargs)
                 finally:
                     phases.append((label, start, time.perf_counter()))
+
             return inner
+
         return wrap
 
     def accumulate(label):
@@ -83,13 +87,16 @@ def profile_check(run_check: Callable) -> dict:
                     total = spent.setdefault(label, [0.0, 0])
                     total[0] += time.perf_counter() - start
                     total[1] += 1
+
             return inner
+
         return wrap
 
     def keep_recordings(init):
         def inner(self, *args, **kwargs):
             init(self, *args, **kwargs)
             recordings.append(self)
+
         return inner
 
     # (owner, attribute): wrapper. parity's internals move; what a version lacks is skipped.
@@ -100,11 +107,19 @@ def profile_check(run_check: Callable) -> dict:
         ((msb.Pass, "backward"), phase("MindSpore backward")),
         ((runner, "compare_pair"), accumulate("compare outputs/grads (runner.compare_pair)")),
         ((tb, "_arrays"), accumulate("PyTorch hooks: tensors to numpy copies (torch._arrays)")),
-        ((getattr(tb, "_Copies", None), "array"), accumulate("PyTorch hooks: tensors to numpy copies (torch._Copies.array)")),
-        ((getattr(msb, "_Recent", None), "arrays"),
-         accumulate("MindSpore: tensors to numpy (mindspore._Recent.arrays)")),
+        (
+            (getattr(tb, "_Copies", None), "array"),
+            accumulate("PyTorch hooks: tensors to numpy copies (torch._Copies.array)"),
+        ),
+        (
+            (getattr(msb, "_Recent", None), "arrays"),
+            accumulate("MindSpore: tensors to numpy (mindspore._Recent.arrays)"),
+        ),
         ((msb, "_arrays"), accumulate("MindSpore hooks: tensors to numpy (mindspore._arrays)")),
-        ((getattr(msb, "_Layers", None), "flush"), accumulate("MindSpore: layers handed over and compared (_Layers.flush)")),
+        (
+            (getattr(msb, "_Layers", None), "flush"),
+            accumulate("MindSpore: layers handed over and compared (_Layers.flush)"),
+        ),
         ((hooks.LayerHooks, "pre_hook"), accumulate("both sides: pre-hooks (input views, tensor hooks)")),
         ((hooks.LayerHooks, "forward_hook"), accumulate("both sides: forward hooks")),
         ((localize.Localizer, "on_forward"), accumulate("layer comparisons, forward (Localizer.on_forward)")),
@@ -129,10 +144,14 @@ def profile_check(run_check: Callable) -> dict:
             end = time.perf_counter()
             sampler.done.set()
             sampler.join()
-    found = {"wall_s": end - start, "rss_start_mb": base / 1024,
-             "rss_peak_mb": max(kb for _, kb in sampler.samples) / 1024,
-             "phases": _phase_table(phases, sampler.samples, start), "spent": spent,
-             "recordings": [_recording_bytes(r) for r in recordings]}
+    found = {
+        "wall_s": end - start,
+        "rss_start_mb": base / 1024,
+        "rss_peak_mb": max(kb for _, kb in sampler.samples) / 1024,
+        "phases": _phase_table(phases, sampler.samples, start),
+        "spent": spent,
+        "recordings": [_recording_bytes(r) for r in recordings],
+    }
     recordings.clear()
     for key, sort in (("by_tottime", "tottime"), ("by_cumtime", "cumulative")):
         out = io.StringIO()
@@ -147,9 +166,16 @@ def _phase_table(phases, samples, start) -> List[dict]:
         inside = [kb for t, kb in samples if begin <= t <= end] or [0]
         before = [kb for t, kb in samples if t <= begin] or [0]
         after = [kb for t, kb in samples if t >= end] or [0]
-        rows.append({"phase": label, "start_s": begin - start, "seconds": end - begin,
-                     "rss_at_start_mb": before[-1] / 1024, "rss_peak_mb": max(inside + [before[-1]]) / 1024,
-                     "rss_at_end_mb": after[0] / 1024})
+        rows.append(
+            {
+                "phase": label,
+                "start_s": begin - start,
+                "seconds": end - begin,
+                "rss_at_start_mb": before[-1] / 1024,
+                "rss_peak_mb": max(inside + [before[-1]]) / 1024,
+                "rss_at_end_mb": after[0] / 1024,
+            }
+        )
     return rows
 
 
@@ -158,8 +184,10 @@ def _recording_bytes(recording) -> dict:
     seen, unique, total = set(), 0, 0
     by_kind = {"forward": 0, "backward": 0}
     for call in recording.calls:
-        for kind, arrays in (("forward", (call.inputs or []) + (call.outputs or [])),
-                             ("backward", (call.grad_inputs or []) + (call.grad_outputs or []))):
+        for kind, arrays in (
+            ("forward", (call.inputs or []) + (call.outputs or [])),
+            ("backward", (call.grad_inputs or []) + (call.grad_outputs or [])),
+        ):
             for array in arrays:
                 if array is None:
                     continue
@@ -169,33 +197,50 @@ def _recording_bytes(recording) -> dict:
                     unique += array.nbytes
                     by_kind[kind] += array.nbytes
     side = "PyTorch (kept for the MindSpore side)" if recording._on_forward is None else "MindSpore (compared live)"
-    return {"side": side, "calls": len(recording.calls), "backward_calls": len(recording.backward_order),
-            "unique_mb": unique / 2**20, "referenced_mb": total / 2**20,
-            "forward_mb": by_kind["forward"] / 2**20, "backward_mb": by_kind["backward"] / 2**20}
+    return {
+        "side": side,
+        "calls": len(recording.calls),
+        "backward_calls": len(recording.backward_order),
+        "unique_mb": unique / 2**20,
+        "referenced_mb": total / 2**20,
+        "forward_mb": by_kind["forward"] / 2**20,
+        "backward_mb": by_kind["backward"] / 2**20,
+    }
 
 
 def _trim(text: str) -> str:
     lines = [line.rstrip() for line in text.splitlines() if line.strip()]
     keep = [i for i, line in enumerate(lines) if "ncalls" in line]
-    return "\n".join(lines[keep[0] - 1:] if keep else lines)
+    return "\n".join(lines[keep[0] - 1 :] if keep else lines)
 
 
 def render_profile(found: dict) -> str:
-    lines = [f"  one check: {found['wall_s']:.2f} s wall under cProfile; RSS {found['rss_start_mb']:.0f} MB at start, "
-             f"peak {found['rss_peak_mb']:.0f} MB (sampled every {SAMPLE_S * 1000:.0f} ms)", "  phases:"]
+    lines = [
+        f"  one check: {found['wall_s']:.2f} s wall under cProfile; RSS {found['rss_start_mb']:.0f} MB at start, "
+        f"peak {found['rss_peak_mb']:.0f} MB (sampled every {SAMPLE_S * 1000:.0f} ms)",
+        "  phases:",
+    ]
     for row in found["phases"]:
-        lines.append(f"    {row['phase']:<26} at {row['start_s']:7.2f} s for {row['seconds']:7.2f} s; RSS "
-                     f"{row['rss_at_start_mb']:.0f} -> peak {row['rss_peak_mb']:.0f} -> {row['rss_at_end_mb']:.0f} MB")
+        lines.append(
+            f"    {row['phase']:<26} at {row['start_s']:7.2f} s for {row['seconds']:7.2f} s; RSS "
+            f"{row['rss_at_start_mb']:.0f} -> peak {row['rss_peak_mb']:.0f} -> {row['rss_at_end_mb']:.0f} MB"
+        )
     if found["spent"]:
         lines.append("  time inside (wall, under cProfile):")
         for label, (seconds, calls) in found["spent"].items():
             lines.append(f"    {seconds:7.2f} s  {calls:5d} calls  {label}")
     for rec in found["recordings"]:
-        lines.append(f"  recording, {rec['side']}: {rec['calls']} forward calls, {rec['backward_calls']} backward; "
-                     f"holds {rec['unique_mb']:.0f} MB of arrays after the check (forward {rec['forward_mb']:.0f}, "
-                     f"backward {rec['backward_mb']:.0f}; {rec['referenced_mb']:.0f} MB by reference)")
-    lines += ["  cProfile, by own time:", _indent(found["by_tottime"]),
-              "  cProfile, by cumulative time:", _indent(found["by_cumtime"])]
+        lines.append(
+            f"  recording, {rec['side']}: {rec['calls']} forward calls, {rec['backward_calls']} backward; "
+            f"holds {rec['unique_mb']:.0f} MB of arrays after the check (forward {rec['forward_mb']:.0f}, "
+            f"backward {rec['backward_mb']:.0f}; {rec['referenced_mb']:.0f} MB by reference)"
+        )
+    lines += [
+        "  cProfile, by own time:",
+        _indent(found["by_tottime"]),
+        "  cProfile, by cumulative time:",
+        _indent(found["by_cumtime"]),
+    ]
     return "\n".join(lines)
 
 

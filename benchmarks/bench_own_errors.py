@@ -59,20 +59,23 @@ def _workloads():
             case = faults[name].case
             ms_cell, module = build(case)
             return ms_cell, module, {**case.check_kwargs(), "train": train, "_inputs": case.inputs}
+
         return make
 
     import parity
 
-    return {"ViT (mindcv vs timm)": (vit_pair, parity.randn((2, 3, 32, 32))),
-            "ResNet bn_eps (eval)": (fault("ResNetBnEps", False), None),
-            "ResNet bn_momentum (train)": (fault("ResNetBnMomentum", True), None)}
+    return {
+        "ViT (mindcv vs timm)": (vit_pair, parity.randn((2, 3, 32, 32))),
+        "ResNet bn_eps (eval)": (fault("ResNetBnEps", False), None),
+        "ResNet bn_momentum (train)": (fault("ResNetBnMomentum", True), None),
+    }
 
 
 def _one(make, inputs, measure: bool):
+    from bench_localize import _reset_peak, _status_kb
+
     import parity
     from parity.engine import check as engine_check
-
-    from bench_localize import _reset_peak, _status_kb
 
     original, causes = engine_check.measure_own_errors, engine_check.own_error_causes
     spent = [0.0]
@@ -84,6 +87,7 @@ def _one(make, inputs, measure: bool):
                 return function(*args, **kwargs)
             finally:
                 spent[0] += time.process_time() - start
+
         return run
 
     # (own_error_causes is not timed: the registry's diagnosis it runs is shared with the failure's causes)
@@ -100,8 +104,14 @@ def _one(make, inputs, measure: bool):
             failed = True
             named = [e.layer for e in exc.result.layers.own_errors]
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        return {"wall": wall, "cpu": cpu, "peak_mb": (_status_kb("VmHWM") or 0) / 1024, "failed": failed,
-                "named": named if failed and measure else None, "own_cpu": spent[0]}
+        return {
+            "wall": wall,
+            "cpu": cpu,
+            "peak_mb": (_status_kb("VmHWM") or 0) / 1024,
+            "failed": failed,
+            "named": named if failed and measure else None,
+            "own_cpu": spent[0],
+        }
     finally:
         engine_check.measure_own_errors, engine_check.own_error_causes = original, causes
 
@@ -130,7 +140,7 @@ def main(argv=None) -> int:
         runs = {True: [], False: []}
         _one(make, inputs, True), _one(make, inputs, False)  # warm-up
         for repeat in range(args.repeats):
-            for measure in ((True, False) if repeat % 2 == 0 else (False, True)):
+            for measure in (True, False) if repeat % 2 == 0 else (False, True):
                 runs[measure].append(_one(make, inputs, measure))
         row = {}
         for measure, label in ((True, "with"), (False, "without")):
@@ -141,11 +151,13 @@ def main(argv=None) -> int:
         # In the same checks: the CPU time measuring own errors took, over the rest.
         row["ratio_within"] = statistics.median(r["cpu"] / (r["cpu"] - r["own_cpu"]) for r in runs[True])
         report["workloads"][name] = row
-        print(f"{name:<28} with {row['with']['wall']:.2f}s ({row['with']['cpu']:.2f}s CPU, "
-              f"{row['with']['peak_mb']:.0f} MB)  without {row['without']['wall']:.2f}s "
-              f"({row['without']['cpu']:.2f}s CPU, {row['without']['peak_mb']:.0f} MB)  ratio wall "
-              f"{row['ratio_wall']:.2f}, CPU {row['ratio_cpu']:.2f}; within the same checks, CPU "
-              f"{row['ratio_within']:.2f} (target <= {TARGET})  own errors: {row['named']}")
+        print(
+            f"{name:<28} with {row['with']['wall']:.2f}s ({row['with']['cpu']:.2f}s CPU, "
+            f"{row['with']['peak_mb']:.0f} MB)  without {row['without']['wall']:.2f}s "
+            f"({row['without']['cpu']:.2f}s CPU, {row['without']['peak_mb']:.0f} MB)  ratio wall "
+            f"{row['ratio_wall']:.2f}, CPU {row['ratio_cpu']:.2f}; within the same checks, CPU "
+            f"{row['ratio_within']:.2f} (target <= {TARGET})  own errors: {row['named']}"
+        )
     print(f"a passing check measures no own error: {report['passing_check_measures_nothing']}")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))

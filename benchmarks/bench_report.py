@@ -60,12 +60,17 @@ def _timed(owner, name: str, label: str) -> None:
     setattr(owner, name, wrapper)
 
 
-_WRITER = (("__init__", "writer: open the file"), ("pytest_sessionstart", "writer: environment line"),
-           ("pytest_runtest_logreport", "writer: check lines"), ("pytest_unconfigure", "writer: close"))
+_WRITER = (
+    ("__init__", "writer: open the file"),
+    ("pytest_sessionstart", "writer: environment line"),
+    ("pytest_runtest_logreport", "writer: check lines"),
+    ("pytest_unconfigure", "writer: close"),
+)
 _FINGERPRINT, _RECORDS = "  of which the environment fingerprint", "records made (with or without the flag)"
 _TRANSPORT = "xdist: the records from worker to controller"
-_LABELS = ([label for _, label in _WRITER[:2]] + [_FINGERPRINT] + [label for _, label in _WRITER[2:]]
-           + [_TRANSPORT, _RECORDS])
+_LABELS = (
+    [label for _, label in _WRITER[:2]] + [_FINGERPRINT] + [label for _, label in _WRITER[2:]] + [_TRANSPORT, _RECORDS]
+)
 
 
 def _instrument() -> None:
@@ -100,8 +105,9 @@ def _run_in_process(paths, report, workers) -> Dict[str, float]:
 def _run_subprocess(paths, report, workers) -> Dict[str, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", *_args(paths, report, workers)], cwd=ROOT,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *_args(paths, report, workers)], cwd=ROOT, capture_output=True, text=True
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     return {"wall": time.perf_counter() - wall, "cpu": cpu, "code": done.returncode}
@@ -131,10 +137,16 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", default=SUBSET, help=f"case files (default: {' '.join(SUBSET)})")
     parser.add_argument("--repeats", type=int, default=4, help="timed a/b pairs after the warm-up (default 4)")
-    parser.add_argument("-n", dest="workers", type=int, default=0,
-                        help="run each pytest in a subprocess under xdist with this many workers")
-    parser.add_argument("--same", action="store_true",
-                        help="run (a) in both slots: the spread of its ratios is the machine's noise")
+    parser.add_argument(
+        "-n",
+        dest="workers",
+        type=int,
+        default=0,
+        help="run each pytest in a subprocess under xdist with this many workers",
+    )
+    parser.add_argument(
+        "--same", action="store_true", help="run (a) in both slots: the spread of its ratios is the machine's noise"
+    )
     parser.add_argument("--json", metavar="PATH", help="write the figures as JSON")
     args = parser.parse_args(argv)
     os.chdir(ROOT)
@@ -153,7 +165,7 @@ def main(argv=None) -> int:
         _SPENT.clear()
         runs: Dict[str, List[Dict[str, float]]] = {"a": [], "b": []}
         for i in range(args.repeats):
-            for key in ("ab" if i % 2 == 0 else "ba"):
+            for key in "ab" if i % 2 == 0 else "ba":
                 runs[key].append(run(args.paths, report if key == "b" and not args.same else "", args.workers))
         lines = sum(1 for _ in open(report, encoding="utf-8"))  # with --same, the warm-up's
         _SPENT[_TRANSPORT] = _transport(report) * len(runs["b"])
@@ -165,21 +177,27 @@ def _print(args, runs, lines, load_before, load_after, in_process) -> int:
     codes = {r["code"] for key in runs for r in runs[key]}
     ratios = {kind: [b[kind] / a[kind] for a, b in zip(runs["a"], runs["b"])] for kind in ("wall", "cpu")}
     b_wall = sum(r["wall"] for r in runs["b"])
-    print(f"{' '.join(args.paths)}: {lines - 1} check records a run; "
-          f"{'in-process' if in_process else f'subprocesses, -n {args.workers}'}; pytest exit codes {sorted(codes)}")
+    print(
+        f"{' '.join(args.paths)}: {lines - 1} check records a run; "
+        f"{'in-process' if in_process else f'subprocesses, -n {args.workers}'}; pytest exit codes {sorted(codes)}"
+    )
     print(f"load average {load_before} before, {load_after} after, on {os.cpu_count()} CPUs")
     print(f"{'pair':<6} {'a wall s':>9} {'b wall s':>9} {'b/a wall':>9} {'a CPU s':>9} {'b CPU s':>9} {'b/a CPU':>8}")
     for i, (a, b) in enumerate(zip(runs["a"], runs["b"])):
-        print(f"{i + 1:<6} {a['wall']:>9.2f} {b['wall']:>9.2f} {b['wall'] / a['wall']:>9.3f} "
-              f"{a['cpu']:>9.2f} {b['cpu']:>9.2f} {b['cpu'] / a['cpu']:>8.3f}")
+        print(
+            f"{i + 1:<6} {a['wall']:>9.2f} {b['wall']:>9.2f} {b['wall'] / a['wall']:>9.3f} "
+            f"{a['cpu']:>9.2f} {b['cpu']:>9.2f} {b['cpu'] / a['cpu']:>8.3f}"
+        )
     medians = {kind: statistics.median(values) for kind, values in ratios.items()}
     print(f"median b/a: wall {medians['wall']:.3f}, CPU {medians['cpu']:.3f} (target <= {TARGET})")
     direct = sum(v for k, v in _SPENT.items() if k.startswith("writer:"))
     if args.same:
         print("(a) ran in both slots: the ratios' spread is the noise of this machine now")
     elif not in_process:
-        print(f"  {_TRANSPORT:<48} {_SPENT[_TRANSPORT] / len(runs['b']):8.4f} s a run "
-              f"({100 * _SPENT[_TRANSPORT] / b_wall:.3f}% of a (b) run; measured apart, in this process)")
+        print(
+            f"  {_TRANSPORT:<48} {_SPENT[_TRANSPORT] / len(runs['b']):8.4f} s a run "
+            f"({100 * _SPENT[_TRANSPORT] / b_wall:.3f}% of a (b) run; measured apart, in this process)"
+        )
     else:
         for label in _LABELS:  # the writer works in (b) runs only, records are made in both
             seconds = _SPENT.get(label, 0.0)
@@ -187,11 +205,23 @@ def _print(args, runs, lines, load_before, load_after, in_process) -> int:
             print(f"  {label:<48} {per_run:8.4f} s a run")
         print(f"the report's own work: {100 * direct / b_wall:.2f}% of the (b) runs' wall time")
     if args.json:
-        Path(args.json).write_text(json.dumps({
-            "paths": args.paths, "workers": args.workers, "records": lines - 1, "runs": runs, "ratios": ratios,
-            "same": args.same, "medians": medians, "spent": dict(_SPENT),
-            "direct_share": direct / b_wall if in_process and not args.same else None,
-            "load": [load_before, load_after]}, indent=2))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "paths": args.paths,
+                    "workers": args.workers,
+                    "records": lines - 1,
+                    "runs": runs,
+                    "ratios": ratios,
+                    "same": args.same,
+                    "medians": medians,
+                    "spent": dict(_SPENT),
+                    "direct_share": direct / b_wall if in_process and not args.same else None,
+                    "load": [load_before, load_after],
+                },
+                indent=2,
+            )
+        )
     return 0
 
 

@@ -55,8 +55,8 @@ if str(ROOT) not in sys.path:  # `python benchmarks/bench_training.py` puts benc
     sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
-
-from bench_check import RTOL, ATOL, _ms_name as _plain_ms_name  # noqa: E402  (same map and float32 tolerance)
+from bench_check import ATOL, RTOL  # noqa: E402  (same map and float32 tolerance)
+from bench_check import _ms_name as _plain_ms_name  # noqa: E402
 
 SEED = 1234
 LR, MOMENTUM = 0.01, 0.9
@@ -90,8 +90,10 @@ class Workload:
 
     def data(self) -> List[tuple]:
         rng = np.random.default_rng(SEED)
-        return [(rng.standard_normal(self.image).astype(np.float32),
-                 rng.integers(0, 10, self.image[0]).astype(np.int64)) for _ in range(self.batches)]
+        return [
+            (rng.standard_normal(self.image).astype(np.float32), rng.integers(0, 10, self.image[0]).astype(np.int64))
+            for _ in range(self.batches)
+        ]
 
 
 WORKLOADS = {
@@ -126,8 +128,10 @@ def _optimizers():
 
     if OPTIMIZER == "adam":
         return lambda p: torch.optim.Adam(p, lr=1e-3, weight_decay=1e-5)
-    return (lambda p: mindspore.nn.SGD(p, learning_rate=LR, momentum=MOMENTUM),
-            lambda p: torch.optim.SGD(p, lr=LR, momentum=MOMENTUM))
+    return (
+        lambda p: mindspore.nn.SGD(p, learning_rate=LR, momentum=MOMENTUM),
+        lambda p: torch.optim.SGD(p, lr=LR, momentum=MOMENTUM),
+    )
 
 
 def _hand_optimizers(ms_cell, torch_module):
@@ -187,8 +191,9 @@ def hand_written(ms_cell, torch_module, workload: Workload) -> dict:
     ms_all = dict(ms_cell.parameters_and_names())
     ms_trainable = [p.name for p in ms_opt.parameters]
     torch_named = list(torch_module.named_parameters())
-    buffers = [(name, _ms_name(name, ms_all)) for name, _ in torch_module.named_buffers()
-               if _ms_name(name, ms_all) is not None]
+    buffers = [
+        (name, _ms_name(name, ms_all)) for name, _ in torch_module.named_buffers() if _ms_name(name, ms_all) is not None
+    ]
     by_ms_name = {p.name: key for key, p in ms_all.items()}
     counts = {"compared": 0, "failed": 0, "max_abs_diff": 0.0}
     data = workload.data()
@@ -217,13 +222,24 @@ def through_parity(ms_cell, torch_module, workload: Workload) -> dict:
     import parity
 
     try:
-        result = parity.check_training(ms_cell, torch_module, workload.data(), loss=losses_of(),
-                                       optimizer=_optimizers(), steps=workload.steps, seed=SEED)
+        result = parity.check_training(
+            ms_cell,
+            torch_module,
+            workload.data(),
+            loss=losses_of(),
+            optimizer=_optimizers(),
+            steps=workload.steps,
+            seed=SEED,
+        )
     except parity.ParityMismatch as exc:  # the full work still ran; the benchmark reports it
         result = exc.result
-    return {"compared": len(result.comparisons), "failed": len(result.failures), "passed": result.passed,
-            "max_abs_diff": max(c.max_abs for c in result.comparisons),
-            "noise_judged": len(result.noise_judged)}
+    return {
+        "compared": len(result.comparisons),
+        "failed": len(result.failures),
+        "passed": result.passed,
+        "max_abs_diff": max(c.max_abs for c in result.comparisons),
+        "noise_judged": len(result.noise_judged),
+    }
 
 
 VARIANTS: Dict[str, Callable] = {"a": hand_written, "b": through_parity}
@@ -245,14 +261,17 @@ def measure(workload: Workload, repeats: int) -> dict:
     for variant in "ab":  # warm-up: MindSpore compiles and initialises on first use
         _timed(variant, workload)
     for i in range(repeats):
-        for variant in ("ab" if i % 2 == 0 else "ba"):
+        for variant in "ab" if i % 2 == 0 else "ba":
             runs[variant].append(_timed(variant, workload))
     out = {"workload": workload.name}
     for variant, timed in runs.items():
         walls, cpus = [r["wall_s"] for r in timed], [r["cpu_s"] for r in timed]
-        out[variant] = {"best_wall_s": min(walls), "median_wall_s": statistics.median(walls),
-                        "median_cpu_s": statistics.median(cpus),
-                        **{k: v for k, v in timed[-1].items() if k not in ("wall_s", "cpu_s")}}
+        out[variant] = {
+            "best_wall_s": min(walls),
+            "median_wall_s": statistics.median(walls),
+            "median_cpu_s": statistics.median(cpus),
+            **{k: v for k, v in timed[-1].items() if k not in ("wall_s", "cpu_s")},
+        }
     out["ratio_median_wall"] = out["b"]["median_wall_s"] / out["a"]["median_wall_s"]
     out["ratio_best_wall"] = out["b"]["best_wall_s"] / out["a"]["best_wall_s"]
     out["ratio_median_cpu"] = out["b"]["median_cpu_s"] / out["a"]["median_cpu_s"]
@@ -267,8 +286,13 @@ def peak_memory(workload: Workload) -> Dict[str, float]:
     """Peak RSS (MiB) of a fresh process per variant."""
     peaks = {}
     for variant in ("baseline", "a", "b"):
-        done = subprocess.run([sys.executable, __file__, "--child", workload.key, variant], cwd=ROOT,
-                              capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            [sys.executable, __file__, "--child", workload.key, variant],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         child = json.loads(done.stdout.strip().splitlines()[-1])
         peaks[variant], peaks[f"{variant} VmHWM"] = child["peak_mib"], child["hwm_mib"]
     return peaks
@@ -288,8 +312,7 @@ def _child(key: str, variant: str) -> None:
     summary, wall = {}, time.perf_counter()
     if variant != "baseline":
         summary = VARIANTS[variant](ms_cell, torch_module, workload)
-    print(json.dumps({"peak_mib": _peak_mib(), "hwm_mib": _hwm_mib(), "wall_s": time.perf_counter() - wall,
-                      **summary}))
+    print(json.dumps({"peak_mib": _peak_mib(), "hwm_mib": _hwm_mib(), "wall_s": time.perf_counter() - wall, **summary}))
 
 
 # Where (b)'s time goes ------------------------------------------------------------------------------
@@ -329,19 +352,27 @@ def profile(workload: Workload) -> dict:
                 found += cumulative if caller is None else sum(c[3] for k, c in callers.items() if k[2] == caller)
         phases[label] = found
     top = sorted(stats.items(), key=lambda item: -item[1][2])[:15]
-    return {"workload": workload.name, "phases_s": phases,
-            "top_tottime": [f"{v[2]:.3f} s in {v[1]} calls: {Path(k[0]).name}:{k[1]}({k[2]})" for k, v in top]}
+    return {
+        "workload": workload.name,
+        "phases_s": phases,
+        "top_tottime": [f"{v[2]:.3f} s in {v[1]} calls: {Path(k[0]).name}:{k[1]}({k[2]})" for k, v in top],
+    }
 
 
 def _table(results: List[dict]) -> List[str]:
-    lines = ["| workload | (a) hand loop median s | (b) check_training median s | b/a wall (best) | b/a CPU | "
-             "tensors compared a / b | peak RSS MiB: baseline / a / b |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| workload | (a) hand loop median s | (b) check_training median s | b/a wall (best) | b/a CPU | "
+        "tensors compared a / b | peak RSS MiB: baseline / a / b |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in results:
         a, b, mem = r["a"], r["b"], r.get("peak_mib")
         peaks = " / ".join(f"{mem[k]:.0f}" for k in ("baseline", "a", "b")) if mem else "-"
-        lines.append(f"| {r['workload']} | {a['median_wall_s']:.2f} | {b['median_wall_s']:.2f} | "
-                     f"{r['ratio_median_wall']:.2f} ({r['ratio_best_wall']:.2f}) | {r['ratio_median_cpu']:.2f} | "
-                     f"{a['compared']} / {b['compared']} | {peaks} |")
+        lines.append(
+            f"| {r['workload']} | {a['median_wall_s']:.2f} | {b['median_wall_s']:.2f} | "
+            f"{r['ratio_median_wall']:.2f} ({r['ratio_best_wall']:.2f}) | {r['ratio_median_cpu']:.2f} | "
+            f"{a['compared']} / {b['compared']} | {peaks} |"
+        )
     return lines
 
 
@@ -351,10 +382,15 @@ def main(argv=None) -> int:
     parser.add_argument("--only", choices=sorted(WORKLOADS), action="append", help="one workload (repeatable)")
     parser.add_argument("--no-memory", action="store_true", help="skip the per-variant peak-RSS subprocesses")
     parser.add_argument("--json", help="also write the results to this file")
-    parser.add_argument("--profile", action="store_true", help="instead: one check_training per workload under "
-                        "cProfile, by phase")
-    parser.add_argument("--optimizer", choices=("sgd", "adam"), default=None,
-                        help="SGD with momentum (default) or Adam (translated on both variants)")
+    parser.add_argument(
+        "--profile", action="store_true", help="instead: one check_training per workload under cProfile, by phase"
+    )
+    parser.add_argument(
+        "--optimizer",
+        choices=("sgd", "adam"),
+        default=None,
+        help="SGD with momentum (default) or Adam (translated on both variants)",
+    )
     parser.add_argument("--child", nargs=2, metavar=("WORKLOAD", "VARIANT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.optimizer:
@@ -380,9 +416,11 @@ def main(argv=None) -> int:
     import mindspore
     import torch
 
-    print(f"\n{platform.platform()}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}; "
-          f"mindspore {mindspore.__version__}, torch {torch.__version__}; repeats {args.repeats}; "
-          f"this process's peak RSS {_peak_mib():.0f} MiB")
+    print(
+        f"\n{platform.platform()}; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.1f}; "
+        f"mindspore {mindspore.__version__}, torch {torch.__version__}; repeats {args.repeats}; "
+        f"this process's peak RSS {_peak_mib():.0f} MiB"
+    )
     print("\n".join(_table(results)))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))

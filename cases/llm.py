@@ -41,10 +41,14 @@ LlamaHF_training = ParityCase(
     mindspore="cases.models.llama:ms_llama",
     torch="cases.models.llama:torch_llama",
     ms_mode="both",
-    training=Training([(INPUTS, randint((2, 16), 0, VOCAB))], steps=3,
-                      loss=("cases.models.llama:MsCausalLMLoss", "cases.models.llama:torch_causal_lm_loss"),
-                      optimizer="cases.models.training:adamw", lr_scheduler="cases.models.training:warmup",
-                      clip_grad_norm=1.0),
+    training=Training(
+        [(INPUTS, randint((2, 16), 0, VOCAB))],
+        steps=3,
+        loss=("cases.models.llama:MsCausalLMLoss", "cases.models.llama:torch_causal_lm_loss"),
+        optimizer="cases.models.training:adamw",
+        lr_scheduler="cases.models.training:warmup",
+        clip_grad_norm=1.0,
+    ),
 )
 
 LlamaInterleavedRotary = ParityCase(

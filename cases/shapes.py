@@ -10,5 +10,9 @@ D_MODEL = 32  # cases.models.transformer's (not imported here: listing the catal
 SEQUENCES = [randn((1, 5, D_MODEL)), randn((3, 12, D_MODEL)), randn((1, 17, D_MODEL))]
 
 TransformerBlock_shapes = ParityCase(
-    "TransformerBlock_shapes", mindspore="cases.models.transformer:MSEncoderClassifier",
-    torch="cases.models.transformer:TorchEncoderClassifier", shapes=SEQUENCES, ms_mode="both")
+    "TransformerBlock_shapes",
+    mindspore="cases.models.transformer:MSEncoderClassifier",
+    torch="cases.models.transformer:TorchEncoderClassifier",
+    shapes=SEQUENCES,
+    ms_mode="both",
+)

@@ -3,18 +3,48 @@
 from __future__ import annotations
 
 from ._moved import install as _install_moved
-from .errors import ParityError, ParityInternalError, ParityMismatch, ParityNoRepro, ParityUnsupported, ParityUsageError
 from .engine.case import TRANSLATE, ParityCase, Training
+from .errors import ParityError, ParityInternalError, ParityMismatch, ParityNoRepro, ParityUnsupported, ParityUsageError
 from .judge.tolerance import Tolerance
 
 __all__ = [
-    "check", "constant", "transfer_weights", "Result", "WeightReport", "ParityCase",
-    "Tolerance", "randn", "uniform", "randint",
-    "ParityError", "ParityMismatch", "ParityUsageError", "ParityUnsupported", "ParityInternalError", "ParityNoRepro",
-    "translate", "TRANSLATE", "check_training", "TrainingResult", "Training", "plot_training",
-    "fuse", "transpose", "reshape", "convert_checkpoint", "ConversionReport", "compare_dumps", "DumpComparison",
-    "check_data_parallel", "DataParallelResult", "amp", "Amp", "check_generation", "GenerationResult",
-    "check_shapes", "ShapesResult",
+    "check",
+    "constant",
+    "transfer_weights",
+    "Result",
+    "WeightReport",
+    "ParityCase",
+    "Tolerance",
+    "randn",
+    "uniform",
+    "randint",
+    "ParityError",
+    "ParityMismatch",
+    "ParityUsageError",
+    "ParityUnsupported",
+    "ParityInternalError",
+    "ParityNoRepro",
+    "translate",
+    "TRANSLATE",
+    "check_training",
+    "TrainingResult",
+    "Training",
+    "plot_training",
+    "fuse",
+    "transpose",
+    "reshape",
+    "convert_checkpoint",
+    "ConversionReport",
+    "compare_dumps",
+    "DumpComparison",
+    "check_data_parallel",
+    "DataParallelResult",
+    "amp",
+    "Amp",
+    "check_generation",
+    "GenerationResult",
+    "check_shapes",
+    "ShapesResult",
 ]
 __version__ = "0.1.0"
 _install_moved()  # the flat layout's import paths, for one release (parity._moved)
@@ -27,8 +57,23 @@ def constant(value: float):
     return Constant(float(value))
 
 
-def check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, train=False, ms_mode="pynative",
-          tolerance=None, name_map=None, seed=None, reference=None, check_dtype=True, localize="auto", amp=None):
+def check(
+    ms_cell,
+    torch_module,
+    inputs,
+    *,
+    weights="copy",
+    grads=True,
+    train=False,
+    ms_mode="pynative",
+    tolerance=None,
+    name_map=None,
+    seed=None,
+    reference=None,
+    check_dtype=True,
+    localize="auto",
+    amp=None,
+):
     """Run ``ms_cell`` and ``torch_module`` on the same seeded inputs with the same weights, and
     compare forward outputs, input gradients, parameter gradients and (in train mode) running
     statistics. Returns a :class:`Result`; raises :class:`ParityMismatch` when anything is out
@@ -53,14 +98,42 @@ def check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, train=Fa
     """
     from .engine.check import run_check
 
-    return run_check(ms_cell, torch_module, inputs, weights=weights, grads=grads, train=train, ms_mode=ms_mode,
-                     tolerance=tolerance, name_map=name_map, seed=seed, reference=reference,
-                     check_dtype=check_dtype, localize=localize, amp=amp)
+    return run_check(
+        ms_cell,
+        torch_module,
+        inputs,
+        weights=weights,
+        grads=grads,
+        train=train,
+        ms_mode=ms_mode,
+        tolerance=tolerance,
+        name_map=name_map,
+        seed=seed,
+        reference=reference,
+        check_dtype=check_dtype,
+        localize=localize,
+        amp=amp,
+    )
 
 
-def check_training(ms_cell, torch_module, batches, *, loss, optimizer, steps=3, lr_scheduler=None,
-                   clip_grad_norm=None, loss_scale=None, accumulate=1, weights="copy", ms_mode="pynative",
-                   tolerance=None, name_map=None, seed=None):
+def check_training(
+    ms_cell,
+    torch_module,
+    batches,
+    *,
+    loss,
+    optimizer,
+    steps=3,
+    lr_scheduler=None,
+    clip_grad_norm=None,
+    loss_scale=None,
+    accumulate=1,
+    weights="copy",
+    ms_mode="pynative",
+    tolerance=None,
+    name_map=None,
+    seed=None,
+):
     """Train ``ms_cell`` and ``torch_module`` from the same weights on the same batches for
     ``steps`` optimizer steps and compare, step by step: the loss, every parameter gradient, the
     optimizer state (moments, momentum buffers, step counts, learning rates), the parameters after
@@ -85,14 +158,40 @@ def check_training(ms_cell, torch_module, batches, *, loss, optimizer, steps=3, 
     """
     from .engine.training.loop import run_training
 
-    return run_training(ms_cell, torch_module, batches, loss=loss, optimizer=optimizer, steps=steps,
-                        lr_scheduler=lr_scheduler, clip_grad_norm=clip_grad_norm, loss_scale=loss_scale,
-                        accumulate=accumulate,
-                        weights=weights, ms_mode=ms_mode, tolerance=tolerance, name_map=name_map, seed=seed)
+    return run_training(
+        ms_cell,
+        torch_module,
+        batches,
+        loss=loss,
+        optimizer=optimizer,
+        steps=steps,
+        lr_scheduler=lr_scheduler,
+        clip_grad_norm=clip_grad_norm,
+        loss_scale=loss_scale,
+        accumulate=accumulate,
+        weights=weights,
+        ms_mode=ms_mode,
+        tolerance=tolerance,
+        name_map=name_map,
+        seed=seed,
+    )
 
 
-def check_data_parallel(ms_factory, torch_factory, batches, *, loss, optimizer, steps=2, workers=2, shard=None,
-                        tolerance=None, name_map=None, seed=None, timeout=300.0):
+def check_data_parallel(
+    ms_factory,
+    torch_factory,
+    batches,
+    *,
+    loss,
+    optimizer,
+    steps=2,
+    workers=2,
+    shard=None,
+    tolerance=None,
+    name_map=None,
+    seed=None,
+    timeout=300.0,
+):
     """Train the same model on each global batch in one process and across ``workers`` processes
     (each on its shard, gradients all-reduced as a mean), in MindSpore (under ``msrun``, backend
     ``mccl``) and in PyTorch (``torch.distributed`` over gloo, ``DistributedDataParallel``), from
@@ -112,13 +211,35 @@ def check_data_parallel(ms_factory, torch_factory, batches, *, loss, optimizer, 
     """
     from .engine.data_parallel.run import run_data_parallel
 
-    return run_data_parallel(ms_factory, torch_factory, batches, loss=loss, optimizer=optimizer, steps=steps,
-                             workers=workers, shard=shard, tolerance=tolerance, name_map=name_map, seed=seed,
-                             timeout=timeout)
+    return run_data_parallel(
+        ms_factory,
+        torch_factory,
+        batches,
+        loss=loss,
+        optimizer=optimizer,
+        steps=steps,
+        workers=workers,
+        shard=shard,
+        tolerance=tolerance,
+        name_map=name_map,
+        seed=seed,
+        timeout=timeout,
+    )
 
 
-def check_generation(ms_model, torch_model, prompt, *, max_new_tokens=8, weights="copy", name_map=None, tolerance=None,
-                     seed=None, use_cache=False, ms_step=None):
+def check_generation(
+    ms_model,
+    torch_model,
+    prompt,
+    *,
+    max_new_tokens=8,
+    weights="copy",
+    name_map=None,
+    tolerance=None,
+    seed=None,
+    use_cache=False,
+    ms_step=None,
+):
     """Decode greedily on both sides from the same ``prompt`` (int64 token ids, a batch of rows:
     an array or ``parity.randint((batch, length), 0, vocab)``) for ``max_new_tokens`` steps, from the
     same weights, and compare the last position's logits at every step by tolerance and, near or
@@ -140,8 +261,18 @@ def check_generation(ms_model, torch_model, prompt, *, max_new_tokens=8, weights
     """
     from .engine.generation import run_generation
 
-    return run_generation(ms_model, torch_model, prompt, max_new_tokens=max_new_tokens, weights=weights,
-                          name_map=name_map, tolerance=tolerance, seed=seed, use_cache=use_cache, ms_step=ms_step)
+    return run_generation(
+        ms_model,
+        torch_model,
+        prompt,
+        max_new_tokens=max_new_tokens,
+        weights=weights,
+        name_map=name_map,
+        tolerance=tolerance,
+        seed=seed,
+        use_cache=use_cache,
+        ms_step=ms_step,
+    )
 
 
 def check_shapes(ms_cell, torch_module, inputs, **check_options):
@@ -168,8 +299,7 @@ def convert_checkpoint(src, model, dst=None, *, name_map=None, allow_missing=Fal
     :mod:`parity.tools.convert.checkpoint`."""
     from .tools.convert.checkpoint import convert_checkpoint as _convert
 
-    return _convert(src, model, dst, name_map=name_map, allow_missing=allow_missing, allow_cast=allow_cast,
-                    force=force)
+    return _convert(src, model, dst, name_map=name_map, allow_missing=allow_missing, allow_cast=allow_cast, force=force)
 
 
 def compare_dumps(a, b, *, name_map=None, tolerance=None):
@@ -209,13 +339,25 @@ def transfer_weights(src, dst, *, name_map=None):
     return transfer(src, dst, name_map=name_map)
 
 
-_LAZY = {"randn": "engine.inputs", "uniform": "engine.inputs", "randint": "engine.inputs",
-         "Result": "engine.result", "WeightReport": "weights.transfer", "TrainingResult": "engine.training",
-         "plot_training": "nightly.plot", "fuse": "weights.layouts", "transpose": "weights.layouts",
-         "reshape": "weights.layouts", "ConversionReport": "tools.convert.checkpoint",
-         "DumpComparison": "tools.dumps.compare", "DataParallelResult": "engine.data_parallel.result",
-         "amp": "engine.amp", "Amp": "engine.amp", "GenerationResult": "engine.generation",
-         "ShapesResult": "engine.shapes"}
+_LAZY = {
+    "randn": "engine.inputs",
+    "uniform": "engine.inputs",
+    "randint": "engine.inputs",
+    "Result": "engine.result",
+    "WeightReport": "weights.transfer",
+    "TrainingResult": "engine.training",
+    "plot_training": "nightly.plot",
+    "fuse": "weights.layouts",
+    "transpose": "weights.layouts",
+    "reshape": "weights.layouts",
+    "ConversionReport": "tools.convert.checkpoint",
+    "DumpComparison": "tools.dumps.compare",
+    "DataParallelResult": "engine.data_parallel.result",
+    "amp": "engine.amp",
+    "Amp": "engine.amp",
+    "GenerationResult": "engine.generation",
+    "ShapesResult": "engine.shapes",
+}
 
 
 def __getattr__(name):

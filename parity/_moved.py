@@ -13,28 +13,58 @@ import warnings
 __all__ = ["MOVED", "IN_PACKAGES", "install", "warn", "old_names"]
 
 MOVED = {
-    "case": ("engine.case",), "localize": ("engine.localize",), "result": ("engine.result",),
-    "runner": ("engine.check", "engine.passes", "engine.causes", "engine.side_errors", "judge.metrics",
-               "judge.envelope"),
-    "report": ("engine.messages",), "inputs": ("engine.inputs",), "mixed_precision": ("engine.amp",),
+    "case": ("engine.case",),
+    "localize": ("engine.localize",),
+    "result": ("engine.result",),
+    "runner": (
+        "engine.check",
+        "engine.passes",
+        "engine.causes",
+        "engine.side_errors",
+        "judge.metrics",
+        "judge.envelope",
+    ),
+    "report": ("engine.messages",),
+    "inputs": ("engine.inputs",),
+    "mixed_precision": ("engine.amp",),
     "training": ("engine.training", "engine.training.loop", "engine.training.messages", "engine.training.result"),
     "loss_scale": ("engine.training.loss_scale",),
-    "distributed": ("engine.data_parallel.run",), "distributed_result": ("engine.data_parallel.result",),
-    "launch": ("engine.data_parallel.launch",), "_dp_worker": ("engine.data_parallel.worker",),
-    "compare": ("judge.metrics", "judge.envelope"), "tolerance": ("judge.tolerance",), "devices": ("judge.devices",),
+    "distributed": ("engine.data_parallel.run",),
+    "distributed_result": ("engine.data_parallel.result",),
+    "launch": ("engine.data_parallel.launch",),
+    "_dp_worker": ("engine.data_parallel.worker",),
+    "compare": ("judge.metrics", "judge.envelope"),
+    "tolerance": ("judge.tolerance",),
+    "devices": ("judge.devices",),
     "precision": ("judge.dtypes", "judge.golden", "engine.inputs", "engine.side_errors"),
-    "pairing": ("weights.pairing",), "layouts": ("weights.layouts",),
-    "items": ("plugin.items",), "junit": ("plugin.junit",), "fleet": ("plugin.fleet",),
-    "records": ("nightly.records",), "runs": ("nightly.runs",), "drift": ("nightly.drift",),
-    "environment": ("nightly.environment",), "shards": ("nightly.shards",), "quarantine": ("nightly.quarantine",),
-    "report_page": ("nightly.page",), "report_markdown": ("nightly.markdown",), "report_cli": ("nightly.cli",),
+    "pairing": ("weights.pairing",),
+    "layouts": ("weights.layouts",),
+    "items": ("plugin.items",),
+    "junit": ("plugin.junit",),
+    "fleet": ("plugin.fleet",),
+    "records": ("nightly.records",),
+    "runs": ("nightly.runs",),
+    "drift": ("nightly.drift",),
+    "environment": ("nightly.environment",),
+    "shards": ("nightly.shards",),
+    "quarantine": ("nightly.quarantine",),
+    "report_page": ("nightly.page",),
+    "report_markdown": ("nightly.markdown",),
+    "report_cli": ("nightly.cli",),
     "plot": ("nightly.plot",),
-    "convert": ("tools.convert.checkpoint",), "convert_report": ("tools.convert.report",),
-    "scan": ("tools.scan.scanner",), "scan_ast": ("tools.scan.source",), "scan_report": ("tools.scan.report",),
-    "scan_runtime": ("tools.scan.runtime",), "scan_status": ("tools.scan.status",),
+    "convert": ("tools.convert.checkpoint",),
+    "convert_report": ("tools.convert.report",),
+    "scan": ("tools.scan.scanner",),
+    "scan_ast": ("tools.scan.source",),
+    "scan_report": ("tools.scan.report",),
+    "scan_runtime": ("tools.scan.runtime",),
+    "scan_status": ("tools.scan.status",),
     "scan_torch_source": ("tools.scan.torch_source",),
-    "dumps": ("tools.dumps.compare",), "dump_files": ("tools.dumps.files",), "dump_names": ("tools.dumps.names",),
-    "dumps_cli": ("tools.dumps.cli",), "dumps_report": ("tools.dumps.report",),
+    "dumps": ("tools.dumps.compare",),
+    "dump_files": ("tools.dumps.files",),
+    "dump_names": ("tools.dumps.names",),
+    "dumps_cli": ("tools.dumps.cli",),
+    "dumps_report": ("tools.dumps.report",),
 }
 # Two old modules' names are packages now: their old contents are read through the package's
 # __getattr__ (parity.weights and parity.nightly), with the same warning.
@@ -56,8 +86,9 @@ def old_names(package: str, module: str, names):
 
 
 def warn(old: str, new: str) -> None:
-    warnings.warn(f"{old} moved to {new}; the old path goes in the next release", DeprecationWarning,
-                  stacklevel=_caller_level())
+    warnings.warn(
+        f"{old} moved to {new}; the old path goes in the next release", DeprecationWarning, stacklevel=_caller_level()
+    )
 
 
 class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -95,8 +126,9 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 def _caller_level() -> int:
     """The warning's stack level: the first frame outside the import machinery and this module."""
     frame, level = sys._getframe(1), 1
-    while frame is not None and (frame.f_code.co_filename.startswith("<frozen importlib")
-                                 or frame.f_code.co_filename == __file__):
+    while frame is not None and (
+        frame.f_code.co_filename.startswith("<frozen importlib") or frame.f_code.co_filename == __file__
+    ):
         frame, level = frame.f_back, level + 1
     return level
 

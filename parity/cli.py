@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import List, Optional
 
 from . import options as opts
-from .tools.dumps import cli as dumps_cli
-from .nightly import cli as report_cli
 from .errors import ParityMismatch, ParityUnsupported, ParityUsageError
+from .nightly import cli as report_cli
+from .tools.dumps import cli as dumps_cli
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,10 +43,17 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument("-k", dest="keyword", default="", help="only items whose id contains this text")
         if name == "run":
             for option in opts.OPTIONS:
-                command.add_argument(option.flag, dest=option.dest, choices=option.choices, default=option.default,
-                                     metavar=option.metavar, help=option.help)
-            command.add_argument("--plot", metavar="DIR", default=None,
-                                 help="write each training item's loss curves to DIR/<item>.html")
+                command.add_argument(
+                    option.flag,
+                    dest=option.dest,
+                    choices=option.choices,
+                    default=option.default,
+                    metavar=option.metavar,
+                    help=option.help,
+                )
+            command.add_argument(
+                "--plot", metavar="DIR", default=None, help="write each training item's loss curves to DIR/<item>.html"
+            )
     _scan_parser(commands)
     report_cli.add_parser(commands)
     _convert_parser(commands)
@@ -56,49 +63,77 @@ def _parser() -> argparse.ArgumentParser:
 
 def _convert_parser(commands) -> None:
     convert = commands.add_parser(
-        "convert", help="convert a checkpoint between PyTorch and MindSpore",
+        "convert",
+        help="convert a checkpoint between PyTorch and MindSpore",
         description="Convert a PyTorch state dict (.pth/.pt/.bin/.safetensors) into a MindSpore checkpoint "
         "(.ckpt/.safetensors) for the Cell --cell builds, or a MindSpore checkpoint into a PyTorch state dict for "
-        "the Module --module builds, through the weight map parity's checks use; reload it and verify every tensor.")
+        "the Module --module builds, through the weight map parity's checks use; reload it and verify every tensor.",
+    )
     convert.add_argument("src", metavar="SRC", help="the checkpoint to convert (the suffix picks the format)")
     convert.add_argument("dst", metavar="DST", help="the file to write (the suffix picks the format)")
     model = convert.add_mutually_exclusive_group(required=True)
     model.add_argument("--cell", metavar="PKG.MOD:FACTORY", help="the MindSpore Cell to convert for (PyTorch in)")
     model.add_argument("--module", metavar="PKG.MOD:FACTORY", help="the PyTorch Module to convert for (MindSpore in)")
-    convert.add_argument("--name-map", metavar="FILE", default=None,
-                         help="a .toml or .json file of PyTorch name = MindSpore name entries")
-    convert.add_argument("--allow-missing", action="store_true",
-                         help="write what pairs even when tensors are missing, unexpected or of another shape")
-    convert.add_argument("--allow-cast", action="store_true",
-                         help="write tensors whose cast to the model's dtype loses values (overflow to Inf, "
-                         "integers into floats); the report lists what was lost")
+    convert.add_argument(
+        "--name-map",
+        metavar="FILE",
+        default=None,
+        help="a .toml or .json file of PyTorch name = MindSpore name entries",
+    )
+    convert.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="write what pairs even when tensors are missing, unexpected or of another shape",
+    )
+    convert.add_argument(
+        "--allow-cast",
+        action="store_true",
+        help="write tensors whose cast to the model's dtype loses values (overflow to Inf, "
+        "integers into floats); the report lists what was lost",
+    )
     convert.add_argument("--force", action="store_true", help="replace DST even when it is read-only")
 
 
 def _scan_parser(commands) -> None:
-    scan = commands.add_parser("scan", help="list the PyTorch APIs a codebase uses, with their MindSpore status",
-                               description="Find every torch API the Python files under PATH use (from their "
-                               "syntax, importing nothing) and give each a status from parity's translation "
-                               "tables and known-mismatch registry.")
+    scan = commands.add_parser(
+        "scan",
+        help="list the PyTorch APIs a codebase uses, with their MindSpore status",
+        description="Find every torch API the Python files under PATH use (from their "
+        "syntax, importing nothing) and give each a status from parity's translation "
+        "tables and known-mismatch registry.",
+    )
     scan.add_argument("path", metavar="PATH", help="a Python file or a folder")
     scan.add_argument("--json", action="store_true", help="print the report as JSON (shape: parity.tools.scan.report)")
-    scan.add_argument("--device", choices=("CPU", "GPU", "Ascend"), default="CPU",
-                      help="the MindSpore device the statuses are for (default: CPU)")
-    scan.add_argument("--module", metavar="PKG.MOD:FACTORY", default=None,
-                      help="also run one forward/backward of the module FACTORY() returns and record the "
-                      "torch functions and Tensor methods it calls (imports torch)")
-    scan.add_argument("--input-shape", metavar="N,C,H,W", default=None,
-                      help="the shape of the random float32 input for --module")
-    scan.add_argument("--input-int", metavar="SHAPE:LOW:HIGH", default=None,
-                      help="instead of --input-shape: a random int64 input for --module (token ids), e.g. 2,16:0:128 "
-                      "for shape 2x16 with values in [0, 128)")
+    scan.add_argument(
+        "--device",
+        choices=("CPU", "GPU", "Ascend"),
+        default="CPU",
+        help="the MindSpore device the statuses are for (default: CPU)",
+    )
+    scan.add_argument(
+        "--module",
+        metavar="PKG.MOD:FACTORY",
+        default=None,
+        help="also run one forward/backward of the module FACTORY() returns and record the "
+        "torch functions and Tensor methods it calls (imports torch)",
+    )
+    scan.add_argument(
+        "--input-shape", metavar="N,C,H,W", default=None, help="the shape of the random float32 input for --module"
+    )
+    scan.add_argument(
+        "--input-int",
+        metavar="SHAPE:LOW:HIGH",
+        default=None,
+        help="instead of --input-shape: a random int64 input for --module (token ids), e.g. 2,16:0:128 "
+        "for shape 2x16 with values in [0, 128)",
+    )
 
 
 def _scan(args) -> int:
     import json
 
-    from .tools.scan.scanner import scan
     from .tools.scan.report import as_json, text
+    from .tools.scan.scanner import scan
 
     runtime = ()
     if args.module is not None or args.input_shape is not None or args.input_int is not None:
@@ -138,10 +173,15 @@ def _run_one(path, variant, args) -> str:
 
     case = variant.case
     nodeid = f"{path}::{variant.id}"
-    settings = Settings(seed=opts.parse_seed(args.parity_seed, opts.SEED.flag), mode=args.parity_mode,
-                        device=args.parity_device, case=nodeid, location=f"{path}:{case.line}",
-                        reproduce=f"pytest {nodeid} {opts.PARITY}",
-                        repro_dir=opts.parse_repro_dir(args.parity_repro, opts.REPRO.flag, Path.cwd()))
+    settings = Settings(
+        seed=opts.parse_seed(args.parity_seed, opts.SEED.flag),
+        mode=args.parity_mode,
+        device=args.parity_device,
+        case=nodeid,
+        location=f"{path}:{case.line}",
+        reproduce=f"pytest {nodeid} {opts.PARITY}",
+        repro_dir=opts.parse_repro_dir(args.parity_repro, opts.REPRO.flag, Path.cwd()),
+    )
     try:
         ms_cell, torch_module = build(case, device=args.parity_device, seed=settings.resolved_seed)
         result = variant.run(ms_cell, torch_module, settings)

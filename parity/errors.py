@@ -11,8 +11,14 @@
 
 from __future__ import annotations
 
-__all__ = ["ParityError", "ParityUsageError", "ParityUnsupported", "ParityMismatch", "ParityInternalError",
-           "ParityNoRepro"]
+__all__ = [
+    "ParityError",
+    "ParityUsageError",
+    "ParityUnsupported",
+    "ParityMismatch",
+    "ParityInternalError",
+    "ParityNoRepro",
+]
 
 
 class ParityError(Exception):
@@ -46,8 +52,7 @@ class ParityInternalError(ParityError, RuntimeError):
 
     def __init__(self, message: str):
         super().__init__(
-            f"{message}\nThis is a bug in pytest-parity, not in your case; please report it "
-            "with the full traceback."
+            f"{message}\nThis is a bug in pytest-parity, not in your case; please report it with the full traceback."
         )
 
 

@@ -33,16 +33,34 @@ from typing import Iterator, Optional, Tuple
 
 from .errors import ParityUsageError
 
-__all__ = ["read_bytes", "read_text", "text_lines", "regular_size", "open_regular", "private_folder", "write_text",
-           "check_destination", "publish", "remove_stale", "kind_of", "PRIVATE_PREFIX", "PRIVATE_SUFFIX"]
+__all__ = [
+    "read_bytes",
+    "read_text",
+    "text_lines",
+    "regular_size",
+    "open_regular",
+    "private_folder",
+    "write_text",
+    "check_destination",
+    "publish",
+    "remove_stale",
+    "kind_of",
+    "PRIVATE_PREFIX",
+    "PRIVATE_SUFFIX",
+]
 
 PRIVATE_PREFIX = ".parity-"
 PRIVATE_SUFFIX = ".partial"
 # ".parity-<pid>-<mkdtemp's 8 characters>.partial": the pid tells a later run whether the writer lives.
 _PRIVATE = re.compile(r"^\.parity-(\d+)-[A-Za-z0-9_]{8}\.partial$")
 _STARTED = time.time()  # this process (near enough: when parity.files was first imported)
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 # -- reading ---------------------------------------------------------------------------------------
@@ -106,8 +124,10 @@ def _decode(line: bytes, path, number: int, what: str) -> str:
     try:
         return line.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ParityUsageError(f"{what} {path}:{number}: not UTF-8 text (byte 0x{line[exc.start]:02x} at column "
-                               f"{exc.start + 1}); is it a binary file?") from None
+        raise ParityUsageError(
+            f"{what} {path}:{number}: not UTF-8 text (byte 0x{line[exc.start]:02x} at column "
+            f"{exc.start + 1}); is it a binary file?"
+        ) from None
 
 
 def read_text(path, what: str, *, limit: Optional[int] = None) -> str:
@@ -119,7 +139,7 @@ def read_text(path, what: str, *, limit: Optional[int] = None) -> str:
         number = data.count(b"\n", 0, exc.start) + 1
         start = data.rfind(b"\n", 0, exc.start) + 1
         end = data.find(b"\n", exc.start)
-        _decode(data[start:end if end >= 0 else len(data)], path, number, what)
+        _decode(data[start : end if end >= 0 else len(data)], path, number, what)
         raise  # pragma: no cover - _decode raised
 
 
@@ -152,8 +172,9 @@ def check_destination(dst: Path, what: str, *, force: bool = False) -> None:
     if not os.access(dst.parent, os.W_OK | os.X_OK):
         raise ParityUsageError(f"{what} {dst}: the folder {dst.parent} is not writable")
     if info is not None and not force and (not os.access(dst, os.W_OK) or not info.st_mode & 0o222):
-        raise ParityUsageError(f"{what} {dst}: exists and is read-only; make it writable, or pass --force "
-                               "(force=True) to replace it")
+        raise ParityUsageError(
+            f"{what} {dst}: exists and is read-only; make it writable, or pass --force (force=True) to replace it"
+        )
 
 
 def _default_mode() -> int:
@@ -198,8 +219,7 @@ def private_folder(dst: Path, what: str, *, force: bool = False) -> Iterator[Pat
     check_destination(dst, what, force=force)
     remove_stale(dst.parent)
     try:
-        folder = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}-", suffix=PRIVATE_SUFFIX,
-                                       dir=dst.parent))
+        folder = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}-", suffix=PRIVATE_SUFFIX, dir=dst.parent))
     except OSError as exc:
         raise ParityUsageError(f"{what} {dst}: cannot write in {dst.parent}: {_reason(exc)}") from None
     try:
@@ -260,8 +280,12 @@ def remove_stale(folder: Path) -> list:
             info = os.lstat(path)
         except OSError:
             continue
-        if (stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and info.st_mtime < _STARTED
-                and not _alive(int(match.group(1)))):
+        if (
+            stat.S_ISDIR(info.st_mode)
+            and info.st_uid == os.geteuid()
+            and info.st_mtime < _STARTED
+            and not _alive(int(match.group(1)))
+        ):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed

@@ -22,16 +22,28 @@ class Option:
 
 
 PARITY = "--parity"
-SEED = Option("--parity-seed", "parity_seed", "seed for inputs, cotangents and initialisers (default 1234)",
-              metavar="N")
-MODE = Option("--parity-mode", "parity_mode", "MindSpore execution mode: pynative, graph or both (default pynative)",
-              choices=("pynative", "graph", "both"))
-DEVICE = Option("--parity-device", "parity_device",
-                "device for both sides: CPU, GPU (torch cuda) or Ascend (torch npu) (default CPU)",
-                choices=("CPU", "GPU", "Ascend"), default="CPU")
-REPRO = Option("--parity-repro", "parity_repro",
-               "write a standalone repro (a test file and a data file) of each failing check into its own folder "
-               "under DIR", metavar="DIR")
+SEED = Option(
+    "--parity-seed", "parity_seed", "seed for inputs, cotangents and initialisers (default 1234)", metavar="N"
+)
+MODE = Option(
+    "--parity-mode",
+    "parity_mode",
+    "MindSpore execution mode: pynative, graph or both (default pynative)",
+    choices=("pynative", "graph", "both"),
+)
+DEVICE = Option(
+    "--parity-device",
+    "parity_device",
+    "device for both sides: CPU, GPU (torch cuda) or Ascend (torch npu) (default CPU)",
+    choices=("CPU", "GPU", "Ascend"),
+    default="CPU",
+)
+REPRO = Option(
+    "--parity-repro",
+    "parity_repro",
+    "write a standalone repro (a test file and a data file) of each failing check into its own folder under DIR",
+    metavar="DIR",
+)
 OPTIONS = (SEED, MODE, DEVICE, REPRO)
 
 

@@ -28,11 +28,10 @@ from typing import Dict, Sequence, Tuple
 
 from hypothesis import strategies as st
 
-from .errors import ParityUsageError
 from .engine.inputs import InputSpec, randn
+from .errors import ParityUsageError
 
-__all__ = ["LayerCase", "conv_layers", "pool_layers", "norm_layers", "upsample_layers", "recurrent_layers",
-           "layers"]
+__all__ = ["LayerCase", "conv_layers", "pool_layers", "norm_layers", "upsample_layers", "recurrent_layers", "layers"]
 
 NORMS = ("BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d")
 RECURRENT = ("RNN", "LSTM", "GRU")
@@ -96,6 +95,7 @@ def _vary_constant_state(module) -> None:
 
 # --- shared helpers ---------------------------------------------------------------------------
 
+
 def _bound(name: str, value: int, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise ParityUsageError(f"{name} must be an int >= {low}, got {value!r}")
@@ -117,8 +117,9 @@ def _short(values: Sequence[int]):
 
 def _trim(kwargs: dict, defaults: dict) -> dict:
     """Drop the arguments that equal PyTorch's defaults (type included: 1 is not True), for a short repr."""
-    return {k: v for k, v in kwargs.items()
-            if k not in defaults or defaults[k] != v or type(defaults[k]) is not type(v)}
+    return {
+        k: v for k, v in kwargs.items() if k not in defaults or defaults[k] != v or type(defaults[k]) is not type(v)
+    }
 
 
 def _per_dim(draw, nd: int, low: int, high: int) -> Tuple[int, ...]:
@@ -164,29 +165,42 @@ def _conv(draw, dims, max_channels, max_size, max_batch):
         elif padding_mode == "circular":
             low = max(low, before, after)  # and wraps at most once
         spatial.append(draw(st.integers(low, max(low, max_size))))
-    kwargs = dict(in_channels=in_channels, out_channels=out_channels, kernel_size=_short(kernel),
-                  stride=_short(stride), padding=padding, dilation=_short(dilation), groups=groups,
-                  bias=draw(st.booleans()), padding_mode=padding_mode)
+    kwargs = dict(
+        in_channels=in_channels,
+        out_channels=out_channels,
+        kernel_size=_short(kernel),
+        stride=_short(stride),
+        padding=padding,
+        dilation=_short(dilation),
+        groups=groups,
+        bias=draw(st.booleans()),
+        padding_mode=padding_mode,
+    )
     batch = draw(st.integers(1, max_batch))
-    return LayerCase(f"Conv{nd}d", _trim(kwargs, _CONV_DEFAULTS), [(batch, in_channels, *spatial)],
-                     seed=draw(_seeds()))
+    return LayerCase(f"Conv{nd}d", _trim(kwargs, _CONV_DEFAULTS), [(batch, in_channels, *spatial)], seed=draw(_seeds()))
 
 
-def conv_layers(*, dims: Sequence[int] = (1, 2), max_channels: int = 6, max_size: int = 10,
-                max_batch: int = 2) -> st.SearchStrategy[LayerCase]:
+def conv_layers(
+    *, dims: Sequence[int] = (1, 2), max_channels: int = 6, max_size: int = 10, max_batch: int = 2
+) -> st.SearchStrategy[LayerCase]:
     """``Conv1d``/``Conv2d``: channels and groups (dividing both), kernel, stride, numeric or
     ``'same'``/``'valid'`` padding (``'same'`` only where PyTorch allows it: stride 1), dilation,
     bias and every ``padding_mode``, with an input large enough for one output and for the padding
     mode. ``Conv3d`` is left out (CPU time; ``padding_mode='reflect'`` is unsupported there)."""
     dims = _choices("dims", dims, (1, 2))
-    return _conv(dims, _bound("max_channels", max_channels, 1), _bound("max_size", max_size, 1),
-                 _bound("max_batch", max_batch, 1))
+    return _conv(
+        dims,
+        _bound("max_channels", max_channels, 1),
+        _bound("max_size", max_size, 1),
+        _bound("max_batch", max_batch, 1),
+    )
 
 
 # --- pooling ----------------------------------------------------------------------------------
 
-_POOL_DEFAULTS = dict(stride=None, padding=0, dilation=1, ceil_mode=False, count_include_pad=True,
-                      divisor_override=None)
+_POOL_DEFAULTS = dict(
+    stride=None, padding=0, dilation=1, ceil_mode=False, count_include_pad=True, divisor_override=None
+)
 
 
 @st.composite
@@ -215,20 +229,29 @@ def _pool(draw, kinds, dims, max_channels, max_size, max_batch):
     return LayerCase(layer, _trim(kwargs, _POOL_DEFAULTS), [shape], seed=draw(_seeds()))
 
 
-def pool_layers(*, kinds: Sequence[str] = ("max", "avg"), dims: Sequence[int] = (1, 2), max_channels: int = 6,
-                max_size: int = 10, max_batch: int = 2) -> st.SearchStrategy[LayerCase]:
+def pool_layers(
+    *,
+    kinds: Sequence[str] = ("max", "avg"),
+    dims: Sequence[int] = (1, 2),
+    max_channels: int = 6,
+    max_size: int = 10,
+    max_batch: int = 2,
+) -> st.SearchStrategy[LayerCase]:
     """``MaxPool1d/2d`` and ``AvgPool1d/2d``: kernel, stride (or PyTorch's default, the kernel),
     padding up to half the kernel (PyTorch's limit), ``ceil_mode``, dilation (max),
     ``count_include_pad`` and ``divisor_override`` (average, 2-d: ``AvgPool1d`` has none)."""
-    return _pool(_choices("kinds", kinds, ("max", "avg")), _choices("dims", dims, (1, 2)),
-                 _bound("max_channels", max_channels, 1), _bound("max_size", max_size, 1),
-                 _bound("max_batch", max_batch, 1))
+    return _pool(
+        _choices("kinds", kinds, ("max", "avg")),
+        _choices("dims", dims, (1, 2)),
+        _bound("max_channels", max_channels, 1),
+        _bound("max_size", max_size, 1),
+        _bound("max_batch", max_batch, 1),
+    )
 
 
 # --- normalisation ----------------------------------------------------------------------------
 
-_NORM_DEFAULTS = dict(eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, elementwise_affine=True,
-                      bias=True)
+_NORM_DEFAULTS = dict(eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, elementwise_affine=True, bias=True)
 
 
 @st.composite
@@ -239,10 +262,11 @@ def _norm(draw, kinds, max_channels, max_size, max_batch):
     train = False
     if layer == "LayerNorm":
         shape = (draw(st.integers(1, max_batch)), *draw(st.lists(size, min_size=1, max_size=3)))
-        normalized = shape[len(shape) - draw(st.integers(1, len(shape) - 1)):]
+        normalized = shape[len(shape) - draw(st.integers(1, len(shape) - 1)) :]
         affine = draw(st.booleans())
-        kwargs = dict(normalized_shape=normalized[0] if len(normalized) == 1 else normalized, eps=eps,
-                      elementwise_affine=affine)
+        kwargs = dict(
+            normalized_shape=normalized[0] if len(normalized) == 1 else normalized, eps=eps, elementwise_affine=affine
+        )
         if affine:
             kwargs["bias"] = draw(st.booleans())
         return LayerCase(layer, _trim(kwargs, _NORM_DEFAULTS), [shape], seed=draw(_seeds()))
@@ -272,14 +296,19 @@ def _norm(draw, kinds, max_channels, max_size, max_batch):
     return LayerCase(layer, _trim(kwargs, _NORM_DEFAULTS), [shape], train=train, seed=draw(_seeds()))
 
 
-def norm_layers(*, kinds: Sequence[str] = NORMS, max_channels: int = 6, max_size: int = 5,
-                max_batch: int = 3) -> st.SearchStrategy[LayerCase]:
+def norm_layers(
+    *, kinds: Sequence[str] = NORMS, max_channels: int = 6, max_size: int = 5, max_batch: int = 3
+) -> st.SearchStrategy[LayerCase]:
     """``BatchNorm1d/2d`` (affine, running statistics or not, momentum, eps, eval or train mode),
     ``LayerNorm`` (``normalized_shape`` over 1 to 3 trailing dims, ``elementwise_affine``, ``bias``),
     ``GroupNorm`` (groups dividing the channels) and ``InstanceNorm1d/2d`` (affine). Weights,
     biases and running statistics get seeded values instead of PyTorch's ones and zeros."""
-    return _norm(_choices("kinds", kinds, NORMS), _bound("max_channels", max_channels, 1),
-                 _bound("max_size", max_size, 1), _bound("max_batch", max_batch, 1))
+    return _norm(
+        _choices("kinds", kinds, NORMS),
+        _bound("max_channels", max_channels, 1),
+        _bound("max_size", max_size, 1),
+        _bound("max_batch", max_batch, 1),
+    )
 
 
 # --- interpolation ----------------------------------------------------------------------------
@@ -320,14 +349,19 @@ def _upsample(draw, dims, max_channels, max_size, max_batch):
     return LayerCase(layer, kwargs, [shape], seed=draw(_seeds()))
 
 
-def upsample_layers(*, dims: Sequence[int] = (1, 2), max_channels: int = 6, max_size: int = 10,
-                    max_batch: int = 2) -> st.SearchStrategy[LayerCase]:
+def upsample_layers(
+    *, dims: Sequence[int] = (1, 2), max_channels: int = 6, max_size: int = 10, max_batch: int = 2
+) -> st.SearchStrategy[LayerCase]:
     """``Upsample`` (modes ``nearest`` and ``linear``/``bilinear``, ``align_corners``, ``size`` or
     ``scale_factor``, ``recompute_scale_factor``), ``UpsamplingNearest2d`` and ``UpsamplingBilinear2d``.
     Scale factors are whole numbers, or others with ``recompute_scale_factor=True`` (MindSpore maps
     source coordinates from the sizes: parity/translation/shape.py refuses the rest)."""
-    return _upsample(_choices("dims", dims, (1, 2)), _bound("max_channels", max_channels, 1),
-                     _bound("max_size", max_size, 1), _bound("max_batch", max_batch, 1))
+    return _upsample(
+        _choices("dims", dims, (1, 2)),
+        _bound("max_channels", max_channels, 1),
+        _bound("max_size", max_size, 1),
+        _bound("max_batch", max_batch, 1),
+    )
 
 
 # --- recurrent --------------------------------------------------------------------------------
@@ -354,13 +388,23 @@ def _recurrent(draw, kinds, max_features, max_layers, max_seq, max_batch):
     return LayerCase(layer, _trim(kwargs, _RNN_DEFAULTS), shapes, seed=draw(_seeds()))
 
 
-def recurrent_layers(*, kinds: Sequence[str] = RECURRENT, max_features: int = 6, max_layers: int = 2,
-                     max_seq: int = 5, max_batch: int = 3) -> st.SearchStrategy[LayerCase]:
+def recurrent_layers(
+    *,
+    kinds: Sequence[str] = RECURRENT,
+    max_features: int = 6,
+    max_layers: int = 2,
+    max_seq: int = 5,
+    max_batch: int = 3,
+) -> st.SearchStrategy[LayerCase]:
     """``RNN`` (tanh or relu), ``LSTM`` and ``GRU``: input and hidden sizes, layers, bias,
     ``batch_first``, ``bidirectional``, sequence length, batch and (RNN, GRU) an initial state."""
-    return _recurrent(_choices("kinds", kinds, RECURRENT), _bound("max_features", max_features, 1),
-                      _bound("max_layers", max_layers, 1), _bound("max_seq", max_seq, 1),
-                      _bound("max_batch", max_batch, 1))
+    return _recurrent(
+        _choices("kinds", kinds, RECURRENT),
+        _bound("max_features", max_features, 1),
+        _bound("max_layers", max_layers, 1),
+        _bound("max_seq", max_seq, 1),
+        _bound("max_batch", max_batch, 1),
+    )
 
 
 def layers() -> st.SearchStrategy[LayerCase]:

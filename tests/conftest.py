@@ -47,12 +47,18 @@ def _chromium(playwright):
         return playwright.chromium.launch()
     except Error as exc:
         reason = str(exc).strip().splitlines()[0]
-    for candidate in (os.environ.get("PARITY_CHROMIUM"), shutil.which("chromium"), shutil.which("chromium-browser"),
-                      shutil.which("google-chrome")):
+    for candidate in (
+        os.environ.get("PARITY_CHROMIUM"),
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+        shutil.which("google-chrome"),
+    ):
         if candidate:
             return playwright.chromium.launch(executable_path=candidate)
-    pytest.skip(f"no browser to load the page in: playwright's Chromium is not installed ({reason}; "
-                "`python -m playwright install chromium` downloads it) and no chromium is on PATH")
+    pytest.skip(
+        f"no browser to load the page in: playwright's Chromium is not installed ({reason}; "
+        "`python -m playwright install chromium` downloads it) and no chromium is on PATH"
+    )
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,8 @@
 
 import os
 
-import pytest
 import mindspore
+import pytest
 import torch
 from mindspore import nn
 
@@ -57,7 +57,10 @@ class TorchStem(torch.nn.Module):
 def test_same_lists_pass_and_record_each_layers_precision():
     result = parity.check(Mlp(), TorchMlp(), parity.randn((4, 16)), amp="O2", localize=True)
     assert [(r.path, r.ms, r.torch) for r in result.precisions] == [
-        ("fc1", "float16", "float16"), ("act", "float16", "float16"), ("fc2", "float16", "float16")]
+        ("fc1", "float16", "float16"),
+        ("act", "float16", "float16"),
+        ("fc2", "float16", "float16"),
+    ]
     assert any("mixed precision: MindSpore O2 (float16) vs torch.autocast(float16)" in n for n in result.notes)
 
 
@@ -76,18 +79,23 @@ def test_o1_relu_in_float16_is_named_with_both_precisions():
     message = str(info.value)
     assert "first at forward output of 'act'" in message
     assert "Pair:       mindspore Stem <-> torch TorchStem" in message  # the user's Cell, not O1's StemOpt
-    assert ("Likely cause: layer 'act' (ReLU) ran in different precisions: MindSpore O1 ran it in float16, "
-            "torch.autocast(float16) in float32 (known mismatch 'o1-relu-float16': O1 runs ReLU in float16") in message
+    assert (
+        "Likely cause: layer 'act' (ReLU) ran in different precisions: MindSpore O1 ran it in float16, "
+        "torch.autocast(float16) in float32 (known mismatch 'o1-relu-float16': O1 runs ReLU in float16"
+    ) in message
     assert type(cell.act) is nn.ReLU  # the user's Cell was not rewritten
     assert not os.path.exists("rewritten_network")  # O1's generated code went to parity's own folder
 
 
-@pytest.mark.parametrize("amp, words", [
-    ("O4", "unknown amp level 'O4'"),
-    (parity.Amp("O1", dtype="float32"), "unknown amp dtype 'float32'"),
-    (parity.Amp("O1", torch="bf16"), "unknown amp torch side 'bf16'"),
-    (1, "amp must be a level name"),
-])
+@pytest.mark.parametrize(
+    "amp, words",
+    [
+        ("O4", "unknown amp level 'O4'"),
+        (parity.Amp("O1", dtype="float32"), "unknown amp dtype 'float32'"),
+        (parity.Amp("O1", torch="bf16"), "unknown amp torch side 'bf16'"),
+        (1, "amp must be a level name"),
+    ],
+)
 def test_bad_amp_is_a_usage_error(amp, words):
     with pytest.raises(parity.ParityUsageError, match=words):
         parity.check(Mlp(), TorchMlp(), parity.randn((4, 16)), amp=amp)
@@ -136,14 +144,18 @@ def test_a_layer_after_a_converted_dense_cites_the_cast_back_entry():
     rows = [_row("fc1", "Dense", "float16", "float16"), _row("act", "Tanh", "float32", "float16")]
     spec = parity.amp("O1")
     [cause] = precision_causes(rows, spec, "act", _amp_entries(spec))
-    assert cause.startswith("layer 'act' (Tanh) ran in different precisions: MindSpore O1 ran it in float32, "
-                            "torch.autocast(float16) in float16 (known mismatch 'o1-dense-result-float32'")
+    assert cause.startswith(
+        "layer 'act' (Tanh) ran in different precisions: MindSpore O1 ran it in float32, "
+        "torch.autocast(float16) in float16 (known mismatch 'o1-dense-result-float32'"
+    )
     # After a layer no entry names, or against a .half() copy, no entry is cited.
     rows[0] = _row("fc1", "Conv2d", "float16", "float16")
     assert "known mismatch" not in precision_causes(rows, spec, "act", _amp_entries(spec))[0]
     half = parity.amp("O1", torch="half")
-    assert "known mismatch" not in precision_causes([_row("act", "ReLU", "float16", "float32")], half, "act",
-                                                    _amp_entries(half))[0]
+    assert (
+        "known mismatch"
+        not in precision_causes([_row("act", "ReLU", "float16", "float32")], half, "act", _amp_entries(half))[0]
+    )
 
 
 def test_ordinary_pairs_are_never_blamed_on_precision_entries():
@@ -151,8 +163,11 @@ def test_ordinary_pairs_are_never_blamed_on_precision_entries():
 
     precision = {e.id for e in load().entries if e.kind == "precision"}
     assert {"o1-relu-float16", "o1-dense-result-float32"} <= precision
-    found = diagnose(nn.SequentialCell([nn.Dense(4, 4), nn.ReLU()]).to_float(mindspore.float16),
-                     torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).half(), device="CPU")
+    found = diagnose(
+        nn.SequentialCell([nn.Dense(4, 4), nn.ReLU()]).to_float(mindspore.float16),
+        torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).half(),
+        device="CPU",
+    )
     assert not {d.entry.id for d in found} & precision
     assert not {i.entry_id for i in lint("mindspore.nn.ReLU", {}, device="CPU")} & precision
 
@@ -160,7 +175,10 @@ def test_ordinary_pairs_are_never_blamed_on_precision_entries():
 def test_against_a_half_copy_the_layers_run_alike_and_pass():
     result = parity.check(Mlp(), TorchMlp(), parity.randn((4, 16)), amp=parity.amp("O2", torch="half"), localize=True)
     assert [(r.path, r.ms, r.torch) for r in result.precisions] == [
-        ("fc1", "float16", "float16"), ("act", "float16", "float16"), ("fc2", "float16", "float16")]
+        ("fc1", "float16", "float16"),
+        ("act", "float16", "float16"),
+        ("fc2", "float16", "float16"),
+    ]
     assert any("MindSpore O2 (float16) vs Module.half()" in n for n in result.notes)
 
 

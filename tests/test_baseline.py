@@ -13,9 +13,9 @@ import pytest
 from parity import cli
 from parity import options as opts
 from parity.nightly.baseline import BASELINE, DRIFT, DRIFT_FAILS, SAVE_BASELINE
-from parity.plugin import REPORT
 from parity.nightly.records import read_records
 from parity.nightly.runs import BASELINE_FILE
+from parity.plugin import REPORT
 
 PARITY = opts.PARITY
 
@@ -85,8 +85,9 @@ def inner(pytester, monkeypatch):
     def run(*args, gelu="none", sometimes=False, subprocess=False):
         monkeypatch.setenv("INNER_GELU", gelu)
         monkeypatch.setenv("INNER_SOMETIMES", "1" if sometimes else "0")
-        return (pytester.runpytest_subprocess if subprocess else pytester.runpytest)(PARITY, "-p", "no:cacheprovider",
-                                                                                     *args)
+        return (pytester.runpytest_subprocess if subprocess else pytester.runpytest)(
+            PARITY, "-p", "no:cacheprovider", *args
+        )
 
     return run
 
@@ -95,7 +96,7 @@ def summary(result):
     """The lines of the 'parity baseline' section."""
     lines = result.stdout.lines
     start = next(i for i, line in enumerate(lines) if "parity baseline" in line)
-    return [line for line in lines[start + 1:] if not line.startswith("=")][:20]
+    return [line for line in lines[start + 1 :] if not line.startswith("=")][:20]
 
 
 def margins(path):
@@ -124,13 +125,17 @@ def test_a_saved_baseline_is_the_run_sorted_and_a_later_run_names_new_failures_d
     assert lines[0] == "environment: the same as the baseline's (versions, device, CPU, seed, mode)"
     assert lines[1].startswith("baseline: ") and "grew more than 4x (margins under 0.001 count as 0.001)" in lines[1]
     assert lines[2] == "new failures 1, fixed 0, drifted 2 tensors in 1 check, new checks 1, missing 0"
-    assert (f"NEW FAILURE test_inner.py::test_gelu_tight: input grad 'input[0]' [pynative] margin {after[tight]:.3g} "
-            f"(baseline {before[tight]:.3g}, pass) (and 1 more tensor)") in lines
+    assert (
+        f"NEW FAILURE test_inner.py::test_gelu_tight: input grad 'input[0]' [pynative] margin {after[tight]:.3g} "
+        f"(baseline {before[tight]:.3g}, pass) (and 1 more tensor)"
+    ) in lines
     ratio = after[loose] / max(before[loose], 1e-3)
     drift = [line for line in lines if line.startswith("DRIFT ")]
-    assert drift == [f"DRIFT test_inner.py::test_gelu_loose: input grad 'input[0]' [pynative] margin {after[loose]:.3g}, "
-                     f"{ratio:.3g}x the baseline's {before[loose]:.3g}"
-                     f"{', counted as 0.001' if before[loose] < 1e-3 else ''} (and 1 more tensor)"]
+    assert drift == [
+        f"DRIFT test_inner.py::test_gelu_loose: input grad 'input[0]' [pynative] margin {after[loose]:.3g}, "
+        f"{ratio:.3g}x the baseline's {before[loose]:.3g}"
+        f"{', counted as 0.001' if before[loose] < 1e-3 else ''} (and 1 more tensor)"
+    ]
     assert "NEW test_inner.py::test_sometimes: pass" in lines
     assert "worst new failure: test_inner.py::test_gelu_tight: " + lines[3].split(": ", 1)[1] in lines
     assert "the run fails: 1 new failure, 2 drifted tensors against the baseline" in lines
@@ -169,26 +174,44 @@ def test_fixes_missing_and_uncollected_checks_and_a_baseline_from_another_enviro
     result.assert_outcomes(passed=2, skipped=1, deselected=1)
     assert result.ret == 0
     lines = summary(result)
-    assert lines[0] == ("environment differs from the baseline's: device GPU -> CPU; versions.mindspore 2.9.0 -> "
-                        f"{metadata.version('mindspore')}")
-    assert lines[2] == "new failures 0, fixed 1, drifted 0 tensors in 0 checks, new checks 0, missing 1, " \
-                       "not collected in this run 1"
-    assert any(line.startswith("FIXED test_inner.py::test_gelu_tight: pass, worst margin ") and
-               line.endswith("(baseline: fail)") for line in lines)
+    assert lines[0] == (
+        "environment differs from the baseline's: device GPU -> CPU; versions.mindspore 2.9.0 -> "
+        f"{metadata.version('mindspore')}"
+    )
+    assert (
+        lines[2] == "new failures 0, fixed 1, drifted 0 tensors in 0 checks, new checks 0, missing 1, "
+        "not collected in this run 1"
+    )
+    assert any(
+        line.startswith("FIXED test_inner.py::test_gelu_tight: pass, worst margin ")
+        and line.endswith("(baseline: fail)")
+        for line in lines
+    )
     assert "MISSING test_inner.py::test_sometimes: made no check in this run (baseline: pass)" in lines
-    assert any(line.startswith("not compared: 1 baseline check of tests this run did not collect") and
-               line.endswith(": test_inner.py::test_dense") for line in lines)
+    assert any(
+        line.startswith("not compared: 1 baseline check of tests this run did not collect")
+        and line.endswith(": test_inner.py::test_dense")
+        for line in lines
+    )
 
 
-@pytest.mark.parametrize("args, message", [
-    ([f"{BASELINE}=base"], f"ERROR: {BASELINE} need {PARITY}: without it parity tests are skipped*"),
-    ([PARITY, f"{BASELINE}=nowhere"], f"ERROR: {BASELINE}: *nowhere does not exist*"),
-    ([PARITY, f"{BASELINE}=."], f"ERROR: {BASELINE}: * holds no {BASELINE_FILE}, nor folders holding one*"),
-    ([PARITY, f"{SAVE_BASELINE}=x", f"{DRIFT}=1"], f"ERROR: {DRIFT}: the drift factor must be a finite number greater "
-                                                   "than 1, got '1'"),
-    ([PARITY, f"{SAVE_BASELINE}=x", f"{DRIFT}=four"], f"ERROR: {DRIFT}: expected a number greater than 1*"),
-    ([PARITY, f"{SAVE_BASELINE}=test_nothing.py"], f"ERROR: {SAVE_BASELINE}: *test_nothing.py is a file; give a folder*"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ([f"{BASELINE}=base"], f"ERROR: {BASELINE} need {PARITY}: without it parity tests are skipped*"),
+        ([PARITY, f"{BASELINE}=nowhere"], f"ERROR: {BASELINE}: *nowhere does not exist*"),
+        ([PARITY, f"{BASELINE}=."], f"ERROR: {BASELINE}: * holds no {BASELINE_FILE}, nor folders holding one*"),
+        (
+            [PARITY, f"{SAVE_BASELINE}=x", f"{DRIFT}=1"],
+            f"ERROR: {DRIFT}: the drift factor must be a finite number greater than 1, got '1'",
+        ),
+        ([PARITY, f"{SAVE_BASELINE}=x", f"{DRIFT}=four"], f"ERROR: {DRIFT}: expected a number greater than 1*"),
+        (
+            [PARITY, f"{SAVE_BASELINE}=test_nothing.py"],
+            f"ERROR: {SAVE_BASELINE}: *test_nothing.py is a file; give a folder*",
+        ),
+    ],
+)
 def test_bad_options_are_usage_errors(pytester, args, message):
     pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
     result = pytester.runpytest("-p", "no:cacheprovider", *args)
@@ -199,8 +222,16 @@ def test_bad_options_are_usage_errors(pytester, args, message):
 def test_under_xdist_the_controller_compares_and_saves_every_check_once(inner, pytester):
     pytest.importorskip("xdist")
     inner(f"{SAVE_BASELINE}=base", sometimes=True).assert_outcomes(passed=4)
-    result = inner("-n", "2", f"{BASELINE}=base", f"{SAVE_BASELINE}=tonight", f"{REPORT}=tonight.jsonl", gelu="tanh",
-                   sometimes=True, subprocess=True)
+    result = inner(
+        "-n",
+        "2",
+        f"{BASELINE}=base",
+        f"{SAVE_BASELINE}=tonight",
+        f"{REPORT}=tonight.jsonl",
+        gelu="tanh",
+        sometimes=True,
+        subprocess=True,
+    )
     result.assert_outcomes(passed=3, failed=1)
     lines = summary(result)
     assert lines[2] == "new failures 1, fixed 0, drifted 2 tensors in 1 check, new checks 0, missing 0"
@@ -355,30 +386,47 @@ def test_done_when_a_catalogue_run_under_xdist_reports_exactly_one_injected_drif
 
 def test_help_shows_the_baseline_options(pytester):
     result = pytester.runpytest("--help")
-    result.stdout.fnmatch_lines([f"*{BASELINE}=DIR*", f"*{SAVE_BASELINE}=DIR*", f"*{DRIFT}=FACTOR*",
-                                 f"*{DRIFT_FAILS}={{yes,no}}*"], consecutive=False)
+    result.stdout.fnmatch_lines(
+        [f"*{BASELINE}=DIR*", f"*{SAVE_BASELINE}=DIR*", f"*{DRIFT}=FACTOR*", f"*{DRIFT_FAILS}={{yes,no}}*"],
+        consecutive=False,
+    )
 
 
 # -- the comparison's rules, on records written here (the runs above measure real ones) ----------
 
 
 def record(nodeid, verdict, *tensors, error=None):
-    return {"nodeid": nodeid, "index": 0, "verdict": verdict, "worst_margin": max((t["margin"] for t in tensors),
-                                                                                  default=None),
-            "tensors": list(tensors), "error": error}
+    return {
+        "nodeid": nodeid,
+        "index": 0,
+        "verdict": verdict,
+        "worst_margin": max((t["margin"] for t in tensors), default=None),
+        "tensors": list(tensors),
+        "error": error,
+    }
 
 
 def tensor(margin, passed=None, name="output", tolerance=(1.3e-6, 1e-5)):
-    return {"kind": "output", "name": name, "mode": "pynative", "margin": margin,
-            "passed": margin <= 1 if passed is None else passed, "tolerance": {"rtol": tolerance[0], "atol": tolerance[1]}}
+    return {
+        "kind": "output",
+        "name": name,
+        "mode": "pynative",
+        "margin": margin,
+        "passed": margin <= 1 if passed is None else passed,
+        "tolerance": {"rtol": tolerance[0], "atol": tolerance[1]},
+    }
 
 
 def compared(before, after, **kwargs):
     from parity.nightly import drift
     from parity.nightly.runs import Run
 
-    return drift.compare(Run({"created": "2026-01-01T00:00:00+00:00"}, before, ("base",)), after,
-                         {"created": "2026-01-02T00:00:00+00:00"}, **kwargs)
+    return drift.compare(
+        Run({"created": "2026-01-01T00:00:00+00:00"}, before, ("base",)),
+        after,
+        {"created": "2026-01-02T00:00:00+00:00"},
+        **kwargs,
+    )
 
 
 def test_drift_is_growth_over_the_floor_and_a_tolerance_change_is_said():
@@ -388,18 +436,31 @@ def test_drift_is_growth_over_the_floor_and_a_tolerance_change_is_said():
     assert [c.kind for c in floored.changes] == ["drift"] and floored.changes[0].tensors[0].ratio == pytest.approx(4.1)
     at_factor = compared([record("t::a", "pass", tensor(0.01))], [record("t::a", "pass", tensor(0.04))])
     assert at_factor.changes == []  # "more than" the factor
-    loosened = compared([record("t::a", "pass", tensor(0.01))],
-                        [record("t::a", "pass", tensor(0.5, tolerance=(1e-3, 1e-3)))], factor=10)
-    assert loosened.changes[0].line() == ("DRIFT t::a: output 'output' [pynative] margin 0.5, 50x the baseline's 0.01; "
-                                          "tolerance changed (rtol 1.3e-06 atol 1e-05 -> rtol 0.001 atol 0.001)")
+    loosened = compared(
+        [record("t::a", "pass", tensor(0.01))], [record("t::a", "pass", tensor(0.5, tolerance=(1e-3, 1e-3)))], factor=10
+    )
+    assert loosened.changes[0].line() == (
+        "DRIFT t::a: output 'output' [pynative] margin 0.5, 50x the baseline's 0.01; "
+        "tolerance changed (rtol 1.3e-06 atol 1e-05 -> rtol 0.001 atol 0.001)"
+    )
 
 
 def test_new_failures_count_errors_and_newly_failing_tensors_of_a_check_that_failed_before():
     error = {"type": "ParityUsageError", "message": "..."}
-    found = compared([record("t::a", "pass", tensor(0.1)), record("t::b", "fail", tensor(2.0), tensor(0.5, name="x")),
-                      record("t::c", "fail", tensor(3.0)), record("t::d", "xfail", tensor(3.0))],
-                     [record("t::a", "error", error=error), record("t::b", "fail", tensor(2.0), tensor(1.5, name="x")),
-                      record("t::c", "fail", tensor(9.0)), record("t::d", "pass", tensor(0.2))])
+    found = compared(
+        [
+            record("t::a", "pass", tensor(0.1)),
+            record("t::b", "fail", tensor(2.0), tensor(0.5, name="x")),
+            record("t::c", "fail", tensor(3.0)),
+            record("t::d", "xfail", tensor(3.0)),
+        ],
+        [
+            record("t::a", "error", error=error),
+            record("t::b", "fail", tensor(2.0), tensor(1.5, name="x")),
+            record("t::c", "fail", tensor(9.0)),
+            record("t::d", "pass", tensor(0.2)),
+        ],
+    )
     assert [(c.kind, c.label) for c in found.changes] == [("new failure", "t::a"), ("new failure", "t::b")]
     assert found.changes[0].line() == "NEW FAILURE t::a: ParityUsageError (baseline: pass)"
     assert found.changes[1].line() == "NEW FAILURE t::b: output 'x' [pynative] margin 1.5 (baseline 0.5, fail)"

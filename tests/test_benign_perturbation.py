@@ -27,8 +27,19 @@ from parity.engine.training.loop import run_training
 
 ULPS = 4.0
 HEADROOM = 0.5  # a clean case passes at no more than this fraction of what it is allowed
-_TRANSLATED = ("activation", "attention", "conv", "linear", "loss", "models", "modules", "norm", "pool",
-               "recurrent", "shape")
+_TRANSLATED = (
+    "activation",
+    "attention",
+    "conv",
+    "linear",
+    "loss",
+    "models",
+    "modules",
+    "norm",
+    "pool",
+    "recurrent",
+    "shape",
+)
 _GRAPH_ONLY_SKIP = "GRAPH mode runs no hooks: the perturbation reaches PYNATIVE passes only"
 
 
@@ -85,8 +96,11 @@ def test_a_translated_layer_passes_on_another_cpu(case, train):
     _perturbed_check(case, train, seed=1)
 
 
-@pytest.mark.parametrize("case", [c for c in vars(loops).values() if isinstance(c, parity.ParityCase)
-                                  and c.name != "ResNet50Guide"], ids=lambda c: c.name)
+@pytest.mark.parametrize(
+    "case",
+    [c for c in vars(loops).values() if isinstance(c, parity.ParityCase) and c.name != "ResNet50Guide"],
+    ids=lambda c: c.name,
+)
 def test_a_clean_training_loop_passes_on_another_cpu(case):
     """Each training loop of the catalogue, PYNATIVE, every step's forward and backward moved as
     above (ResNet50Guide, which takes minutes a run, passed the same way at seeds 1-3 when

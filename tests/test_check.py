@@ -127,8 +127,11 @@ def test_dense_matches_linear():
 
 
 def test_conv2d_with_explicit_padding_matches():
-    result = parity.check(msnn.Conv2d(3, 4, 3, pad_mode="pad", padding=1, has_bias=True),
-                          torch.nn.Conv2d(3, 4, 3, padding=1), parity.uniform((2, 3, 8, 8), -1, 1))
+    result = parity.check(
+        msnn.Conv2d(3, 4, 3, pad_mode="pad", padding=1, has_bias=True),
+        torch.nn.Conv2d(3, 4, 3, padding=1),
+        parity.uniform((2, 3, 8, 8), -1, 1),
+    )
     assert result["output"].torch_shape == (2, 4, 8, 8)
     assert set(param_grads(result)) == {"weight", "bias"}
 
@@ -167,11 +170,16 @@ def test_the_seed_decides_the_inputs():
 
 def test_conv2d_default_same_padding_is_a_shape_mismatch():
     with pytest.raises(ParityMismatch) as info:
-        parity.check(msnn.Conv2d(120, 240, 4, has_bias=False), torch.nn.Conv2d(120, 240, 4, bias=False),
-                     parity.uniform((2, 120, 12, 12), -1, 1), weights=parity.constant(0.1))
+        parity.check(
+            msnn.Conv2d(120, 240, 4, has_bias=False),
+            torch.nn.Conv2d(120, 240, 4, bias=False),
+            parity.uniform((2, 120, 12, 12), -1, 1),
+            weights=parity.constant(0.1),
+        )
     message = str(info.value)
-    assert message.splitlines()[0] == ("Forward output shapes differ: MindSpore (2, 240, 12, 12) vs "
-                                       "PyTorch (2, 240, 9, 9)")
+    assert message.splitlines()[0] == (
+        "Forward output shapes differ: MindSpore (2, 240, 12, 12) vs PyTorch (2, 240, 9, 9)"
+    )
     result = info.value.result
     assert result["output"].problem == "shape"
     assert "(constant 0.1)" in message
@@ -254,8 +262,9 @@ def test_both_modes_compare_everything_twice():
 
 def test_a_failure_in_graph_mode_names_the_mode():
     with pytest.raises(ParityMismatch, match=r"forward output 'output', graph mode"):
-        parity.check(msnn.GELU(approximate=False), torch.nn.GELU(approximate="tanh"), parity.randn((4, 8)),
-                     ms_mode="graph")
+        parity.check(
+            msnn.GELU(approximate=False), torch.nn.GELU(approximate="tanh"), parity.randn((4, 8)), ms_mode="graph"
+        )
 
 
 # -- train mode: running statistics ------------------------------------------------------------
@@ -322,7 +331,9 @@ def test_weights_constant():
 
 
 def test_keyword_inputs():
-    result = parity.check(MSScaled(), TorchScaled(), {"x": parity.randn((2, 4)), "scale": parity.uniform((2, 3), 0.5, 2)})
+    result = parity.check(
+        MSScaled(), TorchScaled(), {"x": parity.randn((2, 4)), "scale": parity.uniform((2, 3), 0.5, 2)}
+    )
     assert [c.name for c in result.comparisons if c.kind == "input grad"] == ["x", "scale"]
     assert result.inputs == "seed 1234 -> x: float32[2, 4] ~ N(0, 1); scale: float32[2, 3] ~ U(0.5, 2)"
 
@@ -330,7 +341,9 @@ def test_keyword_inputs():
 def test_integer_inputs_feed_an_embedding():
     result = parity.check(msnn.Embedding(10, 4), torch.nn.Embedding(10, 4), parity.randint((2, 5), 0, 10))
     assert [(c.kind, c.name, c.ms_name) for c in result.comparisons] == [
-        ("output", "output", "output"), ("param grad", "weight", "embedding_table")]  # no grad of the indices
+        ("output", "output", "output"),
+        ("param grad", "weight", "embedding_table"),
+    ]  # no grad of the indices
     assert result["weight"].mismatched == 0
 
 
@@ -351,8 +364,12 @@ def test_a_glob_override_passes_one_tensor_and_the_message_names_the_other_s_sou
 
 
 def test_a_tolerance_for_everything_passes():
-    result = parity.check(msnn.GELU(approximate=False), torch.nn.GELU(approximate="tanh"), parity.randn((4, 8)),
-                          tolerance=Tolerance(1e-2, 1e-2))
+    result = parity.check(
+        msnn.GELU(approximate=False),
+        torch.nn.GELU(approximate="tanh"),
+        parity.randn((4, 8)),
+        tolerance=Tolerance(1e-2, 1e-2),
+    )
     assert {c.tolerance_source for c in result.comparisons} == {"check(tolerance=...)"}
 
 
@@ -403,8 +420,10 @@ def test_a_real_difference_fails_the_envelope_too():
 
 def _flags(ms_cell, torch_module):
     """Every sub-module's own train/eval flag (MindSpore also its phase)."""
-    return ([(n, c.training, c.phase) for n, c in ms_cell.cells_and_names()],
-            [(n, m.training) for n, m in torch_module.named_modules()])
+    return (
+        [(n, c.training, c.phase) for n, c in ms_cell.cells_and_names()],
+        [(n, m.training) for n, m in torch_module.named_modules()],
+    )
 
 
 def _mixed_flags(momentum=0.9):
@@ -419,8 +438,10 @@ def _mixed_flags(momentum=0.9):
 def test_train_eval_flags_of_every_sub_module_are_restored(train):
     ms_net, torch_net = _mixed_flags()
     before = _flags(ms_net, torch_net)
-    assert before == ([("", True, "train"), ("conv", True, "train"), ("bn", False, "predict")],
-                      [("", True), ("conv", False), ("bn", True)])
+    assert before == (
+        [("", True, "train"), ("conv", True, "train"), ("bn", False, "predict")],
+        [("", True), ("conv", False), ("bn", True)],
+    )
     parity.check(ms_net, torch_net, parity.randn((2, 3, 5, 5)), train=train, ms_mode="both")
     assert _flags(ms_net, torch_net) == before
 
@@ -447,27 +468,34 @@ def test_non_finite_inputs_are_noted_in_the_result_and_the_message():
     with pytest.raises(ParityMismatch, match="Forward output shapes differ") as info:
         parity.check(msnn.Identity(), torch.nn.Flatten(0), x)
     assert f"Note: {note}" in str(info.value)
-    assert not any("non-finite" in n for n in parity.check(msnn.Dense(8, 3), torch.nn.Linear(8, 3),
-                                                            parity.randn((4, 8))).notes)
+    assert not any(
+        "non-finite" in n for n in parity.check(msnn.Dense(8, 3), torch.nn.Linear(8, 3), parity.randn((4, 8))).notes
+    )
 
 
 def test_str_of_a_result_is_one_line_with_verdict_worst_tensor_and_divergence():
     result = parity.check(msnn.Dense(4, 3), torch.nn.Linear(4, 3), parity.randn((2, 4)))
     text = str(result)
     assert "\n" not in text
-    assert text.startswith("ok: mindspore Dense <-> torch Linear (eval, pynative); 4 of 4 tensors within tolerance; "
-                           "worst ")
+    assert text.startswith(
+        "ok: mindspore Dense <-> torch Linear (eval, pynative); 4 of 4 tensors within tolerance; worst "
+    )
     worst = result.worst
     assert f"worst {worst.kind} '{worst.name}' at {parity.engine.messages.fmt(worst.margin)}x allowed" in text
     assert repr(result).startswith("Result(ms_type='Dense'")  # the full record stays in repr
 
     with pytest.raises(ParityMismatch) as info:
-        parity.check(msnn.SequentialCell([msnn.Dense(4, 3), msnn.GELU()]),
-                     torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.GELU()), parity.randn((2, 4)))
+        parity.check(
+            msnn.SequentialCell([msnn.Dense(4, 3), msnn.GELU()]),
+            torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.GELU()),
+            parity.randn((2, 4)),
+        )
     result = info.value.result
     text = str(result)
-    assert text.startswith(f"FAIL: mindspore SequentialCell <-> torch Sequential (eval, pynative); "
-                           f"{len(result) - len(result.failures)} of {len(result)} tensors within tolerance; worst ")
+    assert text.startswith(
+        f"FAIL: mindspore SequentialCell <-> torch Sequential (eval, pynative); "
+        f"{len(result) - len(result.failures)} of {len(result)} tensors within tolerance; worst "
+    )
     assert text.endswith("; divergence first at forward output of '1' (GELU <-> GELU)") and "\n" not in text
     assert "Divergence: first at forward output of '1' (GELU <-> GELU)" in str(info.value)  # as the message says
 
@@ -489,8 +517,13 @@ def test_the_float64_run_makes_tensors_created_without_a_dtype_in_float64():
     """In float32's default dtype, ``torch.full(shape, finfo(float64).min)`` overflows and raises;
     PyTorch's float64 run makes such tensors in float64, and leaves the default dtype as it was."""
     cell = msnn.SequentialCell([msnn.Dense(4, 3)])
-    result = parity.check(cell, FloorAtDtypeMin(), parity.randn((2, 4)), reference="float64",
-                          name_map={"dense.weight": "0.weight", "dense.bias": "0.bias"})
+    result = parity.check(
+        cell,
+        FloorAtDtypeMin(),
+        parity.randn((2, 4)),
+        reference="float64",
+        name_map={"dense.weight": "0.weight", "dense.bias": "0.bias"},
+    )
     assert result.passed and torch.get_default_dtype() == torch.float32
 
 
@@ -523,6 +556,8 @@ def test_a_float64_run_not_finite_where_float32_is_is_left_out_with_a_note():
     result = caught.value.result
     output = result["output"]
     assert not output.passed and output.envelope.float64 and output.envelope.unused == 6
-    assert any("float64 run for the rounding envelope were not finite" in note and "'output' (6 of 6)" in note
-               for note in result.notes)
+    assert any(
+        "float64 run for the rounding envelope were not finite" in note and "'output' (6 of 6)" in note
+        for note in result.notes
+    )
     assert parity.check(PlusThird(0.0), PlusUniformOfMin(), parity.randn((2, 4))).passed

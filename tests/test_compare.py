@@ -105,12 +105,15 @@ def test_agreeing_nan_and_inf_are_ignored_and_recorded():
     assert got["max_abs_index"] == (1, 1)
 
 
-@pytest.mark.parametrize("ms_value, ref_value", [
-    (np.nan, 1.0),  # NaN on one side only
-    (1.0, np.nan),
-    (np.inf, -np.inf),  # both infinite, opposite signs
-    (np.inf, np.nan),
-])
+@pytest.mark.parametrize(
+    "ms_value, ref_value",
+    [
+        (np.nan, 1.0),  # NaN on one side only
+        (1.0, np.nan),
+        (np.inf, -np.inf),  # both infinite, opposite signs
+        (np.inf, np.nan),
+    ],
+)
 def test_disagreeing_non_finite_values_fail(ms_value, ref_value):
     ref = np.array([0.5, ref_value, 2.0, np.nan], np.float32)
     ms = np.array([0.5, ms_value, 2.0, np.nan], np.float32)
@@ -147,9 +150,19 @@ def test_structural_problems():
 
 
 def comparison(**fields):
-    base = dict(kind="param grad", name="fc.weight", ms_name="fc.weight", torch_name="fc.weight", mode="pynative",
-                ms_shape=(2,), torch_shape=(2,), ms_dtype="float32", torch_dtype="float32", tolerance=FP32,
-                tolerance_source="float32 default")
+    base = dict(
+        kind="param grad",
+        name="fc.weight",
+        ms_name="fc.weight",
+        torch_name="fc.weight",
+        mode="pynative",
+        ms_shape=(2,),
+        torch_shape=(2,),
+        ms_dtype="float32",
+        torch_dtype="float32",
+        tolerance=FP32,
+        tolerance_source="float32 default",
+    )
     return Comparison(**{**base, **fields})
 
 
@@ -163,8 +176,9 @@ def test_the_envelope_allows_tolerance_plus_factor_times_spread_per_element():
     ref = np.array([1.0, 2.0, 0.0, 4.0], np.float32)
     spread = np.array([1e-4, 0.0, 0.0, 0.0])
     ms = ref + np.array([1.5e-4, 0.0, 0.0, 0.0], np.float32)  # 15x the atol alone
-    margin, outside, ms_error, spread_error, flips, steady = envelope_metrics(ms, ref, spread, FP32, 2.0,
-                                                                              np.zeros(4, bool))
+    margin, outside, ms_error, spread_error, flips, steady = envelope_metrics(
+        ms, ref, spread, FP32, 2.0, np.zeros(4, bool)
+    )
     allowed = FP32.atol + FP32.rtol * 1.0 + 2.0 * 1e-4
     assert (outside, flips) == (0, 0)
     assert margin == pytest.approx(1.5e-4 / allowed, rel=1e-3)
@@ -283,8 +297,12 @@ def test_the_envelope_asks_no_more_runs_than_decide_a_verdict():
     judge_envelope([cheap, faulty], rerun)
     # The first pair decides the close tensor; the fault takes every run, and fails.
     assert [(s.draw, s.cast, s.keys) for s in asked] == [
-        (0, None, {"inside", "fault"}), (0, None, {"inside", "fault"}), (1, None, {"fault"}), (1, None, {"fault"}),
-        (None, "float64", {"fault"})]
+        (0, None, {"inside", "fault"}),
+        (0, None, {"inside", "fault"}),
+        (1, None, {"fault"}),
+        (1, None, {"fault"}),
+        (None, "float64", {"fault"}),
+    ]
     assert cheap.comparison.passed and cheap.comparison.margin <= HEADROOM
     assert (cheap.comparison.envelope.draws, cheap.comparison.envelope.float64) == (2, False)
     assert not faulty.comparison.passed

@@ -30,23 +30,40 @@ def _save(folder: Path, arrays: dict) -> Path:
 
 
 def _bn_weights(rng):
-    return {"conv.weight": rng.standard_normal((4, 3, 3, 3)).astype(np.float32),
-            "bn.w": rng.standard_normal(4).astype(np.float32), "bn.b": rng.standard_normal(4).astype(np.float32),
-            "bn.mean": rng.standard_normal(4).astype(np.float32), "bn.var": rng.random(4).astype(np.float32),
-            "fc.weight": rng.standard_normal((3, 4)).astype(np.float32),
-            "fc.bias": rng.standard_normal(3).astype(np.float32)}
+    return {
+        "conv.weight": rng.standard_normal((4, 3, 3, 3)).astype(np.float32),
+        "bn.w": rng.standard_normal(4).astype(np.float32),
+        "bn.b": rng.standard_normal(4).astype(np.float32),
+        "bn.mean": rng.standard_normal(4).astype(np.float32),
+        "bn.var": rng.random(4).astype(np.float32),
+        "fc.weight": rng.standard_normal((3, 4)).astype(np.float32),
+        "fc.bias": rng.standard_normal(3).astype(np.float32),
+    }
 
 
 def _ms_names(w):
-    return {"conv.weight": w["conv.weight"], "bn.gamma": w["bn.w"], "bn.beta": w["bn.b"],
-            "bn.moving_mean": w["bn.mean"], "bn.moving_variance": w["bn.var"], "fc.weight": w["fc.weight"],
-            "fc.bias": w["fc.bias"]}
+    return {
+        "conv.weight": w["conv.weight"],
+        "bn.gamma": w["bn.w"],
+        "bn.beta": w["bn.b"],
+        "bn.moving_mean": w["bn.mean"],
+        "bn.moving_variance": w["bn.var"],
+        "fc.weight": w["fc.weight"],
+        "fc.bias": w["fc.bias"],
+    }
 
 
 def _torch_names(w):
-    return {"conv.weight": w["conv.weight"], "bn.weight": w["bn.w"], "bn.bias": w["bn.b"],
-            "bn.running_mean": w["bn.mean"], "bn.running_var": w["bn.var"],
-            "bn.num_batches_tracked": np.array(3, np.int64), "fc.weight": w["fc.weight"], "fc.bias": w["fc.bias"]}
+    return {
+        "conv.weight": w["conv.weight"],
+        "bn.weight": w["bn.w"],
+        "bn.bias": w["bn.b"],
+        "bn.running_mean": w["bn.mean"],
+        "bn.running_var": w["bn.var"],
+        "bn.num_batches_tracked": np.array(3, np.int64),
+        "fc.weight": w["fc.weight"],
+        "fc.bias": w["fc.bias"],
+    }
 
 
 # -- npy folders -----------------------------------------------------------------------------------
@@ -124,8 +141,10 @@ def test_unpaired_names_come_with_the_nearest_name_and_name_map_entries(tmp_path
     name_map = tmp_path / "map.toml"
     name_map.write_text('"enc.q.weight" = "enc.q_proj.weight"\n"enc.k_proj.weight" = "enc.k.weight"\n')
     mapped = parity.compare_dumps(a, b, name_map=name_map)
-    assert {(row.a, row.b, row.how) for row in mapped.rows} >= {("enc.q.weight", "enc.q_proj.weight", "name_map"),
-                                                                  ("enc.k.weight", "enc.k_proj.weight", "name_map")}
+    assert {(row.a, row.b, row.how) for row in mapped.rows} >= {
+        ("enc.q.weight", "enc.q_proj.weight", "name_map"),
+        ("enc.k.weight", "enc.k_proj.weight", "name_map"),
+    }
     assert [k.name for k in mapped.unpaired_a] == ["enc.v.weight"] and mapped.passed
 
 
@@ -206,10 +225,21 @@ def test_ckpt_against_the_pth_it_was_converted_from(checkpoints):
     result = parity.compare_dumps(checkpoints / "net.ckpt", checkpoints / "net.pth")
     assert result.passed, str(result)
     assert result.reference == "B" and result.reference_reason == "the PyTorch side"
-    assert (result.a.framework, result.a.layout, result.b.layout) == ("mindspore", "MindSpore checkpoint",
-                                                                    "PyTorch state dict")
-    assert [row.b for row in result.rows] == ["conv.weight", "conv.bias", "bn.weight", "bn.bias", "bn.running_mean",
-                                              "bn.running_var", "head.weight", "head.bias"]  # the state dict's order
+    assert (result.a.framework, result.a.layout, result.b.layout) == (
+        "mindspore",
+        "MindSpore checkpoint",
+        "PyTorch state dict",
+    )
+    assert [row.b for row in result.rows] == [
+        "conv.weight",
+        "conv.bias",
+        "bn.weight",
+        "bn.bias",
+        "bn.running_mean",
+        "bn.running_var",
+        "head.weight",
+        "head.bias",
+    ]  # the state dict's order
     assert ("bn.moving_variance", "bn.running_var") in {(row.a, row.b) for row in result.rows}
     assert all(row.comparison.max_abs == 0 for row in result.rows)
     assert ("B", "bn.num_batches_tracked") in {(side, name) for side, name, _ in result.not_compared}
@@ -217,8 +247,10 @@ def test_ckpt_against_the_pth_it_was_converted_from(checkpoints):
 
 def test_a_perturbed_tensor_is_the_first_mismatch_in_the_state_dicts_order(checkpoints):
     result = parity.compare_dumps(checkpoints / "net.ckpt", checkpoints / "perturbed.pth")
-    assert [(row.a, row.b) for row in result.failures] == [("bn.moving_variance", "bn.running_var"),
-                                                           ("head.bias", "head.bias")]
+    assert [(row.a, row.b) for row in result.failures] == [
+        ("bn.moving_variance", "bn.running_var"),
+        ("head.bias", "head.bias"),
+    ]
     first = result.first_mismatch.comparison
     assert first.mismatched == 1 and first.max_abs_index == (1,) and first.max_abs == pytest.approx(1e-3, rel=1e-3)
     swapped = parity.compare_dumps(checkpoints / "perturbed.pth", checkpoints / "net.ckpt")
@@ -245,8 +277,18 @@ def _api_dump(root: Path, framework: str, entries, perturb=()):
     for name, value in entries:
         value = value + 0.25 if name in perturb else value
         np.save(folder / f"{name}.npy", value)
-        lines.append(json.dumps([name, 0, [], "float32", list(value.shape), [float(value.max()), float(value.min()),
-                                                                             float(value.mean())]]))
+        lines.append(
+            json.dumps(
+                [
+                    name,
+                    0,
+                    [],
+                    "float32",
+                    list(value.shape),
+                    [float(value.max()), float(value.min()), float(value.mean())],
+                ]
+            )
+        )
     (root / "rank0" / f"{framework}_api_dump_info.pkl").write_text("\n".join(lines) + "\n")
     return root
 
@@ -255,26 +297,43 @@ def _network(rng, dense: str):
     x = rng.standard_normal((2, 4)).astype(np.float32)
     h = rng.standard_normal((2, 3)).astype(np.float32)
     y = rng.standard_normal((2, 2)).astype(np.float32)
-    return [(f"NN_{dense}_0_forward_input.0", x), (f"NN_{dense}_0_forward_output", h),
-            ("NN_ReLU_0_forward_input.0", h), ("NN_ReLU_0_forward_output", np.maximum(h, 0)),
-            (f"NN_{dense}_1_forward_input.0", np.maximum(h, 0)), (f"NN_{dense}_1_forward_output", y),
-            ("Functional_softmax_0_forward_input.0", y), ("Functional_softmax_0_forward_output", np.exp(y))]
+    return [
+        (f"NN_{dense}_0_forward_input.0", x),
+        (f"NN_{dense}_0_forward_output", h),
+        ("NN_ReLU_0_forward_input.0", h),
+        ("NN_ReLU_0_forward_output", np.maximum(h, 0)),
+        (f"NN_{dense}_1_forward_input.0", np.maximum(h, 0)),
+        (f"NN_{dense}_1_forward_output", y),
+        ("Functional_softmax_0_forward_input.0", y),
+        ("Functional_softmax_0_forward_output", np.exp(y)),
+    ]
 
 
 def test_troubleshooter_api_dumps_in_the_order_of_their_info_files(tmp_path):
     a = _api_dump(tmp_path / "ms_dump", "mindspore", _network(_rng(3), "Dense"))
-    b = _api_dump(tmp_path / "pt_dump", "torch", _network(_rng(3), "Linear"),
-                  perturb={"NN_Linear_1_forward_output", "Functional_softmax_0_forward_output"})
+    b = _api_dump(
+        tmp_path / "pt_dump",
+        "torch",
+        _network(_rng(3), "Linear"),
+        perturb={"NN_Linear_1_forward_output", "Functional_softmax_0_forward_output"},
+    )
     result = parity.compare_dumps(a, b)
-    assert (result.a.layout, result.a.framework, result.b.framework) == ("TroubleShooter api_dump", "mindspore", "torch")
+    assert (result.a.layout, result.a.framework, result.b.framework) == (
+        "TroubleShooter api_dump",
+        "mindspore",
+        "torch",
+    )
     assert result.reference == "B" and "mindspore_api_dump_info.pkl" in result.a.order
     assert result.a.description.startswith(f"{a} (TroubleShooter api_dump, MindSpore; 8 tensors in rank0")
     assert [row.b for row in result.rows] == [name for name, _ in _network(_rng(3), "Linear")]
     assert ("NN_Dense_0_forward_output", "NN_Linear_0_forward_output", "execution order") in {
-        (row.a, row.b, row.how) for row in result.rows}
+        (row.a, row.b, row.how) for row in result.rows
+    }
     # By name, Functional_softmax_0 would come first; in execution order NN_Dense_1 does.
-    assert (result.first_mismatch.a, result.first_mismatch.b) == ("NN_Dense_1_forward_output",
-                                                                  "NN_Linear_1_forward_output")
+    assert (result.first_mismatch.a, result.first_mismatch.b) == (
+        "NN_Dense_1_forward_output",
+        "NN_Linear_1_forward_output",
+    )
     assert len(result.failures) == 2
 
 
@@ -282,8 +341,10 @@ def test_troubleshooter_api_mapping_csv_as_a_name_map(tmp_path, capsys):
     a = _api_dump(tmp_path / "ms_dump", "mindspore", _network(_rng(4), "Dense"))
     b = _api_dump(tmp_path / "pt_dump", "torch", _network(_rng(4), "Linear"))
     mapping = tmp_path / "ts_api_mapping.csv"
-    mapping.write_text("ORIGIN NET (mindspore),TARGET NET (pytorch)\nNN_Dense_0,NN_Linear_0\nNN_ReLU_0,NN_ReLU_0\n"
-                       "NN_Dense_1,NN_Linear_1\nFunctional_softmax_0,Functional_softmax_0\nTensor_view_0,\n")
+    mapping.write_text(
+        "ORIGIN NET (mindspore),TARGET NET (pytorch)\nNN_Dense_0,NN_Linear_0\nNN_ReLU_0,NN_ReLU_0\n"
+        "NN_Dense_1,NN_Linear_1\nFunctional_softmax_0,Functional_softmax_0\nTensor_view_0,\n"
+    )
     assert cli.main(["compare-dumps", str(a), str(b), "--name-map", str(mapping), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     paired = {(t["a"], t["b"]): t["paired"] for t in data["tensors"]}
@@ -300,16 +361,17 @@ def test_ts_save_names_with_their_counters(tmp_path):
     a = _save(tmp_path / "a", {"0_ms_tensor.0": x, "1_ms_tensor.1": y})
     b = _save(tmp_path / "b", {"3_torch_tensor.0": x, "4_torch_tensor.1": y + 1})
     result = parity.compare_dumps(a, b)
-    assert [(row.a, row.b) for row in result.rows] == [("0_ms_tensor.0", "3_torch_tensor.0"),
-                                                       ("1_ms_tensor.1", "4_torch_tensor.1")]
+    assert [(row.a, row.b) for row in result.rows] == [
+        ("0_ms_tensor.0", "3_torch_tensor.0"),
+        ("1_ms_tensor.1", "4_torch_tensor.1"),
+    ]
     assert result.first_mismatch.a == "1_ms_tensor.1"
 
 
 def test_msprobe_dump_with_torch_saved_tensors(tmp_path):
     rng = _rng(6)
     x, h = rng.standard_normal((2, 3)).astype(np.float32), rng.standard_normal((2, 3)).astype(np.float32)
-    names = ["Functional.relu.0.forward.input.0", "Functional.relu.0.forward.output.0",
-             "Tensor.add.0.forward.output.0"]
+    names = ["Functional.relu.0.forward.input.0", "Functional.relu.0.forward.output.0", "Tensor.add.0.forward.output.0"]
     values = [x, np.maximum(x, 0), h]
     for root, suffix in ((tmp_path / "ms", ".npy"), (tmp_path / "pt", ".pt")):
         data_dir = root / "step0" / "rank0" / "dump_tensor_data"
@@ -320,10 +382,16 @@ def test_msprobe_dump_with_torch_saved_tensors(tmp_path):
             else:
                 torch.save(torch.from_numpy(value), data_dir / f"{name}.pt")
         # dump.json lists the add before the relu: the execution order, not the names'.
-        record = {"framework": "mindspore" if suffix == ".npy" else "pytorch",
-                  "data": {"Tensor.add.0.forward": {"output": [{"data_name": names[2] + suffix}]},
-                           "Functional.relu.0.forward": {"input_args": [{"data_name": names[0] + suffix}],
-                                                         "output": [{"data_name": names[1] + suffix}]}}}
+        record = {
+            "framework": "mindspore" if suffix == ".npy" else "pytorch",
+            "data": {
+                "Tensor.add.0.forward": {"output": [{"data_name": names[2] + suffix}]},
+                "Functional.relu.0.forward": {
+                    "input_args": [{"data_name": names[0] + suffix}],
+                    "output": [{"data_name": names[1] + suffix}],
+                },
+            },
+        }
         (root / "step0" / "rank0" / "dump.json").write_text(json.dumps(record))
     result = parity.compare_dumps(tmp_path / "ms", tmp_path / "pt")
     assert (result.a.layout, result.a.framework, result.b.framework) == ("msprobe dump", "mindspore", "torch")
@@ -334,13 +402,32 @@ def test_msprobe_dump_with_torch_saved_tensors(tmp_path):
 
 
 def test_json_shape(tmp_path, capsys):
-    a = _save(tmp_path / "a", {"x": np.array([1.0, np.nan, 3.0], np.float32), "w": np.ones((2, 2), np.float32),
-                               "only_a": np.zeros(3, np.float32)})
+    a = _save(
+        tmp_path / "a",
+        {
+            "x": np.array([1.0, np.nan, 3.0], np.float32),
+            "w": np.ones((2, 2), np.float32),
+            "only_a": np.zeros(3, np.float32),
+        },
+    )
     b = _save(tmp_path / "b", {"x": np.array([1.0, 2.0, 3.0], np.float32), "w": np.ones((4,), np.float32)})
     assert cli.main(["compare-dumps", str(a), str(b), "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
-    assert set(data) == {"schema", "passed", "a", "b", "reference", "judged_by", "summary", "first_mismatch",
-                         "tensors", "unpaired", "not_compared", "name_map_suggestions", "notes"}
+    assert set(data) == {
+        "schema",
+        "passed",
+        "a",
+        "b",
+        "reference",
+        "judged_by",
+        "summary",
+        "first_mismatch",
+        "tensors",
+        "unpaired",
+        "not_compared",
+        "name_map_suggestions",
+        "notes",
+    }
     assert data["schema"] == 1 and data["passed"] is False and data["judged_by"] == "tolerance"
     assert set(data["a"]) == {"path", "layout", "framework", "order", "tensors", "notes"}
     assert data["summary"] == {"paired": 2, "differ": 2, "unpaired_a": 1, "unpaired_b": 0}
@@ -349,8 +436,23 @@ def test_json_shape(tmp_path, capsys):
     assert (w["problem"], w["a_shape"], w["b_shape"]) == ("shape", [2, 2], [4])
     assert "max_abs" not in w
     assert x["nonfinite"] == {"a": 1, "b": 0, "disagreeing": 1} and x["margin"] == "inf"
-    assert set(x) >= {"index", "a", "b", "paired", "passed", "a_dtype", "b_dtype", "tolerance", "total", "mismatched",
-                      "max_abs", "max_abs_index", "max_rel", "max_rel_index", "cosine"}
+    assert set(x) >= {
+        "index",
+        "a",
+        "b",
+        "paired",
+        "passed",
+        "a_dtype",
+        "b_dtype",
+        "tolerance",
+        "total",
+        "mismatched",
+        "max_abs",
+        "max_abs_index",
+        "max_rel",
+        "max_rel_index",
+        "cosine",
+    }
     assert x["tolerance"] == {"rtol": 1.3e-06, "atol": 1e-05, "source": "float32 default"}
     assert data["unpaired"]["a"] == [{"name": "only_a", "shape": [3], "dtype": "float32", "nearest": None}]
 
@@ -394,24 +496,28 @@ def test_numpy_files_import_no_framework(tmp_path):
     np.savez(tmp_path / "a" / "more.npz", w=np.ones(2, np.float32))
     b = tmp_path / "b"
     b.mkdir()
-    safetensors.numpy.save_file({"x": np.load(a / "x.npy"), "more/w": np.ones(2, np.float32)},
-                                str(b / "all.safetensors"))
-    code = ("import sys\nfrom parity import cli\n"
-            "code = cli.main(['compare-dumps', sys.argv[1], sys.argv[2]])\n"
-            "print(code, sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'mindspore')))\n")
-    out = subprocess.run([sys.executable, "-c", code, str(a), str(b)], capture_output=True, text=True, cwd=ROOT,
-                         check=True)
+    safetensors.numpy.save_file(
+        {"x": np.load(a / "x.npy"), "more/w": np.ones(2, np.float32)}, str(b / "all.safetensors")
+    )
+    code = (
+        "import sys\nfrom parity import cli\n"
+        "code = cli.main(['compare-dumps', sys.argv[1], sys.argv[2]])\n"
+        "print(code, sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'mindspore')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(a), str(b)], capture_output=True, text=True, cwd=ROOT, check=True
+    )
     assert out.stdout.strip().splitlines()[-1] == "0 []", out.stdout + out.stderr
 
 
 def test_the_readme_example_is_what_the_command_prints(tmp_path, monkeypatch, capsys):
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Comparing saved tensors"):]
-    source = section[section.index("```python\n") + len("```python\n"):]
-    source = source[:source.index("```")]
+    section = readme[readme.index("## Comparing saved tensors") :]
+    source = section[section.index("```python\n") + len("```python\n") :]
+    source = source[: source.index("```")]
     command = "```text\n$ parity compare-dumps ms_dump torch_dump\n"
-    shown = section[section.index(command) + len(command):]
-    shown = shown[:shown.index("```")]
+    shown = section[section.index(command) + len(command) :]
+    shown = shown[: shown.index("```")]
     monkeypatch.chdir(tmp_path)
     exec(compile(source, "README.md", "exec"), {})
     assert cli.main(["compare-dumps", "ms_dump", "torch_dump"]) == 1
@@ -423,17 +529,23 @@ def test_fused_and_split_tensors_pair_part_by_part(tmp_path):
     q, k, v, out = (rng.standard_normal((4, 4)).astype(np.float32) for _ in range(4))
     a = _save(tmp_path / "a", {"attn.qkv.weight": np.concatenate([q, k, v]), "attn.out.weight": out})
     (tmp_path / "b").mkdir()  # one archive: its keys in the order stored, q, k, v
-    np.savez(tmp_path / "b" / "attn.npz", **{"attn.q.weight": q, "attn.k.weight": k, "attn.v.weight": v + 1,
-                                             "attn.out.weight": out})
+    np.savez(
+        tmp_path / "b" / "attn.npz",
+        **{"attn.q.weight": q, "attn.k.weight": k, "attn.v.weight": v + 1, "attn.out.weight": out},
+    )
     result = parity.compare_dumps(a, tmp_path / "b")
     assert [(row.a, row.b, row.passed) for row in result.rows] == [
-        ("attn.qkv.weight", "attn.q.weight", True), ("attn.qkv.weight", "attn.k.weight", True),
-        ("attn.qkv.weight", "attn.v.weight", False), ("attn.out.weight", "attn.out.weight", True)]
+        ("attn.qkv.weight", "attn.q.weight", True),
+        ("attn.qkv.weight", "attn.k.weight", True),
+        ("attn.qkv.weight", "attn.v.weight", False),
+        ("attn.out.weight", "attn.out.weight", True),
+    ]
     assert result.first_mismatch.how == "fused automatically, part 3 of 3 along axis 0"
     assert result.first_mismatch.comparison.max_abs == pytest.approx(1.0)
     text = str(result)
     assert "attn.qkv.weight = [attn.q.weight, attn.k.weight, attn.v.weight]" in text
     assert "Paired: fused automatically 3, same name 1" in text
     swapped = parity.compare_dumps(tmp_path / "b", a)
-    assert [(row.a, row.how) for row in swapped.failures] == [("attn.q.weight, attn.k.weight, attn.v.weight",
-                                                               "split automatically")]
+    assert [(row.a, row.how) for row in swapped.failures] == [
+        ("attn.q.weight, attn.k.weight, attn.v.weight", "split automatically")
+    ]

@@ -88,16 +88,21 @@ def identical(a, b):
 def expected_ms(net):
     """What MindSpore should hold for a TorchNet's state, by MindSpore name."""
     sd = {k: v.numpy() for k, v in net.state_dict().items()}
-    renames = {"bn.weight": "bn.gamma", "bn.bias": "bn.beta", "bn.running_mean": "bn.moving_mean",
-               "bn.running_var": "bn.moving_variance"}
+    renames = {
+        "bn.weight": "bn.gamma",
+        "bn.bias": "bn.beta",
+        "bn.running_mean": "bn.moving_mean",
+        "bn.running_var": "bn.moving_variance",
+    }
     return {renames.get(k, k): v for k, v in sd.items() if k not in ("bn.num_batches_tracked",)}
 
 
 # -- every format, both ways -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("src_suffix, dst_suffix",
-                         [(".pth", ".ckpt"), (".safetensors", ".ckpt"), (".bin", ".safetensors")])
+@pytest.mark.parametrize(
+    "src_suffix, dst_suffix", [(".pth", ".ckpt"), (".safetensors", ".ckpt"), (".bin", ".safetensors")]
+)
 def test_pytorch_to_mindspore_reloads_bit_identical_with_mindspores_own_loader(tmp_path, src_suffix, dst_suffix):
     net = random_torch_net()
     src = save_torch(net, tmp_path / f"net{src_suffix}")
@@ -115,8 +120,9 @@ def test_pytorch_to_mindspore_reloads_bit_identical_with_mindspores_own_loader(t
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted({f"net{src_suffix}", f"net{dst_suffix}"})
 
 
-@pytest.mark.parametrize("src_suffix, dst_suffix",
-                         [(".ckpt", ".pth"), (".ckpt", ".safetensors"), (".safetensors", ".pt")])
+@pytest.mark.parametrize(
+    "src_suffix, dst_suffix", [(".ckpt", ".pth"), (".ckpt", ".safetensors"), (".safetensors", ".pt")]
+)
 def test_mindspore_to_pytorch_loads_strictly_and_bit_identical(tmp_path, src_suffix, dst_suffix):
     net = random_torch_net()
     cell = MSNet()
@@ -127,7 +133,8 @@ def test_mindspore_to_pytorch_loads_strictly_and_bit_identical(tmp_path, src_suf
     assert report.written and report.complete and report.verified == report.converted == 8
     assert sorted(report.dropped) == [
         ("bn.num_batches_tracked", "written as the Module holds them (BatchNorm step counter; MindSpore keeps none)"),
-        ("scale", "PyTorch non-persistent buffers, not in state_dict")]
+        ("scale", "PyTorch non-persistent buffers, not in state_dict"),
+    ]
     if dst_suffix == ".safetensors":
         stored = safetensors.numpy.load_file(str(tmp_path / f"net{dst_suffix}"))
         state = {k: torch.from_numpy(v) for k, v in stored.items()}
@@ -203,10 +210,15 @@ def test_missing_unexpected_and_mismatched_keys_are_reported_with_near_names_and
         parity.convert_checkpoint(tmp_path / "partial.pth", cell, tmp_path / "partial.ckpt")
     report = info.value.report
     assert [k.name for k in report.missing] == ["layer_norm.gamma", "layer_norm.beta", "decoder.weight", "decoder.bias"]
-    assert [k.name for k in report.unexpected] == ["layernorm.weight", "layernorm.bias", "decoders.weight",
-                                                   "decoders.bias"]
+    assert [k.name for k in report.unexpected] == [
+        "layernorm.weight",
+        "layernorm.bias",
+        "decoders.weight",
+        "decoders.bias",
+    ]
     assert [(s.name, s.shape, m.name, m.shape) for s, m in report.mismatched] == [
-        ("encoder.weight", (3, 5), "encoder.weight", (3, 4))]
+        ("encoder.weight", (3, 5), "encoder.weight", (3, 4))
+    ]
     missing = {k.name: k.near for k in report.missing}
     assert missing["decoder.weight"][0] == ("decoders.weight", (2, 3))
     text = str(info.value)
@@ -223,8 +235,9 @@ def test_missing_unexpected_and_mismatched_keys_are_reported_with_near_names_and
 def test_allow_missing_writes_what_pairs_and_lists_the_rest(tmp_path):
     torch_net = TorchPartial()
     torch.save(torch_net.state_dict(), tmp_path / "partial.pth")
-    report = parity.convert_checkpoint(tmp_path / "partial.pth", MSPartial(), tmp_path / "partial.ckpt",
-                                       allow_missing=True)
+    report = parity.convert_checkpoint(
+        tmp_path / "partial.pth", MSPartial(), tmp_path / "partial.ckpt", allow_missing=True
+    )
     assert report.written and not report.complete
     assert report.verified == report.converted == 1  # encoder.bias alone
     stored = ms.load_checkpoint(str(tmp_path / "partial.ckpt"))
@@ -242,14 +255,17 @@ def test_a_name_map_file_pairs_what_the_names_do_not(tmp_path):
             self.decoder = torch.nn.Linear(3, 6)
 
     torch.save(TorchRenamed().state_dict(), tmp_path / "net.pth")
-    (tmp_path / "map.toml").write_text('"layernorm.weight" = "layer_norm.gamma"\n'
-                                       '"layernorm.bias" = "layer_norm.beta"\n')
-    report = parity.convert_checkpoint(tmp_path / "net.pth", MSPartial(), tmp_path / "net.ckpt",
-                                       name_map=tmp_path / "map.toml")
+    (tmp_path / "map.toml").write_text(
+        '"layernorm.weight" = "layer_norm.gamma"\n"layernorm.bias" = "layer_norm.beta"\n'
+    )
+    report = parity.convert_checkpoint(
+        tmp_path / "net.pth", MSPartial(), tmp_path / "net.ckpt", name_map=tmp_path / "map.toml"
+    )
     assert report.complete and report.verified == 6
     assert {p.torch: p.how for p in report.map.pairs}["layernorm.weight"] == "name_map"
-    (tmp_path / "map.json").write_text(json.dumps({"layernorm.weight": "layer_norm.gamma",
-                                                   "layernorm.bias": "layer_norm.beta"}))
+    (tmp_path / "map.json").write_text(
+        json.dumps({"layernorm.weight": "layer_norm.gamma", "layernorm.bias": "layer_norm.beta"})
+    )
     assert parity.convert_checkpoint(tmp_path / "net.pth", MSPartial(), name_map=tmp_path / "map.json").verified == 6
 
 
@@ -284,10 +300,16 @@ def test_fused_qkv_is_fused_split_back_and_listed(tmp_path):
 def test_state_slots_guess_trainability_and_layer_class_from_the_names():
     arrays = {k: v.numpy() for k, v in TorchNet().state_dict().items()}
     slots = {s.name: s for s in state_slots(arrays, "torch")}
-    assert [n for n, s in slots.items() if not s.trainable] == ["bn.running_mean", "bn.running_var",
-                                                               "bn.num_batches_tracked"]
+    assert [n for n, s in slots.items() if not s.trainable] == [
+        "bn.running_mean",
+        "bn.running_var",
+        "bn.num_batches_tracked",
+    ]
     assert (slots["conv.weight"].layer_type, slots["bn.bias"].layer_type, slots["head.weight"].layer_type) == (
-        "Conv2d", "BatchNorm2d", "Linear")
+        "Conv2d",
+        "BatchNorm2d",
+        "Linear",
+    )
     pair = {"a.weight": np.zeros((2, 2)), "b.weight": np.zeros((2, 2))}
     tied = state_slots(pair, "torch", [("a.weight", "b.weight")])
     assert [(s.name, s.aliases) for s in tied] == [("a.weight", ("b.weight",))]
@@ -312,8 +334,11 @@ def test_bad_input_is_a_usage_error_naming_the_file(tmp_path):
     save_torch(random_torch_net(), tmp_path / "net.pth")
     with pytest.raises(ParityUsageError, match=r"x\.pth: a MindSpore checkpoint must end with one of \.ckpt"):
         parity.convert_checkpoint(tmp_path / "net.pth", MSNet(), tmp_path / "x.pth")
-    with pytest.raises(ParityUsageError, match=r"x\.ckpt: .*the suffix picks the format; to convert a MindSpore "
-                       r"checkpoint, give a PyTorch Module \(--module\)"):
+    with pytest.raises(
+        ParityUsageError,
+        match=r"x\.ckpt: .*the suffix picks the format; to convert a MindSpore "
+        r"checkpoint, give a PyTorch Module \(--module\)",
+    ):
         parity.convert_checkpoint(tmp_path / "x.ckpt", MSNet(), tmp_path / "y.ckpt")
     with pytest.raises(ParityUsageError, match="needs a mindspore.nn.Cell or a torch.nn.Module, got dict"):
         parity.convert_checkpoint(tmp_path / "net.pth", {}, tmp_path / "x.ckpt")
@@ -330,7 +355,7 @@ def test_bad_input_is_a_usage_error_naming_the_file(tmp_path):
 
 
 def test_a_bad_name_map_file_is_a_usage_error(tmp_path):
-    (tmp_path / "map.toml").write_text('a = [1, 2]\n')
+    (tmp_path / "map.toml").write_text("a = [1, 2]\n")
     with pytest.raises(ParityUsageError, match="a value is a MindSpore name, or a table with one of fuse"):
         load_name_map(tmp_path / "map.toml")
     (tmp_path / "map.yaml").write_text("a: b\n")
@@ -345,7 +370,7 @@ def test_a_bad_name_map_file_is_a_usage_error(tmp_path):
 
 # -- the command line ------------------------------------------------------------------------------
 
-FACTORIES = '''
+FACTORIES = """
 import sys
 sys.path.insert(0, {tests!r})
 from test_convert import MSNet, TorchNet
@@ -361,7 +386,7 @@ def module():
 
 def broken():
     raise RuntimeError("no weights here")
-'''
+"""
 
 
 @pytest.fixture
@@ -421,8 +446,9 @@ def test_resnet50_from_torchvision_to_mindcv_and_back_bit_identical(tmp_path):
     start = time.perf_counter()
     there = parity.convert_checkpoint(tmp_path / "resnet50.pth", cell, tmp_path / "resnet50.ckpt")
     middle = time.perf_counter()
-    back = parity.convert_checkpoint(tmp_path / "resnet50.ckpt", zoo_vision.torch_resnet50(num_classes=1000),
-                                     tmp_path / "resnet50.pth2.pth")
+    back = parity.convert_checkpoint(
+        tmp_path / "resnet50.ckpt", zoo_vision.torch_resnet50(num_classes=1000), tmp_path / "resnet50.pth2.pth"
+    )
     print(f"ResNet-50: .pth -> .ckpt {middle - start:.2f} s, .ckpt -> .pth {time.perf_counter() - middle:.2f} s")
     assert there.verified == back.verified == 267 and there.complete and back.complete
     assert len(there.dropped) == 53  # one num_batches_tracked per BatchNorm
@@ -445,7 +471,8 @@ def test_the_readme_example(tmp_path, monkeypatch, capsys):
         "5/5 tensors converted and verified bit-identical after reloading net.ckpt into SequentialCell\n"
         "  pairs: same name 1, renamed 4\n"
         "Not converted, on purpose:\n"
-        "  1 dropped (BatchNorm step counter; MindSpore keeps none): 1.num_batches_tracked\n")
+        "  1 dropped (BatchNorm step counter; MindSpore keeps none): 1.num_batches_tracked\n"
+    )
 
 
 def test_other_dtypes_are_cast_to_the_models_and_said(tmp_path):

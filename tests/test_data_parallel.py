@@ -18,9 +18,9 @@ import torch
 
 import parity
 from parity.engine.data_parallel import launch
-from parity.engine.data_parallel.worker import row_keys, strided
-from parity.engine.data_parallel.run import shard_findings
 from parity.engine.data_parallel.result import PAIRS, RUNS, disagreeing
+from parity.engine.data_parallel.run import shard_findings
+from parity.engine.data_parallel.worker import row_keys, strided
 
 MISSING = launch.missing_launchers()
 needs_launchers = pytest.mark.skipif(bool(MISSING), reason="; ".join(MISSING))
@@ -52,8 +52,9 @@ def torch_conv():
 def mint_conv():
     import mindspore
 
-    return mindspore.nn.SequentialCell(mindspore.mint.nn.Conv2d(3, 4, 3), mindspore.nn.Flatten(),
-                                       mindspore.nn.Dense(16, 3))
+    return mindspore.nn.SequentialCell(
+        mindspore.mint.nn.Conv2d(3, 4, 3), mindspore.nn.Flatten(), mindspore.nn.Dense(16, 3)
+    )
 
 
 def failing_on_worker_1(rank, world, rows):
@@ -116,8 +117,9 @@ def test_batch_norm_under_adam_passes_inside_the_rounding_envelope(job_folder):
         bias = next(c for c in result[1].pairs[pair] if c.kind == "parameter" and c.name == "0.bias")
         assert bias.envelope is not None and bias.envelope.tolerance_margin > 10, (pair, bias)
         assert bias.margin <= 1.0
-    assert result.noise_judged and "noise-judged (beyond the tolerance, inside PyTorch's rounding envelope)" in \
-        str(result)
+    assert result.noise_judged and "noise-judged (beyond the tolerance, inside PyTorch's rounding envelope)" in str(
+        result
+    )
     assert "rounding envelope" in result.seconds
 
 
@@ -126,8 +128,10 @@ def test_a_worker_on_the_full_batch_is_named(job_folder):
     with pytest.raises(parity.ParityMismatch) as caught:
         parity.check_data_parallel(parity.TRANSLATE, mlp, BATCHES, shard=(None, full_batch_on_worker_1), **ADAM)
     message, result = str(caught.value), caught.value.result
-    assert message.startswith("Data parallelism did not split the global batch: PyTorch worker 1 trained on the "
-                              "full batch (8 rows) at step 1, not its shard\n")
+    assert message.startswith(
+        "Data parallelism did not split the global batch: PyTorch worker 1 trained on the "
+        "full batch (8 rows) at step 1, not its shard\n"
+    )
     assert "Disagree:   PyTorch parallel disagrees with the other three runs" in message
     assert "Divergence: first at step 1 of 2, PyTorch parallel vs PyTorch single, loss" in message
     assert result.shard_findings == ["PyTorch worker 1 trained on the full batch (8 rows) at step 1, not its shard"]
@@ -141,8 +145,10 @@ def test_a_worker_on_the_full_batch_is_named(job_folder):
 
 @needs_launchers
 def test_a_worker_that_raises_is_a_usage_error_with_its_message(job_folder):
-    expected = (r"a PyTorch worker failed\.\nPyTorch worker 1:\n    KeyError: 'worker 1 has no shard'\n"
-                r"(      at .*\n)*      at .*test_data_parallel")
+    expected = (
+        r"a PyTorch worker failed\.\nPyTorch worker 1:\n    KeyError: 'worker 1 has no shard'\n"
+        r"(      at .*\n)*      at .*test_data_parallel"
+    )
     with pytest.raises(parity.ParityUsageError, match=expected):
         parity.check_data_parallel(parity.TRANSLATE, mlp, BATCHES, shard=(None, failing_on_worker_1), **TRAINING)
 
@@ -150,8 +156,11 @@ def test_a_worker_that_raises_is_a_usage_error_with_its_message(job_folder):
 @needs_launchers
 def test_a_layer_known_not_to_run_on_cpu_is_refused_and_the_started_workers_stopped(job_folder):
     batches = [(parity.randn((4, 3, 4, 4)), parity.randint((4,), 0, 3))]
-    with pytest.raises(parity.ParityUnsupported, match=r"'0': mindspore.mint.nn.Conv2d has no CPU kernel .*known "
-                                                       r"mismatch mint-conv2d-cpu-unsupported, runs on Ascend"):
+    with pytest.raises(
+        parity.ParityUnsupported,
+        match=r"'0': mindspore.mint.nn.Conv2d has no CPU kernel .*known "
+        r"mismatch mint-conv2d-cpu-unsupported, runs on Ascend",
+    ):
         parity.check_data_parallel(mint_conv, torch_conv, batches, **TRAINING)
 
 
@@ -161,13 +170,14 @@ def _single_runs(job_dir, *, ms_lr=None, ms_loss=None):
     steps of MindSpore single vs PyTorch single judged as the check judges them."""
     import pickle
 
-    from parity.engine.data_parallel import worker
-    from parity.engine.data_parallel import run as distributed
     from parity.engine.check import Settings
+    from parity.engine.data_parallel import run as distributed
+    from parity.engine.data_parallel import worker
     from parity.judge.tolerance import ToleranceSpec
 
-    job, arrays, _ = distributed._check_call(parity.TRANSLATE, bn_mlp, BATCHES, ADAM["loss"], ADAM["optimizer"], 2, 2,
-                                             None, None, 1234, "CPU")
+    job, arrays, _ = distributed._check_call(
+        parity.TRANSLATE, bn_mlp, BATCHES, ADAM["loss"], ADAM["optimizer"], 2, 2, None, None, 1234, "CPU"
+    )
     _, built = distributed._write_job(str(job_dir), job, arrays, ADAM["optimizer"])
     distributed._single(str(job_dir), "torch")
     if ms_lr is not None:
@@ -176,8 +186,10 @@ def _single_runs(job_dir, *, ms_lr=None, ms_loss=None):
     with open(job_dir / worker.JOB, "wb") as handle:
         pickle.dump(job, handle)
     distributed._single(str(job_dir), "mindspore")
-    runs = {f"{launch.LABELS[fw]} single": distributed._load(worker.result_path(str(job_dir), fw, False, 0))
-            for fw in worker.FRAMEWORKS}
+    runs = {
+        f"{launch.LABELS[fw]} single": distributed._load(worker.result_path(str(job_dir), fw, False, 0))
+        for fw in worker.FRAMEWORKS
+    }
     chain = (ToleranceSpec.parse(None, source="test"),) + Settings().tolerances
     close, steps = [], []
     for step in range(2):
@@ -195,8 +207,11 @@ def test_the_single_runs_of_batch_norm_under_adam_agree_inside_the_rounding_enve
     assert any(c.noise_judged and c.name == "0.bias" for c in compared)
 
 
-@pytest.mark.parametrize("fault", [{"ms_lr": 1.1e-2}, {"ms_loss": torch.nn.CrossEntropyLoss(label_smoothing=0.1)}],
-                         ids=["wrong-lr", "wrong-loss"])
+@pytest.mark.parametrize(
+    "fault",
+    [{"ms_lr": 1.1e-2}, {"ms_loss": torch.nn.CrossEntropyLoss(label_smoothing=0.1)}],
+    ids=["wrong-lr", "wrong-loss"],
+)
 def test_a_real_fault_stays_outside_the_rounding_envelope(tmp_path, fault):
     _, compared = _single_runs(tmp_path, **fault)
     failed = [c for c in compared if not c.passed]
@@ -218,8 +233,11 @@ def test_missing_gloo_is_unsupported(monkeypatch):
 
 
 def test_factories_must_be_importable_by_the_workers():
-    with pytest.raises(parity.ParityUsageError, match=r"torch_factory must be importable by the workers, which are "
-                                                      r"separate processes: .* got .*<locals>.<lambda>"):
+    with pytest.raises(
+        parity.ParityUsageError,
+        match=r"torch_factory must be importable by the workers, which are "
+        r"separate processes: .* got .*<locals>.<lambda>",
+    ):
         parity.check_data_parallel(parity.TRANSLATE, lambda: mlp(), BATCHES, **TRAINING)
 
 
@@ -237,10 +255,12 @@ def test_one_run_off_fails_exactly_its_two_pairs(run):
 
 def test_other_patterns_of_failing_pairs():
     assert disagreeing([], PAIRS) == ""
-    assert disagreeing([PAIRS[1], PAIRS[2]], PAIRS) == ("the two parallel runs agree with each other, not with the "
-                                                        "single-process runs")
-    assert disagreeing([PAIRS[0], PAIRS[3]], PAIRS) == ("MindSpore and PyTorch disagree, in one process and in "
-                                                        "parallel alike")
+    assert disagreeing([PAIRS[1], PAIRS[2]], PAIRS) == (
+        "the two parallel runs agree with each other, not with the single-process runs"
+    )
+    assert disagreeing([PAIRS[0], PAIRS[3]], PAIRS) == (
+        "MindSpore and PyTorch disagree, in one process and in parallel alike"
+    )
     assert disagreeing([PAIRS[0]], PAIRS) == "these pairs disagree: MindSpore single vs PyTorch single"
 
 
@@ -250,23 +270,27 @@ def test_shard_findings_name_what_each_worker_trained_on():
     shards = [keys[strided(r, 2, 8)] for r in range(2)]
     assert shard_findings("MindSpore", keys, shards, 1) == []
     assert shard_findings("MindSpore", keys, [shards[0], keys], 2) == [
-        "MindSpore worker 1 trained on the full batch (8 rows) at step 2, not its shard"]
+        "MindSpore worker 1 trained on the full batch (8 rows) at step 2, not its shard"
+    ]
     assert shard_findings("PyTorch", keys, [keys[:5], keys[4:]], 1) == [
-        "PyTorch workers trained on rows [4] of step 1 more than once between them"]
+        "PyTorch workers trained on rows [4] of step 1 more than once between them"
+    ]
     assert shard_findings("PyTorch", keys, [keys[:3], keys[4:]], 1) == [
-        "PyTorch workers left rows [3] of step 1 untrained"]
+        "PyTorch workers left rows [3] of step 1 untrained"
+    ]
     assert shard_findings("PyTorch", keys, [keys[:5], keys[5:]], 1) == [
         "PyTorch workers trained on shards of unequal size [5, 3] at step 1: the mean of their gradients weights "
-        "their rows unequally"]
+        "their rows unequally"
+    ]
     strangers = row_keys([rows + 100.0])[:4]
     assert shard_findings("PyTorch", keys, [shards[0], strangers], 1) == [
-        "PyTorch worker 1 trained on 4 rows that are not in the global batch of step 1"]
+        "PyTorch worker 1 trained on 4 rows that are not in the global batch of step 1"
+    ]
 
 
 def _aborting_workers(job_dir, results):
     """A PyTorch launch whose two 'workers' abort (SIGABRT, as gloo's teardown can), rank r having
     written its results first when ``results[r]``."""
-    import subprocess
     import sys
 
     from parity.engine.data_parallel import worker
@@ -277,8 +301,11 @@ def _aborting_workers(job_dir, results):
     run = launch.Launch("torch", str(job_dir), 2, timeout=60)
     run.logs = [str(job_dir / f"torch-{r}.log") for r in range(2)]
     for log in run.logs:
-        run.processes.append(run._popen([sys.executable, "-c", "import os; print('terminate called'); os.abort()"],
-                                        dict(os.environ), log))
+        run.processes.append(
+            run._popen(
+                [sys.executable, "-c", "import os; print('terminate called'); os.abort()"], dict(os.environ), log
+            )
+        )
     for process in run.processes:
         process.wait(timeout=60)
     return run

@@ -30,13 +30,13 @@ import torch
 from mindspore import nn as msnn
 
 import parity
-from parity.judge import devices
-from parity.engine import messages as report
 from parity.backends import device
-from parity.errors import ParityMismatch, ParityUsageError
-from parity.nightly.records import check_record, fingerprint
+from parity.engine import messages as report
 from parity.engine.check import Settings, run_check
+from parity.errors import ParityMismatch, ParityUsageError
+from parity.judge import devices
 from parity.judge.tolerance import DTYPE_DEFAULTS, Tolerance, ToleranceSpec, resolve
+from parity.nightly.records import check_record, fingerprint
 
 try:
     import tomllib
@@ -90,8 +90,12 @@ class _GpuConf:
 
 def _fake_torch_npu(*, available=True):
     npu = types.SimpleNamespace(
-        is_available=lambda: available, current_device=lambda: 0, get_device_name=lambda i: "Ascend910B (fake)",
-        matmul=types.SimpleNamespace(allow_hf32=True), conv=types.SimpleNamespace(allow_hf32=True))
+        is_available=lambda: available,
+        current_device=lambda: 0,
+        get_device_name=lambda i: "Ascend910B (fake)",
+        matmul=types.SimpleNamespace(allow_hf32=True),
+        conv=types.SimpleNamespace(allow_hf32=True),
+    )
     module = types.ModuleType("torch_npu")
     module.npu = npu
     return module
@@ -108,11 +112,14 @@ class FakeDevices:
         self.gpu = _GpuConf()
         real_get_context = mindspore.get_context
         monkeypatch.setattr(mindspore, "set_device", self._set_device)
-        monkeypatch.setattr(mindspore, "get_context",
-                            lambda key: self.target if key == "device_target" else real_get_context(key))
+        monkeypatch.setattr(
+            mindspore, "get_context", lambda key: self.target if key == "device_target" else real_get_context(key)
+        )
         monkeypatch.setattr(device, "_placement", lambda label: "cpu")  # the fake NPU/GPU is the CPU
-        for module, conf, name in ((ASCEND_PRECISION, self.ascend, "AscendOpPrecisionConf"),
-                                   (GPU_PRECISION, self.gpu, "GPUOpPrecisionConf")):
+        for module, conf, name in (
+            (ASCEND_PRECISION, self.ascend, "AscendOpPrecisionConf"),
+            (GPU_PRECISION, self.gpu, "GPUOpPrecisionConf"),
+        ):
             monkeypatch.setattr(module, name, conf, raising=False)
             monkeypatch.setattr(module, "_is_supported", lambda: True)
             monkeypatch.setattr(module, "function_status", {k: False for k in module.function_status})
@@ -217,7 +224,9 @@ def test_gpu_with_cuda_runs_the_reference_on_cuda_with_tf32_off(fake):
     assert fake.gpu.values == {"matmul_allow_tf32": False, "conv_allow_tf32": False}
     assert setup.precision_by == "parity"
     assert resolve((devices.profile(setup),), ("output",), "float32") == (
-        DTYPE_DEFAULTS["float32"], "float32 default (GPU, TF32 off)")
+        DTYPE_DEFAULTS["float32"],
+        "float32 default (GPU, TF32 off)",
+    )
 
 
 def test_gpu_without_cuda_is_a_usage_error_that_says_what_to_do(fake):
@@ -233,19 +242,33 @@ def test_gpu_without_cuda_is_a_usage_error_that_says_what_to_do(fake):
 
 def test_parity_keeps_float32_on_ascend_where_nothing_was_set(fake):
     setup = device.setup("Ascend")
-    assert fake.ascend.values == {"precision_mode": "must_keep_origin_dtype", "matmul_allow_hf32": "0",
-                                  "conv_allow_hf32": "0"}
-    assert dict(setup.precision) == {"precision_mode": "must_keep_origin_dtype", "matmul_allow_hf32": False,
-                                     "conv_allow_hf32": False}
+    assert fake.ascend.values == {
+        "precision_mode": "must_keep_origin_dtype",
+        "matmul_allow_hf32": "0",
+        "conv_allow_hf32": "0",
+    }
+    assert dict(setup.precision) == {
+        "precision_mode": "must_keep_origin_dtype",
+        "matmul_allow_hf32": False,
+        "conv_allow_hf32": False,
+    }
     assert setup.precision_by == "parity" and setup.float32_computes_in() is None
     assert devices.profile(setup).default("float32") == (
-        DTYPE_DEFAULTS["float32"], "float32 default (Ascend, precision_mode=must_keep_origin_dtype)")
+        DTYPE_DEFAULTS["float32"],
+        "float32 default (Ascend, precision_mode=must_keep_origin_dtype)",
+    )
     assert device.setup("Ascend") == setup  # every later check: MindSpore takes the same value again
 
 
-@pytest.mark.parametrize("mode, computes_in", [("allow_fp32_to_fp16", "float16"), ("force_fp16", "float16"),
-                                               ("allow_fp32_to_bf16", "bfloat16"),
-                                               ("allow_mix_precision", "bfloat16")])
+@pytest.mark.parametrize(
+    "mode, computes_in",
+    [
+        ("allow_fp32_to_fp16", "float16"),
+        ("force_fp16", "float16"),
+        ("allow_fp32_to_bf16", "bfloat16"),
+        ("allow_mix_precision", "bfloat16"),
+    ],
+)
 def test_a_reduced_precision_mode_set_before_the_run_is_read_and_loosens_float32(fake, mode, computes_in):
     fake.set_before_the_run(precision_mode=mode)
     setup = device.setup("Ascend")
@@ -259,10 +282,15 @@ def test_a_reduced_precision_mode_set_before_the_run_is_read_and_loosens_float32
 def test_hf32_switched_on_before_the_run_loosens_float32_and_is_named(fake):
     fake.set_before_the_run(conv_allow_hf32=True)
     setup = device.setup("Ascend")
-    assert dict(setup.precision) == {"precision_mode": "must_keep_origin_dtype", "matmul_allow_hf32": False,
-                                     "conv_allow_hf32": True}
+    assert dict(setup.precision) == {
+        "precision_mode": "must_keep_origin_dtype",
+        "matmul_allow_hf32": False,
+        "conv_allow_hf32": True,
+    }
     assert devices.profile(setup).default("float32") == (
-        DTYPE_DEFAULTS["float16"], "Ascend float32 (precision_mode=must_keep_origin_dtype, conv_allow_hf32=True)")
+        DTYPE_DEFAULTS["float16"],
+        "Ascend float32 (precision_mode=must_keep_origin_dtype, conv_allow_hf32=True)",
+    )
 
 
 def test_precision_settings_that_cannot_be_read_take_the_loosest_profile_and_say_why(fake, monkeypatch):
@@ -273,8 +301,9 @@ def test_precision_settings_that_cannot_be_read_take_the_loosest_profile_and_say
     tol, source = devices.profile(setup).default("float32")
     assert tol == DTYPE_DEFAULTS["bfloat16"] and source.startswith("Ascend float32 (precision settings unknown: ")
     again = device.setup("Ascend")
-    assert again.precision_by == ("unread: precision_mode could not be set (NameError: name "
-                                  "'AscendOpPrecisionConf' is not defined)")
+    assert again.precision_by == (
+        "unread: precision_mode could not be set (NameError: name 'AscendOpPrecisionConf' is not defined)"
+    )
     assert "MindSpore precision settings unread: precision_mode could not be set" in again.line
 
 
@@ -309,11 +338,14 @@ def test_profile_numbers_are_the_dtype_defaults_of_the_narrower_types():
 # -- the fingerprint, the record and the message ----------------------------------------------
 
 
-@pytest.mark.parametrize("device_name, torch_npu, expected", [
-    ("Ascend", None, ("cpu", "PyTorch reference on CPU: torch_npu not installed")),
-    ("Ascend", "2.5.1", ("npu", "PyTorch reference on npu (torch_npu 2.5.1)")),
-    ("CPU", None, ("cpu", "PyTorch reference on CPU")),
-])
+@pytest.mark.parametrize(
+    "device_name, torch_npu, expected",
+    [
+        ("Ascend", None, ("cpu", "PyTorch reference on CPU: torch_npu not installed")),
+        ("Ascend", "2.5.1", ("npu", "PyTorch reference on npu (torch_npu 2.5.1)")),
+        ("CPU", None, ("cpu", "PyTorch reference on CPU")),
+    ],
+)
 def test_the_fingerprint_states_where_the_reference_will_run(tmp_path, monkeypatch, device_name, torch_npu, expected):
     from parity.nightly import environment
 
@@ -338,10 +370,15 @@ class _TorchScale(torch.nn.Module):
 
 
 def _check_on(device_name, factor):
-    settings = Settings(device=device_name, case="tests/test_scale.py::test_scale", location="tests/test_scale.py:3",
-                        reproduce="pytest tests/test_scale.py::test_scale --parity")
-    return run_check(_Scale(factor), _TorchScale(), parity.randn((2, 3)), grads=False, settings=settings,
-                     localize=False)
+    settings = Settings(
+        device=device_name,
+        case="tests/test_scale.py::test_scale",
+        location="tests/test_scale.py:3",
+        reproduce="pytest tests/test_scale.py::test_scale --parity",
+    )
+    return run_check(
+        _Scale(factor), _TorchScale(), parity.randn((2, 3)), grads=False, settings=settings, localize=False
+    )
 
 
 def test_a_failing_check_on_fake_ascend_says_where_both_sides_ran(fake):
@@ -351,13 +388,17 @@ def test_a_failing_check_on_fake_ascend_says_where_both_sides_ran(fake):
     assert fake.target == "Ascend"  # MindSpore was asked for Ascend
     lines = str(info.value).splitlines()
     pair = next(i for i, line in enumerate(lines) if line.startswith("Pair:"))
-    assert lines[pair + 1] == ("Device:     Ascend; MindSpore precision_mode=must_keep_origin_dtype, "
-                               "matmul_allow_hf32=False, conv_allow_hf32=False (kept by parity); "
-                               "PyTorch reference on npu:0")
-    assert "Tolerance: float32 default (Ascend, precision_mode=must_keep_origin_dtype) (rtol=1.3e-06, atol=1e-05)" \
-        in lines
-    record = check_record(nodeid="n", case="c", call="check", index=0, device="Ascend", seed=1234, duration=0.0,
-                          error=info.value)
+    assert lines[pair + 1] == (
+        "Device:     Ascend; MindSpore precision_mode=must_keep_origin_dtype, "
+        "matmul_allow_hf32=False, conv_allow_hf32=False (kept by parity); "
+        "PyTorch reference on npu:0"
+    )
+    assert (
+        "Tolerance: float32 default (Ascend, precision_mode=must_keep_origin_dtype) (rtol=1.3e-06, atol=1e-05)" in lines
+    )
+    record = check_record(
+        nodeid="n", case="c", call="check", index=0, device="Ascend", seed=1234, duration=0.0, error=info.value
+    )
     assert record["device_setup"]["reference"] == "PyTorch reference on npu:0"
     assert record["device_setup"]["precision"]["precision_mode"] == "must_keep_origin_dtype"
     assert record["tensors"][0]["tolerance_source"] == "float32 default (Ascend, precision_mode=must_keep_origin_dtype)"
@@ -370,8 +411,11 @@ def test_a_check_under_a_reduced_mode_is_judged_by_the_looser_profile_and_names_
     assert output.passed and output.tolerance == DTYPE_DEFAULTS["float16"]
     assert output.tolerance_source == "Ascend float32 (precision_mode=allow_fp32_to_fp16)"
     assert result.device_setup.reference == "PyTorch reference on CPU: torch_npu not installed"
-    with pytest.raises(ParityMismatch, match=r"(?m)^Device:     Ascend; MindSpore precision_mode=allow_fp32_to_fp16"
-                                             r".*\(set before the run\); PyTorch reference on CPU: torch_npu not"):
+    with pytest.raises(
+        ParityMismatch,
+        match=r"(?m)^Device:     Ascend; MindSpore precision_mode=allow_fp32_to_fp16"
+        r".*\(set before the run\); PyTorch reference on CPU: torch_npu not",
+    ):
         _check_on("Ascend", 2.0 * (1 + 1e-2))  # beyond float16's tolerance too
 
 
@@ -405,12 +449,21 @@ def test_a_training_check_on_fake_ascend_takes_the_profile_and_says_where_both_s
     model = torch.nn.Linear(3, 2)
     batches = [(parity.randn((4, 3)), parity.randn((4, 2)))]
     with pytest.raises(ParityMismatch) as info:  # MindSpore's SGD at lr 0.2, PyTorch's at 0.1
-        run_training(parity.translate(model), model, batches, loss=torch.nn.MSELoss(), steps=2,
-                     optimizer=(lambda p: mindspore.nn.SGD(p, learning_rate=0.2), lambda p: torch.optim.SGD(p, lr=0.1)),
-                     settings=Settings(device="Ascend"))
+        run_training(
+            parity.translate(model),
+            model,
+            batches,
+            loss=torch.nn.MSELoss(),
+            steps=2,
+            optimizer=(lambda p: mindspore.nn.SGD(p, learning_rate=0.2), lambda p: torch.optim.SGD(p, lr=0.1)),
+            settings=Settings(device="Ascend"),
+        )
     result, text = info.value.result, str(info.value)
     assert result.device_setup.torch_device == "npu:0"
-    assert ("Device:     Ascend; MindSpore precision_mode=allow_fp32_to_bf16, matmul_allow_hf32=False, "
-            "conv_allow_hf32=False (set before the run); PyTorch reference on npu:0") in text.splitlines()
+    assert (
+        "Device:     Ascend; MindSpore precision_mode=allow_fp32_to_bf16, matmul_allow_hf32=False, "
+        "conv_allow_hf32=False (set before the run); PyTorch reference on npu:0"
+    ) in text.splitlines()
     assert {c.tolerance_source for c in result.comparisons if c.torch_dtype == "float32"} == {
-        "Ascend float32 (precision_mode=allow_fp32_to_bf16)"}
+        "Ascend float32 (precision_mode=allow_fp32_to_bf16)"
+    }

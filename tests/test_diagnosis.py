@@ -16,10 +16,10 @@ from mindspore import nn as msnn
 import parity
 from cases.models import resnet, resnet_mindcv
 from parity.engine import messages as report
+from parity.engine.check import Settings, run_check
 from parity.engine.localize import LayerTable, LayerVerdict
 from parity.registry import rules
 from parity.registry.diagnosis import Seen, diagnose, likely_causes, observed, parameter_causes
-from parity.engine.check import Settings, run_check
 
 same_pads_differ = rules.HELPERS["same_pads_differ"]
 
@@ -27,30 +27,36 @@ same_pads_differ = rules.HELPERS["same_pads_differ"]
 # ---------------------------------------------------------------- MindSpore 'same' vs PyTorch padding
 
 
-@pytest.mark.parametrize("shape, kernel, stride, padding, differs", [
-    ((2, 64, 32, 32), 3, 2, 1, True),       # 'same' pads (0, 1), PyTorch (1, 1): the ResNet stem max-pool
-    ((2, 64, 33, 33), 3, 2, 1, False),      # 'same' pads (1, 1) on an odd size
-    ((2, 8, 16, 16), (3, 3), (1, 1), (1, 1), False),
-    ((2, 8, 16, 16), (3, 3), (1, 1), (0, 0), True),
-    ((2, 8, 16, 16), (1, 1), (1, 1), (0, 0), False),
-    ((2, 8, 15, 16), (1, 1), (2, 2), (0, 0), False),  # a strided 1x1 kernel pads nothing either
-    ((2, 8, 16, 16), 2, 2, 0, False),
-    ((2, 8, 15, 15), 2, 2, 0, True),        # odd: 'same' keeps the last column, PyTorch drops it
-    ((2, 4, 10), (3,), (1,), "valid", True),
-    ((2, 4, 10), (4,), (1,), "same", False),  # PyTorch's own 'same' also puts the odd pad at the end
-])
+@pytest.mark.parametrize(
+    "shape, kernel, stride, padding, differs",
+    [
+        ((2, 64, 32, 32), 3, 2, 1, True),  # 'same' pads (0, 1), PyTorch (1, 1): the ResNet stem max-pool
+        ((2, 64, 33, 33), 3, 2, 1, False),  # 'same' pads (1, 1) on an odd size
+        ((2, 8, 16, 16), (3, 3), (1, 1), (1, 1), False),
+        ((2, 8, 16, 16), (3, 3), (1, 1), (0, 0), True),
+        ((2, 8, 16, 16), (1, 1), (1, 1), (0, 0), False),
+        ((2, 8, 15, 16), (1, 1), (2, 2), (0, 0), False),  # a strided 1x1 kernel pads nothing either
+        ((2, 8, 16, 16), 2, 2, 0, False),
+        ((2, 8, 15, 15), 2, 2, 0, True),  # odd: 'same' keeps the last column, PyTorch drops it
+        ((2, 4, 10), (3,), (1,), "valid", True),
+        ((2, 4, 10), (4,), (1,), "same", False),  # PyTorch's own 'same' also puts the odd pad at the end
+    ],
+)
 def test_same_pads_differ_for_the_input_shape(shape, kernel, stride, padding, differs):
     assert same_pads_differ(shape, kernel, stride, 1, padding) is differs
 
 
-@pytest.mark.parametrize("kernel, stride, padding, differs", [
-    ((1, 1), (1, 1), (0, 0), False),
-    ((1, 1), (2, 2), (0, 0), False),
-    ((3, 3), (1, 1), (1, 1), False),
-    ((3, 3), (2, 2), (1, 1), True),   # for even sizes
-    ((2, 2), (2, 2), (0, 0), True),   # for odd sizes
-    ((3, 3), (1, 1), (0, 0), True),
-])
+@pytest.mark.parametrize(
+    "kernel, stride, padding, differs",
+    [
+        ((1, 1), (1, 1), (0, 0), False),
+        ((1, 1), (2, 2), (0, 0), False),
+        ((3, 3), (1, 1), (1, 1), False),
+        ((3, 3), (2, 2), (1, 1), True),  # for even sizes
+        ((2, 2), (2, 2), (0, 0), True),  # for odd sizes
+        ((3, 3), (1, 1), (0, 0), True),
+    ],
+)
 def test_same_pads_differ_for_some_input_when_the_shape_is_unknown(kernel, stride, padding, differs):
     assert same_pads_differ(None, kernel, stride, (1, 1), padding) is differs
 
@@ -74,20 +80,33 @@ def test_same_transpose_differs_agrees_with_mindspore_and_pytorch():
 
     differs = rules.HELPERS["same_transpose_differs"]
     x = np.random.default_rng(0).standard_normal((1, 2, 5, 5)).astype(np.float32)
-    for kernel, stride, padding, output_padding in [(2, 2, 0, 0), (4, 2, 1, 0), (3, 1, 1, 0), (3, 2, 1, 0),
-                                                    (3, 2, 1, 1), (5, 2, 2, 1), (1, 2, 0, 1), (2, 1, 0, 0)]:
+    for kernel, stride, padding, output_padding in [
+        (2, 2, 0, 0),
+        (4, 2, 1, 0),
+        (3, 1, 1, 0),
+        (3, 2, 1, 0),
+        (3, 2, 1, 1),
+        (5, 2, 2, 1),
+        (1, 2, 0, 1),
+        (2, 1, 0, 0),
+    ]:
         module = torch.nn.ConvTranspose2d(2, 3, kernel, stride, padding, output_padding, bias=False)
         cell = msnn.Conv2dTranspose(2, 3, kernel, stride, pad_mode="same")
         cell.weight.set_data(mindspore.Tensor(module.weight.detach().numpy()))
         ms_out, torch_out = cell(mindspore.Tensor(x)).asnumpy(), module(torch.from_numpy(x)).detach().numpy()
         equal = ms_out.shape == torch_out.shape and np.allclose(ms_out, torch_out, atol=1e-5)
-        assert equal is not differs((kernel,) * 2, (stride,) * 2, (1, 1), (padding,) * 2, (output_padding,) * 2), \
-            (kernel, stride, padding, output_padding)
+        assert equal is not differs((kernel,) * 2, (stride,) * 2, (1, 1), (padding,) * 2, (output_padding,) * 2), (
+            kernel,
+            stride,
+            padding,
+            output_padding,
+        )
 
 
 def test_an_upsampling_transposed_convolution_is_no_candidate():
     """UNet's ConvTranspose2d(kernel_size=2, stride=2) and DCGAN's (4, 2, padding=1) compute what
     MindSpore's default pad_mode='same' computes; (3, 2, padding=1) does not."""
+
     def leads(kernel, stride, padding):
         pair = msnn.Conv2dTranspose(4, 4, kernel, stride), torch.nn.ConvTranspose2d(4, 4, kernel, stride, padding)
         return [d.entry.id for d in diagnose(*pair) if d.score >= 0.9 and "pad-mode" in d.entry.id]
@@ -101,11 +120,18 @@ def test_an_upsampling_transposed_convolution_is_no_candidate():
 
 def _stem_pair():
     """A 1x1 conv, a 3x3 strided conv and a ResNet stem max-pool, MindSpore convention vs PyTorch's."""
-    ms_net = msnn.SequentialCell([msnn.Conv2d(3, 4, 1), msnn.Conv2d(4, 4, 3, stride=2, pad_mode="pad", padding=1),
-                                  msnn.MaxPool2d(3, 2, pad_mode="same")])
-    torch_net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 1, bias=False),
-                                    torch.nn.Conv2d(4, 4, 3, stride=2, padding=1, bias=False),
-                                    torch.nn.MaxPool2d(3, 2, padding=1))
+    ms_net = msnn.SequentialCell(
+        [
+            msnn.Conv2d(3, 4, 1),
+            msnn.Conv2d(4, 4, 3, stride=2, pad_mode="pad", padding=1),
+            msnn.MaxPool2d(3, 2, pad_mode="same"),
+        ]
+    )
+    torch_net = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 1, bias=False),
+        torch.nn.Conv2d(4, 4, 3, stride=2, padding=1, bias=False),
+        torch.nn.MaxPool2d(3, 2, padding=1),
+    )
     return ms_net, torch_net
 
 
@@ -118,7 +144,8 @@ def test_the_max_pool_is_judged_on_the_shape_it_saw():
     seen = lambda size: {"2": Seen("2", ((2, 4, size, size),), diverged=True)}  # noqa: E731
     assert likely_causes(*_stem_pair(), at="2", seen=seen(16)) == [
         "known mismatch 'maxpool2d-pad-mode-same' at '2' (MindSpore pad_mode='SAME' vs PyTorch padding=1; "
-        "input shape (2, 4, 16, 16)); fix: pass pad_mode='pad', padding=1"]
+        "input shape (2, 4, 16, 16)); fix: pass pad_mode='pad', padding=1"
+    ]
     assert likely_causes(*_stem_pair(), at="2", seen=seen(17)) == []  # 'same' pads (1, 1) there
 
 
@@ -154,23 +181,48 @@ def test_layers_pair_as_the_check_aligned_them():
 
 def _verdict(path, status, shape, direction="forward", ms_path=None, fed=0.0):
     """A verdict whose inputs are ``fed`` times their tolerance off (relative error as much)."""
-    return LayerVerdict(direction, path, ms_path or path, "Conv2d", "Conv2d", 0, fed, fed, 0.0, 0.0, 0.0,
-                        status=status, in_shapes=(shape,), ms_in_shapes=(shape,))
+    return LayerVerdict(
+        direction,
+        path,
+        ms_path or path,
+        "Conv2d",
+        "Conv2d",
+        0,
+        fed,
+        fed,
+        0.0,
+        0.0,
+        0.0,
+        status=status,
+        in_shapes=(shape,),
+        ms_in_shapes=(shape,),
+    )
 
 
 def test_observed_collects_input_shapes_and_divergence():
     table = LayerTable(
-        forward=[_verdict("a", "ok", (1, 3, 8, 8)), _verdict("a", "ok", (1, 3, 4, 4)), _verdict("a", "ok", (1, 3, 8, 8)),
-                 _verdict("b", "FAIL", (1, 4, 8, 8), ms_path="b_ms"), _verdict("c", "downstream", (1, 4, 4, 4), fed=5),
-                 _verdict("x", "unaligned", (1, 1))],
-        backward=[_verdict("c", "FAIL", (1, 4, 4, 4), direction="backward")])
-    assert observed(table) == {"a": Seen("a", ((1, 3, 8, 8), (1, 3, 4, 4)), False),
-                               "b": Seen("b_ms", ((1, 4, 8, 8),), True), "c": Seen("c", ((1, 4, 4, 4),), True)}
+        forward=[
+            _verdict("a", "ok", (1, 3, 8, 8)),
+            _verdict("a", "ok", (1, 3, 4, 4)),
+            _verdict("a", "ok", (1, 3, 8, 8)),
+            _verdict("b", "FAIL", (1, 4, 8, 8), ms_path="b_ms"),
+            _verdict("c", "downstream", (1, 4, 4, 4), fed=5),
+            _verdict("x", "unaligned", (1, 1)),
+        ],
+        backward=[_verdict("c", "FAIL", (1, 4, 4, 4), direction="backward")],
+    )
+    assert observed(table) == {
+        "a": Seen("a", ((1, 3, 8, 8), (1, 3, 4, 4)), False),
+        "b": Seen("b_ms", ((1, 4, 8, 8),), True),
+        "c": Seen("c", ((1, 4, 4, 4),), True),
+    }
 
 
 def test_a_layers_own_failing_tensors_count_only_where_what_flowed_in_agreed():
-    table = LayerTable(forward=[_verdict("bn", "ok", (2, 4)), _verdict("fed", "downstream", (2, 4), fed=3)],
-                       backward=[_verdict("bn", "ok", (2, 4), "backward", fed=3), _verdict("fed", "ok", (2, 4), "backward")])
+    table = LayerTable(
+        forward=[_verdict("bn", "ok", (2, 4)), _verdict("fed", "downstream", (2, 4), fed=3)],
+        backward=[_verdict("bn", "ok", (2, 4), "backward", fed=3), _verdict("fed", "ok", (2, 4), "backward")],
+    )
     seen = observed(table, [("bn", "buffer"), ("fed", "buffer"), ("fed", "param grad"), ("gone", "buffer")])
     assert {p: s.diverged for p, s in seen.items()} == {"bn": True, "fed": False}
     seen = observed(table, [("bn", "param grad")])  # its gradient flowed in already differing
@@ -181,16 +233,21 @@ def test_running_statistics_of_a_layer_fed_alike_keep_its_cause():
     """Train mode, BatchNorm momentum: every layer's outputs agree, only the running statistics
     differ; the cause at that BatchNorm stays, the LeakyReLU's slope (seen to agree on positive
     inputs) is left out."""
-    ms_net = msnn.SequentialCell([msnn.LeakyReLU(), msnn.Conv2d(3, 4, 3, pad_mode="pad", padding=1),
-                                  msnn.BatchNorm2d(4, momentum=0.5)])
-    torch_net = torch.nn.Sequential(torch.nn.LeakyReLU(), torch.nn.Conv2d(3, 4, 3, padding=1, bias=False),
-                                    torch.nn.BatchNorm2d(4))
+    ms_net = msnn.SequentialCell(
+        [msnn.LeakyReLU(), msnn.Conv2d(3, 4, 3, pad_mode="pad", padding=1), msnn.BatchNorm2d(4, momentum=0.5)]
+    )
+    torch_net = torch.nn.Sequential(
+        torch.nn.LeakyReLU(), torch.nn.Conv2d(3, 4, 3, padding=1, bias=False), torch.nn.BatchNorm2d(4)
+    )
     assert {d.entry.id for d in diagnose(ms_net, torch_net) if d.score >= 0.9} == {
-        "leakyrelu-negative-slope-default", "batchnorm2d-momentum-convention"}
+        "leakyrelu-negative-slope-default",
+        "batchnorm2d-momentum-convention",
+    }
     with pytest.raises(parity.ParityMismatch) as raised:
         run_check(ms_net, torch_net, parity.uniform((2, 3, 6, 6), 0.1, 1.0), train=True, grads=False)
     assert [c.split("'")[1:4] for c in _likely_causes(str(raised.value))] == [
-        ["batchnorm2d-momentum-convention", " at ", "2"]]
+        ["batchnorm2d-momentum-convention", " at ", "2"]
+    ]
 
 
 # ---------------------------------------------------------------- registry hints on usage errors
@@ -201,19 +258,26 @@ def test_an_unmapped_bias_names_has_bias():
         run_check(msnn.Conv2d(120, 240, 4), torch.nn.Conv2d(120, 240, 4), parity.randn((2, 120, 12, 12)))
     text = str(raised.value)
     assert text.startswith("Unmapped parameters: in MindSpore only []; in PyTorch only ['bias']")
-    assert text.splitlines()[-1] == ("Likely cause: known mismatch 'conv2d-has-bias-default' at '(root)' "
-                                     "(MindSpore has_bias=False vs PyTorch bias=True); fix: pass has_bias=True")
+    assert text.splitlines()[-1] == (
+        "Likely cause: known mismatch 'conv2d-has-bias-default' at '(root)' "
+        "(MindSpore has_bias=False vs PyTorch bias=True); fix: pass has_bias=True"
+    )
     assert "conv2d-pad-mode-default" not in text  # padding does not explain a missing parameter
 
 
 def test_a_weight_of_another_shape_names_group():
     with pytest.raises(parity.ParityUsageError) as raised:
-        run_check(msnn.Conv2d(4, 4, 3, pad_mode="pad", padding=1, has_bias=True),
-                  torch.nn.Conv2d(4, 4, 3, padding=1, groups=2), parity.randn((2, 4, 6, 6)))
+        run_check(
+            msnn.Conv2d(4, 4, 3, pad_mode="pad", padding=1, has_bias=True),
+            torch.nn.Conv2d(4, 4, 3, padding=1, groups=2),
+            parity.randn((2, 4, 6, 6)),
+        )
     text = str(raised.value)
     assert text.startswith("Parameter shapes differ")
-    assert text.splitlines()[-1] == ("Likely cause: known mismatch 'conv2d-groups-name' at '(root)' (MindSpore "
-                                     "group=1 vs PyTorch groups=2); fix: pass group=2")
+    assert text.splitlines()[-1] == (
+        "Likely cause: known mismatch 'conv2d-groups-name' at '(root)' (MindSpore "
+        "group=1 vs PyTorch groups=2); fix: pass group=2"
+    )
 
 
 def test_unpaired_weights_without_a_known_cause_get_no_hint():
@@ -223,22 +287,40 @@ def test_unpaired_weights_without_a_known_cause_get_no_hint():
 
 
 def test_parameter_causes_only_where_the_parameters_do_not_line_up():
-    from parity.backends import mindspore as msb, torch as tb
+    from parity.backends import mindspore as msb
+    from parity.backends import torch as tb
 
     ms_net = msnn.SequentialCell([msnn.Conv2d(3, 4, 3, has_bias=True), msnn.Conv2d(4, 4, 3)])
     torch_net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Conv2d(4, 4, 3))
     causes = parameter_causes(ms_net, torch_net, msb.slots(ms_net), tb.slots(torch_net))
-    assert causes == ["known mismatch 'conv2d-has-bias-default' at '1' (MindSpore has_bias=False vs "
-                      "PyTorch bias=True); fix: pass has_bias=True"]
+    assert causes == [
+        "known mismatch 'conv2d-has-bias-default' at '1' (MindSpore has_bias=False vs "
+        "PyTorch bias=True); fix: pass has_bias=True"
+    ]
 
 
 # ---------------------------------------------------------------- layer rows whose shapes differ
 
 
 def test_a_layer_row_with_different_output_shapes_says_so():
-    verdict = LayerVerdict("forward", "pool", "pool", "MaxPool2d", "MaxPool2d", 0, 0.0, 0.0, float("inf"),
-                           float("inf"), float("inf"), status="FAIL", in_shapes=((2, 3, 8, 8),),
-                           ms_in_shapes=((2, 3, 8, 8),), out_shapes=((2, 3, 4, 4),), ms_out_shapes=((2, 3, 7, 7),))
+    verdict = LayerVerdict(
+        "forward",
+        "pool",
+        "pool",
+        "MaxPool2d",
+        "MaxPool2d",
+        0,
+        0.0,
+        0.0,
+        float("inf"),
+        float("inf"),
+        float("inf"),
+        status="FAIL",
+        in_shapes=((2, 3, 8, 8),),
+        ms_in_shapes=((2, 3, 8, 8),),
+        out_shapes=((2, 3, 4, 4),),
+        ms_out_shapes=((2, 3, 7, 7),),
+    )
     line = report.layer_lines([verdict], "forward")[1]
     assert line.endswith("MaxPool2d              shapes differ: (2, 3, 7, 7) vs (2, 3, 4, 4)   <- first divergence")
     assert "inf" not in line
@@ -250,8 +332,10 @@ def test_a_failure_message_shows_the_shapes_a_layer_changed():
     with pytest.raises(parity.ParityMismatch) as raised:
         run_check(ms_net, torch_net, parity.randn((2, 3, 8, 8)), grads=False)
     text = str(raised.value)
-    assert "  FAIL       1                            MaxPool2d              shapes differ: (2, 3, 7, 7) vs " \
-           "(2, 3, 4, 4)   <- first divergence" in text
+    assert (
+        "  FAIL       1                            MaxPool2d              shapes differ: (2, 3, 7, 7) vs "
+        "(2, 3, 4, 4)   <- first divergence" in text
+    )
     assert "max abs diff inf" not in text
     assert "Likely cause: known mismatch 'maxpool2d-stride-default' at '1'" in text
 
@@ -267,15 +351,21 @@ def test_mindcv_resnet50_blames_the_stem_max_pool_alone():
     # localize=True captures the layers in the check's own pass; the default ("auto") captures the
     # same layers in one extra pass (as in the small pairs above) and costs this model twice as much.
     with pytest.raises(parity.ParityMismatch) as raised:
-        run_check(resnet_mindcv.ms_resnet50(), resnet.torch_resnet50(), parity.randn((2, 3, 32, 32)), grads=False,
-                  localize=True)
+        run_check(
+            resnet_mindcv.ms_resnet50(),
+            resnet.torch_resnet50(),
+            parity.randn((2, 3, 32, 32)),
+            grads=False,
+            localize=True,
+        )
     text = str(raised.value)
     verdict, _ = raised.value.result.layers.first("forward")
     assert (verdict.path, verdict.ms_path) == ("maxpool", "max_pool")
     assert "Divergence: first at forward output of 'maxpool' (MaxPool2d <-> MaxPool2d)" in text
     assert _likely_causes(text) == [
         "Likely cause: known mismatch 'maxpool2d-pad-mode-same' at 'maxpool' (MindSpore 'max_pool') (MindSpore "
-        "pad_mode='SAME' vs PyTorch padding=1; input shape (2, 64, 16, 16)); fix: pass pad_mode='pad', padding=1"]
+        "pad_mode='SAME' vs PyTorch padding=1; input shape (2, 64, 16, 16)); fix: pass pad_mode='pad', padding=1"
+    ]
 
 
 def test_without_layer_capture_candidates_that_no_input_shows_are_dropped():
@@ -284,4 +374,5 @@ def test_without_layer_capture_candidates_that_no_input_shows_are_dropped():
     assert raised.value.result.layers is None
     assert _likely_causes(str(raised.value)) == [
         "Likely cause: known mismatch 'maxpool2d-pad-mode-same' at '2' (MindSpore pad_mode='SAME' vs PyTorch "
-        "padding=1); fix: pass pad_mode='pad', padding=1"]
+        "padding=1); fix: pass pad_mode='pad', padding=1"
+    ]

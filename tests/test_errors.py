@@ -37,28 +37,39 @@ def assert_short(excinfo):
 
 
 def test_swapped_arguments_say_swapped():
-    with pytest.raises(ParityUsageError, match="the arguments are swapped: check\\(ms_cell, torch_module, ...\\) "
-                                               "takes the MindSpore Cell first"):
+    with pytest.raises(
+        ParityUsageError,
+        match="the arguments are swapped: check\\(ms_cell, torch_module, ...\\) takes the MindSpore Cell first",
+    ):
         parity.check(linear(), dense(), X)
 
 
 def test_a_torch_module_where_the_cell_is_expected():
-    with pytest.raises(ParityUsageError, match=r"ms_cell must be a mindspore\.nn\.Cell, got "
-                                               r"torch\.nn\.modules\.linear\.Linear"):
+    with pytest.raises(
+        ParityUsageError,
+        match=r"ms_cell must be a mindspore\.nn\.Cell, got "
+        r"torch\.nn\.modules\.linear\.Linear",
+    ):
         parity.check(linear(), linear(), X)
 
 
 def test_a_cell_where_the_torch_module_is_expected():
-    with pytest.raises(ParityUsageError, match=r"torch_module must be a torch\.nn\.Module, got "
-                                               r"mindspore\.nn\.layer\.basic\.Dense"):
+    with pytest.raises(
+        ParityUsageError,
+        match=r"torch_module must be a torch\.nn\.Module, got "
+        r"mindspore\.nn\.layer\.basic\.Dense",
+    ):
         parity.check(dense(), dense(), X)
 
 
-@pytest.mark.parametrize("ms_side, torch_side, label, got", [
-    (object(), linear(), "ms_cell", "builtins.object"),
-    (dense(), lambda x: x, "torch_module", "builtins.function"),
-    (None, linear(), "ms_cell", "builtins.NoneType"),
-])
+@pytest.mark.parametrize(
+    "ms_side, torch_side, label, got",
+    [
+        (object(), linear(), "ms_cell", "builtins.object"),
+        (dense(), lambda x: x, "torch_module", "builtins.function"),
+        (None, linear(), "ms_cell", "builtins.NoneType"),
+    ],
+)
 def test_non_modules(ms_side, torch_side, label, got):
     with pytest.raises(ParityUsageError, match=f"{label} must be a .* got {got}"):
         parity.check(ms_side, torch_side, X)
@@ -152,8 +163,10 @@ def test_unmappable_names_in_a_check():
     with pytest.raises(ParityUsageError) as info:
         parity.check(MSOther(), TorchOther(), X)
     message = str(info.value)
-    assert message.startswith("Unmapped parameters: in MindSpore only ['head.weight', 'head.bias']; "
-                              "in PyTorch only ['classifier.weight', 'classifier.bias']")
+    assert message.startswith(
+        "Unmapped parameters: in MindSpore only ['head.weight', 'head.bias']; "
+        "in PyTorch only ['classifier.weight', 'classifier.bias']"
+    )
     assert "  MindSpore  head.weight" in message and "(2, 4)" in message and "(3, 4)" in message
 
 
@@ -198,8 +211,9 @@ def test_nan_on_one_side_only_is_a_mismatch_with_positions():
     message = str(info.value)
     assert message.splitlines()[0] == "Non-finite values differ between MindSpore and PyTorch!"
     shown = ", ".join(str(p) for p in where[:5])
-    assert (f"Non-finite: MindSpore {len(where)}, PyTorch 0 NaN/Inf; {len(where)} positions disagree; "
-            f"at {shown}") in message
+    assert (
+        f"Non-finite: MindSpore {len(where)}, PyTorch 0 NaN/Inf; {len(where)} positions disagree; at {shown}"
+    ) in message
     assert info.value.result["output"].margin == float("inf")
 
 
@@ -216,8 +230,11 @@ class MSPair(msnn.Cell):
 
 
 def test_output_structures_that_differ():
-    with pytest.raises(ParityMismatch, match=r"Output structures differ: MindSpore returns 2 tensors "
-                                             r"\['output\[0\]', 'output\[1\]'\], PyTorch returns 1 \['output'\]"):
+    with pytest.raises(
+        ParityMismatch,
+        match=r"Output structures differ: MindSpore returns 2 tensors "
+        r"\['output\[0\]', 'output\[1\]'\], PyTorch returns 1 \['output'\]",
+    ):
         parity.check(MSPair(), linear(), X)
 
 
@@ -231,11 +248,14 @@ def test_output_structure_mismatch_says_how_to_reproduce():
 # -- unknown option values ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("option, value, valid", [
-    ("weights", "bogus", "'copy', 'copy_to_torch', 'as_is' or parity.constant(value)"),
-    ("ms_mode", "fast", "'pynative', 'graph', 'both'"),
-    ("reference", "fp128", "None, 'float64'"),
-])
+@pytest.mark.parametrize(
+    "option, value, valid",
+    [
+        ("weights", "bogus", "'copy', 'copy_to_torch', 'as_is' or parity.constant(value)"),
+        ("ms_mode", "fast", "'pynative', 'graph', 'both'"),
+        ("reference", "fp128", "None, 'float64'"),
+    ],
+)
 def test_unknown_option_values_list_the_valid_ones(option, value, valid):
     with pytest.raises(ParityUsageError) as info:
         parity.check(dense(), linear(), X, **{option: value})
@@ -265,8 +285,10 @@ def test_a_bad_seed_is_a_usage_error(seed):
 # -- the command line --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value, why", [("abc", "seed must be an integer, got 'abc'"),
-                                        ("-3", "seed must be between 0 and 2\\*\\*63 - 1, got -3")])
+@pytest.mark.parametrize(
+    "value, why",
+    [("abc", "seed must be an integer, got 'abc'"), ("-3", "seed must be between 0 and 2\\*\\*63 - 1, got -3")],
+)
 def test_a_bad_parity_seed_on_the_command_line_is_a_usage_error(pytester, value, why):
     from parity.options import SEED
 
@@ -289,8 +311,12 @@ def test_bad_choices_on_the_command_line_are_usage_errors(pytester, flag, value)
 
 
 def test_a_tolerance_glob_that_matches_no_compared_tensor_is_a_usage_error():
-    tolerance = {"*": parity.Tolerance(1e-5, 1e-5), "features.3.*": parity.Tolerance(1e-3, 1e-3),
-                 "wieght": parity.Tolerance(1e-3, 1e-3), "bias": parity.Tolerance(1e-4, 1e-4)}
+    tolerance = {
+        "*": parity.Tolerance(1e-5, 1e-5),
+        "features.3.*": parity.Tolerance(1e-3, 1e-3),
+        "wieght": parity.Tolerance(1e-3, 1e-3),
+        "bias": parity.Tolerance(1e-4, 1e-4),
+    }
     with pytest.raises(ParityUsageError) as info:
         parity.check(dense(), linear(), X, tolerance=tolerance)
     assert_short(info)
@@ -317,8 +343,12 @@ def test_globs_match_by_pytorch_or_mindspore_name_and_star_alone_is_never_unused
     net.add_module("conv", torch.nn.Conv2d(3, 4, 3, padding=1))
     net.add_module("bn", torch.nn.BatchNorm2d(4))
     loose = parity.Tolerance(1e-4, 1e-4)
-    result = parity.check(MSNet(), net, parity.randn((2, 3, 5, 5)),
-                          tolerance={"*": loose, "bn.gamma": loose, "conv.*": loose, "output": loose})
+    result = parity.check(
+        MSNet(),
+        net,
+        parity.randn((2, 3, 5, 5)),
+        tolerance={"*": loose, "bn.gamma": loose, "conv.*": loose, "output": loose},
+    )
     assert result["bn.weight"].tolerance_source == "check(tolerance=...)['bn.gamma']"  # MindSpore's name
     parity.check(dense(), linear(), X, tolerance={"*": loose})
     with pytest.raises(ParityUsageError, match="the glob 'bn.running_mean' matches none"):
@@ -327,8 +357,12 @@ def test_globs_match_by_pytorch_or_mindspore_name_and_star_alone_is_never_unused
 
 def test_a_structural_failure_is_reported_rather_than_the_globs_it_left_uncompared():
     with pytest.raises(ParityMismatch, match="Forward output shapes differ"):
-        parity.check(msnn.Conv2d(3, 4, 3, has_bias=False), torch.nn.Conv2d(3, 4, 3, bias=False),
-                     parity.randn((1, 3, 6, 6)), tolerance={"weight": parity.Tolerance(1e-4, 1e-4)})
+        parity.check(
+            msnn.Conv2d(3, 4, 3, has_bias=False),
+            torch.nn.Conv2d(3, 4, 3, bias=False),
+            parity.randn((1, 3, 6, 6)),
+            tolerance={"weight": parity.Tolerance(1e-4, 1e-4)},
+        )
 
 
 def test_two_catalogue_files_with_one_module_name_are_not_confused(tmp_path, monkeypatch):
@@ -340,8 +374,11 @@ def test_two_catalogue_files_with_one_module_name_are_not_confused(tmp_path, mon
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "samename_cases.py").write_text(
             "from parity import ParityCase, randn\n"
-            f"Case_{folder} = ParityCase('Case_{folder}', mindspore='m:M', torch='t:T', inputs=randn((2,)))\n")
+            f"Case_{folder} = ParityCase('Case_{folder}', mindspore='m:M', torch='t:T', inputs=randn((2,)))\n"
+        )
     assert [c.name for c in load_cases(tmp_path / "a" / "samename_cases.py")] == ["Case_a"]
-    with pytest.raises(ParityUsageError, match=r"module name 'samename_cases' is already taken by .*a.samename_cases\.py"):
+    with pytest.raises(
+        ParityUsageError, match=r"module name 'samename_cases' is already taken by .*a.samename_cases\.py"
+    ):
         load_cases(tmp_path / "b" / "samename_cases.py")
     sys.modules.pop("samename_cases", None)

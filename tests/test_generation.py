@@ -12,7 +12,8 @@ import mindspore as ms
 import numpy as np
 import pytest
 import torch
-from mindspore import nn as msnn, ops
+from mindspore import nn as msnn
+from mindspore import ops
 
 import parity
 from parity import ParityMismatch, ParityUsageError
@@ -37,8 +38,9 @@ class TorchLM(torch.nn.Module):
 
     def forward(self, input_ids, past_key_values=None, use_cache=False):
         x = self.embed(input_ids)
-        total, count = (past_key_values if past_key_values is not None
-                        else (torch.zeros(x.shape[0], 1, HIDDEN), torch.zeros(())))
+        total, count = (
+            past_key_values if past_key_values is not None else (torch.zeros(x.shape[0], 1, HIDDEN), torch.zeros(()))
+        )
         sums = total + torch.cumsum(x, dim=1)
         counts = count + torch.arange(1, x.shape[1] + 1, dtype=x.dtype)[None, :, None]
         logits = self.head(torch.tanh(self.mix(sums / counts) * self.scale))
@@ -89,8 +91,9 @@ PROMPT = parity.randint((3, 5), 0, VOCAB)
 @pytest.mark.parametrize("use_cache", [False, True], ids=["whole-sequence", "cache"])
 def test_the_same_model_generates_the_same_tokens(use_cache):
     ms_model, torch_model = _pair()
-    result = parity.check_generation(ms_model, torch_model, PROMPT, max_new_tokens=6, use_cache=use_cache,
-                                     ms_step=ms_step if use_cache else None)
+    result = parity.check_generation(
+        ms_model, torch_model, PROMPT, max_new_tokens=6, use_cache=use_cache, ms_step=ms_step if use_cache else None
+    )
     assert result.passed and result.first_difference is None
     assert result.ms_tokens.shape == result.torch_tokens.shape == (3, 6)
     assert (result.ms_tokens == result.torch_tokens).all()
@@ -158,25 +161,31 @@ def test_a_near_tie_is_reported_not_failed():
     assert "near-tie" in str(result)
 
 
-@pytest.mark.parametrize("prompt, match", [
-    (parity.randn((2, 4)), "one integer array of token ids"),
-    (np.zeros((4,), np.int64), "one integer array of token ids"),
-    (np.zeros((0, 3), np.int64), "one integer array of token ids"),
-    ((np.zeros((1, 3), np.int64), np.zeros((1, 3), np.int64)), "one integer array of token ids"),
-])
+@pytest.mark.parametrize(
+    "prompt, match",
+    [
+        (parity.randn((2, 4)), "one integer array of token ids"),
+        (np.zeros((4,), np.int64), "one integer array of token ids"),
+        (np.zeros((0, 3), np.int64), "one integer array of token ids"),
+        ((np.zeros((1, 3), np.int64), np.zeros((1, 3), np.int64)), "one integer array of token ids"),
+    ],
+)
 def test_a_prompt_that_is_not_token_ids_is_refused(prompt, match):
     ms_model, torch_model = _pair()
     with pytest.raises(ParityUsageError, match=match):
         parity.check_generation(ms_model, torch_model, prompt)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"max_new_tokens": 0}, "max_new_tokens must be an integer >= 1"),
-    ({"max_new_tokens": True}, "max_new_tokens must be an integer >= 1"),
-    ({"use_cache": True}, "needs ms_step"),
-    ({"ms_step": 3}, "ms_step must be a function"),
-    ({"use_cache": "yes", "ms_step": ms_step}, "use_cache must be True or False"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"max_new_tokens": 0}, "max_new_tokens must be an integer >= 1"),
+        ({"max_new_tokens": True}, "max_new_tokens must be an integer >= 1"),
+        ({"use_cache": True}, "needs ms_step"),
+        ({"ms_step": 3}, "ms_step must be a function"),
+        ({"use_cache": "yes", "ms_step": ms_step}, "use_cache must be True or False"),
+    ],
+)
 def test_bad_arguments_are_refused(kwargs, match):
     ms_model, torch_model = _pair()
     with pytest.raises(ParityUsageError, match=match):
@@ -198,17 +207,19 @@ def test_models_are_left_in_their_modes():
 
 
 def test_the_fixture_offers_check_generation_and_records_it(pytester):
-    pytester.makepyfile(test_gen=f"""
+    pytester.makepyfile(
+        test_gen=f"""
         import numpy as np
         import sys
-        sys.path.insert(0, {str(__import__('pathlib').Path(__file__).parent)!r})
+        sys.path.insert(0, {str(__import__("pathlib").Path(__file__).parent)!r})
         from test_generation import _pair, PROMPT
 
         def test_gen(parity):
             ms_model, torch_model = _pair()
             result = parity.check_generation(ms_model, torch_model, PROMPT, max_new_tokens=2)
             assert result.passed
-    """)
+    """
+    )
     result = pytester.runpytest("--parity", "--parity-report=gen.jsonl", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     from parity.nightly.records import read_records

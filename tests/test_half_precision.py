@@ -5,18 +5,19 @@ on CPU is refused before anything runs."""
 
 from __future__ import annotations
 
-import ml_dtypes
 import mindspore as ms
+import ml_dtypes
 import numpy as np
 import pytest
 import torch
-from mindspore import nn as msnn, ops
+from mindspore import nn as msnn
+from mindspore import ops
 
 import parity
 from parity import ParityMismatch, ParityUnsupported
-from parity.backends import mindspore as msb, torch as tb
-from parity.engine.inputs import materialize
-from parity.engine.inputs import per_side_inputs
+from parity.backends import mindspore as msb
+from parity.backends import torch as tb
+from parity.engine.inputs import materialize, per_side_inputs
 from parity.judge.golden import GOLDEN_FACTOR, golden_verdict
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -24,20 +25,31 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 
 def mlp_pair(ms_act=msnn.Tanh):
     torch.manual_seed(0)
-    module = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.Tanh(), torch.nn.Linear(64, 64), torch.nn.ReLU(),
-                                 torch.nn.Linear(64, 10))
+    module = torch.nn.Sequential(
+        torch.nn.Linear(32, 64), torch.nn.Tanh(), torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10)
+    )
     cell = msnn.SequentialCell(msnn.Dense(32, 64), ms_act(), msnn.Dense(64, 64), msnn.ReLU(), msnn.Dense(64, 10))
     return cell, module
 
 
 def cnn_pair():
     torch.manual_seed(0)
-    module = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
-                                 torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.Sigmoid(), torch.nn.Flatten(),
-                                 torch.nn.Linear(16 * 8 * 8, 10))
-    cell = msnn.SequentialCell(msnn.Conv2d(3, 8, 3, pad_mode="pad", padding=1, has_bias=True), msnn.ReLU(),
-                               msnn.Conv2d(8, 16, 3, pad_mode="pad", padding=1, has_bias=True), msnn.Sigmoid(),
-                               msnn.Flatten(), msnn.Dense(16 * 8 * 8, 10))
+    module = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 16, 3, padding=1),
+        torch.nn.Sigmoid(),
+        torch.nn.Flatten(),
+        torch.nn.Linear(16 * 8 * 8, 10),
+    )
+    cell = msnn.SequentialCell(
+        msnn.Conv2d(3, 8, 3, pad_mode="pad", padding=1, has_bias=True),
+        msnn.ReLU(),
+        msnn.Conv2d(8, 16, 3, pad_mode="pad", padding=1, has_bias=True),
+        msnn.Sigmoid(),
+        msnn.Flatten(),
+        msnn.Dense(16 * 8 * 8, 10),
+    )
     return cell, module
 
 
@@ -62,8 +74,10 @@ def test_float16_mlp_to_float_against_half_passes_by_default():
     assert judged, "the float16 default tolerance alone should not decide this pair"
     assert any(c.golden.tolerance_margin > 1 for c in judged)  # the default tolerance alone fails...
     assert all(c.golden.margin <= 1 for c in judged)  # ...the golden judge passes
-    assert any("half precision: floating inputs given to MindSpore as float16, to PyTorch as float16" in n
-               for n in result.notes)
+    assert any(
+        "half precision: floating inputs given to MindSpore as float16, to PyTorch as float16" in n
+        for n in result.notes
+    )
 
 
 def test_float16_cnn_half_parameters_passes_by_default():

@@ -32,6 +32,9 @@ def test_every_factory_runs_under_the_guard():
 
     with pytest.raises(zoo_hf.NetworkAccess):
         reaches_out()
-    factories = [name for name in ("llama", "gpt2", "bert", "t5_encoder", "t5", "clip_vision", "whisper_encoder")
-                 if getattr(zoo_hf, name).__qualname__.startswith("_offline")]
+    factories = [
+        name
+        for name in ("llama", "gpt2", "bert", "t5_encoder", "t5", "clip_vision", "whisper_encoder")
+        if getattr(zoo_hf, name).__qualname__.startswith("_offline")
+    ]
     assert len(factories) == 7

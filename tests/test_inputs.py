@@ -3,7 +3,8 @@ specs are usage errors. No framework is needed here."""
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import parity
 from parity import ParityUsageError
@@ -47,7 +48,11 @@ def test_golden_randn_bits_are_stable_across_machines():
     assert values.dtype == np.float32
     assert values.tobytes().hex() == "cb7999bf06e1883eb618e3bcb090083f"
     assert [float(v).hex() for v in values] == [
-        "-0x1.32f3960000000p+0", "0x1.11c20c0000000p-2", "-0x1.c6316c0000000p-6", "0x1.1121600000000p-1"]
+        "-0x1.32f3960000000p+0",
+        "0x1.11c20c0000000p-2",
+        "-0x1.c6316c0000000p-6",
+        "0x1.1121600000000p-1",
+    ]
 
 
 def test_golden_randint_and_uniform_are_stable():
@@ -150,10 +155,17 @@ def test_randint_bounds_hold_for_any_range(seed, low, span):
 
 
 def test_descriptions_name_dtype_shape_and_distribution():
-    data = materialize({"x": parity.randn((2, 4)), "i": parity.randint((3,), 0, 10),
-                        "u": parity.uniform((1,), -1, 1, dtype="float64")}, 7)
-    assert data.describe(7) == ("seed 7 -> x: float32[2, 4] ~ N(0, 1); i: int64[3] ~ randint[0, 10); "
-                                "u: float64[1] ~ U(-1, 1)")
+    data = materialize(
+        {
+            "x": parity.randn((2, 4)),
+            "i": parity.randint((3,), 0, 10),
+            "u": parity.uniform((1,), -1, 1, dtype="float64"),
+        },
+        7,
+    )
+    assert data.describe(7) == (
+        "seed 7 -> x: float32[2, 4] ~ N(0, 1); i: int64[3] ~ randint[0, 10); u: float64[1] ~ U(-1, 1)"
+    )
 
 
 def test_given_arrays_pass_through_unchanged():
@@ -167,12 +179,15 @@ def test_given_arrays_pass_through_unchanged():
 # -- usage errors --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("make", [
-    pytest.param(lambda: parity.randn((2, -1)), id="negative"),
-    pytest.param(lambda: parity.randn(None), id="none"),
-    pytest.param(lambda: parity.uniform(object(), 0, 1), id="object"),
-    pytest.param(lambda: parity.randint((3, -2), 0, 4), id="randint-negative"),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda: parity.randn((2, -1)), id="negative"),
+        pytest.param(lambda: parity.randn(None), id="none"),
+        pytest.param(lambda: parity.uniform(object(), 0, 1), id="object"),
+        pytest.param(lambda: parity.randint((3, -2), 0, 4), id="randint-negative"),
+    ],
+)
 def test_bad_shapes_are_usage_errors(make):
     with pytest.raises(ParityUsageError, match="shape"):
         make()
@@ -188,11 +203,14 @@ def test_fractional_shape_is_a_usage_error():
         parity.randn((2.5, 3))
 
 
-@pytest.mark.parametrize("make", [
-    pytest.param(lambda: parity.randn((2,), dtype="int32"), id="randn-int"),
-    pytest.param(lambda: parity.uniform((2,), 0, 1, dtype="bool"), id="uniform-bool"),
-    pytest.param(lambda: parity.randint((2,), 0, 5, dtype="float32"), id="randint-float"),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda: parity.randn((2,), dtype="int32"), id="randn-int"),
+        pytest.param(lambda: parity.uniform((2,), 0, 1, dtype="bool"), id="uniform-bool"),
+        pytest.param(lambda: parity.randint((2,), 0, 5, dtype="float32"), id="randint-float"),
+    ],
+)
 def test_wrong_kind_of_dtype_is_a_usage_error(make):
     with pytest.raises(ParityUsageError, match="dtype"):
         make()
@@ -203,10 +221,13 @@ def test_unknown_dtype_name_is_a_usage_error():
         parity.randn((2,), dtype="bogus")
 
 
-@pytest.mark.parametrize("make", [
-    pytest.param(lambda dtype: parity.randn((64,), dtype=dtype), id="randn"),
-    pytest.param(lambda dtype: parity.uniform((64,), -3.0, 3.0, dtype=dtype), id="uniform"),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda dtype: parity.randn((64,), dtype=dtype), id="randn"),
+        pytest.param(lambda dtype: parity.uniform((64,), -3.0, 3.0, dtype=dtype), id="uniform"),
+    ],
+)
 def test_bfloat16_specs_are_the_float64_draws_rounded_as_ml_dtypes(make):
     import ml_dtypes
 
@@ -215,12 +236,15 @@ def test_bfloat16_specs_are_the_float64_draws_rounded_as_ml_dtypes(make):
     np.testing.assert_array_equal(values, first(make("float64")).astype(ml_dtypes.bfloat16))
 
 
-@pytest.mark.parametrize("make", [
-    pytest.param(lambda: parity.uniform((2,), 1.0, 1.0), id="uniform-equal"),
-    pytest.param(lambda: parity.uniform((2,), 2.0, 1.0), id="uniform-reversed"),
-    pytest.param(lambda: parity.randint((2,), 5, 5), id="randint-equal"),
-    pytest.param(lambda: parity.randint((2,), 5, 3), id="randint-reversed"),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda: parity.uniform((2,), 1.0, 1.0), id="uniform-equal"),
+        pytest.param(lambda: parity.uniform((2,), 2.0, 1.0), id="uniform-reversed"),
+        pytest.param(lambda: parity.randint((2,), 5, 5), id="randint-equal"),
+        pytest.param(lambda: parity.randint((2,), 5, 3), id="randint-reversed"),
+    ],
+)
 def test_low_not_below_high_is_a_usage_error(make):
     with pytest.raises(ParityUsageError, match="low < high"):
         make()

@@ -46,8 +46,13 @@ ALLOWED = {
 }
 # Where a framework may be imported at the top of a module; everywhere else above the judge only
 # inside a function, so that importing parity (and loading the plugin) imports neither.
-FRAMEWORK_AT_TOP = ("parity.backends.mindspore", "parity.backends.torch", "parity.translation",
-                    "parity.mismatch_checks.amp_pairs", "parity.mismatch_checks.llm_pairs")
+FRAMEWORK_AT_TOP = (
+    "parity.backends.mindspore",
+    "parity.backends.torch",
+    "parity.translation",
+    "parity.mismatch_checks.amp_pairs",
+    "parity.mismatch_checks.llm_pairs",
+)
 NO_FRAMEWORK_AT_ALL = ("judge", "registry", "nightly", "plugin", "options", "errors", "files", "_moved")
 
 
@@ -83,8 +88,9 @@ def _modules():
 
 
 def _imports(path: Path, *, top_only: bool = False):
-    return imported_names(path.read_text(encoding="utf-8"), _module_name(path), is_package=path.name == "__init__.py",
-                          top_only=top_only)
+    return imported_names(
+        path.read_text(encoding="utf-8"), _module_name(path), is_package=path.name == "__init__.py", top_only=top_only
+    )
 
 
 def _unit(module: str) -> str:
@@ -95,8 +101,11 @@ def _unit(module: str) -> str:
 
 def _real_module(name: str) -> str:
     """The module an imported name lives in: ``parity.engine.check.run_check`` -> ``parity.engine.check``."""
-    while name.count(".") and not (ROOT / Path(*name.split("."))).with_suffix(".py").exists() \
-            and not (ROOT / Path(*name.split(".")) / "__init__.py").exists():
+    while (
+        name.count(".")
+        and not (ROOT / Path(*name.split("."))).with_suffix(".py").exists()
+        and not (ROOT / Path(*name.split(".")) / "__init__.py").exists()
+    ):
         name = name.rpartition(".")[0]
     return name
 
@@ -120,9 +129,15 @@ def test_every_unit_is_in_the_table():
 def test_imports_run_down_the_table(path):
     module = _module_name(path)
     unit = _unit(module)
-    wrong = sorted({name for name in _imports(path) if name.startswith("parity.") or name == "parity"
-                    for target in [_unit(_real_module(name))] if target != unit and target not in ALLOWED[unit]
-                    and not (name == "parity" and unit in ("parity",))})
+    wrong = sorted(
+        {
+            name
+            for name in _imports(path)
+            if name.startswith("parity.") or name == "parity"
+            for target in [_unit(_real_module(name))]
+            if target != unit and target not in ALLOWED[unit] and not (name == "parity" and unit in ("parity",))
+        }
+    )
     # `from .. import backends` names the package `parity` itself: the member decides.
     wrong = [n for n in wrong if n != "parity"]
     assert wrong == [], f"{module} ({unit}) imports {wrong}; {unit} may import {sorted(ALLOWED[unit])}"
@@ -135,8 +150,9 @@ def test_frameworks_are_imported_where_allowed(path):
     if _unit(module) in NO_FRAMEWORK_AT_ALL:
         assert frameworks(_imports(path)) == [], f"{module} imports a framework"
     elif not module.startswith(FRAMEWORK_AT_TOP):
-        assert frameworks(_imports(path, top_only=True)) == [], \
+        assert frameworks(_imports(path, top_only=True)) == [], (
             f"{module} imports a framework at the top: import it inside the function that needs it"
+        )
 
 
 def test_no_import_circle():
@@ -154,7 +170,7 @@ def test_no_import_circle():
         state[node] = "open"
         for nxt in sorted(graph[node]):
             if state.get(nxt) == "open":
-                circle.append(trail[trail.index(nxt):] + [nxt] if nxt in trail else [node, nxt])
+                circle.append(trail[trail.index(nxt) :] + [nxt] if nxt in trail else [node, nxt])
             elif nxt not in state:
                 visit(nxt, trail + [nxt])
         state[node] = "done"
@@ -170,14 +186,19 @@ def test_at_most_twelve_modules_directly_in_parity():
     assert len(top) <= MAX_TOP_LEVEL, top
 
 
-@pytest.mark.parametrize("folder", sorted({p.parent for p in PACKAGE.rglob("*.py")}), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize(
+    "folder", sorted({p.parent for p in PACKAGE.rglob("*.py")}), ids=lambda p: str(p.relative_to(ROOT))
+)
 def test_no_folder_of_prefixed_names(folder):
     """Three modules sharing a name prefix (``scan_ast``, ``scan_report``, ``scan_status``) are a
     package waiting to happen."""
     stems = [p.stem.lstrip("_") for p in folder.glob("*.py") if p.stem != "__init__"]
     prefixes = Counter(stem.split("_")[0] for stem in stems if stem)
-    families = {prefix: sorted(s for s in stems if s.split("_")[0] == prefix) for prefix, n in prefixes.items()
-                if n >= 3 and any("_" in s for s in stems if s.split("_")[0] == prefix)}
+    families = {
+        prefix: sorted(s for s in stems if s.split("_")[0] == prefix)
+        for prefix, n in prefixes.items()
+        if n >= 3 and any("_" in s for s in stems if s.split("_")[0] == prefix)
+    }
     assert families == {}
 
 
@@ -201,8 +222,21 @@ def test_every_package_says_what_it_owns(init):
     assert doc and len(doc) > 80, f"{init.relative_to(ROOT)}: a docstring saying what the package owns"
 
 
-@pytest.mark.parametrize("unit", ["judge", "backends", "weights", "registry", "translation", "engine", "mismatch_checks",
-                                  "plugin", "nightly", "tools"])
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "judge",
+        "backends",
+        "weights",
+        "registry",
+        "translation",
+        "engine",
+        "mismatch_checks",
+        "plugin",
+        "nightly",
+        "tools",
+    ],
+)
 def test_each_capability_says_what_it_may_import(unit):
     doc = ast.get_docstring(ast.parse((PACKAGE / unit / "__init__.py").read_text(encoding="utf-8")))
     assert "may import" in doc.lower(), f"parity/{unit}/__init__.py: say what the package may import"
@@ -215,14 +249,28 @@ def test_one_module_owns_the_rounding_envelope():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in (
-                    "jumps", "_jumps", "rms", "_rms", "envelope_metrics", "Envelope", "Spread", "_widen", "golden_verdict",
-                    "judge_in_envelope", "judge_envelope", "judge_golden"):
+                "jumps",
+                "_jumps",
+                "rms",
+                "_rms",
+                "envelope_metrics",
+                "Envelope",
+                "Spread",
+                "_widen",
+                "golden_verdict",
+                "judge_in_envelope",
+                "judge_envelope",
+                "judge_golden",
+            ):
                 owners[node.name].append(_module_name(path))
-            if isinstance(node, ast.Assign) and any(getattr(t, "id", "") in ("NOISE_FACTOR", "ENVELOPE_DRAWS", "ENVELOPE_ULPS",
-                                                                             "HEADROOM", "GOLDEN_FACTOR")
-                                                    for t in node.targets):
+            if isinstance(node, ast.Assign) and any(
+                getattr(t, "id", "") in ("NOISE_FACTOR", "ENVELOPE_DRAWS", "ENVELOPE_ULPS", "HEADROOM", "GOLDEN_FACTOR")
+                for t in node.targets
+            ):
                 owners[node.targets[0].id].append(_module_name(path))
-    assert {m for found in owners.values() for m in found} == {"parity.judge.envelope", "parity.judge.golden"}, dict(owners)
+    assert {m for found in owners.values() for m in found} == {"parity.judge.envelope", "parity.judge.golden"}, dict(
+        owners
+    )
 
 
 def test_self_tests_sit_above_registry_and_engine():
@@ -234,28 +282,44 @@ def test_self_tests_sit_above_registry_and_engine():
 
 def test_importing_parity_and_the_registry_loads_no_framework():
     modules = [_module_name(p) for p in sorted((PACKAGE / "registry").glob("*.py")) if p.name != "__main__.py"]
-    modules += ["parity", "parity.plugin", "parity.judge.envelope", "parity.judge.golden", "parity.nightly.records",
-                "parity.engine.check", "parity.engine.training", "parity.tools.scan.scanner"]
-    code = ("import sys\n" + "".join(f"import {m}\n" for m in modules)
-            + "import parity.registry\nparity.registry.load()\n"
-            + "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mindspore', 'torch')))\n")
+    modules += [
+        "parity",
+        "parity.plugin",
+        "parity.judge.envelope",
+        "parity.judge.golden",
+        "parity.nightly.records",
+        "parity.engine.check",
+        "parity.engine.training",
+        "parity.tools.scan.scanner",
+    ]
+    code = (
+        "import sys\n"
+        + "".join(f"import {m}\n" for m in modules)
+        + "import parity.registry\nparity.registry.load()\n"
+        + "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mindspore', 'torch')))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]", out.stdout
 
 
-@pytest.mark.parametrize("old, new, name", [
-    ("parity.runner", "parity.engine.check", "run_check"),
-    ("parity.compare", "parity.judge.envelope", "envelope_metrics"),
-    ("parity.tolerance", "parity.judge.tolerance", "Tolerance"),
-    ("parity.scan_ast", "parity.tools.scan.source", None),
-    ("parity.training", "parity.engine.training.loop", "batch_list"),
-])
+@pytest.mark.parametrize(
+    "old, new, name",
+    [
+        ("parity.runner", "parity.engine.check", "run_check"),
+        ("parity.compare", "parity.judge.envelope", "envelope_metrics"),
+        ("parity.tolerance", "parity.judge.tolerance", "Tolerance"),
+        ("parity.scan_ast", "parity.tools.scan.source", None),
+        ("parity.training", "parity.engine.training.loop", "batch_list"),
+    ],
+)
 def test_the_flat_layouts_paths_still_import_with_a_warning(old, new, name):
-    code = ("import importlib, warnings\nwarnings.simplefilter('error')\n"
-            f"try:\n    importlib.import_module({old!r})\nexcept DeprecationWarning as w:\n    print('warned:', w)\n"
-            "warnings.simplefilter('ignore')\n"
-            f"old = importlib.import_module({old!r}); new = importlib.import_module({new!r})\n"
-            + (f"print(getattr(old, {name!r}) is getattr(new, {name!r}))\n" if name else "print(old is new)\n"))
+    code = (
+        "import importlib, warnings\nwarnings.simplefilter('error')\n"
+        f"try:\n    importlib.import_module({old!r})\nexcept DeprecationWarning as w:\n    print('warned:', w)\n"
+        "warnings.simplefilter('ignore')\n"
+        f"old = importlib.import_module({old!r}); new = importlib.import_module({new!r})\n"
+        + (f"print(getattr(old, {name!r}) is getattr(new, {name!r}))\n" if name else "print(old is new)\n")
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()

@@ -81,12 +81,19 @@ def test_the_self_test_pair_computes_what_transformers_computes():
 
 # Generation: greedy decoding of the pair, transformers' model as it is on PyTorch's side.
 
+
 def _generate(case, **kwargs):
     from cases.models.llama import ms_generation_step
 
     ms_cell, torch_module = build(case)
-    return parity.check_generation(ms_cell, torch_module, parity.randint((2, 6), 0, llm.VOCAB), max_new_tokens=5,
-                                   ms_step=ms_generation_step, **kwargs)
+    return parity.check_generation(
+        ms_cell,
+        torch_module,
+        parity.randint((2, 6), 0, llm.VOCAB),
+        max_new_tokens=5,
+        ms_step=ms_generation_step,
+        **kwargs,
+    )
 
 
 def test_the_pair_generates_the_same_tokens():
@@ -107,13 +114,16 @@ def test_the_wrong_rotary_layout_fails_generation_at_the_first_attention():
 # Hugging Face's GELUs: hidden_act "gelu" is erf, "gelu_new" and "gelu_pytorch_tanh" tanh;
 # mindspore.nn.GELU() is tanh.
 
-GELUS = {"gelu": ("hf-gelu-exact-vs-mindspore-tanh-default", False),
-         "gelu_new": ("hf-gelu-new-tanh-vs-mindspore-exact", True),
-         "gelu_pytorch_tanh": ("hf-gelu-pytorch-tanh-vs-mindspore-exact", True)}
+GELUS = {
+    "gelu": ("hf-gelu-exact-vs-mindspore-tanh-default", False),
+    "gelu_new": ("hf-gelu-new-tanh-vs-mindspore-exact", True),
+    "gelu_pytorch_tanh": ("hf-gelu-pytorch-tanh-vs-mindspore-exact", True),
+}
 
 
-@pytest.mark.parametrize("hidden_act, ours", [("gelu", "TorchGELU"), ("gelu_new", "TorchNewGELU"),
-                                               ("gelu_pytorch_tanh", "TorchGELUTanh")])
+@pytest.mark.parametrize(
+    "hidden_act, ours", [("gelu", "TorchGELU"), ("gelu_new", "TorchNewGELU"), ("gelu_pytorch_tanh", "TorchGELUTanh")]
+)
 def test_the_gelu_self_test_pairs_compute_what_transformers_computes(hidden_act, ours):
     from parity.mismatch_checks import llm_pairs
 
@@ -152,8 +162,9 @@ def test_the_wrong_gelu_fails_at_the_activation_and_cites_the_registry(hidden_ac
         parity.check(*_mlp_pair(hidden_act, not right), parity.randn((4, 6, 8), std=3.0))
     assert f"Likely cause: known mismatch '{entry_id}' at 'act'" in str(info.value)
     assert parity.check(*_mlp_pair(hidden_act, right), parity.randn((4, 6, 8), std=3.0)).passed
-    assert [d.entry.id for d in parity.registry.diagnose(*_mlp_pair(hidden_act, right))
-            if d.entry.family == "llm"] == []
+    assert [
+        d.entry.id for d in parity.registry.diagnose(*_mlp_pair(hidden_act, right)) if d.entry.family == "llm"
+    ] == []
 
 
 # Masking with -inf where transformers' eager mask uses float32's smallest finite value.
@@ -174,7 +185,7 @@ def test_the_masked_attention_pair_computes_what_transformers_computes():
     mask = masking.eager_mask(batch_size=2, cache_position=torch.arange(6), kv_length=6, attention_mask=padding)
     module = torch.nn.Module()
     module.num_key_value_groups, module.training = 1, False
-    theirs, _ = llama.eager_attention_forward(module, q, k, v, mask, scaling=8 ** -0.5)
+    theirs, _ = llama.eager_attention_forward(module, q, k, v, mask, scaling=8**-0.5)
     np.testing.assert_array_equal(ours(x).detach().numpy(), theirs.transpose(1, 2).detach().numpy())
 
 
@@ -198,6 +209,7 @@ def test_the_mask_entry_is_cited_only_for_a_batch_of_several_sequences():
 
 
 # RMSNorm in float16: transformers squares in float32.
+
 
 def _rmsnorm_pair(upcast: bool):
     from parity.mismatch_checks.llm_pairs import RMSNorm

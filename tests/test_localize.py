@@ -17,8 +17,16 @@ import parity
 from parity import ParityMismatch, ParityUsageError, Tolerance
 from parity.backends import mindspore as msb
 from parity.backends import torch as tb
-from parity.engine.localize import AMPLIFICATION, Localizer, LayerVerdict, Recording, align_layers, first_divergence, \
-    judge, settle
+from parity.engine.localize import (
+    AMPLIFICATION,
+    LayerVerdict,
+    Localizer,
+    Recording,
+    align_layers,
+    first_divergence,
+    judge,
+    settle,
+)
 
 FAULT = 1.01  # a 1% error: hundreds of times the float32 tolerance on these tiny nets
 
@@ -200,8 +208,10 @@ def kinds(*entries, root="Net"):
 def test_align_keeps_known_pairs_and_pairs_their_parent():
     ms_kinds = kinds(("blk", "MSBlock", False), ("blk.dense", "Dense", True))
     torch_kinds = kinds(("layer", "Block", False), ("layer.proj", "Linear", True))
-    assert align_layers(ms_kinds, torch_kinds, {"blk.dense": "layer.proj"}) == {"blk.dense": "layer.proj",
-                                                                               "blk": "layer"}
+    assert align_layers(ms_kinds, torch_kinds, {"blk.dense": "layer.proj"}) == {
+        "blk.dense": "layer.proj",
+        "blk": "layer",
+    }
 
 
 def test_align_drops_known_pairs_naming_missing_layers():
@@ -212,8 +222,7 @@ def test_align_drops_known_pairs_naming_missing_layers():
 
 def test_align_leaves_a_parent_whose_children_disagree_unpaired():
     ms_kinds = kinds(("blk", "MSBlock", False), ("blk.a", "Dense", True), ("blk.b", "Dense", True))
-    torch_kinds = kinds(("x", "Block", False), ("x.a", "Linear", True), ("y", "Block", False),
-                        ("y.b", "Linear", True))
+    torch_kinds = kinds(("x", "Block", False), ("x.a", "Linear", True), ("y", "Block", False), ("y.b", "Linear", True))
     mapping = align_layers(ms_kinds, torch_kinds, {"blk.a": "x.a", "blk.b": "y.b"})
     assert "blk" not in mapping
     assert mapping == {"blk.a": "x.a", "blk.b": "y.b"}
@@ -228,10 +237,14 @@ def test_align_pairs_differently_named_siblings_by_structure():
 
 def test_align_pairs_sequential_cell_indices_with_ordered_dict_names():
     ms_kinds = kinds(("body", "SequentialCell", True), ("body.0", "Conv2d", True), ("body.1", "ReLU", True))
-    torch_kinds = kinds(("features", "Sequential", True), ("features.conv", "Conv2d", True),
-                        ("features.relu", "ReLU", True))
-    assert align_layers(ms_kinds, torch_kinds, {}) == {"body": "features", "body.0": "features.conv",
-                                                       "body.1": "features.relu"}
+    torch_kinds = kinds(
+        ("features", "Sequential", True), ("features.conv", "Conv2d", True), ("features.relu", "ReLU", True)
+    )
+    assert align_layers(ms_kinds, torch_kinds, {}) == {
+        "body": "features",
+        "body.0": "features.conv",
+        "body.1": "features.relu",
+    }
 
 
 def test_align_counts_dense_and_linear_as_one_kind():
@@ -255,10 +268,16 @@ def test_align_zips_a_custom_layer_with_anything():
 
 
 def test_align_pairs_nothing_twice():
-    ms_kinds = kinds(("a", "MSBlock", False), ("a.fc", "Dense", True), ("b", "MSBlock", False),
-                     ("b.fc", "Dense", True), ("head", "Dense", True))
-    torch_kinds = kinds(("x", "Block", False), ("x.fc", "Linear", True), ("x.fc2", "Linear", True),
-                        ("head", "Linear", True))
+    ms_kinds = kinds(
+        ("a", "MSBlock", False),
+        ("a.fc", "Dense", True),
+        ("b", "MSBlock", False),
+        ("b.fc", "Dense", True),
+        ("head", "Dense", True),
+    )
+    torch_kinds = kinds(
+        ("x", "Block", False), ("x.fc", "Linear", True), ("x.fc2", "Linear", True), ("head", "Linear", True)
+    )
     mapping = align_layers(ms_kinds, torch_kinds, {"a.fc": "x.fc", "b.fc": "x.fc2", "head": "head"})
     assert len(set(mapping.values())) == len(mapping)
     assert mapping["a"] == "x"  # both parents vote for x: the first takes it ...
@@ -314,8 +333,21 @@ def test_judge_an_output_of_another_shape_fails_infinitely():
 
 
 def verdict(path, status="ok", *, call=0, in_margin=0.0, in_error=0.0, in_noise=0.0):
-    return LayerVerdict("forward", path, path, "Dense", "Linear", call, in_error, in_margin, 0.0, 0.0, 0.0,
-                        status=status, in_noise=in_noise)
+    return LayerVerdict(
+        "forward",
+        path,
+        path,
+        "Dense",
+        "Linear",
+        call,
+        in_error,
+        in_margin,
+        0.0,
+        0.0,
+        0.0,
+        status=status,
+        in_noise=in_noise,
+    )
 
 
 def test_settle_a_container_whose_child_failed_only_contains_it():
@@ -341,8 +373,12 @@ def test_settle_a_container_failing_with_agreeing_children_diverges_in_its_own_c
 
 
 def test_settle_names_the_first_sub_layer_fed_a_differing_input():
-    verdicts = [verdict("blk.fc"), verdict("blk.act", "downstream", in_margin=5.0, in_error=0.1),
-                verdict("blk.out", "downstream", in_margin=5.0, in_error=0.1), verdict("blk", "FAIL")]
+    verdicts = [
+        verdict("blk.fc"),
+        verdict("blk.act", "downstream", in_margin=5.0, in_error=0.1),
+        verdict("blk.out", "downstream", in_margin=5.0, in_error=0.1),
+        verdict("blk", "FAIL"),
+    ]
     settle(verdicts)
     assert verdicts[-1].note == "in the code of 'blk' between its sub-layers (after 'blk.fc', before 'blk.act')"
 
@@ -397,8 +433,10 @@ def test_recording_backward_with_a_call_number_and_unmatched_paths():
 
 def test_recording_drops_the_arrays_once_its_callbacks_have_seen_them():
     seen = []
-    recording = Recording(on_forward=lambda c: seen.append((c.inputs, c.outputs)),
-                          on_backward=lambda c: seen.append((c.grad_outputs, c.grad_inputs)))
+    recording = Recording(
+        on_forward=lambda c: seen.append((c.inputs, c.outputs)),
+        on_backward=lambda c: seen.append((c.grad_outputs, c.grad_inputs)),
+    )
     recording.forward("fc", "Dense", arrays(1), arrays(2))
     recording.backward("fc", arrays(3), arrays(4), call=0)
     assert seen == [(arrays(1), arrays(2)), (arrays(4), arrays(3))]
@@ -425,8 +463,9 @@ def torch_recorded(*paths):
 def test_localizer_releases_a_torch_call_once_compared():
     torch_recording = torch_recorded("t")
     asked = []
-    localizer = Localizer(torch_recording, {"m": "t", "m2": "t"}.get,
-                          lambda names, dtype: asked.append((names, dtype)) or TOL)
+    localizer = Localizer(
+        torch_recording, {"m": "t", "m2": "t"}.get, lambda names, dtype: asked.append((names, dtype)) or TOL
+    )
     ms_recording = Recording(localizer.on_forward, localizer.on_backward)
     ms_recording.forward("m", "Dense", [REF.copy()], [REF + [0.1, 0.0]])
     assert torch_recording.get("t", 0).inputs is None and torch_recording.get("t", 0).outputs is None
@@ -583,8 +622,11 @@ def test_localize_true_gives_one_ok_verdict_per_layer_call():
 
 def test_localize_true_pairs_sequential_cell_indices_with_ordered_dict_names():
     ms_cell = msnn.SequentialCell([msnn.Dense(4, 4), msnn.ReLU(), msnn.Dense(4, 3)])
-    module = torch.nn.Sequential(collections.OrderedDict(
-        [("fc", torch.nn.Linear(4, 4)), ("relu", torch.nn.ReLU()), ("out", torch.nn.Linear(4, 3))]))
+    module = torch.nn.Sequential(
+        collections.OrderedDict(
+            [("fc", torch.nn.Linear(4, 4)), ("relu", torch.nn.ReLU()), ("out", torch.nn.Linear(4, 3))]
+        )
+    )
     result = parity.check(ms_cell, module, X, localize=True)
     assert [(v.path, v.ms_path) for v in result.layers.forward] == [("fc", "0"), ("relu", "1"), ("out", "2")]
     assert not_ok(result.layers.forward) == [] and not_ok(result.layers.backward) == []
@@ -658,8 +700,12 @@ def test_an_in_place_update_of_a_torch_layer_output_is_localised_both_ways():
 
 
 def test_layers_with_parameters_align_through_the_name_map():
-    name_map = {"inp.weight": "first.weight", "inp.bias": "first.bias",
-                "out.weight": "second.weight", "out.bias": "second.bias"}
+    name_map = {
+        "inp.weight": "first.weight",
+        "inp.bias": "first.bias",
+        "out.weight": "second.weight",
+        "out.bias": "second.bias",
+    }
     result = parity.check(MSFirstSecond(), TorchDefinedBackwards(), X, name_map=name_map, localize=True)
     assert [(v.path, v.ms_path) for v in result.layers.forward] == [("inp", "first"), ("out", "second")]
     assert [(v.path, v.ms_path) for v in result.layers.backward] == [("out", "second"), ("inp", "first")]
@@ -672,6 +718,10 @@ def test_a_mindspore_wrapper_around_the_layers_aligns_without_false_verdicts():
     result = parity.check(MSWrapped(), TorchMLP(), X, localize=True)
     assert result.passed
     assert [(v.ms_path, v.path) for v in result.layers.forward] == [
-        ("net.fc1", "fc1"), ("net.act", "relu"), ("net.fc2", "fc2"), ("net", "net")]
+        ("net.fc1", "fc1"),
+        ("net.act", "relu"),
+        ("net.fc2", "fc2"),
+        ("net", "net"),
+    ]
     assert not_ok(result.layers.forward) == [("net", "unaligned")]
     assert not_ok(result.layers.backward) == [("net", "unaligned")]

@@ -18,7 +18,6 @@ from parity import ParityMismatch, ParityUsageError
 from parity.backends import mindspore as msb
 from parity.engine.case import build
 
-
 FAULTS = {fault.name: fault for fault in catalogue.FAULTS}
 
 
@@ -64,8 +63,10 @@ class _HitRateTable:
         width = max(len(o.fault.name) for o in rows)
         for o in rows:
             mark = "hit " if o.hit else "MISS"
-            terminalreporter.write_line(f"{mark}  {o.fault.name:<{width}}  {o.fault.direction:<9} expected "
-                                        f"{o.fault.expected!r}, got {o.found or 'nothing'!r}: {o.where}")
+            terminalreporter.write_line(
+                f"{mark}  {o.fault.name:<{width}}  {o.fault.direction:<9} expected "
+                f"{o.fault.expected!r}, got {o.found or 'nothing'!r}: {o.where}"
+            )
 
 
 @pytest.fixture
@@ -163,9 +164,11 @@ def test_a_bias_dropped_from_the_parameters_is_named_before_any_forward():
 # -- negative controls ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("case, train", [(catalogue.ResNetClean, False), (catalogue.ResNetClean, True),
-                                         (catalogue.TransformerClean, False)],
-                         ids=["ResNet-eval", "ResNet-train", "Transformer"])
+@pytest.mark.parametrize(
+    "case, train",
+    [(catalogue.ResNetClean, False), (catalogue.ResNetClean, True), (catalogue.TransformerClean, False)],
+    ids=["ResNet-eval", "ResNet-train", "Transformer"],
+)
 def test_a_clean_network_passes_and_blames_no_layer(case, train):
     result = _check(case, train=train, localize=True)
     assert result.passed

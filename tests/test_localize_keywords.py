@@ -12,11 +12,13 @@ import mindspore as ms
 import numpy as np
 import pytest
 import torch
-from mindspore import nn as msnn, ops
+from mindspore import nn as msnn
+from mindspore import ops
 
 import parity
 from parity import ParityMismatch
-from parity.backends import mindspore as msb, torch as tb
+from parity.backends import mindspore as msb
+from parity.backends import torch as tb
 from parity.engine.localize import Recording, by_name
 
 WIDTH = 4

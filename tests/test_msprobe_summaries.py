@@ -21,8 +21,9 @@ DATA = ROOT / "tests" / "data" / "msprobe"
 
 def _dump(folder: Path, data: dict, framework="pytorch", construct=None) -> Path:
     folder.mkdir(parents=True)
-    (folder / "dump.json").write_text(json.dumps({"task": "statistics", "level": "L0", "framework": framework,
-                                                  "dump_data_dir": None, "data": data}))
+    (folder / "dump.json").write_text(
+        json.dumps({"task": "statistics", "level": "L0", "framework": framework, "dump_data_dir": None, "data": data})
+    )
     if construct is not None:
         (folder / "construct.json").write_text(json.dumps(construct))
     return folder
@@ -30,28 +31,51 @@ def _dump(folder: Path, data: dict, framework="pytorch", construct=None) -> Path
 
 def _stat(values, dtype="torch.float32", **extra):
     values = np.asarray(values, np.float32)
-    return {"type": "torch.Tensor", "dtype": dtype, "shape": list(values.shape), "Max": float(values.max()),
-            "Min": float(values.min()), "Mean": float(values.mean()), "Norm": float(np.linalg.norm(values)), **extra}
+    return {
+        "type": "torch.Tensor",
+        "dtype": dtype,
+        "shape": list(values.shape),
+        "Max": float(values.max()),
+        "Min": float(values.min()),
+        "Mean": float(values.mean()),
+        "Norm": float(np.linalg.norm(values)),
+        **extra,
+    }
 
 
 def test_real_statistics_dumps_of_the_same_model_agree():
     result = parity.compare_dumps(DATA / "ms_statistics", DATA / "torch_statistics")
     assert isinstance(result, SummaryComparison) and result.passed and result.exit_code == 0
     assert (result.a.framework, result.b.framework, result.a.mode, result.reference) == (
-        "mindspore", "torch", "statistics", "B")
+        "mindspore",
+        "torch",
+        "statistics",
+        "B",
+    )
     assert len(result.rows) == 16 and not result.unpaired_a and not result.unpaired_b
     # Rows in PyTorch's execution order: children before the module that encloses them, then backward.
     labels = [row.reference.label for row in result.rows]
-    assert labels[:6] == ["fc1 forward", "blocks.0.fc forward", "blocks.0.norm forward", "blocks.0 forward",
-                          "blocks forward", "head forward"]
+    assert labels[:6] == [
+        "fc1 forward",
+        "blocks.0.fc forward",
+        "blocks.0.norm forward",
+        "blocks.0 forward",
+        "blocks forward",
+        "head forward",
+    ]
     assert labels.index("head backward") < labels.index("blocks.0.norm backward") < labels.index("fc1 backward")
     norm = result.rows[2]
-    assert (norm.a.name, norm.b.name) == ("Cell.blocks.0.norm.LayerNorm.forward.0",
-                                          "Module.blocks.0.norm.LayerNorm.forward.0")
+    assert (norm.a.name, norm.b.name) == (
+        "Cell.blocks.0.norm.LayerNorm.forward.0",
+        "Module.blocks.0.norm.LayerNorm.forward.0",
+    )
     # gamma/beta pair with weight/bias; every tensor pairs.
     assert [(t.a.slot, t.b.slot) for t in norm.tensors] == [
-        ("input_args.0", "input_args.0"), ("output.0", "output.0"), ("parameters.gamma", "parameters.weight"),
-        ("parameters.beta", "parameters.bias")]
+        ("input_args.0", "input_args.0"),
+        ("output.0", "output.0"),
+        ("parameters.gamma", "parameters.weight"),
+        ("parameters.beta", "parameters.bias"),
+    ]
     assert all(not row.unpaired for row in result.rows)
     assert [n.path for n in result.enclosing(norm)] == ["blocks.0", "blocks"]
     # Rounding differs between the frameworks, yet every statistic is well inside its bound.
@@ -75,7 +99,10 @@ def test_the_injected_fault_is_named_at_its_node(capsys):
     assert by_slot["output.0"].margin > 100
     # What the fault cannot reach stays within bounds: the head's backward does not depend on it.
     assert [row.reference.label for row in result.rows if row.passed] == [
-        "fc1 forward", "blocks.0.fc forward", "head backward"]
+        "fc1 forward",
+        "blocks.0.fc forward",
+        "head backward",
+    ]
 
 
 def test_md5_dumps_name_the_first_node_whose_bits_differ(capsys):
@@ -85,13 +112,20 @@ def test_md5_dumps_name_the_first_node_whose_bits_differ(capsys):
     assert first.reference.label == "fc1 forward"
     # The input and the copied weights are bit-identical; the Dense/Linear output is not.
     assert {t.a.slot: t.same_bits for t in first.tensors} == {
-        "input_args.0": True, "output.0": False, "parameters.weight": True, "parameters.bias": True}
+        "input_args.0": True,
+        "output.0": False,
+        "parameters.weight": True,
+        "parameters.bias": True,
+    }
     assert first.status == "bits differ"
     assert cli.main(["compare-dumps", str(DATA / "ms_md5"), str(DATA / "torch_md5"), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["judged_by"] == "statistics" and data["first_mismatch"] is None
-    assert data["first_checksum_difference"] == {"node": "fc1 forward", "a": "Cell.fc1.Dense.forward.0",
-                                                 "b": "Module.fc1.Linear.forward.0"}
+    assert data["first_checksum_difference"] == {
+        "node": "fc1 forward",
+        "a": "Cell.fc1.Dense.forward.0",
+        "b": "Module.fc1.Linear.forward.0",
+    }
     assert data["nodes"][0]["tensors"][0]["same_bits"] is True
 
 
@@ -110,18 +144,29 @@ def test_md5_against_statistics_compares_statistics_only():
 
 def test_nonfinite_shapes_and_api_nodes(tmp_path):
     x = [[1.0, 2.0], [3.0, 4.0]]
-    a = _dump(tmp_path / "a", {
-        "Functional.linear.0.forward": {"input_args": [_stat(x)], "output": [_stat(x)]},
-        "Module.fc.Linear.forward.0": {"input_args": [_stat(x)], "output": [_stat([1.0, 2.0])]},
-        "Module.act.ReLU.forward.0": {"output": [dict(_stat(x), Max=float("nan"))]},
-        "Module.only_a.ReLU.forward.0": {"output": [_stat(x)]}})
-    b = _dump(tmp_path / "b", {
-        "Functional.linear.0.forward": {"input_args": [_stat(x)], "output": [_stat(x)]},
-        "Module.fc.Linear.forward.0": {"input_args": [_stat(x)], "output": [_stat(x)]},
-        "Module.act.ReLU.forward.0": {"output": [_stat(x)]}})
+    a = _dump(
+        tmp_path / "a",
+        {
+            "Functional.linear.0.forward": {"input_args": [_stat(x)], "output": [_stat(x)]},
+            "Module.fc.Linear.forward.0": {"input_args": [_stat(x)], "output": [_stat([1.0, 2.0])]},
+            "Module.act.ReLU.forward.0": {"output": [dict(_stat(x), Max=float("nan"))]},
+            "Module.only_a.ReLU.forward.0": {"output": [_stat(x)]},
+        },
+    )
+    b = _dump(
+        tmp_path / "b",
+        {
+            "Functional.linear.0.forward": {"input_args": [_stat(x)], "output": [_stat(x)]},
+            "Module.fc.Linear.forward.0": {"input_args": [_stat(x)], "output": [_stat(x)]},
+            "Module.act.ReLU.forward.0": {"output": [_stat(x)]},
+        },
+    )
     result = parity.compare_dumps(a, b)
     assert [(row.reference.label, row.status) for row in result.rows] == [
-        ("Functional.linear forward", "within"), ("fc forward", "FAIL"), ("act forward", "FAIL")]
+        ("Functional.linear forward", "within"),
+        ("fc forward", "FAIL"),
+        ("act forward", "FAIL"),
+    ]
     assert [t.problem for t in result.rows[1].tensors] == [None, "shape"]
     assert result.rows[2].tensors[0].problem == "nonfinite"
     assert result.unpaired_a == ["Module.only_a.ReLU.forward.0"]
@@ -168,31 +213,42 @@ def test_a_single_dump_json_file_is_read(tmp_path):
 
 def test_the_readme_example_is_what_the_command_prints(monkeypatch, capsys):
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### msprobe's statistics and md5 dumps"):]
+    section = readme[readme.index("### msprobe's statistics and md5 dumps") :]
     command = "```text\n$ parity compare-dumps "
-    shown = section[section.index(command) + len(command):]
-    shown = shown[:shown.index("```")]
+    shown = section[section.index(command) + len(command) :]
+    shown = shown[: shown.index("```")]
     args, _, shown = shown.partition("\n")
     monkeypatch.chdir(ROOT)
     assert cli.main(["compare-dumps", *args.split()]) == 1
     assert capsys.readouterr().out.strip().splitlines() == shown.strip().splitlines()
-    assert "First checksum difference: fc1 forward (A 'Cell.fc1.Dense.forward.0' vs B 'Module.fc1.Linear.forward.0'): " \
-           "output.0" in str(parity.compare_dumps(DATA / "ms_md5", DATA / "torch_md5"))
+    assert (
+        "First checksum difference: fc1 forward (A 'Cell.fc1.Dense.forward.0' vs B 'Module.fc1.Linear.forward.0'): "
+        "output.0" in str(parity.compare_dumps(DATA / "ms_md5", DATA / "torch_md5"))
+    )
 
 
 def test_a_folder_of_several_dumps_says_which_to_give(tmp_path, capsys):
     for rank in ("rank0", "rank1"):
         shutil.copytree(DATA / "torch_statistics" / "step0" / "proc0", tmp_path / "run" / "step0" / rank)
     assert cli.main(["compare-dumps", str(tmp_path / "run"), str(DATA / "ms_statistics")]) == 2
-    assert ("2 msprobe dump.json files below it (step0/rank0/dump.json, step0/rank1/dump.json); give the folder of one"
-            in capsys.readouterr().err)
+    assert (
+        "2 msprobe dump.json files below it (step0/rank0/dump.json, step0/rank1/dump.json); give the folder of one"
+        in capsys.readouterr().err
+    )
     assert parity.compare_dumps(tmp_path / "run" / "step0" / "rank1", DATA / "ms_statistics").passed
 
 
 def test_summary_dumps_import_no_framework():
-    code = ("import sys\nfrom parity import cli\n"
-            "code = cli.main(['compare-dumps', sys.argv[1], sys.argv[2]])\n"
-            "print(code, sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'mindspore')))\n")
-    out = subprocess.run([sys.executable, "-c", code, str(DATA / "ms_statistics_fault"), str(DATA / "torch_md5")],
-                         capture_output=True, text=True, cwd=ROOT, check=True)
+    code = (
+        "import sys\nfrom parity import cli\n"
+        "code = cli.main(['compare-dumps', sys.argv[1], sys.argv[2]])\n"
+        "print(code, sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'mindspore')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(DATA / "ms_statistics_fault"), str(DATA / "torch_md5")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    )
     assert out.stdout.strip().splitlines()[-1] == "1 []", out.stdout + out.stderr

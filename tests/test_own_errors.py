@@ -8,7 +8,8 @@ from __future__ import annotations
 import mindspore  # noqa: F401  (both frameworks before parity, as everywhere in tests/)
 import pytest
 import torch
-from mindspore import nn as msnn, ops
+from mindspore import nn as msnn
+from mindspore import ops
 
 import parity
 from cases.faults import catalogue
@@ -30,7 +31,7 @@ def _readme_vit_example():
     import_quietly("timm")  # first, quietly: torchvision 0.28 needs a shim on CPU torch (see zoo_compat)
     import_quietly("mindcv.models.vit")
     readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Each layer's own error"):]
+    section = readme[readme.index("### Each layer's own error") :]
     source = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     scope = {}
     exec(compile(source, "README.md", "exec"), scope)
@@ -62,7 +63,7 @@ def test_the_vit_names_both_its_layernorm_and_its_gelu(vit_failure):
 
 def test_the_message_lists_own_errors_apart_from_inherited_ones(vit_failure):
     text = str(vit_failure)
-    section = text[text.index("Own errors, each layer fed PyTorch's inputs"):].splitlines()
+    section = text[text.index("Own errors, each layer fed PyTorch's inputs") :].splitlines()
     assert section[1].split()[0] == "blocks.0.norm1" and "known mismatch 'layernorm-epsilon-default'" in section[1]
     assert section[3].split()[0] == "blocks.0.mlp.act" and "known mismatch 'gelu-approximate-default'" in section[3]
     assert any(line.startswith("Inherited only: ") for line in section)
@@ -125,8 +126,12 @@ class _MsNet(msnn.Cell):
 class _TorchNet(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.fc, self.act, self.scale, self.head = (torch.nn.Linear(8, 8), torch.nn.Tanh(), torch.nn.Linear(8, 8),
-                                                    torch.nn.LogSoftmax(-1))
+        self.fc, self.act, self.scale, self.head = (
+            torch.nn.Linear(8, 8),
+            torch.nn.Tanh(),
+            torch.nn.Linear(8, 8),
+            torch.nn.LogSoftmax(-1),
+        )
 
     def forward(self, x):
         return self.head(self.scale(self.act(self.fc(x))))
@@ -143,12 +148,20 @@ def test_the_first_non_finite_value_is_named_where_it_appeared():
     assert (origin.layer, origin.direction, origin.side, origin.inputs_finite) == ("head", "forward", "mindspore", True)
     assert origin.step is None and origin.stage is None
     text = str(info.value)
-    assert ("Non-finite: first at forward output of 'head', NaN/Inf on the MindSpore side only; what flowed in was "
-            "finite on both sides") in text
+    assert (
+        "Non-finite: first at forward output of 'head', NaN/Inf on the MindSpore side only; what flowed in was "
+        "finite on both sides"
+    ) in text
     assert "Divergence: first at forward output of 'head' (_MsLogOfSoftmax <-> LogSoftmax)" in text
     assert _result_fields(info.value.result)["first_nonfinite"] == {
-        "layer": "head", "direction": "forward", "side": "mindspore", "ms_layer": "head", "inputs_finite": True,
-        "step": None, "stage": None}
+        "layer": "head",
+        "direction": "forward",
+        "side": "mindspore",
+        "ms_layer": "head",
+        "inputs_finite": True,
+        "step": None,
+        "stage": None,
+    }
 
 
 class _MsSqrtHead(msnn.Cell):
@@ -172,11 +185,24 @@ class _TorchSqrtHead(torch.nn.Module):
 def test_training_names_the_step_and_stage_of_the_first_non_finite_value():
     batches = [(parity.randn((4, 8)), parity.randn((4, 4)))]
     with pytest.raises(ParityMismatch) as info:
-        parity.check_training(_MsSqrtHead(), _TorchSqrtHead(), batches, loss=torch.nn.MSELoss(),
-                              optimizer=lambda p: torch.optim.SGD(p, lr=0.1), steps=2)
+        parity.check_training(
+            _MsSqrtHead(),
+            _TorchSqrtHead(),
+            batches,
+            loss=torch.nn.MSELoss(),
+            optimizer=lambda p: torch.optim.SGD(p, lr=0.1),
+            steps=2,
+        )
     origin = info.value.result.first_nonfinite
     assert (origin.step, origin.stage, origin.direction, origin.side, origin.inputs_finite) == (
-        1, "loss", "forward", "mindspore", True)
-    assert ("Non-finite: first at step 1, stage 'loss', NaN/Inf on the MindSpore side only; every tensor compared "
-            "before it was finite on both sides") in str(info.value)
+        1,
+        "loss",
+        "forward",
+        "mindspore",
+        True,
+    )
+    assert (
+        "Non-finite: first at step 1, stage 'loss', NaN/Inf on the MindSpore side only; every tensor compared "
+        "before it was finite on both sides"
+    ) in str(info.value)
     assert _result_fields(info.value.result)["first_nonfinite"]["step"] == 1

@@ -9,12 +9,29 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_wheel_holds_every_module_data_file_and_entry_point(tmp_path):
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(ROOT),
-                    "-w", str(tmp_path)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            str(ROOT),
+            "-w",
+            str(tmp_path),
+        ],
+        check=True,
+        capture_output=True,
+    )
     (wheel,) = tmp_path.glob("pytest_parity-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    expected = {p.relative_to(ROOT).as_posix() for p in (ROOT / "parity").rglob("*")
-                if p.suffix in (".py", ".toml") and "__pycache__" not in p.parts}
+    expected = {
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "parity").rglob("*")
+        if p.suffix in (".py", ".toml") and "__pycache__" not in p.parts
+    }
     assert expected - names == set()
     assert any(n.startswith("parity/data/mismatches/") for n in names)
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))

@@ -10,7 +10,7 @@ import torch
 
 import parity
 from parity import cli
-from parity.nightly.plot import HEIGHT, TOP, BOTTOM, _margin_chart
+from parity.nightly.plot import BOTTOM, HEIGHT, TOP, _margin_chart
 
 BATCHES = [(parity.randn((4, 4)), parity.randint((4,), 0, 3)), (parity.randn((4, 4)), parity.randint((4,), 0, 3))]
 
@@ -68,8 +68,14 @@ def _points(polyline):
 @pytest.fixture(scope="module")
 def passed():
     model = _net()
-    return parity.check_training(parity.translate(model), model, BATCHES, loss=torch.nn.CrossEntropyLoss(),
-                                 optimizer=lambda p: torch.optim.SGD(p, lr=0.5, momentum=0.9), steps=4)
+    return parity.check_training(
+        parity.translate(model),
+        model,
+        BATCHES,
+        loss=torch.nn.CrossEntropyLoss(),
+        optimizer=lambda p: torch.optim.SGD(p, lr=0.5, momentum=0.9),
+        steps=4,
+    )
 
 
 def test_plot_holds_both_loss_curves_and_the_margins_of_every_step(passed, tmp_path):
@@ -81,8 +87,11 @@ def test_plot_holds_both_loss_curves_and_the_margins_of_every_step(passed, tmp_p
     series = _series(page)
     assert set(series) == {"loss MindSpore", "loss PyTorch", "worst margin"}
     worst = [max(c.margin for c in s.comparisons) for s in passed.steps]
-    for name, values in (("loss MindSpore", passed.ms_losses), ("loss PyTorch", passed.torch_losses),
-                         ("worst margin", worst)):
+    for name, values in (
+        ("loss MindSpore", passed.ms_losses),
+        ("loss PyTorch", passed.torch_losses),
+        ("worst margin", worst),
+    ):
         assert [float(v) for v in series[name]["data-values"].split()] == values
         assert len(_points(series[name])) == len(passed.steps) == 4
     # each curve is drawn where its numbers say: a greater loss sits higher (smaller y), steps left to right
@@ -101,9 +110,14 @@ def test_plot_holds_both_loss_curves_and_the_margins_of_every_step(passed, tmp_p
 def test_plot_of_a_failed_check_marks_the_failing_steps_above_the_line(tmp_path):
     model = _net()
     with pytest.raises(parity.ParityMismatch) as info:
-        parity.check_training(parity.translate(model), model, BATCHES, loss=torch.nn.CrossEntropyLoss(), steps=2,
-                              optimizer=(lambda p: mindspore.nn.SGD(p, learning_rate=0.11),
-                                         lambda p: torch.optim.SGD(p, lr=0.1)))
+        parity.check_training(
+            parity.translate(model),
+            model,
+            BATCHES,
+            loss=torch.nn.CrossEntropyLoss(),
+            steps=2,
+            optimizer=(lambda p: mindspore.nn.SGD(p, learning_rate=0.11), lambda p: torch.optim.SGD(p, lr=0.1)),
+        )
     page = _parse(parity.plot_training(info.value.result, tmp_path / "failed.html"))
     allowed = float(next(line for line in page.tags["line"] if line.get("class") == "allowed")["y1"])
     margins = _points(_series(page)["worst margin"])
@@ -124,10 +138,13 @@ def test_margin_scale_is_logarithmic_and_an_exact_zero_sits_on_the_floor():
     assert not math.isclose(ys[0], ys[1])
 
 
-@pytest.mark.parametrize("target, message", [
-    ("folder", "is a folder; give a file name"),
-    ("missing/loss.html", "does not exist; create it first"),
-])
+@pytest.mark.parametrize(
+    "target, message",
+    [
+        ("folder", "is a folder; give a file name"),
+        ("missing/loss.html", "does not exist; create it first"),
+    ],
+)
 def test_plot_path_errors(passed, tmp_path, target, message):
     (tmp_path / "folder").mkdir()
     with pytest.raises(parity.ParityUsageError, match=message):

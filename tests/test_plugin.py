@@ -96,8 +96,7 @@ def warm_frameworks():
     import parity.plugin.items  # noqa: F401  what the fixture and the catalogue import
 
     for mode in ("pynative", "graph"):
-        parity.check(mindspore.nn.Dense(4, 3), torch.nn.Linear(4, 3), parity.randn((2, 4)), ms_mode=mode,
-                     train=True)
+        parity.check(mindspore.nn.Dense(4, 3), torch.nn.Linear(4, 3), parity.randn((2, 4)), ms_mode=mode, train=True)
     with pytest.raises(parity.ParityMismatch):
         parity.check(mindspore.nn.GELU(approximate=False), torch.nn.GELU(approximate="tanh"), parity.randn((2, 4)))
 
@@ -117,7 +116,8 @@ def write_catalogue(pytester, text=CATALOGUE):
 
 
 def test_parity_tests_are_skipped_without_the_flag(project):
-    project.makepyfile(test_skip="""
+    project.makepyfile(
+        test_skip="""
         import pytest
 
         def test_fixture(parity):
@@ -129,12 +129,14 @@ def test_parity_tests_are_skipped_without_the_flag(project):
 
         def test_plain():
             pass
-    """)
+    """
+    )
     result = project.runpytest("-rs", "--strict-markers")
     result.assert_outcomes(passed=1, skipped=2)
     assert "pytest --parity" in SKIP_REASON
-    result.stdout.fnmatch_lines_random([f"SKIPPED [[]1[]] test_skip.py: {SKIP_REASON}",
-                                        f"SKIPPED [[]1[]] test_skip.py:*: {SKIP_REASON}"])
+    result.stdout.fnmatch_lines_random(
+        [f"SKIPPED [[]1[]] test_skip.py: {SKIP_REASON}", f"SKIPPED [[]1[]] test_skip.py:*: {SKIP_REASON}"]
+    )
 
 
 def test_loading_the_plugin_imports_no_framework(project):
@@ -148,7 +150,8 @@ def test_loading_the_plugin_imports_no_framework(project):
             loaded = [name for name in ("parity.plugin", "mindspore", "torch") if name in sys.modules]
             Path("modules.txt").write_text(" ".join(loaded))
     """)
-    project.makepyfile(test_light="""
+    project.makepyfile(
+        test_light="""
         import pytest
 
         def test_fixture(parity):
@@ -157,7 +160,8 @@ def test_loading_the_plugin_imports_no_framework(project):
         @pytest.mark.parity
         def test_marked():
             pass
-    """)
+    """
+    )
     write_catalogue(project)
     result = project.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(skipped=3)
@@ -167,8 +171,10 @@ def test_loading_the_plugin_imports_no_framework(project):
 def test_help_shows_the_options(pytester):
     result = pytester.runpytest("--help")
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["*MindSpore <-> PyTorch parity*", f"*{PARITY} *"]
-                                + [f"*{option.flag}*" for option in opts.OPTIONS], consecutive=False)
+    result.stdout.fnmatch_lines(
+        ["*MindSpore <-> PyTorch parity*", f"*{PARITY} *"] + [f"*{option.flag}*" for option in opts.OPTIONS],
+        consecutive=False,
+    )
     text = result.stdout.str()
     for option in opts.OPTIONS:
         assert option.help.split(":")[0][:30] in text
@@ -181,9 +187,12 @@ def test_catalogue_without_the_flag_is_one_skipped_placeholder_and_is_not_import
     write_catalogue(project, CATALOGUE + '\nraise RuntimeError("imported without --parity")\n')
     result = project.runpytest("-rs", "-v")
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["catalogue/tiny.py::[[]needs --parity[]] SKIPPED (parity catalogue: run w*",
-                                 "SKIPPED [[]1[]] *: parity catalogue: run with `pytest --parity` to build and "
-                                 "compare these pairs"])
+    result.stdout.fnmatch_lines(
+        [
+            "catalogue/tiny.py::[[]needs --parity[]] SKIPPED (parity catalogue: run w*",
+            "SKIPPED [[]1[]] *: parity catalogue: run with `pytest --parity` to build and compare these pairs",
+        ]
+    )
 
 
 def test_catalogue_placeholder_skip_points_at_the_catalogue_file(project):
@@ -200,18 +209,22 @@ def test_fixture_pass_and_fail_with_the_summary(project):
     result = project.runpytest(PARITY)
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
-    result.stdout.fnmatch_lines([
-        "*ParityMismatch*MindSpore and PyTorch outputs are not close!*",
-        "*Case:       test_fixture.py::test_fail  (test_fixture.py:11)",
-        f"*Reproduce: pytest test_fixture.py::test_fail {PARITY} {SEED}=1234",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*ParityMismatch*MindSpore and PyTorch outputs are not close!*",
+            "*Case:       test_fixture.py::test_fail  (test_fixture.py:11)",
+            f"*Reproduce: pytest test_fixture.py::test_fail {PARITY} {SEED}=1234",
+        ]
+    )
     assert "site-packages/mindspore" not in out
     assert "site-packages/torch" not in out
-    result.stdout.fnmatch_lines([
-        "*= parity summary =*",
-        "ok    test_fixture.py::test_pass: worst margin *x allowed (output 'output')",
-        "FAIL  test_fixture.py::test_fail: worst margin *x allowed (*)",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*= parity summary =*",
+            "ok    test_fixture.py::test_pass: worst margin *x allowed (output 'output')",
+            "FAIL  test_fixture.py::test_fail: worst margin *x allowed (*)",
+        ]
+    )
 
 
 def test_fixture_failure_shows_no_parity_internals(project):
@@ -223,7 +236,8 @@ def test_fixture_failure_shows_no_parity_internals(project):
 
 
 def test_seed_and_mode_options_reach_the_check(project):
-    project.makepyfile(test_mode="""
+    project.makepyfile(
+        test_mode="""
         def test_mode(parity):
             import mindspore, torch
 
@@ -236,18 +250,22 @@ def test_seed_and_mode_options_reach_the_check(project):
 
             parity.check(mindspore.nn.GELU(approximate=False), torch.nn.GELU(approximate="tanh"),
                          parity.randn((2, 4)))
-    """)
+    """
+    )
     result = project.runpytest(PARITY, f"{MODE}=graph", f"{SEED}=7")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines([
-        "*Divergence: first at forward output 'output', graph mode*",
-        "*Inputs: seed 7 -> input[[]0[]]: float32[[]2, 4[]] ~ N(0, 1)",
-        f"*Reproduce: pytest test_mode.py::test_fail {PARITY} {MODE}=graph {SEED}=7",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*Divergence: first at forward output 'output', graph mode*",
+            "*Inputs: seed 7 -> input[[]0[]]: float32[[]2, 4[]] ~ N(0, 1)",
+            f"*Reproduce: pytest test_mode.py::test_fail {PARITY} {MODE}=graph {SEED}=7",
+        ]
+    )
 
 
 def test_marker_arguments_reach_the_check_and_name_their_source(project):
-    project.makepyfile(test_marker="""
+    project.makepyfile(
+        test_marker="""
         import pytest
         from parity import Tolerance
 
@@ -277,17 +295,23 @@ def test_marker_arguments_reach_the_check_and_name_their_source(project):
         @pytest.mark.parity(tolerence=(1, 1))
         def test_typo(parity):
             pass
-    """)
+    """
+    )
     result = project.runpytest(PARITY, "-rfE")
     result.assert_outcomes(passed=3, failed=1, errors=1)
     result.stdout.fnmatch_lines(["*Tolerance: @pytest.mark.parity(tolerance=...) (rtol=1e-06, atol=1e-06)"])
     result.stdout.fnmatch_lines(["*ParityUsageError: @pytest.mark.parity got unknown arguments [[]'tolerence'[]]*"])
-    result.stdout.fnmatch_lines_random(["FAILED test_marker.py::test_too_tight - *ParityMismatch*",
-                                        "ERROR test_marker.py::test_typo - *ParityUsageError*"])
+    result.stdout.fnmatch_lines_random(
+        [
+            "FAILED test_marker.py::test_too_tight - *ParityMismatch*",
+            "ERROR test_marker.py::test_typo - *ParityUsageError*",
+        ]
+    )
 
 
 def test_summary_of_an_output_structure_mismatch_names_it(project):
-    project.makepyfile(test_structure="""
+    project.makepyfile(
+        test_structure="""
         def test_structure(parity):
             import mindspore, torch
 
@@ -301,7 +325,8 @@ def test_summary_of_an_output_structure_mismatch_names_it(project):
                     return y, y
 
             parity.check(Two(), torch.nn.Linear(4, 3), parity.randn((2, 4)))
-    """)
+    """
+    )
     result = project.runpytest(PARITY)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*= parity summary =*", "* test_structure.py::test_structure: *structure*"])
@@ -313,53 +338,62 @@ def test_summary_of_an_output_structure_mismatch_names_it(project):
 def test_catalogue_cases_are_items_per_variant(project):
     write_catalogue(project)
     result = project.runpytest(PARITY, "--collect-only", "-q")
-    result.stdout.fnmatch_lines([
-        "catalogue/tiny.py::Tiny[[]eval[]]",
-        "catalogue/tiny.py::Tiny[[]train[]]",
-        "catalogue/tiny.py::Gelu[[]eval[]]",
-        "catalogue/tiny.py::Fixed[[]eval[]]",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "catalogue/tiny.py::Tiny[[]eval[]]",
+            "catalogue/tiny.py::Tiny[[]train[]]",
+            "catalogue/tiny.py::Gelu[[]eval[]]",
+            "catalogue/tiny.py::Fixed[[]eval[]]",
+        ]
+    )
 
 
 def test_catalogue_run_with_strict_xfail_and_summary(project):
     write_catalogue(project, FACTORIES + CASES + BROKEN)
     result = project.runpytest(PARITY, "-v", "-rX")
     result.assert_outcomes(passed=2, xfailed=1, failed=2)
-    result.stdout.fnmatch_lines([
-        "catalogue/tiny.py::Tiny[[]eval[]] PASSED*",
-        "catalogue/tiny.py::Tiny[[]train[]] PASSED*",
-        "catalogue/tiny.py::Gelu[[]eval[]] XFAIL*",
-        "catalogue/tiny.py::Fixed[[]eval[]] FAILED*",
-        "catalogue/tiny.py::Broken[[]eval[]] FAILED*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "catalogue/tiny.py::Tiny[[]eval[]] PASSED*",
+            "catalogue/tiny.py::Tiny[[]train[]] PASSED*",
+            "catalogue/tiny.py::Gelu[[]eval[]] XFAIL*",
+            "catalogue/tiny.py::Fixed[[]eval[]] FAILED*",
+            "catalogue/tiny.py::Broken[[]eval[]] FAILED*",
+        ]
+    )
     result.stdout.fnmatch_lines(["*[[]XPASS(strict)[]]*stale: the tolerance already covers it*"])
     result.stdout.fnmatch_lines(["*= parity summary =*"])
-    result.stdout.fnmatch_lines_random([
-        "ok    catalogue/tiny.py::Tiny[[]eval[]]: worst margin *",
-        "ok    catalogue/tiny.py::Tiny[[]train[]]: worst margin *",
-        "xfail catalogue/tiny.py::Gelu[[]eval[]]: worst margin *",
-        "ok    catalogue/tiny.py::Fixed[[]eval[]]: worst margin *",
-        "FAIL  catalogue/tiny.py::Broken[[]eval[]]: worst margin *",
-    ])
+    result.stdout.fnmatch_lines_random(
+        [
+            "ok    catalogue/tiny.py::Tiny[[]eval[]]: worst margin *",
+            "ok    catalogue/tiny.py::Tiny[[]train[]]: worst margin *",
+            "xfail catalogue/tiny.py::Gelu[[]eval[]]: worst margin *",
+            "ok    catalogue/tiny.py::Fixed[[]eval[]]: worst margin *",
+            "FAIL  catalogue/tiny.py::Broken[[]eval[]]: worst margin *",
+        ]
+    )
 
 
 def test_catalogue_case_names_must_be_unique(project):
     write_catalogue(project, FACTORIES + BROKEN + BROKEN.replace("Broken = ", "Again = "))
     result = project.runpytest(PARITY)
     assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines(["*ERROR collecting catalogue/tiny.py*",
-                                 "*case names must be unique, repeated: [[]'Broken'[]]*"])
+    result.stdout.fnmatch_lines(
+        ["*ERROR collecting catalogue/tiny.py*", "*case names must be unique, repeated: [[]'Broken'[]]*"]
+    )
 
 
 def test_a_failing_catalogue_case_prints_its_message_only(project):
     write_catalogue(project, BROKEN_CATALOGUE)
     result = project.runpytest(PARITY)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        "ParityMismatch: MindSpore and PyTorch outputs are not close!",
-        "Case:       catalogue/tiny.py::Broken[[]eval[]]  (catalogue/tiny.py:*)",
-        f"Reproduce: pytest 'catalogue/tiny.py::Broken[[]eval[]]' {PARITY} {SEED}=1234",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "ParityMismatch: MindSpore and PyTorch outputs are not close!",
+            "Case:       catalogue/tiny.py::Broken[[]eval[]]  (catalogue/tiny.py:*)",
+            f"Reproduce: pytest 'catalogue/tiny.py::Broken[[]eval[]]' {PARITY} {SEED}=1234",
+        ]
+    )
     out = result.stdout.str()
     assert "Traceback" not in out and "parity/engine/check.py" not in out
     assert "site-packages/mindspore" not in out and "site-packages/torch" not in out
@@ -372,10 +406,12 @@ def test_summary_under_xdist(project):
     project.makepyfile(test_fixture=FIXTURE_TESTS)
     result = project.runpytest_subprocess(PARITY, "-n", "2", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines_random([
-        "ok    test_fixture.py::test_pass: worst margin *x allowed*",
-        "FAIL  test_fixture.py::test_fail: worst margin *x allowed*",
-    ])
+    result.stdout.fnmatch_lines_random(
+        [
+            "ok    test_fixture.py::test_pass: worst margin *x allowed*",
+            "FAIL  test_fixture.py::test_fail: worst margin *x allowed*",
+        ]
+    )
     result.stdout.fnmatch_lines(["*= parity summary =*"])
 
 
@@ -383,10 +419,12 @@ def test_both_modes_name_the_modes_each_failing_tensor_failed_in(project):
     project.makepyfile(test_fixture=FIXTURE_TESTS)
     result = project.runpytest(PARITY, f"{MODE}=both", "-k", "fail")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        "*Divergence: first at forward output 'output' (pynative and graph)",
-        "*In pynative mode:",
-        "*FAIL  outputs      0/2 within tolerance; worst 'output' (*) at *x allowed",
-        "*Also failing: input grad 'input[[]0[]]' (pynative and graph, *x)",
-        f"*Reproduce: pytest test_fixture.py::test_fail {PARITY} {MODE}=both {SEED}=1234",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*Divergence: first at forward output 'output' (pynative and graph)",
+            "*In pynative mode:",
+            "*FAIL  outputs      0/2 within tolerance; worst 'output' (*) at *x allowed",
+            "*Also failing: input grad 'input[[]0[]]' (pynative and graph, *x)",
+            f"*Reproduce: pytest test_fixture.py::test_fail {PARITY} {MODE}=both {SEED}=1234",
+        ]
+    )

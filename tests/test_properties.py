@@ -18,8 +18,15 @@ import torch
 from hypothesis import Phase, currently_in_test_context, given, note, settings
 
 import parity
-from parity.strategies import (LayerCase, conv_layers, layers, norm_layers, pool_layers, recurrent_layers,
-                               upsample_layers)
+from parity.strategies import (
+    LayerCase,
+    conv_layers,
+    layers,
+    norm_layers,
+    pool_layers,
+    recurrent_layers,
+    upsample_layers,
+)
 from parity.translation import _registry
 
 
@@ -40,13 +47,14 @@ def check_translation(case: LayerCase, config=None) -> None:
     gradients differ by up to 2% between correct implementations); MindSpore passes there only
     when its error against PyTorch float64 is within 10x PyTorch float32's own."""
     if currently_in_test_context():  # not in the plain tests of known bugs
-        note(f"Reproduce: {_command(config)}\n"
-             f"    or in Python: import parity; from parity.strategies import LayerCase; case = {case!r}; "
-             f"m = case.torch_module(); parity.check(parity.translate(m), m, case.inputs, train={case.train}, "
-             f"seed={case.seed}, reference='float64')")
+        note(
+            f"Reproduce: {_command(config)}\n"
+            f"    or in Python: import parity; from parity.strategies import LayerCase; case = {case!r}; "
+            f"m = case.torch_module(); parity.check(parity.translate(m), m, case.inputs, train={case.train}, "
+            f"seed={case.seed}, reference='float64')"
+        )
     module = case.torch_module()
-    parity.check(parity.translate(module), module, case.inputs, train=case.train, seed=case.seed,
-                 reference="float64")
+    parity.check(parity.translate(module), module, case.inputs, train=case.train, seed=case.seed, reference="float64")
 
 
 # --- translation bugs these properties found -------------------------------------------------
@@ -57,16 +65,34 @@ def check_translation(case: LayerCase, config=None) -> None:
 FIXED_BUGS = [
     # AvgPool2d(divisor_override, count_include_pad=False): MindSpore's gradient divided windows over
     # the padding by their real count (corner gradient 1.0 instead of 0.25).
-    pytest.param(LayerCase("AvgPool2d", dict(kernel_size=2, padding=1, count_include_pad=False, divisor_override=4),
-                           shapes=[(1, 1, 4, 4)]), id="avgpool2d-divisor-padding"),
-    pytest.param(LayerCase("AvgPool2d", dict(kernel_size=2, ceil_mode=True, count_include_pad=False,
-                                             divisor_override=3), shapes=[(1, 1, 5, 5)]), id="avgpool2d-divisor-ceil"),
+    pytest.param(
+        LayerCase(
+            "AvgPool2d",
+            dict(kernel_size=2, padding=1, count_include_pad=False, divisor_override=4),
+            shapes=[(1, 1, 4, 4)],
+        ),
+        id="avgpool2d-divisor-padding",
+    ),
+    pytest.param(
+        LayerCase(
+            "AvgPool2d",
+            dict(kernel_size=2, ceil_mode=True, count_include_pad=False, divisor_override=3),
+            shapes=[(1, 1, 5, 5)],
+        ),
+        id="avgpool2d-divisor-ceil",
+    ),
     # Upsample(mode='linear', align_corners=False or None) to an output length of 1: nn.Upsample
     # returned the first element (align_corners=True arithmetic) where PyTorch interpolates at the
     # centre (input 0..5, size=1: MindSpore 0.0, PyTorch 2.5).
     pytest.param(LayerCase("Upsample", dict(size=1, mode="linear"), shapes=[(1, 1, 2)]), id="upsample-linear-size-1"),
-    pytest.param(LayerCase("Upsample", dict(scale_factor=0.5, recompute_scale_factor=True, mode="linear",
-                                            align_corners=False), shapes=[(1, 1, 3)]), id="upsample-linear-scale-to-1"),
+    pytest.param(
+        LayerCase(
+            "Upsample",
+            dict(scale_factor=0.5, recompute_scale_factor=True, mode="linear", align_corners=False),
+            shapes=[(1, 1, 3)],
+        ),
+        id="upsample-linear-scale-to-1",
+    ),
 ]
 
 
@@ -76,6 +102,7 @@ def test_fixed_translation_bug_stays_fixed(case):
 
 
 # --- the properties, one per family ----------------------------------------------------------
+
 
 @given(case=conv_layers())
 def test_conv(pytestconfig, case):
@@ -104,6 +131,7 @@ def test_recurrent(pytestconfig, case):
 
 # --- the properties can fail -----------------------------------------------------------------
 
+
 def test_a_wrong_translation_is_falsified(monkeypatch):
     """Translate Conv2d with pad_mode='same' whatever its padding (the classic porting slip): the
     conv property must find a falsifying example and report it with the reproduce note."""
@@ -131,17 +159,21 @@ def test_a_wrong_translation_is_falsified(monkeypatch):
 
 # --- the strategies themselves ---------------------------------------------------------------
 
+
 @given(case=layers())
 def test_a_drawn_case_prints_as_the_expression_that_rebuilds_it(case):
     assert eval(repr(case), {"LayerCase": LayerCase}) == case
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: conv_layers(dims=(3,)), r"dims must be a non-empty selection of \(1, 2\), got \(3,\)"),
-    (lambda: pool_layers(kinds=()), r"kinds must be a non-empty selection"),
-    (lambda: norm_layers(max_channels=0), r"max_channels must be an int >= 1, got 0"),
-    (lambda: recurrent_layers(max_seq=True), r"max_seq must be an int >= 1, got True"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: conv_layers(dims=(3,)), r"dims must be a non-empty selection of \(1, 2\), got \(3,\)"),
+        (lambda: pool_layers(kinds=()), r"kinds must be a non-empty selection"),
+        (lambda: norm_layers(max_channels=0), r"max_channels must be an int >= 1, got 0"),
+        (lambda: recurrent_layers(max_seq=True), r"max_seq must be an int >= 1, got True"),
+    ],
+)
 def test_strategy_arguments_are_checked_when_called(call, message):
     with pytest.raises(parity.ParityUsageError, match=message):
         call()

@@ -53,12 +53,14 @@ def entry(case, until=ACTIVE, reason="flaky on the nightly build", issue="https:
     return "\n".join(lines + [f"{key} = {value!r}" for key, value in more.items()]) + "\n"
 
 
-QUARANTINE_FILE = "\n".join([
-    entry("test_q.py::test_broken"),
-    entry("test_q.py::test_fixed", reason="fixed upstream?", issue="#12"),
-    entry("test_q.py::test_old", until=EXPIRED, issue="#3"),
-    entry("test_q.py::test_param[*]", reason="only 2 passes", issue="#4"),  # brackets are literal
-])
+QUARANTINE_FILE = "\n".join(
+    [
+        entry("test_q.py::test_broken"),
+        entry("test_q.py::test_fixed", reason="fixed upstream?", issue="#12"),
+        entry("test_q.py::test_old", until=EXPIRED, issue="#3"),
+        entry("test_q.py::test_param[*]", reason="only 2 passes", issue="#4"),  # brackets are literal
+    ]
+)
 
 
 @pytest.fixture
@@ -71,22 +73,24 @@ def project(pytester):
 def test_quarantined_failures_do_not_fail_the_run_and_the_summary_lists_them(project):
     result = project.runpytest("-p", "no:cacheprovider", "-ra")
     result.assert_outcomes(passed=1, failed=2, xfailed=3, xpassed=2)
-    result.stdout.fnmatch_lines_random([
-        "XFAIL test_q.py::test_broken - quarantined: flaky on the nightly build "
-        "(https://example.org/issues/7, until 2999-12-31)",
-        "FAILED test_q.py::test_other - AssertionError: not quarantined*",
-        "FAILED test_q.py::test_old - AssertionError: its quarantine expired*",
-        "quarantine (parity-quarantine.toml): 5 quarantined tests ran, 3 failed without failing the run, "
-        "2 passed (stale)",
-        "quarantined failure test_q.py::test_broken: flaky on the nightly build "
-        "(https://example.org/issues/7, until 2999-12-31)",
-        "quarantined failure test_q.py::test_param[[]1]: only 2 passes (#4, until 2999-12-31)",
-        "quarantined failure test_q.py::test_param[[]3]: only 2 passes (#4, until 2999-12-31)",
-        "stale quarantine test_q.py::test_fixed: passed; its entry 'test_q.py::test_fixed' may go (#12)",
-        "stale quarantine test_q.py::test_param[[]2]: passed; its entry 'test_q.py::test_param[[]*[]]' may go (#4)",
-        "expired quarantine 'test_q.py::test_old' (until 2000-01-01): no longer quarantines, its failures fail "
-        "the run; renew or remove it in parity-quarantine.toml (#3)",
-    ])
+    result.stdout.fnmatch_lines_random(
+        [
+            "XFAIL test_q.py::test_broken - quarantined: flaky on the nightly build "
+            "(https://example.org/issues/7, until 2999-12-31)",
+            "FAILED test_q.py::test_other - AssertionError: not quarantined*",
+            "FAILED test_q.py::test_old - AssertionError: its quarantine expired*",
+            "quarantine (parity-quarantine.toml): 5 quarantined tests ran, 3 failed without failing the run, "
+            "2 passed (stale)",
+            "quarantined failure test_q.py::test_broken: flaky on the nightly build "
+            "(https://example.org/issues/7, until 2999-12-31)",
+            "quarantined failure test_q.py::test_param[[]1]: only 2 passes (#4, until 2999-12-31)",
+            "quarantined failure test_q.py::test_param[[]3]: only 2 passes (#4, until 2999-12-31)",
+            "stale quarantine test_q.py::test_fixed: passed; its entry 'test_q.py::test_fixed' may go (#12)",
+            "stale quarantine test_q.py::test_param[[]2]: passed; its entry 'test_q.py::test_param[[]*[]]' may go (#4)",
+            "expired quarantine 'test_q.py::test_old' (until 2000-01-01): no longer quarantines, its failures fail "
+            "the run; renew or remove it in parity-quarantine.toml (#3)",
+        ]
+    )
 
 
 def test_a_run_whose_only_failures_are_quarantined_passes(project):
@@ -99,11 +103,13 @@ def test_rerun_quarantined_runs_only_them_and_lists_the_stale(project):
     result = project.runpytest("-p", "no:cacheprovider", RERUN_QUARANTINED)
     assert result.ret == pytest.ExitCode.OK
     result.assert_outcomes(xfailed=3, xpassed=2, deselected=3)  # test_old's entry expired: not rerun
-    result.stdout.fnmatch_lines_random([
-        f"{RERUN_QUARANTINED}: 5 quarantined tests selected",
-        "stale quarantine test_q.py::test_fixed: passed; *",
-        "stale quarantine test_q.py::test_param[[]2]: passed; *",
-    ])
+    result.stdout.fnmatch_lines_random(
+        [
+            f"{RERUN_QUARANTINED}: 5 quarantined tests selected",
+            "stale quarantine test_q.py::test_fixed: passed; *",
+            "stale quarantine test_q.py::test_param[[]2]: passed; *",
+        ]
+    )
 
 
 def test_rerun_quarantined_with_a_shard(project):
@@ -117,10 +123,12 @@ def test_the_quarantine_is_applied_under_xdist(project):
     result = project.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "-k", "broken or fixed")
     assert result.ret == pytest.ExitCode.OK
     result.assert_outcomes(xfailed=1, xpassed=1)
-    result.stdout.fnmatch_lines_random([
-        "quarantined failure test_q.py::test_broken: flaky on the nightly build *",
-        "stale quarantine test_q.py::test_fixed: passed; *",
-    ])
+    result.stdout.fnmatch_lines_random(
+        [
+            "quarantined failure test_q.py::test_broken: flaky on the nightly build *",
+            "stale quarantine test_q.py::test_fixed: passed; *",
+        ]
+    )
 
 
 def test_the_file_from_the_option_and_from_the_ini_key(project):
@@ -138,7 +146,8 @@ def test_the_file_from_the_option_and_from_the_ini_key(project):
 
 
 def test_the_quarantine_wins_over_a_tests_own_xfail(pytester):
-    pytester.makepyfile(test_own="""
+    pytester.makepyfile(
+        test_own="""
         import pytest
 
         @pytest.mark.xfail(raises=KeyError, reason="own")
@@ -148,51 +157,72 @@ def test_the_quarantine_wins_over_a_tests_own_xfail(pytester):
         @pytest.mark.xfail(strict=True, reason="own")
         def test_passes():
             pass
-    """)
+    """
+    )
     pytester.path.joinpath("parity-quarantine.toml").write_text(entry("test_own.py::*", issue="#5"))
     result = pytester.runpytest("-p", "no:cacheprovider", "-ra")
     assert result.ret == pytest.ExitCode.OK
     result.assert_outcomes(xfailed=1, xpassed=1)
-    result.stdout.fnmatch_lines_random(["XFAIL test_own.py::test_wrong_error - quarantined: *",
-                                        "stale quarantine test_own.py::test_passes: passed; *"])
+    result.stdout.fnmatch_lines_random(
+        ["XFAIL test_own.py::test_wrong_error - quarantined: *", "stale quarantine test_own.py::test_passes: passed; *"]
+    )
 
 
 def test_a_failing_parity_check_quarantined(pytester):
-    pytester.makepyfile(test_gelu="""
+    pytester.makepyfile(
+        test_gelu="""
         def test_fail(parity):
             import mindspore, torch
 
             parity.check(mindspore.nn.GELU(approximate=False), torch.nn.GELU(approximate="tanh"), parity.randn((2, 4)))
-    """)
+    """
+    )
     pytester.path.joinpath("parity-quarantine.toml").write_text(
-        entry("test_gelu.py::test_fail", reason="tanh GELU against the exact one", issue="#9"))
+        entry("test_gelu.py::test_fail", reason="tanh GELU against the exact one", issue="#9")
+    )
     result = pytester.runpytest("-p", "no:cacheprovider", opts.PARITY)
     assert result.ret == pytest.ExitCode.OK
     result.assert_outcomes(xfailed=1)
-    result.stdout.fnmatch_lines(["FAIL  test_gelu.py::test_fail: *",
-                                 "quarantined failure test_gelu.py::test_fail: tanh GELU against the exact one "
-                                 "(#9, until 2999-12-31)"])
+    result.stdout.fnmatch_lines(
+        [
+            "FAIL  test_gelu.py::test_fail: *",
+            "quarantined failure test_gelu.py::test_fail: tanh GELU against the exact one (#9, until 2999-12-31)",
+        ]
+    )
 
 
 BAD_FILES = {
-    "missing key": ("[[quarantine]]\ncase = 'test_q.py::test_broken'\nreason = 'x'\nuntil = 2030-01-01\n",
-                    "entry 1 (case 'test_q.py::test_broken'): missing issue; an entry has case, reason, issue, until"),
-    "unknown key": (entry("test_q.py::test_fixed") + entry("test_q.py::test_broken", reson="typo"),
-                    "entry 2 (case 'test_q.py::test_broken'): unknown keys [[]'reson'[]]; an entry has *"),
-    "bad date": (entry("test_q.py::test_broken", until='"next week"'),
-                 "entry 1 (case 'test_q.py::test_broken'): until must be an ISO date such as 2025-12-31, "
-                 "got 'next week'"),
-    "date and time": (entry("test_q.py::test_broken", until="2030-01-01T10:00:00"),
-                      "entry 1 (case *): until must be an ISO date *, got datetime.datetime(2030, 1, 1, 10, 0)"),
-    "empty reason": (entry("test_q.py::test_broken", reason=" "),
-                     "entry 1 (case 'test_q.py::test_broken'): reason must be a non-empty string, got ' '"),
+    "missing key": (
+        "[[quarantine]]\ncase = 'test_q.py::test_broken'\nreason = 'x'\nuntil = 2030-01-01\n",
+        "entry 1 (case 'test_q.py::test_broken'): missing issue; an entry has case, reason, issue, until",
+    ),
+    "unknown key": (
+        entry("test_q.py::test_fixed") + entry("test_q.py::test_broken", reson="typo"),
+        "entry 2 (case 'test_q.py::test_broken'): unknown keys [[]'reson'[]]; an entry has *",
+    ),
+    "bad date": (
+        entry("test_q.py::test_broken", until='"next week"'),
+        "entry 1 (case 'test_q.py::test_broken'): until must be an ISO date such as 2025-12-31, got 'next week'",
+    ),
+    "date and time": (
+        entry("test_q.py::test_broken", until="2030-01-01T10:00:00"),
+        "entry 1 (case *): until must be an ISO date *, got datetime.datetime(2030, 1, 1, 10, 0)",
+    ),
+    "empty reason": (
+        entry("test_q.py::test_broken", reason=" "),
+        "entry 1 (case 'test_q.py::test_broken'): reason must be a non-empty string, got ' '",
+    ),
     "no case": (entry("").replace("case = ''\n", ""), "entry 1: missing case; *"),
-    "duplicate": (entry("test_q.py::test_broken") + entry("test_q.py::test_broken"),
-                  "entries 1 and 2 both quarantine 'test_q.py::test_broken'"),
+    "duplicate": (
+        entry("test_q.py::test_broken") + entry("test_q.py::test_broken"),
+        "entries 1 and 2 both quarantine 'test_q.py::test_broken'",
+    ),
     "not TOML": ("[[quarantine]\n", "not valid TOML: *"),
     "not tables": ("quarantine = [1]\n", "entry 1: must be a table with keys case, reason, issue, until"),
-    "top-level key": ('quarantined = "x"\n',
-                      "unknown top-level keys [[]'quarantined'[]]; entries are *quarantine* tables"),
+    "top-level key": (
+        'quarantined = "x"\n',
+        "unknown top-level keys [[]'quarantined'[]]; entries are *quarantine* tables",
+    ),
 }
 
 

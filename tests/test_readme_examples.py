@@ -3,6 +3,7 @@ repro's in test_repro.py)."""
 
 import pytest
 import torch
+
 import parity
 import parity.mismatch_checks
 
@@ -25,7 +26,7 @@ def test_translate_with_inputs_example():
             self.fc = torch.nn.Linear(8, 8)
 
         def forward(self, x, mask=None):
-            if x.ndim == 2:                       # a guard: the rank the trace saw
+            if x.ndim == 2:  # a guard: the rank the trace saw
                 x = x.unsqueeze(0)
             if mask is not None:
                 x = x.masked_fill(~mask.bool().unsqueeze(-1), 0.0)
@@ -35,7 +36,9 @@ def test_translate_with_inputs_example():
     inputs = {"x": parity.randn((2, 5, 8)), "mask": parity.randint((2, 5), 0, 2)}
     cell = parity.translate(model, inputs)
     assert parity.check(cell, model, inputs).passed
-    with pytest.raises(GuardFailed, match=r"\.ndim of getattr_1 was 3 \(at .*\(if x\.ndim == 2:.*\)\); this call gives 2"):
+    with pytest.raises(
+        GuardFailed, match=r"\.ndim of getattr_1 was 3 \(at .*\(if x\.ndim == 2:.*\)\); this call gives 2"
+    ):
         cell(mindspore.Tensor(np.ones((5, 8), np.float32)), mindspore.Tensor(np.ones(5, np.int64)))
 
 

@@ -11,9 +11,9 @@ import pytest
 
 from parity import options as opts
 from parity.errors import ParityUsageError
-from parity.plugin.junit import PROPERTIES
-from parity.plugin import REPORT
 from parity.nightly.records import RECORD_KEY, SCHEMA, VERDICTS, read_records
+from parity.plugin import REPORT
+from parity.plugin.junit import PROPERTIES
 
 PARITY = opts.PARITY
 
@@ -82,19 +82,25 @@ def warm_frameworks():
     import torch
 
     import parity
-    import parity.plugin.items  # noqa: F401
     import parity.nightly.records  # noqa: F401
+    import parity.plugin.items  # noqa: F401
 
     parity.check(mindspore.nn.Dense(4, 3), torch.nn.Linear(4, 3), parity.randn((2, 4)))
     model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Linear(6, 3))
-    parity.check_training(parity.translate(model), model, [(parity.randn((4, 4)), parity.randint((4,), 0, 3))],
-                          loss=torch.nn.CrossEntropyLoss(), steps=1,
-                          optimizer=(lambda p: mindspore.nn.SGD(p, learning_rate=0.1),
-                                     lambda p: torch.optim.SGD(p, lr=0.1)))
+    parity.check_training(
+        parity.translate(model),
+        model,
+        [(parity.randn((4, 4)), parity.randint((4,), 0, 3))],
+        loss=torch.nn.CrossEntropyLoss(),
+        steps=1,
+        optimizer=(lambda p: mindspore.nn.SGD(p, learning_rate=0.1), lambda p: torch.optim.SGD(p, lr=0.1)),
+    )
     with pytest.raises(parity.ParityMismatch):
-        parity.check(mindspore.nn.SequentialCell(mindspore.nn.Dense(8, 8), mindspore.nn.GELU(approximate=False)),
-                     torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(approximate="tanh")),
-                     parity.randn((4, 8)))
+        parity.check(
+            mindspore.nn.SequentialCell(mindspore.nn.Dense(8, 8), mindspore.nn.GELU(approximate=False)),
+            torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(approximate="tanh")),
+            parity.randn((4, 8)),
+        )
 
 
 def by_key(records):
@@ -117,9 +123,17 @@ def test_a_report_holds_the_environment_and_one_record_per_check(pytester):
     assert environment["run"] == {"seed": None, "mode": None, "device": "CPU", "xdist_workers": None}
 
     found = by_key(records)
-    assert sorted(found) == sorted((r["nodeid"], r["index"]) for r in records) == [("test_inner.py::test_expected", 0), ("test_inner.py::test_fail", 0),
-                             ("test_inner.py::test_pass", 0), ("test_inner.py::test_pass", 1),
-                             ("test_inner.py::test_swapped", 0)]
+    assert (
+        sorted(found)
+        == sorted((r["nodeid"], r["index"]) for r in records)
+        == [
+            ("test_inner.py::test_expected", 0),
+            ("test_inner.py::test_fail", 0),
+            ("test_inner.py::test_pass", 0),
+            ("test_inner.py::test_pass", 1),
+            ("test_inner.py::test_swapped", 0),
+        ]
+    )
     assert {r["verdict"] for r in records} <= set(VERDICTS)
     assert [found[("test_inner.py::test_pass", i)]["seed"] for i in (0, 1)] == [1234, 7]
     assert found[("test_inner.py::test_expected", 0)]["verdict"] == "xfail"
@@ -136,15 +150,23 @@ def test_records_carry_the_numbers_of_the_checks(pytester):
     for name, key in (("pass0", ("test_inner.py::test_pass", 0)), ("fail", ("test_inner.py::test_fail", 0))):
         record, measured = found[key], json.loads(pytester.path.joinpath(f"{name}.json").read_text())
         assert record["worst_margin"] == pytest.approx(measured["worst_margin"], rel=1e-12)
-        figures = [{k: t[k] for k in ("kind", "name", "max_abs", "max_rel", "margin", "cosine", "passed")}
-                   for t in record["tensors"]]
+        figures = [
+            {k: t[k] for k in ("kind", "name", "max_abs", "max_rel", "margin", "cosine", "passed")}
+            for t in record["tensors"]
+        ]
         assert figures == measured["tensors"]
 
     passed = found[("test_inner.py::test_pass", 0)]
     assert passed["verdict"] == "pass" and passed["pair"] == {"mindspore": "Dense", "torch": "Linear"}
-    assert passed["call"] == "check" and passed["case"] == "test_inner.py::test_pass" and passed["modes"] == ["pynative"]
+    assert (
+        passed["call"] == "check" and passed["case"] == "test_inner.py::test_pass" and passed["modes"] == ["pynative"]
+    )
     assert [(t["kind"], t["name"]) for t in passed["tensors"]] == [
-        ("output", "output"), ("input grad", "input[0]"), ("param grad", "bias"), ("param grad", "weight")]
+        ("output", "output"),
+        ("input grad", "input[0]"),
+        ("param grad", "bias"),
+        ("param grad", "weight"),
+    ]
     output = passed["tensors"][0]
     assert output["ms_shape"] == output["torch_shape"] == [2, 3] and output["ms_dtype"] == "float32"
     assert output["tolerance"] == {"rtol": 1.3e-6, "atol": 1e-5} and output["tolerance_source"] == "float32 default"
@@ -174,7 +196,9 @@ def test_records_carry_the_numbers_of_the_checks(pytester):
 
 def test_junit_has_the_whole_message_and_scalar_properties(pytester):
     pytester.makepyfile(test_inner=INNER)
-    result = pytester.runpytest(PARITY, "--junitxml=junit.xml", "-p", "no:cacheprovider", "-k", "test_pass or test_fail")
+    result = pytester.runpytest(
+        PARITY, "--junitxml=junit.xml", "-p", "no:cacheprovider", "-k", "test_pass or test_fail"
+    )
     result.assert_outcomes(passed=1, failed=1)
     cases = {case.get("name"): case for case in ET.parse(pytester.path / "junit.xml").iter("testcase")}
 
@@ -194,8 +218,12 @@ def test_junit_has_the_whole_message_and_scalar_properties(pytester):
     assert failed["parity_first_divergent_layer"] == "forward: '1' (GELU <-> GELU)"
     assert failed["parity_likely_cause"].startswith("known mismatch 'gelu-approximate-default'")
     worst = max(json.loads(pytester.path.joinpath(f"pass{i}.json").read_text())["worst_margin"] for i in (0, 1))
-    assert dict(properties("test_pass")) == {"parity_seed": "1234,7", "parity_mode": "pynative",
-                                             "parity_device": "CPU", "parity_worst_margin": f"{worst:.6g}"}
+    assert dict(properties("test_pass")) == {
+        "parity_seed": "1234,7",
+        "parity_mode": "pynative",
+        "parity_device": "CPU",
+        "parity_worst_margin": f"{worst:.6g}",
+    }
     every = [name for case in cases for name, _ in properties(case)]
     assert set(every) <= set(PROPERTIES) and RECORD_KEY not in every
 
@@ -203,7 +231,8 @@ def test_junit_has_the_whole_message_and_scalar_properties(pytester):
 def test_a_catalogue_item_is_one_record_with_its_case(pytester):
     pytester.makefile(".toml", pyproject='[tool.pytest.ini_options]\nparity_cases = ["catalogue"]\n')
     pytester.mkdir("catalogue")
-    pytester.path.joinpath("catalogue", "tiny.py").write_text(textwrap.dedent("""
+    pytester.path.joinpath("catalogue", "tiny.py").write_text(
+        textwrap.dedent("""
         from parity import ParityCase, randn
 
 
@@ -220,11 +249,13 @@ def test_a_catalogue_item_is_one_record_with_its_case(pytester):
 
 
         Tiny = ParityCase("Tiny", mindspore=ms_dense, torch=torch_linear, inputs=randn((2, 4)))
-    """))
+    """)
+    )
     pytester.runpytest(PARITY, f"{REPORT}=run.jsonl", "-p", "no:cacheprovider").assert_outcomes(passed=1)
     _, records = read_records(pytester.path / "run.jsonl")
     assert [(r["nodeid"], r["case"], r["call"], r["verdict"]) for r in records] == [
-        ("catalogue/tiny.py::Tiny[eval]", "Tiny", "case", "pass")]
+        ("catalogue/tiny.py::Tiny[eval]", "Tiny", "case", "pass")
+    ]
 
 
 TRAINING = """
@@ -295,13 +326,15 @@ def test_plain():
 
 def test_under_xdist_the_controller_writes_every_record_once(pytester):
     pytester.makepyfile(test_a=XDIST_TESTS, test_b=XDIST_TESTS)
-    result = pytester.runpytest_subprocess(PARITY, "-n", "2", f"{REPORT}=run.jsonl", "--junitxml=junit.xml",
-                                           "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(
+        PARITY, "-n", "2", f"{REPORT}=run.jsonl", "--junitxml=junit.xml", "-p", "no:cacheprovider"
+    )
     result.assert_outcomes(passed=6, failed=2)
     environment, records = read_records(pytester.path / "run.jsonl")
     keys = [(r["nodeid"], r["index"]) for r in records]
-    expected = {(f"test_{f}.py::test_{t}", i) for f in "ab" for t, n in (("one", 1), ("two", 2), ("fail", 1))
-                for i in range(n)}
+    expected = {
+        (f"test_{f}.py::test_{t}", i) for f in "ab" for t, n in (("one", 1), ("two", 2), ("fail", 1)) for i in range(n)
+    }
     assert len(keys) == len(expected) == 8 and set(keys) == expected
     assert environment["run"]["xdist_workers"] == 2
     assert {r["worker"] for r in records} <= {"gw0", "gw1"}
@@ -328,30 +361,42 @@ ENVIRONMENT = {"schema": SCHEMA, "type": "environment"}
 
 
 def test_read_records_restores_non_finite_numbers_and_skips_unknown_types(tmp_path):
-    check = {"schema": SCHEMA, "type": "check", "nodeid": "t.py::t", "verdict": "pass", "worst_margin": "inf",
-             "tensors": [{"name": "nan", "margin": "inf", "max_abs": "nan", "tolerance": {"rtol": 0.0, "atol": 0.0}}]}
-    environment, records = read_records(write(tmp_path / "r.jsonl", ENVIRONMENT, check,
-                                              {"schema": SCHEMA, "type": "later"}))
+    check = {
+        "schema": SCHEMA,
+        "type": "check",
+        "nodeid": "t.py::t",
+        "verdict": "pass",
+        "worst_margin": "inf",
+        "tensors": [{"name": "nan", "margin": "inf", "max_abs": "nan", "tolerance": {"rtol": 0.0, "atol": 0.0}}],
+    }
+    environment, records = read_records(
+        write(tmp_path / "r.jsonl", ENVIRONMENT, check, {"schema": SCHEMA, "type": "later"})
+    )
     assert environment == ENVIRONMENT and len(records) == 1
     tensor = records[0]["tensors"][0]
     assert records[0]["worst_margin"] == float("inf") and tensor["margin"] == float("inf")
     assert tensor["max_abs"] != tensor["max_abs"] and tensor["name"] == "nan"
 
 
-@pytest.mark.parametrize("lines, complaint", [
-    ([{"schema": 2, "type": "environment"}], "r.jsonl:1: record schema 2; this parity reads schema 1"),
-    ([ENVIRONMENT, ENVIRONMENT], "r.jsonl:2: a second environment record"),
-    ([{"schema": SCHEMA, "type": "check", "nodeid": "t.py::t", "verdict": "pass"}], "no environment record"),
-])
+@pytest.mark.parametrize(
+    "lines, complaint",
+    [
+        ([{"schema": 2, "type": "environment"}], "r.jsonl:1: record schema 2; this parity reads schema 1"),
+        ([ENVIRONMENT, ENVIRONMENT], "r.jsonl:2: a second environment record"),
+        ([{"schema": SCHEMA, "type": "check", "nodeid": "t.py::t", "verdict": "pass"}], "no environment record"),
+    ],
+)
 def test_read_records_rejects_what_is_not_one_run(tmp_path, lines, complaint):
     with pytest.raises(ParityUsageError, match=complaint):
         read_records(write(tmp_path / "r.jsonl", *lines))
 
 
 def test_the_fingerprint_imports_no_framework():
-    code = ("import sys, pathlib; from parity.nightly.records import fingerprint; "
-            "fingerprint(root=pathlib.Path('.'), device='CPU', seed=None, mode=None); "
-            "print(sorted(n for n in ('mindspore', 'torch') if n in sys.modules))")
+    code = (
+        "import sys, pathlib; from parity.nightly.records import fingerprint; "
+        "fingerprint(root=pathlib.Path('.'), device='CPU', seed=None, mode=None); "
+        "print(sorted(n for n in ('mindspore', 'torch') if n in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 
@@ -376,7 +421,8 @@ def test_ascend_and_nvidia_versions_are_read_from_their_files(tmp_path, monkeypa
     gpu.mkdir(parents=True)
     gpu.joinpath("information").write_text("Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 33\n")
     tmp_path.joinpath("nvidia", "version").write_text(
-        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n")
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n"
+    )
     monkeypatch.setattr(environment, "_NVIDIA", tmp_path / "nvidia")
     found = environment.accelerator("GPU")
     assert (found["device_name"], found["nvidia_driver"]) == ("NVIDIA H100 80GB HBM3", "535.104.05")

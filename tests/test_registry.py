@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from parity.registry import Ledger, RegistryError, lint, load
-from parity.registry import docs, rules
+from parity.registry import Ledger, RegistryError, docs, lint, load, rules
 from parity.registry.loader import DATA_DIR
 from parity.registry.schema import KINDS
 
@@ -140,13 +139,16 @@ def test_unknown_key_and_missing_selftest(tmp_path):
 
 
 def test_bad_selftest(tmp_path):
-    text = GOOD.format(id="s").replace('selftest_skip = "not here"', """
+    text = GOOD.format(id="s").replace(
+        'selftest_skip = "not here"',
+        """
         [mismatch.selftest]
         torch_kwargs = {}
         ms_kwargs = {}
         inputs = [{ normal = [2, 3] }]
         differs_in = "colour"
-        """)
+        """,
+    )
     message = problems(tmp_path, text)
     assert f"f0.toml:{line_of(text, '[mismatch.selftest]')}: entry 's': selftest.differs_in must be one of" in message
 
@@ -157,7 +159,9 @@ def test_invalid_toml_reports_the_decoder_line(tmp_path):
 
 
 def test_schema_key_required(tmp_path):
-    assert "f0.toml:1: needs `schema = 1`" in problems(tmp_path, GOOD.format(id="a").replace("schema = 1", "schema = 2"))
+    assert "f0.toml:1: needs `schema = 1`" in problems(
+        tmp_path, GOOD.format(id="a").replace("schema = 1", "schema = 2")
+    )
 
 
 def test_layout_transform(tmp_path):
@@ -190,25 +194,41 @@ def test_conv_rule_translates_padding():
 
 def test_rules_of_other_families():
     registry = load()
-    assert registry.get("batchnorm2d-momentum-convention").translate_kwargs({"momentum": 0.3}) == \
-        {"momentum": pytest.approx(0.7)}
+    assert registry.get("batchnorm2d-momentum-convention").translate_kwargs({"momentum": 0.3}) == {
+        "momentum": pytest.approx(0.7)
+    }
     assert registry.get("gelu-approximate-default").translate_kwargs({"approximate": "tanh"}) == {"approximate": True}
     pool = registry.get("maxpool2d-stride-default")
     assert pool.translate_kwargs({"kernel_size": 3}, defaults={"stride": None}) == {"stride": 3}
     upsample = registry.get("upsample-scale-factor-unsupported")
-    assert upsample.translate_kwargs({"scale_factor": 2.0, "mode": "bilinear"}, defaults={"align_corners": None},
-                                     input_shape=(2, 3, 5, 7))["size"] == (10, 14)
+    assert upsample.translate_kwargs(
+        {"scale_factor": 2.0, "mode": "bilinear"}, defaults={"align_corners": None}, input_shape=(2, 3, 5, 7)
+    )["size"] == (10, 14)
 
 
 def test_rule_needing_a_missing_argument_says_which():
     entry = load().get("mint-conv2d-cpu-unsupported")
-    with pytest.raises(RegistryError, match=r"mint\.toml:\d+: entry 'mint-conv2d-cpu-unsupported': rule .* "
-                                            r"needs torch\.in_channels"):
+    with pytest.raises(
+        RegistryError,
+        match=r"mint\.toml:\d+: entry 'mint-conv2d-cpu-unsupported': rule .* "
+        r"needs torch\.in_channels",
+    ):
         entry.translate_kwargs({})
 
 
-@pytest.mark.parametrize("source", ["__import__('os')", "torch.__class__", "(lambda: 1)()", "torch", "open('x')",
-                                    "[x for x in (1,)]", "len(x=1)", "ms.a"])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "__import__('os')",
+        "torch.__class__",
+        "(lambda: 1)()",
+        "torch",
+        "open('x')",
+        "[x for x in (1,)]",
+        "len(x=1)",
+        "ms.a",
+    ],
+)
 def test_rule_language_rejects(source):
     with pytest.raises(rules.RuleError):
         rules.check_expression(source, frozenset({"torch"}))
@@ -246,20 +266,29 @@ def test_lint_unset_default_names_argument_and_fix():
     by_id = {i.entry_id: i for i in issues}
     assert set(by_id) == {"conv2d-pad-mode-default", "conv2d-has-bias-default"}
     message = str(by_id["conv2d-pad-mode-default"])
-    assert "built without pad_mode" in message and "pad_mode='same'" in message and "fix: pass pad_mode='pad'" in message
+    assert (
+        "built without pad_mode" in message and "pad_mode='same'" in message and "fix: pass pad_mode='pad'" in message
+    )
 
 
 def test_lint_with_torch_kwargs_gives_concrete_values():
-    issues = lint("mindspore.nn.Conv2d", {"in_channels": 3, "out_channels": 4, "kernel_size": 3, "has_bias": True},
-                  torch_kwargs={"in_channels": 3, "out_channels": 4, "kernel_size": 3, "padding": 1})
+    issues = lint(
+        "mindspore.nn.Conv2d",
+        {"in_channels": 3, "out_channels": 4, "kernel_size": 3, "has_bias": True},
+        torch_kwargs={"in_channels": 3, "out_channels": 4, "kernel_size": 3, "padding": 1},
+    )
     assert [str(i).split(" (known")[0] for i in issues] == [
         "mindspore.nn.Conv2d is built without pad_mode: MindSpore's default pad_mode='same' differs "
-        "(PyTorch padding=1); write pad_mode='pad', padding=1"]
+        "(PyTorch padding=1); write pad_mode='pad', padding=1"
+    ]
 
 
 def test_lint_wrong_value_against_rule():
-    issues = lint("mindspore.nn.BatchNorm2d", {"num_features": 3, "momentum": 0.1},
-                  torch_kwargs={"num_features": 3, "momentum": 0.1})
+    issues = lint(
+        "mindspore.nn.BatchNorm2d",
+        {"num_features": 3, "momentum": 0.1},
+        torch_kwargs={"num_features": 3, "momentum": 0.1},
+    )
     assert len(issues) == 1 and "write momentum=0.9" in str(issues[0])
     assert lint("mindspore.nn.BatchNorm2d", {"num_features": 3}) == []  # 0.9 and 0.1 agree
 
@@ -300,7 +329,8 @@ def test_ledger_reports_stale_entries():
     assert ledger.stale() == {"conv2d-pad-mode-default": ["t.py::b", "t.py::c"]}
     assert ledger.summary_lines(strict=True) == [
         "known mismatches: 2 acknowledged, 1 showed, 1 stale",
-        "ERROR stale conv2d-pad-mode-default: did not show in t.py::b and 1 more; the mismatch may be fixed upstream"]
+        "ERROR stale conv2d-pad-mode-default: did not show in t.py::b and 1 more; the mismatch may be fixed upstream",
+    ]
 
 
 # ---------------------------------------------------------------- the generated document
@@ -316,8 +346,10 @@ def test_measurements_match_the_entries():
     """Like syrupy's unused snapshots: every self-tested entry is measured, nothing else is."""
     measured = set(docs.read_measured()["entries"])
     tested = {e.id for e in load() if e.selftest is not None}
-    assert measured == tested, (f"unmeasured: {sorted(tested - measured)}; orphaned: {sorted(measured - tested)}; "
-                                "run `python -m parity.mismatch_checks measure`")
+    assert measured == tested, (
+        f"unmeasured: {sorted(tested - measured)}; orphaned: {sorted(measured - tested)}; "
+        "run `python -m parity.mismatch_checks measure`"
+    )
 
 
 def test_doc_rows_and_family_table():
@@ -339,7 +371,9 @@ def test_an_api_whose_package_fails_to_import_resolves_to_none(tmp_path, monkeyp
 
     (tmp_path / "brokenpkg").mkdir()
     (tmp_path / "brokenpkg" / "__init__.py").write_text("")
-    (tmp_path / "brokenpkg" / "layers.py").write_text("raise RuntimeError('operator torchvision::nms does not exist')\n")
+    (tmp_path / "brokenpkg" / "layers.py").write_text(
+        "raise RuntimeError('operator torchvision::nms does not exist')\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     import brokenpkg  # noqa: F401  (resolve_api only looks into packages already imported)
 

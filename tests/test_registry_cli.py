@@ -32,5 +32,7 @@ def test_selftest_command_prints_one_line_per_entry_and_a_total(capsys):
 
 def test_selftest_command_with_an_unknown_id(capsys):
     assert checks_main(["selftest", "gelu-aproximate-default"]) == 1
-    assert "no known mismatch 'gelu-aproximate-default'; did you mean 'gelu-approximate-default'" in \
-        capsys.readouterr().err
+    assert (
+        "no known mismatch 'gelu-aproximate-default'; did you mean 'gelu-approximate-default'"
+        in capsys.readouterr().err
+    )

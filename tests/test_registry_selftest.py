@@ -15,10 +15,8 @@ from pathlib import Path
 import pytest
 
 import parity
-
 from parity.mismatch_checks import check_available, resolve, selftest
-from parity.registry import diagnose, likely_causes, load
-from parity.registry import docs
+from parity.registry import diagnose, docs, likely_causes, load
 from parity.registry.signatures import check_arguments, check_rule_arguments, documented_platforms
 
 # The llm family names transformers' layers; transformers imports torchvision, whose CPU build
@@ -44,8 +42,9 @@ def test_selftest(entry):
     stored = MEASURED.get(entry.id, {})
     value, fresh = stored.get("before_value"), outcome.naive.value
     if value is not None and fresh is not None:
-        assert math.isclose(fresh, value, rel_tol=0.1), \
+        assert math.isclose(fresh, value, rel_tol=0.1), (
             f"{entry.id}: measured {fresh:.3g} now, {value:.3g} stored: run `python -m parity.mismatch_checks measure`"
+        )
 
 
 @pytest.mark.parametrize("entry", list(REGISTRY), ids=[e.id for e in REGISTRY])
@@ -82,7 +81,7 @@ def test_stale_entry_fails(tmp_path):
     """An entry whose 'naive' pair is already right must come out STALE, not ok."""
     source = (ROOT / REGISTRY.get("gelu-approximate-default").file).read_text(encoding="utf-8")
     start = source.index('[[mismatch]]\nid = "gelu-approximate-default"')
-    block = source[start:source.index("[[mismatch]]", start + 5)]
+    block = source[start : source.index("[[mismatch]]", start + 5)]
     block = block.replace("ms_kwargs = {}", "ms_kwargs = { approximate = false }", 1)
     path = tmp_path / "stale.toml"
     path.write_text("schema = 1\n\n" + block, encoding="utf-8")
@@ -90,20 +89,27 @@ def test_stale_entry_fails(tmp_path):
     assert outcome.status == "stale" and "no longer triggers" in outcome.message
 
 
-@pytest.mark.parametrize("entry_id, ms_kwargs, optimizer, torch_kwargs", [
-    # no gamma/beta in the name: with zero gradients both only decay, alike
-    ("adamweightdecay-weight-decay-skips-gamma-beta", None, {"name": "w"}, None),
-    # a global norm of 3.7: the 1e-6 is below float32 rounding
-    ("clip-by-global-norm-no-eps", {"clip_norm": 1.0}, {"grad_scale": 1.0}, {"max_norm": 1.0}),
-    # the run ends one step after T_max: cosine_decay_lr and CosineAnnealingLR agree up to there
-    ("cosine-decay-lr-holds-after-decay", {"total_step": 6}, {}, None),
-], ids=["adamweightdecay-named-w", "clip-norm-3.7", "cosine-within-t-max"])
+@pytest.mark.parametrize(
+    "entry_id, ms_kwargs, optimizer, torch_kwargs",
+    [
+        # no gamma/beta in the name: with zero gradients both only decay, alike
+        ("adamweightdecay-weight-decay-skips-gamma-beta", None, {"name": "w"}, None),
+        # a global norm of 3.7: the 1e-6 is below float32 rounding
+        ("clip-by-global-norm-no-eps", {"clip_norm": 1.0}, {"grad_scale": 1.0}, {"max_norm": 1.0}),
+        # the run ends one step after T_max: cosine_decay_lr and CosineAnnealingLR agree up to there
+        ("cosine-decay-lr-holds-after-decay", {"total_step": 6}, {}, None),
+    ],
+    ids=["adamweightdecay-named-w", "clip-norm-3.7", "cosine-within-t-max"],
+)
 def test_optimizer_selftests_see_agreement(entry_id, ms_kwargs, optimizer, torch_kwargs):
     """The same optimizer, clip and schedule pairs where the two formulas meet come out STALE."""
     entry = REGISTRY.get(entry_id)
-    spec = dataclasses.replace(entry.selftest, ms_kwargs={**entry.selftest.ms_kwargs, **(ms_kwargs or {})},
-                               torch_kwargs=torch_kwargs or entry.selftest.torch_kwargs,
-                               optimizer={**entry.selftest.optimizer, **optimizer})
+    spec = dataclasses.replace(
+        entry.selftest,
+        ms_kwargs={**entry.selftest.ms_kwargs, **(ms_kwargs or {})},
+        torch_kwargs=torch_kwargs or entry.selftest.torch_kwargs,
+        optimizer={**entry.selftest.optimizer, **optimizer},
+    )
     outcome = selftest(dataclasses.replace(entry, selftest=spec))
     assert outcome.status == "stale", outcome
     assert outcome.naive.value < 1e-6, outcome
@@ -115,8 +121,9 @@ def _excluding_installed(entry):
 
     from parity.registry import installed_versions
 
-    return dataclasses.replace(entry, versions={**entry.versions,
-                                                "mindspore": SpecifierSet(f"!={installed_versions()[0]}")})
+    return dataclasses.replace(
+        entry, versions={**entry.versions, "mindspore": SpecifierSet(f"!={installed_versions()[0]}")}
+    )
 
 
 def test_check_range_runs_an_entry_outside_its_range_and_finds_it_too_narrow():
@@ -132,8 +139,9 @@ def test_check_range_confirms_an_entry_absent_outside_its_range():
     spec = dataclasses.replace(entry.selftest, ms_kwargs={"approximate": False})  # the naive pair agrees
     outcome = selftest(dataclasses.replace(entry, selftest=spec), check_range=True)
     assert outcome.status == "not-applicable", outcome
-    assert outcome.message.startswith("outside its versions (mindspore !=") and \
-        outcome.message.endswith("as measured: the naive pair agrees"), outcome
+    assert outcome.message.startswith("outside its versions (mindspore !=") and outcome.message.endswith(
+        "as measured: the naive pair agrees"
+    ), outcome
 
 
 # ---------------------------------------------------------------- diagnosis on real models
@@ -151,11 +159,15 @@ def _nets():
 def test_diagnose_ranks_built_arguments_high():
     found = diagnose(*_nets(), device="CPU")
     high = [d for d in found if d.score >= 0.5]
-    assert {d.entry.id for d in high} == {"conv2d-pad-mode-default", "conv2d-has-bias-default",
-                                          "gelu-approximate-default"}
+    assert {d.entry.id for d in high} == {
+        "conv2d-pad-mode-default",
+        "conv2d-has-bias-default",
+        "gelu-approximate-default",
+    }
     gelu = next(d for d in high if d.entry.id == "gelu-approximate-default")
-    assert str(gelu) == ("known mismatch 'gelu-approximate-default' at '1' "
-                         "(MindSpore approximate=True vs PyTorch approximate='none')")
+    assert str(gelu) == (
+        "known mismatch 'gelu-approximate-default' at '1' (MindSpore approximate=True vs PyTorch approximate='none')"
+    )
     conv = next(d for d in high if d.entry.id == "conv2d-pad-mode-default")
     assert "MindSpore pad_mode='same' vs PyTorch padding=(0, 0)" in str(conv)
     low = [d for d in found if d.score < 0.5]
@@ -166,8 +178,9 @@ def test_diagnose_leaves_out_fixed_layers():
     import mindspore.nn as mn
     import torch.nn as tn
 
-    ms_net = mn.SequentialCell([mn.Conv2d(3, 4, 3, pad_mode="pad", has_bias=True), mn.GELU(approximate=False),
-                                mn.BatchNorm2d(4, momentum=0.7)])
+    ms_net = mn.SequentialCell(
+        [mn.Conv2d(3, 4, 3, pad_mode="pad", has_bias=True), mn.GELU(approximate=False), mn.BatchNorm2d(4, momentum=0.7)]
+    )
     torch_net = tn.Sequential(tn.Conv2d(3, 4, 3), tn.GELU(), tn.BatchNorm2d(4, momentum=0.3))
     assert diagnose(ms_net, torch_net) == []
 
@@ -187,8 +200,10 @@ def test_diagnose_pairs_unequal_paths_in_definition_order():
             self.activation = tn.LeakyReLU()
 
     found = diagnose(MSNet(), TorchNet())
-    assert [str(d) for d in found] == ["known mismatch 'leakyrelu-negative-slope-default' at 'activation' "
-                                       "(MindSpore 'act') (MindSpore alpha=0.2 vs PyTorch negative_slope=0.01)"]
+    assert [str(d) for d in found] == [
+        "known mismatch 'leakyrelu-negative-slope-default' at 'activation' "
+        "(MindSpore 'act') (MindSpore alpha=0.2 vs PyTorch negative_slope=0.01)"
+    ]
 
 
 def test_likely_causes_for_a_failure_message():
@@ -196,9 +211,11 @@ def test_likely_causes_for_a_failure_message():
     import torch.nn as tn
 
     causes = likely_causes(mn.GELU(), tn.GELU(), device="CPU")
-    assert causes == ["known mismatch 'gelu-approximate-default' at '(root)' (MindSpore approximate=True vs "
-                      "PyTorch approximate='none'); fix: pass approximate=False (or approximate=True for "
-                      "PyTorch's approximate='tanh')"]
+    assert causes == [
+        "known mismatch 'gelu-approximate-default' at '(root)' (MindSpore approximate=True vs "
+        "PyTorch approximate='none'); fix: pass approximate=False (or approximate=True for "
+        "PyTorch's approximate='tanh')"
+    ]
 
 
 def test_likely_causes_put_the_diverging_layer_first():

@@ -8,10 +8,10 @@ import pytest
 
 import parity
 from parity.engine import messages as report
-from parity.judge.envelope import Envelope
-from parity.judge.metrics import Comparison, compare_arrays
 from parity.engine.inputs import materialize
 from parity.engine.result import Result
+from parity.judge.envelope import Envelope
+from parity.judge.metrics import Comparison, compare_arrays
 from parity.judge.tolerance import ToleranceSpec, resolve
 from parity.weights.transfer import Pair, WeightMap, WeightReport
 
@@ -21,8 +21,19 @@ NODE = "tests/test_dense.py::test_dense"
 def compared(kind, name, ms, ref, *, ms_name=None, chain=(), mode="pynative", problem=None):
     """A Comparison as the runner makes it: tolerance resolved, metrics from compare_arrays."""
     tol, source = resolve(chain, (name, ms_name or name, name), str(ref.dtype))
-    item = Comparison(kind, name, ms_name or name, name, mode, tuple(ms.shape), tuple(ref.shape), str(ms.dtype),
-                      str(ref.dtype), tol, source)
+    item = Comparison(
+        kind,
+        name,
+        ms_name or name,
+        name,
+        mode,
+        tuple(ms.shape),
+        tuple(ref.shape),
+        str(ms.dtype),
+        str(ref.dtype),
+        tol,
+        source,
+    )
     item.problem = problem
     if problem is None:
         for key, value in compare_arrays(ms, ref, tol).items():
@@ -33,16 +44,30 @@ def compared(kind, name, ms, ref, *, ms_name=None, chain=(), mode="pynative", pr
 
 
 def weights_report():
-    wmap = WeightMap([Pair("fc.weight", "fc.weight", "same name", (4, 4), (4, 4), True),
-                      Pair("fc.bias", "fc.bias", "same name", (4,), (4,), True)])
+    wmap = WeightMap(
+        [
+            Pair("fc.weight", "fc.weight", "same name", (4, 4), (4, 4), True),
+            Pair("fc.bias", "fc.bias", "same name", (4,), (4,), True),
+        ]
+    )
     return WeightReport(wmap, "PyTorch -> MindSpore", 2)
 
 
 def result_of(comparisons, *, case=NODE, location="tests/test_dense.py:7", train=False, seed=1234):
     prefix = f"pytest {case} --parity" if case else ""
-    return Result("Dense", "Linear", comparisons, weights_report(),
-                  materialize(parity.randn((2, 4)), seed).describe(seed), seed, ("pynative",), train,
-                  case=case, location=location, reproduce=report.reproduce_line(prefix, seed))
+    return Result(
+        "Dense",
+        "Linear",
+        comparisons,
+        weights_report(),
+        materialize(parity.randn((2, 4)), seed).describe(seed),
+        seed,
+        ("pynative",),
+        train,
+        case=case,
+        location=location,
+        reproduce=report.reproduce_line(prefix, seed),
+    )
 
 
 def small_pair():
@@ -92,10 +117,12 @@ def test_golden_summary_and_structure_lines():
     assert report.summary_line(NODE, failing) == f"FAIL  {NODE}: worst margin 89.8x allowed (output 'output')"
     assert report.summary_line(NODE, passing) == f"ok    {NODE}: worst margin 0x allowed (output 'output')"
     assert report.summary_line(NODE, failing, expected=True) == (
-        f"xfail {NODE}: worst margin 89.8x allowed (output 'output')")
+        f"xfail {NODE}: worst margin 89.8x allowed (output 'output')"
+    )
     assert report.structure_message(["output[0]", "output[1]"], ["output"]) == (
         "Output structures differ: MindSpore returns 2 tensors ['output[0]', 'output[1]'], PyTorch returns 1 "
-        "['output']\nIn MindSpore only: ['output[0]', 'output[1]']\nIn PyTorch only: ['output']")
+        "['output']\nIn MindSpore only: ['output[0]', 'output[1]']\nIn PyTorch only: ['output']"
+    )
 
 
 # -- anatomy, with the numbers computed here ---------------------------------------------------
@@ -122,20 +149,33 @@ def test_anatomy_counts_and_greatest_differences(noisy_result):
     lines = text.splitlines()
     assert lines[0] == "MindSpore and PyTorch outputs are not close!"
     assert f"Mismatched elements: {mismatched} / {total} ({100 * mismatched / total:.1f}%)" in lines
-    assert (f"Greatest absolute difference: {report.fmt(diff.max())} at index {abs_at} "
-            "(up to 1e-05 allowed)") in lines
-    assert any(line.startswith("Greatest relative difference: ") and line.endswith(
-        f"at index {rel_at} (up to 1.3e-06 allowed)") for line in lines)
+    assert (f"Greatest absolute difference: {report.fmt(diff.max())} at index {abs_at} (up to 1e-05 allowed)") in lines
+    assert any(
+        line.startswith("Greatest relative difference: ")
+        and line.endswith(f"at index {rel_at} (up to 1.3e-06 allowed)")
+        for line in lines
+    )
     assert "Tolerance: float32 default (rtol=1.3e-06, atol=1e-05)" in lines
 
 
 def test_anatomy_sections_in_order(noisy_result):
     _, _, result = noisy_result
     text = report.failure_message(result, likely_causes=["known mismatch 'gelu-approximate'"])
-    order = ["not close!", "Case:", "Pair:", "Divergence:", "Mismatched elements:", "Greatest absolute",
-             "Greatest relative", "Tolerance:", "Compared tensors", "Likely cause: known mismatch 'gelu-approximate'",
-             "Weights: 2/2 tensors mapped", "Inputs: seed 1234 -> input[0]: float32[2, 4] ~ N(0, 1)",
-             f"Reproduce: pytest {NODE} --parity --parity-seed=1234"]
+    order = [
+        "not close!",
+        "Case:",
+        "Pair:",
+        "Divergence:",
+        "Mismatched elements:",
+        "Greatest absolute",
+        "Greatest relative",
+        "Tolerance:",
+        "Compared tensors",
+        "Likely cause: known mismatch 'gelu-approximate'",
+        "Weights: 2/2 tensors mapped",
+        "Inputs: seed 1234 -> input[0]: float32[2, 4] ~ N(0, 1)",
+        f"Reproduce: pytest {NODE} --parity --parity-seed=1234",
+    ]
     positions = [text.index(part) for part in order]
     assert positions == sorted(positions)
     assert text.splitlines()[-1].startswith("Reproduce: ")
@@ -161,8 +201,10 @@ def test_first_failure_in_order_is_the_divergence_and_others_are_listed():
     ms, ref = small_pair()
     grad = np.ones((2, 4), np.float32)
     comparisons = [compared("output", "output", ref.copy(), ref)]
-    comparisons += [compared("param grad", f"layer{i}.weight", grad * 1.01, grad, ms_name=f"layer{i}.gamma",
-                             mode="graph") for i in range(8)]
+    comparisons += [
+        compared("param grad", f"layer{i}.weight", grad * 1.01, grad, ms_name=f"layer{i}.gamma", mode="graph")
+        for i in range(8)
+    ]
     text = report.failure_message(result_of(comparisons))
     assert "Divergence: first at gradient of parameter 'layer0.weight' (MindSpore 'layer0.gamma'), graph mode" in text
     also = next(line for line in text.splitlines() if line.startswith("Also failing: "))
@@ -180,8 +222,11 @@ def test_shape_problems_have_their_own_headline_and_no_tolerance():
 
 
 def test_dtype_problems_have_their_own_headline():
-    text = report.failure_message(result_of([compared("param grad", "fc.weight", np.zeros(3, np.float16),
-                                                      np.zeros(3, np.float32), problem="dtype")]))
+    text = report.failure_message(
+        result_of(
+            [compared("param grad", "fc.weight", np.zeros(3, np.float16), np.zeros(3, np.float32), problem="dtype")]
+        )
+    )
     assert text.splitlines()[0] == "Gradient of parameter dtypes differ: MindSpore float16 vs PyTorch float32"
 
 
@@ -202,10 +247,21 @@ def test_notes_are_shown():
     assert "Note: something to know" in report.failure_message(result).splitlines()
 
 
-@pytest.mark.parametrize("value, text", [
-    (0.0, "0"), (0.5, "0.5"), (1e-5, "1e-05"), (1.3e-6, "1.3e-06"), (0.00114, "0.00114"), (89.83, "89.8"),
-    (12345.0, "1.2e+04"), (float("nan"), "nan"), (float("inf"), "inf"), (float("-inf"), "-inf"),
-])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (0.0, "0"),
+        (0.5, "0.5"),
+        (1e-5, "1e-05"),
+        (1.3e-6, "1.3e-06"),
+        (0.00114, "0.00114"),
+        (89.83, "89.8"),
+        (12345.0, "1.2e+04"),
+        (float("nan"), "nan"),
+        (float("inf"), "inf"),
+        (float("-inf"), "-inf"),
+    ],
+)
 def test_fmt(value, text):
     assert report.fmt(value) == text
 
@@ -223,15 +279,19 @@ def test_summary_flags_a_pass_that_needed_the_rounding_envelope():
     assert item.mismatched > 0  # out of the elementwise tolerance...
     beyond = item.margin
     # ...but inside PyTorch's own rounding envelope: the margin shown is against what was allowed.
-    item.envelope = Envelope(draws=4, float64=True, factor=2.0, margin=0.3, outside=0, ms_error=2e-6, spread=1e-6,
-                             tolerance_margin=beyond)
+    item.envelope = Envelope(
+        draws=4, float64=True, factor=2.0, margin=0.3, outside=0, ms_error=2e-6, spread=1e-6, tolerance_margin=beyond
+    )
     item.margin = 0.3
     passing = result_of([item])
     assert passing.passed
     assert report.summary_line(NODE, passing) == (
         f"ok    {NODE}: worst margin 0.3x allowed (param grad 'fc.weight'); noise-judged: 1 tensor beyond the "
         f"tolerance but inside PyTorch's rounding envelope (e.g. 'fc.weight' at {report.fmt(beyond)}x the "
-        "tolerance alone)")
+        "tolerance alone)"
+    )
     message_line = report.envelope_line(item.envelope)
-    assert message_line.startswith("Rounding envelope: every element inside it (allowed: tolerance + 2x PyTorch's "
-                                   "own spread over 4 perturbed runs and float64; 0.3x allowed at worst)")
+    assert message_line.startswith(
+        "Rounding envelope: every element inside it (allowed: tolerance + 2x PyTorch's "
+        "own spread over 4 perturbed runs and float64; 0.3x allowed at worst)"
+    )

@@ -12,10 +12,10 @@ import pytest
 
 from parity import cli
 from parity import options as opts
-from parity.plugin import REPORT
-from parity.nightly.records import read_records
 from parity.nightly.page import VERDICT_TEXT, cells
+from parity.nightly.records import read_records
 from parity.nightly.runs import BASELINE_FILE, check_key, check_label
+from parity.plugin import REPORT
 
 PARITY = opts.PARITY
 
@@ -71,9 +71,11 @@ def warm_frameworks():
 
     parity.check(mindspore.nn.Dense(4, 3), torch.nn.Linear(4, 3), parity.randn((2, 4)), ms_mode="both")
     with pytest.raises(parity.ParityMismatch):
-        parity.check(mindspore.nn.SequentialCell(mindspore.nn.Dense(8, 8), mindspore.nn.GELU(approximate=False)),
-                     torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(approximate="tanh")),
-                     parity.randn((4, 8)))
+        parity.check(
+            mindspore.nn.SequentialCell(mindspore.nn.Dense(8, 8), mindspore.nn.GELU(approximate=False)),
+            torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(approximate="tanh")),
+            parity.randn((4, 8)),
+        )
 
 
 @pytest.fixture
@@ -111,8 +113,10 @@ def rewrite_environment(path, **changes):
 
 def figures(checks):
     """What a check measured, without what depends on where and when it ran."""
-    return {check_key(c): (c["verdict"], [(t["kind"], t["name"], t["mode"], t["margin"]) for t in c["tensors"]])
-            for c in checks}
+    return {
+        check_key(c): (c["verdict"], [(t["kind"], t["name"], t["mode"], t["margin"]) for t in c["tensors"]])
+        for c in checks
+    }
 
 
 def test_shard_reports_merge_into_the_whole_run_and_differences_are_said(inner, pytester, capsys):
@@ -128,8 +132,9 @@ def test_shard_reports_merge_into_the_whole_run_and_differences_are_said(inner, 
     _, merged = read_records(pytester.path / "merged" / BASELINE_FILE)
     assert figures(merged) == figures(whole) and len(merged) == 3
 
-    rewrite_environment(pytester.path / "s2.jsonl", versions__torch="9.9.9", device="GPU",
-                        created="2100-01-01T00:00:00+00:00")
+    rewrite_environment(
+        pytester.path / "s2.jsonl", versions__torch="9.9.9", device="GPU", created="2100-01-01T00:00:00+00:00"
+    )
     shutil.copy(pytester.path / "s1.jsonl", pytester.path / "again.jsonl")  # a shard run twice
     rewrite_environment(pytester.path / "again.jsonl", created="2100-01-01T00:00:05+00:00")
     rewrite_environment(pytester.path / "s1.jsonl", created="2100-01-01T00:00:10+00:00")
@@ -137,10 +142,14 @@ def test_shard_reports_merge_into_the_whole_run_and_differences_are_said(inner, 
     torch_version = read_records(pytester.path / "whole.jsonl")[0]["versions"]["torch"]
     assert out.out.splitlines()[0] == "parity report: 3 files merged into one run of 3 checks: 2 pass, 1 fail"
     assert "note: the shards' environments differ: device: s2.jsonl GPU, again.jsonl CPU, s1.jsonl CPU" in out.out
-    assert (f"note: the shards' environments differ: versions.torch: s2.jsonl 9.9.9, again.jsonl {torch_version}, "
-            f"s1.jsonl {torch_version}") in out.out
-    assert ("note: 2 checks were in more than one file; kept the latest-started file's: test_inner.py::test_dense, "
-            "test_inner.py::test_seq") in out.out
+    assert (
+        f"note: the shards' environments differ: versions.torch: s2.jsonl 9.9.9, again.jsonl {torch_version}, "
+        f"s1.jsonl {torch_version}"
+    ) in out.out
+    assert (
+        "note: 2 checks were in more than one file; kept the latest-started file's: test_inner.py::test_dense, "
+        "test_inner.py::test_seq"
+    ) in out.out
     assert "> **Note:** the shards' environments differ: device: s2.jsonl GPU" in (pytester.path / "out.md").read_text()
 
 
@@ -158,15 +167,25 @@ def test_the_markdown_summary_counts_names_the_failures_and_tables_the_drift(inn
     assert "**3 checks: 2 pass, 1 fail**; MindSpore " in text
     assert "new failures 1, fixed 0, drifted 2 tensors in 1 check, new checks 0, missing 0" in text
     assert seq["modes"] == ["pynative", "graph"]
-    assert (f"| test_inner.py::test_seq | fail | CPU | pynative, graph | {seq['worst_margin']:.3g} | forward: "
-            f"{seq['first_divergence']['forward']['where']} | known mismatch 'gelu-approximate-default'") in text
+    assert (
+        f"| test_inner.py::test_seq | fail | CPU | pynative, graph | {seq['worst_margin']:.3g} | forward: "
+        f"{seq['first_divergence']['forward']['where']} | known mismatch 'gelu-approximate-default'"
+    ) in text
     drift_rows = [line for line in text.splitlines() if line.startswith("| test_inner.py::test_loose |")]
     loose = next(c for c in after if c["nodeid"].endswith("test_loose"))
-    expected = sorted(((t["margin"] / max(old[("test_inner.py::test_loose", t["kind"], t["name"], t["mode"])], 1e-3),
-                        t) for t in loose["tensors"]), key=lambda pair: -pair[0])
-    assert drift_rows == [f"| test_inner.py::test_loose | {t['kind']} '{t['name']}' [pynative] | "
-                          f"{old[('test_inner.py::test_loose', t['kind'], t['name'], 'pynative')]:.3g} | "
-                          f"{t['margin']:.3g} | {ratio:.3g}x |" for ratio, t in expected]
+    expected = sorted(
+        (
+            (t["margin"] / max(old[("test_inner.py::test_loose", t["kind"], t["name"], t["mode"])], 1e-3), t)
+            for t in loose["tensors"]
+        ),
+        key=lambda pair: -pair[0],
+    )
+    assert drift_rows == [
+        f"| test_inner.py::test_loose | {t['kind']} '{t['name']}' [pynative] | "
+        f"{old[('test_inner.py::test_loose', t['kind'], t['name'], 'pynative')]:.3g} | "
+        f"{t['margin']:.3g} | {ratio:.3g}x |"
+        for ratio, t in expected
+    ]
     assert "#### New failures" in text and "| test_inner.py::test_seq | pass | fail |" in text
 
     allowed, _ = report(pytester, capsys, "before.jsonl", "--baseline", "base", "--markdown", "same.md")
@@ -195,29 +214,47 @@ def test_earlier_nights_make_the_margin_over_time_and_the_latest_older_baseline_
     assert lines[2].startswith(f"baseline: {Path('hist', 'n2', BASELINE_FILE)} (created ")
     assert lines[3] == "new failures 0, fixed 1, drifted 0 tensors in 0 checks, new checks 0, missing 0"
     text = (pytester.path / "page.html").read_text()
-    history = text[text.index('<table id="history">'):]
+    history = text[text.index('<table id="history">') :]
     assert "<h2>Worst margin over 4 runs</h2>" in text
     rows = dict(re.findall(r'<tr data-check="([^"]+)">.*?data-values="([^"]+)"', history))
-    by_run = [{c["nodeid"]: c["worst_margin"] for c in read_records(pytester.path / f)[1]}
-              for f in ("old.jsonl", "hist/n1/baseline.jsonl", "hist/n2/baseline.jsonl", "tonight.jsonl")]
+    by_run = [
+        {c["nodeid"]: c["worst_margin"] for c in read_records(pytester.path / f)[1]}
+        for f in ("old.jsonl", "hist/n1/baseline.jsonl", "hist/n2/baseline.jsonl", "tonight.jsonl")
+    ]
     assert sorted(rows) == sorted(by_run[0])
     for nodeid, values in rows.items():
         assert values == " ".join(repr(run[nodeid]) for run in by_run)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["run.jsonl"], "parity report: nothing to write; give --html OUT.html, --markdown OUT.md or --save-baseline DIR"),
-    (["nowhere.jsonl", "--html", "x.html"], "nowhere.jsonl: no such report file"),
-    (["not_a_report.jsonl", "--html", "x.html"], "not_a_report.jsonl:1: record schema None; this parity reads schema 1"),
-    (["run.jsonl", "--html", "no/such/folder/x.html"], "--html no/such/folder/x.html: folder no/such/folder does not "
-                                                        "exist"),
-    (["run.jsonl", "--markdown", "x.md", "--drift", "0.5"], "--drift: the drift factor must be a finite number "
-                                                             "greater than 1, got '0.5'"),
-    (["run.jsonl", "--markdown", "x.md", "--baseline", "."], "--baseline: . holds no baseline.jsonl*"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["run.jsonl"],
+            "parity report: nothing to write; give --html OUT.html, --markdown OUT.md or --save-baseline DIR",
+        ),
+        (["nowhere.jsonl", "--html", "x.html"], "nowhere.jsonl: no such report file"),
+        (
+            ["not_a_report.jsonl", "--html", "x.html"],
+            "not_a_report.jsonl:1: record schema None; this parity reads schema 1",
+        ),
+        (
+            ["run.jsonl", "--html", "no/such/folder/x.html"],
+            "--html no/such/folder/x.html: folder no/such/folder does not exist",
+        ),
+        (
+            ["run.jsonl", "--markdown", "x.md", "--drift", "0.5"],
+            "--drift: the drift factor must be a finite number greater than 1, got '0.5'",
+        ),
+        (["run.jsonl", "--markdown", "x.md", "--baseline", "."], "--baseline: . holds no baseline.jsonl*"),
+    ],
+)
 def test_bad_input_is_a_usage_error(pytester, capsys, args, message):
-    pytester.makefile(".jsonl", run='{"schema": 1, "type": "environment", "created": "2026-01-01T00:00:00+00:00"}',
-                      not_a_report='{"hello": 1}')
+    pytester.makefile(
+        ".jsonl",
+        run='{"schema": 1, "type": "environment", "created": "2026-01-01T00:00:00+00:00"}',
+        not_a_report='{"hello": 1}',
+    )
     status, out = report(pytester, capsys, *args)
     assert status == 2 and out.out == ""
     assert re.fullmatch(re.escape(f"parity: error: {message}").replace(r"\*", ".*"), out.err.strip())
@@ -239,8 +276,9 @@ def test_the_page_loads_offline_with_its_matrix_failures_plots_and_history(inner
 
     page = browser.new_page()
     problems, requests = [], []
-    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning")
-            else None)
+    page.on(
+        "console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None
+    )
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
     page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
     page.on("request", lambda r: requests.append(r.url))
@@ -253,12 +291,13 @@ def test_the_page_loads_offline_with_its_matrix_failures_plots_and_history(inner
     shown = page.eval_on_selector_all(
         "#matrix tr[data-check]",
         "rows => rows.map(r => [r.dataset.check, Array.from(r.querySelectorAll('td[data-mode]')).map("
-        "c => [c.dataset.device, c.dataset.mode, c.dataset.verdict, c.innerText.trim()])])")
+        "c => [c.dataset.device, c.dataset.mode, c.dataset.verdict, c.innerText.trim()])])",
+    )
     expected = {check_label(check_key(c)): cells(c) for c in checks}
     assert sorted(row[0] for row in shown) == sorted(expected)
     for label, found in shown:
         assert [(d, m) for d, m, _, _ in found] == [("CPU", "graph"), ("CPU", "pynative")]
-        for device, mode, verdict, text in found:
+        for _device, mode, verdict, text in found:
             assert verdict == expected[label].get(mode, "")
             assert text == (VERDICT_TEXT[verdict] if verdict else "-")
     seq = next(c for c in checks if c["nodeid"].endswith("test_seq"))
@@ -273,11 +312,14 @@ def test_the_page_loads_offline_with_its_matrix_failures_plots_and_history(inner
     assert message.inner_text() == seq["error"]["message"]
     assert section.locator("pre.message").evaluate("e => e.getBoundingClientRect().height") > 100
     plotted = section.locator("polyline.series").evaluate_all("ls => ls.map(l => l.dataset.values)")
-    assert plotted == [" ".join(repr(float(layer["out_margin"])) for layer in seq["layers"][d])
-                       for d in ("forward", "backward")]
+    assert plotted == [
+        " ".join(repr(float(layer["out_margin"])) for layer in seq["layers"][d]) for d in ("forward", "backward")
+    ]
     assert section.locator("svg circle[fill='#d62728']").count() >= 2  # the first divergence, forward and backward
     labels = section.locator("polyline.series").first.get_attribute("data-labels").split("\n")
-    assert labels == [f"{layer['layer']} {layer['torch_type']} [{layer['status']}]" for layer in seq["layers"]["forward"]]
+    assert labels == [
+        f"{layer['layer']} {layer['torch_type']} [{layer['status']}]" for layer in seq["layers"]["forward"]
+    ]
     assert "[FAIL]" in labels[1] and section.locator("p.layers").first.is_visible()
 
     # Since the baseline, and the worst margin over both runs.
@@ -287,6 +329,7 @@ def test_the_page_loads_offline_with_its_matrix_failures_plots_and_history(inner
     history = page.eval_on_selector_all("#history tr[data-check] polyline", "ls => ls.map(l => l.dataset.values)")
     _, stored = read_records(pytester.path / "base" / BASELINE_FILE)
     by_key = {check_key(c): c for c in stored}
-    assert history == [f"{by_key[check_key(c)]['worst_margin']!r} {c['worst_margin']!r}"
-                       for c in sorted(checks, key=check_key)]
+    assert history == [
+        f"{by_key[check_key(c)]['worst_margin']!r} {c['worst_margin']!r}" for c in sorted(checks, key=check_key)
+    ]
     page.close()

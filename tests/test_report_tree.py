@@ -13,15 +13,18 @@ import torch
 
 import parity
 from parity.nightly import page as report_page
-from parity.nightly import tree
-from parity.nightly import records
+from parity.nightly import records, tree
 from parity.nightly.records import check_record
 from parity.nightly.runs import Run
 
 pytestmark = pytest.mark.usefixtures("collect_inner_cells")  # tests/conftest.py
 
-RGB = {"own": "rgb(214, 39, 40)", "inherited": "rgb(255, 127, 14)", "ok": "rgb(44, 160, 44)",
-       "not compared": "rgb(158, 158, 158)"}
+RGB = {
+    "own": "rgb(214, 39, 40)",
+    "inherited": "rgb(255, 127, 14)",
+    "ok": "rgb(44, 160, 44)",
+    "not compared": "rgb(158, 158, 158)",
+}
 NODEID = "test_vit.py::test_<b>block</b>[a&b]"
 EVIL = "head<script>alert(1)</script>"
 
@@ -31,9 +34,18 @@ def _scaled(value, factor):
 
 
 def _layer(path, torch_type, status, out_margin, own_status=None, own_margin=None, call=0):
-    entry = {"layer": path, "ms_layer": path, "call": call, "ms_type": "Ms" + torch_type, "torch_type": torch_type,
-             "status": status, "in_margin": 0.5, "out_margin": out_margin, "out_error": _scaled(out_margin, 1e-4),
-             "max_abs": _scaled(out_margin, 1e-5)}
+    entry = {
+        "layer": path,
+        "ms_layer": path,
+        "call": call,
+        "ms_type": "Ms" + torch_type,
+        "torch_type": torch_type,
+        "status": status,
+        "in_margin": 0.5,
+        "out_margin": out_margin,
+        "out_error": _scaled(out_margin, 1e-4),
+        "max_abs": _scaled(out_margin, 1e-5),
+    }
     if own_status is not None:
         entry.update({"own_status": own_status, "own_margin": own_margin, "own_error": _scaled(own_margin, 1e-4)})
     return entry
@@ -41,38 +53,70 @@ def _layer(path, torch_type, status, out_margin, own_status=None, own_margin=Non
 
 def own_error_record():
     """A check whose first divergence (blocks.0.norm) hides a second, independent cause (blocks.0.act)."""
-    forward = [_layer("embed", "Linear", "ok", 0.1, "ok", 0.1),
-               _layer("blocks.0.norm", "LayerNorm", "FAIL", 50.0, "own", 50.0),
-               _layer("blocks.0.act", "GELU", "downstream", 60.0, "own", 8.0),
-               _layer("blocks.0.fc", "Linear", "downstream", 70.0, "inherited", 0.5),
-               _layer("blocks.0", "Block", "contains", 70.0, "", None),
-               _layer("blocks.0.fc", "Linear", "downstream", 90.0, "inherited", 0.25, call=1),
-               _layer(EVIL, "Linear", "unaligned", float("nan"))]
+    forward = [
+        _layer("embed", "Linear", "ok", 0.1, "ok", 0.1),
+        _layer("blocks.0.norm", "LayerNorm", "FAIL", 50.0, "own", 50.0),
+        _layer("blocks.0.act", "GELU", "downstream", 60.0, "own", 8.0),
+        _layer("blocks.0.fc", "Linear", "downstream", 70.0, "inherited", 0.5),
+        _layer("blocks.0", "Block", "contains", 70.0, "", None),
+        _layer("blocks.0.fc", "Linear", "downstream", 90.0, "inherited", 0.25, call=1),
+        _layer(EVIL, "Linear", "unaligned", float("nan")),
+    ]
     backward = [_layer("blocks.0.norm", "LayerNorm", "FAIL", 3.0, "own", 3.0)]
-    return {"schema": 1, "type": "check", "nodeid": NODEID, "case": "", "call": "check", "index": 0,
-            "verdict": "fail", "device": "CPU", "modes": ["pynative"], "seed": 0, "worst_margin": 90.0,
-            "pair": {"mindspore": "ViT", "torch": "ViT"}, "tensors": [],
-            "first_divergence": {"forward": {"layer": "blocks.0.norm"}, "backward": None},
-            "layers": {"forward": forward, "backward": backward},
-            "own_errors": [{"layer": "blocks.0.norm", "direction": "forward",
-                            "causes": ["layernorm-epsilon: MindSpore 1e-7 vs PyTorch 1e-6 <i>eps</i>"]},
-                           {"layer": "blocks.0.act", "direction": "forward",
-                            "causes": [{"name": "gelu-approximate", "reason": "tanh vs exact"}]}],
-            "first_nonfinite": {"layer": "blocks.0.fc", "direction": "forward"},
-            "repro": "repro/test_<vit>/test_repro.py", "likely_causes": ["not shown: own_errors says more"],
-            "error": {"type": "ParityMismatch", "message": "MindSpore and PyTorch outputs are not close!"}}
+    return {
+        "schema": 1,
+        "type": "check",
+        "nodeid": NODEID,
+        "case": "",
+        "call": "check",
+        "index": 0,
+        "verdict": "fail",
+        "device": "CPU",
+        "modes": ["pynative"],
+        "seed": 0,
+        "worst_margin": 90.0,
+        "pair": {"mindspore": "ViT", "torch": "ViT"},
+        "tensors": [],
+        "first_divergence": {"forward": {"layer": "blocks.0.norm"}, "backward": None},
+        "layers": {"forward": forward, "backward": backward},
+        "own_errors": [
+            {
+                "layer": "blocks.0.norm",
+                "direction": "forward",
+                "causes": ["layernorm-epsilon: MindSpore 1e-7 vs PyTorch 1e-6 <i>eps</i>"],
+            },
+            {
+                "layer": "blocks.0.act",
+                "direction": "forward",
+                "causes": [{"name": "gelu-approximate", "reason": "tanh vs exact"}],
+            },
+        ],
+        "first_nonfinite": {"layer": "blocks.0.fc", "direction": "forward"},
+        "repro": "repro/test_<vit>/test_repro.py",
+        "likely_causes": ["not shown: own_errors says more"],
+        "error": {"type": "ParityMismatch", "message": "MindSpore and PyTorch outputs are not close!"},
+    }
 
 
 def real_record():
     """The record of a real failing check: GELU exact against tanh, after a Linear."""
     torch.manual_seed(0)
-    ms = mindspore.nn.SequentialCell(mindspore.nn.Dense(8, 8), mindspore.nn.GELU(approximate=False),
-                                     mindspore.nn.Dense(8, 4))
+    ms = mindspore.nn.SequentialCell(
+        mindspore.nn.Dense(8, 8), mindspore.nn.GELU(approximate=False), mindspore.nn.Dense(8, 4)
+    )
     pt = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(approximate="tanh"), torch.nn.Linear(8, 4))
     with pytest.raises(parity.ParityMismatch) as caught:
         parity.check(ms, pt, parity.randn((4, 8)))
-    record = check_record(nodeid="test_real.py::test_gelu", case="", call="check", index=0, device="CPU", seed=0,
-                          duration=0.1, error=caught.value)
+    record = check_record(
+        nodeid="test_real.py::test_gelu",
+        case="",
+        call="check",
+        index=0,
+        device="CPU",
+        seed=0,
+        duration=0.1,
+        error=caught.value,
+    )
     return json.loads(json.dumps(record), object_hook=records._floats)  # as read_records reads a report
 
 
@@ -99,7 +143,8 @@ def _open(browser, path):
 def _nodes(section):
     return section.locator(".tree details").evaluate_all(
         "ds => ds.map(d => [d.dataset.path, d.dataset.verdict, d.open, "
-        "getComputedStyle(d.querySelector(':scope > summary')).borderLeftColor])")
+        "getComputedStyle(d.querySelector(':scope > summary')).borderLeftColor])"
+    )
 
 
 def test_the_tree_shows_own_and_inherited_errors_with_their_causes(tmp_path, browser):
@@ -108,11 +153,17 @@ def test_the_tree_shows_own_and_inherited_errors_with_their_causes(tmp_path, bro
     assert section.get_attribute("data-check") == NODEID  # escaped, read back whole
     nodes = _nodes(section)
     assert [(p, v, o) for p, v, o, _ in nodes] == [
-        ("", "not compared", True), ("embed", "ok", False), ("blocks", "not compared", True),
-        ("blocks.0", "inherited", True), ("blocks.0.norm", "own", False), ("blocks.0.act", "own", False),
-        ("blocks.0.fc", "inherited", False), (EVIL, "not compared", False)]
+        ("", "not compared", True),
+        ("embed", "ok", False),
+        ("blocks", "not compared", True),
+        ("blocks.0", "inherited", True),
+        ("blocks.0.norm", "own", False),
+        ("blocks.0.act", "own", False),
+        ("blocks.0.fc", "inherited", False),
+        (EVIL, "not compared", False),
+    ]
     assert all(color == RGB[v] for _, v, _, color in nodes)
-    assert section.locator('.key span').all_inner_texts() == ["own error", "inherited", "agrees", "not compared"]
+    assert section.locator(".key span").all_inner_texts() == ["own error", "inherited", "agrees", "not compared"]
 
     assert section.locator('details[data-path=""] > summary').inner_text().startswith("ViT / ViT")  # the pair
     blocks = section.locator('details[data-path="blocks"] > summary')
@@ -146,7 +197,13 @@ def test_the_tree_shows_own_and_inherited_errors_with_their_causes(tmp_path, bro
     # Error against depth: every layer coloured by its verdict, the own margins dashed beside.
     chart = section.locator("svg").first
     assert chart.locator("circle").evaluate_all("cs => cs.map(c => c.dataset.verdict)") == [
-        "ok", "own", "own", "inherited", "inherited", "inherited"]  # the unaligned layer's nan is not drawn
+        "ok",
+        "own",
+        "own",
+        "inherited",
+        "inherited",
+        "inherited",
+    ]  # the unaligned layer's nan is not drawn
     assert chart.locator("polyline.own").get_attribute("data-values").split()[:4] == ["0.1", "50.0", "8.0", "0.5"]
     page.close()
 
@@ -167,9 +224,15 @@ def test_a_real_failing_check_is_drawn_from_its_first_divergence(tmp_path, brows
     for direction in ("forward", "backward"):
         for layer in record["layers"][direction]:
             verdict = nodes[layer["layer"]][0]
-            assert verdict == max((expected[c["status"]] for d in ("forward", "backward")
-                                   for c in record["layers"][d] if c["layer"] == layer["layer"]),
-                                  key=["ok", "inherited", "own"].index)
+            assert verdict == max(
+                (
+                    expected[c["status"]]
+                    for d in ("forward", "backward")
+                    for c in record["layers"][d]
+                    if c["layer"] == layer["layer"]
+                ),
+                key=["ok", "inherited", "own"].index,
+            )
     assert all(color == RGB[v] for v, color in nodes.values())
     assert record["layers"]["forward"][1]["status"] == "FAIL" and nodes["1"][0] == "own"  # the GELU
     first = record["first_divergence"]["forward"]["layer"]
@@ -183,7 +246,14 @@ def test_a_real_failing_check_is_drawn_from_its_first_divergence(tmp_path, brows
 
 def test_verdicts_without_a_browser():
     assert [tree.verdict(c) for c in own_error_record()["layers"]["forward"]] == [
-        "ok", "own", "own", "inherited", "inherited", "inherited", "not compared"]
+        "ok",
+        "own",
+        "own",
+        "inherited",
+        "inherited",
+        "inherited",
+        "not compared",
+    ]
     assert tree.render_tree({"layers": None}) == ""
     html = tree.render_tree(own_error_record())
     assert "<script>" not in html and "&lt;script&gt;" in html and "&lt;i&gt;eps&lt;/i&gt;" in html
@@ -195,18 +265,21 @@ def test_the_readme_example_writes_the_tree(pytester, capsys):
     from parity.plugin import REPORT
 
     readme = (Path(parity.__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### The model tree of a failing check"):]
-    source = section[section.index("```python\n# test_block.py\n") + len("```python\n"):]
-    pytester.makepyfile(test_block=source[:source.index("```")])
-    commands = section[section.index("```text\n") + len("```text\n"):]
-    assert commands[:commands.index("```")].splitlines() == [
-        "$ pytest --parity --parity-report=run.jsonl test_block.py", "$ parity report run.jsonl --html page.html"]
+    section = readme[readme.index("### The model tree of a failing check") :]
+    source = section[section.index("```python\n# test_block.py\n") + len("```python\n") :]
+    pytester.makepyfile(test_block=source[: source.index("```")])
+    commands = section[section.index("```text\n") + len("```text\n") :]
+    assert commands[: commands.index("```")].splitlines() == [
+        "$ pytest --parity --parity-report=run.jsonl test_block.py",
+        "$ parity report run.jsonl --html page.html",
+    ]
     pytester.runpytest(opts.PARITY, "-p", "no:cacheprovider", f"{REPORT}=run.jsonl", "test_block.py").assert_outcomes(
-        failed=1)
+        failed=1
+    )
     assert cli.main(["report", "run.jsonl", "--html", "page.html"]) == 1
     capsys.readouterr()
     page = (pytester.path / "page.html").read_text(encoding="utf-8")
     assert '<details class="v-own" data-path="1" data-verdict="own">' in page
     assert '<details class="v-inherited" data-path="0" data-verdict="inherited">' in page
-    norm = page[page.index('data-path="1"'):]
-    assert "gelu-approximate-default" in norm[:norm.index("</summary>")]
+    norm = page[page.index('data-path="1"') :]
+    assert "gelu-approximate-default" in norm[: norm.index("</summary>")]

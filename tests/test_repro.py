@@ -11,17 +11,15 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import mindspore
 import numpy as np
 import pytest
-
-import parity
-from parity.engine.repro import render
-from parity.options import PARITY, REPRO
-
-import mindspore
 import torch
 
+import parity
 from cases.faults.models import ms_resnet, torch_resnet
+from parity.engine.repro import render
+from parity.options import PARITY, REPRO
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.usefixtures("collect_inner_cells")
@@ -44,24 +42,48 @@ def _without_parity(tmp_path: Path, *, cases: bool = False) -> dict:
         holder.mkdir()
         (holder / "cases").symlink_to(ROOT / "cases")
         paths.append(str(holder))
-    return {**{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")},
-            "PYTHONPATH": os.pathsep.join(paths), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    return {
+        **{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")},
+        "PYTHONPATH": os.pathsep.join(paths),
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
 
 
 def _run_standalone(path: Path, env: dict) -> subprocess.CompletedProcess:
-    blocked = subprocess.run([sys.executable, "-S", "-c", "import parity"], env=env, capture_output=True, text=True,
-                             cwd=path.parent)
+    blocked = subprocess.run(
+        [sys.executable, "-S", "-c", "import parity"], env=env, capture_output=True, text=True, cwd=path.parent
+    )
     assert blocked.returncode != 0 and "No module named 'parity'" in blocked.stderr
-    return subprocess.run([sys.executable, "-S", "-m", "pytest", path.name, "-q", "-p", "no:cacheprovider",
-                           "-c", os.devnull, f"--rootdir={path.parent}"], env=env, capture_output=True, text=True,
-                          cwd=path.parent, timeout=300)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-S",
+            "-m",
+            "pytest",
+            path.name,
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-c",
+            os.devnull,
+            f"--rootdir={path.parent}",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=path.parent,
+        timeout=300,
+    )
 
 
 def _readme_example() -> str:
     """The README's example under "A standalone repro", as written."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## A standalone repro"):]
-    return section[section.index("```python\n") + len("```python\n"):section.index("```\n", section.index("```python"))]
+    section = text[text.index("## A standalone repro") :]
+    return section[
+        section.index("```python\n") + len("```python\n") : section.index("```\n", section.index("```python"))
+    ]
 
 
 def test_the_readme_example_turns_the_mindcv_stem_into_a_small_max_pool_pair(tmp_path, monkeypatch):
@@ -97,8 +119,10 @@ def test_a_forward_fault_in_a_batch_norm_in_training_carries_its_weights_and_lea
     result = _failed(ms_cell, torch_module, parity.randn((2, 3, 8, 8)), train=True)
     ms_cell.set_train(False)  # flags and statistics as the user holds them after the check
     torch_module.eval().layer2.train(True)
-    before = ({k: v.clone() for k, v in torch_module.state_dict().items()},
-              {k: p.asnumpy().copy() for k, p in ms_cell.parameters_and_names()})
+    before = (
+        {k: v.clone() for k, v in torch_module.state_dict().items()},
+        {k: p.asnumpy().copy() for k, p in ms_cell.parameters_and_names()},
+    )
     flags = ([m.training for m in torch_module.modules()], [c.training for c in ms_cell.cells()])
     path = result.write_repro(tmp_path)
     assert ([m.training for m in torch_module.modules()], [c.training for c in ms_cell.cells()]) == flags
@@ -137,8 +161,9 @@ def test_a_layer_that_cannot_be_rebuilt_is_refused_with_its_reason_and_nothing_i
         def forward(self, x):
             return x * 3.0
 
-    result = _failed(mindspore.nn.SequentialCell([Doubled()]), torch.nn.Sequential(Tripled()), parity.randn((2, 3)),
-                     grads=False)
+    result = _failed(
+        mindspore.nn.SequentialCell([Doubled()]), torch.nn.Sequential(Tripled()), parity.randn((2, 3)), grads=False
+    )
     with pytest.raises(parity.ParityNoRepro) as refused:
         result.write_repro(tmp_path)
     message = str(refused.value)
@@ -155,16 +180,21 @@ def test_a_file_that_does_not_fail_is_not_offered(tmp_path, monkeypatch):
     written = render.file_text
     monkeypatch.setattr(render, "file_text", agreeing)
     result = _failed(*_gelus(), parity.randn((4, 8)))
-    with pytest.raises(parity.ParityNoRepro, match=r"the repro of '1' does not reproduce: the standalone file passed "
-                                                   r"where the check failed \(output\[0\]: values differ"):
+    with pytest.raises(
+        parity.ParityNoRepro,
+        match=r"the repro of '1' does not reproduce: the standalone file passed "
+        r"where the check failed \(output\[0\]: values differ",
+    ):
         result.write_repro(tmp_path)
     assert list(tmp_path.iterdir()) == []  # the folder it ran in is gone
 
 
 def _gelus():
     torch.manual_seed(0)
-    return (mindspore.nn.SequentialCell(mindspore.nn.Dense(8, 8), mindspore.nn.GELU(approximate=False)),
-            torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(approximate="tanh")))
+    return (
+        mindspore.nn.SequentialCell(mindspore.nn.Dense(8, 8), mindspore.nn.GELU(approximate=False)),
+        torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(approximate="tanh")),
+    )
 
 
 INNER = """
@@ -194,8 +224,14 @@ def test_local(parity):
 
 def test_the_option_writes_a_folder_per_failing_check_named_in_message_and_records(pytester):
     pytester.makepyfile(test_inner=INNER)
-    result = pytester.runpytest(PARITY, f"{REPRO.flag}=repros", "--parity-report=records.jsonl", "--junitxml=junit.xml",
-                                "-p", "no:cacheprovider")
+    result = pytester.runpytest(
+        PARITY,
+        f"{REPRO.flag}=repros",
+        "--parity-report=records.jsonl",
+        "--junitxml=junit.xml",
+        "-p",
+        "no:cacheprovider",
+    )
     result.assert_outcomes(passed=1, failed=2)
     (folder,) = (pytester.path / "repros").iterdir()
     (test_file,) = folder.glob("test_*.py")
@@ -209,10 +245,16 @@ def test_the_option_writes_a_folder_per_failing_check_named_in_message_and_recor
     assert by_test["test_inner.py::test_gelu"]["repro"] == str(test_file)
     assert by_test["test_inner.py::test_agrees"]["repro"] is None
     assert by_test["test_inner.py::test_local"]["repro"] is None
-    result.stdout.fnmatch_lines(["*Repro:      none written: no part of the pair could be written as a standalone "
-                                 "repro: '<root>' cannot be rebuilt standalone: *Doubled is defined in a function*"])
-    junit = {case.get("name"): dict((p.get("name"), p.get("value")) for p in case.iter("property"))
-             for case in ET.parse(pytester.path / "junit.xml").iter("testcase")}
+    result.stdout.fnmatch_lines(
+        [
+            "*Repro:      none written: no part of the pair could be written as a standalone "
+            "repro: '<root>' cannot be rebuilt standalone: *Doubled is defined in a function*"
+        ]
+    )
+    junit = {
+        case.get("name"): dict((p.get("name"), p.get("value")) for p in case.iter("property"))
+        for case in ET.parse(pytester.path / "junit.xml").iter("testcase")
+    }
     assert junit["test_gelu"]["parity_repro"] == str(test_file) and "parity_repro" not in junit["test_agrees"]
 
 
@@ -238,8 +280,14 @@ def test_the_target_is_a_layer_with_its_own_error_where_the_table_tells_them_apa
 
     plain = LayerTable([verdict("a", "ok"), verdict("b", "FAIL"), verdict("c", "downstream")], [])
     assert choose_target(plain).path == "b"  # no own errors told apart: the first divergence
-    told = LayerTable([verdict("a", "ok", own_status="ok"), verdict("b", "FAIL", own_status="inherited"),
-                       verdict("c", "downstream", own_status="own")], [])
+    told = LayerTable(
+        [
+            verdict("a", "ok", own_status="ok"),
+            verdict("b", "FAIL", own_status="inherited"),
+            verdict("c", "downstream", own_status="own"),
+        ],
+        [],
+    )
     assert choose_target(told).path == "c"
     backward = LayerTable([verdict("a", "ok")], [SimpleNamespace(path="g", own_status="own")])
     assert choose_target(backward).path == "g" and choose_target(None) is None
@@ -262,22 +310,38 @@ def test_the_carried_passes_name_gradients_alike_on_both_sides():
         standalone.judge(name, ms[name], pt[name], pt64[name], 1.3e-6, 1e-5, 2.0)
     np.testing.assert_allclose(pt["grad bias"], cot.sum(axis=(0, 1)))
     with pytest.raises(AssertionError, match=r"grad weight: values differ at 6 of 6 elements"):
-        standalone.judge("grad weight", ms["grad weight"] + 1.0, pt["grad weight"], pt64["grad weight"], 1.3e-6,
-                         1e-5, 2.0)
+        standalone.judge(
+            "grad weight", ms["grad weight"] + 1.0, pt["grad weight"], pt64["grad weight"], 1.3e-6, 1e-5, 2.0
+        )
 
 
-@pytest.mark.parametrize("framework, layer, call", [
-    ("torch", lambda: torch.nn.Conv2d(3, 4, 3, padding=(1, 2), bias=False),
-     "torch.nn.Conv2d(in_channels=3, out_channels=4, kernel_size=(3, 3), padding=(1, 2), bias=False)"),
-    ("torch", lambda: torch.nn.Linear(3, 4), "torch.nn.Linear(in_features=3, out_features=4)"),
-    ("mindspore", lambda: mindspore.nn.Conv2d(3, 4, 3, pad_mode="pad", padding=(0, 2, 1, 1)),
-     "mindspore.nn.Conv2d(in_channels=3, out_channels=4, kernel_size=(3, 3), pad_mode='pad', padding=(0, 2, 1, 1))"),
-    ("mindspore", lambda: mindspore.nn.BatchNorm2d(4, momentum=0.8),
-     "mindspore.nn.BatchNorm2d(num_features=4, momentum=0.8)"),
-    ("mindspore", lambda: mindspore.nn.GELU(approximate=False), "mindspore.nn.GELU(approximate=False)"),
-    ("mindspore", lambda: mindspore.nn.MaxPool2d(3, 2, pad_mode="same"),
-     "mindspore.nn.MaxPool2d(kernel_size=3, stride=2, pad_mode='same')"),
-])
+@pytest.mark.parametrize(
+    "framework, layer, call",
+    [
+        (
+            "torch",
+            lambda: torch.nn.Conv2d(3, 4, 3, padding=(1, 2), bias=False),
+            "torch.nn.Conv2d(in_channels=3, out_channels=4, kernel_size=(3, 3), padding=(1, 2), bias=False)",
+        ),
+        ("torch", lambda: torch.nn.Linear(3, 4), "torch.nn.Linear(in_features=3, out_features=4)"),
+        (
+            "mindspore",
+            lambda: mindspore.nn.Conv2d(3, 4, 3, pad_mode="pad", padding=(0, 2, 1, 1)),
+            "mindspore.nn.Conv2d(in_channels=3, out_channels=4, kernel_size=(3, 3), pad_mode='pad', padding=(0, 2, 1, 1))",
+        ),
+        (
+            "mindspore",
+            lambda: mindspore.nn.BatchNorm2d(4, momentum=0.8),
+            "mindspore.nn.BatchNorm2d(num_features=4, momentum=0.8)",
+        ),
+        ("mindspore", lambda: mindspore.nn.GELU(approximate=False), "mindspore.nn.GELU(approximate=False)"),
+        (
+            "mindspore",
+            lambda: mindspore.nn.MaxPool2d(3, 2, pad_mode="same"),
+            "mindspore.nn.MaxPool2d(kernel_size=3, stride=2, pad_mode='same')",
+        ),
+    ],
+)
 def test_a_framework_layer_is_written_as_its_class_and_the_arguments_it_keeps(framework, layer, call):
     from parity.engine.repro.constructors import recipe_of
 
@@ -296,7 +360,7 @@ def test_a_container_or_an_argument_not_kept_cannot_be_rebuilt():
         recipe_of(mindspore.nn.Dense(3, 4, activation="relu"), "mindspore")
 
 
-SCALED = '''
+SCALED = """
 import mindspore
 import torch
 
@@ -319,7 +383,7 @@ class TorchScaled(torch.nn.Module):
 
     def forward(self, x):
         return torch.nn.functional.leaky_relu(self.dense(x), 0.1) * self.factor
-'''
+"""
 
 
 def test_a_layer_that_cannot_be_rebuilt_gives_way_to_its_enclosing_module_and_the_file_says_so(tmp_path, monkeypatch):
@@ -331,7 +395,9 @@ def test_a_layer_that_cannot_be_rebuilt_gives_way_to_its_enclosing_module_and_th
     path = result.write_repro(tmp_path / "repros")
     text = path.read_text()
     assert "scaled_pair.MSScaled(factor=2.0)" in text and "scaled_pair.TorchScaled(factor=2.0)" in text
-    assert ("Smaller parts were not used: 'dense' cannot be rebuilt standalone: Dense() argument 'activation' is kept "
-            "as a ReLU, which a file cannot write as a literal") in text
+    assert (
+        "Smaller parts were not used: 'dense' cannot be rebuilt standalone: Dense() argument 'activation' is kept "
+        "as a ReLU, which a file cannot write as a literal"
+    ) in text
     with np.load(path.parent / render.DATA_FILE, allow_pickle=False) as data:
         assert {"ms:dense.weight", "pt:dense.weight"} <= set(data.files)

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from parity.engine import messages as report
-from parity.judge.metrics import Comparison, compare_arrays
 from parity.engine.result import Result
+from parity.judge.metrics import Comparison, compare_arrays
 from parity.judge.tolerance import resolve
 from parity.weights.transfer import Pair, WeightMap, WeightReport
 
@@ -28,9 +28,18 @@ def compared(kind, name, mode, shift=0.0, *, ms_shape=None):
 
 def result_of(comparisons, modes=("pynative", "graph"), problem=""):
     wmap = WeightMap([Pair("fc.weight", "fc.weight", "same name", (2, 4), (2, 4), True)])
-    return Result("Dense", "Linear", comparisons, WeightReport(wmap, "PyTorch -> MindSpore", 1),
-                  "seed 1234 -> input[0]: float32[2, 4] ~ N(0, 1)", 1234, modes, False,
-                  reproduce="parity.check(..., seed=1234)", problem=problem)
+    return Result(
+        "Dense",
+        "Linear",
+        comparisons,
+        WeightReport(wmap, "PyTorch -> MindSpore", 1),
+        "seed 1234 -> input[0]: float32[2, 4] ~ N(0, 1)",
+        1234,
+        modes,
+        False,
+        reproduce="parity.check(..., seed=1234)",
+        problem=problem,
+    )
 
 
 def both_modes(graph_only=(), both=()):
@@ -57,8 +66,9 @@ def test_a_tensor_failing_in_both_modes_says_both_and_others_are_listed_once_eac
     assert "Divergence: first at forward output 'output' (pynative and graph)" in lines
     assert lines[lines.index("In pynative mode:") + 1].startswith("Mismatched elements: 8 / 8")
     also = next(line for line in lines if line.startswith("Also failing: "))
-    assert also == ("Also failing: input grad 'input[0]' (pynative and graph, 982x), "
-                    "param grad 'fc.weight' (graph, 982x)")
+    assert also == (
+        "Also failing: input grad 'input[0]' (pynative and graph, 982x), param grad 'fc.weight' (graph, 982x)"
+    )
 
 
 def test_a_gradient_failing_names_its_mode_on_the_compared_line():
@@ -74,23 +84,30 @@ def test_one_mode_keeps_the_plain_wording():
 
 
 def test_str_of_a_passing_result():
-    result = result_of([compared("output", "output", "pynative"), compared("param grad", "fc.weight", "pynative")],
-                       modes=("pynative",))
-    assert str(result) == ("ok: mindspore Dense <-> torch Linear (eval, pynative); 2 of 2 tensors within tolerance; "
-                           "worst output 'output' at 0x allowed")
+    result = result_of(
+        [compared("output", "output", "pynative"), compared("param grad", "fc.weight", "pynative")], modes=("pynative",)
+    )
+    assert str(result) == (
+        "ok: mindspore Dense <-> torch Linear (eval, pynative); 2 of 2 tensors within tolerance; "
+        "worst output 'output' at 0x allowed"
+    )
 
 
 def test_str_of_a_failing_result_names_the_worst_tensor_its_mode_and_the_divergence():
     result = result_of(both_modes(graph_only=("fc.weight",), both=("output",)))
-    assert str(result) == ("FAIL: mindspore Dense <-> torch Linear (eval, pynative and graph); 3 of 6 tensors within "
-                           "tolerance; worst output 'output' (pynative) at 982x allowed; divergence first at "
-                           "forward output 'output' (pynative and graph)")
+    assert str(result) == (
+        "FAIL: mindspore Dense <-> torch Linear (eval, pynative and graph); 3 of 6 tensors within "
+        "tolerance; worst output 'output' (pynative) at 982x allowed; divergence first at "
+        "forward output 'output' (pynative and graph)"
+    )
 
 
 def test_str_of_shape_and_structure_failures():
     shaped = result_of([compared("output", "output", "pynative", ms_shape=(2, 5))], modes=("pynative",))
-    assert str(shaped).endswith("; 0 of 1 tensors within tolerance; worst output 'output' shape differs; "
-                                "divergence first at forward output 'output'")
+    assert str(shaped).endswith(
+        "; 0 of 1 tensors within tolerance; worst output 'output' shape differs; "
+        "divergence first at forward output 'output'"
+    )
     problem = "Output structures differ: MindSpore returns 2 tensors ['output[0]', 'output[1]'], PyTorch returns 1"
     structure = result_of([], modes=("pynative",), problem=problem + "\nIn MindSpore only: ['output[1]']")
     assert str(structure) == f"FAIL: mindspore Dense <-> torch Linear (eval, pynative); {problem}"

@@ -15,15 +15,15 @@ import pytest
 import torch
 
 from parity.cli import main
+from parity.tools.scan.report import as_json, text
 from parity.tools.scan.scanner import scan
 from parity.tools.scan.source import SHARED_METHODS, TENSOR_METHODS, UNSEEN, find_uses
-from parity.translation.functions import METHODS
-from parity.tools.scan.report import as_json, text
 from parity.tools.scan.status import translation_tables
+from parity.translation.functions import METHODS
 
 ROOT = Path(__file__).resolve().parent.parent
 
-NET = '''\
+NET = """\
 import numpy as np
 import torch as t
 from torch import nn
@@ -56,7 +56,7 @@ class Net(nn.Module):
 
 def loss():
     return TripletMarginLoss(margin=1.0)
-'''
+"""
 
 
 def _write(folder: Path, files: dict) -> Path:
@@ -75,6 +75,7 @@ def _by_api(uses):
 
 
 # --- finding the uses -------------------------------------------------------------------------
+
 
 def test_every_alias_form_resolves_to_the_full_path():
     uses = _by_api(find_uses(NET, "net.py")[0])
@@ -135,12 +136,16 @@ def test_translated_methods_no_other_type_has_are_counted_and_shared_ones_report
     for method in ("pow", "cos", "sin"):  # in the translation table, and no other type's
         assert apis[f"torch.Tensor.{method}"]["inferred"] and apis[f"torch.Tensor.{method}"]["status"] == "as-is"
     assert "torch.Tensor.to" not in apis and "torch.Tensor.erfinv" not in apis
-    assert data["summary"]["not_seen"] == {"calls": 4, "methods": {"to": 2, "mean": 1, "reshape": 1},
-                                           "untranslated": []}
+    assert data["summary"]["not_seen"] == {
+        "calls": 4,
+        "methods": {"to": 2, "mean": 1, "reshape": 1},
+        "untranslated": [],
+    }
     assert main(["scan", str(path)]) == 0
-    assert ("Not seen: 4 calls x.name(...) of Tensor methods other types share (to 2, mean 1, reshape 1): a static "
-            "scan cannot tell their receivers, so the figure leaves them out; --module records those that run"
-            ) in capsys.readouterr().out
+    assert (
+        "Not seen: 4 calls x.name(...) of Tensor methods other types share (to 2, mean 1, reshape 1): a static "
+        "scan cannot tell their receivers, so the figure leaves them out; --module records those that run"
+    ) in capsys.readouterr().out
 
 
 def test_the_tensor_method_list_is_what_it_claims():
@@ -172,6 +177,7 @@ def test_the_scan_reads_functions_and_tensor_methods_from_the_table_translate_us
 
 # --- statuses ---------------------------------------------------------------------------------
 
+
 def _statuses(folder: Path, device: str = "CPU"):
     report = scan(folder, device=device)
     return report, {a.api: a for a in report.apis}
@@ -193,7 +199,7 @@ def test_statuses_from_translation_and_registry(tmp_path):
     assert {f.id: f.applies for f in bn.findings}["batchnorm2d-momentum-none-unsupported"] == "yes"
 
 
-FUNCTIONAL = '''\
+FUNCTIONAL = """\
 import torch
 import torch.nn.functional as F
 
@@ -204,13 +210,19 @@ def forward(x, y):
     x.fill_(0.0)
     z = torch.fft.fft(torch.cat([x, y], 1))
     return torch.frobnicate(z), F.relu6(x), torch.special.erf(x)
-'''
+"""
 
 
 def test_functions_and_tensor_methods_translate_tells_what_translate_can(tmp_path):
     _, apis = _statuses(_write(tmp_path, {"f.py": FUNCTIONAL}))
-    for api in ("torch.flatten", "torch.nn.functional.relu", "torch.Tensor.view", "torch.cat",
-                "torch.nn.functional.relu6", "torch.Tensor.relu_"):  # relu_: computed out of place
+    for api in (
+        "torch.flatten",
+        "torch.nn.functional.relu",
+        "torch.Tensor.view",
+        "torch.cat",
+        "torch.nn.functional.relu6",
+        "torch.Tensor.relu_",
+    ):  # relu_: computed out of place
         assert apis[api].status.code == "as-is", api
     for api in ("torch.fft.fft", "torch.frobnicate", "torch.special.erf", "torch.Tensor.fill_"):
         assert apis[api].status.code == "unknown", api
@@ -219,7 +231,7 @@ def test_functions_and_tensor_methods_translate_tells_what_translate_can(tmp_pat
 def test_a_known_mismatch_of_a_function_takes_precedence_over_its_translation(tmp_path):
     from parity.registry import load
 
-    entry = '''\
+    entry = """\
         schema = 1
         [[mismatch]]
         id = "{id}"
@@ -233,15 +245,30 @@ def test_a_known_mismatch_of_a_function_takes_precedence_over_its_translation(tm
         devices = ["CPU", "GPU", "Ascend"]
         selftest_skip = "made up"
         {extra}
-        '''
-    data = _write(tmp_path / "registry", {
-        "a.toml": entry.format(id="cat-made-up", kind="formula", torch="torch.cat", name="cat", extra='fix = "pass axis"'),
-        "b.toml": entry.format(id="relu-made-up", kind="unsupported", torch="torch.nn.functional.relu", name="relu",
-                               extra='runs_on = ["Ascend"]')})
+        """
+    data = _write(
+        tmp_path / "registry",
+        {
+            "a.toml": entry.format(
+                id="cat-made-up", kind="formula", torch="torch.cat", name="cat", extra='fix = "pass axis"'
+            ),
+            "b.toml": entry.format(
+                id="relu-made-up",
+                kind="unsupported",
+                torch="torch.nn.functional.relu",
+                name="relu",
+                extra='runs_on = ["Ascend"]',
+            ),
+        },
+    )
     registry = load(sorted(data.glob("*.toml")))
     report = scan(_write(tmp_path / "code", {"f.py": FUNCTIONAL}), registry=registry)
     apis = {a.api: a.status.code for a in report.apis}
-    assert (apis["torch.cat"], apis["torch.nn.functional.relu"], apis["torch.flatten"]) == ("fix", "unsupported", "as-is")
+    assert (apis["torch.cat"], apis["torch.nn.functional.relu"], apis["torch.flatten"]) == (
+        "fix",
+        "unsupported",
+        "as-is",
+    )
 
 
 def test_the_device_changes_the_status(tmp_path):
@@ -249,13 +276,16 @@ def test_the_device_changes_the_status(tmp_path):
     assert apis["torch.nn.TripletMarginLoss"].status.code == "as-is"  # the missing kernel is CPU's
 
 
-@pytest.mark.parametrize("call, status, applies", [
-    ("nn.Embedding(10, 3, max_norm=1.0)", "no-fix", "yes"),
-    ("nn.Embedding(10, 3)", "fix", "no"),
-    ("nn.Embedding(10, 3, max_norm=limit)", "no-fix", "maybe"),  # not a literal
-    ("nn.Embedding(10, 3, None, 2.0)", "no-fix", "yes"),  # positional max_norm
-    ("nn.Embedding(10, 3, **options)", "no-fix", "maybe"),
-])
+@pytest.mark.parametrize(
+    "call, status, applies",
+    [
+        ("nn.Embedding(10, 3, max_norm=1.0)", "no-fix", "yes"),
+        ("nn.Embedding(10, 3)", "fix", "no"),
+        ("nn.Embedding(10, 3, max_norm=limit)", "no-fix", "maybe"),  # not a literal
+        ("nn.Embedding(10, 3, None, 2.0)", "no-fix", "yes"),  # positional max_norm
+        ("nn.Embedding(10, 3, **options)", "no-fix", "maybe"),
+    ],
+)
 def test_a_mismatch_bound_to_an_argument_applies_where_the_call_sets_it(tmp_path, call, status, applies):
     _, apis = _statuses(_write(tmp_path, {"m.py": f"from torch import nn\nlayer = {call}\n"}))
     embedding = apis["torch.nn.Embedding"].status
@@ -281,6 +311,7 @@ def test_an_optimizer_parity_translates_is_fixed_by_its_own_formulas(tmp_path):
 
 
 # --- reports and the command line -------------------------------------------------------------
+
 
 def test_summary_counts_and_convertible_share(tmp_path):
     report, apis = _statuses(_write(tmp_path, {"net.py": NET}))
@@ -339,23 +370,34 @@ def test_a_file_that_does_not_parse_is_skipped_and_named(tmp_path, capsys):
 
 
 def test_hidden_and_environment_folders_are_not_entered(tmp_path):
-    folder = _write(tmp_path, {"a.py": "import torch\ntorch.cat([])\n", ".venv/x.py": "import torch\ntorch.stack([])\n",
-                               "venv/y.py": "import torch\ntorch.stack([])\n", "__pycache__/z.py": "import torch\ntorch.stack([])\n"})
+    folder = _write(
+        tmp_path,
+        {
+            "a.py": "import torch\ntorch.cat([])\n",
+            ".venv/x.py": "import torch\ntorch.stack([])\n",
+            "venv/y.py": "import torch\ntorch.stack([])\n",
+            "__pycache__/z.py": "import torch\ntorch.stack([])\n",
+        },
+    )
     assert [a.api for a in scan(folder).apis] == ["torch.cat"]
 
 
 def test_the_static_scan_imports_no_framework(tmp_path):
     folder = _write(tmp_path, {"net.py": NET})
-    code = ("import sys\nfrom parity.cli import main\nmain(['scan', sys.argv[1], '--json'])\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'mindspore', 'numpy')), file=sys.stderr)\n")
-    out = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, cwd=ROOT, check=True)
+    code = (
+        "import sys\nfrom parity.cli import main\nmain(['scan', sys.argv[1], '--json'])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'mindspore', 'numpy')), file=sys.stderr)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(folder)], capture_output=True, text=True, cwd=ROOT, check=True
+    )
     assert out.stderr.strip() == "[]"
     assert json.loads(out.stdout)["summary"]["apis"] > 10
 
 
 # --- runtime capture --------------------------------------------------------------------------
 
-RUNTIME_NET = '''\
+RUNTIME_NET = """\
 import torch
 from torch import nn
 
@@ -379,7 +421,7 @@ class Net(nn.Module):
 
 def make():
     return Net()
-'''
+"""
 
 
 @pytest.fixture
@@ -393,14 +435,19 @@ def runtime_module(tmp_path, monkeypatch):
 
 
 def test_runtime_capture_finds_what_the_static_scan_misses(runtime_module, capsys):
-    assert main(["scan", f"{runtime_module}.py", "--module", f"{runtime_module}:make", "--input-shape", "2,3,6,6",
-                 "--json"]) == 0
+    assert (
+        main(
+            ["scan", f"{runtime_module}.py", "--module", f"{runtime_module}:make", "--input-shape", "2,3,6,6", "--json"]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     apis = {a["api"]: a for a in data["apis"]}
     assert data["runtime_module"] == f"{runtime_module}:make"
     tanh = apis["torch.tanh"]
-    assert tanh["uses"] == 0 and tanh["runtime_locations"] == [{"file": f"{runtime_module}.py", "line": 18,
-                                                                 "how": "runtime call"}]
+    assert tanh["uses"] == 0 and tanh["runtime_locations"] == [
+        {"file": f"{runtime_module}.py", "line": 18, "how": "runtime call"}
+    ]
     bn = apis["torch.nn.BatchNorm2d"]  # built through getattr: only the runtime sees it, with momentum=None
     assert bn["uses"] == 0 and bn["runtime_calls"] == 1 and bn["status"] == "no-fix" and bn["certain"]
     assert apis["torch.nn.Linear"]["runtime_calls"] == 1  # inside nn.Sequential: containers are see-through
@@ -409,7 +456,7 @@ def test_runtime_capture_finds_what_the_static_scan_misses(runtime_module, capsy
     assert "torch.Tensor.sum" not in apis and "torch.Tensor.backward" not in apis  # parity's backward pass
 
 
-TOKEN_NET = '''import torch
+TOKEN_NET = """import torch
 
 
 class Tokens(torch.nn.Module):
@@ -424,7 +471,7 @@ class Tokens(torch.nn.Module):
 
 def make():
     return Tokens()
-'''
+"""
 
 
 def test_runtime_capture_takes_integer_inputs(tmp_path, monkeypatch, capsys):
@@ -446,15 +493,21 @@ def test_runtime_capture_takes_integer_inputs(tmp_path, monkeypatch, capsys):
         sys.modules.pop(name, None)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--module", "x:make"], "--module and --input-shape (or --input-int) go together"),
-    (["--module", "x:make", "--input-shape", "1,3", "--input-int", "1,3:0:4"], "--input-shape or --input-int, not both"),
-    (["--module", "json:dumps", "--input-int", "2,16:5:5"], "--input-int '2,16:5:5' is not SHAPE:LOW:HIGH"),
-    (["--module", "json:dumps", "--input-int", "2,x:0:9"], "'2,x' is not a shape"),
-    (["--module", "no_such_module_xyz:make", "--input-shape", "1,3"], "cannot import it (ModuleNotFoundError"),
-    (["--module", "json", "--input-shape", "1,3"], "write package.module:factory"),
-    (["--module", "json:dumps", "--input-shape", "1,x"], "--input-shape '1,x' is not a shape"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--module", "x:make"], "--module and --input-shape (or --input-int) go together"),
+        (
+            ["--module", "x:make", "--input-shape", "1,3", "--input-int", "1,3:0:4"],
+            "--input-shape or --input-int, not both",
+        ),
+        (["--module", "json:dumps", "--input-int", "2,16:5:5"], "--input-int '2,16:5:5' is not SHAPE:LOW:HIGH"),
+        (["--module", "json:dumps", "--input-int", "2,x:0:9"], "'2,x' is not a shape"),
+        (["--module", "no_such_module_xyz:make", "--input-shape", "1,3"], "cannot import it (ModuleNotFoundError"),
+        (["--module", "json", "--input-shape", "1,3"], "write package.module:factory"),
+        (["--module", "json:dumps", "--input-shape", "1,x"], "--input-shape '1,x' is not a shape"),
+    ],
+)
 def test_runtime_usage_errors(tmp_path, capsys, argv, message):
     _write(tmp_path, {"a.py": "import torch\n"})
     assert main(["scan", str(tmp_path), *argv]) == 2
@@ -463,11 +516,11 @@ def test_runtime_usage_errors(tmp_path, capsys, argv, message):
 
 def test_the_readme_example_is_what_the_command_prints(tmp_path, monkeypatch, capsys):
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### `parity scan`"):]
-    source = section[section.index("For this `net.py`:\n\n```python\n") + len("For this `net.py`:\n\n```python\n"):]
-    source = source[:source.index("```")]
-    shown = section[section.index("```text\n$ parity scan net.py\n") + len("```text\n$ parity scan net.py\n"):]
-    shown = shown[:shown.index("```")]
+    section = readme[readme.index("### `parity scan`") :]
+    source = section[section.index("For this `net.py`:\n\n```python\n") + len("For this `net.py`:\n\n```python\n") :]
+    source = source[: source.index("```")]
+    shown = section[section.index("```text\n$ parity scan net.py\n") + len("```text\n$ parity scan net.py\n") :]
+    shown = shown[: shown.index("```")]
     (tmp_path / "net.py").write_text(source, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     assert main(["scan", "net.py"]) == 0
@@ -484,8 +537,9 @@ def test_star_imports_and_unreadable_files_are_reported(tmp_path):
     folder = _write(tmp_path, {"star.py": "from torch.nn import *\nlayer = Conv2d(3, 4, 3)\n"})
     (folder / "nul.py").write_bytes(b"import torch\x00\n")
     report = scan(folder)
-    assert report.notes == (f"{folder / 'star.py'}:1: 'from torch.nn import *' is not followed; names it binds are "
-                            "not counted",)
+    assert report.notes == (
+        f"{folder / 'star.py'}:1: 'from torch.nn import *' is not followed; names it binds are not counted",
+    )
     assert [(f, why.split(":")[0]) for f, why in report.skipped] == [(str(folder / "nul.py"), "SyntaxError")]
     shown = text(report)
     assert f"Skipped {folder / 'nul.py'}: SyntaxError" in shown and "Note: " in shown

@@ -3,11 +3,10 @@ GRAPH mode compiled once for a dynamic signature."""
 
 from __future__ import annotations
 
-import mindspore as ms
-import numpy as np
 import pytest
 import torch
-from mindspore import nn as msnn, ops
+from mindspore import nn as msnn
+from mindspore import ops
 
 import parity
 from parity import ParityMismatch, ParityUsageError
@@ -88,21 +87,32 @@ def test_a_shape_that_makes_mindspore_fail_is_named():
     with pytest.raises(ParityMismatch) as info:
         parity.check_shapes(MsFixedLength(), TorchPool(), SHAPES[:2])
     message = str(info.value)
-    assert "  ok   [0]" in message and "  FAIL [1] input[0] float32[3, 12, 8]: raised: The MindSpore side raised" in message
+    assert (
+        "  ok   [0]" in message
+        and "  FAIL [1] input[0] float32[3, 12, 8]: raised: The MindSpore side raised" in message
+    )
     assert "Shape [1] raised:" in message
 
 
 def test_the_signature_keeps_what_agrees():
-    datas = [materialize(entry, 0) for entry in [(parity.randn((2, 5, 8)), parity.randint((2, 5), 0, 9)),
-                                                  (parity.randn((2, 9, 8)), parity.randint((2, 9), 0, 9))]]
+    datas = [
+        materialize(entry, 0)
+        for entry in [
+            (parity.randn((2, 5, 8)), parity.randint((2, 5), 0, 9)),
+            (parity.randn((2, 9, 8)), parity.randint((2, 9), 0, 9)),
+        ]
+    ]
     assert signature_of(datas) == [((2, None, 8), "float32"), ((2, None), "int64")]
 
 
-@pytest.mark.parametrize("shapes, match", [
-    ([parity.randn((2, 8)), parity.randn((2, 3, 8))], "ranks"),
-    ([parity.randn((2, 8)), parity.randn((3, 8), dtype="float16")], "dtypes"),
-    ([(parity.randn((2, 8)),), (parity.randn((3, 8)), parity.randn((3, 8)))], "same number of inputs"),
-])
+@pytest.mark.parametrize(
+    "shapes, match",
+    [
+        ([parity.randn((2, 8)), parity.randn((2, 3, 8))], "ranks"),
+        ([parity.randn((2, 8)), parity.randn((3, 8), dtype="float16")], "dtypes"),
+        ([(parity.randn((2, 8)),), (parity.randn((3, 8)), parity.randn((3, 8)))], "same number of inputs"),
+    ],
+)
 def test_a_signature_graph_mode_cannot_make_is_refused(shapes, match):
     with pytest.raises(ParityUsageError, match=match):
         parity.check_shapes(MsPool(), TorchPool(), shapes, ms_mode="graph")
@@ -116,14 +126,18 @@ def test_shapes_must_be_a_list(shapes):
 
 def test_the_readme_example():
     ms_cell, torch_module = MsPool(), TorchPool()
-    result = parity.check_shapes(ms_cell, torch_module,
-                                 [parity.randn((1, 5, 8)), parity.randn((3, 12, 8)), parity.randn((2, 17, 8))],
-                                 ms_mode="both")
+    result = parity.check_shapes(
+        ms_cell,
+        torch_module,
+        [parity.randn((1, 5, 8)), parity.randn((3, 12, 8)), parity.randn((2, 17, 8))],
+        ms_mode="both",
+    )
     assert result.passed and len(result.results) == 3
 
 
 def test_the_fixture_offers_check_shapes_and_translate(pytester):
-    pytester.makepyfile(test_fixture="""
+    pytester.makepyfile(
+        test_fixture="""
         import torch
         import parity as parity_module
 
@@ -132,7 +146,8 @@ def test_the_fixture_offers_check_shapes_and_translate(pytester):
             cell = parity.translate(module)
             result = parity.check_shapes(cell, module, [parity.randn((2, 8)), parity.randn((5, 8))])
             assert result.passed and len(result.results) == 2
-    """)
+    """
+    )
     result = pytester.runpytest("--parity", "--parity-report=shapes.jsonl", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     from parity.nightly.records import read_records

@@ -8,10 +8,10 @@ import random
 
 import pytest
 
-from parity.nightly import shards
 from parity.errors import ParityUsageError
-from parity.plugin.fleet import DURATIONS, QUARANTINE, QUARANTINE_INI, RERUN_QUARANTINED, SHARD
+from parity.nightly import shards
 from parity.plugin import REPORT
+from parity.plugin.fleet import DURATIONS, QUARANTINE, QUARANTINE_INI, RERUN_QUARANTINED, SHARD
 
 # 26 tests: functions, a class, parametrised ids with brackets and spaces
 TESTS = """
@@ -96,9 +96,13 @@ def test_with_durations_the_union_is_the_whole_run_and_shards_balance_on_time(py
     for i in (1, 2, 3):
         part, result = collected(pytester, f"{SHARD}={i}/3", f"{DURATIONS}={report.name}")
         parts.append(part)
-        result.stdout.fnmatch_lines([f"parity shard {i}/3: {len(part)} of 26 tests, about * s of * s by the "
-                                     f"durations in {report.name}; 6 without a recorded duration counted at the mean*",
-                                     f"{len(part)}/26 tests collected ({26 - len(part)} deselected)*"])
+        result.stdout.fnmatch_lines(
+            [
+                f"parity shard {i}/3: {len(part)} of 26 tests, about * s of * s by the "
+                f"durations in {report.name}; 6 without a recorded duration counted at the mean*",
+                f"{len(part)}/26 tests collected ({26 - len(part)} deselected)*",
+            ]
+        )
     assert sorted(nodeid for part in parts for nodeid in part) == sorted(whole)
     mean = sum(known.values()) / len(known)
     loads = [sum(known.get(nodeid, mean) for nodeid in part) for part in parts]
@@ -107,16 +111,19 @@ def test_with_durations_the_union_is_the_whole_run_and_shards_balance_on_time(py
 
 def slow_and_quick(pytester):
     """One 10 s test and nine 1 s tests: by durations 2 shards hold 1 and 9 tests, by node id 5 and 5."""
-    pytester.makepyfile(test_slow="""
+    pytester.makepyfile(
+        test_slow="""
         def test_slow():
             pass
-    """, test_quick="""
+    """,
+        test_quick="""
         import pytest
 
         @pytest.mark.parametrize("n", range(9))
         def test_quick(n):
             pass
-    """)
+    """,
+    )
     seconds = {"test_slow.py::test_slow": 10.0, **{f"test_quick.py::test_quick[{n}]": 1.0 for n in range(9)}}
     return write_report(pytester, seconds)
 
@@ -163,8 +170,16 @@ def test_the_split_does_not_depend_on_collection_order():
 
 def test_help_shows_the_fleet_options(pytester):
     result = pytester.runpytest("--help")
-    result.stdout.fnmatch_lines([f"*{SHARD}=I/N*", f"*{DURATIONS}=PATH*", f"*{QUARANTINE}=PATH*",
-                                 f"*{RERUN_QUARANTINED}*", f"*{QUARANTINE_INI} (string)*"], consecutive=False)
+    result.stdout.fnmatch_lines(
+        [
+            f"*{SHARD}=I/N*",
+            f"*{DURATIONS}=PATH*",
+            f"*{QUARANTINE}=PATH*",
+            f"*{RERUN_QUARANTINED}*",
+            f"*{QUARANTINE_INI} (string)*",
+        ],
+        consecutive=False,
+    )
 
 
 @pytest.mark.parametrize("value", ["0/3", "4/3", "1/0", "2", "a/b", "1/3/4", "-1/3", ""])
@@ -192,15 +207,19 @@ def test_a_missing_durations_file_is_a_usage_error(pytester):
 
 def test_durations_sum_a_tests_checks_and_pass_over_other_lines(tmp_path):
     path = tmp_path / "r.jsonl"
-    path.write_text("\n".join([
-        '{"environment": {}}',
-        '{"nodeid": "a.py::t", "duration": 1.5}',
-        '{"nodeid": "a.py::t", "duration": 2}',
-        '{"nodeid": "a.py::u", "duration": "slow"}',
-        '{"nodeid": "a.py::v", "duration": -1}',
-        '[1, 2]',
-        '{"nodeid": "a.py::w", "durat',
-    ]))
+    path.write_text(
+        "\n".join(
+            [
+                '{"environment": {}}',
+                '{"nodeid": "a.py::t", "duration": 1.5}',
+                '{"nodeid": "a.py::t", "duration": 2}',
+                '{"nodeid": "a.py::u", "duration": "slow"}',
+                '{"nodeid": "a.py::v", "duration": -1}',
+                "[1, 2]",
+                '{"nodeid": "a.py::w", "durat',
+            ]
+        )
+    )
     found = shards.read_durations([path])
     assert found.seconds == {"a.py::t": 3.5} and found.unreadable == 2
     assert found.of("a.py::t") == 3.5 and found.of("new.py::x") == 3.5

@@ -17,16 +17,19 @@ MARKER = "@pytest.mark.parity(tolerance=...)"
 # -- the type ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("rtol, atol, bad", [
-    (-1e-3, 1e-5, "rtol"),
-    (1e-3, -1e-5, "atol"),
-    (math.nan, 1e-5, "rtol"),
-    (1e-3, math.inf, "atol"),
-    (True, 1e-5, "rtol"),
-    (1e-3, False, "atol"),
-    ("1e-3", 1e-5, "rtol"),
-    (1e-3, None, "atol"),
-])
+@pytest.mark.parametrize(
+    "rtol, atol, bad",
+    [
+        (-1e-3, 1e-5, "rtol"),
+        (1e-3, -1e-5, "atol"),
+        (math.nan, 1e-5, "rtol"),
+        (1e-3, math.inf, "atol"),
+        (True, 1e-5, "rtol"),
+        (1e-3, False, "atol"),
+        ("1e-3", 1e-5, "rtol"),
+        (1e-3, None, "atol"),
+    ],
+)
 def test_invalid_tolerances_are_usage_errors_naming_the_field(rtol, atol, bad):
     with pytest.raises(ParityUsageError, match=f"Tolerance {bad} must be"):
         Tolerance(rtol, atol)
@@ -59,11 +62,14 @@ def test_tolerance_is_frozen_and_prints_compactly():
 # -- dtype defaults ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype, rtol, atol", [
-    ("float32", 1.3e-6, 1e-5),
-    ("float16", 1e-3, 1e-5),
-    ("bfloat16", 1.6e-2, 1e-5),
-])
+@pytest.mark.parametrize(
+    "dtype, rtol, atol",
+    [
+        ("float32", 1.3e-6, 1e-5),
+        ("float16", 1e-3, 1e-5),
+        ("bfloat16", 1.6e-2, 1e-5),
+    ],
+)
 def test_documented_dtype_defaults(dtype, rtol, atol):
     assert dtype_default(dtype) == (Tolerance(rtol, atol), f"{dtype} default")
 

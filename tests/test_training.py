@@ -10,24 +10,40 @@ from parity.registry.optimizers import NORM_SKIPPED, lint_optimizer
 
 def _net():
     torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(),
-                               torch.nn.Linear(8, 5), torch.nn.LayerNorm(5), torch.nn.Linear(5, 3))
+    return torch.nn.Sequential(
+        torch.nn.Linear(6, 8),
+        torch.nn.BatchNorm1d(8),
+        torch.nn.ReLU(),
+        torch.nn.Linear(8, 5),
+        torch.nn.LayerNorm(5),
+        torch.nn.Linear(5, 3),
+    )
 
 
 BATCHES = [(parity.randn((4, 6)), parity.randint((4,), 0, 3)), (parity.randn((4, 6)), parity.randint((4,), 0, 3))]
 
 
-@pytest.mark.parametrize("factory", [
-    lambda p: torch.optim.Adam(p, lr=1e-3, weight_decay=1e-5),
-    lambda p: torch.optim.AdamW(p, lr=1e-2, amsgrad=True),
-    lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, dampening=0.1, weight_decay=1e-3),
-    lambda p: torch.optim.RMSprop(p, lr=1e-2, momentum=0.5, centered=True),
-    lambda p: torch.optim.Adagrad(p, lr=0.1, lr_decay=0.01, initial_accumulator_value=0.1),
-], ids=["adam", "adamw-amsgrad", "sgd-momentum", "rmsprop-centered", "adagrad"])
+@pytest.mark.parametrize(
+    "factory",
+    [
+        lambda p: torch.optim.Adam(p, lr=1e-3, weight_decay=1e-5),
+        lambda p: torch.optim.AdamW(p, lr=1e-2, amsgrad=True),
+        lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, dampening=0.1, weight_decay=1e-3),
+        lambda p: torch.optim.RMSprop(p, lr=1e-2, momentum=0.5, centered=True),
+        lambda p: torch.optim.Adagrad(p, lr=0.1, lr_decay=0.01, initial_accumulator_value=0.1),
+    ],
+    ids=["adam", "adamw-amsgrad", "sgd-momentum", "rmsprop-centered", "adagrad"],
+)
 def test_translated_optimizers_train_the_same(factory):
     model = _net()
-    result = parity.check_training(parity.translate(model), model, BATCHES, optimizer=factory,
-                                   loss=torch.nn.CrossEntropyLoss(label_smoothing=0.1), steps=3)
+    result = parity.check_training(
+        parity.translate(model),
+        model,
+        BATCHES,
+        optimizer=factory,
+        loss=torch.nn.CrossEntropyLoss(label_smoothing=0.1),
+        steps=3,
+    )
     assert result.passed and len(result.steps) == 3
     assert len(result.ms_losses) == len(result.torch_losses) == 3
     assert result.ms_losses[0] == pytest.approx(result.torch_losses[0], rel=1e-5)
@@ -37,12 +53,31 @@ def test_translated_optimizers_train_the_same(factory):
 
 def test_param_groups_nesterov_clipping_and_accumulation():
     model = _net()
-    factory = lambda p: torch.optim.SGD([  # noqa: E731
-        {"params": model[0].parameters(), "lr": 0.05},
-        {"params": list(model[1].parameters()) + list(model[3].parameters()) + list(model[4].parameters())
-         + list(model[5].parameters()), "weight_decay": 1e-2}], lr=0.1, momentum=0.9, nesterov=True)
-    result = parity.check_training(parity.translate(model), model, BATCHES, optimizer=factory, loss=torch.nn.CrossEntropyLoss(),
-                                   steps=2, clip_grad_norm=0.5, accumulate=2)
+    factory = lambda p: torch.optim.SGD(  # noqa: E731
+        [
+            {"params": model[0].parameters(), "lr": 0.05},
+            {
+                "params": list(model[1].parameters())
+                + list(model[3].parameters())
+                + list(model[4].parameters())
+                + list(model[5].parameters()),
+                "weight_decay": 1e-2,
+            },
+        ],
+        lr=0.1,
+        momentum=0.9,
+        nesterov=True,
+    )
+    result = parity.check_training(
+        parity.translate(model),
+        model,
+        BATCHES,
+        optimizer=factory,
+        loss=torch.nn.CrossEntropyLoss(),
+        steps=2,
+        clip_grad_norm=0.5,
+        accumulate=2,
+    )
     compared = {c.name for c in result[1].stage("state")}
     assert {"0.weight:lr", "5.weight:lr", "0.weight:momentum_buffer"} <= compared  # each group's lr, as used
     assert result.passed
@@ -53,37 +88,62 @@ def test_regression_losses_translate():
     model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 2))
     batches = [(parity.randn((5, 4)), parity.uniform((5, 2), 0, 1))]
     for loss in (torch.nn.MSELoss(), torch.nn.L1Loss(), torch.nn.SmoothL1Loss(beta=0.5)):
-        assert parity.check_training(parity.translate(model), model, batches, loss=loss, steps=2,
-                                     optimizer=lambda p: torch.optim.SGD(p, lr=0.1)).passed, loss
+        assert parity.check_training(
+            parity.translate(model), model, batches, loss=loss, steps=2, optimizer=lambda p: torch.optim.SGD(p, lr=0.1)
+        ).passed, loss
 
 
 def test_users_nn_adam_with_weight_decay_fails_at_step_one_naming_both_entries():
     model = _net()
     cell = parity.translate(model)
     with pytest.raises(parity.ParityMismatch) as info:
-        parity.check_training(cell, model, BATCHES, loss=torch.nn.CrossEntropyLoss(), steps=3, optimizer=(
-            lambda p: mindspore.nn.Adam(p, learning_rate=1e-3, weight_decay=1e-2),
-            lambda p: torch.optim.Adam(p, lr=1e-3, weight_decay=1e-2)))
+        parity.check_training(
+            cell,
+            model,
+            BATCHES,
+            loss=torch.nn.CrossEntropyLoss(),
+            steps=3,
+            optimizer=(
+                lambda p: mindspore.nn.Adam(p, learning_rate=1e-3, weight_decay=1e-2),
+                lambda p: torch.optim.Adam(p, lr=1e-3, weight_decay=1e-2),
+            ),
+        )
     result, text = info.value.result, str(info.value)
     step, first = result.first_failure
-    assert (step, first.kind, first.name, first.ms_name) == (1, "optimizer state", "1.weight:exp_avg", "1.gamma:exp_avg")
+    assert (step, first.kind, first.name, first.ms_name) == (
+        1,
+        "optimizer state",
+        "1.weight:exp_avg",
+        "1.gamma:exp_avg",
+    )
     assert not result[2].stage("params")[2].passed  # BatchNorm's gamma itself differs from step 2
     assert result[1].stage("grads") and all(c.passed for c in result[1].stage("grads"))
     assert "First at step 1, optimizer state 'exp_avg' of parameter '1.weight' (MindSpore '1.gamma')" in text
     assert f"Likely cause: known mismatch '{NORM_SKIPPED}'" in text
     assert "Likely cause: known mismatch 'adam-eps-placement'" in text
-    for part in ("Tolerance: float32 default", "Per step (loss MindSpore vs PyTorch", "Reproduce: parity.check_training("):
+    for part in (
+        "Tolerance: float32 default",
+        "Per step (loss MindSpore vs PyTorch",
+        "Reproduce: parity.check_training(",
+    ):
         assert part in text
-    assert "Note: optimizer lint: mindspore.nn.Adam(weight_decay=0.01) (here ['1.gamma', '1.beta', '4.gamma', " \
-           "'4.beta'])" in text  # what the lint found before the first step
+    assert (
+        "Note: optimizer lint: mindspore.nn.Adam(weight_decay=0.01) (here ['1.gamma', '1.beta', '4.gamma', "
+        "'4.beta'])" in text
+    )  # what the lint found before the first step
 
 
 def test_a_wrong_learning_rate_is_named_at_its_step_and_stage():
     model = _net()
     with pytest.raises(parity.ParityMismatch) as info:
-        parity.check_training(parity.translate(model), model, BATCHES, loss=torch.nn.CrossEntropyLoss(), steps=2,
-                              optimizer=(lambda p: mindspore.nn.SGD(p, learning_rate=0.11),
-                                         lambda p: torch.optim.SGD(p, lr=0.1)))
+        parity.check_training(
+            parity.translate(model),
+            model,
+            BATCHES,
+            loss=torch.nn.CrossEntropyLoss(),
+            steps=2,
+            optimizer=(lambda p: mindspore.nn.SGD(p, learning_rate=0.11), lambda p: torch.optim.SGD(p, lr=0.1)),
+        )
     step, first = info.value.result.first_failure
     assert (step, first.kind) == (1, "optimizer state") and first.name.endswith(":lr")
 
@@ -92,25 +152,37 @@ def test_dropout_is_refused():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Dropout(0.5))
     with pytest.raises(parity.ParityUsageError, match=r"Dropout draws different masks.*PyTorch \['1'\]"):
-        parity.check_training(parity.translate(model), model, [(parity.randn((2, 4)), parity.randn((2, 3)))],
-                              loss=torch.nn.MSELoss(), optimizer=lambda p: torch.optim.SGD(p, lr=0.1))
+        parity.check_training(
+            parity.translate(model),
+            model,
+            [(parity.randn((2, 4)), parity.randn((2, 3)))],
+            loss=torch.nn.MSELoss(),
+            optimizer=lambda p: torch.optim.SGD(p, lr=0.1),
+        )
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"steps": 0}, "steps must be an integer >= 1"),
-    ({"accumulate": 1.5}, "accumulate must be an integer >= 1"),
-    ({"clip_grad_norm": -1}, "clip_grad_norm must be a number > 0"),
-    ({"batches": []}, "batches is empty"),
-    ({"batches": [parity.randn((2, 4))]}, r"batches\[0\] must be an \(inputs, target\) pair"),
-    ({"optimizer": "adam"}, "optimizer must be a function of the parameters"),
-    ({"optimizer": lambda p: torch.optim.LBFGS(p)}, "no MindSpore translation of torch.optim.lbfgs.LBFGS"),
-    ({"loss": mindspore.nn.MSELoss()}, "loss must be a PyTorch loss Module"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"steps": 0}, "steps must be an integer >= 1"),
+        ({"accumulate": 1.5}, "accumulate must be an integer >= 1"),
+        ({"clip_grad_norm": -1}, "clip_grad_norm must be a number > 0"),
+        ({"batches": []}, "batches is empty"),
+        ({"batches": [parity.randn((2, 4))]}, r"batches\[0\] must be an \(inputs, target\) pair"),
+        ({"optimizer": "adam"}, "optimizer must be a function of the parameters"),
+        ({"optimizer": lambda p: torch.optim.LBFGS(p)}, "no MindSpore translation of torch.optim.lbfgs.LBFGS"),
+        ({"loss": mindspore.nn.MSELoss()}, "loss must be a PyTorch loss Module"),
+    ],
+)
 def test_usage_errors(kwargs, message):
     torch.manual_seed(0)
     model = torch.nn.Linear(4, 3)
-    call = {"batches": [(parity.randn((2, 4)), parity.randn((2, 3)))], "loss": torch.nn.MSELoss(),
-            "optimizer": lambda p: torch.optim.SGD(p, lr=0.1), **kwargs}
+    call = {
+        "batches": [(parity.randn((2, 4)), parity.randn((2, 3)))],
+        "loss": torch.nn.MSELoss(),
+        "optimizer": lambda p: torch.optim.SGD(p, lr=0.1),
+        **kwargs,
+    }
     with pytest.raises((parity.ParityUsageError, parity.ParityUnsupported), match=message):
         parity.check_training(parity.translate(model), model, call.pop("batches"), **call)
 
@@ -119,17 +191,26 @@ def test_readme_example():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
     batches = [(parity.randn((4, 6)), parity.randint((4,), 0, 3))]
-    result = parity.check_training(parity.translate(model), model, batches, loss=torch.nn.CrossEntropyLoss(),
-                                   optimizer=lambda p: torch.optim.Adam(p, lr=1e-3, weight_decay=1e-5))
+    result = parity.check_training(
+        parity.translate(model),
+        model,
+        batches,
+        loss=torch.nn.CrossEntropyLoss(),
+        optimizer=lambda p: torch.optim.Adam(p, lr=1e-3, weight_decay=1e-5),
+    )
     assert str(result).startswith("ok: mindspore SequentialCell <-> torch Sequential (3 steps, pynative)")
     assert result.worst_margin <= 1
 
 
-@pytest.mark.parametrize("build, entry", [
-    (lambda p: mindspore.nn.Adam(p, learning_rate=1e-3, weight_decay=1e-5), NORM_SKIPPED),
-    (lambda p: mindspore.nn.Momentum(p, 0.1, 0.9, weight_decay=1e-4), "momentum-weight-decay-skips-gamma-beta"),
-    (lambda p: mindspore.nn.SGD(p, 0.1, weight_decay=1e-4), "sgd-weight-decay-skips-gamma-beta"),
-], ids=["adam", "momentum", "sgd"])
+@pytest.mark.parametrize(
+    "build, entry",
+    [
+        (lambda p: mindspore.nn.Adam(p, learning_rate=1e-3, weight_decay=1e-5), NORM_SKIPPED),
+        (lambda p: mindspore.nn.Momentum(p, 0.1, 0.9, weight_decay=1e-4), "momentum-weight-decay-skips-gamma-beta"),
+        (lambda p: mindspore.nn.SGD(p, 0.1, weight_decay=1e-4), "sgd-weight-decay-skips-gamma-beta"),
+    ],
+    ids=["adam", "momentum", "sgd"],
+)
 def test_optimizer_lint_flags_weight_decay_that_skips_norm_parameters(build, entry):
     cell = parity.translate(_net())
     issues = lint_optimizer(build(cell.trainable_params()))
@@ -159,13 +240,25 @@ def test_a_training_case_with_such_an_optimizer_is_refused_before_any_step():
     from parity.engine.check import Settings
 
     loss = _CountingLoss()
-    case = parity.ParityCase("GuideAdam", mindspore=parity.TRANSLATE, torch=_net, training=parity.Training(
-        BATCHES, loss=(mindspore.nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"), loss),
-        optimizer=(lambda p: mindspore.nn.Adam(p, learning_rate=1e-3, weight_decay=1e-5),
-                   lambda p: torch.optim.Adam(p, lr=1e-3, weight_decay=1e-5))))
-    variant, = case.variants()
-    with pytest.raises(parity.ParityUsageError, match=r"known to train differently from PyTorch's, before any step:"
-                                                      r"\n  mindspore.nn.Adam\(weight_decay=1e-05\)") as info:
+    case = parity.ParityCase(
+        "GuideAdam",
+        mindspore=parity.TRANSLATE,
+        torch=_net,
+        training=parity.Training(
+            BATCHES,
+            loss=(mindspore.nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"), loss),
+            optimizer=(
+                lambda p: mindspore.nn.Adam(p, learning_rate=1e-3, weight_decay=1e-5),
+                lambda p: torch.optim.Adam(p, lr=1e-3, weight_decay=1e-5),
+            ),
+        ),
+    )
+    (variant,) = case.variants()
+    with pytest.raises(
+        parity.ParityUsageError,
+        match=r"known to train differently from PyTorch's, before any step:"
+        r"\n  mindspore.nn.Adam\(weight_decay=1e-05\)",
+    ) as info:
         variant.run(*build(case), Settings())
     assert f"acknowledge=('{NORM_SKIPPED}',)" in str(info.value)
     assert _CountingLoss.calls == 0
@@ -174,9 +267,16 @@ def test_a_training_case_with_such_an_optimizer_is_refused_before_any_step():
 def test_graph_mode_compiles_the_train_step_and_agrees_with_pynative():
     model = _net()
     cell = parity.translate(model)
-    result = parity.check_training(cell, model, BATCHES, loss=torch.nn.CrossEntropyLoss(), steps=3, clip_grad_norm=0.5,
-                                   optimizer=lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True),
-                                   ms_mode="both")
+    result = parity.check_training(
+        cell,
+        model,
+        BATCHES,
+        loss=torch.nn.CrossEntropyLoss(),
+        steps=3,
+        clip_grad_norm=0.5,
+        optimizer=lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True),
+        ms_mode="both",
+    )
     assert result.passed and result.mode == "both"
     by_mode = {}
     for c in result[3].stage("params"):
@@ -185,35 +285,60 @@ def test_graph_mode_compiles_the_train_step_and_agrees_with_pynative():
     assert "(3 steps, both)" in str(result)
 
 
-@pytest.mark.parametrize("optimizer", [
-    lambda p: torch.optim.Adam(p, lr=1e-2),  # translated
-    (lambda p: mindspore.nn.Momentum(p, learning_rate=0.1, momentum=0.9),  # MindSpore's own, its state Parameters
-     lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)),
-], ids=["translated", "mindspore-own"])
+@pytest.mark.parametrize(
+    "optimizer",
+    [
+        lambda p: torch.optim.Adam(p, lr=1e-2),  # translated
+        (
+            lambda p: mindspore.nn.Momentum(
+                p, learning_rate=0.1, momentum=0.9
+            ),  # MindSpore's own, its state Parameters
+            lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+        ),
+    ],
+    ids=["translated", "mindspore-own"],
+)
 def test_both_modes_step_in_turn_on_one_cell_and_each_trains_as_it_would_alone(optimizer):
     """With ms_mode="both" PYNATIVE takes each step just before GRAPH on the same Cell, its weights
     and BatchNorm statistics parked between its steps: each mode's every tensor compares exactly as
     the same mode trained on its own."""
+
     def train(mode):
         model = _net()
-        return parity.check_training(parity.translate(model), model, BATCHES, loss=torch.nn.CrossEntropyLoss(),
-                                     steps=3, optimizer=optimizer, ms_mode=mode)
+        return parity.check_training(
+            parity.translate(model),
+            model,
+            BATCHES,
+            loss=torch.nn.CrossEntropyLoss(),
+            steps=3,
+            optimizer=optimizer,
+            ms_mode=mode,
+        )
 
     both = train("both")
     for mode in ("pynative", "graph"):
         alone = train(mode)
-        assert [(c.kind, c.name, c.max_abs, c.margin) for step in alone.steps for c in step.comparisons] == \
-            [(c.kind, c.name, c.max_abs, c.margin) for step in both.steps for c in step.comparisons if c.mode == mode]
+        assert [(c.kind, c.name, c.max_abs, c.margin) for step in alone.steps for c in step.comparisons] == [
+            (c.kind, c.name, c.max_abs, c.margin) for step in both.steps for c in step.comparisons if c.mode == mode
+        ]
     assert any(c.kind == "buffer" for c in both.comparisons)
 
 
 def test_graph_mode_runs_the_users_optimizer_compiled_and_still_names_its_mismatch():
     model = _net()
     with pytest.raises(parity.ParityMismatch) as info:
-        parity.check_training(parity.translate(model), model, BATCHES, loss=torch.nn.CrossEntropyLoss(), steps=2,
-                              ms_mode="graph", optimizer=(
-                                  lambda p: mindspore.nn.Adam(p, learning_rate=1e-3, weight_decay=1e-2),
-                                  lambda p: torch.optim.Adam(p, lr=1e-3, weight_decay=1e-2)))
+        parity.check_training(
+            parity.translate(model),
+            model,
+            BATCHES,
+            loss=torch.nn.CrossEntropyLoss(),
+            steps=2,
+            ms_mode="graph",
+            optimizer=(
+                lambda p: mindspore.nn.Adam(p, learning_rate=1e-3, weight_decay=1e-2),
+                lambda p: torch.optim.Adam(p, lr=1e-3, weight_decay=1e-2),
+            ),
+        )
     step, first = info.value.result.first_failure
     assert (step, first.name, first.mode) == (1, "1.weight:exp_avg", "graph")
     assert "(train mode, graph)" in str(info.value)
@@ -222,9 +347,14 @@ def test_graph_mode_runs_the_users_optimizer_compiled_and_still_names_its_mismat
 def test_an_unbatched_sample_keeps_its_0_d_target():
     torch.manual_seed(0)
     model = torch.nn.Linear(4, 3)
-    result = parity.check_training(parity.translate(model), model, [(parity.randn((4,)), parity.randint((), 0, 3))],
-                                   loss=torch.nn.CrossEntropyLoss(), optimizer=lambda p: torch.optim.SGD(p, lr=0.1),
-                                   steps=2)
+    result = parity.check_training(
+        parity.translate(model),
+        model,
+        [(parity.randn((4,)), parity.randint((), 0, 3))],
+        loss=torch.nn.CrossEntropyLoss(),
+        optimizer=lambda p: torch.optim.SGD(p, lr=0.1),
+        steps=2,
+    )
     assert result.passed and result.torch_losses[0] != result.torch_losses[1]
 
 
@@ -233,12 +363,24 @@ def test_a_dropout_of_rate_0_is_no_dropout():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.Dropout(p=0.0), torch.nn.Linear(4, 3))
     cell = mindspore.nn.SequentialCell(mindspore.nn.Dense(6, 4), mindspore.nn.Dropout(p=0.0), mindspore.nn.Dense(4, 3))
-    assert parity.check_training(cell, model, BATCHES[:1], loss=torch.nn.CrossEntropyLoss(), steps=2,
-                                 optimizer=lambda p: torch.optim.SGD(p, lr=0.1)).passed
+    assert parity.check_training(
+        cell,
+        model,
+        BATCHES[:1],
+        loss=torch.nn.CrossEntropyLoss(),
+        steps=2,
+        optimizer=lambda p: torch.optim.SGD(p, lr=0.1),
+    ).passed
     cell = mindspore.nn.SequentialCell(mindspore.nn.Dense(6, 4), mindspore.nn.Dropout(p=0.2), mindspore.nn.Dense(4, 3))
     with pytest.raises(parity.ParityUsageError, match="Dropout draws different masks"):
-        parity.check_training(cell, model, BATCHES[:1], loss=torch.nn.CrossEntropyLoss(), steps=2,
-                              optimizer=lambda p: torch.optim.SGD(p, lr=0.1))
+        parity.check_training(
+            cell,
+            model,
+            BATCHES[:1],
+            loss=torch.nn.CrossEntropyLoss(),
+            steps=2,
+            optimizer=lambda p: torch.optim.SGD(p, lr=0.1),
+        )
 
 
 def test_a_network_trained_in_graph_mode_is_not_kept_alive():
@@ -250,8 +392,15 @@ def test_a_network_trained_in_graph_mode_is_not_kept_alive():
     model = _net()
     cell = parity.translate(model)
     alive = weakref.ref(cell)
-    parity.check_training(cell, model, BATCHES, steps=1, loss=torch.nn.CrossEntropyLoss(),
-                          optimizer=lambda p: torch.optim.Adam(p, lr=1e-3), ms_mode="graph")
+    parity.check_training(
+        cell,
+        model,
+        BATCHES,
+        steps=1,
+        loss=torch.nn.CrossEntropyLoss(),
+        optimizer=lambda p: torch.optim.Adam(p, lr=1e-3),
+        ms_mode="graph",
+    )
     del cell
     gc.collect()
     assert alive() is None
@@ -279,8 +428,15 @@ def test_the_envelopes_reruns_stop_at_the_last_step_still_open(monkeypatch):
     model = _net()
     tight = parity.Tolerance(rtol=1e-9, atol=1e-9)
     try:  # so tight that a parameter after a step may fail even inside the envelope: the runs are the point here
-        result = parity.check_training(parity.translate(model), model, BATCHES, tolerance=tight, steps=3,
-                                       optimizer=lambda p: torch.optim.SGD(p, lr=0.1), loss=torch.nn.CrossEntropyLoss())
+        result = parity.check_training(
+            parity.translate(model),
+            model,
+            BATCHES,
+            tolerance=tight,
+            steps=3,
+            optimizer=lambda p: torch.optim.SGD(p, lr=0.1),
+            loss=torch.nn.CrossEntropyLoss(),
+        )
     except parity.ParityMismatch as exc:
         result = exc.result
     judged = [c for c in result.comparisons if c.envelope is not None]
@@ -291,26 +447,38 @@ def test_the_envelopes_reruns_stop_at_the_last_step_still_open(monkeypatch):
     # the first pair: two copies of the module, each step once, in step with the main run
     first = [(draw, ulps, step) for draw, ulps, step, on_checked in stepped if draw == 0 and not on_checked]
     assert first == [(0, u, step) for step in range(3) for u in (16.0, -16.0)]
-    open_after_first_pair = {i for i, step in enumerate(result.steps)
-                             for c in step.comparisons if c.envelope is not None and c.envelope.draws > 2}
+    open_after_first_pair = {
+        i
+        for i, step in enumerate(result.steps)
+        for c in step.comparisons
+        if c.envelope is not None and c.envelope.draws > 2
+    }
     # the second pair always (some tensor is open after the first); float64 only where one is open after both
     assert len(asked) in (2, 3) and open_after_first_pair and max(open_after_first_pair) < 2  # here: step 1's only
     assert asked[0][:2] == (None, 1)
     assert (len(asked) == 3) == any(c.envelope.float64 for c in judged)
-    for cast, draw, last in asked:
+    for _cast, _draw, last in asked:
         assert last == max(open_after_first_pair)
 
 
 def _verdicts(result):
-    return [(step.step, c.kind, c.name, c.margin, c.passed, c.envelope) for step in result.steps
-            for c in step.comparisons]
+    return [
+        (step.step, c.kind, c.name, c.margin, c.passed, c.envelope) for step in result.steps for c in step.comparisons
+    ]
 
 
 def _tight_training(model, optimizer):
     tight = parity.Tolerance(rtol=1e-9, atol=1e-9)  # every tensor to the envelope, some beyond its first pair
     try:
-        return parity.check_training(parity.translate(model), model, BATCHES, tolerance=tight, steps=3,
-                                     optimizer=optimizer, loss=torch.nn.CrossEntropyLoss())
+        return parity.check_training(
+            parity.translate(model),
+            model,
+            BATCHES,
+            tolerance=tight,
+            steps=3,
+            optimizer=optimizer,
+            loss=torch.nn.CrossEntropyLoss(),
+        )
     except parity.ParityMismatch as exc:
         return exc.result
 
@@ -328,8 +496,11 @@ def test_the_first_pair_beside_the_main_run_gives_the_verdicts_of_the_runs_after
     assert not any("rounding envelope: its first runs" in n for n in beside.notes)
     # later stages too, for a parameter or an optimizer state of a step before the last: values the
     # steps after it overwrite on the checked module
-    assert any(c.envelope is not None and c.envelope.draws > 2 and c.kind in ("parameter", "optimizer state")
-               for step in beside.steps[:-1] for c in step.comparisons)
+    assert any(
+        c.envelope is not None and c.envelope.draws > 2 and c.kind in ("parameter", "optimizer state")
+        for step in beside.steps[:-1]
+        for c in step.comparisons
+    )
 
     def refuse(module, memo=None):
         raise TypeError("cannot pickle 'generator' object")

@@ -5,8 +5,8 @@ layers without a MindSpore CPU kernel, two precisions, loss scaling) is refused 
 
 from __future__ import annotations
 
-import ml_dtypes
 import mindspore as ms
+import ml_dtypes
 import numpy as np
 import pytest
 import torch
@@ -23,8 +23,9 @@ SGD = lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)  # noqa: E731
 
 def _pair(seed=0):
     torch.manual_seed(seed)
-    module = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.Tanh(), torch.nn.Linear(32, 32), torch.nn.ReLU(),
-                                 torch.nn.Linear(32, 4))
+    module = torch.nn.Sequential(
+        torch.nn.Linear(8, 32), torch.nn.Tanh(), torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)
+    )
     return parity.translate(module), module
 
 
@@ -77,16 +78,18 @@ def test_float16_wrong_momentum_fails_and_names_the_tensor():
         _train(cell, module, optimizer=(ms_sgd, SGD))
     step, first = info.value.result.first_failure
     assert step == 2 and first.name.endswith(":momentum_buffer") and first.margin > 2  # 12-21x measured
-    assert "MindSpore and PyTorch do not train the same! First at step 2, optimizer state 'momentum_buffer'" \
-        in str(info.value)
+    assert "MindSpore and PyTorch do not train the same! First at step 2, optimizer state 'momentum_buffer'" in str(
+        info.value
+    )
 
 
 def test_float16_adam_with_an_eps_float16_cannot_hold_names_it():
     cell, module = _float16()
     with pytest.raises(ParityMismatch) as info:
         _train(cell, module, optimizer=lambda p: torch.optim.Adam(p, lr=1e-3))
-    assert "torch.optim.Adam(eps=1e-08) on float16 parameters keeps its state in float16, where eps is 0" \
-        in str(info.value)
+    assert "torch.optim.Adam(eps=1e-08) on float16 parameters keeps its state in float16, where eps is 0" in str(
+        info.value
+    )
 
 
 def test_bfloat16_dense_is_refused_before_any_step():
@@ -109,8 +112,14 @@ def test_loss_scaling_a_half_pair_is_a_usage_error():
 def test_torch_train_step_takes_and_returns_bfloat16_bit_for_bit():
     torch.manual_seed(0)
     module = torch.nn.Linear(4, 2).bfloat16()
-    step = tb.TrainStep(module, torch.nn.MSELoss(), torch.optim.Adam(module.parameters()), accumulate=1,
-                        clip_grad_norm=None, device="cpu")
+    step = tb.TrainStep(
+        module,
+        torch.nn.MSELoss(),
+        torch.optim.Adam(module.parameters()),
+        accumulate=1,
+        clip_grad_norm=None,
+        device="cpu",
+    )
     x = materialize(parity.randn((3, 4)), 0).args[0].astype(ml_dtypes.bfloat16)
     target = np.ones((3, 2), ml_dtypes.bfloat16)
     expected = torch.nn.functional.mse_loss(module(tb.from_numpy(x)), tb.from_numpy(target))
@@ -127,5 +136,7 @@ def test_torch_train_step_takes_and_returns_bfloat16_bit_for_bit():
 def test_mixed_precision_o2_is_refused_pointing_at_check_amp():
     cell, module = _pair()
     amp_cell = ms.amp.auto_mixed_precision(cell, "O2")
-    with pytest.raises(ParityUsageError, match=r"trains in mixed precision .*parity\.check\(cell, module, inputs, amp="):
+    with pytest.raises(
+        ParityUsageError, match=r"trains in mixed precision .*parity\.check\(cell, module, inputs, amp="
+    ):
         _train(amp_cell, module)

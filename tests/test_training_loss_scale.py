@@ -23,30 +23,43 @@ def _net():
 
 def _train(loss_scale, steps=4, batches=BATCHES, **kwargs):
     model = _net()
-    return parity.check_training(parity.translate(model), model, batches, loss=torch.nn.MSELoss(), steps=steps,
-                                 optimizer=lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9),
-                                 loss_scale=loss_scale, **kwargs)
+    return parity.check_training(
+        parity.translate(model),
+        model,
+        batches,
+        loss=torch.nn.MSELoss(),
+        steps=steps,
+        optimizer=lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9),
+        loss_scale=loss_scale,
+        **kwargs,
+    )
 
 
 def test_a_translated_grad_scaler_skips_the_outlier_step_on_both_sides():
-    result = _train(lambda: torch.amp.GradScaler("cpu", init_scale=2.0 ** 24, growth_interval=2))
+    result = _train(lambda: torch.amp.GradScaler("cpu", init_scale=2.0**24, growth_interval=2))
     assert result.passed
     assert [s.skipped for s in result.steps] == [(False, False), (True, True), (False, False), (False, False)]
     # growth_interval=2: one finite step, the overflow halves the scale, two finite steps double it
-    assert [s.scales for s in result.steps] == [(2.0 ** 24,) * 2, (2.0 ** 24,) * 2, (2.0 ** 23,) * 2, (2.0 ** 23,) * 2]
+    assert [s.scales for s in result.steps] == [(2.0**24,) * 2, (2.0**24,) * 2, (2.0**23,) * 2, (2.0**23,) * 2]
     assert not result[2].stage("grads") and result[3].stage("grads")  # overflowed gradients: thrown away on both
     assert [c.name for c in result[2].stage("scale")] == ["update skipped"]
-    assert "loss scaling mindspore.amp.DynamicLossScaler(scale_value=16777216 (2**24), scale_factor=2, " \
-           "scale_window=2)" in result.optimizer
+    assert (
+        "loss scaling mindspore.amp.DynamicLossScaler(scale_value=16777216 (2**24), scale_factor=2, "
+        "scale_window=2)" in result.optimizer
+    )
 
 
 def test_graph_mode_and_a_static_scaler_against_a_scaler_that_backs_off():
-    result = _train((lambda: mindspore.amp.StaticLossScaler(2 ** 24),
-                     lambda: torch.amp.GradScaler("cpu", init_scale=2.0 ** 24)), ms_mode="graph")
+    result = _train(
+        (lambda: mindspore.amp.StaticLossScaler(2**24), lambda: torch.amp.GradScaler("cpu", init_scale=2.0**24)),
+        ms_mode="graph",
+    )
     assert [s.skipped for s in result.steps][1] == (True, True)
-    assert result[3].scales == (2.0 ** 24, 2.0 ** 23)  # no step overflowed on one side only: a note, no failure
-    assert result.notes == ["loss scales differ from step 3 (MindSpore 16777216 (2**24), PyTorch 8388608 (2**23)), "
-                            "and no step overflowed on one side only"]
+    assert result[3].scales == (2.0**24, 2.0**23)  # no step overflowed on one side only: a note, no failure
+    assert result.notes == [
+        "loss scales differ from step 3 (MindSpore 16777216 (2**24), PyTorch 8388608 (2**23)), "
+        "and no step overflowed on one side only"
+    ]
 
 
 def test_differing_default_scales_fail_where_only_mindspore_overflows():
@@ -60,8 +73,10 @@ def test_differing_default_scales_fail_where_only_mindspore_overflows():
     assert result[2].scales == (ms_default, torch_default) and result[2].skipped == (True, False)
     assert "First at step 2, loss scaling: the update skipped on one side only" in text
     assert "Divergence: first at step 2 of 4, stage 'scale'" in text
-    assert "Loss scaling: MindSpore skipped the update (a gradient overflowed) at loss scale 16777216 (2**24); " \
-           "PyTorch applied the update at loss scale 65536 (2**16)" in text
+    assert (
+        "Loss scaling: MindSpore skipped the update (a gradient overflowed) at loss scale 16777216 (2**24); "
+        "PyTorch applied the update at loss scale 65536 (2**16)" in text
+    )
     assert f"Likely cause: known mismatch '{entry_id}'" in text
     assert "FAIL 2**24 skip / 2**16" in text
 
@@ -70,22 +85,36 @@ def test_alike_scalers_with_an_outlier_that_overflows_at_both_scales():
     larger = [NORMAL, ((OUTLIER[0] * 100).astype(np.float32), OUTLIER[1]), NORMAL]
     result = _train(lambda: torch.amp.GradScaler("cpu"), steps=3, batches=larger)  # PyTorch's defaults, both sides
     assert result.passed and [s.skipped for s in result.steps] == [(False, False), (True, True), (False, False)]
-    assert result[3].scales == (2.0 ** 15, 2.0 ** 15)
+    assert result[3].scales == (2.0**15, 2.0**15)
 
 
-@pytest.mark.parametrize("loss_scale, message", [
-    (2 ** 16, "give a function of no arguments returning a torch.amp.GradScaler"),
-    (torch.amp.GradScaler("cpu"), "a built scaler keeps its state between runs: pass a factory"),
-    ((lambda: 1,), "a pair (ms_factory, torch_factory) takes two functions"),
-    (lambda: torch.optim.SGD, "the PyTorch scaler factory returned"),
-    (lambda: torch.amp.GradScaler("cpu", enabled=False), "the GradScaler is disabled"),
-    (lambda: torch.amp.GradScaler("cpu", growth_factor=3.0), "backoff_factor=0.5 is not 1/growth_factor"),
-    (lambda: torch.amp.GradScaler("cpu", growth_factor=1.5, backoff_factor=0.5), "growth_factor=1.5 is no integer"),
-    (lambda: torch.amp.GradScaler("cpu", init_scale=0.5), "init_scale=0.5 is below 1"),
-    ((lambda: object(), lambda: torch.amp.GradScaler("cpu")), "not a mindspore.amp.LossScaler"),
-    ((lambda x: x, lambda: torch.amp.GradScaler("cpu")), "the MindSpore scaler factory must take no arguments"),
-], ids=["number", "instance", "short-pair", "not-a-scaler", "disabled", "backoff", "growth", "init", "ms-not-a-scaler",
-        "ms-factory-arguments"])
+@pytest.mark.parametrize(
+    "loss_scale, message",
+    [
+        (2**16, "give a function of no arguments returning a torch.amp.GradScaler"),
+        (torch.amp.GradScaler("cpu"), "a built scaler keeps its state between runs: pass a factory"),
+        ((lambda: 1,), "a pair (ms_factory, torch_factory) takes two functions"),
+        (lambda: torch.optim.SGD, "the PyTorch scaler factory returned"),
+        (lambda: torch.amp.GradScaler("cpu", enabled=False), "the GradScaler is disabled"),
+        (lambda: torch.amp.GradScaler("cpu", growth_factor=3.0), "backoff_factor=0.5 is not 1/growth_factor"),
+        (lambda: torch.amp.GradScaler("cpu", growth_factor=1.5, backoff_factor=0.5), "growth_factor=1.5 is no integer"),
+        (lambda: torch.amp.GradScaler("cpu", init_scale=0.5), "init_scale=0.5 is below 1"),
+        ((lambda: object(), lambda: torch.amp.GradScaler("cpu")), "not a mindspore.amp.LossScaler"),
+        ((lambda x: x, lambda: torch.amp.GradScaler("cpu")), "the MindSpore scaler factory must take no arguments"),
+    ],
+    ids=[
+        "number",
+        "instance",
+        "short-pair",
+        "not-a-scaler",
+        "disabled",
+        "backoff",
+        "growth",
+        "init",
+        "ms-not-a-scaler",
+        "ms-factory-arguments",
+    ],
+)
 def test_a_bad_loss_scale_is_a_usage_error(loss_scale, message):
     with pytest.raises(parity.ParityUsageError) as info:
         _train(loss_scale, steps=1)

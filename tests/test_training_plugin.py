@@ -1,7 +1,6 @@
 """The ``parity`` fixture's ``check_training``, tested from outside with pytester: bound to the
 session's seed, to the marker's tolerance, reported in the run summary and named in failures."""
 
-
 import pytest
 
 from parity import options as opts
@@ -64,13 +63,19 @@ def warm_frameworks():
     import torch
 
     import parity
-    import parity.plugin.items  # noqa: F401
     import parity.engine.training.loop  # noqa: F401
+    import parity.plugin.items  # noqa: F401
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.BatchNorm1d(6), torch.nn.Linear(6, 3))
-    parity.check_training(parity.translate(model), model, [(parity.randn((4, 4)), parity.randint((4,), 0, 3))],
-                          loss=torch.nn.CrossEntropyLoss(), steps=1, optimizer=lambda p: torch.optim.SGD(p, lr=0.1))
+    parity.check_training(
+        parity.translate(model),
+        model,
+        [(parity.randn((4, 4)), parity.randint((4,), 0, 3))],
+        loss=torch.nn.CrossEntropyLoss(),
+        steps=1,
+        optimizer=lambda p: torch.optim.SGD(p, lr=0.1),
+    )
 
 
 def test_fixture_check_training_is_bound_to_the_session(pytester):
@@ -78,22 +83,27 @@ def test_fixture_check_training_is_bound_to_the_session(pytester):
     result = pytester.runpytest(PARITY, f"{SEED}=7")
     out = result.stdout.str()
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines([
-        "*ParityMismatch*MindSpore and PyTorch do not train the same! First at step 1, optimizer state 'lr'*",
-        "*Case:       test_train.py::test_fail  (test_train.py:*)",
-        "*Batches: seed 7 -> *",
-        f"*Reproduce: pytest test_train.py::test_fail {PARITY} {SEED}=7",
-    ])
-    result.stdout.fnmatch_lines([
-        "*= parity summary =*",
-        "ok    test_train.py::test_pass: worst margin *x allowed (*)",
-        "FAIL  test_train.py::test_fail: worst margin *x allowed (*)",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*ParityMismatch*MindSpore and PyTorch do not train the same! First at step 1, optimizer state 'lr'*",
+            "*Case:       test_train.py::test_fail  (test_train.py:*)",
+            "*Batches: seed 7 -> *",
+            f"*Reproduce: pytest test_train.py::test_fail {PARITY} {SEED}=7",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*= parity summary =*",
+            "ok    test_train.py::test_pass: worst margin *x allowed (*)",
+            "FAIL  test_train.py::test_fail: worst margin *x allowed (*)",
+        ]
+    )
     assert "parity/engine/training/loop.py" not in out and "site-packages/torch" not in out
 
 
 def test_fixture_check_training_follows_the_sessions_mode(pytester):
-    pytester.makepyfile(test_modes="""
+    pytester.makepyfile(
+        test_modes="""
 def test_modes(parity):
     import torch
     from parity import translate
@@ -106,7 +116,8 @@ def test_modes(parity):
     assert result.mode == "both"
     assert {c.mode for c in result.comparisons} == {"pynative", "graph"}
     assert len(result[2].stage("params")) == 2 * len(list(model.parameters()))
-""")
+"""
+    )
     result = pytester.runpytest(PARITY, f"{MODE}=both")
     result.assert_outcomes(passed=1)
 
@@ -141,12 +152,14 @@ def test_catalogue_runs_training_cases(pytester):
     pytester.path.joinpath("catalogue", "loops.py").write_text(TRAINING_CATALOGUE)
     result = pytester.runpytest(PARITY, "-v")
     result.assert_outcomes(passed=1, xfailed=1)
-    result.stdout.fnmatch_lines_random([
-        "catalogue/loops.py::Trains[[]training[]] PASSED*",
-        "catalogue/loops.py::WrongLr[[]training[]] XFAIL*",
-        "ok    catalogue/loops.py::Trains[[]training[]]: worst margin *x allowed*",
-        "xfail catalogue/loops.py::WrongLr[[]training[]]: worst margin *x allowed*",
-    ])
+    result.stdout.fnmatch_lines_random(
+        [
+            "catalogue/loops.py::Trains[[]training[]] PASSED*",
+            "catalogue/loops.py::WrongLr[[]training[]] XFAIL*",
+            "ok    catalogue/loops.py::Trains[[]training[]]: worst margin *x allowed*",
+            "xfail catalogue/loops.py::WrongLr[[]training[]]: worst margin *x allowed*",
+        ]
+    )
 
 
 def test_a_training_case_takes_no_inputs():
@@ -154,13 +167,17 @@ def test_a_training_case_takes_no_inputs():
 
     from parity import ParityCase, Training, randint, randn
 
-    training = Training([(randn((2, 4)), randint((2,), 0, 3))], loss=torch.nn.CrossEntropyLoss(),
-                        optimizer=lambda p: torch.optim.SGD(p, lr=0.1))
+    training = Training(
+        [(randn((2, 4)), randint((2,), 0, 3))],
+        loss=torch.nn.CrossEntropyLoss(),
+        optimizer=lambda p: torch.optim.SGD(p, lr=0.1),
+    )
     with pytest.raises(ParityUsageError, match="a training case takes its batches from Training"):
         ParityCase("Both", mindspore="m:a", torch="t:b", inputs=randn((2, 4)), training=training)
     with pytest.raises(ParityUsageError, match=r"training must be parity.Training\(batches, loss, optimizer"):
         ParityCase("Dict", mindspore="m:a", torch="t:b", training={"loss": None})
     with pytest.raises(ParityUsageError, match="give inputs="):
         ParityCase("Neither", mindspore="m:a", torch="t:b")
-    assert [v.id for v in ParityCase("Loop", mindspore="m:a", torch="t:b", training=training).variants()] == \
-        ["Loop[training]"]
+    assert [v.id for v in ParityCase("Loop", mindspore="m:a", torch="t:b", training=training).variants()] == [
+        "Loop[training]"
+    ]

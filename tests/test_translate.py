@@ -21,11 +21,13 @@ def _weights(cell):
 
 # --- errors ---------------------------------------------------------------------------------
 
+
 class Features(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.features = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(),
-                                            torch.nn.LazyLinear(3))
+        self.features = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.LazyLinear(3)
+        )
 
     def forward(self, x):
         return self.features(x)
@@ -67,11 +69,13 @@ def test_the_cell_starts_in_the_module_mode():
 def test_at_least_sixty_layers_translate():
     names = translated_names()
     assert len(names) >= 60
-    assert {"torch.nn.Conv2d", "torch.nn.LSTM", "torch.nn.MultiheadAttention",
-            "torch.nn.CrossEntropyLoss"} <= set(names)
+    assert {"torch.nn.Conv2d", "torch.nn.LSTM", "torch.nn.MultiheadAttention", "torch.nn.CrossEntropyLoss"} <= set(
+        names
+    )
 
 
 # --- containers and custom Modules ----------------------------------------------------------
+
 
 def test_sequential_becomes_sequential_cell_with_the_same_names_and_weights():
     net = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh(), torch.nn.Linear(3, 2))
@@ -140,8 +144,11 @@ class CallsSuper(torch.nn.Linear):
 
 
 def test_custom_forward_neither_traced_nor_runnable_is_refused_saying_both():
-    with pytest.raises(ParityUnsupported, match=r"CallsTorchOnData\): torch.fx cannot trace forward: TraceError: "
-                                                r".*test_translate.py:\d+.*; and forward\(\) uses torch:"):
+    with pytest.raises(
+        ParityUnsupported,
+        match=r"CallsTorchOnData\): torch.fx cannot trace forward: TraceError: "
+        r".*test_translate.py:\d+.*; and forward\(\) uses torch:",
+    ):
         parity.translate(CallsTorchOnData())
 
 
@@ -161,6 +168,7 @@ def test_super_forward_is_traced_through():
 
 # --- arguments where the defaults differ ----------------------------------------------------
 
+
 @pytest.fixture
 def spy(monkeypatch):
     """``spy("Conv2d")`` records the keyword arguments every ``mindspore.nn.Conv2d`` is built with."""
@@ -179,17 +187,20 @@ def spy(monkeypatch):
     return install
 
 
-@pytest.mark.parametrize("module, ms_name, expected", [
-    (torch.nn.BatchNorm2d(3), "BatchNorm2d", {"momentum": pytest.approx(0.9), "eps": 1e-5}),
-    (torch.nn.LayerNorm(5), "LayerNorm", {"epsilon": 1e-5}),
-    (torch.nn.GELU(approximate="tanh"), "GELU", {"approximate": True}),
-    (torch.nn.GELU(), "GELU", {"approximate": False}),
-    (torch.nn.LeakyReLU(0.05), "LeakyReLU", {"alpha": 0.05}),
-    (torch.nn.Dropout(0.3), "Dropout", {"p": 0.3}),
-    (torch.nn.MaxPool2d(2), "MaxPool2d", {"kernel_size": (2, 2), "stride": (2, 2), "pad_mode": "valid"}),
-    (torch.nn.SmoothL1Loss(), "SmoothL1Loss", {"reduction": "mean", "beta": 1.0}),
-    (torch.nn.Softmax(dim=1), "Softmax", {"axis": 1}),
-])
+@pytest.mark.parametrize(
+    "module, ms_name, expected",
+    [
+        (torch.nn.BatchNorm2d(3), "BatchNorm2d", {"momentum": pytest.approx(0.9), "eps": 1e-5}),
+        (torch.nn.LayerNorm(5), "LayerNorm", {"epsilon": 1e-5}),
+        (torch.nn.GELU(approximate="tanh"), "GELU", {"approximate": True}),
+        (torch.nn.GELU(), "GELU", {"approximate": False}),
+        (torch.nn.LeakyReLU(0.05), "LeakyReLU", {"alpha": 0.05}),
+        (torch.nn.Dropout(0.3), "Dropout", {"p": 0.3}),
+        (torch.nn.MaxPool2d(2), "MaxPool2d", {"kernel_size": (2, 2), "stride": (2, 2), "pad_mode": "valid"}),
+        (torch.nn.SmoothL1Loss(), "SmoothL1Loss", {"reduction": "mean", "beta": 1.0}),
+        (torch.nn.Softmax(dim=1), "Softmax", {"axis": 1}),
+    ],
+)
 def test_translated_arguments(spy, module, ms_name, expected):
     calls = spy(ms_name)
     parity.translate(module)
@@ -203,7 +214,10 @@ def test_conv_padding_is_explicit(spy):
     parity.translate(torch.nn.Conv2d(3, 4, 3, padding=(1, 2), bias=False))
     parity.translate(torch.nn.Conv2d(3, 4, 3, padding="same"))
     assert [(c["pad_mode"], c.get("padding"), c["has_bias"]) for c in calls] == [
-        ("pad", (0, 0, 0, 0), True), ("pad", (1, 1, 2, 2), False), ("same", None, True)]
+        ("pad", (0, 0, 0, 0), True),
+        ("pad", (1, 1, 2, 2), False),
+        ("same", None, True),
+    ]
 
 
 def test_batch_norm_without_affine_or_stats_holds_constants():
@@ -213,14 +227,18 @@ def test_batch_norm_without_affine_or_stats_holds_constants():
 
 # --- a few translated layers, checked -------------------------------------------------------
 
-@pytest.mark.parametrize("module, inputs, train", [
-    (torch.nn.Conv1d(3, 4, 3, stride=2, padding=1), parity.randn((2, 3, 9)), False),
-    (torch.nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1), parity.randn((1, 3, 4, 4)), False),
-    (torch.nn.BatchNorm2d(3), parity.randn((2, 3, 4, 4)), True),
-    (torch.nn.LSTM(4, 3, num_layers=2, bidirectional=True), parity.randn((5, 2, 4)), False),
-    (torch.nn.Embedding(6, 3, padding_idx=0), parity.randint((2, 5), 0, 6), False),
-    (torch.nn.CrossEntropyLoss(label_smoothing=0.1), (parity.randn((4, 5)), parity.randint((4,), 0, 5)), False),
-])
+
+@pytest.mark.parametrize(
+    "module, inputs, train",
+    [
+        (torch.nn.Conv1d(3, 4, 3, stride=2, padding=1), parity.randn((2, 3, 9)), False),
+        (torch.nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1), parity.randn((1, 3, 4, 4)), False),
+        (torch.nn.BatchNorm2d(3), parity.randn((2, 3, 4, 4)), True),
+        (torch.nn.LSTM(4, 3, num_layers=2, bidirectional=True), parity.randn((5, 2, 4)), False),
+        (torch.nn.Embedding(6, 3, padding_idx=0), parity.randint((2, 5), 0, 6), False),
+        (torch.nn.CrossEntropyLoss(label_smoothing=0.1), (parity.randn((4, 5)), parity.randint((4,), 0, 5)), False),
+    ],
+)
 def test_translated_layer_matches(module, inputs, train):
     result = parity.check(parity.translate(module), module, inputs, train=train)
     assert result.passed

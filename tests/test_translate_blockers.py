@@ -55,9 +55,13 @@ def test_every_blocker_is_listed_with_the_modules_it_blocks():
     # fft and the .real read after it block the three blocks; erfinv and the LSTM's projection one each
     assert first.startswith("translate() cannot translate 5 module(s): 4 blocker(s), every one found")
     assert "fft" in rest[0] and "test_translate_blockers.py:" in rest[0]
-    assert rest[1].strip() == ("in 3 module(s): blocks.0.fft (test_translate_blockers.UsesFFT), blocks.1.fft "
-                               "(test_translate_blockers.UsesFFT), blocks.2.fft (test_translate_blockers.UsesFFT)")
-    assert any("erfinv" in line for line in rest) and "in 1 module(s): odd (test_translate_blockers.UsesErfinv)" in message
+    assert rest[1].strip() == (
+        "in 3 module(s): blocks.0.fft (test_translate_blockers.UsesFFT), blocks.1.fft "
+        "(test_translate_blockers.UsesFFT), blocks.2.fft (test_translate_blockers.UsesFFT)"
+    )
+    assert (
+        any("erfinv" in line for line in rest) and "in 1 module(s): odd (test_translate_blockers.UsesErfinv)" in message
+    )
     assert "proj_size=2 has no MindSpore counterpart" in message and "in 1 module(s): rnn (torch.nn.LSTM)" in message
     assert len(info.value.items) == 5 and len(info.value.groups()) == 4
 
@@ -77,6 +81,9 @@ def test_hugging_face_llama_translates_and_its_call_names_what_stops_it():
     # default) translate (tests/test_translate_fx.py); what is left shows when it runs
     cell = parity.translate(torch_llama())
     ids, mask = mindspore.Tensor(np.ones((1, 4), np.int64)), mindspore.Tensor(np.ones((1, 4), np.int64))
-    with pytest.raises(ParityUnsupported, match=r"^model \(transformers\.models\.llama\.modeling_llama\.LlamaModel\): "
-                                                r"torch\.fx cannot trace forward: .*control flow .*masking_utils\.py"):
+    with pytest.raises(
+        ParityUnsupported,
+        match=r"^model \(transformers\.models\.llama\.modeling_llama\.LlamaModel\): "
+        r"torch\.fx cannot trace forward: .*control flow .*masking_utils\.py",
+    ):
         cell(ids, mask)

@@ -22,20 +22,42 @@ class Made(torch.nn.Module):
     def forward(self, x):
         n = 6  # a constant: a symbolic trace cannot size a tensor by a traced shape
         positions = torch.arange(n)  # int64
-        scaled = torch.arange(0, n, 2, dtype=torch.float32) / n + torch.arange(0.0, n / 2) + torch.tensor([1.0, 2, 3]) \
-            * torch.tensor([1, 0, 2]) + torch.tensor(0.5, dtype=torch.float32)
+        scaled = (
+            torch.arange(0, n, 2, dtype=torch.float32) / n
+            + torch.arange(0.0, n / 2)
+            + torch.tensor([1.0, 2, 3]) * torch.tensor([1, 0, 2])
+            + torch.tensor(0.5, dtype=torch.float32)
+        )
         causal = torch.ones(n, n).triu(1).bool() | torch.zeros(n, n, dtype=torch.bool)
         scores = torch.where(causal, torch.finfo(torch.float32).min, x[..., None] * x[..., None, :])
         count = torch.cumsum((x > 0).long(), dim=-1) + positions.cumsum(0)
-        filled = torch.full_like(x, 2.0) + torch.zeros_like(x) + torch.ones_like(x) + x.new_zeros(x.shape) \
-            + x.new_ones((1, n)) + x.new_full((1, n), 0.5)
+        filled = (
+            torch.full_like(x, 2.0)
+            + torch.zeros_like(x)
+            + torch.ones_like(x)
+            + x.new_zeros(x.shape)
+            + x.new_ones((1, n))
+            + x.new_full((1, n), 0.5)
+        )
         flags = x.gt(0).float() + x.lt(0.5).float() + x.eq(x).float() + x.ne(0).float() + x.ge(0).double().float()
-        picked = torch.where(x > 0, x, 0.0) + torch.where(x < 0, 1.0, 0.0) + x.tril().sum() + x.triu(1).sum() \
-            + x.clone() * 2 + x.detach() ** 2  # no gradient through the detached copy, on either side
+        picked = (
+            torch.where(x > 0, x, 0.0)
+            + torch.where(x < 0, 1.0, 0.0)
+            + x.tril().sum()
+            + x.triu(1).sum()
+            + x.clone() * 2
+            + x.detach() ** 2
+        )  # no gradient through the detached copy, on either side
         steps = torch.diff(x, dim=-1) + x.diff(n=2, prepend=x[:, :1]) + torch.diff((x > 0).long(), dim=1).float()
         flags = flags + torch.all(x > -9).float() + torch.any(x > 0, dim=-1, keepdim=True).float()
-        return scores.softmax(-1) * scaled.sum(), count.float() * x, filled * x + flags, picked, \
-            torch.logical_not(causal).float().sum(-1), steps
+        return (
+            scores.softmax(-1) * scaled.sum(),
+            count.float() * x,
+            filled * x + flags,
+            picked,
+            torch.logical_not(causal).float().sum(-1),
+            steps,
+        )
 
 
 class Select(torch.nn.Module):
@@ -50,8 +72,15 @@ class Select(torch.nn.Module):
         rolled = torch.roll(x, shifts=(1, -2), dims=(0, 1)) + x.roll(3, 1) + torch.roll(x, 5)
         flipped = torch.flip(x, [0, 1]) + x.flip(1)
         largest = x.max(dim=1).values + torch.max(x, -1, keepdim=True)[0].squeeze(-1) + x.min(1)[0]
-        return gathered, rows, repeated, rolled + flipped, largest + torch.max(x) + torch.maximum(x, -x).sum(), \
-            x.argmax(-1).float() + torch.argmax(x, 1).float(), torch.unflatten(x, 1, (2, 3)).neg()
+        return (
+            gathered,
+            rows,
+            repeated,
+            rolled + flipped,
+            largest + torch.max(x) + torch.maximum(x, -x).sum(),
+            x.argmax(-1).float() + torch.argmax(x, 1).float(),
+            torch.unflatten(x, 1, (2, 3)).neg(),
+        )
 
 
 class Products(torch.nn.Module):
@@ -61,11 +90,19 @@ class Products(torch.nn.Module):
         self.heads = torch.nn.Parameter(torch.randn(2, 3, 4) / 2)
 
     def forward(self, a, b, v):
-        return (torch.einsum("bij,bjk->bik", a, b), torch.einsum("bik,kl", a @ b, self.weight),
-                torch.einsum("...ij,...jk->...ik", a, b), torch.einsum("hdk,bhqk->bhqd", self.heads, a[:, None]),
-                torch.einsum("i,j->ij", v, v), torch.einsum("bij->j", a), torch.einsum("bij,bij->b", a, a),
-                torch.einsum("ij,jk,kl->il", a[0], b[0], self.weight), torch.einsum("bij->bji", a),
-                torch.baddbmm(a @ b, a, b, beta=0.5, alpha=2) + (a @ b).baddbmm(a, b), torch.outer(v, v) + v.outer(v))
+        return (
+            torch.einsum("bij,bjk->bik", a, b),
+            torch.einsum("bik,kl", a @ b, self.weight),
+            torch.einsum("...ij,...jk->...ik", a, b),
+            torch.einsum("hdk,bhqk->bhqd", self.heads, a[:, None]),
+            torch.einsum("i,j->ij", v, v),
+            torch.einsum("bij->j", a),
+            torch.einsum("bij,bij->b", a, a),
+            torch.einsum("ij,jk,kl->il", a[0], b[0], self.weight),
+            torch.einsum("bij->bji", a),
+            torch.baddbmm(a @ b, a, b, beta=0.5, alpha=2) + (a @ b).baddbmm(a, b),
+            torch.outer(v, v) + v.outer(v),
+        )
 
 
 class Norms(torch.nn.Module):
@@ -93,8 +130,9 @@ class Attention(torch.nn.Module):
         keep[0] = False  # the first query attends to nothing: PyTorch gives zeros
         grouped = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
         masked = F.scaled_dot_product_attention(q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1), attn_mask=keep)
-        added = F.scaled_dot_product_attention(q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1),
-                                               attn_mask=additive)
+        added = F.scaled_dot_product_attention(
+            q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1), attn_mask=additive
+        )
         causal = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         return grouped, masked, added, causal
 
@@ -109,14 +147,20 @@ def _additive_mask():
 INDEX = np.array([[0, 5, 2, 2, 1, 3], [4, 4, 0, 1, 5, 2]], dtype=np.int64)
 
 
-@pytest.mark.parametrize("module, inputs", [
-    (Made(), parity.randn((2, 6))),
-    (Select(), (parity.randn((2, 6)), INDEX)),
-    (Products(), (parity.randn((2, 3, 4)), parity.randn((2, 4, 4)), parity.randn((4,)))),
-    (Norms(), parity.randn((2, 6, 3, 3))),
-    (Attention(), (parity.randn((2, 4, 5, 8)), parity.randn((2, 2, 5, 8)), parity.randn((2, 2, 5, 8)),
-                   _additive_mask())),
-], ids=lambda v: type(v).__name__ if isinstance(v, torch.nn.Module) else "")
+@pytest.mark.parametrize(
+    "module, inputs",
+    [
+        (Made(), parity.randn((2, 6))),
+        (Select(), (parity.randn((2, 6)), INDEX)),
+        (Products(), (parity.randn((2, 3, 4)), parity.randn((2, 4, 4)), parity.randn((4,)))),
+        (Norms(), parity.randn((2, 6, 3, 3))),
+        (
+            Attention(),
+            (parity.randn((2, 4, 5, 8)), parity.randn((2, 2, 5, 8)), parity.randn((2, 2, 5, 8)), _additive_mask()),
+        ),
+    ],
+    ids=lambda v: type(v).__name__ if isinstance(v, torch.nn.Module) else "",
+)
 def test_rows_match_pytorch(module, inputs):
     torch.manual_seed(0)
     cell = parity.translate(module.eval())
@@ -140,9 +184,13 @@ def test_batch_norm_in_train_mode_updates_the_running_statistics_as_pytorch():
     assert not np.allclose(moved, Norms().running_mean.numpy())  # the statistics did move
 
 
-@pytest.mark.parametrize("equation, shapes", [
-    ("ii->i", [(3, 3)]), ("ij,jk", [(2, 3)]),
-])
+@pytest.mark.parametrize(
+    "equation, shapes",
+    [
+        ("ii->i", [(3, 3)]),
+        ("ij,jk", [(2, 3)]),
+    ],
+)
 def test_einsum_refuses_what_it_cannot_write_out(equation, shapes):
     operands = [mindspore.Tensor(np.ones(s, np.float32)) for s in shapes]
     with pytest.raises(TypeError, match="einsum"):
@@ -166,9 +214,18 @@ def test_forms_without_a_translation_are_refused_by_name():
 
 
 def test_the_new_rows_are_in_the_table():
-    for name in ("torch.einsum", "torch.nn.functional.batch_norm", "torch.nn.functional.group_norm", "torch.roll",
-                 "torch.arange", "torch.where", "torch.cumsum", "torch.gather", "torch.repeat_interleave",
-                 "torch.baddbmm"):
+    for name in (
+        "torch.einsum",
+        "torch.nn.functional.batch_norm",
+        "torch.nn.functional.group_norm",
+        "torch.roll",
+        "torch.arange",
+        "torch.where",
+        "torch.cumsum",
+        "torch.gather",
+        "torch.repeat_interleave",
+        "torch.baddbmm",
+    ):
         assert functions._resolve(name) is not None and name in functions.FUNCTIONS, name
     for name in ("new_zeros", "cumsum", "gather", "repeat_interleave", "roll", "triu", "tril", "long", "baddbmm"):
         assert name in functions.METHODS and hasattr(torch.Tensor, name), name
@@ -226,9 +283,11 @@ def test_an_untranslated_call_inside_a_wrapped_function_is_named_with_its_line()
 
     line = inspect.getsourcelines(_untranslatable)[1] + 1
     cell = parity.translate(Calls())
-    with pytest.raises(parity.ParityUnsupported,
-                       match=rf"_untranslatable calls what has no MindSpore translation: torch\.bernoulli at "
-                             rf".*test_translate_calls\.py:{line}"):
+    with pytest.raises(
+        parity.ParityUnsupported,
+        match=rf"_untranslatable calls what has no MindSpore translation: torch\.bernoulli at "
+        rf".*test_translate_calls\.py:{line}",
+    ):
         cell(mindspore.Tensor(np.ones((2, 3), np.float32)))
 
 
@@ -246,6 +305,7 @@ def test_strided_slices_and_rolls_have_gradients_on_cpu():
 
 # --- transformers' own attention helpers, traced -------------------------------------------------
 
+
 class LlamaAttentionCore(torch.nn.Module):
     """transformers' LLaMA attention from the projections on, with its own functions: rotary
     tables (``inv_freq``, ``cat(freqs, freqs)``), ``apply_rotary_pos_emb`` (``rotate_half``),
@@ -259,19 +319,22 @@ class LlamaAttentionCore(torch.nn.Module):
         self.llama = import_quietly("transformers.models.llama.modeling_llama")
         self.q_proj, self.k_proj = torch.nn.Linear(16, 16, bias=False), torch.nn.Linear(16, 8, bias=False)
         self.v_proj = torch.nn.Linear(16, 8, bias=False)
-        self.register_buffer("inv_freq", 1.0 / (10000 ** (torch.arange(0, 4, 2, dtype=torch.int64).float() / 4)),
-                             persistent=False)
+        self.register_buffer(
+            "inv_freq", 1.0 / (10000 ** (torch.arange(0, 4, 2, dtype=torch.int64).float() / 4)), persistent=False
+        )
 
     def forward(self, x, position_ids):
         q = self.q_proj(x).view(2, 5, 4, 4).transpose(1, 2)
         k, v = (p(x).view(2, 5, 2, 4).transpose(1, 2) for p in (self.k_proj, self.v_proj))
-        freqs = (self.inv_freq[None, :, None].float().expand(2, -1, 1) @ position_ids[:, None, :].float()).transpose(1, 2)
+        freqs = (self.inv_freq[None, :, None].float().expand(2, -1, 1) @ position_ids[:, None, :].float()).transpose(
+            1, 2
+        )
         emb = torch.cat((freqs, freqs), dim=-1)
         q, k = self.llama.apply_rotary_pos_emb(q, k, emb.cos(), emb.sin())
         keys, values = self.llama.repeat_kv(k, 2), self.llama.repeat_kv(v, 2)
         allowed = torch.ones(5, 5, dtype=torch.bool).tril()[None, None] & (position_ids >= 0)[:, None, None, :]
         mask = torch.zeros(2, 1, 5, 5).masked_fill(~allowed, torch.finfo(torch.float32).min)
-        scores = torch.matmul(q, keys.transpose(2, 3)) * 4 ** -0.5 + mask
+        scores = torch.matmul(q, keys.transpose(2, 3)) * 4**-0.5 + mask
         weights = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
         eager = torch.matmul(weights, values)
         fused = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, enable_gqa=True)

@@ -36,6 +36,7 @@ def _line_of(function, text: str) -> int:
 
 # --- the table, row by row against PyTorch --------------------------------------------------
 
+
 class Shapes(torch.nn.Module):
     """Tensor methods and torch functions that move data around, a channel shuffle among them."""
 
@@ -52,8 +53,12 @@ class Shapes(torch.nn.Module):
         z = torch.cat([a * 2, b, c.permute(0, 1, 3, 2), d.transpose(2, 3)], 1)
         w = x.reshape(batch, channels, -1).unsqueeze(1).squeeze(1).squeeze(0)
         v = torch.stack(w.unbind(1), dim=2).unsqueeze(0).expand(3, -1, -1, -1)
-        return torch.flatten(z, 1), z.flatten(2).mean([2]), v.sum(dim=-1, keepdim=True) * (w.shape[-1] + x.ndim), \
-            x[:, 1:3, ..., None]
+        return (
+            torch.flatten(z, 1),
+            z.flatten(2).mean([2]),
+            v.sum(dim=-1, keepdim=True) * (w.shape[-1] + x.ndim),
+            x[:, 1:3, ..., None],
+        )
 
 
 class Arithmetic(torch.nn.Module):
@@ -71,10 +76,23 @@ class Arithmetic(torch.nn.Module):
 
 class Activations(torch.nn.Module):
     def forward(self, x):
-        return (F.relu(x) + F.relu6(x * 4) + F.leaky_relu(x, 0.2) + F.elu(x, alpha=0.5) + F.gelu(x)
-                + F.gelu(x, approximate="tanh") + F.silu(x) + F.hardswish(x) + F.hardsigmoid(x) + torch.sigmoid(x)
-                + torch.tanh(x) + x.tanh() + F.softmax(x, dim=-1) + F.log_softmax(x, -1)
-                + F.dropout(x, 0.3, training=False))
+        return (
+            F.relu(x)
+            + F.relu6(x * 4)
+            + F.leaky_relu(x, 0.2)
+            + F.elu(x, alpha=0.5)
+            + F.gelu(x)
+            + F.gelu(x, approximate="tanh")
+            + F.silu(x)
+            + F.hardswish(x)
+            + F.hardsigmoid(x)
+            + torch.sigmoid(x)
+            + torch.tanh(x)
+            + x.tanh()
+            + F.softmax(x, dim=-1)
+            + F.log_softmax(x, -1)
+            + F.dropout(x, 0.3, training=False)
+        )
 
 
 class Layers(torch.nn.Module):
@@ -86,7 +104,11 @@ class Layers(torch.nn.Module):
         self.beta = torch.nn.Parameter(torch.randn(6) / 5)
 
     def forward(self, x):
-        pooled = F.adaptive_avg_pool2d(x, (1, 1)) + F.adaptive_max_pool2d(x, 1) + F.adaptive_avg_pool2d(x, (None, 1)).mean(2, True)
+        pooled = (
+            F.adaptive_avg_pool2d(x, (1, 1))
+            + F.adaptive_max_pool2d(x, 1)
+            + F.adaptive_avg_pool2d(x, (None, 1)).mean(2, True)
+        )
         windows = F.avg_pool2d(x, 2) + F.max_pool2d(x, 2, stride=2)
         normed = F.layer_norm(x.permute(0, 2, 3, 1), (6,), self.gamma, self.beta, 1e-6).permute(0, 3, 1, 2)
         near = F.interpolate(windows, scale_factor=2, mode="nearest")
@@ -153,23 +175,28 @@ class Powers(torch.nn.Module):
         self.bias = torch.nn.Parameter(torch.randn(4) / 3)
 
     def forward(self, x):
-        odd = torch.pow(x, 3.0) + x.pow(2) + x ** 3 + 2 ** x + (x.abs() + 1).pow(0.5) + x.abs().pow_(1.5)
+        odd = torch.pow(x, 3.0) + x.pow(2) + x**3 + 2**x + (x.abs() + 1).pow(0.5) + x.abs().pow_(1.5)
         waves = torch.cos(x) * x.sin() + x.cos() - torch.sin(3 * x) + torch.rsqrt(x.abs() + 1) + (x * x + 1).rsqrt()
         flat = x.view(-1, x.size(-1))
-        return odd + waves, torch.addmm(self.bias, flat, self.weight) + torch.addmm(self.bias, flat, self.weight,
-                                                                                     beta=0.5, alpha=2)
+        return odd + waves, torch.addmm(self.bias, flat, self.weight) + torch.addmm(
+            self.bias, flat, self.weight, beta=0.5, alpha=2
+        )
 
 
-@pytest.mark.parametrize("module, inputs", [
-    (Shapes(), parity.randn((2, 4, 3, 3))),
-    (Arithmetic(), parity.randn((3, 6))),
-    (Activations(), parity.randn((2, 3, 5), std=3.0)),
-    (Layers(), parity.randn((2, 6, 6, 6))),
-    (Attention(), (parity.randn((2, 5, 8)), parity.randn((5, 5)))),
-    (Casts(), (parity.randn((3, 6)), parity.randn((3, 6), dtype="float64"))),
-    (RMSNorm(), (parity.randn((2, 5, 6)), np.tile(np.arange(5), (2, 1)))),
-    (Powers(), parity.randn((2, 3, 6))),
-], ids=lambda v: type(v).__name__ if isinstance(v, torch.nn.Module) else "")
+@pytest.mark.parametrize(
+    "module, inputs",
+    [
+        (Shapes(), parity.randn((2, 4, 3, 3))),
+        (Arithmetic(), parity.randn((3, 6))),
+        (Activations(), parity.randn((2, 3, 5), std=3.0)),
+        (Layers(), parity.randn((2, 6, 6, 6))),
+        (Attention(), (parity.randn((2, 5, 8)), parity.randn((5, 5)))),
+        (Casts(), (parity.randn((3, 6)), parity.randn((3, 6), dtype="float64"))),
+        (RMSNorm(), (parity.randn((2, 5, 6)), np.tile(np.arange(5), (2, 1)))),
+        (Powers(), parity.randn((2, 3, 6))),
+    ],
+    ids=lambda v: type(v).__name__ if isinstance(v, torch.nn.Module) else "",
+)
 def test_table_rows_match_pytorch(module, inputs):
     torch.manual_seed(0)
     _passes(module.eval(), inputs)
@@ -184,6 +211,7 @@ def test_every_table_key_names_a_real_pytorch_api():
 
 
 # --- only what runs counts -------------------------------------------------------------------
+
 
 class UnusedTorch(torch.nn.Module):
     def __init__(self):
@@ -306,8 +334,11 @@ def test_what_kwargs_receives_is_traced_as_constant_arguments_are():
 
 def test_a_tensor_passed_through_kwargs_is_refused():
     cell = parity.translate(PassesKwargs(tensor=True))
-    with pytest.raises(ParityUnsupported, match=r"^inner \(test_translate_fx\.TakesKwargs\): forward's \*\*kwargs "
-                                                r"receives mask, which are not constants"):
+    with pytest.raises(
+        ParityUnsupported,
+        match=r"^inner \(test_translate_fx\.TakesKwargs\): forward's \*\*kwargs "
+        r"receives mask, which are not constants",
+    ):
         cell(mindspore.Tensor(np.ones((3, 4), np.float32)))
 
 
@@ -367,6 +398,7 @@ def test_a_child_output_of_a_dict_class_keeps_its_class_and_its_attributes_read(
 
 # --- in place, weights, containers -----------------------------------------------------------
 
+
 class InPlace(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -420,8 +452,9 @@ def test_tensors_forward_makes_or_reads_become_constants_and_the_module_is_left_
 def test_weight_names_follow_pytorch_attribute_paths():
     module = Nested()
     cell = _passes(module, parity.randn((3, 6)))
-    assert sorted(name for name, _ in cell.parameters_and_names()) == \
-        sorted(name for name, _ in [*module.named_parameters(), *module.named_buffers()])
+    assert sorted(name for name, _ in cell.parameters_and_names()) == sorted(
+        name for name, _ in [*module.named_parameters(), *module.named_buffers()]
+    )
 
 
 class Tied(torch.nn.Module):
@@ -462,6 +495,7 @@ def test_a_container_with_its_own_forward_is_traced():
 
 # --- errors -----------------------------------------------------------------------------------
 
+
 class Spectral(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -490,8 +524,11 @@ class FractionalNearest(torch.nn.Module):
 def test_a_call_mindspore_refuses_at_run_time_is_named_with_file_and_line():
     cell = parity.translate(FractionalNearest())
     line = _line_of(FractionalNearest.forward, "interpolate")
-    with pytest.raises(ParityUnsupported, match=rf"^MindSpore could not run torch\.nn\.functional\.interpolate at "
-                                                rf"tests/test_translate_fx\.py:{line} .*PyTorch samples by 1/scale_factor"):
+    with pytest.raises(
+        ParityUnsupported,
+        match=rf"^MindSpore could not run torch\.nn\.functional\.interpolate at "
+        rf"tests/test_translate_fx\.py:{line} .*PyTorch samples by 1/scale_factor",
+    ):
         cell(mindspore.Tensor(np.ones((1, 1, 5, 5), np.float32)))  # 7.5 rows: no size to sample by
 
 
@@ -511,6 +548,9 @@ def test_a_form_of_to_that_is_not_translated_is_refused_with_file_and_line():
 
     cell = parity.translate(ToLayout())
     line = _line_of(ToLayout.forward, "torch.strided")
-    with pytest.raises(ParityUnsupported, match=rf"Tensor\.to at tests/test_translate_fx\.py:{line} .*"
-                                                r"Tensor\.to\(torch\.strided\) is not translated"):
+    with pytest.raises(
+        ParityUnsupported,
+        match=rf"Tensor\.to at tests/test_translate_fx\.py:{line} .*"
+        r"Tensor\.to\(torch\.strided\) is not translated",
+    ):
         cell(mindspore.Tensor(np.ones((2, 2), np.float32)))

@@ -61,12 +61,18 @@ def test_control_flow_on_shapes_dtypes_and_values_translates_and_checks():
 def test_a_call_that_would_branch_the_other_way_is_refused_naming_the_decision():
     cell = parity.translate(Branches(), parity.randn((3, 2, 4)))
     line = _line_of(Branches.forward, "x.ndim == 2")
-    with pytest.raises(GuardFailed, match=rf"\.ndim of .* was 3 \(at tests/test_translate_inputs\.py:{line} .*"
-                                          r"this call gives 2"):
+    with pytest.raises(
+        GuardFailed,
+        match=rf"\.ndim of .* was 3 \(at tests/test_translate_inputs\.py:{line} .*"
+        r"this call gives 2",
+    ):
         cell(_ms(np.ones((3, 4), np.float32)))  # another rank
     line = _line_of(Branches.forward, "x.dtype == torch.float32")
-    with pytest.raises(GuardFailed, match=rf"\.dtype of .* was torch\.float32 \(at tests/test_translate_inputs\.py:"
-                                          rf"{line}.*this call gives torch\.float64"):
+    with pytest.raises(
+        GuardFailed,
+        match=rf"\.dtype of .* was torch\.float32 \(at tests/test_translate_inputs\.py:"
+        rf"{line}.*this call gives torch\.float64",
+    ):
         cell(_ms(np.ones((3, 2, 4), np.float64)))  # another dtype
     line = _line_of(Branches.forward, "range(x.shape[1])")
     with pytest.raises(ParityUsageError, match=rf"the integer of .* was 2 \(at tests/test_translate_inputs\.py:{line}"):
@@ -175,8 +181,11 @@ def test_only_code_that_runs_is_translated_and_blamed():
     line = _line_of(Untranslatable.forward, "torch.bernoulli")
     with pytest.raises(ParityUnsupported, match=rf"torch\.bernoulli at tests/test_translate_inputs\.py:{line}"):
         cell(_ms(np.ones((2, 4), np.float32)), use_rare=True)
-    with pytest.raises(ParityUnsupported, match=rf"rare \(.*Untranslatable\): forward calls what has no MindSpore "
-                                                rf"translation:\n  torch\.bernoulli at .*:{line}"):
+    with pytest.raises(
+        ParityUnsupported,
+        match=rf"rare \(.*Untranslatable\): forward calls what has no MindSpore "
+        rf"translation:\n  torch\.bernoulli at .*:{line}",
+    ):
         parity.translate(module, {"x": parity.randn((2, 4)), "use_rare": True})
 
 

@@ -32,8 +32,11 @@ def test_weight_norm_matches_pytorch_with_the_gradients_of_g_and_v(parametrized,
     module = Normed(parametrized, dim)
     cell = parity.translate(module)
     names = {name for name, _ in cell.parameters_and_names()}
-    g, v = ("parametrizations.weight.original0", "parametrizations.weight.original1") if parametrized else \
-        ("weight_g", "weight_v")
+    g, v = (
+        ("parametrizations.weight.original0", "parametrizations.weight.original1")
+        if parametrized
+        else ("weight_g", "weight_v")
+    )
     assert {f"conv.{g}", f"conv.{v}", f"fc.{g}", f"fc.{v}", "conv.bias", "fc.bias"} == names
     result = parity.check(cell, module, parity.randn((2, 8, 10)))
     assert result.passed, str(result)

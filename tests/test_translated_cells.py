@@ -58,6 +58,7 @@ def expected_names(module) -> set:
 
 # --- nets -------------------------------------------------------------------------------------
 
+
 class Block(torch.nn.Module):
     """conv -> BatchNorm -> ReLU, scaled by a parameter of its own, plus a buffer, plus the input."""
 
@@ -104,6 +105,7 @@ def small_cnn(block=Block):
 
 # --- 1. every Parameter named by its attribute path ---------------------------------------------
 
+
 @pytest.mark.parametrize("block", [Block, UntracedBlock], ids=["GraphForward", "TorchForward"])
 def test_every_parameter_is_named_by_its_attribute_path(block):
     model = small_cnn(block)
@@ -116,9 +118,11 @@ def test_every_parameter_is_named_by_its_attribute_path(block):
 
 
 @needs_zoo
-@pytest.mark.parametrize("build", [lambda: torchvision().models.resnet18(num_classes=10),
-                                   lambda: timm().create_model("seresnet18", num_classes=10)],
-                         ids=["torchvision-resnet18", "timm-seresnet18"])
+@pytest.mark.parametrize(
+    "build",
+    [lambda: torchvision().models.resnet18(num_classes=10), lambda: timm().create_model("seresnet18", num_classes=10)],
+    ids=["torchvision-resnet18", "timm-seresnet18"],
+)
 def test_zoo_models_have_unique_names_equal_to_their_paths(build):
     # Measured before the fix: resnet18's 102 Parameters had 31 distinct names (26 repeated, e.g.
     # 'weight', '0.conv1.weight'); seresnet18's 134 had 39 (34 repeated).
@@ -134,8 +138,14 @@ def test_zoo_models_have_unique_names_equal_to_their_paths(build):
 def test_check_training_runs_on_a_translated_cnn():
     model = small_cnn()
     batches = [(parity.randn((2, 3, 8, 8)), parity.randint((2,), 0, 5))]
-    result = parity.check_training(parity.translate(model), model, batches, loss=torch.nn.CrossEntropyLoss(),
-                                   optimizer=lambda params: torch.optim.SGD(params, lr=0.1), steps=2)
+    result = parity.check_training(
+        parity.translate(model),
+        model,
+        batches,
+        loss=torch.nn.CrossEntropyLoss(),
+        optimizer=lambda params: torch.optim.SGD(params, lr=0.1),
+        steps=2,
+    )
     assert result.passed and len(result.steps) == 2
 
 
@@ -151,7 +161,9 @@ def test_convert_checkpoint_into_a_translated_cell_writes_the_paths_and_reloads(
     assert report.written and report.complete and report.verified == report.converted == len(expected_names(model))
     stored = ms.load_checkpoint(str(tmp_path / "model.ckpt"))
     assert set(stored) == expected_names(model)
-    assert {"conv1.weight", "layer1.0.conv1.weight", "layer1.1.scale", "fc.bias"} <= set(stored) & set(model.state_dict())
+    assert {"conv1.weight", "layer1.0.conv1.weight", "layer1.1.scale", "fc.bias"} <= set(stored) & set(
+        model.state_dict()
+    )
     fresh = parity.translate(SmallCNN())  # other random weights
     assert ms.load_param_into_net(fresh, stored) == ([], [])
     state = model.state_dict()
@@ -163,6 +175,7 @@ def test_convert_checkpoint_into_a_translated_cell_writes_the_paths_and_reloads(
 
 # --- 2. MultiheadAttention returns what PyTorch returns ---------------------------------------
 
+
 @pytest.mark.parametrize("batch_first", [False, True])
 def test_multihead_attention_returns_pytorchs_tuple_for_every_combination(batch_first):
     torch.manual_seed(0)
@@ -173,8 +186,9 @@ def test_multihead_attention_returns_pytorchs_tuple_for_every_combination(batch_
         query, key = query.transpose(0, 1), key.transpose(0, 1)
     causal = torch.cat([torch.nn.Transformer.generate_square_subsequent_mask(3), torch.zeros(3, 1)], 1)
     other = torch.triu(torch.full((3, 4), float("-inf")), diagonal=2)  # not causal: PyTorch may replace it
-    for need, average, is_causal, mask in itertools.product([True, False], [True, False], [False, True],
-                                                            [causal, other]):
+    for need, average, is_causal, mask in itertools.product(
+        [True, False], [True, False], [False, True], [causal, other]
+    ):
         kwargs = dict(need_weights=need, average_attn_weights=average, is_causal=is_causal)
         expected = module(query, key, key, attn_mask=mask, **kwargs)
         found = cell(*(ms.Tensor(t.numpy()) for t in (query, key, key)), attn_mask=ms.Tensor(mask.numpy()), **kwargs)
@@ -182,8 +196,9 @@ def test_multihead_attention_returns_pytorchs_tuple_for_every_combination(batch_
         assert (found[1] is None) == (expected[1] is None), kwargs
         for ours, theirs in zip(found, expected):
             if theirs is not None:
-                np.testing.assert_allclose(ours.asnumpy(), theirs.detach().numpy(), rtol=1.3e-6, atol=1e-5,
-                                           err_msg=str(kwargs))
+                np.testing.assert_allclose(
+                    ours.asnumpy(), theirs.detach().numpy(), rtol=1.3e-6, atol=1e-5, err_msg=str(kwargs)
+                )
 
 
 def test_the_translated_multihead_attention_compiles_in_graph_mode():
@@ -197,13 +212,15 @@ def test_the_translated_multihead_attention_compiles_in_graph_mode():
 def test_torchvision_vit_translates_and_checks():
     # Before: IndexError at vision_transformer.py:113 (x, _ = self.self_attention(..., need_weights=False)).
     torch.manual_seed(0)
-    model = torchvision().models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
-                                                   hidden_dim=32, mlp_dim=64, num_classes=10)
+    model = torchvision().models.VisionTransformer(
+        image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64, num_classes=10
+    )
     result = parity.check(parity.translate(model), model.eval(), parity.randn((2, 3, 32, 32)))
     assert result.passed
 
 
 # --- 3. GRAPH mode refused up front -----------------------------------------------------------
+
 
 @pytest.fixture
 def nothing_runs(monkeypatch):
@@ -236,12 +253,20 @@ def test_graph_mode_is_refused_for_translated_mnasnet_before_running(nothing_run
 
 @needs_zoo
 def test_check_training_in_both_modes_is_refused_for_translated_deit(nothing_runs):
-    model = timm().create_model("deit_tiny_patch16_224", img_size=32, patch_size=8, embed_dim=32, depth=2,
-                                num_heads=2, num_classes=10)
+    model = timm().create_model(
+        "deit_tiny_patch16_224", img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2, num_classes=10
+    )
     batches = [(parity.randn((2, 3, 32, 32)), parity.randint((2,), 0, 10))]
     with pytest.raises(ParityUnsupported) as excinfo:
-        parity.check_training(parity.translate(model), model, batches, loss=torch.nn.CrossEntropyLoss(),
-                              optimizer=lambda params: torch.optim.SGD(params, lr=0.1), steps=2, ms_mode="both")
+        parity.check_training(
+            parity.translate(model),
+            model,
+            batches,
+            loss=torch.nn.CrossEntropyLoss(),
+            optimizer=lambda params: torch.optim.SGD(params, lr=0.1),
+            steps=2,
+            ms_mode="both",
+        )
     text = _refusal_text(excinfo)
     assert "check_training(): ms_mode='both'" in text and "VisionTransformer" in text
 

@@ -5,8 +5,8 @@ the entry has a fix; when it has none, the mismatch shows (or translate refuses 
 import pytest
 
 import parity
-from parity.registry import load
 from parity.mismatch_checks.pairs import _inputs, resolve
+from parity.registry import load
 
 
 def _layer_entries():
@@ -28,12 +28,19 @@ def _translate_and_check(entry):
         torch.manual_seed(0)
         features = spec.batches[0][0]["randn"][-1]
         model = torch.nn.Linear(features, features)
-        parity.check_training(parity.translate(model), model, [_inputs(b) for b in spec.batches], loss=module,
-                              steps=len(spec.batches), optimizer=lambda p: torch.optim.SGD(p, lr=0.1))
+        parity.check_training(
+            parity.translate(model),
+            model,
+            [_inputs(b) for b in spec.batches],
+            loss=module,
+            steps=len(spec.batches),
+            optimizer=lambda p: torch.optim.SGD(p, lr=0.1),
+        )
         return
     cell = parity.translate(module)
-    parity.check(cell, module, _inputs(spec.fixed_inputs or spec.inputs), train=spec.train, grads=spec.grads,
-                 reference="float64")
+    parity.check(
+        cell, module, _inputs(spec.fixed_inputs or spec.inputs), train=spec.train, grads=spec.grads, reference="float64"
+    )
 
 
 @pytest.mark.parametrize("entry", [p for p in _layer_entries() if p.values[0].selftest.fixed])
@@ -52,8 +59,19 @@ def test_replacement_cells_are_the_ones_translate_builds():
     layer: one implementation serves both, and the registry's self-test proves it."""
     own = [e for e in load().entries if e.replacement and e.replacement.startswith("parity.")]
     assert {e.replacement.rpartition(":")[2] for e in own} == {
-        "ELU", "SELU", "Softplus", "Tanh", "Tanhshrink", "Mish", "EmbeddingPaddingIdx", "CrossEntropyLossInt64",
-        "BCEWithLogitsLoss", "Adam", "AdamW", "SGD"}
+        "ELU",
+        "SELU",
+        "Softplus",
+        "Tanh",
+        "Tanhshrink",
+        "Mish",
+        "EmbeddingPaddingIdx",
+        "CrossEntropyLossInt64",
+        "BCEWithLogitsLoss",
+        "Adam",
+        "AdamW",
+        "SGD",
+    }
     for entry in own:
         cell_class = resolve(entry.replacement)
         assert cell_class.__module__.startswith("parity.translation."), entry.id
@@ -63,8 +81,9 @@ def test_replacement_cells_are_the_ones_translate_builds():
             from parity.translation.optim import translate_optimizer
 
             weight = torch.nn.Parameter(torch.zeros(2))
-            built = translate_optimizer(resolve(entry.torch)([weight], **dict(entry.selftest.torch_kwargs)),
-                                        lambda p: [])
+            built = translate_optimizer(
+                resolve(entry.torch)([weight], **dict(entry.selftest.torch_kwargs)), lambda p: []
+            )
             assert type(built) is cell_class, entry.id
             continue
         module = resolve(entry.torch)(**dict(entry.selftest.torch_kwargs))

@@ -47,5 +47,6 @@ def test_every_registry_range_starts_at_a_release_the_matrix_runs():
         for spec in entry.versions.get("mindspore", SpecifierSet()):
             if spec.operator == ">=":
                 start = Version(spec.version)
-                assert (start.major, start.minor) in measured, \
+                assert (start.major, start.minor) in measured, (
                     f"{entry.location}: {entry.id} starts at MindSpore {spec.version}, which tox.ini does not run"
+                )

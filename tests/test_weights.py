@@ -79,8 +79,13 @@ class TorchTwo(torch.nn.Module):
         return getattr(self, self.names[1])(getattr(self, self.names[0])(x))
 
 
-BN_RENAMES = {"conv.weight": "conv.weight", "bn.weight": "bn.gamma", "bn.bias": "bn.beta",
-              "bn.running_mean": "bn.moving_mean", "bn.running_var": "bn.moving_variance"}
+BN_RENAMES = {
+    "conv.weight": "conv.weight",
+    "bn.weight": "bn.gamma",
+    "bn.bias": "bn.beta",
+    "bn.running_mean": "bn.moving_mean",
+    "bn.running_var": "bn.moving_variance",
+}
 
 
 # -- automatic mapping -------------------------------------------------------------------------
@@ -136,12 +141,17 @@ def test_definition_order_aligns_differently_named_children_and_says_so():
     cell, module = MSTwo("first", "second"), TorchTwo("l1", "l2")
     report = parity.transfer_weights(module, cell)
     pairs = {p.torch: (p.ms, p.how) for p in report.map.pairs}
-    assert pairs == {"l1.weight": ("first.weight", "definition order"), "l1.bias": ("first.bias", "definition order"),
-                     "l2.weight": ("second.weight", "definition order"),
-                     "l2.bias": ("second.bias", "definition order")}
+    assert pairs == {
+        "l1.weight": ("first.weight", "definition order"),
+        "l1.bias": ("first.bias", "definition order"),
+        "l2.weight": ("second.weight", "definition order"),
+        "l2.bias": ("second.bias", "definition order"),
+    }
     assert np.array_equal(ms_value(cell, "second.weight"), torch_value(module, "l2.weight"))
-    assert ("4 aligned by definition order: l1.weight -> first.weight, l1.bias -> first.bias, "
-            "l2.weight -> second.weight and 1 more") in str(report)
+    assert (
+        "4 aligned by definition order: l1.weight -> first.weight, l1.bias -> first.bias, "
+        "l2.weight -> second.weight and 1 more"
+    ) in str(report)
 
 
 def test_unit_dims_are_reshaped_and_reported():
@@ -172,11 +182,14 @@ def test_unit_dims_are_reshaped_and_reported():
 SWAP = {"a.weight": "b.weight", "a.bias": "b.bias", "b.weight": "a.weight", "b.bias": "a.bias"}
 
 
-@pytest.mark.parametrize("name_map", [
-    pytest.param(SWAP, id="dict"),
-    pytest.param([(r"^a\.", "b."), (r"^b\.", "a.")], id="regex-rules"),
-    pytest.param(lambda name: {"a": "b", "b": "a"}[name[0]] + name[1:], id="callable"),
-])
+@pytest.mark.parametrize(
+    "name_map",
+    [
+        pytest.param(SWAP, id="dict"),
+        pytest.param([(r"^a\.", "b."), (r"^b\.", "a.")], id="regex-rules"),
+        pytest.param(lambda name: {"a": "b", "b": "a"}[name[0]] + name[1:], id="callable"),
+    ],
+)
 def test_explicit_name_map_wins_over_same_names(name_map):
     cell, module = MSTwo(), TorchTwo()
     report = parity.transfer_weights(module, cell, name_map=name_map)
@@ -207,9 +220,13 @@ def test_name_map_keyed_by_mindspore_names_says_so():
 
 
 def test_name_map_to_a_missing_mindspore_name_lists_the_real_ones():
-    with pytest.raises(ParityUsageError, match=re.escape(
+    with pytest.raises(
+        ParityUsageError,
+        match=re.escape(
             "name_map maps PyTorch 'a.weight' to 'zzz', which is no MindSpore parameter. "
-            "MindSpore has: ['a.bias', 'a.weight', 'b.bias', 'b.weight']")):
+            "MindSpore has: ['a.bias', 'a.weight', 'b.bias', 'b.weight']"
+        ),
+    ):
         parity.transfer_weights(TorchTwo(), MSTwo(), name_map={"a.weight": "zzz"})
 
 
@@ -245,14 +262,21 @@ def test_unmapped_parameters_list_both_sides_in_a_table():
     with pytest.raises(ParityUsageError) as info:
         parity.transfer_weights(TorchTwo(), MSThree())
     message = str(info.value)
-    assert message.startswith("Unmapped parameters: in MindSpore only ['x.weight', 'x.bias', 'z.weight', 'z.bias']; "
-                              "in PyTorch only ['a.weight', 'a.bias', 'b.weight', 'b.bias']")
+    assert message.startswith(
+        "Unmapped parameters: in MindSpore only ['x.weight', 'x.bias', 'z.weight', 'z.bias']; "
+        "in PyTorch only ['a.weight', 'a.bias', 'b.weight', 'b.bias']"
+    )
     assert re.search(r"^  side\s+name\s+shape\s+dtype$", message, re.M)
     assert table_rows(message) == {
-        ("MindSpore", "x.weight", "(4, 4)"), ("MindSpore", "x.bias", "(4,)"),
-        ("MindSpore", "z.weight", "(2, 4)"), ("MindSpore", "z.bias", "(2,)"),
-        ("PyTorch", "a.weight", "(4, 4)"), ("PyTorch", "a.bias", "(4,)"),
-        ("PyTorch", "b.weight", "(4, 4)"), ("PyTorch", "b.bias", "(4,)")}
+        ("MindSpore", "x.weight", "(4, 4)"),
+        ("MindSpore", "x.bias", "(4,)"),
+        ("MindSpore", "z.weight", "(2, 4)"),
+        ("MindSpore", "z.bias", "(2,)"),
+        ("PyTorch", "a.weight", "(4, 4)"),
+        ("PyTorch", "a.bias", "(4,)"),
+        ("PyTorch", "b.weight", "(4, 4)"),
+        ("PyTorch", "b.bias", "(4,)"),
+    }
     assert "name_map={pytorch_name: mindspore_name}" in message
 
 
@@ -261,13 +285,20 @@ def test_same_name_with_another_shape_is_an_error_with_a_table():
         parity.transfer_weights(TorchTwo(), MSTwo(hidden=5))
     message = str(info.value)
     assert message.startswith("Parameter shapes differ between paired names:")
-    assert {("MindSpore", "a.weight", "(5, 4)"), ("PyTorch", "a.weight", "(4, 4)"),
-            ("MindSpore", "b.weight", "(4, 5)"), ("PyTorch", "b.weight", "(4, 4)")} <= table_rows(message)
+    assert {
+        ("MindSpore", "a.weight", "(5, 4)"),
+        ("PyTorch", "a.weight", "(4, 4)"),
+        ("MindSpore", "b.weight", "(4, 5)"),
+        ("PyTorch", "b.weight", "(4, 4)"),
+    } <= table_rows(message)
 
 
 def test_transfer_needs_one_of_each_framework():
-    with pytest.raises(ParityUsageError, match=r"needs one mindspore\.nn\.Cell and one torch\.nn\.Module, "
-                                               r"got TorchTwo \(torch\) and TorchTwo \(torch\)"):
+    with pytest.raises(
+        ParityUsageError,
+        match=r"needs one mindspore\.nn\.Cell and one torch\.nn\.Module, "
+        r"got TorchTwo \(torch\) and TorchTwo \(torch\)",
+    ):
         parity.transfer_weights(TorchTwo(), TorchTwo())
 
 

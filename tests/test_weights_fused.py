@@ -7,7 +7,8 @@ import mindspore as ms
 import numpy as np
 import pytest
 import torch
-from mindspore import nn as msnn, ops
+from mindspore import nn as msnn
+from mindspore import ops
 
 import parity
 from parity import ParityMismatch, ParityUsageError
@@ -227,8 +228,10 @@ def test_fused_qkv_is_recognised_and_reported():
     }
     expected = np.concatenate([torch_value(module, n) for n in QKV])
     assert np.array_equal(ms_value(cell, "attn.qkv.weight"), expected)
-    assert ("2 fused automatically: attn.qkv.weight = [attn.self.query.weight, attn.self.key.weight, "
-            "attn.self.value.weight], attn.qkv.bias = [attn.self.query.bias, attn.self.key.bias, attn.self.value.bias]") in str(report)
+    assert (
+        "2 fused automatically: attn.qkv.weight = [attn.self.query.weight, attn.self.key.weight, "
+        "attn.self.value.weight], attn.qkv.bias = [attn.self.query.bias, attn.self.key.bias, attn.self.value.bias]"
+    ) in str(report)
     assert report.verified == report.total == 8
 
 
@@ -238,7 +241,7 @@ def test_fused_qkv_copies_back_to_the_separate_tensors():
     parity.transfer_weights(cell, module)
     qkv = ms_value(cell, "attn.qkv.weight")
     for i, name in enumerate(QKV):
-        assert np.array_equal(torch_value(module, name), qkv[i * HIDDEN:(i + 1) * HIDDEN]), name
+        assert np.array_equal(torch_value(module, name), qkv[i * HIDDEN : (i + 1) * HIDDEN]), name
 
 
 @pytest.mark.parametrize("weights", ["copy", "copy_to_torch"])
@@ -278,9 +281,14 @@ def test_a_gradient_fault_in_one_part_names_the_pytorch_parameter():
         parity.check(MSTokens(), TorchTokens(), parity.randint((2, 5), 0, 10), localize=False)
     failed = {c.name: c.ms_name for c in info.value.result.failures}
     # The key's bias shifts every score of a row alike: softmax leaves it no gradient on either side.
-    assert failed == {"attn.self.key.weight": "part 1 of fused attn.qkv.weight", "embed.weight": "embed.embedding_table"}
-    assert ("Compared:   gradient of parameter 'attn.self.key.weight' (MindSpore 'part 1 of fused attn.qkv.weight')"
-            in str(info.value))
+    assert failed == {
+        "attn.self.key.weight": "part 1 of fused attn.qkv.weight",
+        "embed.weight": "embed.embedding_table",
+    }
+    assert (
+        "Compared:   gradient of parameter 'attn.self.key.weight' (MindSpore 'part 1 of fused attn.qkv.weight')"
+        in str(info.value)
+    )
 
 
 def test_an_explicit_fuse_entry_pairs_what_shapes_alone_cannot():
@@ -297,9 +305,12 @@ def test_an_explicit_fuse_entry_pairs_what_shapes_alone_cannot():
     message = str(info.value)
     assert "in MindSpore only ['attn.qkv.weight', 'attn.qkv.bias', 'attn.proj.weight', 'attn.proj.bias']" in message
 
-    name_map = {"attn.qkv.weight": parity.fuse(FLAT_QKV),
-                "attn.qkv.bias": parity.fuse([n.replace("weight", "bias") for n in FLAT_QKV]),
-                "attn.out.weight": "attn.proj.weight", "attn.out.bias": "attn.proj.bias"}
+    name_map = {
+        "attn.qkv.weight": parity.fuse(FLAT_QKV),
+        "attn.qkv.bias": parity.fuse([n.replace("weight", "bias") for n in FLAT_QKV]),
+        "attn.out.weight": "attn.proj.weight",
+        "attn.out.bias": "attn.proj.bias",
+    }
     report = parity.transfer_weights(TorchFour(), MSFusedNet(), name_map=name_map)
     assert {p.how for p in report.map.pairs} == {"name_map"}
     parity.check(MSFusedNet(), TorchFour(), X, name_map=name_map)
@@ -311,9 +322,14 @@ def test_an_explicit_fuse_entry_pairs_what_shapes_alone_cannot():
 def test_multihead_in_proj_is_split_automatically_and_checks():
     report = parity.transfer_weights(TorchMultiheadNet(), MSSplitNet())
     split = [(p.ms, p.torch, p.torch_part.index) for p in report.map.pairs if p.torch_part]
-    assert split == [("heads.q.weight", "mha.in_proj_weight", 0), ("heads.k.weight", "mha.in_proj_weight", 1),
-                     ("heads.v.weight", "mha.in_proj_weight", 2), ("heads.q.bias", "mha.in_proj_bias", 0),
-                     ("heads.k.bias", "mha.in_proj_bias", 1), ("heads.v.bias", "mha.in_proj_bias", 2)]
+    assert split == [
+        ("heads.q.weight", "mha.in_proj_weight", 0),
+        ("heads.k.weight", "mha.in_proj_weight", 1),
+        ("heads.v.weight", "mha.in_proj_weight", 2),
+        ("heads.q.bias", "mha.in_proj_bias", 0),
+        ("heads.k.bias", "mha.in_proj_bias", 1),
+        ("heads.v.bias", "mha.in_proj_bias", 2),
+    ]
     assert "2 split automatically: mha.in_proj_weight = [heads.q.weight, heads.k.weight, heads.v.weight]" in str(report)
     for weights in ("copy", "copy_to_torch"):
         result = parity.check(MSSplitNet(), TorchMultiheadNet(), X, weights=weights)
@@ -327,12 +343,18 @@ def test_a_choice_among_siblings_is_left_to_name_map_with_the_entries_to_write()
     message = str(info.value)
     assert "Nearest candidates (check them), as name_map entries:" in message
     entries = [line.strip().rstrip(",") for line in message.splitlines() if line.startswith("    '")]
-    assert entries == ["'mha.in_proj_weight': parity.fuse(['q.weight', 'k.weight', 'v.weight'], axis=0)",
-                       "'mha.in_proj_bias': parity.fuse(['q.bias', 'k.bias', 'v.bias'], axis=0)",
-                       "'mha.out_proj.weight': 'o.weight'", "'mha.out_proj.bias': 'o.bias'"]
-    name_map = {"mha.in_proj_weight": parity.fuse(["q.weight", "k.weight", "v.weight"]),
-                "mha.in_proj_bias": parity.fuse(["q.bias", "k.bias", "v.bias"]),
-                "mha.out_proj.weight": "o.weight", "mha.out_proj.bias": "o.bias"}
+    assert entries == [
+        "'mha.in_proj_weight': parity.fuse(['q.weight', 'k.weight', 'v.weight'], axis=0)",
+        "'mha.in_proj_bias': parity.fuse(['q.bias', 'k.bias', 'v.bias'], axis=0)",
+        "'mha.out_proj.weight': 'o.weight'",
+        "'mha.out_proj.bias': 'o.bias'",
+    ]
+    name_map = {
+        "mha.in_proj_weight": parity.fuse(["q.weight", "k.weight", "v.weight"]),
+        "mha.in_proj_bias": parity.fuse(["q.bias", "k.bias", "v.bias"]),
+        "mha.out_proj.weight": "o.weight",
+        "mha.out_proj.bias": "o.bias",
+    }
     parity.check(MSFlatSplitNet(), TorchMultiheadNet(), X, name_map=name_map)
 
 
@@ -352,19 +374,22 @@ class TorchConv1D(torch.nn.Module):
         return torch_attention(q, k, v, HEADS)
 
 
-CONV1D_MAP = {"c_attn_weight": parity.fuse([parity.transpose("q.weight"), parity.transpose("k.weight"),
-                                            parity.transpose("v.weight")], axis=1),
-              "c_attn_bias": parity.fuse(["q.bias", "k.bias", "v.bias"])}
+CONV1D_MAP = {
+    "c_attn_weight": parity.fuse(
+        [parity.transpose("q.weight"), parity.transpose("k.weight"), parity.transpose("v.weight")], axis=1
+    ),
+    "c_attn_bias": parity.fuse(["q.bias", "k.bias", "v.bias"]),
+}
 
 
 def test_fuse_of_transposed_parts_copies_both_ways():
     cell, module = MSQKV(), TorchConv1D()
     parity.transfer_weights(module, cell, name_map=CONV1D_MAP)
     weight = torch_value(module, "c_attn_weight")
-    assert np.array_equal(ms_value(cell, "k.weight"), weight[:, HIDDEN:2 * HIDDEN].T)
+    assert np.array_equal(ms_value(cell, "k.weight"), weight[:, HIDDEN : 2 * HIDDEN].T)
     randomise_ms(cell, seed=7)
     report = parity.transfer_weights(cell, module, name_map=CONV1D_MAP)
-    assert np.array_equal(torch_value(module, "c_attn_weight")[:, 2 * HIDDEN:], ms_value(cell, "v.weight").T)
+    assert np.array_equal(torch_value(module, "c_attn_weight")[:, 2 * HIDDEN :], ms_value(cell, "v.weight").T)
     assert report.verified == report.total == 6
 
 
@@ -372,8 +397,10 @@ def test_fuse_of_transposed_parts_copies_both_ways():
 def test_fuse_of_transposed_parts_passes_a_check(weights):
     result = parity.check(MSQKV(), TorchConv1D(), X, name_map=CONV1D_MAP, weights=weights)
     grads = {c.name: c.ms_name for c in result.comparisons if c.kind == "param grad"}
-    assert grads == {"c_attn_weight": "fused from q.weight, k.weight, v.weight",
-                     "c_attn_bias": "fused from q.bias, k.bias, v.bias"}
+    assert grads == {
+        "c_attn_weight": "fused from q.weight, k.weight, v.weight",
+        "c_attn_bias": "fused from q.bias, k.bias, v.bias",
+    }
 
 
 def test_transpose_entry_keyed_by_either_side():
@@ -410,27 +437,42 @@ def test_reshape_entry_pairs_any_layout_of_the_same_size():
 
 
 def test_fuse_parts_that_do_not_add_up_are_refused():
-    with pytest.raises(ParityUsageError, match=re.escape(
+    with pytest.raises(
+        ParityUsageError,
+        match=re.escape(
             "name_map['attn.qkv.weight']: parts of shapes [(8, 8), (8, 8)] joined along axis 0 do not make "
-            "'attn.qkv.weight' (24, 8)")):
+            "'attn.qkv.weight' (24, 8)"
+        ),
+    ):
         parity.transfer_weights(TorchSplitNet(), MSFusedNet(), name_map={"attn.qkv.weight": parity.fuse(QKV[:2])})
 
 
 def test_fuse_naming_a_missing_tensor_offers_the_nearest():
-    with pytest.raises(ParityUsageError, match=re.escape(
+    with pytest.raises(
+        ParityUsageError,
+        match=re.escape(
             "name_map['attn.qkv.weight'] names 'attn.self.querry.weight', which is no PyTorch tensor. "
-            "Nearest: ['attn.self.query.weight'")):
-        parity.transfer_weights(TorchSplitNet(), MSFusedNet(),
-                                name_map={"attn.qkv.weight": parity.fuse(["attn.self.querry.weight"] + QKV[1:])})
+            "Nearest: ['attn.self.query.weight'"
+        ),
+    ):
+        parity.transfer_weights(
+            TorchSplitNet(),
+            MSFusedNet(),
+            name_map={"attn.qkv.weight": parity.fuse(["attn.self.querry.weight"] + QKV[1:])},
+        )
 
 
 def test_fuse_with_parts_on_the_same_side_as_the_key_is_refused():
-    with pytest.raises(ParityUsageError, match="the key must be a tensor of one framework and every part a tensor "
-                                               "of the other"):
-        parity.transfer_weights(TorchSplitNet(), MSFusedNet(),
-                                name_map={"attn.self.query.weight": parity.fuse(QKV[1:])})
-    with pytest.raises(ParityUsageError, match="name_map key 'attn.qvk.weight' is no tensor of either framework; "
-                                               "nearest: \\['attn.qkv.weight'"):
+    with pytest.raises(
+        ParityUsageError, match="the key must be a tensor of one framework and every part a tensor of the other"
+    ):
+        parity.transfer_weights(
+            TorchSplitNet(), MSFusedNet(), name_map={"attn.self.query.weight": parity.fuse(QKV[1:])}
+        )
+    with pytest.raises(
+        ParityUsageError,
+        match="name_map key 'attn.qvk.weight' is no tensor of either framework; nearest: \\['attn.qkv.weight'",
+    ):
         parity.transfer_weights(TorchSplitNet(), MSFusedNet(), name_map={"attn.qvk.weight": parity.fuse(QKV)})
 
 
@@ -462,8 +504,10 @@ def test_unmapped_error_lists_leftovers_only_with_name_map_entries_that_would_pa
         parity.transfer_weights(TorchRenamed(), MSRenamed())
     message = str(info.value)
     # The fused q/k/v and attn.out/attn.proj paired; only the heads, of other shapes, are left.
-    assert message.startswith("Unmapped parameters: in MindSpore only ['head.weight', 'head.bias']; "
-                              "in PyTorch only ['classifier.weight', 'classifier.bias']")
+    assert message.startswith(
+        "Unmapped parameters: in MindSpore only ['head.weight', 'head.bias']; "
+        "in PyTorch only ['classifier.weight', 'classifier.bias']"
+    )
     assert "qkv" not in message
 
 

@@ -16,8 +16,9 @@ from parity.backends import mindspore as msb
 ZOO = ("torchvision", "transformers", "mindone", "mindcv")
 _MISSING = [p for p in ZOO if importlib.util.find_spec(p) is None]
 if _MISSING:  # shown in the run summary (-ra): make installs them
-    pytest.skip(f"the zoo packages are not installed: {_MISSING} (make, or pip install -e .[zoo])",
-                allow_module_level=True)
+    pytest.skip(
+        f"the zoo packages are not installed: {_MISSING} (make, or pip install -e .[zoo])", allow_module_level=True
+    )
 
 from cases.models import zoo_text, zoo_vision  # noqa: E402
 from cases.models.zoo_compat import import_quietly  # noqa: E402
@@ -56,7 +57,9 @@ def test_mindone_models_pair_with_transformers_both_ways(model, config):
     module = getattr(import_quietly("transformers"), model)(config())
     report = parity.transfer_weights(module, cell)
     assert {p.how for p in report.map.pairs} <= {"same name", "renamed"}
-    assert report.map.ignored and {reason for _, reason in report.map.ignored} == {parity.weights.transfer.NOT_PERSISTENT}
+    assert report.map.ignored and {reason for _, reason in report.map.ignored} == {
+        parity.weights.transfer.NOT_PERSISTENT
+    }
     back = parity.transfer_weights(cell, module)
     assert back.verified == back.total == report.total
     first = report.map.pairs[0]
@@ -66,16 +69,24 @@ def test_mindone_models_pair_with_transformers_both_ways(model, config):
 def test_bert_and_gpt2_report_the_buffers_they_ignore():
     cell, module = mindone().GPT2Model(zoo_text.gpt2_config()), zoo_text.torch_gpt2()
     report = parity.transfer_weights(module, cell)
-    assert [name for name, _ in report.map.ignored] == ["h.0.attn.bias", "h.0.attn.masked_bias",
-                                                         "h.1.attn.bias", "h.1.attn.masked_bias"]
-    assert ("4 PyTorch-only buffers ignored (non-persistent buffers, not in state_dict: h.0.attn.bias, "
-            "h.0.attn.masked_bias, h.1.attn.bias and 1 more)") in str(report)
+    assert [name for name, _ in report.map.ignored] == [
+        "h.0.attn.bias",
+        "h.0.attn.masked_bias",
+        "h.1.attn.bias",
+        "h.1.attn.masked_bias",
+    ]
+    assert (
+        "4 PyTorch-only buffers ignored (non-persistent buffers, not in state_dict: h.0.attn.bias, "
+        "h.0.attn.masked_bias, h.1.attn.bias and 1 more)"
+    ) in str(report)
     bert = parity.transfer_weights(zoo_text.torch_bert(), mindone().BertModel(zoo_text.bert_config()))
     assert [name for name, _ in bert.map.ignored] == ["embeddings.position_ids", "embeddings.token_type_ids"]
 
 
-@pytest.mark.parametrize("ours, model, config", [(zoo_text.ms_bert, "BertModel", zoo_text.bert_config),
-                                                 (zoo_text.ms_gpt2, "GPT2Model", zoo_text.gpt2_config)])
+@pytest.mark.parametrize(
+    "ours, model, config",
+    [(zoo_text.ms_bert, "BertModel", zoo_text.bert_config), (zoo_text.ms_gpt2, "GPT2Model", zoo_text.gpt2_config)],
+)
 def test_the_cpu_counterparts_have_mindones_parameter_tables(ours, model, config):
     table = lambda cell: [(s.name, s.shape, s.trainable, s.dtype) for s in msb.slots(cell)]  # noqa: E731
     assert table(ours()) == table(getattr(mindone(), model)(config()))
@@ -94,17 +105,23 @@ def test_mindone_bert_needs_kernels_mindspore_has_not_on_cpu():
 def test_vit_qkv_is_fused_automatically_and_reported():
     report = parity.transfer_weights(zoo_vision.torch_vit_hf(), zoo_vision.ms_vit())
     fused = sorted({p.ms for p in report.map.pairs if p.how == "fused automatically"})
-    assert fused == ["blocks.0.attn.qkv.bias", "blocks.0.attn.qkv.weight", "blocks.1.attn.qkv.bias",
-                     "blocks.1.attn.qkv.weight"]
-    assert ("4 fused automatically: blocks.0.attn.qkv.weight = [vit.encoder.layer.0.attention.attention.query.weight, "
-            "vit.encoder.layer.0.attention.attention.key.weight, vit.encoder.layer.0.attention.attention.value.weight]"
-            ) in str(report)
+    assert fused == [
+        "blocks.0.attn.qkv.bias",
+        "blocks.0.attn.qkv.weight",
+        "blocks.1.attn.qkv.bias",
+        "blocks.1.attn.qkv.weight",
+    ]
+    assert (
+        "4 fused automatically: blocks.0.attn.qkv.weight = [vit.encoder.layer.0.attention.attention.query.weight, "
+        "vit.encoder.layer.0.attention.attention.key.weight, vit.encoder.layer.0.attention.attention.value.weight]"
+    ) in str(report)
     assert {p.how for p in report.map.pairs} == {"fused automatically", "definition order"}
 
 
 def test_vit_fused_qkv_checks_from_mindspore_weights_with_grads_named_by_pytorch():
-    result = parity.check(zoo_vision.ms_vit(), zoo_vision.torch_vit_hf(), parity.randn((2, 3, 32, 32)),
-                          weights="copy_to_torch")
+    result = parity.check(
+        zoo_vision.ms_vit(), zoo_vision.torch_vit_hf(), parity.randn((2, 3, 32, 32)), weights="copy_to_torch"
+    )
     grads = {c.name: c.ms_name for c in result.comparisons if c.kind == "param grad"}
     assert grads["vit.encoder.layer.1.attention.attention.value.weight"] == "part 2 of fused blocks.1.attn.qkv.weight"
     assert grads["vit.encoder.layer.1.attention.output.dense.weight"] == "blocks.1.attn.proj.weight"

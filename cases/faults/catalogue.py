@@ -20,12 +20,19 @@ TRANSFORMER_INPUT = randn((2, spec.SEQ_LEN, spec.D_IN))
 DEEP_INPUT = randn((4, spec.DEEP_WIDTH))
 
 _PAIRS = {
-    "ResNet": ("cases.faults.models:ms_resnet", "cases.faults.models:torch_resnet", RESNET_INPUT,
-               spec.RESNET_FAULTS),
-    "Transformer": ("cases.faults.models:ms_transformer", "cases.faults.models:torch_transformer",
-                    TRANSFORMER_INPUT, spec.TRANSFORMER_FAULTS),
-    "DeepTanh": ("cases.faults.models:ms_deep_tanh", "cases.faults.models:torch_deep_tanh", DEEP_INPUT,
-                 spec.DEEP_FAULTS),
+    "ResNet": ("cases.faults.models:ms_resnet", "cases.faults.models:torch_resnet", RESNET_INPUT, spec.RESNET_FAULTS),
+    "Transformer": (
+        "cases.faults.models:ms_transformer",
+        "cases.faults.models:torch_transformer",
+        TRANSFORMER_INPUT,
+        spec.TRANSFORMER_FAULTS,
+    ),
+    "DeepTanh": (
+        "cases.faults.models:ms_deep_tanh",
+        "cases.faults.models:torch_deep_tanh",
+        DEEP_INPUT,
+        spec.DEEP_FAULTS,
+    ),
 }
 
 
@@ -58,8 +65,15 @@ def _case(pair: str, fault, label: str = "", **check) -> ParityCase:
     ms_kwargs = {"fault": fault} if fault else {}
     ms_kwargs.update(check.pop("ms_kwargs", {}))
     xfail = check.pop("xfail", f"injected fault: {known[fault]}" if fault else None)
-    return ParityCase(f"{pair}{label}", mindspore=ms_factory, torch=torch_factory, inputs=inputs,
-                      ms_kwargs=ms_kwargs, xfail=xfail, **check)
+    return ParityCase(
+        f"{pair}{label}",
+        mindspore=ms_factory,
+        torch=torch_factory,
+        inputs=inputs,
+        ms_kwargs=ms_kwargs,
+        xfail=xfail,
+        **check,
+    )
 
 
 def _layer(pair, fault, path, direction="forward", miss="", **check) -> InjectedFault:
@@ -70,8 +84,7 @@ FAULTS = [
     _layer("ResNet", "padding", "layer1.conv2"),
     _layer("ResNet", "bn_eps", "layer2.bn2"),
     _layer("ResNet", "bn_swap_gamma_beta", "layer2.bn1"),
-    InjectedFault(_case("ResNet", "bn_momentum", train=True), "buffer", "layer1.bn1",
-                  ("'layer1.bn1.running_mean'",)),
+    InjectedFault(_case("ResNet", "bn_momentum", train=True), "buffer", "layer1.bn1", ("'layer1.bn1.running_mean'",)),
     _layer("ResNet", "custom_bprop", "clip", direction="backward"),
     InjectedFault(_case("ResNet", "residual_scale"), "forward", "layer2", ("'layer2'", "'layer2.downsample'")),
     _layer("Transformer", "ln_eps", "blocks.1.ln1"),
@@ -79,10 +92,12 @@ FAULTS = [
     _layer("Transformer", "gelu_tanh", "blocks.0.ffn.act"),
     _layer("Transformer", "transposed_weight", "blocks.1.attn.proj"),
     _layer("Transformer", "dropped_bias", "blocks.0.ffn.fc2"),
-    InjectedFault(_case("Transformer", "positional_shift"), "forward", "blocks.0.ln1",
-                  ("between 'embed' and 'blocks.0.ln1'",)),
-    InjectedFault(_case("Transformer", "attention_scale"), "forward", "blocks.0.attn",
-                  ("'blocks.0.attn'", "'blocks.0.attn.v'")),
+    InjectedFault(
+        _case("Transformer", "positional_shift"), "forward", "blocks.0.ln1", ("between 'embed' and 'blocks.0.ln1'",)
+    ),
+    InjectedFault(
+        _case("Transformer", "attention_scale"), "forward", "blocks.0.attn", ("'blocks.0.attn'", "'blocks.0.attn.v'")
+    ),
     _layer("DeepTanh", "tiny_scale", f"blocks.{spec.DEEP_FAULT_AT}.fc", reference="float64"),
 ]
 
@@ -95,5 +110,11 @@ CLEAN = [ResNetClean, TransformerClean, DeepTanhClean]
 
 # Not injected: MindSpore 2.10's own CPU tanh kernel (max abs error 9.4e-5 against float64, PyTorch's
 # 3e-8) fails the float32 default at the first tanh of a clean stack; it must be blamed there once.
-DeepTanhMindSporeKernel = _case("DeepTanh", None, "MindSporeKernel", ms_kwargs={"native_tanh": True}, reference="float64",
-                                xfail="MindSpore 2.10 CPU tanh is accurate to 9.4e-5 only (PyTorch: 3e-8)")
+DeepTanhMindSporeKernel = _case(
+    "DeepTanh",
+    None,
+    "MindSporeKernel",
+    ms_kwargs={"native_tanh": True},
+    reference="float64",
+    xfail="MindSpore 2.10 CPU tanh is accurate to 9.4e-5 only (PyTorch: 3e-8)",
+)

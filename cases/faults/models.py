@@ -29,9 +29,26 @@ import torch
 from mindspore import nn, ops
 
 from .spec import (  # noqa: F401  (the sizes and fault tables, read here as models.NAME too)
-    WEIGHT_SEED, EPS, WRONG_EPS, MS_BN_MOMENTUM, TORCH_BN_MOMENTUM, WRONG_MS_BN_MOMENTUM, CLIP,
-    RESIDUAL_SCALE, D_MODEL, D_FF, D_IN, SEQ_LEN, N_OUT, DEEP_DEPTH, DEEP_WIDTH, DEEP_FAULT_AT,
-    DEEP_FAULT_SCALE, RESNET_FAULTS, TRANSFORMER_FAULTS, DEEP_FAULTS,
+    CLIP,
+    D_FF,
+    D_IN,
+    D_MODEL,
+    DEEP_DEPTH,
+    DEEP_FAULT_AT,
+    DEEP_FAULT_SCALE,
+    DEEP_FAULTS,
+    DEEP_WIDTH,
+    EPS,
+    MS_BN_MOMENTUM,
+    N_OUT,
+    RESIDUAL_SCALE,
+    RESNET_FAULTS,
+    SEQ_LEN,
+    TORCH_BN_MOMENTUM,
+    TRANSFORMER_FAULTS,
+    WEIGHT_SEED,
+    WRONG_EPS,
+    WRONG_MS_BN_MOMENTUM,
 )
 
 
@@ -158,8 +175,11 @@ class MSBlock(nn.Cell):
         super().__init__()
         pad1 = (0, 2, 1, 1) if "padding" in faults else 1
         self.conv1 = _ms_conv(cin, cout, stride)
-        self.bn1 = _ms_bn(cout, fault="bn_swap_gamma_beta" in faults,
-                          momentum=WRONG_MS_BN_MOMENTUM if "bn_momentum" in faults else MS_BN_MOMENTUM)
+        self.bn1 = _ms_bn(
+            cout,
+            fault="bn_swap_gamma_beta" in faults,
+            momentum=WRONG_MS_BN_MOMENTUM if "bn_momentum" in faults else MS_BN_MOMENTUM,
+        )
         self.relu = nn.ReLU()
         self.conv2 = _ms_conv(cout, cout, padding=pad1)
         self.bn2 = _ms_bn(cout, eps=WRONG_EPS if "bn_eps" in faults else EPS)
@@ -187,8 +207,7 @@ class TorchBlock(torch.nn.Module):
         self.bn2 = _torch_bn(cout)
         self.downsample = None
         if stride != 1 or cin != cout:
-            self.downsample = torch.nn.Sequential(_torch_conv(cin, cout, stride, kernel=1, padding=0),
-                                                  _torch_bn(cout))
+            self.downsample = torch.nn.Sequential(_torch_conv(cin, cout, stride, kernel=1, padding=0), _torch_bn(cout))
 
     def forward(self, x):
         out = self.relu(self.bn1(self.conv1(x)))
@@ -198,8 +217,14 @@ class TorchBlock(torch.nn.Module):
 
 
 # Which block each ResNet fault goes into (None: outside the blocks).
-_RESNET_FAULT_BLOCK = {"padding": "layer1", "bn_momentum": "layer1", "bn_eps": "layer2",
-                       "bn_swap_gamma_beta": "layer2", "residual_scale": "layer2", "custom_bprop": None}
+_RESNET_FAULT_BLOCK = {
+    "padding": "layer1",
+    "bn_momentum": "layer1",
+    "bn_eps": "layer2",
+    "bn_swap_gamma_beta": "layer2",
+    "residual_scale": "layer2",
+    "custom_bprop": None,
+}
 
 
 class MSResNet(nn.Cell):
@@ -300,8 +325,7 @@ class MSEncoderBlock(nn.Cell):
     def __init__(self, faults=()):
         super().__init__()
         self.ln1 = _ms_ln(eps=WRONG_EPS if "ln_eps" in faults else EPS)
-        self.attn = MSAttention(transposed_proj="transposed_weight" in faults,
-                                wrong_scale="attention_scale" in faults)
+        self.attn = MSAttention(transposed_proj="transposed_weight" in faults, wrong_scale="attention_scale" in faults)
         self.ln2 = _ms_ln(fault="ln_swap_gamma_beta" in faults)
         self.ffn = MSFeedForward(tanh_gelu="gelu_tanh" in faults, dropped_bias="dropped_bias" in faults)
 
@@ -310,8 +334,14 @@ class MSEncoderBlock(nn.Cell):
         return x + self.ffn(self.ln2(x))
 
 
-_TRANSFORMER_FAULT_BLOCK = {"ln_eps": 1, "transposed_weight": 1, "ln_swap_gamma_beta": 0, "gelu_tanh": 0,
-                            "dropped_bias": 0, "attention_scale": 0}
+_TRANSFORMER_FAULT_BLOCK = {
+    "ln_eps": 1,
+    "transposed_weight": 1,
+    "ln_swap_gamma_beta": 0,
+    "gelu_tanh": 0,
+    "dropped_bias": 0,
+    "attention_scale": 0,
+}
 
 
 class MSTransformer(nn.Cell):
@@ -437,8 +467,9 @@ class MSDeepTanh(nn.Cell):
     def __init__(self, fault=None, native_tanh=False):
         super().__init__()
         _check_fault(fault, DEEP_FAULTS)
-        self.blocks = nn.SequentialCell([
-            MSDenseTanh(fault == "tiny_scale" and i == DEEP_FAULT_AT, native_tanh) for i in range(DEEP_DEPTH)])
+        self.blocks = nn.SequentialCell(
+            [MSDenseTanh(fault == "tiny_scale" and i == DEEP_FAULT_AT, native_tanh) for i in range(DEEP_DEPTH)]
+        )
 
     def construct(self, x):
         return self.blocks(x)

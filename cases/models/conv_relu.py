@@ -18,9 +18,7 @@ class MSConvReLU(ms.nn.Cell):
 
     def __init__(self, pad_mode="same"):
         super().__init__()
-        self.conv = ms.nn.Conv2d(
-            IN_CHANNELS, OUT_CHANNELS, KERNEL_SIZE, has_bias=False, pad_mode=pad_mode
-        )
+        self.conv = ms.nn.Conv2d(IN_CHANNELS, OUT_CHANNELS, KERNEL_SIZE, has_bias=False, pad_mode=pad_mode)
         self.relu = ms.nn.ReLU()
 
     def construct(self, x):

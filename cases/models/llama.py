@@ -29,23 +29,31 @@ by key. (``return_dict=False`` is no way out: transformers 4.57.1's ``LlamaForCa
 reads ``.last_hidden_state`` off the tuple its inner model returns, and raises.)
 """
 
-import numpy as np
 import mindspore as ms
+import numpy as np
 from mindspore import nn, ops
 
 from .zoo_compat import import_quietly
 
 VOCAB = 128
-CONFIG = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-              num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-6, rope_theta=10000.0)
+CONFIG = dict(
+    vocab_size=VOCAB,
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=64,
+    rms_norm_eps=1e-6,
+    rope_theta=10000.0,
+)
 ROTARY = ("half", "interleaved")
 
 
 def llama_config():
     """A small transformers ``LlamaConfig``: 2 layers, hidden 32, 4 query heads over 2 key/value heads."""
     transformers = import_quietly("transformers")
-    return transformers.LlamaConfig(**CONFIG, use_cache=False, attn_implementation="eager",
-                                    tie_word_embeddings=False)
+    return transformers.LlamaConfig(**CONFIG, use_cache=False, attn_implementation="eager", tie_word_embeddings=False)
 
 
 def torch_llama():
@@ -107,7 +115,7 @@ class LlamaRotaryEmbedding(nn.Cell):
         super().__init__()
         dim = config.hidden_size // config.num_attention_heads
         exponents = np.arange(0, dim, 2, dtype=np.int64).astype(np.float32) / dim
-        self.inv_freq = ms.Tensor(1.0 / (config.rope_theta ** exponents), ms.float32)
+        self.inv_freq = ms.Tensor(1.0 / (config.rope_theta**exponents), ms.float32)
 
     def construct(self, x, position_ids):
         freqs = ops.matmul(self.inv_freq[None, :, None], position_ids[:, None, :].astype(ms.float32))
@@ -149,7 +157,7 @@ class LlamaAttention(nn.Cell):
         super().__init__()
         self.head_dim = config.hidden_size // config.num_attention_heads
         self.groups = config.num_attention_heads // config.num_key_value_heads
-        self.scaling = self.head_dim ** -0.5
+        self.scaling = self.head_dim**-0.5
         self.rotary = apply_rotary if rotary == "half" else apply_rotary_interleaved
         self.q_proj = Linear(config.hidden_size, config.num_attention_heads * self.head_dim)
         self.k_proj = Linear(config.hidden_size, config.num_key_value_heads * self.head_dim)
@@ -196,8 +204,9 @@ class LlamaDecoderLayer(nn.Cell):
     def construct(self, hidden_states, attention_mask=None, position_embeddings=None):
         residual = hidden_states
         hidden_states = self.input_layernorm(hidden_states)
-        hidden_states, _ = self.self_attn(hidden_states=hidden_states, attention_mask=attention_mask,
-                                          position_embeddings=position_embeddings)
+        hidden_states, _ = self.self_attn(
+            hidden_states=hidden_states, attention_mask=attention_mask, position_embeddings=position_embeddings
+        )
         hidden_states = residual + hidden_states
         residual = hidden_states
         return residual + self.mlp(self.post_attention_layernorm(hidden_states))
@@ -246,6 +255,7 @@ class LlamaForCausalLM(nn.Cell):
 
 
 # Training: next-token cross-entropy over the logits both models return under "logits".
+
 
 class MsCausalLMLoss(nn.Cell):
     """MindSpore's side: ``SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")`` over every

@@ -106,9 +106,7 @@ class MSResNet(ms.nn.Cell):
 
     def __init__(self, spec, num_classes=10):
         super().__init__()
-        self.conv1 = ms.nn.Conv2d(
-            3, spec.width, 7, stride=2, pad_mode="pad", padding=3, has_bias=False
-        )
+        self.conv1 = ms.nn.Conv2d(3, spec.width, 7, stride=2, pad_mode="pad", padding=3, has_bias=False)
         self.bn1 = _ms_bn(spec.width)
         self.relu = ms.nn.ReLU()
         self.maxpool = ms.nn.MaxPool2d(kernel_size=3, stride=2, pad_mode="pad", padding=1)
@@ -129,9 +127,7 @@ class MSResNet(ms.nn.Cell):
 
 
 def _torch_conv(in_planes, out_planes, kernel_size, stride=1):
-    return torch.nn.Conv2d(
-        in_planes, out_planes, kernel_size, stride=stride, padding=kernel_size // 2, bias=False
-    )
+    return torch.nn.Conv2d(in_planes, out_planes, kernel_size, stride=stride, padding=kernel_size // 2, bias=False)
 
 
 def _torch_bn(planes):

@@ -20,8 +20,9 @@ LN_EPS = 1e-5
 class TorchEncoderClassifier(torch.nn.Module):
     def __init__(self, d_model=D_MODEL, heads=HEADS, ffn=FFN, classes=CLASSES):
         super().__init__()
-        self.block = torch.nn.TransformerEncoderLayer(d_model, heads, dim_feedforward=ffn, dropout=0.0,
-                                                      layer_norm_eps=LN_EPS, batch_first=True, norm_first=True)
+        self.block = torch.nn.TransformerEncoderLayer(
+            d_model, heads, dim_feedforward=ffn, dropout=0.0, layer_norm_eps=LN_EPS, batch_first=True, norm_first=True
+        )
         self.head = torch.nn.Linear(d_model, classes)
 
     def forward(self, x):

@@ -22,8 +22,10 @@ import importlib
 import sys
 import warnings
 
-_SCHEMAS = ("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
-            "qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+_SCHEMAS = (
+    "nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
+    "qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
+)
 _LIBRARY = []  # the torch.library.Library holding the schemas: they live as long as it does
 
 

@@ -18,8 +18,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # read by huggingface_hub when tra
 from .zoo_compat import import_quietly  # noqa: E402
 
 VOCAB = 128
-SMALL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64, vocab_size=VOCAB,
-             attn_implementation="eager")
+SMALL = dict(
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=64,
+    vocab_size=VOCAB,
+    attn_implementation="eager",
+)
 
 
 class NetworkAccess(RuntimeError):
@@ -31,8 +37,9 @@ def no_network():
     """Opening a socket connection or resolving a host name raises :class:`NetworkAccess`."""
 
     def refuse(*args, **kwargs):
-        raise NetworkAccess(f"a catalogue model tried to reach the network ({args[:2]!r}); build it from a "
-                            "config with random weights")
+        raise NetworkAccess(
+            f"a catalogue model tried to reach the network ({args[:2]!r}); build it from a config with random weights"
+        )
 
     saved = socket.socket.connect, socket.socket.connect_ex, socket.create_connection, socket.getaddrinfo
     socket.socket.connect = socket.socket.connect_ex = refuse
@@ -55,15 +62,26 @@ def _offline(factory):
 @_offline
 def llama(tf):
     """``LlamaForCausalLM``: RMSNorm, rotary embeddings, grouped-query attention (4 heads over 2)."""
-    return tf.LlamaForCausalLM(tf.LlamaConfig(**SMALL, num_key_value_heads=2, max_position_embeddings=64,
-                                              use_cache=False))
+    return tf.LlamaForCausalLM(
+        tf.LlamaConfig(**SMALL, num_key_value_heads=2, max_position_embeddings=64, use_cache=False)
+    )
 
 
 @_offline
 def gpt2(tf):
     """``GPT2LMHeadModel``: ``Conv1D`` (addmm), ``gelu_new``, the head tied to the embedding."""
-    return tf.GPT2LMHeadModel(tf.GPT2Config(n_embd=32, n_layer=2, n_head=4, n_inner=64, vocab_size=VOCAB,
-                                            n_positions=64, use_cache=False, attn_implementation="eager"))
+    return tf.GPT2LMHeadModel(
+        tf.GPT2Config(
+            n_embd=32,
+            n_layer=2,
+            n_head=4,
+            n_inner=64,
+            vocab_size=VOCAB,
+            n_positions=64,
+            use_cache=False,
+            attn_implementation="eager",
+        )
+    )
 
 
 @_offline
@@ -73,9 +91,19 @@ def bert(tf):
 
 
 def _t5_config(tf):
-    return tf.T5Config(vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2,
-                       num_heads=4, relative_attention_num_buckets=8, use_cache=False, decoder_start_token_id=0,
-                       attn_implementation="eager")
+    return tf.T5Config(
+        vocab_size=VOCAB,
+        d_model=32,
+        d_kv=8,
+        d_ff=64,
+        num_layers=2,
+        num_decoder_layers=2,
+        num_heads=4,
+        relative_attention_num_buckets=8,
+        use_cache=False,
+        decoder_start_token_id=0,
+        attn_implementation="eager",
+    )
 
 
 @_offline
@@ -93,19 +121,40 @@ def t5(tf):
 @_offline
 def clip_vision(tf):
     """``CLIPVisionModel`` on 32x32 images in 8x8 patches: class token, position embeddings, quick GELU."""
-    return tf.CLIPVisionModel(tf.CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                                  num_attention_heads=4, image_size=32, patch_size=8,
-                                                  attn_implementation="eager"))
+    return tf.CLIPVisionModel(
+        tf.CLIPVisionConfig(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            image_size=32,
+            patch_size=8,
+            attn_implementation="eager",
+        )
+    )
 
 
 @_offline
 def whisper_encoder(tf):
     """``WhisperEncoder``: two 1-D convolutions over 16 mel bins, GELU, sinusoidal positions."""
-    config = tf.WhisperConfig(vocab_size=VOCAB, d_model=32, encoder_layers=2, encoder_attention_heads=4,
-                              decoder_layers=2, decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
-                              num_mel_bins=16, max_source_positions=16, max_target_positions=32, pad_token_id=0,
-                              bos_token_id=1, eos_token_id=2, decoder_start_token_id=1,
-                              attn_implementation="eager")
+    config = tf.WhisperConfig(
+        vocab_size=VOCAB,
+        d_model=32,
+        encoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_layers=2,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        num_mel_bins=16,
+        max_source_positions=16,
+        max_target_positions=32,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+        decoder_start_token_id=1,
+        attn_implementation="eager",
+    )
     return tf.WhisperModel(config).get_encoder()
 
 
@@ -113,16 +162,35 @@ def whisper_encoder(tf):
 def clip_text(tf):
     """``CLIPTextModel``: causal and padding masks added (``finfo.min`` twice: -inf), a float32 softmax,
     the pooled output at each row's highest token id."""
-    return tf.CLIPTextModel(tf.CLIPTextConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                              num_attention_heads=4, vocab_size=VOCAB, max_position_embeddings=16,
-                                              eos_token_id=2, attn_implementation="eager"))
+    return tf.CLIPTextModel(
+        tf.CLIPTextConfig(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            vocab_size=VOCAB,
+            max_position_embeddings=16,
+            eos_token_id=2,
+            attn_implementation="eager",
+        )
+    )
 
 
 @_offline
 def wav2vec2(tf):
     """``Wav2Vec2Model`` on raw waveforms: a strided convolutional feature encoder (group norm on its
     first layer), a weight-normed grouped positional convolution, a post-norm transformer encoder."""
-    config = tf.Wav2Vec2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                               conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16,
-                               num_conv_pos_embedding_groups=4, vocab_size=32, attn_implementation="eager")
+    config = tf.Wav2Vec2Config(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        conv_dim=(16, 16),
+        conv_stride=(5, 2),
+        conv_kernel=(10, 3),
+        num_conv_pos_embeddings=16,
+        num_conv_pos_embedding_groups=4,
+        vocab_size=32,
+        attn_implementation="eager",
+    )
     return tf.Wav2Vec2Model(config)

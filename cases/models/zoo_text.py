@@ -14,27 +14,45 @@ mindone's own tables), computing what transformers' eager attention computes.
 The configurations are small (2 layers, hidden 64, 4 heads) with dropout probabilities 0.
 """
 
-import numpy as np
 import mindspore as ms
+import numpy as np
 from mindspore import nn, ops
 
 from .zoo_compat import import_quietly
 
-TEXT = dict(vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
-            max_position_embeddings=64)
+TEXT = dict(
+    vocab_size=100,
+    hidden_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=128,
+    max_position_embeddings=64,
+)
 GPT2 = dict(vocab_size=100, n_embd=64, n_layer=2, n_head=4, n_positions=64)
 
 
 def bert_config():
     transformers = import_quietly("transformers")
-    return transformers.BertConfig(**TEXT, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                                   return_dict=False, attn_implementation="eager")
+    return transformers.BertConfig(
+        **TEXT,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        return_dict=False,
+        attn_implementation="eager",
+    )
 
 
 def gpt2_config():
     transformers = import_quietly("transformers")
-    return transformers.GPT2Config(**GPT2, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False,
-                                   return_dict=False, attn_implementation="eager")
+    return transformers.GPT2Config(
+        **GPT2,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        use_cache=False,
+        return_dict=False,
+        attn_implementation="eager",
+    )
 
 
 def torch_bert():

@@ -32,8 +32,14 @@ def vgg11_narrow():
     vgg = _models().vgg
     model = vgg.VGG(vgg.make_layers([w if w == "M" else w // 8 for w in vgg.cfgs["A"]]), num_classes=NUM_CLASSES)
     model.classifier = torch.nn.Sequential(
-        torch.nn.Linear(64 * 7 * 7, 64), torch.nn.ReLU(True), torch.nn.Dropout(0.5),
-        torch.nn.Linear(64, 64), torch.nn.ReLU(True), torch.nn.Dropout(0.5), torch.nn.Linear(64, NUM_CLASSES))
+        torch.nn.Linear(64 * 7 * 7, 64),
+        torch.nn.ReLU(True),
+        torch.nn.Dropout(0.5),
+        torch.nn.Linear(64, 64),
+        torch.nn.ReLU(True),
+        torch.nn.Dropout(0.5),
+        torch.nn.Linear(64, NUM_CLASSES),
+    )
     return model
 
 
@@ -54,8 +60,9 @@ def squeezenet1_0():
 
 def densenet_small():
     """DenseNet-121's class with two layers per block, growth rate 8 (121 has 6/12/24/16 and 32)."""
-    return _models().DenseNet(growth_rate=8, block_config=(2, 2, 2, 2), num_init_features=16, bn_size=2,
-                              num_classes=NUM_CLASSES)
+    return _models().DenseNet(
+        growth_rate=8, block_config=(2, 2, 2, 2), num_init_features=16, bn_size=2, num_classes=NUM_CLASSES
+    )
 
 
 def shufflenet_v2_x0_5():
@@ -86,16 +93,18 @@ def googlenet():
 def timm_vit():
     """timm's VisionTransformer: 32x32 images in 8x8 patches, 2 blocks of width 64 with 4 heads."""
     vit = import_quietly("timm.models.vision_transformer")
-    return vit.VisionTransformer(img_size=32, patch_size=8, embed_dim=64, depth=2, num_heads=4, mlp_ratio=2.0,
-                                 num_classes=NUM_CLASSES)
+    return vit.VisionTransformer(
+        img_size=32, patch_size=8, embed_dim=64, depth=2, num_heads=4, mlp_ratio=2.0, num_classes=NUM_CLASSES
+    )
 
 
 def torchvision_vit():
     """torchvision's VisionTransformer (vit_b_16's class): 32x32 images in 8x8 patches, 2 layers of
     width 32 with 2 heads (vit_b_16: 224x224 in 16x16 patches, 12 layers of 768 with 12 heads)."""
     vision_transformer = _models().vision_transformer
-    return vision_transformer.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32,
-                                                mlp_dim=64, num_classes=NUM_CLASSES)
+    return vision_transformer.VisionTransformer(
+        image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64, num_classes=NUM_CLASSES
+    )
 
 
 def torchvision_swin():
@@ -104,8 +113,15 @@ def torchvision_swin():
     (swin_t: four stages of 2/2/6/2 blocks, 96 to 768 channels, 7x7 windows). Its
     ``torch.fx.wrap``ped helpers (patch merging's padding, the shifted-window attention) are traced into."""
     swin = _models().swin_transformer
-    return swin.SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 4], window_size=[4, 4],
-                                stochastic_depth_prob=0.0, num_classes=NUM_CLASSES)
+    return swin.SwinTransformer(
+        patch_size=[4, 4],
+        embed_dim=16,
+        depths=[2, 2],
+        num_heads=[2, 4],
+        window_size=[4, 4],
+        stochastic_depth_prob=0.0,
+        num_classes=NUM_CLASSES,
+    )
 
 
 def timm_efficientnet():
@@ -131,7 +147,7 @@ class PositionalEncoding(torch.nn.Module):
         self.register_buffer("pe", pe)
 
     def forward(self, x):
-        x = x + self.pe[:x.size(0)]
+        x = x + self.pe[: x.size(0)]
         return self.dropout(x)
 
 

@@ -47,20 +47,35 @@ def ms_vit():
     """mindcv's VisionTransformer (fused ``qkv``), with PyTorch's GELU and LayerNorm epsilon."""
     vit = import_quietly("mindcv.models.vit")
     return vit.VisionTransformer(
-        image_size=VIT["image_size"], patch_size=VIT["patch_size"], embed_dim=VIT["hidden"], depth=VIT["depth"],
-        num_heads=VIT["heads"], mlp_ratio=VIT["mlp"] / VIT["hidden"], num_classes=NUM_CLASSES,
+        image_size=VIT["image_size"],
+        patch_size=VIT["patch_size"],
+        embed_dim=VIT["hidden"],
+        depth=VIT["depth"],
+        num_heads=VIT["heads"],
+        mlp_ratio=VIT["mlp"] / VIT["hidden"],
+        num_classes=NUM_CLASSES,
         act_layer=functools.partial(nn.GELU, approximate=False),
-        norm_layer=functools.partial(nn.LayerNorm, epsilon=1e-6))
+        norm_layer=functools.partial(nn.LayerNorm, epsilon=1e-6),
+    )
 
 
 def torch_vit_hf():
     """Hugging Face's ViTForImageClassification (separate query/key/value), returning the logits."""
     transformers = import_quietly("transformers")
     config = transformers.ViTConfig(
-        image_size=VIT["image_size"], patch_size=VIT["patch_size"], hidden_size=VIT["hidden"],
-        num_hidden_layers=VIT["depth"], num_attention_heads=VIT["heads"], intermediate_size=VIT["mlp"],
-        hidden_act="gelu", layer_norm_eps=1e-6, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-        num_labels=NUM_CLASSES, attn_implementation="eager")
+        image_size=VIT["image_size"],
+        patch_size=VIT["patch_size"],
+        hidden_size=VIT["hidden"],
+        num_hidden_layers=VIT["depth"],
+        num_attention_heads=VIT["heads"],
+        intermediate_size=VIT["mlp"],
+        hidden_act="gelu",
+        layer_norm_eps=1e-6,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        num_labels=NUM_CLASSES,
+        attn_implementation="eager",
+    )
     return _Logits.make(transformers.ViTForImageClassification, config)
 
 
@@ -68,8 +83,14 @@ def torch_vit_torchvision():
     """torchvision's VisionTransformer (``nn.MultiheadAttention``, fused ``in_proj``)."""
     models = import_torchvision().models
     return models.VisionTransformer(
-        image_size=VIT["image_size"], patch_size=VIT["patch_size"], num_layers=VIT["depth"], num_heads=VIT["heads"],
-        hidden_dim=VIT["hidden"], mlp_dim=VIT["mlp"], num_classes=NUM_CLASSES)
+        image_size=VIT["image_size"],
+        patch_size=VIT["patch_size"],
+        num_layers=VIT["depth"],
+        num_heads=VIT["heads"],
+        hidden_dim=VIT["hidden"],
+        mlp_dim=VIT["mlp"],
+        num_classes=NUM_CLASSES,
+    )
 
 
 class _Logits:

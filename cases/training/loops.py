@@ -30,27 +30,52 @@ from parity import TRANSLATE, ParityCase, Training, randint, randn
 IMAGES = [(randn((4, 3, 16, 16)), randint((4,), 0, 10)), (randn((4, 3, 16, 16)), randint((4,), 0, 10))]
 
 SmallCNN_Adam = ParityCase(
-    "SmallCNN_Adam", mindspore=TRANSLATE, torch="cases.models.training:torch_small_cnn", ms_mode="both",
-    training=Training(IMAGES, loss="torch.nn:CrossEntropyLoss", optimizer="cases.models.training:adam", steps=20))
+    "SmallCNN_Adam",
+    mindspore=TRANSLATE,
+    torch="cases.models.training:torch_small_cnn",
+    ms_mode="both",
+    training=Training(IMAGES, loss="torch.nn:CrossEntropyLoss", optimizer="cases.models.training:adam", steps=20),
+)
 
 ResNetGuide = ParityCase(
-    "ResNetGuide", mindspore="cases.models.resnet:ms_resnet_small", torch="cases.models.resnet:torch_resnet_small",
+    "ResNetGuide",
+    mindspore="cases.models.resnet:ms_resnet_small",
+    torch="cases.models.resnet:torch_resnet_small",
     ms_mode="both",
-    training=Training([(randn((4, 3, 32, 32)), randint((4,), 0, 10))], steps=3,
-                      optimizer="cases.models.training:guide_adam",
-                      loss=("cases.models.training:guide_ms_loss", "torch.nn:CrossEntropyLoss")))
+    training=Training(
+        [(randn((4, 3, 32, 32)), randint((4,), 0, 10))],
+        steps=3,
+        optimizer="cases.models.training:guide_adam",
+        loss=("cases.models.training:guide_ms_loss", "torch.nn:CrossEntropyLoss"),
+    ),
+)
 
 ResNet50Guide = ParityCase(
-    "ResNet50Guide", mindspore="cases.models.zoo_vision:ms_resnet50", torch="cases.models.zoo_vision:torch_resnet50",
+    "ResNet50Guide",
+    mindspore="cases.models.zoo_vision:ms_resnet50",
+    torch="cases.models.zoo_vision:torch_resnet50",
     ms_mode="both",
-    training=Training([(randn((8, 3, 32, 32)), randint((8,), 0, 10))], steps=3,
-                      optimizer="cases.models.training:guide_adam",
-                      loss=("cases.models.training:guide_ms_loss", "torch.nn:CrossEntropyLoss")))
+    training=Training(
+        [(randn((8, 3, 32, 32)), randint((8,), 0, 10))],
+        steps=3,
+        optimizer="cases.models.training:guide_adam",
+        loss=("cases.models.training:guide_ms_loss", "torch.nn:CrossEntropyLoss"),
+    ),
+)
 
 SEQUENCES = [(randn((4, 8, 32)), randint((4,), 0, 5)), (randn((4, 8, 32)), randint((4,), 0, 5))]
 
 TransformerBlock_AdamW = ParityCase(
-    "TransformerBlock_AdamW", mindspore="cases.models.transformer:MSEncoderClassifier",
-    torch="cases.models.transformer:TorchEncoderClassifier", ms_mode="both",
-    training=Training(SEQUENCES, loss="torch.nn:CrossEntropyLoss", optimizer="cases.models.training:adamw",
-                      lr_scheduler="cases.models.training:warmup", clip_grad_norm=0.5, steps=5))
+    "TransformerBlock_AdamW",
+    mindspore="cases.models.transformer:MSEncoderClassifier",
+    torch="cases.models.transformer:TorchEncoderClassifier",
+    ms_mode="both",
+    training=Training(
+        SEQUENCES,
+        loss="torch.nn:CrossEntropyLoss",
+        optimizer="cases.models.training:adamw",
+        lr_scheduler="cases.models.training:warmup",
+        clip_grad_norm=0.5,
+        steps=5,
+    ),
+)

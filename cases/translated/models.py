@@ -69,8 +69,7 @@ class TinyNet(torch.nn.Module):
 def encoder_stack(d_model=8, nhead=2, num_layers=2):
     """Two encoder layers and a final LayerNorm (nested tensors off: they are a fast path only)."""
     layer = torch.nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward=16)
-    return torch.nn.TransformerEncoder(layer, num_layers, norm=torch.nn.LayerNorm(d_model),
-                                       enable_nested_tensor=False)
+    return torch.nn.TransformerEncoder(layer, num_layers, norm=torch.nn.LayerNorm(d_model), enable_nested_tensor=False)
 
 
 def decoder_stack(d_model=8, nhead=2, num_layers=2):
@@ -82,18 +81,35 @@ def decoder_stack(d_model=8, nhead=2, num_layers=2):
 def small_cnn():
     """A plain Sequential: conv, batch norm, activation, pooling, flatten, linear, dropout."""
     return torch.nn.Sequential(
-        torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-        torch.nn.Conv2d(4, 4, 3, stride=2, padding=1, bias=False), torch.nn.BatchNorm2d(4), torch.nn.SiLU(),
-        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Dropout(0.2), torch.nn.Linear(4, 3))
+        torch.nn.Conv2d(3, 4, 3, padding=1),
+        torch.nn.BatchNorm2d(4),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(4, 4, 3, stride=2, padding=1, bias=False),
+        torch.nn.BatchNorm2d(4),
+        torch.nn.SiLU(),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+        torch.nn.Dropout(0.2),
+        torch.nn.Linear(4, 3),
+    )
 
 
 def named_mlp():
     """A Sequential built from an OrderedDict: the translated children keep the names."""
     from collections import OrderedDict
 
-    return torch.nn.Sequential(OrderedDict([
-        ("fc1", torch.nn.Linear(6, 8)), ("norm", torch.nn.LayerNorm(8)), ("act", torch.nn.GELU()),
-        ("fc2", torch.nn.Linear(8, 2)), ("out", torch.nn.LogSoftmax(dim=-1))]))
+    return torch.nn.Sequential(
+        OrderedDict(
+            [
+                ("fc1", torch.nn.Linear(6, 8)),
+                ("norm", torch.nn.LayerNorm(8)),
+                ("act", torch.nn.GELU()),
+                ("fc2", torch.nn.Linear(8, 2)),
+                ("out", torch.nn.LogSoftmax(dim=-1)),
+            ]
+        )
+    )
 
 
 class UsesFunctional(torch.nn.Module):
@@ -110,5 +126,6 @@ class UsesFunctional(torch.nn.Module):
 def loss_with_tensors(loss, **kwargs):
     """``torch.nn.<loss>(**kwargs)`` with each numpy argument (class weights, ``pos_weight``) made a
     tensor: ``cases/translated/loss.py`` writes them as arrays, so that listing it imports no torch."""
-    return getattr(torch.nn, loss)(**{k: torch.tensor(v) if isinstance(v, np.ndarray) else v
-                                      for k, v in kwargs.items()})
+    return getattr(torch.nn, loss)(
+        **{k: torch.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+    )

@@ -7,7 +7,6 @@ two tokens (left padding: in the causal models those rows attend to nothing). Th
 built in ``cases.models.zoo_hf`` from small configs, offline.
 """
 
-
 import numpy as np
 
 from parity import TRANSLATE, ParityCase, Training, randint, randn
@@ -29,15 +28,23 @@ BertForMaskedLMTranslated = _case("BertForMaskedLMTranslated", "bert")
 T5EncoderTranslated = _case("T5EncoderTranslated", "t5_encoder")
 T5Translated = _case("T5Translated", "t5", inputs=dict(TEXT, decoder_input_ids=randint((2, 6), 0, VOCAB)))
 CLIPVisionTranslated = _case("CLIPVisionTranslated", "clip_vision", inputs={"pixel_values": randn((2, 3, 32, 32))})
-WhisperEncoderTranslated = _case("WhisperEncoderTranslated", "whisper_encoder",
-                                 inputs={"input_features": randn((2, 16, 32))})
+WhisperEncoderTranslated = _case(
+    "WhisperEncoderTranslated", "whisper_encoder", inputs={"input_features": randn((2, 16, 32))}
+)
 CLIPTextTranslated = _case("CLIPTextTranslated", "clip_text")
 Wav2Vec2Translated = _case("Wav2Vec2Translated", "wav2vec2", inputs={"input_values": randn((2, 400))})
 # The translated LLaMA trains: three steps of next-token loss, AdamW with a warmup and gradient
 # clipping, on the padded batch (traced on that batch's inputs).
 LlamaForCausalLMTranslated_training = _case(
-    "LlamaForCausalLMTranslated_training", "llama", inputs=None,
-    training=Training([(TEXT, randint((2, LENGTH), 0, VOCAB))], steps=3,
-                      loss=("cases.models.llama:MsCausalLMLoss", "cases.models.llama:torch_causal_lm_loss"),
-                      optimizer="cases.models.training:adamw", lr_scheduler="cases.models.training:warmup",
-                      clip_grad_norm=1.0))
+    "LlamaForCausalLMTranslated_training",
+    "llama",
+    inputs=None,
+    training=Training(
+        [(TEXT, randint((2, LENGTH), 0, VOCAB))],
+        steps=3,
+        loss=("cases.models.llama:MsCausalLMLoss", "cases.models.llama:torch_causal_lm_loss"),
+        optimizer="cases.models.training:adamw",
+        lr_scheduler="cases.models.training:warmup",
+        clip_grad_norm=1.0,
+    ),
+)

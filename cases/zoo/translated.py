@@ -15,7 +15,6 @@ naming the call), the models with dropout (MindSpore's random numbers are not Py
 rounding envelope, and judging them costs 16 s).
 """
 
-
 from parity import TRANSLATE, ParityCase, randint, randn
 
 IMAGES = randn((2, 3, 32, 32))

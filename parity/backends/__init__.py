@@ -48,7 +48,7 @@ class Grads:
 
 
 def framework_of(obj) -> str:
-    """"mindspore", "torch" or "" for anything else, judged without importing either."""
+    """ "mindspore", "torch" or "" for anything else, judged without importing either."""
     for klass in type(obj).__mro__:
         where = f"{klass.__module__}.{klass.__qualname__}"
         if where == "mindspore.nn.cell.Cell":
@@ -81,8 +81,11 @@ def flatten_outputs(value, path: str = "output") -> List[Tuple[str, object]]:
 def changed_inputs(names, given, fed) -> List[str]:
     """The names of the inputs whose fed copy (``fed``, numpy arrays read back after a forward) no
     longer holds the values ``given``, bit for bit: those the forward changed in place."""
-    return [name for name, before, after in zip(names, given, fed)
-            if before.shape != after.shape or np.asarray(before).tobytes() != np.asarray(after).tobytes()]
+    return [
+        name
+        for name, before, after in zip(names, given, fed)
+        if before.shape != after.shape or np.asarray(before).tobytes() != np.asarray(after).tobytes()
+    ]
 
 
 def last_logits(logits, side: str) -> np.ndarray:
@@ -93,5 +96,7 @@ def last_logits(logits, side: str) -> np.ndarray:
         return np.ascontiguousarray(array[:, -1, :])
     if array.ndim == 2:
         return array
-    raise ParityUsageError(f"{side}'s logits have shape {tuple(array.shape)}; a causal language model returns "
-                           "(batch, length, vocab) or (batch, vocab)")
+    raise ParityUsageError(
+        f"{side}'s logits have shape {tuple(array.shape)}; a causal language model returns "
+        "(batch, length, vocab) or (batch, vocab)"
+    )

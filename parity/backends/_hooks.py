@@ -3,9 +3,9 @@ gradients are put together. The adapters say how to view, hook and convert their
 
 from __future__ import annotations
 
-from collections import Counter
 import functools
 import inspect
+from collections import Counter
 from typing import Dict, List, Tuple
 
 from . import flatten_outputs
@@ -81,15 +81,21 @@ class LayerHooks:
         arguments by name; a nested one's tensors as ``name[0]``..."""
         found = []
         for name, value in zip(slot_names(layer, args, kwargs), list(args) + list(kwargs.values())):
-            found += [(path, leaf) for path, leaf in flatten_outputs(value, name) if leaf is None or self.is_tensor(leaf)]
+            found += [
+                (path, leaf) for path, leaf in flatten_outputs(value, name) if leaf is None or self.is_tensor(leaf)
+            ]
         return [leaf for _, leaf in found], tuple(path for path, _ in found)
 
     def pre_hook(self, path: str, layer, args, kwargs):
         if not self.grad_hooks:
             return None
         call = self.calls[path]
-        self.grads[(path, call)] = [[None] * (len(args) + len(kwargs)), [], tuple(slot_names(layer, args, kwargs)),
-                                    bool(kwargs)]
+        self.grads[(path, call)] = [
+            [None] * (len(args) + len(kwargs)),
+            [],
+            tuple(slot_names(layer, args, kwargs)),
+            bool(kwargs),
+        ]
         wrapped, new_kwargs = list(args), dict(kwargs)
         for i, arg in enumerate(args):
             if self.differentiable(arg):
@@ -107,8 +113,10 @@ class LayerHooks:
         outs = self.tensors(outputs)
         if self.record:
             inputs, names = self.named_tensors(layer, args, kwargs)
-            held = ([None if t is None else self.hold(t) for t in inputs],
-                    [None if t is None else self.hold(t) for t in outs])
+            held = (
+                [None if t is None else self.hold(t) for t in inputs],
+                [None if t is None else self.hold(t) for t in outs],
+            )
             if self.defer_forward:
                 self.forward_calls.append((path, type(layer).__name__) + held + (names, bool(kwargs)))
             else:
@@ -133,14 +141,16 @@ class LayerHooks:
         then the finished backward calls in backward order."""
         calls, self.forward_calls = self.forward_calls, []
         for path, type_name, inputs, outputs, names, keywords in calls:
-            self.recording.forward(path, type_name, self.arrays(inputs), self.arrays(outputs), names=names,
-                                   keywords=keywords)
+            self.recording.forward(
+                path, type_name, self.arrays(inputs), self.arrays(outputs), names=names, keywords=keywords
+            )
         done = sorted(self.finished, key=self.finished.get)
         self.finished = {}
         for key in done:
             grad_inputs, grad_outputs, names, keywords = self.grads.pop(key)
-            self.recording.backward(key[0], self.arrays(grad_inputs), self.arrays(grad_outputs), call=key[1],
-                                    names=names, keywords=keywords)
+            self.recording.backward(
+                key[0], self.arrays(grad_inputs), self.arrays(grad_outputs), call=key[1], names=names, keywords=keywords
+            )
 
 
 def slot_names(layer, args, kwargs) -> List[str]:

@@ -12,8 +12,16 @@ import numpy as np
 
 from ..errors import ParityUsageError
 
-__all__ = ["load_checkpoint_file", "parameter_names", "save_checkpoint_file", "load_checkpoint_into",
-           "load_state_file", "save_state_file", "state_keys", "load_state_into"]
+__all__ = [
+    "load_checkpoint_file",
+    "parameter_names",
+    "save_checkpoint_file",
+    "load_checkpoint_into",
+    "load_state_file",
+    "save_state_file",
+    "state_keys",
+    "load_state_into",
+]
 
 
 # -- MindSpore ---------------------------------------------------------------------------------
@@ -33,8 +41,10 @@ def load_checkpoint_file(path: str) -> dict[str, np.ndarray]:
         params = ms.load_checkpoint(path, format=_format(path))
     except Exception as exc:  # MindSpore raises ValueError, RuntimeError or OSError for a bad file
         text = str(exc).strip()
-        raise ParityUsageError(f"{path}: mindspore.load_checkpoint cannot read it: {type(exc).__name__}: "
-                               f"{text.splitlines()[0] if text else ''}") from None
+        raise ParityUsageError(
+            f"{path}: mindspore.load_checkpoint cannot read it: {type(exc).__name__}: "
+            f"{text.splitlines()[0] if text else ''}"
+        ) from None
     return {name: param.asnumpy().copy() for name, param in params.items()}
 
 
@@ -68,8 +78,9 @@ def load_checkpoint_into(model, path: str) -> tuple[list[str], list[str]]:
 _NESTED = ("state_dict", "model_state_dict", "model")  # where training scripts nest the weights
 
 
-def load_state_file(path: str, *, tensor_ok: bool = False
-                    ) -> tuple[dict[str, np.ndarray], list[tuple[str, ...]], list[str]]:
+def load_state_file(
+    path: str, *, tensor_ok: bool = False
+) -> tuple[dict[str, np.ndarray], list[tuple[str, ...]], list[str]]:
     """A state dict file as numpy arrays by key: ``.safetensors`` through safetensors, anything else
     through ``torch.load(weights_only=True)`` (no code in the file runs). Also the groups of keys
     that hold one tensor (tied weights), and notes on what was done to read it (a state dict nested
@@ -115,8 +126,11 @@ def _state_dict_in(obj, path: str, notes: list[str]) -> dict:
     import torch
 
     def tensors_only(value) -> bool:
-        return isinstance(value, dict) and bool(value) and all(
-            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in value.items())
+        return (
+            isinstance(value, dict)
+            and bool(value)
+            and all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in value.items())
+        )
 
     if tensors_only(obj):
         return obj
@@ -126,10 +140,13 @@ def _state_dict_in(obj, path: str, notes: list[str]) -> dict:
                 notes.append(f"the state dict was read from the entry {key!r}")
                 return obj[key]
         others = sorted(str(k) for k, v in obj.items() if not isinstance(v, torch.Tensor))
-        raise ParityUsageError(f"{path}: not a state dict: the entries {others[:5]} hold no tensor "
-                               f"(a state dict maps names to tensors, or nests one under {list(_NESTED)})")
-    raise ParityUsageError(f"{path}: not a state dict but a {type(obj).__qualname__}; save "
-                           "module.state_dict(), not the module")
+        raise ParityUsageError(
+            f"{path}: not a state dict: the entries {others[:5]} hold no tensor "
+            f"(a state dict maps names to tensors, or nests one under {list(_NESTED)})"
+        )
+    raise ParityUsageError(
+        f"{path}: not a state dict but a {type(obj).__qualname__}; save module.state_dict(), not the module"
+    )
 
 
 def save_state_file(arrays: dict[str, np.ndarray], path: str) -> None:

@@ -28,8 +28,8 @@ from __future__ import annotations
 import importlib
 from typing import Optional, Tuple
 
-from ..judge.devices import KEEP_FLOAT32, DeviceSetup
 from ..errors import ParityUsageError
+from ..judge.devices import KEEP_FLOAT32, DeviceSetup
 
 __all__ = ["setup", "torch_reference", "torch_placement"]
 
@@ -41,12 +41,14 @@ def _import_torch_npu():
         return importlib.import_module("torch_npu")
     except ModuleNotFoundError as exc:
         if exc.name != "torch_npu":  # torch_npu is there, something it needs is not
-            raise ParityUsageError(f"--parity-device=Ascend: torch_npu is installed but cannot be imported: {exc}") \
-                from None
+            raise ParityUsageError(
+                f"--parity-device=Ascend: torch_npu is installed but cannot be imported: {exc}"
+            ) from None
         return None
     except Exception as exc:  # torch_npu raises ImportError, OSError or RuntimeError when its runtime is missing
-        raise ParityUsageError("--parity-device=Ascend: torch_npu is installed but cannot be imported: "
-                               f"{type(exc).__name__}: {exc}") from None
+        raise ParityUsageError(
+            f"--parity-device=Ascend: torch_npu is installed but cannot be imported: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def _placement(label: str) -> str:
@@ -74,7 +76,8 @@ def torch_reference(device: str) -> Tuple[str, str, Optional[str], Tuple[Tuple[s
             raise ParityUsageError(
                 f"--parity-device=GPU: torch.cuda.is_available() is False (torch {torch.__version__}), so the "
                 "PyTorch reference cannot run on the GPU. Install a CUDA build of torch, check "
-                "CUDA_VISIBLE_DEVICES, or run with --parity-device=CPU.")
+                "CUDA_VISIBLE_DEVICES, or run with --parity-device=CPU."
+            )
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         index = torch.cuda.current_device()
@@ -85,9 +88,11 @@ def torch_reference(device: str) -> Tuple[str, str, Optional[str], Tuple[Tuple[s
         return "cpu", "torch_npu not installed", None, ()
     npu = torch_npu.npu
     if not npu.is_available():
-        raise ParityUsageError("--parity-device=Ascend: torch_npu is installed but torch_npu.npu.is_available() is "
-                               "False: PyTorch sees no NPU. Check ASCEND_RT_VISIBLE_DEVICES and the driver, or "
-                               "uninstall torch_npu to run the reference on the CPU.")
+        raise ParityUsageError(
+            "--parity-device=Ascend: torch_npu is installed but torch_npu.npu.is_available() is "
+            "False: PyTorch sees no NPU. Check ASCEND_RT_VISIBLE_DEVICES and the driver, or "
+            "uninstall torch_npu to run the reference on the CPU."
+        )
     npu.matmul.allow_hf32 = False
     npu.conv.allow_hf32 = False
     index = npu.current_device()
@@ -123,8 +128,11 @@ def _read_ascend(api) -> Tuple[Tuple[str, object], ...]:
     """The Ascend precision settings as MindSpore holds them (its configuration singleton is the
     only reader MindSpore has: the public functions only set)."""
     conf = api.AscendOpPrecisionConf.get_instance()
-    return (("precision_mode", conf.precision_mode() or None), ("matmul_allow_hf32", _flag(conf.matmul_allow_hf32())),
-            ("conv_allow_hf32", _flag(conf.conv_allow_hf32())))
+    return (
+        ("precision_mode", conf.precision_mode() or None),
+        ("matmul_allow_hf32", _flag(conf.matmul_allow_hf32())),
+        ("conv_allow_hf32", _flag(conf.conv_allow_hf32())),
+    )
 
 
 def ascend_precision() -> Tuple[Tuple[Tuple[str, object], ...], str]:
@@ -165,7 +173,13 @@ def setup(device: str) -> DeviceSetup:
     """Set both sides up for ``device`` (after MindSpore's ``device_target`` is set, before any
     kernel runs) and say what was found."""
     label, note, name, torch_flags = torch_reference(device)
-    precision, by = (ascend_precision() if device == "Ascend" else gpu_precision() if device == "GPU"
-                     else ((), ""))
-    return DeviceSetup(device=device, torch_device=label, torch_note=note, torch_name=name, precision=precision,
-                       precision_by=by, torch_precision=torch_flags)
+    precision, by = ascend_precision() if device == "Ascend" else gpu_precision() if device == "GPU" else ((), "")
+    return DeviceSetup(
+        device=device,
+        torch_device=label,
+        torch_note=note,
+        torch_name=name,
+        precision=precision,
+        precision_by=by,
+        torch_precision=torch_flags,
+    )

@@ -11,8 +11,8 @@ import weakref
 from collections import Counter
 from typing import Dict, List, Optional
 
-import numpy as np
 import mindspore as ms
+import numpy as np
 from mindspore import nn
 
 from ..errors import ParityUsageError
@@ -79,7 +79,7 @@ def _pynative_executor():
     """MindSpore's private PYNATIVE executor (it moved between releases), or None."""
     for where in ("mindspore.graph.api", "mindspore.common.api"):
         try:
-            return getattr(importlib.import_module(where), "_pynative_executor")
+            return importlib.import_module(where)._pynative_executor
         except (ImportError, AttributeError):
             continue
     return None
@@ -115,8 +115,10 @@ def layer_types(model) -> Dict[str, str]:
 
 def layer_kinds(model) -> Dict[str, tuple]:
     """Path -> (class name, whether it is a ``mindspore.nn`` class), in definition order."""
-    return {name: (type(cell).__name__, getattr(nn, type(cell).__name__, None) is type(cell))
-            for name, cell in model.cells_and_names()}
+    return {
+        name: (type(cell).__name__, getattr(nn, type(cell).__name__, None) is type(cell))
+        for name, cell in model.cells_and_names()
+    }
 
 
 _TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Cell -> {path: Parameter}
@@ -376,8 +378,11 @@ class _Layers(LayerHooks):
     def differentiable(self, tensor) -> bool:
         # Not a tensor computed from constants alone (``cos`` of positions, a mask): it needs no
         # gradient, and MindSpore refuses a hook on it ("The tensor requires grad is false").
-        return (isinstance(tensor, ms.Tensor) and tensor.dtype in ms.dtype.float_type
-                and getattr(tensor, "_requires_grad", True))
+        return (
+            isinstance(tensor, ms.Tensor)
+            and tensor.dtype in ms.dtype.float_type
+            and getattr(tensor, "_requires_grad", True)
+        )
 
     def view(self, tensor):
         # A copy, not a view: MindSpore's view and reshape made ResNet-50's vjp 1.3-1.55x slower,
@@ -396,8 +401,7 @@ class _Layers(LayerHooks):
             return
         with _no_grad():
             outputs = cell.construct(*inputs)
-        self.forward_calls.append((path, type(cell).__name__, self.tensors(inputs), self.tensors(outputs), None,
-                                   False))
+        self.forward_calls.append((path, type(cell).__name__, self.tensors(inputs), self.tensors(outputs), None, False))
 
     def cell_backward_hook(self, path: str, cell, grad_input, grad_output) -> None:
         # Backward visits the calls of one path in reverse order.
@@ -432,7 +436,7 @@ def capture(model, recording, *, backward: bool):
             handle.remove()
 
 
-_EPS = {ms.float16: 2.0 ** -10, ms.bfloat16: 2.0 ** -7, ms.float32: 2.0 ** -23, ms.float64: 2.0 ** -52}
+_EPS = {ms.float16: 2.0**-10, ms.bfloat16: 2.0**-7, ms.float32: 2.0**-23, ms.float64: 2.0**-52}
 
 
 def _jitter(tensor, rng: np.random.Generator, ulps: float):
@@ -441,7 +445,7 @@ def _jitter(tensor, rng: np.random.Generator, ulps: float):
     Elements that are exactly zero stay zero."""
     if not isinstance(tensor, ms.Tensor) or not ms.ops.is_floating_point(tensor) or tensor.size == 0:
         return tensor
-    eps = _EPS.get(tensor.dtype, 2.0 ** -23) * ulps
+    eps = _EPS.get(tensor.dtype, 2.0**-23) * ulps
     element = ms.Tensor(rng.uniform(-eps, eps, tensor.shape), tensor.dtype)
     layer = ms.Tensor(rng.uniform(-eps, eps, tensor.shape), tensor.dtype)
     finite = ms.ops.isfinite(tensor)
@@ -470,8 +474,7 @@ def perturbed(model, *, seed: int, ulps: float):
             return type(output)(move(t) for t in output)
         return move(output)
 
-    handles = [cell.register_forward_hook(forward_hook) for _, cell in model.cells_and_names()
-               if not cell.name_cells()]
+    handles = [cell.register_forward_hook(forward_hook) for _, cell in model.cells_and_names() if not cell.name_cells()]
     try:
         yield
     finally:
@@ -503,16 +506,19 @@ class TrainStep:
     the update skipped where they are not, the scale adjusted; ``scaling`` holds (the scale used,
     whether the update was skipped) of the last step, and the gradients returned are unscaled."""
 
-    def __init__(self, model, loss_fn, optimizer, *, accumulate: int, clip_grad_norm: Optional[float], mode: str,
-                 scaler=None):
+    def __init__(
+        self, model, loss_fn, optimizer, *, accumulate: int, clip_grad_norm: Optional[float], mode: str, scaler=None
+    ):
         self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
         self.scaler, self.scaling = scaler, None
         self.params = list(optimizer.parameters)
         by_id = {id(p): n for n, p in _parameters(model).items()}
         unknown = [p.name for p in self.params if id(p) not in by_id]
         if unknown:
-            raise ParityUsageError(f"the MindSpore optimizer holds parameters that are not the Cell's: {unknown[:5]}; "
-                                   "build it from the parameters it is given (ms_factory(params))")
+            raise ParityUsageError(
+                f"the MindSpore optimizer holds parameters that are not the Cell's: {unknown[:5]}; "
+                "build it from the parameters it is given (ms_factory(params))"
+            )
         self.names = [by_id[id(p)] for p in self.params]
         self.accumulate, self.clip, self.mode = accumulate, clip_grad_norm, mode
         scale = 1.0 / accumulate
@@ -525,14 +531,18 @@ class TrainStep:
             loss = forward(*values)
             return scaler.scale(loss), loss
 
-        self._grad = ms.value_and_grad(forward, None, ms.ParameterTuple(self.params)) if scaler is None else \
-            ms.value_and_grad(scaled, None, ms.ParameterTuple(self.params), has_aux=True)
+        self._grad = (
+            ms.value_and_grad(forward, None, ms.ParameterTuple(self.params))
+            if scaler is None
+            else ms.value_and_grad(scaled, None, ms.ParameterTuple(self.params), has_aux=True)
+        )
         self._apply = optimizer
         if mode == "graph":  # as users compile a train step: the network's forward and backward, the update
             self._grad = ms.jit(self._grad)
             if callable(getattr(optimizer, "use_graph", None)):  # a translation (parity.translation.optim)
                 optimizer.use_graph()
             else:
+
                 def apply(grads):
                     return optimizer(grads)
 
@@ -572,8 +582,11 @@ class TrainStep:
     def _update(self, grads) -> None:
         applied = grads
         if self.clip is not None:
-            applied = _clipped(tuple(grads), self.clip) if self.mode != "graph" else \
-                _clipped_graph(ms.mutable(tuple(grads)), self.clip)
+            applied = (
+                _clipped(tuple(grads), self.clip)
+                if self.mode != "graph"
+                else _clipped_graph(ms.mutable(tuple(grads)), self.clip)
+            )
         self._apply(ms.mutable(tuple(applied)) if self.mode == "graph" else tuple(applied))
 
     def collect(self, launched):

@@ -95,8 +95,11 @@ class _Adapter:
 
     def differentiable(self, tensor) -> bool:
         if self.framework == "mindspore":
-            return (isinstance(tensor, self._ms.Tensor) and tensor.dtype in self._ms.dtype.float_type
-                    and getattr(tensor, "_requires_grad", True))
+            return (
+                isinstance(tensor, self._ms.Tensor)
+                and tensor.dtype in self._ms.dtype.float_type
+                and getattr(tensor, "_requires_grad", True)
+            )
         return isinstance(tensor, self._torch.Tensor) and tensor.requires_grad
 
     def in_place_of(self, x, value):
@@ -117,8 +120,11 @@ class _Adapter:
 
 def _leaves(value, adapter, name: str):
     """(name, leaf) of every tensor or None in a (nested) value, as the layer capture names them."""
-    return [(path, leaf) for path, leaf in flatten_outputs(value, name)
-            if leaf is None or isinstance(leaf, adapter.tensor_type)]
+    return [
+        (path, leaf)
+        for path, leaf in flatten_outputs(value, name)
+        if leaf is None or isinstance(leaf, adapter.tensor_type)
+    ]
 
 
 def _rebuild(value, swap, name: str):
@@ -132,8 +138,14 @@ def _rebuild(value, swap, name: str):
 
 
 class _Feeder:
-    def __init__(self, adapter: _Adapter, feeds: Dict[Tuple[str, int], Feed], found: Fed,
-                 grads: Optional[Dict[Tuple[str, int], Feed]], keep):
+    def __init__(
+        self,
+        adapter: _Adapter,
+        feeds: Dict[Tuple[str, int], Feed],
+        found: Fed,
+        grads: Optional[Dict[Tuple[str, int], Feed]],
+        keep,
+    ):
         self.adapter, self.feeds, self.found, self.grads = adapter, feeds, found, grads
         self.keep = keep  # the calls whose values are kept (None: all)
         self.calls: Counter = Counter()
@@ -144,7 +156,9 @@ class _Feeder:
         if feed is None:
             return None
         names = slot_names(layer, args, kwargs)
-        leaves = [leaf for n, v in zip(names, list(args) + list(kwargs.values())) for leaf in _leaves(v, self.adapter, n)]
+        leaves = [
+            leaf for n, v in zip(names, list(args) + list(kwargs.values())) for leaf in _leaves(v, self.adapter, n)
+        ]
         if feed.names is not None:
             given = {n: a for n, a in zip(feed.names, feed.arrays)}
         elif len(feed.arrays) == len(leaves):
@@ -157,7 +171,11 @@ class _Feeder:
 
         def swap(name, leaf):
             array = given.get(name)
-            if array is None or not isinstance(leaf, self.adapter.tensor_type) or tuple(array.shape) != tuple(leaf.shape):
+            if (
+                array is None
+                or not isinstance(leaf, self.adapter.tensor_type)
+                or tuple(array.shape) != tuple(leaf.shape)
+            ):
                 new = leaf
             else:
                 used.append((self.adapter.held(leaf) if kept else None, array))
@@ -256,8 +274,14 @@ class _Feeder:
 
 
 @contextlib.contextmanager
-def fed(model, feeds: Dict[Tuple[str, int], Feed], *, framework: str,
-        grads: Optional[Dict[Tuple[str, int], Feed]] = None, keep: Optional[Set[Tuple[str, int]]] = None):
+def fed(
+    model,
+    feeds: Dict[Tuple[str, int], Feed],
+    *,
+    framework: str,
+    grads: Optional[Dict[Tuple[str, int], Feed]] = None,
+    keep: Optional[Set[Tuple[str, int]]] = None,
+):
     """Inside, each sub-layer call of ``model`` (a MindSpore Cell or a PyTorch Module, as
     ``framework`` says) that ``feeds`` names runs on the arrays given (in each tensor's own dtype;
     a tensor whose shape differs keeps its value), and every call's outputs are kept. With
@@ -298,5 +322,3 @@ class _Restore:
 
     def remove(self) -> None:
         self.layer.inplace = True
-
-

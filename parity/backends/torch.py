@@ -90,8 +90,9 @@ def slots(model) -> List[Slot]:
         dtype = str(tensor.dtype).replace("torch.", "")
         trainable = bool(is_param and tensor.requires_grad)
         persistent = is_param or name.rpartition(".")[2] not in model.get_submodule(layer)._non_persistent_buffers_set
-        result.append(Slot(name, tuple(tensor.shape), dtype, trainable, layer, owners.get(layer, ""),
-                           persistent=persistent))
+        result.append(
+            Slot(name, tuple(tensor.shape), dtype, trainable, layer, owners.get(layer, ""), persistent=persistent)
+        )
     return result
 
 
@@ -140,8 +141,10 @@ def train_flags(model):
 
 def layer_kinds(model) -> Dict[str, tuple]:
     """Path -> (class name, whether it is a ``torch.nn`` class), in definition order."""
-    return {name: (type(module).__name__, getattr(torch.nn, type(module).__name__, None) is type(module))
-            for name, module in model.named_modules()}
+    return {
+        name: (type(module).__name__, getattr(torch.nn, type(module).__name__, None) is type(module))
+        for name, module in model.named_modules()
+    }
 
 
 class _Jitter(torch.autograd.Function):
@@ -180,7 +183,7 @@ class _Signs:
             self._cast[tensor.dtype] = self.pattern.to(tensor.dtype)
         start = (self.calls * self._STRIDE) % (self.pattern.numel() - count + 1)
         self.calls += 1
-        return self._cast[tensor.dtype][start:start + count].view(tensor.shape)
+        return self._cast[tensor.dtype][start : start + count].view(tensor.shape)
 
 
 def _noise(signs: _Signs, ulps: float):
@@ -188,6 +191,7 @@ def _noise(signs: _Signs, ulps: float):
     tensor's own scale (its RMS) so that near-zero elements move too, each with a seeded sign: every
     element moves by the full amount, so a near-tie within reach flips in one of a mirrored pair of
     runs. Exact zeros stay zero, and so do NaN and Inf."""
+
     def make(tensor):
         if not tensor.is_floating_point() or tensor.numel() == 0:
             return torch.zeros_like(tensor)
@@ -202,6 +206,7 @@ def _noise(signs: _Signs, ulps: float):
         layer = torch.mul(signs.like(kept), scale * eps)
         layer.masked_fill_(kept == 0, 0.0)
         return layer.addcmul_(signs.like(kept), kept, value=eps)
+
     return make
 
 
@@ -226,12 +231,16 @@ def perturbed(model, *, seed: int, ulps: float):
         leaves = flatten_outputs(output)
         if not any(isinstance(t, torch.Tensor) and t.is_floating_point() for _, t in leaves):
             return None
-        return _rebuild(output, lambda t: _Jitter.apply(t, forward_noise, backward_noise)
-                        if t.is_floating_point() and t.requires_grad else
-                        (t + forward_noise(t) if t.is_floating_point() else t))
+        return _rebuild(
+            output,
+            lambda t: (
+                _Jitter.apply(t, forward_noise, backward_noise)
+                if t.is_floating_point() and t.requires_grad
+                else (t + forward_noise(t) if t.is_floating_point() else t)
+            ),
+        )
 
-    handles = [m.register_forward_hook(jitter) for _, m in model.named_modules()
-               if not any(True for _ in m.children())]
+    handles = [m.register_forward_hook(jitter) for _, m in model.named_modules() if not any(True for _ in m.children())]
     try:
         yield
     finally:
@@ -367,8 +376,14 @@ class _Copies:
 
     def array(self, tensor) -> np.ndarray:
         tensor = tensor.detach()
-        key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape), tensor.stride(),
-               tensor.dtype, tensor._version)
+        key = (
+            tensor.untyped_storage().data_ptr(),
+            tensor.storage_offset(),
+            tuple(tensor.shape),
+            tensor.stride(),
+            tensor.dtype,
+            tensor._version,
+        )
         known = self._items.get(key)
         array = known() if known is not None else None
         view = to_numpy(tensor)
@@ -463,8 +478,9 @@ class TrainStep:
     ``scaler.step`` and ``scaler.update``; ``scaling`` holds (the scale used, whether the update was
     skipped) of the last step, and the gradients returned are unscaled."""
 
-    def __init__(self, model, loss_fn, optimizer, *, accumulate: int, clip_grad_norm, device: str, cast=None,
-                 scaler=None):
+    def __init__(
+        self, model, loss_fn, optimizer, *, accumulate: int, clip_grad_norm, device: str, cast=None, scaler=None
+    ):
         self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
         self.scaler, self.scaling = scaler, None  # a torch.amp.GradScaler; (scale used, skipped) of the last step
         self.accumulate, self.clip, self.cast = accumulate, clip_grad_norm, cast
@@ -486,8 +502,11 @@ class TrainStep:
             args = [self._tensor(a, True) for a in inputs.args]
             kwargs = {k: self._tensor(a, True) for k, a in inputs.kwargs.items()}
             target = self._tensor(target, True)
-            context = (perturbed_keeping_buffers(self.model, seed=perturb[0] + index, ulps=perturb[1])
-                       if perturb else contextlib.nullcontext())
+            context = (
+                perturbed_keeping_buffers(self.model, seed=perturb[0] + index, ulps=perturb[1])
+                if perturb
+                else contextlib.nullcontext()
+            )
             with context:
                 loss = self.loss_fn(self.model(*args, **kwargs), target)
                 if self.accumulate > 1:
@@ -497,8 +516,11 @@ class TrainStep:
         if self.scaler is not None:  # as GradScaler's documentation writes the step: unscale_ before clipping
             scale_used = self.scaler.get_scale()
             self.scaler.unscale_(self.optimizer)
-        grads = {self.names[id(p)]: to_numpy(p.grad.detach().cpu()).copy()
-                 for p in self.params if p.grad is not None and (keep is None or self.names[id(p)] in keep)}
+        grads = {
+            self.names[id(p)]: to_numpy(p.grad.detach().cpu()).copy()
+            for p in self.params
+            if p.grad is not None and (keep is None or self.names[id(p)] in keep)
+        }
         if perturb:
             noise = _noise(_Signs(perturb[0] + len(micro_batches)), perturb[1])
             with torch.no_grad():
@@ -517,8 +539,12 @@ class TrainStep:
         return total, grads
 
     def lrs(self) -> Dict[str, float]:
-        return {self.names[id(p)]: float(group["lr"]) for group in self.optimizer.param_groups
-                for p in group["params"] if id(p) in self.names}
+        return {
+            self.names[id(p)]: float(group["lr"])
+            for group in self.optimizer.param_groups
+            for p in group["params"]
+            if id(p) in self.names
+        }
 
     def state(self, only=None, *, copy: bool = True) -> Dict[str, Dict[str, np.ndarray]]:
         """The optimizer's state per parameter name (only the names in ``only``, when given);
@@ -552,8 +578,9 @@ def perturbed_keeping_buffers(model, *, seed: int, ulps: float):
 
 def state_of(model) -> Dict[str, "torch.Tensor"]:
     """Every parameter and buffer, cloned (``restore_state`` puts them back, in any dtype)."""
-    return {name: t.detach().clone() for name, t in model.state_dict(keep_vars=True).items()
-            if isinstance(t, torch.Tensor)}
+    return {
+        name: t.detach().clone() for name, t in model.state_dict(keep_vars=True).items() if isinstance(t, torch.Tensor)
+    }
 
 
 def restore_state(model, saved, dtype_name=None) -> None:
@@ -574,8 +601,11 @@ def cast_module(module, dtype_name: str) -> None:
 
 def dropout_layers(model) -> List[str]:
     """Paths of sub-Modules that drop elements at random in train mode."""
-    return [path or "(root)" for path, m in model.named_modules()
-            if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0]
+    return [
+        path or "(root)"
+        for path, m in model.named_modules()
+        if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0
+    ]
 
 
 def decode(model, ids: np.ndarray, *, past=None, use_cache: bool = False, device: str = "CPU"):
@@ -603,4 +633,3 @@ def _field(raw, name: str):
     if name == "logits":
         return raw[0] if isinstance(raw, (tuple, list)) else raw
     return raw[1] if isinstance(raw, (tuple, list)) and len(raw) > 1 else None
-

@@ -60,13 +60,19 @@ def parse(value, where: str) -> Optional[Amp]:
     if isinstance(value, str):
         value = Amp(value)
     if not isinstance(value, Amp):
-        raise ParityUsageError(f"{where}: amp must be a level name ({', '.join(LEVELS)}) or parity.amp(level, "
-                               f"dtype=..., torch=...), got {type(value).__qualname__} {value!r}")
-    for label, given, choices in (("level", value.level, LEVELS), ("dtype", value.dtype, DTYPES),
-                                  ("torch side", value.torch, TORCH_SIDES)):
+        raise ParityUsageError(
+            f"{where}: amp must be a level name ({', '.join(LEVELS)}) or parity.amp(level, "
+            f"dtype=..., torch=...), got {type(value).__qualname__} {value!r}"
+        )
+    for label, given, choices in (
+        ("level", value.level, LEVELS),
+        ("dtype", value.dtype, DTYPES),
+        ("torch side", value.torch, TORCH_SIDES),
+    ):
         if given not in choices:
-            raise ParityUsageError(f"{where}: unknown amp {label} {given!r}; expected one of "
-                                   f"{', '.join(repr(c) for c in choices)}")
+            raise ParityUsageError(
+                f"{where}: unknown amp {label} {given!r}; expected one of {', '.join(repr(c) for c in choices)}"
+            )
     return value
 
 
@@ -88,8 +94,10 @@ class PrecisionRow:
 
     def describe(self, spec: Amp) -> str:
         types = self.ms_type if self.ms_type == self.torch_type else f"{self.ms_type}/{self.torch_type}"
-        return (f"layer '{self.path}' ({types}) ran in different precisions: {spec.ms_label} ran it in {self.ms}, "
-                f"{spec.torch_label} in {self.torch}")
+        return (
+            f"layer '{self.path}' ({types}) ran in different precisions: {spec.ms_label} ran it in {self.ms}, "
+            f"{spec.torch_label} in {self.torch}"
+        )
 
 
 def _floating(dtypes) -> str:
@@ -133,8 +141,9 @@ def precision_causes(rows: List[PrecisionRow], spec: Amp, at: Optional[str], ent
         text += f" (known mismatch '{known.id}': {known.summary})"
     others = [r.path for r in differing if r is not chosen]
     if others:
-        text += f"; {len(others)} other layers differ in precision: {', '.join(repr(p) for p in others[:5])}" \
-                + (" ..." if len(others) > 5 else "")
+        text += f"; {len(others)} other layers differ in precision: {', '.join(repr(p) for p in others[:5])}" + (
+            " ..." if len(others) > 5 else ""
+        )
     return [text]
 
 
@@ -161,12 +170,15 @@ def rewrite_cause(entries, ms_types, spec: Amp) -> str:
     ``ms_types`` (class names), where an entry names one of them; else empty."""
     for entry in entries:
         pattern = entry.amp
-        if (pattern is not None and spec.level in pattern.levels and not pattern.mindspore
-                and entry.mindspore.rpartition(".")[2] in ms_types):
+        if (
+            pattern is not None
+            and spec.level in pattern.levels
+            and not pattern.mindspore
+            and entry.mindspore.rpartition(".")[2] in ms_types
+        ):
             return f"Known mismatch '{entry.id}': {entry.summary}" + (f"; fix: {entry.fix}" if entry.fix else "")
     return ""
 
 
 def _names(entry, row: PrecisionRow) -> bool:
-    return (entry.torch.rpartition(".")[2] == row.torch_type
-            and entry.mindspore.rpartition(".")[2] == row.ms_type)
+    return entry.torch.rpartition(".")[2] == row.torch_type and entry.mindspore.rpartition(".")[2] == row.ms_type

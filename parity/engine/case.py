@@ -49,10 +49,15 @@ class Training:
     def kwargs(self, where: str = "training") -> Dict[str, Any]:
         """:func:`parity.check_training`'s arguments, dotted paths imported (``where`` names the
         case in a usage error)."""
-        return {"batches": self.batches, "loss": _lazy(self.loss, f"{where} loss", call=True),
-                "optimizer": _lazy(self.optimizer, f"{where} optimizer"), "steps": self.steps,
-                "clip_grad_norm": self.clip_grad_norm, "accumulate": self.accumulate,
-                "lr_scheduler": _lazy(self.lr_scheduler, f"{where} lr_scheduler")}
+        return {
+            "batches": self.batches,
+            "loss": _lazy(self.loss, f"{where} loss", call=True),
+            "optimizer": _lazy(self.optimizer, f"{where} optimizer"),
+            "steps": self.steps,
+            "clip_grad_norm": self.clip_grad_norm,
+            "accumulate": self.accumulate,
+            "lr_scheduler": _lazy(self.lr_scheduler, f"{where} lr_scheduler"),
+        }
 
 
 @dataclass(frozen=True)
@@ -74,18 +79,26 @@ class Variant:
         if case.training is not None:
             from .training.loop import run_training
 
-            return run_training(ms_cell, torch_module, settings=settings, weights=case.weights,
-                                ms_mode=case.ms_mode, tolerance=case.tolerance, name_map=case.name_map,
-                                acknowledge=case.acknowledge, **case.training.kwargs(f"case {case.name!r}"))
+            return run_training(
+                ms_cell,
+                torch_module,
+                settings=settings,
+                weights=case.weights,
+                ms_mode=case.ms_mode,
+                tolerance=case.tolerance,
+                name_map=case.name_map,
+                acknowledge=case.acknowledge,
+                **case.training.kwargs(f"case {case.name!r}"),
+            )
         if case.shapes is not None:
             from .shapes import run_shapes
 
-            return run_shapes(ms_cell, torch_module, case.shapes, train=self.train, settings=settings,
-                              **case.check_kwargs())
+            return run_shapes(
+                ms_cell, torch_module, case.shapes, train=self.train, settings=settings, **case.check_kwargs()
+            )
         from .check import run_check
 
-        return run_check(ms_cell, torch_module, case.inputs, train=self.train, settings=settings,
-                         **case.check_kwargs())
+        return run_check(ms_cell, torch_module, case.inputs, train=self.train, settings=settings, **case.check_kwargs())
 
 
 @dataclass(frozen=True)
@@ -128,24 +141,33 @@ class ParityCase:
             if label == "mindspore" and factory == TRANSLATE:
                 continue
             if not (callable(factory) or (isinstance(factory, str) and ":" in factory)):
-                raise ParityUsageError(f"ParityCase {self.name!r}: {label} must be a callable or "
-                                       f"'package.module:Name', got {factory!r}")
+                raise ParityUsageError(
+                    f"ParityCase {self.name!r}: {label} must be a callable or 'package.module:Name', got {factory!r}"
+                )
         object.__setattr__(self, "acknowledge", tuple(self.acknowledge))
         if self.training is not None and not isinstance(self.training, Training):
-            raise ParityUsageError(f"ParityCase {self.name!r}: training must be parity.Training(batches, loss, "
-                                   f"optimizer, ...), got {type(self.training).__qualname__}")
+            raise ParityUsageError(
+                f"ParityCase {self.name!r}: training must be parity.Training(batches, loss, "
+                f"optimizer, ...), got {type(self.training).__qualname__}"
+            )
         if self.training is not None and (self.inputs is not None or self.train is not False):
-            raise ParityUsageError(f"ParityCase {self.name!r}: a training case takes its batches from "
-                                   "Training(batches=...); drop inputs= and train=")
+            raise ParityUsageError(
+                f"ParityCase {self.name!r}: a training case takes its batches from "
+                "Training(batches=...); drop inputs= and train="
+            )
         if self.shapes is not None and (self.inputs is not None or self.training is not None):
-            raise ParityUsageError(f"ParityCase {self.name!r}: shapes= is a list of inputs, one per shape; drop "
-                                   "inputs= (and training=)")
+            raise ParityUsageError(
+                f"ParityCase {self.name!r}: shapes= is a list of inputs, one per shape; drop inputs= (and training=)"
+            )
         if self.shapes is not None and (not isinstance(self.shapes, (list, tuple)) or not self.shapes):
-            raise ParityUsageError(f"ParityCase {self.name!r}: shapes= must be a non-empty list of inputs, one per "
-                                   f"shape, got {self.shapes!r}")
+            raise ParityUsageError(
+                f"ParityCase {self.name!r}: shapes= must be a non-empty list of inputs, one per "
+                f"shape, got {self.shapes!r}"
+            )
         if self.training is None and self.inputs is None and self.shapes is None:
-            raise ParityUsageError(f"ParityCase {self.name!r}: give inputs= (or shapes=[...], or "
-                                   "training=Training(...))")
+            raise ParityUsageError(
+                f"ParityCase {self.name!r}: give inputs= (or shapes=[...], or training=Training(...))"
+            )
         if not self.line:
             object.__setattr__(self, "line", _written_at(sys._getframe(2)))
 
@@ -156,8 +178,10 @@ class ParityCase:
         api = self.mindspore if isinstance(self.mindspore, (str, type)) and self.mindspore != TRANSLATE else ""
         kwargs = self.ms_kwargs if api else {}
         torch_kwargs = self.torch_kwargs if api else None
-        return [str(issue) for issue in lint(api, dict(kwargs), tuple(self.acknowledge),
-                                             torch_kwargs=torch_kwargs, device=device)]
+        return [
+            str(issue)
+            for issue in lint(api, dict(kwargs), tuple(self.acknowledge), torch_kwargs=torch_kwargs, device=device)
+        ]
 
     def variants(self) -> List[Variant]:
         if self.training is not None:
@@ -167,8 +191,14 @@ class ParityCase:
 
     def check_kwargs(self) -> Dict[str, Any]:
         """The keyword arguments this case gives :func:`parity.check`."""
-        return {"weights": self.weights, "grads": self.grads, "tolerance": self.tolerance,
-                "name_map": self.name_map, "reference": self.reference, "ms_mode": self.ms_mode}
+        return {
+            "weights": self.weights,
+            "grads": self.grads,
+            "tolerance": self.tolerance,
+            "name_map": self.name_map,
+            "reference": self.reference,
+            "ms_mode": self.ms_mode,
+        }
 
 
 def _resolve(factory: Factory, where: str) -> Callable[..., Any]:
@@ -202,13 +232,16 @@ def _lazy(value: Any, where: str, *, call: bool = False) -> Any:
 def build(case: ParityCase, *, device: str = "CPU", seed: int = 1234) -> Tuple[Any, Any]:
     """Construct the MindSpore and the PyTorch side of ``case``, both frameworks seeded first so
     that initial weights (and a reproduce command) are the same on every run."""
-    from ..backends import mindspore as msb, torch as tb
+    from ..backends import mindspore as msb
+    from ..backends import torch as tb
 
     msb.prepare(seed=seed, device=device)
     tb.prepare(seed=seed, device=device)
     made = []
-    for label, factory, kwargs in (("torch", case.torch, case.torch_kwargs),
-                                   ("mindspore", case.mindspore, case.ms_kwargs)):
+    for label, factory, kwargs in (
+        ("torch", case.torch, case.torch_kwargs),
+        ("mindspore", case.mindspore, case.ms_kwargs),
+    ):
         if factory == TRANSLATE:  # traced on the case's inputs, drawn as its check draws them
             from .translating import run_translate
 
@@ -241,9 +274,11 @@ def _import_path(path: Path):
     name = ".".join(parts)
     module = importlib.import_module(name)
     if Path(getattr(module, "__file__", "") or "").resolve() != path:
-        raise ParityUsageError(f"cannot load the cases in {path}: the module name {name!r} is already taken by "
-                               f"{getattr(module, '__file__', None) or 'a module without a file'}; rename one of them "
-                               "or put the folder in a package (an __init__.py)")
+        raise ParityUsageError(
+            f"cannot load the cases in {path}: the module name {name!r} is already taken by "
+            f"{getattr(module, '__file__', None) or 'a module without a file'}; rename one of them "
+            "or put the folder in a package (an __init__.py)"
+        )
     return module
 
 
@@ -268,8 +303,11 @@ def _written_at(frame) -> int:
     """The line of the module's own code that made a case: where a case file builds its cases through
     helpers of its own, the module-level line that called them, not the helper's ``ParityCase(``."""
     outer = frame
-    while outer.f_code.co_name != "<module>" and outer.f_back is not None \
-            and outer.f_back.f_code.co_filename == frame.f_code.co_filename:
+    while (
+        outer.f_code.co_name != "<module>"
+        and outer.f_back is not None
+        and outer.f_back.f_code.co_filename == frame.f_code.co_filename
+    ):
         outer = outer.f_back
     return outer.f_lineno if outer.f_code.co_name == "<module>" else frame.f_lineno
 

@@ -16,7 +16,8 @@ def map_pair_weights(ms_cell, torch_module, name_map, device: str) -> WeightMap:
     """:func:`map_weights`; where parameters cannot be paired, the usage error names the known
     mismatches that explain a missing or extra parameter (``has_bias`` and the like)."""
     __tracebackhide__ = True
-    from ..backends import mindspore as msb, torch as tb
+    from ..backends import mindspore as msb
+    from ..backends import torch as tb
     from ..registry.diagnosis import parameter_causes
 
     ms_slots, torch_slots = msb.slots(ms_cell), tb.slots(torch_module)
@@ -29,8 +30,9 @@ def map_pair_weights(ms_cell, torch_module, name_map, device: str) -> WeightMap:
         raise ParityUsageError("\n".join([str(exc), ""] + [f"Likely cause: {c}" for c in causes])) from None
 
 
-def refuse_unsupported_dtype(ms_cell, torch_module, dtype: Optional[str], device: str, amp=None,
-                              user_cell=None) -> None:
+def refuse_unsupported_dtype(
+    ms_cell, torch_module, dtype: Optional[str], device: str, amp=None, user_cell=None
+) -> None:
     """Before anything runs: layers the registry knows to lack a kernel for the half dtype
     MindSpore computes in on ``device`` (bfloat16 on CPU) make a :class:`ParityUnsupported`
     (``amp``: a mixed-precision level chose the dtype; O1's layers cast inside their code, and their
@@ -40,15 +42,22 @@ def refuse_unsupported_dtype(ms_cell, torch_module, dtype: Optional[str], device
     from ..registry.diagnosis import unsupported_dtype
 
     casts = amp_backend.half_casts(ms_cell, dtype) if amp is not None else None
-    found = unsupported_dtype(user_cell if casts else ms_cell, torch_module, dtype=dtype, device=device,
-                              layer_dtypes=casts)
+    found = unsupported_dtype(
+        user_cell if casts else ms_cell, torch_module, dtype=dtype, device=device, layer_dtypes=casts
+    )
     if found:
         lines = [f"  '{d.ms_path or d.path}': {d.entry.summary} (known mismatch '{d.entry.id}')" for d in found]
         how = f"mixed precision {amp.level}" if amp is not None else "its Cell's to_float or parameters"
-        raise ParityUnsupported("\n".join(
-            [f"MindSpore computes in {dtype} here ({how}), and {len(found)} of its layers "
-             f"have no {dtype} kernel on {device}:"] + lines
-            + [f"Check this pair in float32 (or float16) on {device}, or where MindSpore has {dtype} kernels."]))
+        raise ParityUnsupported(
+            "\n".join(
+                [
+                    f"MindSpore computes in {dtype} here ({how}), and {len(found)} of its layers "
+                    f"have no {dtype} kernel on {device}:"
+                ]
+                + lines
+                + [f"Check this pair in float32 (or float16) on {device}, or where MindSpore has {dtype} kernels."]
+            )
+        )
 
 
 def failure_causes(ms_cell, torch_module, result, device: str, mode: str, found=None) -> List[str]:
@@ -90,6 +99,5 @@ def own_error_causes(ms_cell, torch_module, result, device: str, mode: str):
     except Exception:  # the registry helps the message; it never hides the failure
         return None
     likely = [d for d in found if d.score >= UNSUPPORTED]
-    result.layers.own_errors = [replace(e, causes=tuple(d.cause() for d in likely if d.path == e.layer))
-                                for e in own]
+    result.layers.own_errors = [replace(e, causes=tuple(d.cause() for d in likely if d.path == e.layer)) for e in own]
     return found

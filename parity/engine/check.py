@@ -7,8 +7,8 @@ import traceback
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
-from . import messages as report
-from ..backends import amp as amp_backend, framework_of
+from ..backends import amp as amp_backend
+from ..backends import framework_of
 from ..errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from ..judge.devices import profile as device_profile
 from ..judge.dtypes import is_floating, narrowest
@@ -18,12 +18,14 @@ from ..judge.metrics import compare_pair
 from ..judge.tolerance import ToleranceSpec, check_globs_used
 from ..options import MODE, parse_seed
 from ..weights.transfer import WeightReport, copy_weights, fill_weights, map_weights
-from .amp import parse as parse_amp, precision_causes, precision_rows, rewrite_cause
+from . import messages as report
+from .amp import parse as parse_amp
+from .amp import precision_causes, precision_rows, rewrite_cause
 from .causes import failure_causes, map_pair_weights, own_error_causes, refuse_unsupported_dtype
 from .inputs import materialize, per_side_inputs
 from .localize import first_nonfinite
-from .own import measure_own_errors
 from .outputs import nothing_compared, outputs_compared
+from .own import measure_own_errors
 from .passes import Passes
 from .repro import Source, offer
 from .result import Result
@@ -76,14 +78,15 @@ def check_choice(label: str, value, choices, where: str):
 def check_pair(ms_cell, torch_module) -> None:
     ms_kind, torch_kind = framework_of(ms_cell), framework_of(torch_module)
     if ms_kind == "torch" and torch_kind == "mindspore":
-        raise ParityUsageError("the arguments are swapped: check(ms_cell, torch_module, ...) takes the "
-                               "MindSpore Cell first and the PyTorch Module second")
+        raise ParityUsageError(
+            "the arguments are swapped: check(ms_cell, torch_module, ...) takes the "
+            "MindSpore Cell first and the PyTorch Module second"
+        )
     for given, want, label in ((ms_kind, "mindspore", "ms_cell"), (torch_kind, "torch", "torch_module")):
         if given != want:
             obj = ms_cell if label == "ms_cell" else torch_module
             expected = "a mindspore.nn.Cell" if want == "mindspore" else "a torch.nn.Module"
-            raise ParityUsageError(f"{label} must be {expected}, got {type(obj).__module__}."
-                                   f"{type(obj).__qualname__}")
+            raise ParityUsageError(f"{label} must be {expected}, got {type(obj).__module__}.{type(obj).__qualname__}")
 
 
 def refuse_graph_mode(ms_cell, mode: str, settings: Settings, where: str) -> None:
@@ -98,15 +101,17 @@ def refuse_graph_mode(ms_cell, mode: str, settings: Settings, where: str) -> Non
     if not found:
         return
     asked = f"the session's {MODE.flag}={mode}" if settings.mode else f"ms_mode={mode!r}"
-    shown = [f"{path or '<root>'} ({type(cell).__name__} of {getattr(cell, 'torch_class', '?')})"
-             for path, cell in found[:3]]
+    shown = [
+        f"{path or '<root>'} ({type(cell).__name__} of {getattr(cell, 'torch_class', '?')})" for path, cell in found[:3]
+    ]
     more = f" and {len(found) - 3} more" if len(found) > 3 else ""
     reasons = sorted({f"{type(cell).__name__} {type(cell).parity_pynative_only}" for _, cell in found})
     raise ParityUnsupported(
         f"{where}: {asked} asks for MindSpore's GRAPH mode, but this Cell holds {len(found)} Cells that "
         f"parity.translate made from custom Modules, which run in PYNATIVE mode only: {', '.join(shown)}{more}. "
         f"A {'; a '.join(reasons)}. Check it with ms_mode='pynative' (and, for GRAPH mode, a Cell written "
-        "for MindSpore).")
+        "for MindSpore)."
+    )
 
 
 def run_check(ms_cell, torch_module, inputs, **options) -> Result:
@@ -114,7 +119,8 @@ def run_check(ms_cell, torch_module, inputs, **options) -> Result:
     were when the check returns or raises."""
     __tracebackhide__ = True
     check_pair(ms_cell, torch_module)
-    from ..backends import mindspore as msb, torch as tb
+    from ..backends import mindspore as msb
+    from ..backends import torch as tb
 
     restore_ms, restore_torch = msb.train_flags(ms_cell), tb.train_flags(torch_module)
     try:
@@ -132,9 +138,24 @@ def _check_globs(spec: ToleranceSpec, run, comparisons) -> None:
         check_globs_used(spec, [n for c in comparisons for n in (c.name, c.ms_name, c.torch_name)])
 
 
-def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, train=False, ms_mode=None,
-              tolerance=None, name_map=None, seed=None, reference=None, check_dtype=True, localize="auto",
-              amp=None, settings: Settings = Settings()) -> Result:
+def _run_check(
+    ms_cell,
+    torch_module,
+    inputs,
+    *,
+    weights="copy",
+    grads=True,
+    train=False,
+    ms_mode=None,
+    tolerance=None,
+    name_map=None,
+    seed=None,
+    reference=None,
+    check_dtype=True,
+    localize="auto",
+    amp=None,
+    settings: Settings = Settings(),
+) -> Result:
     """See :func:`parity.check`."""
     __tracebackhide__ = True  # a failing test shows its own line and the message, not parity's frames
     check_pair(ms_cell, torch_module)
@@ -147,12 +168,15 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
     spec = parse_amp(amp, "check()")
     if not isinstance(weights, Constant) and weights not in WEIGHTS:
         shown = ", ".join(repr(w) for w in WEIGHTS)
-        raise ParityUsageError(f"check(): unknown weights {weights!r}; expected one of {shown} or parity.constant(value)")
+        raise ParityUsageError(
+            f"check(): unknown weights {weights!r}; expected one of {shown} or parity.constant(value)"
+        )
     seed = parse_seed(seed, "check(seed=...)")
     seed = seed if seed is not None else settings.seed if settings.seed is not None else DEFAULT_SEED
     chain = (ToleranceSpec.parse(tolerance),) + settings.tolerances
 
-    from ..backends import mindspore as msb, torch as tb
+    from ..backends import mindspore as msb
+    from ..backends import torch as tb
     from ..backends.device import setup as device_setup
 
     msb.prepare(seed=seed, device=settings.device)
@@ -163,8 +187,9 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
     ms_cell, torch_module, region = _amp_pair(ms_cell, torch_module, spec)
     wmap = map_pair_weights(ms_cell, torch_module, name_map, settings.device)
     dtypes = {"ms": None if spec else msb.compute_dtype(ms_cell), "torch": tb.compute_dtype(torch_module)}
-    refuse_unsupported_dtype(ms_cell, torch_module, spec.dtype if spec else dtypes["ms"], settings.device, spec,
-                              user_cell)
+    refuse_unsupported_dtype(
+        ms_cell, torch_module, spec.dtype if spec else dtypes["ms"], settings.device, spec, user_cell
+    )
     wreport = set_weights(weights, wmap, ms_cell, torch_module)
     msb.set_train(ms_cell, train)
     tb.set_train(torch_module, train)
@@ -174,11 +199,28 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
         precision_notes = [f"mixed precision: {spec}; every floating tensor judged against the float64 golden"]
     modes = ("pynative", "graph") if mode == "both" else (mode,)
     restore = _snapshot(ms_cell, torch_module, wmap)
-    options = dict(grads=grads, train=train, seed=seed, device=settings.device, amp=spec,
-                   check_dtype=check_dtype and spec is None, reference=reference, ms_data=ms_data)
+    options = dict(
+        grads=grads,
+        train=train,
+        seed=seed,
+        device=settings.device,
+        amp=spec,
+        check_dtype=check_dtype and spec is None,
+        reference=reference,
+        ms_data=ms_data,
+    )
     with region():
-        run, comparisons = _execute(ms_cell, torch_module, torch_data, wmap, chain, modes, capture=localize is True,
-                                    keep_layers=localize is True, **options)
+        run, comparisons = _execute(
+            ms_cell,
+            torch_module,
+            torch_data,
+            wmap,
+            chain,
+            modes,
+            capture=localize is True,
+            keep_layers=localize is True,
+            **options,
+        )
     _check_globs(chain[0], run, comparisons)
     layered = run if localize is True else None
     if localize == "auto" and (run.structure is not None or not all(c.passed for c in comparisons)):
@@ -189,18 +231,39 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
         if spec or any(c.golden is not None or _half_pair(c.ms_dtype, c.torch_dtype) for c in comparisons):
             options["reference"] = "float64"  # half precision: the layers' noise floors against float64
         with region():
-            layered = _execute(ms_cell, torch_module, torch_data, wmap, chain, ("pynative",), capture=True,
-                               judge=False, keep_layers=True, **options)[0]
+            layered = _execute(
+                ms_cell,
+                torch_module,
+                torch_data,
+                wmap,
+                chain,
+                ("pynative",),
+                capture=True,
+                judge=False,
+                keep_layers=True,
+                **options,
+            )[0]
         layered.notes.append("layers were compared in one extra pass per side, with hooks (localize='auto')")
     layers = layered.layer_verdicts() if layered is not None else None
     if layered is not None and layered is not run:
         run.notes += [note for note in layered.notes if note not in run.notes]
     result = Result(
-        ms_type=type(user_cell).__name__, torch_type=type(torch_module).__name__, comparisons=comparisons,
-        weights=wreport, inputs=data.describe(seed), seed=seed, modes=modes, train=train,
-        reference=reference, case=settings.case, location=settings.location,
-        reproduce=report.reproduce_line(settings.reproduce, seed), notes=data.notes() + precision_notes + run.notes,
-        problem=run.structure or "", device_setup=setup)
+        ms_type=type(user_cell).__name__,
+        torch_type=type(torch_module).__name__,
+        comparisons=comparisons,
+        weights=wreport,
+        inputs=data.describe(seed),
+        seed=seed,
+        modes=modes,
+        train=train,
+        reference=reference,
+        case=settings.case,
+        location=settings.location,
+        reproduce=report.reproduce_line(settings.reproduce, seed),
+        notes=data.notes() + precision_notes + run.notes,
+        problem=run.structure or "",
+        device_setup=setup,
+    )
     result.layers = layers
     compared, finite_notes = outputs_compared(run.pairs)
     result.notes += finite_notes
@@ -216,8 +279,10 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
             with region():  # each layer fed PyTorch's inputs: its own error, apart from what flowed in
                 measure_own_errors(layered, layers, chain)
         except Exception as exc:  # the own errors help the message; they never hide the failure
-            result.notes.append(f"each layer's own error was not measured: {type(exc).__name__}: "
-                                f"{str(exc).splitlines()[0] if str(exc) else ''}")
+            result.notes.append(
+                f"each layer's own error was not measured: {type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''}"
+            )
         diagnoses = own_error_causes(ms_cell, torch_module, result, settings.device, modes[-1])
     else:
         diagnoses = None
@@ -230,8 +295,19 @@ def _run_check(ms_cell, torch_module, inputs, *, weights="copy", grads=True, tra
         if spec is not None:
             causes = _amp_causes(result, spec) + causes
         else:
-            result.repro_source = Source(ms_cell, torch_module, torch_data, chain, seed, train, grads, settings.device,
-                                         wmap, restore, settings.case)
+            result.repro_source = Source(
+                ms_cell,
+                torch_module,
+                torch_data,
+                chain,
+                seed,
+                train,
+                grads,
+                settings.device,
+                wmap,
+                restore,
+                settings.case,
+            )
         message = report.failure_message(result, likely_causes=causes, verbose=settings.verbose)
         if settings.repro_dir is not None:
             message = _with_line(message, offer(result, settings.repro_dir))
@@ -258,10 +334,11 @@ def _amp_pair(ms_cell, torch_module, spec):
     except Exception as exc:  # the rewrite rejected the Cell's code (O1 and nn.LSTMCell: a NameError)
         text = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()[:6]
         known = rewrite_cause(_amp_entries(spec), {type(c).__name__ for _, c in ms_cell.cells_and_names()}, spec)
-        raise ParityUnsupported("mindspore.amp.auto_mixed_precision(ms_cell, {!r}, {}) raised:\n    {}\nThis Cell "
-                                "cannot be converted at this level here: try another level, or check it in float32 "
-                                "or with to_float.{}".format(spec.level, spec.dtype, "\n    ".join(text),
-                                                             f"\n{known}" if known else "")) from None
+        raise ParityUnsupported(
+            "mindspore.amp.auto_mixed_precision(ms_cell, {!r}, {}) raised:\n    {}\nThis Cell "
+            "cannot be converted at this level here: try another level, or check it in float32 "
+            "or with to_float.{}".format(spec.level, spec.dtype, "\n    ".join(text), f"\n{known}" if known else "")
+        ) from None
     if spec.torch == "half":
         return ms_amp, tb.half_copy(torch_module, spec.dtype), contextlib.nullcontext
     return ms_amp, torch_module, lambda: tb.autocast(spec.dtype)
@@ -285,8 +362,11 @@ def _amp_entries(spec) -> list:
     from ..registry import installed_versions, load
 
     versions = installed_versions()
-    return [e for e in load().entries if e.kind == "precision" and e.amp is not None and spec.level in e.amp.levels
-            and e.applies(*versions)]
+    return [
+        e
+        for e in load().entries
+        if e.kind == "precision" and e.amp is not None and spec.level in e.amp.levels and e.applies(*versions)
+    ]
 
 
 def _execute(ms_cell, torch_module, data, wmap, chain, modes, *, capture, reference, judge=True, **options):
@@ -317,8 +397,11 @@ def _execute(ms_cell, torch_module, data, wmap, chain, modes, *, capture, refere
 def _judge_close_ones(run, comparisons, references) -> None:
     """Tensors within HEADROOM of their tolerance (or beyond it) are judged against PyTorch's own
     rounding envelope; the rest keep the plain verdict and pay nothing."""
-    close = [Candidate(pair.key, c, pair.ms, pair.torch) for pair, c in zip(run.pairs, comparisons)
-             if near(c, pair.torch.dtype.kind == "f") and not _half_judged(run, c)]
+    close = [
+        Candidate(pair.key, c, pair.ms, pair.torch)
+        for pair, c in zip(run.pairs, comparisons)
+        if near(c, pair.torch.dtype.kind == "f") and not _half_judged(run, c)
+    ]
     if close:
         run.judge(judge_envelope, close, references)
 
@@ -336,19 +419,26 @@ def _judge_half(run, comparisons, references) -> None:
     """Half-precision tensors within HEADROOM of their tolerance (or beyond it) are judged against
     the float64 golden (see :mod:`parity.judge.golden`); the golden is the ``reference="float64"``
     pass where one ran."""
-    close = [Candidate(pair.key, c, pair.ms, pair.torch) for pair, c in zip(run.pairs, comparisons)
-             if near_golden(c) and _half_judged(run, c)]
+    close = [
+        Candidate(pair.key, c, pair.ms, pair.torch)
+        for pair, c in zip(run.pairs, comparisons)
+        if near_golden(c) and _half_judged(run, c)
+    ]
     if close:
         run.judge(judge_golden, close, references)
 
 
 def _snapshot(ms_cell, torch_module, wmap):
     """Every non-trainable tensor on both sides (running statistics), and a function restoring them."""
-    from ..backends import mindspore as msb, torch as tb
+    from ..backends import mindspore as msb
+    from ..backends import torch as tb
 
-    saved = [(backend, model, name, backend.read(model, name))
-             for pair in wmap.pairs if not pair.trainable
-             for backend, model, name in ((msb, ms_cell, pair.ms), (tb, torch_module, pair.torch))]
+    saved = [
+        (backend, model, name, backend.read(model, name))
+        for pair in wmap.pairs
+        if not pair.trainable
+        for backend, model, name in ((msb, ms_cell, pair.ms), (tb, torch_module, pair.torch))
+    ]
 
     def restore():
         for backend, model, name, value in saved:
@@ -373,8 +463,10 @@ def transfer(src, dst, *, name_map=None) -> WeightReport:
     if {src_kind, dst_kind} != {"mindspore", "torch"}:
         raise ParityUsageError(
             "transfer_weights(src, dst) needs one mindspore.nn.Cell and one torch.nn.Module, got "
-            f"{type(src).__qualname__} ({src_kind or 'neither'}) and {type(dst).__qualname__} ({dst_kind or 'neither'})")
-    from ..backends import mindspore as msb, torch as tb
+            f"{type(src).__qualname__} ({src_kind or 'neither'}) and {type(dst).__qualname__} ({dst_kind or 'neither'})"
+        )
+    from ..backends import mindspore as msb
+    from ..backends import torch as tb
 
     ms_model, torch_model = (src, dst) if src_kind == "mindspore" else (dst, src)
     wmap = map_weights(msb.slots(ms_model), tb.slots(torch_model), name_map)

@@ -19,13 +19,13 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from . import messages as report
 from ..errors import ParityInternalError, ParityMismatch, ParityUsageError
 from ..judge.devices import profile as device_profile
 from ..judge.envelope import NOISE_FACTOR, Candidate, judge_envelope, near
 from ..judge.metrics import ArrayPair, Comparison, compare_pair
 from ..judge.tolerance import ToleranceSpec
 from ..options import parse_seed
+from . import messages as report
 from .causes import map_pair_weights
 from .check import DEFAULT_SEED, Settings, check_pair, set_weights
 from .inputs import Inputs, materialize
@@ -109,29 +109,59 @@ class GenerationResult(Verdicts):
 
     def __str__(self) -> str:
         worst = self.worst
-        parts = [f"{len(self.steps)} steps x {len(self.steps[0].torch_tokens) if self.steps else 0} rows",
-                 f"worst logits at step {self.comparisons.index(worst) + 1}, {report.fmt(worst.margin)}x allowed"
-                 if worst is not None else "nothing compared"]
+        parts = [
+            f"{len(self.steps)} steps x {len(self.steps[0].torch_tokens) if self.steps else 0} rows",
+            f"worst logits at step {self.comparisons.index(worst) + 1}, {report.fmt(worst.margin)}x allowed"
+            if worst is not None
+            else "nothing compared",
+        ]
         if self.near_ties:
-            parts.append(f"{len(self.near_ties)} near-tie(s), first at step {self.near_ties[0].step}, "
-                         f"row {self.near_ties[0].row}")
-        return (f"{'ok' if self.passed else 'FAIL'}: mindspore {self.ms_type} <-> torch {self.torch_type} "
-                f"(greedy, {'with' if self.use_cache else 'without'} cache); " + "; ".join(parts))
+            parts.append(
+                f"{len(self.near_ties)} near-tie(s), first at step {self.near_ties[0].step}, "
+                f"row {self.near_ties[0].row}"
+            )
+        return (
+            f"{'ok' if self.passed else 'FAIL'}: mindspore {self.ms_type} <-> torch {self.torch_type} "
+            f"(greedy, {'with' if self.use_cache else 'without'} cache); " + "; ".join(parts)
+        )
 
 
-def run_generation(ms_model, torch_model, prompt, *, max_new_tokens: int = 8, weights="copy", name_map=None,
-                   tolerance=None, seed=None, use_cache=False, ms_step=None,
-                   settings: Settings = Settings()) -> GenerationResult:
+def run_generation(
+    ms_model,
+    torch_model,
+    prompt,
+    *,
+    max_new_tokens: int = 8,
+    weights="copy",
+    name_map=None,
+    tolerance=None,
+    seed=None,
+    use_cache=False,
+    ms_step=None,
+    settings: Settings = Settings(),
+) -> GenerationResult:
     """See :func:`parity.check_generation`. Both models are put in eval mode for the check and
     left in the mode they were in."""
     __tracebackhide__ = True
     check_pair(ms_model, torch_model)
-    from ..backends import mindspore as msb, torch as tb
+    from ..backends import mindspore as msb
+    from ..backends import torch as tb
 
     restore_ms, restore_torch = msb.train_flags(ms_model), tb.train_flags(torch_model)
     try:
-        return _run(ms_model, torch_model, prompt, max_new_tokens, weights, name_map, tolerance, seed, use_cache,
-                    ms_step, settings)
+        return _run(
+            ms_model,
+            torch_model,
+            prompt,
+            max_new_tokens,
+            weights,
+            name_map,
+            tolerance,
+            seed,
+            use_cache,
+            ms_step,
+            settings,
+        )
     finally:
         restore_ms()
         restore_torch()
@@ -144,12 +174,16 @@ def _validate(max_new_tokens, use_cache, ms_step) -> None:
     if not isinstance(use_cache, bool):
         raise ParityUsageError(f"check_generation(): use_cache must be True or False, got {use_cache!r}")
     if use_cache and not callable(ms_step):
-        raise ParityUsageError("check_generation(use_cache=True) needs ms_step=fn(ms_model, input_ids, cache) -> "
-                               "(logits, cache): the MindSpore model's own cache convention (cache is None at the "
-                               "first step); PyTorch's side follows Hugging Face's past_key_values")
+        raise ParityUsageError(
+            "check_generation(use_cache=True) needs ms_step=fn(ms_model, input_ids, cache) -> "
+            "(logits, cache): the MindSpore model's own cache convention (cache is None at the "
+            "first step); PyTorch's side follows Hugging Face's past_key_values"
+        )
     if ms_step is not None and not callable(ms_step):
-        raise ParityUsageError(f"check_generation(): ms_step must be a function (ms_model, input_ids, cache) -> "
-                               f"(logits, cache), got {type(ms_step).__qualname__}")
+        raise ParityUsageError(
+            f"check_generation(): ms_step must be a function (ms_model, input_ids, cache) -> "
+            f"(logits, cache), got {type(ms_step).__qualname__}"
+        )
 
 
 def _prompt(prompt, seed: int) -> Tuple[np.ndarray, str]:
@@ -157,15 +191,19 @@ def _prompt(prompt, seed: int) -> Tuple[np.ndarray, str]:
     arrays = list(data.args) + list(data.kwargs.values())
     if len(arrays) != 1 or arrays[0].dtype.kind not in "iu" or arrays[0].ndim != 2 or not arrays[0].size:
         shown = ", ".join(f"{a.dtype}{list(a.shape)}" for a in arrays)
-        raise ParityUsageError(f"check_generation(): prompt must be one integer array of token ids, (batch, length) "
-                               f"with both at least 1 (parity.randint((2, 8), 0, vocab) or a numpy array), got {shown}")
+        raise ParityUsageError(
+            f"check_generation(): prompt must be one integer array of token ids, (batch, length) "
+            f"with both at least 1 (parity.randint((2, 8), 0, vocab) or a numpy array), got {shown}"
+        )
     return arrays[0].astype(np.int64), data.describe(seed)
 
 
-def _run(ms_model, torch_model, prompt, max_new_tokens, weights, name_map, tolerance, seed, use_cache, ms_step,
-         settings) -> GenerationResult:
+def _run(
+    ms_model, torch_model, prompt, max_new_tokens, weights, name_map, tolerance, seed, use_cache, ms_step, settings
+) -> GenerationResult:
     __tracebackhide__ = True
-    from ..backends import mindspore as msb, torch as tb
+    from ..backends import mindspore as msb
+    from ..backends import torch as tb
     from ..backends.device import setup as device_setup
 
     _validate(max_new_tokens, use_cache, ms_step)
@@ -194,19 +232,30 @@ def _run(ms_model, torch_model, prompt, max_new_tokens, weights, name_map, toler
         differences += _differences(step, c, torch_logits, ms_pick, torch_pick, spread)
         steps.append(GenerationStep(step, c, ms_pick.tolist(), torch_pick.tolist()))
         sequence = np.concatenate([sequence, torch_pick[:, None].astype(np.int64)], axis=1)
-    result = GenerationResult(type(ms_model).__name__, type(torch_model).__name__, steps, described, seed, use_cache,
-                              wreport, differences, reproduce=report.reproduce_line(settings.reproduce, seed,
-                                                                              "parity.check_generation"))
+    result = GenerationResult(
+        type(ms_model).__name__,
+        type(torch_model).__name__,
+        steps,
+        described,
+        seed,
+        use_cache,
+        wreport,
+        differences,
+        reproduce=report.reproduce_line(settings.reproduce, seed, "parity.check_generation"),
+    )
     if settings.mode == "both":
-        result.notes.append("decoded in PYNATIVE mode only: each step's sequence is one token longer, which GRAPH "
-                            "mode would compile again at every step")
+        result.notes.append(
+            "decoded in PYNATIVE mode only: each step's sequence is one token longer, which GRAPH "
+            "mode would compile again at every step"
+        )
     if use_cache:
-        result.notes.append("with a cache: each step feeds the newest token only; PyTorch's rounding envelope and "
-                            "the layer localisation rerun the whole sequence without a cache")
+        result.notes.append(
+            "with a cache: each step feeds the newest token only; PyTorch's rounding envelope and "
+            "the layer localisation rerun the whole sequence without a cache"
+        )
     if not result.passed:
         first = _first_failure(result)
-        result.layers = _localise(ms_model, torch_model, wmap, chain, steps, ids, first, seed, settings.device,
-                                  ms_step)
+        result.layers = _localise(ms_model, torch_model, wmap, chain, steps, ids, first, seed, settings.device, ms_step)
         raise ParityMismatch(failure_message(result, first), result)
     return result
 
@@ -221,12 +270,14 @@ class _Decoder:
         self.fed = 0  # tokens each cache holds
 
     def step(self, sequence: np.ndarray):
-        from ..backends import mindspore as msb, torch as tb
+        from ..backends import mindspore as msb
+        from ..backends import torch as tb
 
-        new = sequence[:, self.fed:] if self.use_cache else sequence
+        new = sequence[:, self.fed :] if self.use_cache else sequence
         try:
-            torch_logits, self.torch_cache = tb.decode(self.torch_model, new, past=self.torch_cache,
-                                                       use_cache=self.use_cache, device=self.device)
+            torch_logits, self.torch_cache = tb.decode(
+                self.torch_model, new, past=self.torch_cache, use_cache=self.use_cache, device=self.device
+            )
         except ParityUsageError:
             raise
         except Exception as exc:
@@ -241,8 +292,10 @@ class _Decoder:
             raise framework_error("MindSpore", exc, "a decoding step") from None
         self.fed = sequence.shape[1]
         if ms_logits.shape != torch_logits.shape:
-            raise ParityMismatch(f"Logits shapes differ: MindSpore {tuple(ms_logits.shape)} vs PyTorch "
-                                 f"{tuple(torch_logits.shape)} (the last position's, batch x vocab)")
+            raise ParityMismatch(
+                f"Logits shapes differ: MindSpore {tuple(ms_logits.shape)} vs PyTorch "
+                f"{tuple(torch_logits.shape)} (the last position's, batch x vocab)"
+            )
         return ms_logits, torch_logits
 
 
@@ -296,16 +349,18 @@ def _first_failure(result: GenerationResult) -> Tuple[int, Optional[int]]:
 def _localise(ms_model, torch_model, wmap, chain, steps, prompt, first, seed, device, ms_step):
     """The layer table of the failing step's forward on its whole sequence (one captured pass per
     side, as a failing check localises); None where the capture itself fails."""
-    from ..backends import mindspore as msb, torch as tb
+    from ..backends import mindspore as msb
+    from ..backends import torch as tb
     from .localize import Recording
     from .passes import Passes
 
     step = first[0]
-    tokens = np.array([s.torch_tokens for s in steps[:step - 1]], np.int64).T.reshape(prompt.shape[0], step - 1)
+    tokens = np.array([s.torch_tokens for s in steps[: step - 1]], np.int64).T.reshape(prompt.shape[0], step - 1)
     sequence = np.concatenate([prompt, tokens], axis=1)
     data = Inputs((sequence,), {}, {"input[0]": f"int64{list(sequence.shape)} (the step's sequence)"})
-    run = Passes(ms_model, torch_model, data, wmap, chain, grads=False, train=False, seed=seed, device=device,
-                 capture=True)
+    run = Passes(
+        ms_model, torch_model, data, wmap, chain, grads=False, train=False, seed=seed, device=device, capture=True
+    )
     try:
         with tb.capture(torch_model, run.torch_recording, backward=False):
             tb.decode(torch_model, sequence, device=device)
@@ -326,26 +381,42 @@ def failure_message(result: GenerationResult, first: Tuple[int, Optional[int]]) 
     c = s.comparison
     if row is not None:
         a, b = s.torch_tokens[row], s.ms_tokens[row]
-        headline = (f"MindSpore and PyTorch do not generate the same! Step {step}, row {row}: MindSpore chose token "
-                    f"{b}, PyTorch token {a}")
+        headline = (
+            f"MindSpore and PyTorch do not generate the same! Step {step}, row {row}: MindSpore chose token "
+            f"{b}, PyTorch token {a}"
+        )
     else:
         headline = f"MindSpore and PyTorch do not generate the same! The logits of step {step} are not close"
-    lines = [headline, "", f"Pair:       mindspore {result.ms_type} <-> torch {result.torch_type} (eval mode, "
-                           f"greedy, {'with' if result.use_cache else 'without'} cache)",
-             f"Divergence: first at step {step} of {len(result.steps)}" + (f", row {row}" if row is not None else ""), ""]
+    lines = [
+        headline,
+        "",
+        f"Pair:       mindspore {result.ms_type} <-> torch {result.torch_type} (eval mode, "
+        f"greedy, {'with' if result.use_cache else 'without'} cache)",
+        f"Divergence: first at step {step} of {len(result.steps)}" + (f", row {row}" if row is not None else ""),
+        "",
+    ]
     if row is not None:
         d = next(d for d in result.differences if (d.step, d.row) == (step, row))
-        lines.append(f"Tokens: MindSpore {d.ms_token}, PyTorch {d.torch_token}; PyTorch's logits of the two are "
-                     f"{report.fmt(d.gap)} apart, beyond the {report.fmt(d.allowed)} that the tolerance and PyTorch's "
-                     "rounding envelope allow them (no near-tie)")
+        lines.append(
+            f"Tokens: MindSpore {d.ms_token}, PyTorch {d.torch_token}; PyTorch's logits of the two are "
+            f"{report.fmt(d.gap)} apart, beyond the {report.fmt(d.allowed)} that the tolerance and PyTorch's "
+            "rounding envelope allow them (no near-tie)"
+        )
     lines += report._metrics(c) + [f"Tolerance: {c.tolerance_source} ({c.tolerance})"]
     layer_lines = _layer_lines(result)
     if layer_lines:
         lines += [""] + layer_lines
-    lines += ["", "Tokens (rows x steps):", f"  MindSpore {result.ms_tokens.tolist()}",
-              f"  PyTorch   {result.torch_tokens.tolist()}"]
-    lines += [f"Near-tie: step {t.step}, row {t.row}: MindSpore {t.ms_token}, PyTorch {t.torch_token}, PyTorch's "
-              f"logits {report.fmt(t.gap)} apart, within {report.fmt(t.allowed)}" for t in result.near_ties]
+    lines += [
+        "",
+        "Tokens (rows x steps):",
+        f"  MindSpore {result.ms_tokens.tolist()}",
+        f"  PyTorch   {result.torch_tokens.tolist()}",
+    ]
+    lines += [
+        f"Near-tie: step {t.step}, row {t.row}: MindSpore {t.ms_token}, PyTorch {t.torch_token}, PyTorch's "
+        f"logits {report.fmt(t.gap)} apart, within {report.fmt(t.allowed)}"
+        for t in result.near_ties
+    ]
     lines += ["", f"Weights: {result.weights}", f"Prompt: {result.prompt}"]
     lines += [f"Note: {note}" for note in result.notes]
     return "\n".join(lines + ["", f"Reproduce: {result.reproduce}"])
@@ -358,5 +429,8 @@ def _layer_lines(result: GenerationResult) -> List[str]:
     verdict, where = result.layers.first("forward")
     if verdict is None:
         return ["Layers: every captured layer agrees on this step's sequence"]
-    return [f"Layer: first divergence at the forward output of {where}" if where.startswith("'") else
-            f"Layer: first divergence {where}"] + report.layer_lines(result.layers.forward, "forward")
+    return [
+        f"Layer: first divergence at the forward output of {where}"
+        if where.startswith("'")
+        else f"Layer: first divergence {where}"
+    ] + report.layer_lines(result.layers.forward, "forward")

@@ -49,7 +49,8 @@ def _check_shape(shape) -> Tuple[int, ...]:
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     if not isinstance(shape, (tuple, list)) or not all(
-            isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in shape):
+        isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in shape
+    ):
         raise ParityUsageError(f"input shape must be a tuple of ints, got {shape!r}")
     shape = tuple(int(d) for d in shape)
     if any(d < 0 for d in shape):
@@ -183,8 +184,10 @@ class Inputs:
                 found.append(f"{name} holds {nan} NaN and {inf} Inf of {array.size} elements")
         if not found:
             return []
-        return ["non-finite inputs: " + "; ".join(found) + ". Output and gradient elements that are NaN/Inf "
-                "at the same positions on both sides count as agreeing: what is computed from them goes unchecked"]
+        return [
+            "non-finite inputs: " + "; ".join(found) + ". Output and gradient elements that are NaN/Inf "
+            "at the same positions on both sides count as agreeing: what is computed from them goes unchecked"
+        ]
 
 
 def _one(value, key: str, seed: int):
@@ -227,24 +230,33 @@ def per_side_inputs(data, ms_dtype: Optional[str], torch_dtype: Optional[str]):
     halves = [d for d in (torch_dtype, ms_dtype) if d]
     if not halves:
         return data, data, []
+
     def side(own):
         def convert(array):
             if not is_floating(array.dtype) or array.dtype.kind == "c":
                 return array
             values = round_through(array, halves)
             return cast(values, own) if own else values
-        return Inputs(tuple(convert(a) for a in data.args), {k: convert(a) for k, a in data.kwargs.items()},
-                      data.descriptions)
+
+        return Inputs(
+            tuple(convert(a) for a in data.args), {k: convert(a) for k, a in data.kwargs.items()}, data.descriptions
+        )
 
     ms_data, torch_data = side(ms_dtype), side(torch_dtype)
     notes = []
     if ms_dtype != torch_dtype:
-        notes.append(f"MindSpore computes in {ms_dtype or 'float32'}, PyTorch in {torch_dtype or 'float32'}: give both "
-                     "sides one precision (Cell.to_float(mindspore.float16) and Module.half(), or bfloat16 on both)")
+        notes.append(
+            f"MindSpore computes in {ms_dtype or 'float32'}, PyTorch in {torch_dtype or 'float32'}: give both "
+            "sides one precision (Cell.to_float(mindspore.float16) and Module.half(), or bfloat16 on both)"
+        )
     floats = [name for name, array in data.named() if is_floating(array.dtype) and array.dtype.kind != "c"]
     if floats:
-        shown = {label: next(a for n, a in inputs.named() if n == floats[0]).dtype.name
-                 for label, inputs in (("MindSpore", ms_data), ("PyTorch", torch_data))}
-        notes.append(f"half precision: floating inputs given to MindSpore as {shown['MindSpore']}, to PyTorch as "
-                     f"{shown['PyTorch']} (the dtype each side computes in), the same values on both sides")
+        shown = {
+            label: next(a for n, a in inputs.named() if n == floats[0]).dtype.name
+            for label, inputs in (("MindSpore", ms_data), ("PyTorch", torch_data))
+        }
+        notes.append(
+            f"half precision: floating inputs given to MindSpore as {shown['MindSpore']}, to PyTorch as "
+            f"{shown['PyTorch']} (the dtype each side computes in), the same values on both sides"
+        )
     return ms_data, torch_data, notes

@@ -21,8 +21,22 @@ import numpy as np
 from ..judge.metrics import relative_error
 from ..judge.tolerance import Tolerance
 
-__all__ = ["AMPLIFICATION", "NonFiniteOrigin", "first_nonfinite", "pair_metrics", "align_layers", "by_name", "LayerCall", "LayerVerdict", "LayerTable", "Recording", "Localizer", "judge", "settle",
-           "first_divergence"]
+__all__ = [
+    "AMPLIFICATION",
+    "NonFiniteOrigin",
+    "first_nonfinite",
+    "pair_metrics",
+    "align_layers",
+    "by_name",
+    "LayerCall",
+    "LayerVerdict",
+    "LayerTable",
+    "Recording",
+    "Localizer",
+    "judge",
+    "settle",
+    "first_divergence",
+]
 
 AMPLIFICATION = 10.0
 
@@ -101,8 +115,11 @@ class LayerVerdict:
 class Recording:
     """Collects LayerCalls from hooks; backward calls are matched to their forward call."""
 
-    def __init__(self, on_forward: Optional[Callable[[LayerCall], None]] = None,
-                 on_backward: Optional[Callable[[LayerCall], None]] = None):
+    def __init__(
+        self,
+        on_forward: Optional[Callable[[LayerCall], None]] = None,
+        on_backward: Optional[Callable[[LayerCall], None]] = None,
+    ):
         self.calls: List[LayerCall] = []
         self.backward_order: List[LayerCall] = []
         self._counts: Counter = Counter()
@@ -194,9 +211,12 @@ def _nonfinite_metrics(a, b, tol):
     diff = np.where(same, 0.0, np.where(np.isnan(diff), np.inf, diff))
     margin = float(np.max(diff / (tol.atol + tol.rtol * np.abs(np.where(same, 0.0, b64)))))
     bad_a, bad_b = ~np.isfinite(a64), ~np.isfinite(b64)
-    flags = ((MS_NONFINITE if bad_a.any() else 0) | (TORCH_NONFINITE if bad_b.any() else 0)
-             | (MS_ONLY if (bad_a & ~same).any() and (bad_a & ~bad_b).any() else 0)
-             | (TORCH_ONLY if (bad_b & ~same).any() and (bad_b & ~bad_a).any() else 0))
+    flags = (
+        (MS_NONFINITE if bad_a.any() else 0)
+        | (TORCH_NONFINITE if bad_b.any() else 0)
+        | (MS_ONLY if (bad_a & ~same).any() and (bad_a & ~bad_b).any() else 0)
+        | (TORCH_ONLY if (bad_b & ~same).any() and (bad_b & ~bad_a).any() else 0)
+    )
     return relative_error(a, b), margin, float(diff.max()), flags
 
 
@@ -205,7 +225,9 @@ def pair_metrics(a: np.ndarray, b: np.ndarray, tol: Tolerance) -> Tuple[float, f
     return _pair_metrics(a, b, tol)
 
 
-def _measure(ms: Sequence[np.ndarray], ref: Sequence[np.ndarray], tol: Tolerance, metrics) -> Tuple[float, float, float, int]:
+def _measure(
+    ms: Sequence[np.ndarray], ref: Sequence[np.ndarray], tol: Tolerance, metrics
+) -> Tuple[float, float, float, int]:
     """Worst error, margin and |diff|, and every non-finite flag, over the tensors of one side of a layer call."""
     if len(ms) != len(ref):
         return float("inf"), float("inf"), float("inf"), 0
@@ -223,18 +245,49 @@ def _error(ms: Sequence[np.ndarray], ref: Sequence[np.ndarray]) -> float:
     return _measure(ms, ref, Tolerance(0.0, 1.0), _pair_metrics)[0]
 
 
-def judge(direction: str, path: str, ms_path: str, ms_type: str, torch_type: str, call: int,
-          ms_in, ms_out, ref_in, ref_out, tol: Tolerance, noise: float = 0.0, in_noise: float = 0.0,
-          metrics=_pair_metrics) -> LayerVerdict:
+def judge(
+    direction: str,
+    path: str,
+    ms_path: str,
+    ms_type: str,
+    torch_type: str,
+    call: int,
+    ms_in,
+    ms_out,
+    ref_in,
+    ref_out,
+    tol: Tolerance,
+    noise: float = 0.0,
+    in_noise: float = 0.0,
+    metrics=_pair_metrics,
+) -> LayerVerdict:
     """Compare one layer call. ``noise``/``in_noise`` are the float64 noise floors (relative
     errors) of what flows out and in, when a float64 reference was captured."""
     in_error, in_margin, _, in_flags = _measure(ms_in, ref_in, tol, metrics)
     out_error, margin, max_abs, out_flags = _measure(ms_out, ref_out, tol, metrics)
-    verdict = LayerVerdict(direction, path, ms_path, ms_type, torch_type, call, in_error, in_margin, out_error,
-                           margin, max_abs, noise=noise, in_noise=in_noise, ms_in_shapes=_shapes(ms_in),
-                           ms_out_shapes=_shapes(ms_out), in_shapes=_shapes(ref_in), out_shapes=_shapes(ref_out),
-                           ms_out_dtypes=_dtypes(ms_out), out_dtypes=_dtypes(ref_out), in_nonfinite=in_flags,
-                           out_nonfinite=out_flags)
+    verdict = LayerVerdict(
+        direction,
+        path,
+        ms_path,
+        ms_type,
+        torch_type,
+        call,
+        in_error,
+        in_margin,
+        out_error,
+        margin,
+        max_abs,
+        noise=noise,
+        in_noise=in_noise,
+        ms_in_shapes=_shapes(ms_in),
+        ms_out_shapes=_shapes(ms_out),
+        in_shapes=_shapes(ref_in),
+        out_shapes=_shapes(ref_out),
+        ms_out_dtypes=_dtypes(ms_out),
+        out_dtypes=_dtypes(ref_out),
+        in_nonfinite=in_flags,
+        out_nonfinite=out_flags,
+    )
     if margin <= 1.0:
         return verdict
     # Blame only amplification: what flows in already explains this much of what flows out; and
@@ -272,8 +325,9 @@ def settle(verdicts: Sequence[LayerVerdict]) -> None:
 
 
 def _inputs_differ(verdict: LayerVerdict) -> bool:
-    return (verdict.in_margin > 1.0 and verdict.in_error > verdict.in_noise
-            and verdict.status not in ("unaligned", "noise"))
+    return (
+        verdict.in_margin > 1.0 and verdict.in_error > verdict.in_noise and verdict.status not in ("unaligned", "noise")
+    )
 
 
 @dataclass(frozen=True)
@@ -293,8 +347,15 @@ class NonFiniteOrigin:
     stage: Optional[str] = None
 
     def as_dict(self) -> dict:
-        return {"layer": self.layer, "direction": self.direction, "side": self.side, "ms_layer": self.ms_layer,
-                "inputs_finite": self.inputs_finite, "step": self.step, "stage": self.stage}
+        return {
+            "layer": self.layer,
+            "direction": self.direction,
+            "side": self.side,
+            "ms_layer": self.ms_layer,
+            "inputs_finite": self.inputs_finite,
+            "step": self.step,
+            "stage": self.stage,
+        }
 
 
 def first_nonfinite(forward: Sequence[LayerVerdict], backward: Sequence[LayerVerdict]) -> Optional[NonFiniteOrigin]:
@@ -336,8 +397,15 @@ class Localizer:
     the recording shrinks while the MindSpore side runs. Noise floors are measured while the
     float64 pass runs and kept as numbers only."""
 
-    def __init__(self, torch_recording: Recording, align: Callable[[str], Optional[str]], resolve_tol,
-                 noise_factor: float = 10.0, *, keep: bool = False):
+    def __init__(
+        self,
+        torch_recording: Recording,
+        align: Callable[[str], Optional[str]],
+        resolve_tol,
+        noise_factor: float = 10.0,
+        *,
+        keep: bool = False,
+    ):
         self.torch = torch_recording
         # ``keep``: PyTorch's arrays stay after comparing (each layer's own error feeds them again).
         self.keep = keep
@@ -358,8 +426,20 @@ class Localizer:
         ref_in, ref_out = _sides(ref, direction) if ref is not None else (None, None)
         ms_in, ms_out = _sides(call, direction)
         if ref_out is None:
-            return LayerVerdict(direction, path or call.path, call.path, call.type, "", call.call,
-                                0.0, 0.0, 0.0, 0.0, 0.0, status="unaligned")
+            return LayerVerdict(
+                direction,
+                path or call.path,
+                call.path,
+                call.type,
+                "",
+                call.call,
+                0.0,
+                0.0,
+                0.0,
+                0.0,
+                0.0,
+                status="unaligned",
+            )
         outs = [a for a in ref_out if a is not None]
         tol = self.resolve_tol((path, call.path), str(outs[0].dtype) if outs else "float32")
         noise, in_noise = self.noise.get((direction, path, call.call), (0.0, 0.0))
@@ -368,8 +448,22 @@ class Localizer:
                 ms_in, ref_in = by_name(ms_in, call.input_names, ref_in, ref.input_names)
             else:
                 ms_out, ref_out = by_name(ms_out, call.grad_input_names, ref_out, ref.grad_input_names)
-        verdict = judge(direction, path, call.path, call.type, ref.type, call.call, ms_in, ms_out,
-                        ref_in, ref_out, tol, noise, in_noise, self.metrics)
+        verdict = judge(
+            direction,
+            path,
+            call.path,
+            call.type,
+            ref.type,
+            call.call,
+            ms_in,
+            ms_out,
+            ref_in,
+            ref_out,
+            tol,
+            noise,
+            in_noise,
+            self.metrics,
+        )
         self._compared.add((direction, path, call.call))
         if not self.keep:
             _release(ref, direction)
@@ -396,8 +490,10 @@ class Localizer:
         if ref_out is None or out64 is None:
             return
         finite = lambda x: x if x != float("inf") else 0.0  # noqa: E731
-        self.noise[(direction, call64.path, call64.call)] = (self.noise_factor * finite(_error(ref_out, out64)),
-                                                             self.noise_factor * finite(_error(ref_in or [], in64 or [])))
+        self.noise[(direction, call64.path, call64.call)] = (
+            self.noise_factor * finite(_error(ref_out, out64)),
+            self.noise_factor * finite(_error(ref_in or [], in64 or [])),
+        )
 
 
 def by_name(ms: Sequence, ms_names: Optional[Sequence[str]], ref: Sequence, ref_names: Optional[Sequence[str]]):
@@ -432,10 +528,21 @@ def _release(call: LayerCall, direction: str) -> None:
 
 
 # mindspore.nn classes named differently from their torch.nn counterparts (lower case).
-_SAME_KIND = {"dense": "linear", "sequentialcell": "sequential", "celllist": "modulelist", "celldict": "moduledict",
-              "conv1dtranspose": "convtranspose1d", "conv2dtranspose": "convtranspose2d",
-              "conv3dtranspose": "convtranspose3d", "hsigmoid": "hardsigmoid", "hswish": "hardswish",
-              "hshrink": "hardshrink", "softshrink": "softshrink", "fastgelu": "gelu", "logsoftmax": "logsoftmax"}
+_SAME_KIND = {
+    "dense": "linear",
+    "sequentialcell": "sequential",
+    "celllist": "modulelist",
+    "celldict": "moduledict",
+    "conv1dtranspose": "convtranspose1d",
+    "conv2dtranspose": "convtranspose2d",
+    "conv3dtranspose": "convtranspose3d",
+    "hsigmoid": "hardsigmoid",
+    "hswish": "hardswish",
+    "hshrink": "hardshrink",
+    "softshrink": "softshrink",
+    "fastgelu": "gelu",
+    "logsoftmax": "logsoftmax",
+}
 
 
 def _kind(ms_name: str) -> str:
@@ -443,8 +550,9 @@ def _kind(ms_name: str) -> str:
     return _SAME_KIND.get(name, name)
 
 
-def align_layers(ms_kinds: Dict[str, Tuple[str, bool]], torch_kinds: Dict[str, Tuple[str, bool]],
-                 known: Dict[str, str]) -> Dict[str, str]:
+def align_layers(
+    ms_kinds: Dict[str, Tuple[str, bool]], torch_kinds: Dict[str, Tuple[str, bool]], known: Dict[str, str]
+) -> Dict[str, str]:
     """MindSpore layer path -> PyTorch layer path.
 
     ``known`` holds what names and weights already paired. Parents of paired layers are paired

@@ -4,12 +4,25 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
-__all__ = ["failure_message", "structure_message", "reproduce_line", "summary_line", "result_line", "fmt",
-           "device_lines", "own_error_lines", "nonfinite_lines"]
+__all__ = [
+    "failure_message",
+    "structure_message",
+    "reproduce_line",
+    "summary_line",
+    "result_line",
+    "fmt",
+    "device_lines",
+    "own_error_lines",
+    "nonfinite_lines",
+]
 
 _HEADLINE = "MindSpore and PyTorch outputs are not close!"
-_SIDE_NAMES = {"output": "forward output", "input grad": "gradient of input", "param grad": "gradient of parameter",
-               "buffer": "running statistic"}
+_SIDE_NAMES = {
+    "output": "forward output",
+    "input grad": "gradient of input",
+    "param grad": "gradient of parameter",
+    "buffer": "running statistic",
+}
 
 
 def fmt(value: float) -> str:
@@ -63,8 +76,10 @@ def _also_failing(result, first) -> List[str]:
 
 def _headline(c) -> str:
     if c.problem == "shape":
-        return (f"{_SIDE_NAMES[c.kind].capitalize()} shapes differ: MindSpore {tuple(c.ms_shape)} vs "
-                f"PyTorch {tuple(c.torch_shape)}")
+        return (
+            f"{_SIDE_NAMES[c.kind].capitalize()} shapes differ: MindSpore {tuple(c.ms_shape)} vs "
+            f"PyTorch {tuple(c.torch_shape)}"
+        )
     if c.problem == "dtype":
         return f"{_SIDE_NAMES[c.kind].capitalize()} dtypes differ: MindSpore {c.ms_dtype} vs PyTorch {c.torch_dtype}"
     if c.nonfinite is not None and not c.nonfinite.agree:
@@ -90,8 +105,9 @@ def _metrics(c, sides: Tuple[str, str] = ("MindSpore", "PyTorch")) -> List[str]:
     if nf is not None:
         verdict = "both sides agree on them" if nf.agree else f"{nf.disagreeing} positions disagree"
         shown = ", ".join(_index(p) for p in nf.positions)
-        lines.append(f"Non-finite: {sides[0]} {nf.ms_count}, {sides[1]} {nf.torch_count} NaN/Inf; {verdict}; "
-                     f"at {shown}")
+        lines.append(
+            f"Non-finite: {sides[0]} {nf.ms_count}, {sides[1]} {nf.torch_count} NaN/Inf; {verdict}; at {shown}"
+        )
     if c.envelope is not None:
         lines.append(envelope_line(c.envelope, sides))
     if c.golden is not None:
@@ -110,8 +126,10 @@ def _kind_table(result) -> List[str]:
         worst = max(group, key=lambda c: c.margin)
         status = "FAIL" if failed else "ok"
         how = f"{worst.problem} differs" if worst.problem else f"at {fmt(worst.margin)}x allowed"
-        lines.append(f"  {status:<5} {kind + 's':<12} {len(group) - len(failed)}/{len(group)} within tolerance; "
-                     f"worst '{worst.name}'{f' ({worst.mode})' if len(result.modes) > 1 else ''} {how}")
+        lines.append(
+            f"  {status:<5} {kind + 's':<12} {len(group) - len(failed)}/{len(group)} within tolerance; "
+            f"worst '{worst.name}'{f' ({worst.mode})' if len(result.modes) > 1 else ''} {how}"
+        )
     return lines
 
 
@@ -124,8 +142,11 @@ def _layer_line(v, marker: str = "") -> str:
     return f"  {v.status:<10} {v.label:<28} {types:<22} {_layer_difference(v)}{own}{marker}"
 
 
-_SIDES = {"mindspore": "on the MindSpore side only", "torch": "on the PyTorch side only",
-          "both": "on each side where the other has none"}
+_SIDES = {
+    "mindspore": "on the MindSpore side only",
+    "torch": "on the PyTorch side only",
+    "both": "on each side where the other has none",
+}
 
 
 def nonfinite_lines(origin) -> List[str]:
@@ -133,16 +154,23 @@ def nonfinite_lines(origin) -> List[str]:
     if origin is None:
         return []
     if origin.step is not None:  # a training check: a step and stage, the tensors before it
-        earlier = ("every tensor compared before it was finite on both sides" if origin.inputs_finite
-                   else "tensors compared before it had NaN/Inf on both sides alike")
+        earlier = (
+            "every tensor compared before it was finite on both sides"
+            if origin.inputs_finite
+            else "tensors compared before it had NaN/Inf on both sides alike"
+        )
         what = f", '{origin.label}'" if origin.label and origin.label != origin.stage else ""
-        return [f"Non-finite: first at step {origin.step}, stage '{origin.stage}'{what}, NaN/Inf "
-                f"{_SIDES[origin.side]}; {earlier}"]
+        return [
+            f"Non-finite: first at step {origin.step}, stage '{origin.stage}'{what}, NaN/Inf "
+            f"{_SIDES[origin.side]}; {earlier}"
+        ]
     kind = "forward output of" if origin.direction == "forward" else "gradient flowing back out of"
-    inputs = ("what flowed in was finite on both sides" if origin.inputs_finite
-              else "what flowed in already had NaN/Inf (no layer was fed finite values and made them)")
-    return [f"Non-finite: first at {kind} '{origin.label or origin.layer}', NaN/Inf {_SIDES[origin.side]}; "
-            f"{inputs}"]
+    inputs = (
+        "what flowed in was finite on both sides"
+        if origin.inputs_finite
+        else "what flowed in already had NaN/Inf (no layer was fed finite values and made them)"
+    )
+    return [f"Non-finite: first at {kind} '{origin.label or origin.layer}', NaN/Inf {_SIDES[origin.side]}; {inputs}"]
 
 
 _OWN_SHOWN = 8  # layers with own error listed; the rest counted
@@ -159,11 +187,23 @@ def own_error_lines(layers) -> List[str]:
     measured = [d for d in ("forward", "backward") if any(v.own_margin is not None for v in getattr(layers, d))]
     firsts = [layers.first(direction)[0] for direction in measured]
     unfed = [f"'{v.label}'" for v in firsts if v is not None and v.own_margin is None and v.status == "FAIL"]
-    unfed_line = ([f"Not fed: {', '.join(unfed)} (a call the two sides make differently, or a custom bprop): "
-                   "its own error is not measured"] if unfed else [])
+    unfed_line = (
+        [
+            f"Not fed: {', '.join(unfed)} (a call the two sides make differently, or a custom bprop): "
+            "its own error is not measured"
+        ]
+        if unfed
+        else []
+    )
     if not own:
-        return [f"Own errors: none among the layers fed PyTorch's inputs; the {len(inherited)} layers out of "
-                "bounds inherit their error from what flowed in"] + unfed_line + [""]
+        return (
+            [
+                f"Own errors: none among the layers fed PyTorch's inputs; the {len(inherited)} layers out of "
+                "bounds inherit their error from what flowed in"
+            ]
+            + unfed_line
+            + [""]
+        )
     rows = {}  # one row per layer: its own figures in each direction
     for e in own:
         rows.setdefault(e.label or e.layer, []).append(e)
@@ -208,14 +248,15 @@ def layer_lines(verdicts, direction: str, *, verbose: int = 0) -> List[str]:
     order = "in execution order" if direction == "forward" else "in backward order"
     lines = [f"Layers, {direction}, {order}:"]
     at = verdicts.index(first)
-    shown = verdicts if verbose >= 2 else verdicts[max(0, at - _CONTEXT): at + 1]
+    shown = verdicts if verbose >= 2 else verdicts[max(0, at - _CONTEXT) : at + 1]
     for v in shown:
         lines.append(_layer_line(v, "   <- first divergence" if v is first else ""))
     if verbose < 2:
-        later = [v.status for v in verdicts[at + 1:] if v.status != "ok"]
+        later = [v.status for v in verdicts[at + 1 :] if v.status != "ok"]
         if later:
-            counts = ", ".join(f"{later.count(s)} {s}" for s in ("downstream", "contains", "FAIL", "unaligned")
-                               if later.count(s))
+            counts = ", ".join(
+                f"{later.count(s)} {s}" for s in ("downstream", "contains", "FAIL", "unaligned") if later.count(s)
+            )
             lines.append(f"  {'...':<10} {len(later)} later layers differ ({counts}; every layer with -vv)")
     return lines
 
@@ -248,8 +289,10 @@ def failure_message(result, *, likely_causes: Sequence[str] = (), verbose: int =
     if result.case:
         location = f"  ({result.location})" if result.location else ""
         lines.append(f"Case:       {result.case}{location}")
-    lines.append(f"Pair:       mindspore {result.ms_type} <-> torch {result.torch_type}"
-                 f" ({'train' if result.train else 'eval'} mode)")
+    lines.append(
+        f"Pair:       mindspore {result.ms_type} <-> torch {result.torch_type}"
+        f" ({'train' if result.train else 'eval'} mode)"
+    )
     lines += device_lines(getattr(result, "device_setup", None))
     lines.append(f"Divergence: {divergence}")
     lines += nonfinite_lines(getattr(result, "first_nonfinite", None))
@@ -294,16 +337,20 @@ def device_lines(setup) -> List[str]:
 def structure_message(ms_paths: List[str], torch_paths: List[str]) -> str:
     only_ms = [p for p in ms_paths if p not in torch_paths]
     only_torch = [p for p in torch_paths if p not in ms_paths]
-    return (f"Output structures differ: MindSpore returns {len(ms_paths)} tensors {ms_paths}, "
-            f"PyTorch returns {len(torch_paths)} {torch_paths}"
-            + (f"\nIn MindSpore only: {only_ms}" if only_ms else "")
-            + (f"\nIn PyTorch only: {only_torch}" if only_torch else ""))
+    return (
+        f"Output structures differ: MindSpore returns {len(ms_paths)} tensors {ms_paths}, "
+        f"PyTorch returns {len(torch_paths)} {torch_paths}"
+        + (f"\nIn MindSpore only: {only_ms}" if only_ms else "")
+        + (f"\nIn PyTorch only: {only_torch}" if only_torch else "")
+    )
 
 
 def result_line(result) -> str:
     """``str(Result)``: the verdict, the worst tensor and its margin, and where it diverged first."""
-    pair = (f"mindspore {result.ms_type} <-> torch {result.torch_type} "
-            f"({'train' if result.train else 'eval'}, {' and '.join(result.modes)})")
+    pair = (
+        f"mindspore {result.ms_type} <-> torch {result.torch_type} "
+        f"({'train' if result.train else 'eval'}, {' and '.join(result.modes)})"
+    )
     if result.problem:
         return f"FAIL: {pair}; {result.problem.splitlines()[0]}"
     failures, total = result.failures, len(result.comparisons)
@@ -348,9 +395,11 @@ def summary_line(name: str, result: Optional[object], error: str = "", *, expect
     noise = ""
     if judged:
         shown = max(judged, key=lambda c: c.envelope.tolerance_margin)
-        noise = (f"; noise-judged: {len(judged)} tensor{'s' if len(judged) > 1 else ''} beyond the tolerance "
-                 f"but inside PyTorch's rounding envelope (e.g. '{shown.name}' at "
-                 f"{fmt(shown.envelope.tolerance_margin)}x the tolerance alone)")
+        noise = (
+            f"; noise-judged: {len(judged)} tensor{'s' if len(judged) > 1 else ''} beyond the tolerance "
+            f"but inside PyTorch's rounding envelope (e.g. '{shown.name}' at "
+            f"{fmt(shown.envelope.tolerance_margin)}x the tolerance alone)"
+        )
     found = _parallel_finding(result) if parallel and not result.passed else ""
     return f"{status} {name}: worst margin {fmt(result.worst_margin)}x allowed{where}{noise}{found}"
 
@@ -364,12 +413,20 @@ def _parallel_finding(result) -> str:
 def golden_line(g) -> str:
     """How a half-precision tensor fared against the float64 golden (see parity.judge.golden)."""
     verdict = "within" if g.margin <= 1.0 else "beyond"
-    ties = (f"; {g.flips} elements jump in PyTorch's own mirrored runs (ReLU/max-pool ties), so the tensor is "
-            "judged by its L2 error alone, PyTorch's counting those jumps") if g.flips else ""
-    return (f"Float64 golden ({g.dtype}): MindSpore's error {verdict} {g.factor:g}x PyTorch's own "
-            f"({fmt(g.margin)}x allowed at worst): relative L2 {fmt(g.ms_error)} vs {fmt(g.torch_error)}, greatest "
-            f"element {fmt(g.ms_max)} vs {fmt(g.torch_max)} (of the golden's greatest magnitude; PyTorch's counted "
-            f"at least {fmt(g.floor)}){ties}")
+    ties = (
+        (
+            f"; {g.flips} elements jump in PyTorch's own mirrored runs (ReLU/max-pool ties), so the tensor is "
+            "judged by its L2 error alone, PyTorch's counting those jumps"
+        )
+        if g.flips
+        else ""
+    )
+    return (
+        f"Float64 golden ({g.dtype}): MindSpore's error {verdict} {g.factor:g}x PyTorch's own "
+        f"({fmt(g.margin)}x allowed at worst): relative L2 {fmt(g.ms_error)} vs {fmt(g.torch_error)}, greatest "
+        f"element {fmt(g.ms_max)} vs {fmt(g.torch_max)} (of the golden's greatest magnitude; PyTorch's counted "
+        f"at least {fmt(g.floor)}){ties}"
+    )
 
 
 def envelope_line(e, sides: Tuple[str, str] = ("MindSpore", "PyTorch")) -> str:
@@ -377,12 +434,14 @@ def envelope_line(e, sides: Tuple[str, str] = ("MindSpore", "PyTorch")) -> str:
     they are not MindSpore against PyTorch (a data-parallel pair: its run and reference)."""
     runs = f"{e.draws} perturbed runs" + (" and float64" if e.float64 else "")
     flips = f"; {e.flips} elements flip between runs (ReLU/max-pool near-ties)" if e.flips else ""
-    verdict = (f"{e.outside} elements outside it" if e.outside else "every element inside it")
+    verdict = f"{e.outside} elements outside it" if e.outside else "every element inside it"
     if e.outside and e.flips and e.steady is not None:
         verdict += f", {e.steady} of them flipped in none of PyTorch's runs"
-    return (f"Rounding envelope: {verdict} (allowed: tolerance + {e.factor:g}x PyTorch's own spread over {runs}; "
-            f"{fmt(e.margin)}x allowed at worst); relative error {_error_of(sides)} {fmt(e.ms_error)} vs "
-            f"PyTorch's spread {fmt(e.spread)}{flips}")
+    return (
+        f"Rounding envelope: {verdict} (allowed: tolerance + {e.factor:g}x PyTorch's own spread over {runs}; "
+        f"{fmt(e.margin)}x allowed at worst); relative error {_error_of(sides)} {fmt(e.ms_error)} vs "
+        f"PyTorch's spread {fmt(e.spread)}{flips}"
+    )
 
 
 def _error_of(sides: Tuple[str, str]) -> str:

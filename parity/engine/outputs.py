@@ -37,16 +37,21 @@ def outputs_compared(pairs) -> Tuple[int, List[str]]:
         ms_ok, torch_ok = _finite(pair.ms), _finite(pair.torch)
         if pair.kind == "output":
             compared += int(np.count_nonzero(ms_ok & torch_ok))
-        bad = [(label, _count(array)) for label, array, ok in (("MindSpore", pair.ms, ms_ok), ("PyTorch", pair.torch,
-                                                                                             torch_ok)) if not ok.all()]
+        bad = [
+            (label, _count(array))
+            for label, array, ok in (("MindSpore", pair.ms, ms_ok), ("PyTorch", pair.torch, torch_ok))
+            if not ok.all()
+        ]
         if bad:
             sides = "; ".join(f"{label} {text}" for label, text in bad)
             found.append(f"{pair.kind} '{pair.name}' ({pair.mode}) of {pair.torch.size} elements: {sides}")
     if not found:
         return compared, []
     shown = "; ".join(found[:5]) + (f"; and {len(found) - 5} more" if len(found) > 5 else "")
-    return compared, [f"non-finite values: {shown}. NaN and Inf at the same positions on both sides count as "
-                      "agreeing; only the finite elements were compared as numbers"]
+    return compared, [
+        f"non-finite values: {shown}. NaN and Inf at the same positions on both sides count as "
+        "agreeing; only the finite elements were compared as numbers"
+    ]
 
 
 def _count(array: np.ndarray) -> str:
@@ -68,6 +73,8 @@ def nothing_compared(pairs, data) -> str:
             why += f"; input {', '.join(repr(n) for n in empty)} holds no element"
     else:
         why = f"every output element is NaN or Inf on both sides ({shapes})"
-    return (f"check(): nothing was compared: {why}. Any two nets whose outputs have these shapes would pass, so "
-            "the check is refused. Give inputs with elements (a batch of at least one) whose outputs are finite "
-            "(parity.randn(shape, std=...) scales them)")
+    return (
+        f"check(): nothing was compared: {why}. Any two nets whose outputs have these shapes would pass, so "
+        "the check is refused. Give inputs with elements (a batch of at least one) whose outputs are finite "
+        "(parity.randn(shape, std=...) scales them)"
+    )

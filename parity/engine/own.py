@@ -28,7 +28,8 @@ from ..judge.envelope import Candidate, judge_envelope, near
 from ..judge.metrics import ArrayPair, compare_pair
 from .localize import LayerVerdict, pair_metrics
 from .passes import buffers_of, draw_seed, perturbed_inputs
-from .side_errors import backward as side_backward, run_side
+from .side_errors import backward as side_backward
+from .side_errors import run_side
 
 __all__ = ["OwnError", "measure_own_errors"]
 
@@ -53,14 +54,14 @@ def measure_own_errors(run, table, chain) -> None:
     :class:`parity.engine.passes.Passes`, its PyTorch recording still holding its arrays), judge
     each layer's own output (and gradient), and set ``own_*`` on ``table``'s verdicts and
     ``table.own_errors`` (causes left empty: see :func:`parity.engine.causes.own_error_causes`)."""
-    from ..backends import mindspore as msb, torch as tb
+    from ..backends import mindspore as msb
+    from ..backends import torch as tb
     from ..backends.replay import fed
 
     forward = table.first("forward")[0] is not None
     # Backward where the first divergence is there: after a forward divergence every gradient
     # differs downstream of it, and the forward's own errors name the cause (at a third of the cost).
-    backward = bool(run.grads and not forward and table.first("backward")[0] is not None
-                    and not msb.VJP_RERUNS_FORWARD)
+    backward = bool(run.grads and not forward and table.first("backward")[0] is not None and not msb.VJP_RERUNS_FORWARD)
     if not (forward or backward or (run.train and run.torch_buffers)):
         return  # nothing diverged that a layer could own
     feeds = _feeds(run, table.forward, "forward")
@@ -70,8 +71,9 @@ def measure_own_errors(run, table, chain) -> None:
     for name, value in run.ms_start.items():
         msb.write(run.ms_cell, name, value)
     with fed(run.ms_cell, feeds, framework="mindspore", grads=grad_feeds) as got:
-        side = run_side(lambda: msb.Pass(run.ms_cell, run.ms_data, grads=backward, mode="pynative"),
-                        "MindSpore (layers fed)")
+        side = run_side(
+            lambda: msb.Pass(run.ms_cell, run.ms_data, grads=backward, mode="pynative"), "MindSpore (layers fed)"
+        )
         ms_buffers = buffers_of(msb, run.ms_cell, run.wmap, "ms") if run.train else {}
         if backward:
             side_backward(side, run.cotangents, [], "MindSpore (layers fed)")
@@ -79,19 +81,36 @@ def measure_own_errors(run, table, chain) -> None:
         msb.write(run.ms_cell, name, value)
     pairs = _own_pairs(run, table.forward, "forward", got.outputs) + _code_pairs(run, table.forward, got.inputs, "code")
     if backward:
-        pairs += (_own_pairs(run, table.backward, "backward", got.grad_inputs)
-                  + _code_pairs(run, table.backward, got.grad_outputs, "grad code"))
-    pairs += [(("buffer", name.rpartition(".")[0], name, 0),
-               ArrayPair("buffer", name, name, name, "pynative", ms_buffers[name], run.torch_buffers[name],
-                         name.rpartition(".")[0])) for name in ms_buffers if name in run.torch_buffers]
+        pairs += _own_pairs(run, table.backward, "backward", got.grad_inputs) + _code_pairs(
+            run, table.backward, got.grad_outputs, "grad code"
+        )
+    pairs += [
+        (
+            ("buffer", name.rpartition(".")[0], name, 0),
+            ArrayPair(
+                "buffer",
+                name,
+                name,
+                name,
+                "pynative",
+                ms_buffers[name],
+                run.torch_buffers[name],
+                name.rpartition(".")[0],
+            ),
+        )
+        for name in ms_buffers
+        if name in run.torch_buffers
+    ]
     comparisons = {key: compare_pair(pair, chain, False) for key, pair in pairs}
     errors = {key: pair_metrics(pair.ms, pair.torch, comparisons[key].tolerance)[0] for key, pair in pairs}
     _judge(run, feeds, grad_feeds, dict(pairs), comparisons)
     tb.set_buffers(run.torch_module, torch_after)
     table.own_measured = True
-    table.own_errors = (_verdicts(table.forward, "forward", comparisons, errors)
-                        + (_verdicts(table.backward, "backward", comparisons, errors) if backward else [])
-                        + _buffer_errors(comparisons))
+    table.own_errors = (
+        _verdicts(table.forward, "forward", comparisons, errors)
+        + (_verdicts(table.backward, "backward", comparisons, errors) if backward else [])
+        + _buffer_errors(comparisons)
+    )
 
 
 def _feeds(run, verdicts: List[LayerVerdict], direction: str):
@@ -112,8 +131,9 @@ def _feeds(run, verdicts: List[LayerVerdict], direction: str):
             continue
         ms_call = run.ms_recording.get(v.ms_path, v.call) if run.ms_recording is not None else None
         named = ref.keywords or (ms_call is not None and ms_call.keywords)
-        feeds[(v.ms_path, v.call)] = Feed(tuple(ref.inputs), tuple(ref.input_names) if named and ref.input_names
-                                          else None, tuple(ref.outputs))
+        feeds[(v.ms_path, v.call)] = Feed(
+            tuple(ref.inputs), tuple(ref.input_names) if named and ref.input_names else None, tuple(ref.outputs)
+        )
     return feeds
 
 
@@ -132,8 +152,12 @@ def _own_pairs(run, verdicts, direction: str, found):
             continue
         for i, (a, b) in enumerate(zip(ms_out, ref_out)):
             if a is not None and b is not None:
-                pairs.append(((direction, v.path, v.call, i),
-                              ArrayPair("output", v.path, v.ms_path, v.path, "pynative", a, b, v.path)))
+                pairs.append(
+                    (
+                        (direction, v.path, v.call, i),
+                        ArrayPair("output", v.path, v.ms_path, v.path, "pynative", a, b, v.path),
+                    )
+                )
     return pairs
 
 
@@ -146,8 +170,12 @@ def _code_pairs(run, verdicts, found, kind: str):
     for v in verdicts:
         for i, (ms, fed) in enumerate(found.get((v.ms_path, v.call), ())):
             if ms.shape == fed.shape:
-                pairs.append(((kind, v.path, v.call, i),
-                              ArrayPair("output", v.path, v.ms_path, v.path, "pynative", ms, fed, v.path)))
+                pairs.append(
+                    (
+                        (kind, v.path, v.call, i),
+                        ArrayPair("output", v.path, v.ms_path, v.path, "pynative", ms, fed, v.path),
+                    )
+                )
     return pairs
 
 
@@ -155,8 +183,11 @@ def _judge(run, feeds, grad_feeds, pairs: Dict, comparisons: Dict) -> None:
     """The rounding envelope for the own outputs beyond their tolerance (the envelope can only
     clear them; one within it is within bounds already): PyTorch's layers fed the same inputs
     again, in float64 and moved by a few ulps."""
-    close = [Candidate(key, c, pairs[key].ms, pairs[key].torch) for key, c in comparisons.items()
-             if c.margin > 1.0 and near(c, pairs[key].torch.dtype.kind == "f")]
+    close = [
+        Candidate(key, c, pairs[key].ms, pairs[key].torch)
+        for key, c in comparisons.items()
+        if c.margin > 1.0 and near(c, pairs[key].torch.dtype.kind == "f")
+    ]
     if close:
         backward = grad_feeds is not None and any(c.key[0] in ("backward", "grad code") for c in close)
         torch_grads = _by_torch_path(run, grad_feeds) if backward else None
@@ -177,8 +208,9 @@ def _needed(feeds, close):
         scopes.add(path.rpartition(".")[0] if kind in ("code", "grad code") else path)
     if "" in scopes:
         return feeds
-    return {key: f for key, f in feeds.items()
-            if any(key[0] == scope or key[0].startswith(scope + ".") for scope in scopes)}
+    return {
+        key: f for key, f in feeds.items() if any(key[0] == scope or key[0].startswith(scope + ".") for scope in scopes)
+    }
 
 
 def _by_torch_path(run, feeds):
@@ -209,18 +241,25 @@ def _rerun(run, feeds, grad_feeds, spec, keep):
     tb.prepare(seed=run.seed, device=run.device)
     grads = grad_feeds is not None
     with perturb, fed(module, feeds, framework="torch", grads=grad_feeds, keep=keep) as got:
-        side = run_side(lambda: tb.Pass(module, run.data, grads=grads, device=run.device,
-                                        cast=_float64() if spec.cast else None), "PyTorch (layers fed)")
+        side = run_side(
+            lambda: tb.Pass(module, run.data, grads=grads, device=run.device, cast=_float64() if spec.cast else None),
+            "PyTorch (layers fed)",
+        )
         statistics = buffers_of(tb, module, run.wmap, "torch") if run.train else {}
         if grads:
             side_backward(side, run.cotangents, [], "PyTorch (layers fed)")
     values = [(("forward", path, call, i), a) for (path, call), outs in got.outputs.items() for i, a in enumerate(outs)]
-    values += [(("backward", path, call, i), a) for (path, call), outs in got.grad_inputs.items()
-               for i, a in enumerate(outs)]
-    values += [(("code", path, call, i), a) for (path, call), found in got.inputs.items()
-               for i, (a, _) in enumerate(found)]
-    values += [(("grad code", path, call, i), a) for (path, call), found in got.grad_outputs.items()
-               for i, (a, _) in enumerate(found)]
+    values += [
+        (("backward", path, call, i), a) for (path, call), outs in got.grad_inputs.items() for i, a in enumerate(outs)
+    ]
+    values += [
+        (("code", path, call, i), a) for (path, call), found in got.inputs.items() for i, (a, _) in enumerate(found)
+    ]
+    values += [
+        (("grad code", path, call, i), a)
+        for (path, call), found in got.grad_outputs.items()
+        for i, (a, _) in enumerate(found)
+    ]
     return values + [(("buffer", name.rpartition(".")[0], name, 0), a) for name, a in statistics.items()]
 
 
@@ -233,8 +272,10 @@ def _moved(feeds, seed: int, spec):
         return None
     moved = {}
     for key, feed in feeds.items():
-        arrays = tuple(None if a is None else perturbed_inputs(Inputs((a,), {}, {}), seed, spec.draw, spec.ulps).args[0]
-                       for a in feed.arrays)
+        arrays = tuple(
+            None if a is None else perturbed_inputs(Inputs((a,), {}, {}), seed, spec.draw, spec.ulps).args[0]
+            for a in feed.arrays
+        )
         moved[key] = Feed(arrays, feed.names)
     return moved
 
@@ -256,24 +297,35 @@ def _verdicts(verdicts: List[LayerVerdict], direction: str, comparisons: Dict, e
         for child, c, error in before:  # the code of ``v`` before its sub-layer ``child``
             measured.setdefault((v.path, v.call), []).append((c, error))
             if not c.passed:
-                found.append(OwnError(v.path, direction, ms_path=v.ms_path, margin=c.margin,
-                                      label=f"{v.label} (its code {where} '{child.label}')"))
+                found.append(
+                    OwnError(
+                        v.path,
+                        direction,
+                        ms_path=v.ms_path,
+                        margin=c.margin,
+                        label=f"{v.label} (its code {where} '{child.label}')",
+                    )
+                )
         own = measured.get((v.path, v.call))
         if not own:
             v.own_status = "inherited" if v.status in ("FAIL", "downstream", "contains") else ""
             continue
         v.own_error = max(error for _, error in own)
         v.own_margin = max(c.margin for c, _ in own)
-        outputs = [c for c, _ in own[:len(own) - len(before)]]
+        outputs = [c for c, _ in own[: len(own) - len(before)]]
         if any(not c.passed for c in outputs):
-            found.append(OwnError(v.path, direction, ms_path=v.ms_path, label=v.label,
-                                  margin=max(c.margin for c in outputs)))
+            found.append(
+                OwnError(v.path, direction, ms_path=v.ms_path, label=v.label, margin=max(c.margin for c in outputs))
+            )
         if any(not c.passed for c, _ in own):
             v.own_status = "own"
         else:
             v.own_status = "inherited" if v.out_margin > 1.0 else "ok"
-    found += [OwnError("", direction, margin=c.margin, label=f"the model's own code, {where} '{child.label}'")
-              for child, c, _ in code.pop(None, []) if not c.passed]
+    found += [
+        OwnError("", direction, margin=c.margin, label=f"the model's own code, {where} '{child.label}'")
+        for child, c, _ in code.pop(None, [])
+        if not c.passed
+    ]
     return found
 
 
@@ -286,7 +338,7 @@ def _code_before(verdicts: List[LayerVerdict], comparisons: Dict, errors: Dict, 
         owner, path = None, v.path
         while owner is None and "." in path:  # a list of layers is not called: its caller's code
             path = path.rpartition(".")[0]
-            owner = next((w for w in verdicts[i + 1:] if w.path == path), None)
+            owner = next((w for w in verdicts[i + 1 :] if w.path == path), None)
         for key, c in comparisons.items():
             if key[0] == kind and key[1:3] == (v.path, v.call):
                 found.setdefault(id(owner) if owner is not None else None, []).append((v, c, errors[key]))

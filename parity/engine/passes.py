@@ -13,12 +13,12 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from . import messages as report
 from ..backends import is_float
 from ..judge.dtypes import cast, eps
 from ..judge.metrics import ArrayPair
 from ..judge.tolerance import resolve
 from ..weights.layouts import by_torch_name, ms_label, torch_layout
+from . import messages as report
 from .inputs import Inputs, _normal, _unit_floats, seeded_stream
 from .localize import LayerTable, Localizer, Recording, align_layers, settle
 from .side_errors import backward, run_side
@@ -28,6 +28,7 @@ __all__ = ["Passes", "buffers_of", "perturbed_inputs", "draw_seed"]
 
 def perturbed_inputs(data: Inputs, seed: int, draw: int, ulps: float) -> Inputs:
     """The inputs with every floating element moved by ``ulps`` units in the last place, up or down."""
+
     def move(name, array):
         if not is_float(array) or array.dtype.kind == "c" or array.size == 0:
             return array
@@ -42,9 +43,25 @@ def perturbed_inputs(data: Inputs, seed: int, draw: int, ulps: float) -> Inputs:
 class Passes:
     """The passes of one check: PyTorch once, MindSpore once per mode, layer capture riding along."""
 
-    def __init__(self, ms_cell, torch_module, data, wmap, chain, *, grads, train, seed, device, capture, ms_data=None,
-                 amp=None, keep_layers=False):
-        from ..backends import mindspore as msb, torch as tb
+    def __init__(
+        self,
+        ms_cell,
+        torch_module,
+        data,
+        wmap,
+        chain,
+        *,
+        grads,
+        train,
+        seed,
+        device,
+        capture,
+        ms_data=None,
+        amp=None,
+        keep_layers=False,
+    ):
+        from ..backends import mindspore as msb
+        from ..backends import torch as tb
 
         self.ms_cell, self.torch_module, self.data, self.wmap = ms_cell, torch_module, data, wmap
         self.ms_data = ms_data if ms_data is not None else data  # each side's inputs in its own dtype
@@ -65,8 +82,9 @@ class Passes:
         self.localizer = None
         if capture:
             align = _layer_alignment(ms_cell, torch_module, wmap)
-            self.localizer = Localizer(self.torch_recording, align,
-                                       lambda names, dtype: resolve(chain, names, dtype)[0], keep=keep_layers)
+            self.localizer = Localizer(
+                self.torch_recording, align, lambda names, dtype: resolve(chain, names, dtype)[0], keep=keep_layers
+            )
 
     def __enter__(self):
         self._stack = contextlib.ExitStack()
@@ -79,8 +97,9 @@ class Passes:
         from ..backends import torch as tb
 
         if self.torch_recording is not None:
-            self.torch_layers = self._stack.enter_context(tb.capture(self.torch_module, self.torch_recording,
-                                                                     backward=self.backward_layers))
+            self.torch_layers = self._stack.enter_context(
+                tb.capture(self.torch_module, self.torch_recording, backward=self.backward_layers)
+            )
         return tb.Pass(self.torch_module, self.data, grads=self.grads, device=self.device)
 
     def torch_forward(self) -> None:
@@ -93,8 +112,7 @@ class Passes:
 
     def _torch_backward(self):
         if self.torch_grads is None:
-            self.torch_grads = backward(self.torch_side, self.cotangents, [p.torch for p in self.trainable],
-                                         "PyTorch")
+            self.torch_grads = backward(self.torch_side, self.cotangents, [p.torch for p in self.trainable], "PyTorch")
             if self.torch_layers is not None:
                 self.torch_layers.flush()  # the layers' gradients, into the recording
         return self.torch_grads
@@ -106,8 +124,9 @@ class Passes:
             msb.write(self.ms_cell, name, value)
         hooks = self.localizer is not None and mode == "pynative"
         recording = Recording(self.localizer.on_forward, self.localizer.on_backward) if hooks else None
-        capture = (msb.capture(self.ms_cell, recording, backward=self.backward_layers) if hooks
-                   else contextlib.nullcontext())
+        capture = (
+            msb.capture(self.ms_cell, recording, backward=self.backward_layers) if hooks else contextlib.nullcontext()
+        )
         self.ms_recording = recording or self.ms_recording
         with capture as layers:
             ms_side = run_side(lambda: msb.Pass(self.ms_cell, self.ms_data, grads=self.grads, mode=mode), "MindSpore")
@@ -146,10 +165,13 @@ class Passes:
         if widths[0] == widths[1]:
             return pair  # float16 against bfloat16: neither holds the other
         narrow = (ms_given if widths[0] < widths[1] else torch_given).dtype
-        _note(self.notes, f"the gradient of {pair.name} is compared in {narrow.name}: parity gave that input to "
-                          f"MindSpore as {ms_given.dtype.name} and to PyTorch as {torch_given.dtype.name} (each side's "
-                          f"own precision), and the {'PyTorch' if narrow == ms_given.dtype else 'MindSpore'} "
-                          "gradient was rounded to it")
+        _note(
+            self.notes,
+            f"the gradient of {pair.name} is compared in {narrow.name}: parity gave that input to "
+            f"MindSpore as {ms_given.dtype.name} and to PyTorch as {torch_given.dtype.name} (each side's "
+            f"own precision), and the {'PyTorch' if narrow == ms_given.dtype else 'MindSpore'} "
+            "gradient was rounded to it",
+        )
         return dataclasses.replace(pair, ms=cast(pair.ms, narrow.name), torch=cast(pair.torch, narrow.name))
 
     def _changed(self, side, label: str) -> None:
@@ -169,8 +191,10 @@ class Passes:
     def layer_verdicts(self):
         unmatched = self.ms_recording.unmatched if self.ms_recording is not None else []
         if unmatched:
-            self.notes.append(f"{len(unmatched)} MindSpore backward hook calls had no forward record and "
-                              f"were not compared: {sorted(set(unmatched))[:5]}")
+            self.notes.append(
+                f"{len(unmatched)} MindSpore backward hook calls had no forward record and "
+                f"were not compared: {sorted(set(unmatched))[:5]}"
+            )
         settle(self.localizer.forward)
         settle(self.localizer.backward)
         return LayerTable(self.localizer.forward, self.localizer.backward)
@@ -190,16 +214,33 @@ class Passes:
                 if not references:
                     module64 = tb.float64_copy(self.torch_module)
                     tb.set_buffers(module64, self.torch_start)
-                    references.update(_reference_values(module64, self.data, self.grads, self.device, self.cotangents,
-                                                        self.wmap, self.train, cast=spec.cast))
+                    references.update(
+                        _reference_values(
+                            module64,
+                            self.data,
+                            self.grads,
+                            self.device,
+                            self.cotangents,
+                            self.wmap,
+                            self.train,
+                            cast=spec.cast,
+                        )
+                    )
                 return references.items()
             # No backward where no gradient is still open (the forward's values alone decide).
             grads = self.grads and (spec.keys is None or any(kind in _GRADIENTS for kind, *_ in spec.keys))
             tb.set_buffers(self.torch_module, self.torch_start)
             tb.prepare(seed=self.seed, device=self.device)  # the same dropout masks as the first run
             with tb.perturbed(self.torch_module, seed=draw_seed(self.seed, spec.draw), ulps=spec.ulps):
-                return _reference_values(self.torch_module, perturbed_inputs(self.data, self.seed, spec.draw, spec.ulps),
-                                         grads, self.device, self.cotangents, self.wmap, self.train).items()
+                return _reference_values(
+                    self.torch_module,
+                    perturbed_inputs(self.data, self.seed, spec.draw, spec.ulps),
+                    grads,
+                    self.device,
+                    self.cotangents,
+                    self.wmap,
+                    self.train,
+                ).items()
 
         spreads = judge(candidates, rerun)
         tb.set_buffers(self.torch_module, after)
@@ -217,8 +258,9 @@ class Passes:
                 self._torch_backward()  # first, so that each float64 layer call is measured as it comes
             capture = tb.capture(module64, self.localizer.float64_recording(), backward=self.backward_layers)
         with capture:
-            return _reference_values(module64, self.data, self.grads, self.device, self.cotangents, self.wmap,
-                                     self.train, cast="float64")
+            return _reference_values(
+                module64, self.data, self.grads, self.device, self.cotangents, self.wmap, self.train, cast="float64"
+            )
 
 
 _GRADIENTS = ("input grad", "param grad")
@@ -227,7 +269,8 @@ _GRADIENTS = ("input grad", "param grad")
 def _layer_alignment(ms_cell, torch_module, wmap):
     """MindSpore layer path -> PyTorch layer path: same path, else as the weight map paired them,
     else by structure (see :func:`parity.engine.localize.align_layers`)."""
-    from ..backends import mindspore as msb, torch as tb
+    from ..backends import mindspore as msb
+    from ..backends import torch as tb
 
     ms_kinds, torch_kinds = msb.layer_kinds(ms_cell), tb.layer_kinds(torch_module)
     known = {path: path for path in ms_kinds if path and path in torch_kinds}
@@ -251,9 +294,11 @@ def _unused_note(candidates, spreads) -> Optional[str]:
         return None
     shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
     named = " and ".join("float64 run" if r == "float64" else "perturbed runs" for r in runs)
-    return (f"PyTorch's {named} for the rounding envelope were not finite where its own run is, at elements of "
-            f"{shown}: there those runs were left out of the envelope (they would allow any difference, or none), and "
-            "those elements were judged on PyTorch's other runs")
+    return (
+        f"PyTorch's {named} for the rounding envelope were not finite where its own run is, at elements of "
+        f"{shown}: there those runs were left out of the envelope (they would allow any difference, or none), and "
+        "those elements were judged on PyTorch's other runs"
+    )
 
 
 def _cotangents(torch_side, seed: int) -> Dict[str, np.ndarray]:
@@ -262,17 +307,21 @@ def _cotangents(torch_side, seed: int) -> Dict[str, np.ndarray]:
     for path, value in torch_side.values:
         if is_float(value):
             count = int(value.size)
-            cots[path] = _normal(seeded_stream(seed, f"cotangent:{path}"), count).reshape(value.shape).astype(value.dtype)
+            cots[path] = (
+                _normal(seeded_stream(seed, f"cotangent:{path}"), count).reshape(value.shape).astype(value.dtype)
+            )
     return cots
 
 
 def changed_note(label: str, names: List[str]) -> str:
     shown = ", ".join(repr(n) for n in names)
     other = "MindSpore" if label == "PyTorch" else "PyTorch"
-    return (f"{label}'s forward changed input {shown} in place. Each side ran on its own copy of every input and "
-            "the arrays given to the check were left as they were, so the verdict holds; but code that reads "
-            f"{'that input' if len(names) == 1 else 'those inputs'} after the call sees the change with {label}, "
-            f"not with {other} unless its forward does the same")
+    return (
+        f"{label}'s forward changed input {shown} in place. Each side ran on its own copy of every input and "
+        "the arrays given to the check were left as they were, so the verdict holds; but code that reads "
+        f"{'that input' if len(names) == 1 else 'those inputs'} after the call sees the change with {label}, "
+        f"not with {other} unless its forward does the same"
+    )
 
 
 def _note(notes: List[str], text: str) -> None:
@@ -292,19 +341,33 @@ def _structure_problem(ms_side, torch_side) -> Optional[str]:
 def _output_pairs(ms_side, torch_side, mode) -> List[ArrayPair]:
     """One pair per output path, in PyTorch's order."""
     ms_values = dict(ms_side.values)
-    return [ArrayPair("output", path, path, path, mode, ms_values[path], torch_value)
-            for path, torch_value in torch_side.values]
+    return [
+        ArrayPair("output", path, path, path, mode, ms_values[path], torch_value)
+        for path, torch_value in torch_side.values
+    ]
 
 
 def _grad_pairs(ms_grads, torch_grads, trainable, mode) -> List[ArrayPair]:
-    found = [ArrayPair("input grad", name, name, name, mode, ms_grads.inputs[name], value)
-             for name, value in torch_grads.inputs.items()]
+    found = [
+        ArrayPair("input grad", name, name, name, mode, ms_grads.inputs[name], value)
+        for name, value in torch_grads.inputs.items()
+    ]
     # Backward order: the last layer's grads are computed first. One comparison per PyTorch
     # tensor, the MindSpore gradient moved through the weight map's layout (part of a fused one,
     # parts joined, transposed).
     for name, pairs in reversed(list(by_torch_name(trainable).items())):
-        found.append(ArrayPair("param grad", name, ms_label(pairs), name, mode, torch_layout(pairs, ms_grads.params),
-                                torch_grads.params[name], name.rpartition(".")[0]))
+        found.append(
+            ArrayPair(
+                "param grad",
+                name,
+                ms_label(pairs),
+                name,
+                mode,
+                torch_layout(pairs, ms_grads.params),
+                torch_grads.params[name],
+                name.rpartition(".")[0],
+            )
+        )
     return found
 
 
@@ -319,8 +382,12 @@ def buffers_of(backend, model, wmap, side: str) -> Dict[str, np.ndarray]:
 
 def _buffer_pairs(ms_buffers, torch_buffers, wmap, mode) -> List[ArrayPair]:
     groups = by_torch_name(p for p in wmap.pairs if not p.trainable)
-    return [ArrayPair("buffer", name, ms_label(pairs), name, mode, ms_buffers[name], torch_buffers[name],
-                       name.rpartition(".")[0]) for name, pairs in groups.items()]
+    return [
+        ArrayPair(
+            "buffer", name, ms_label(pairs), name, mode, ms_buffers[name], torch_buffers[name], name.rpartition(".")[0]
+        )
+        for name, pairs in groups.items()
+    ]
 
 
 def draw_seed(seed: int, draw: int) -> int:

@@ -12,9 +12,9 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
-from . import messages as report
 from ..errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from ..options import parse_seed
+from . import messages as report
 from .check import DEFAULT_SEED, MODES, Settings, check_choice, check_pair, run_check
 from .inputs import materialize
 from .result import Verdicts
@@ -48,9 +48,17 @@ class ShapeCheck:
             figure = f"raised: {self.error.splitlines()[0]}"
         else:
             figure = f"worst margin {report.fmt(self.result.worst_margin)}x allowed"
-        graph = "" if self.compiled is None else ("; compiled the dynamic graph" if self.index == 0 else
-                                                  "; compiled again for this shape (see the note)" if self.compiled else
-                                                  "; ran on the dynamic graph")
+        graph = (
+            ""
+            if self.compiled is None
+            else (
+                "; compiled the dynamic graph"
+                if self.index == 0
+                else "; compiled again for this shape (see the note)"
+                if self.compiled
+                else "; ran on the dynamic graph"
+            )
+        )
         return f"  {status} [{self.index}] {self.inputs}: {figure}{graph}"
 
 
@@ -92,20 +100,25 @@ class ShapesResult(Verdicts):
 
     def __str__(self) -> str:
         failing = self.failing_shapes
-        text = (f"{'ok' if not failing else 'FAIL'}: mindspore {self.ms_type} <-> torch {self.torch_type} over "
-                f"{len(self.shapes)} input shapes ({', '.join(self.modes)}); worst margin "
-                f"{report.fmt(self.worst_margin)}x allowed")
+        text = (
+            f"{'ok' if not failing else 'FAIL'}: mindspore {self.ms_type} <-> torch {self.torch_type} over "
+            f"{len(self.shapes)} input shapes ({', '.join(self.modes)}); worst margin "
+            f"{report.fmt(self.worst_margin)}x allowed"
+        )
         text += f"; failing: {', '.join(f'[{s.index}]' for s in failing)}" if failing else ""
-        return text + (f"; compiled again: {', '.join(f'[{s.index}]' for s in self.recompiled)}" if self.recompiled
-                       else "")
+        return text + (
+            f"; compiled again: {', '.join(f'[{s.index}]' for s in self.recompiled)}" if self.recompiled else ""
+        )
 
 
 def signature_of(datas) -> List[Tuple[Tuple[Optional[int], ...], str]]:
     """The dynamic signature of positional inputs: per input, its shape with ``None`` where the
     dimension differs among ``datas``, and its dtype. The ranks and dtypes must agree."""
     if any(data.kwargs for data in datas):
-        raise ParityUnsupported("check_shapes(): keyword inputs cannot be given a dynamic signature in GRAPH mode "
-                                "(Cell.set_inputs takes them by position here); pass them positionally")
+        raise ParityUnsupported(
+            "check_shapes(): keyword inputs cannot be given a dynamic signature in GRAPH mode "
+            "(Cell.set_inputs takes them by position here); pass them positionally"
+        )
     counts = {len(data.args) for data in datas}
     if len(counts) != 1:
         raise ParityUsageError(f"check_shapes(): every entry must give the same number of inputs, got {sorted(counts)}")
@@ -114,11 +127,15 @@ def signature_of(datas) -> List[Tuple[Tuple[Optional[int], ...], str]]:
         arrays = [data.args[position] for data in datas]
         ranks, dtypes = sorted({a.ndim for a in arrays}), sorted({a.dtype.name for a in arrays})
         if len(ranks) != 1:
-            raise ParityUsageError(f"check_shapes(): input[{position}] has ranks {ranks} among the shapes; a dynamic "
-                                   "signature keeps the rank (only dimensions vary)")
+            raise ParityUsageError(
+                f"check_shapes(): input[{position}] has ranks {ranks} among the shapes; a dynamic "
+                "signature keeps the rank (only dimensions vary)"
+            )
         if len(dtypes) != 1:
-            raise ParityUsageError(f"check_shapes(): input[{position}] has dtypes {dtypes} among the shapes; give "
-                                   "every shape the same dtype")
+            raise ParityUsageError(
+                f"check_shapes(): input[{position}] has dtypes {dtypes} among the shapes; give "
+                "every shape the same dtype"
+            )
         shapes = [a.shape for a in arrays]
         dims = tuple(shapes[0][d] if len({s[d] for s in shapes}) == 1 else None for d in range(ranks[0]))
         signature.append((dims, dtypes[0]))
@@ -130,9 +147,11 @@ def run_shapes(ms_cell, torch_module, inputs: Sequence, *, settings: Settings = 
     __tracebackhide__ = True
     check_pair(ms_cell, torch_module)
     if isinstance(inputs, (str, bytes, dict)) or not isinstance(inputs, (list, tuple)) or not inputs:
-        raise ParityUsageError("check_shapes(): inputs is a list of inputs, one entry per shape, each as check() "
-                               f"takes them (an array or spec, a tuple, or a dict); got {type(inputs).__qualname__}"
-                               + (" (empty)" if isinstance(inputs, (list, tuple)) else ""))
+        raise ParityUsageError(
+            "check_shapes(): inputs is a list of inputs, one entry per shape, each as check() "
+            f"takes them (an array or spec, a tuple, or a dict); got {type(inputs).__qualname__}"
+            + (" (empty)" if isinstance(inputs, (list, tuple)) else "")
+        )
     if "inputs" in options:
         raise ParityUsageError("check_shapes(): give the shapes as the third argument, a list of inputs")
     mode = settings.mode or options.get("ms_mode") or "pynative"
@@ -165,11 +184,14 @@ def run_shapes(ms_cell, torch_module, inputs: Sequence, *, settings: Settings = 
         shown = ", ".join(f"input[{i}] {tuple(dims)} {dtype}" for i, (dims, dtype) in enumerate(signature))
         result.notes.append(f"GRAPH mode: compiled with the dynamic signature {shown} (Cell.set_inputs)")
         if result.recompiled:
-            result.notes.append("MindSpore compiled a graph again for shape(s) " + ", ".join(
-                f"[{s.index}] {s.inputs}" for s in result.recompiled) + " instead of running the dynamic one: a "
+            result.notes.append(
+                "MindSpore compiled a graph again for shape(s) "
+                + ", ".join(f"[{s.index}] {s.inputs}" for s in result.recompiled)
+                + " instead of running the dynamic one: a "
                 "dimension the signature fixes, code that specialises on a shape (a Python branch on x.shape), or "
                 "MindSpore's own compile cache (a Cell of the same class compiled earlier in the process was measured "
-                "to make the second shape compile again) makes a graph per shape")
+                "to make the second shape compile again) makes a graph per shape"
+            )
     if not result.passed:
         raise ParityMismatch(failure_message(result), result)
     return result
@@ -177,9 +199,12 @@ def run_shapes(ms_cell, torch_module, inputs: Sequence, *, settings: Settings = 
 
 def failure_message(result: ShapesResult) -> str:
     failing = result.failing_shapes
-    lines = [f"MindSpore and PyTorch differ on {len(failing)} of {len(result.shapes)} input shapes!", "",
-             f"Pair:   mindspore {result.ms_type} <-> torch {result.torch_type} ({', '.join(result.modes)})",
-             "Shapes:"] + [s.line() for s in result.shapes]
+    lines = [
+        f"MindSpore and PyTorch differ on {len(failing)} of {len(result.shapes)} input shapes!",
+        "",
+        f"Pair:   mindspore {result.ms_type} <-> torch {result.torch_type} ({', '.join(result.modes)})",
+        "Shapes:",
+    ] + [s.line() for s in result.shapes]
     lines += [f"Note: {note}" for note in result.notes]
     first = failing[0]
     if first.error:

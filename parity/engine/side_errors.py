@@ -18,8 +18,9 @@ from ..errors import ParityUnsupported, ParityUsageError
 
 __all__ = ["missing_kernel", "run_side", "backward", "side_step", "framework_error"]
 
-_KERNEL_OP = re.compile(r"operator\[(\w+)\]|primitive\[(\w+)\]|^\s*(\w+) does not support this kernel data type",
-                        re.MULTILINE)
+_KERNEL_OP = re.compile(
+    r"operator\[(\w+)\]|primitive\[(\w+)\]|^\s*(\w+) does not support this kernel data type", re.MULTILINE
+)
 
 
 _KERNEL_DEVICE = re.compile(r"Select (\w+) operator")
@@ -32,8 +33,11 @@ def missing_kernel(label: str, exc: BaseException, what: str):
     ("Select CPU operator[MatMul] fail! Unsupported data type! ... but get input[BFloat16 ...]"),
     naming the dtype and the operator; None for any other error."""
     text = str(exc)
-    if label != "MindSpore" or not ("Unsupported data type" in text or "does not support this kernel data type" in text
-                                    or "must be a type of" in text):
+    if label != "MindSpore" or not (
+        "Unsupported data type" in text
+        or "does not support this kernel data type" in text
+        or "must be a type of" in text
+    ):
         return None
     dtype = "bfloat16" if "BFloat16" in text else "float16" if re.search(r"but (got|get)[^\n]*Float16", text) else None
     found = _KERNEL_OP.search(text)
@@ -42,14 +46,18 @@ def missing_kernel(label: str, exc: BaseException, what: str):
     op = next(g for g in found.groups() if g)
     device = _KERNEL_DEVICE.search(text)
     version = getattr(sys.modules.get("mindspore"), "__version__", "")
-    lines = [line.strip() for line in text.splitlines()
-             if line.strip() and not line.strip().startswith(("--", "- C++", "C++ Call Stack"))]
+    lines = [
+        line.strip()
+        for line in text.splitlines()
+        if line.strip() and not line.strip().startswith(("--", "- C++", "C++ Call Stack"))
+    ]
     shown = "\n    ".join(lines[:4])
     where = f" on {device.group(1)}" if device else ""
     return ParityUnsupported(
         f"MindSpore {version} has no {dtype} kernel for {op}{where} (raised during {what}):\n    {shown}\n"
         f"Check this pair in float32 (or float16) here, or where MindSpore has {dtype} kernels; "
-        "docs/known-mismatches.md lists the layers measured to lack them.")
+        "docs/known-mismatches.md lists the layers measured to lack them."
+    )
 
 
 def framework_error(label: str, exc: BaseException, what: str) -> ParityUsageError:
@@ -58,11 +66,15 @@ def framework_error(label: str, exc: BaseException, what: str) -> ParityUsageErr
     text = "".join(lines).strip().splitlines()
     shown = "\n    ".join(text[:12] + (["..."] if len(text) > 12 else []))
     if label == "MindSpore" and _IN_PLACE.search(str(exc)):
-        return ParityUsageError(f"The {label} side raised during {what}:\n    {shown}\n"
-                                "Its forward changes an input in place, which mindspore.vjp refuses for the inputs it "
-                                "differentiates: check the forward with grads=False, or copy the input in construct.")
-    return ParityUsageError(f"The {label} side raised during {what}:\n    {shown}\n"
-                            "Check that the net accepts these inputs (shapes, dtypes, argument names).")
+        return ParityUsageError(
+            f"The {label} side raised during {what}:\n    {shown}\n"
+            "Its forward changes an input in place, which mindspore.vjp refuses for the inputs it "
+            "differentiates: check the forward with grads=False, or copy the input in construct."
+        )
+    return ParityUsageError(
+        f"The {label} side raised during {what}:\n    {shown}\n"
+        "Check that the net accepts these inputs (shapes, dtypes, argument names)."
+    )
 
 
 def run_side(make, label: str):
@@ -75,8 +87,9 @@ def run_side(make, label: str):
         raise
     except Exception as exc:  # the framework rejected the net or the inputs
         _recover(label)
-        raise (missing_kernel(label, exc, "the forward pass") or framework_error(label, exc, "the forward pass")) \
-            from None
+        raise (
+            missing_kernel(label, exc, "the forward pass") or framework_error(label, exc, "the forward pass")
+        ) from None
     return side
 
 
@@ -88,8 +101,9 @@ def backward(side, cotangents, params, label: str):
         raise
     except Exception as exc:
         _recover(label)
-        raise (missing_kernel(label, exc, "the backward pass") or framework_error(label, exc, "the backward pass")) \
-            from None
+        raise (
+            missing_kernel(label, exc, "the backward pass") or framework_error(label, exc, "the backward pass")
+        ) from None
 
 
 def _recover(label: str) -> None:

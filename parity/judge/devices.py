@@ -29,8 +29,11 @@ __all__ = ["DeviceSetup", "profile", "planned_reference", "PROFILES_PATH", "KEEP
 
 PROFILES_PATH = Path(__file__).resolve().parents[1] / "data" / "device-tolerances.toml"
 # The Ascend settings parity makes so that float32 stays float32 (unless set otherwise before the run).
-KEEP_FLOAT32: Mapping[str, object] = {"precision_mode": "must_keep_origin_dtype", "matmul_allow_hf32": False,
-                                      "conv_allow_hf32": False}
+KEEP_FLOAT32: Mapping[str, object] = {
+    "precision_mode": "must_keep_origin_dtype",
+    "matmul_allow_hf32": False,
+    "conv_allow_hf32": False,
+}
 _UNKNOWN = "unknown"
 
 
@@ -88,10 +91,16 @@ class DeviceSetup:
 
     def as_record(self) -> Dict[str, object]:
         """The check record's ``device_setup``."""
-        return {"device": self.device, "torch_device": self.torch_device, "torch_name": self.torch_name,
-                "reference": self.reference, "precision": dict(self.precision) or None,
-                "precision_by": self.precision_by or None, "torch_precision": dict(self.torch_precision) or None,
-                "float32_computes_in": self.float32_computes_in()}
+        return {
+            "device": self.device,
+            "torch_device": self.torch_device,
+            "torch_name": self.torch_name,
+            "reference": self.reference,
+            "precision": dict(self.precision) or None,
+            "precision_by": self.precision_by or None,
+            "torch_precision": dict(self.torch_precision) or None,
+            "float32_computes_in": self.float32_computes_in(),
+        }
 
 
 @lru_cache(maxsize=1)
@@ -115,7 +124,7 @@ def profile(setup: Optional[DeviceSetup]) -> DeviceDefaults:
     settings = dict(setup.precision)
     computes_in = setup.float32_computes_in()
     if computes_in is None:
-        how = (f"precision_mode={settings.get('precision_mode')}" if setup.device == "Ascend" else "TF32 off")
+        how = f"precision_mode={settings.get('precision_mode')}" if setup.device == "Ascend" else "TF32 off"
         float32 = (DTYPE_DEFAULTS["float32"], f"float32 default ({setup.device}, {how})")
         return DeviceDefaults({"float32": float32})
     if computes_in == _UNKNOWN:

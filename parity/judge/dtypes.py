@@ -12,8 +12,19 @@ from typing import Iterable, Optional
 
 import numpy as np
 
-__all__ = ["HALF", "bfloat16", "is_floating", "is_half", "eps", "as_bfloat16", "narrowest", "round_through", "cast",
-           "dtype_name", "cell_dtype"]
+__all__ = [
+    "HALF",
+    "bfloat16",
+    "is_floating",
+    "is_half",
+    "eps",
+    "as_bfloat16",
+    "narrowest",
+    "round_through",
+    "cast",
+    "dtype_name",
+    "cell_dtype",
+]
 
 HALF = ("float16", "bfloat16")
 
@@ -44,7 +55,7 @@ def eps(dtype) -> float:
     """Machine epsilon of a floating dtype, bfloat16 included."""
     name = dtype_name(dtype)
     if name == "bfloat16":
-        return 2.0 ** -7
+        return 2.0**-7
     return float(np.finfo(name).eps)
 
 
@@ -84,8 +95,11 @@ def cell_dtype(cell) -> Optional[str]:
     flags = cell.get_flags() if hasattr(cell, "get_flags") else {}
     if any(flags.get(flag) for flag in _FLAGS):
         return _flagged(cell)
-    owners = {_flagged(sub, "") for _, sub in cell.cells_and_names() if list(sub.get_parameters(expand=False))} \
-        if hasattr(cell, "cells_and_names") else set()
+    owners = (
+        {_flagged(sub, "") for _, sub in cell.cells_and_names() if list(sub.get_parameters(expand=False))}
+        if hasattr(cell, "cells_and_names")
+        else set()
+    )
     if len(owners) == 1 and owners <= set(HALF):
         return owners.pop()
     found = {_ms_dtype_name(p.dtype) for p in cell.get_parameters()}

@@ -26,9 +26,27 @@ import numpy as np
 from .metrics import Comparison
 from .tolerance import Tolerance
 
-__all__ = ["NOISE_FACTOR", "ENVELOPE_DRAWS", "ENVELOPE_ULPS", "HEADROOM", "Envelope", "Rerun", "RERUNS", "STAGES",
-           "Candidate", "Spread", "near", "judge_envelope", "first_pair_spread", "judge_first_pair", "judge_tensor",
-           "jumps", "rms", "envelope_metrics", "typical_relative_spread"]
+__all__ = [
+    "NOISE_FACTOR",
+    "ENVELOPE_DRAWS",
+    "ENVELOPE_ULPS",
+    "HEADROOM",
+    "Envelope",
+    "Rerun",
+    "RERUNS",
+    "STAGES",
+    "Candidate",
+    "Spread",
+    "near",
+    "judge_envelope",
+    "first_pair_spread",
+    "judge_first_pair",
+    "judge_tensor",
+    "jumps",
+    "rms",
+    "envelope_metrics",
+    "typical_relative_spread",
+]
 
 NOISE_FACTOR = 2.0
 ENVELOPE_DRAWS = 4
@@ -131,8 +149,9 @@ def typical_relative_spread(spread: np.ndarray, ref: np.ndarray, magnitude: Opti
     return float(np.median(relative, overwrite_input=True))  # our own array: the median may reorder it
 
 
-def envelope_metrics(ms: np.ndarray, ref: np.ndarray, spread: np.ndarray, tolerance: Tolerance,
-                     factor: float, jumped: np.ndarray) -> Tuple[float, int, float, float, int, int]:
+def envelope_metrics(
+    ms: np.ndarray, ref: np.ndarray, spread: np.ndarray, tolerance: Tolerance, factor: float, jumped: np.ndarray
+) -> Tuple[float, int, float, float, int, int]:
     """(margin, outside, ms_error, spread_error, flips, steady) of ``ms`` against ``ref`` allowed the tolerance
     plus ``factor`` x ``spread`` (the per-element envelope, same shape) at every element, the spread
     of each element at least the tensor's typical relative spread at its own size. ``jumped`` marks
@@ -179,13 +198,17 @@ def _envelope_margin(diff: np.ndarray, allowed: np.ndarray, atol: float) -> floa
     return float(margin)
 
 
-
 def near(c: Comparison, floating: bool) -> bool:
     """Whether a compared tensor goes to the envelope: within HEADROOM of its tolerance or beyond
     it, floating (``floating``: the reference's dtype is a numpy float), shapes and dtypes agreeing,
     and any non-finite elements where both sides have them."""
-    return bool(c.problem is None and c.total and c.margin > HEADROOM and floating
-                and (c.nonfinite is None or c.nonfinite.agree))
+    return bool(
+        c.problem is None
+        and c.total
+        and c.margin > HEADROOM
+        and floating
+        and (c.nonfinite is None or c.nonfinite.agree)
+    )
 
 
 @dataclass(frozen=True)
@@ -221,7 +244,8 @@ def _pair(draw: int) -> Tuple[Rerun, Rerun]:
 # and the float64 run alone decided no tensor of inception_v3 and moved no margin once both pairs
 # were in.
 STAGES: Tuple[Tuple[Rerun, ...], ...] = tuple(_pair(d) for d in range(ENVELOPE_DRAWS // 2)) + (
-    (Rerun(cast="float64"),),)
+    (Rerun(cast="float64"),),
+)
 RERUNS: Tuple[Rerun, ...] = tuple(spec for stage in STAGES for spec in stage)
 
 
@@ -311,9 +335,15 @@ class Spread:
                 np.fmax(spread[part], np.abs(moved), out=spread[part])  # fmax skips NaN
 
 
-def judge_envelope(candidates: Sequence[Candidate], rerun: Callable[[Rerun], Iterable[Tuple[Hashable, np.ndarray]]],
-                   *, dtype=None, adaptive: bool = True, spreads: Optional[Dict[Hashable, Spread]] = None,
-                   start: int = 0) -> Dict[Hashable, Spread]:
+def judge_envelope(
+    candidates: Sequence[Candidate],
+    rerun: Callable[[Rerun], Iterable[Tuple[Hashable, np.ndarray]]],
+    *,
+    dtype=None,
+    adaptive: bool = True,
+    spreads: Optional[Dict[Hashable, Spread]] = None,
+    start: int = 0,
+) -> Dict[Hashable, Spread]:
     """Give every candidate its rounding-envelope verdict, and return each key's :class:`Spread`.
     ``rerun(spec)`` runs PyTorch again as ``spec`` says, from the same start, and yields
     ``(key, value)`` of the candidates' keys (others are ignored; see :attr:`Rerun.kept` and
@@ -355,8 +385,9 @@ def judge_envelope(candidates: Sequence[Candidate], rerun: Callable[[Rerun], Ite
     return spreads
 
 
-def first_pair_spread(reference: np.ndarray, plus: Optional[np.ndarray], minus: Optional[np.ndarray], *,
-                      dtype=None) -> Spread:
+def first_pair_spread(
+    reference: np.ndarray, plus: Optional[np.ndarray], minus: Optional[np.ndarray], *, dtype=None
+) -> Spread:
     """The :class:`Spread` of the first stage of :func:`judge_envelope` (``STAGES[0]``, one mirrored
     pair) around ``reference``, from the two runs' values at hand (None where a run did not give it)."""
     spread = Spread(reference, dtype)
@@ -381,19 +412,38 @@ def _taken(stages) -> Tuple[int, bool]:
     return sum(spec.cast is None for spec in specs), any(spec.cast is not None for spec in specs)
 
 
-def judge_tensor(c: Comparison, ms: np.ndarray, torch: np.ndarray, spread: Spread, *, draws: int = ENVELOPE_DRAWS,
-                 float64: bool = True) -> None:
+def judge_tensor(
+    c: Comparison,
+    ms: np.ndarray,
+    torch: np.ndarray,
+    spread: Spread,
+    *,
+    draws: int = ENVELOPE_DRAWS,
+    float64: bool = True,
+) -> None:
     """Give ``c`` its rounding-envelope verdict from the ``draws`` perturbed runs (and the float64
     run, with ``float64``) in ``spread``; again after more runs, as the judge asks. The margin shown
     becomes the one against what the tensor was finally allowed: the nearer to passing of element
     by element and, where the tensor may be judged whole, its relative error against the factor
     times PyTorch's spread."""
     tolerance_margin = c.margin if c.envelope is None else c.envelope.tolerance_margin
-    margin, outside, ms_error, spread_error, flips, steady = envelope_metrics(ms, torch, spread.values, c.tolerance,
-                                                                              NOISE_FACTOR, spread.jumped)
-    c.envelope = Envelope(draws, float64, NOISE_FACTOR, margin, outside, ms_error, spread_error, flips,
-                          tolerance_margin=tolerance_margin, total=c.total, steady=steady,
-                          unused=spread.unused_count)
+    margin, outside, ms_error, spread_error, flips, steady = envelope_metrics(
+        ms, torch, spread.values, c.tolerance, NOISE_FACTOR, spread.jumped
+    )
+    c.envelope = Envelope(
+        draws,
+        float64,
+        NOISE_FACTOR,
+        margin,
+        outside,
+        ms_error,
+        spread_error,
+        flips,
+        tolerance_margin=tolerance_margin,
+        total=c.total,
+        steady=steady,
+        unused=spread.unused_count,
+    )
     c.margin = c.envelope.final_margin
 
 

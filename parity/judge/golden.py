@@ -19,8 +19,16 @@ from .dtypes import eps, narrowest
 from .envelope import Candidate, Rerun, near
 from .metrics import Comparison
 
-__all__ = ["GOLDEN_FACTOR", "HALF_ULPS", "GOLDEN_RERUNS", "Golden", "golden_verdict", "judge_golden", "mirrored_jumps",
-           "near_golden"]
+__all__ = [
+    "GOLDEN_FACTOR",
+    "HALF_ULPS",
+    "GOLDEN_RERUNS",
+    "Golden",
+    "golden_verdict",
+    "judge_golden",
+    "mirrored_jumps",
+    "near_golden",
+]
 
 # MindSpore's error against the float64 golden may be this many times PyTorch's own (relative L2
 # norm, and greatest element over the tensor's greatest magnitude). Measured in float16 (an MLP, a
@@ -91,12 +99,21 @@ def _errors(value: np.ndarray, golden: np.ndarray, keep: np.ndarray):
     norm, top = float(np.linalg.norm(ref)), float(ref.max()) if ref.size else 0.0
     l2 = float(np.linalg.norm(diff))
     worst = float(diff.max()) if diff.size else 0.0
-    return (l2 / norm if norm else (0.0 if l2 == 0 else math.inf),
-            worst / top if top else (0.0 if worst == 0 else math.inf))
+    return (
+        l2 / norm if norm else (0.0 if l2 == 0 else math.inf),
+        worst / top if top else (0.0 if worst == 0 else math.inf),
+    )
 
 
-def golden_verdict(ms: np.ndarray, torch: np.ndarray, golden: np.ndarray, dtype: str, tolerance_margin: float,
-                   jumps: Optional[np.ndarray] = None, factor: float = GOLDEN_FACTOR) -> Golden:
+def golden_verdict(
+    ms: np.ndarray,
+    torch: np.ndarray,
+    golden: np.ndarray,
+    dtype: str,
+    tolerance_margin: float,
+    jumps: Optional[np.ndarray] = None,
+    factor: float = GOLDEN_FACTOR,
+) -> Golden:
     """Judge ``ms`` and ``torch`` (same shape, any floating dtypes) against ``golden`` (float64),
     over the elements finite on all three (non-finite ones are judged by the tolerance route).
     ``jumps``: per element, ``|plus + minus|`` of PyTorch's mirrored runs' movements (rounding where
@@ -115,12 +132,25 @@ def golden_verdict(ms: np.ndarray, torch: np.ndarray, golden: np.ndarray, dtype:
             own = np.maximum(own, jumps)
     ms_error, ms_max = _errors(a, g, keep)
     torch_error, torch_max = _errors(g + own, g, keep)
-    return Golden(dtype, factor, unit, ms_error, torch_error, ms_max, torch_max, tolerance_margin,
-                  int(np.asarray(golden).size), flips)
+    return Golden(
+        dtype,
+        factor,
+        unit,
+        ms_error,
+        torch_error,
+        ms_max,
+        torch_max,
+        tolerance_margin,
+        int(np.asarray(golden).size),
+        flips,
+    )
 
 
-GOLDEN_RERUNS: Tuple[Rerun, ...] = (Rerun(cast="float64", kept=True), Rerun(draw=0, ulps=HALF_ULPS, kept=True),
-                                    Rerun(draw=0, ulps=-HALF_ULPS, kept=True))
+GOLDEN_RERUNS: Tuple[Rerun, ...] = (
+    Rerun(cast="float64", kept=True),
+    Rerun(draw=0, ulps=HALF_ULPS, kept=True),
+    Rerun(draw=0, ulps=-HALF_ULPS, kept=True),
+)
 
 
 def near_golden(c: Comparison) -> bool:
@@ -140,7 +170,9 @@ def mirrored_jumps(base: np.ndarray, plus: Optional[np.ndarray], minus: Optional
         return np.abs((np.asarray(plus).astype(np.float64) - wide) + (np.asarray(minus).astype(np.float64) - wide))
 
 
-def judge_golden(candidates: Sequence[Candidate], rerun: Callable[[Rerun], Iterable[Tuple[Hashable, np.ndarray]]]) -> None:
+def judge_golden(
+    candidates: Sequence[Candidate], rerun: Callable[[Rerun], Iterable[Tuple[Hashable, np.ndarray]]]
+) -> None:
     """Give every candidate (a half-precision tensor, or any floating one of a mixed-precision
     pair) its golden verdict: ``rerun`` yields ``(key, value)`` of PyTorch's runs as each of
     :data:`GOLDEN_RERUNS` asks (float64, the golden; then a mirrored pair moved by ``HALF_ULPS``),
@@ -156,6 +188,12 @@ def judge_golden(candidates: Sequence[Candidate], rerun: Callable[[Rerun], Itera
             continue
         comparison = c.comparison
         dtype = narrowest((comparison.ms_dtype, comparison.torch_dtype)) or comparison.torch_dtype
-        comparison.golden = golden_verdict(c.ms, c.torch, np.asarray(value), dtype, comparison.margin,
-                                           mirrored_jumps(c.torch, plus.get(c.key), minus.get(c.key)))
+        comparison.golden = golden_verdict(
+            c.ms,
+            c.torch,
+            np.asarray(value),
+            dtype,
+            comparison.margin,
+            mirrored_jumps(c.torch, plus.get(c.key), minus.get(c.key)),
+        )
         comparison.margin = comparison.golden.final_margin

@@ -14,7 +14,15 @@ import numpy as np
 from .dtypes import narrowest
 from .tolerance import Tolerance, resolve
 
-__all__ = ["ArrayPair", "Comparison", "NonFinite", "compare_arrays", "compare_pair", "relative_error", "structural_problem"]
+__all__ = [
+    "ArrayPair",
+    "Comparison",
+    "NonFinite",
+    "compare_arrays",
+    "compare_pair",
+    "relative_error",
+    "structural_problem",
+]
 
 _MAX_POSITIONS = 5
 
@@ -58,7 +66,9 @@ class Comparison:
     cosine: float = 1.0
     margin: float = 0.0  # greatest |diff| / allowed: <= 1 passes
     nonfinite: Optional[NonFinite] = None
-    envelope: Optional[object] = None  # parity.judge.envelope.Envelope: the rounding-envelope judge, when the tolerance alone was too close
+    envelope: Optional[object] = (
+        None  # parity.judge.envelope.Envelope: the rounding-envelope judge, when the tolerance alone was too close
+    )
     layer: str = ""  # owning sub-Cell/sub-Module, when known
     golden: Optional[object] = None  # parity.judge.golden.Golden: the half-precision judge, when it ran
 
@@ -81,8 +91,9 @@ class Comparison:
 
     @property
     def label(self) -> str:
-        prefix = {"output": "forward", "input grad": "grad of", "param grad": "grad of",
-                  "buffer": "after the step,"}[self.kind]
+        prefix = {"output": "forward", "input grad": "grad of", "param grad": "grad of", "buffer": "after the step,"}[
+            self.kind
+        ]
         return f"{prefix} {self.name}" if self.kind != "output" else f"forward {self.name}"
 
 
@@ -91,7 +102,7 @@ def _index(flat_index: int, shape) -> Tuple[int, ...]:
 
 
 def structural_problem(ms: np.ndarray, ref: np.ndarray, *, check_dtype: bool = True) -> Optional[str]:
-    """"shape" or "dtype" when values cannot (or must not) be compared, else None."""
+    """ "shape" or "dtype" when values cannot (or must not) be compared, else None."""
     if ms.shape != ref.shape:
         return "shape"
     if check_dtype and ms.dtype != ref.dtype:
@@ -107,8 +118,9 @@ def _nonfinite(ms: np.ndarray, ref: np.ndarray):
     same = (np.isnan(ms) & np.isnan(ref)) | (np.isinf(ms) & (ms == ref))  # complex: NaN if either part is
     disagree = (ms_bad | ref_bad) & ~same
     shown = np.argwhere(disagree if disagree.any() else same)[:_MAX_POSITIONS]
-    record = NonFinite(int(ms_bad.sum()), int(ref_bad.sum()), int(disagree.sum()),
-                       tuple(tuple(int(i) for i in row) for row in shown))
+    record = NonFinite(
+        int(ms_bad.sum()), int(ref_bad.sum()), int(disagree.sum()), tuple(tuple(int(i) for i in row) for row in shown)
+    )
     return same | disagree, record
 
 
@@ -168,9 +180,9 @@ def _finite_metrics(a: np.ndarray, b: np.ndarray, shape, tolerance: Tolerance, n
     positive = tolerance.atol > 0  # then every allowed difference is > 0 and diff / allowed is never 0 / 0
     with np.errstate(divide="ignore", invalid="ignore"):
         for start in range(0, a.size, _BLOCK):
-            diff = np.subtract(a[start:start + _BLOCK], b[start:start + _BLOCK])
+            diff = np.subtract(a[start : start + _BLOCK], b[start : start + _BLOCK])
             np.abs(diff, out=diff)
-            magnitude = np.abs(b[start:start + _BLOCK])
+            magnitude = np.abs(b[start : start + _BLOCK])
             allowed = magnitude * tolerance.rtol
             allowed += tolerance.atol
             mismatched += int(np.count_nonzero(diff > allowed))
@@ -189,9 +201,17 @@ def _finite_metrics(a: np.ndarray, b: np.ndarray, shape, tolerance: Tolerance, n
             if rel[at] > max_rel:
                 max_rel, i_rel = float(rel[at]), start + at
     cosine = float(np.real(np.vdot(b, a)) / norm) if norm > 0 else float(np.array_equal(a, b))
-    return {"total": int(a.size), "mismatched": mismatched, "max_abs": max_abs, "max_abs_index": _index(i_abs, shape),
-            "max_rel": max_rel, "max_rel_index": _index(i_rel, shape), "cosine": cosine, "margin": margin,
-            "nonfinite": None}
+    return {
+        "total": int(a.size),
+        "mismatched": mismatched,
+        "max_abs": max_abs,
+        "max_abs_index": _index(i_abs, shape),
+        "max_rel": max_rel,
+        "max_rel_index": _index(i_rel, shape),
+        "cosine": cosine,
+        "margin": margin,
+        "nonfinite": None,
+    }
 
 
 def relative_error(value: np.ndarray, reference: np.ndarray) -> float:
@@ -230,10 +250,23 @@ def compare_pair(pair: ArrayPair, chain, check_dtype: bool) -> Comparison:
     master = pair.kind in ("param grad", "buffer") and pair.ms.dtype != pair.torch.dtype
     compared = narrowest((str(pair.ms.dtype), dtype)) if master else None
     tol, source = resolve(chain, (pair.name, pair.ms_name, pair.torch_name), compared or dtype)
-    item = Comparison(pair.kind, pair.name, pair.ms_name, pair.torch_name, pair.mode, tuple(pair.ms.shape),
-                      tuple(pair.torch.shape), str(pair.ms.dtype), dtype, tol, source, layer=pair.layer)
-    item.problem = structural_problem(pair.ms, pair.torch,
-                                      check_dtype=check_dtype and pair.kind != "buffer" and compared is None)
+    item = Comparison(
+        pair.kind,
+        pair.name,
+        pair.ms_name,
+        pair.torch_name,
+        pair.mode,
+        tuple(pair.ms.shape),
+        tuple(pair.torch.shape),
+        str(pair.ms.dtype),
+        dtype,
+        tol,
+        source,
+        layer=pair.layer,
+    )
+    item.problem = structural_problem(
+        pair.ms, pair.torch, check_dtype=check_dtype and pair.kind != "buffer" and compared is None
+    )
     if item.problem is not None:
         item.margin = float("inf")
         return item

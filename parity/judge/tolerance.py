@@ -15,8 +15,15 @@ from typing import Iterable, List, Mapping, Optional, Tuple, Union
 
 from ..errors import ParityUsageError
 
-__all__ = ["Tolerance", "ToleranceSpec", "DeviceDefaults", "DTYPE_DEFAULTS", "resolve", "dtype_default",
-           "check_globs_used"]
+__all__ = [
+    "Tolerance",
+    "ToleranceSpec",
+    "DeviceDefaults",
+    "DTYPE_DEFAULTS",
+    "resolve",
+    "dtype_default",
+    "check_globs_used",
+]
 
 
 @dataclass(frozen=True)
@@ -60,8 +67,7 @@ def _coerce(value, where: str) -> Tolerance:
     if isinstance(value, Mapping) and set(value) == {"rtol", "atol"}:
         return Tolerance(value["rtol"], value["atol"])
     raise ParityUsageError(
-        f"{where}: expected Tolerance(rtol, atol), an (rtol, atol) pair or "
-        f"{{'rtol': ..., 'atol': ...}}, got {value!r}"
+        f"{where}: expected Tolerance(rtol, atol), an (rtol, atol) pair or {{'rtol': ..., 'atol': ...}}, got {value!r}"
     )
 
 
@@ -120,8 +126,11 @@ class ToleranceSpec:
     def unmatched(self, names: Iterable[str]) -> List[str]:
         """The globs (``"*"`` aside) that match none of ``names``, in the order they were given."""
         names = [n for n in names if n]
-        return [glob for glob, _ in self.overrides
-                if glob not in names and not any(fnmatch.fnmatchcase(n, glob) for n in names)]
+        return [
+            glob
+            for glob, _ in self.overrides
+            if glob not in names and not any(fnmatch.fnmatchcase(n, glob) for n in names)
+        ]
 
 
 @dataclass(frozen=True)
@@ -173,6 +182,8 @@ def check_globs_used(spec: ToleranceSpec, names: Iterable[str]) -> None:
     shown = ", ".join(repr(n) for n in known[:_NAMES_SHOWN])
     more = f" and {len(known) - _NAMES_SHOWN} more" if len(known) > _NAMES_SHOWN else ""
     lines.append(f"The compared tensors' names ({len(known)}): {shown}{more}")
-    lines.append("Correct the glob or remove it. Names are the outputs ('output', 'output[0]'...), the inputs "
-                 "('input[0]'... or keyword names) and the parameters and buffers, by PyTorch or MindSpore name.")
+    lines.append(
+        "Correct the glob or remove it. Names are the outputs ('output', 'output[0]'...), the inputs "
+        "('input[0]'... or keyword names) and the parameters and buffers, by PyTorch or MindSpore name."
+    )
     raise ParityUsageError("\n".join(lines))

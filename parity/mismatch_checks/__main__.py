@@ -26,8 +26,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     run = sub.add_parser("selftest", help="run self-tests and print the outcomes")
     run.add_argument("ids", nargs="*")
     run.add_argument("--device", default="CPU")
-    run.add_argument("--check-ranges", action="store_true",
-                     help="also run entries whose version range leaves out the installed versions")
+    run.add_argument(
+        "--check-ranges",
+        action="store_true",
+        help="also run entries whose version range leaves out the installed versions",
+    )
     measure = sub.add_parser("measure", help="run every self-test, store the numbers, regenerate the doc")
     measure.add_argument("--device", default="CPU")
     args = parser.parse_args(argv)

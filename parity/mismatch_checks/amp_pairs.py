@@ -13,8 +13,8 @@ import torch
 from mindspore import nn
 
 from parity.errors import ParityMismatch, ParityUsageError
-from parity.registry.schema import Entry, SelfTestSpec
 from parity.mismatch_checks.pairs import Measurement, _inputs, _raised, flush_mindspore, resolve
+from parity.registry.schema import Entry, SelfTestSpec
 
 __all__ = ["amp_pair"]
 
@@ -47,9 +47,8 @@ class _Module2(_Module1):
         return self.layer(x, h)
 
 
-def amp_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *, device: str,
-             seed: int) -> Measurement:
-    """"precision" where the layer ran in the precisions ``entry.amp`` states (with ``after``: its
+def amp_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *, device: str, seed: int) -> Measurement:
+    """ "precision" where the layer ran in the precisions ``entry.amp`` states (with ``after``: its
     output's dtype, what the next layer runs in), "agrees" where both sides ran it alike (stale),
     "raises" where the level cannot convert the Cell."""
     from parity.engine.check import Settings, run_check
@@ -58,15 +57,23 @@ def amp_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *, d
     torch_module = (_Module2 if two else _Module1)(resolve(entry.torch)(**spec.torch_kwargs))
     ms_cell = (_Cell2 if two else _Cell1)(resolve(api)(**ms_kwargs))
     try:
-        result = run_check(ms_cell, torch_module, _inputs(inputs), grads=spec.grads, localize=True, amp=spec.amp,
-                           settings=Settings(seed=seed, device=device))
+        result = run_check(
+            ms_cell,
+            torch_module,
+            _inputs(inputs),
+            grads=spec.grads,
+            localize=True,
+            amp=spec.amp,
+            settings=Settings(seed=seed, device=device),
+        )
     except ParityMismatch as exc:
         result = exc.result
     except ParityUsageError as exc:  # ParityUnsupported: the level's rewrite fails on this Cell
         flush_mindspore()
         raised = _raised(exc)
-        error = next((line.strip() for line in str(exc).splitlines() if re.match(r"\s*\w+(Error|Exception): ", line)),
-                     "")
+        error = next(
+            (line.strip() for line in str(exc).splitlines() if re.match(r"\s*\w+(Error|Exception): ", line)), ""
+        )
         return Measurement("raises", None, error[:100], raised.text) if error else raised
     verdicts = [v for v in result.layers.forward if v.path == "layer" and not v.call]
     rows = [r for r in result.precisions if r.path == "layer"]

@@ -22,10 +22,27 @@ import numpy as np
 import torch
 from mindspore import nn, ops
 
-__all__ = ["TorchRotaryQuery", "RotaryQuery", "LAYOUTS", "TorchGELU", "TorchNewGELU", "TorchGELUTanh",
-           "TorchMaskedAttention", "MaskedAttention", "FILLS",
-           "TorchRMSNorm", "RMSNorm", "TorchAttentionSoftmax", "AttentionSoftmax", "TorchGroupedAttention",
-           "GroupedAttention", "REPEATS", "SCALES", "TorchTiedLM", "TiedLM"]
+__all__ = [
+    "TorchRotaryQuery",
+    "RotaryQuery",
+    "LAYOUTS",
+    "TorchGELU",
+    "TorchNewGELU",
+    "TorchGELUTanh",
+    "TorchMaskedAttention",
+    "MaskedAttention",
+    "FILLS",
+    "TorchRMSNorm",
+    "RMSNorm",
+    "TorchAttentionSoftmax",
+    "AttentionSoftmax",
+    "TorchGroupedAttention",
+    "GroupedAttention",
+    "REPEATS",
+    "SCALES",
+    "TorchTiedLM",
+    "TiedLM",
+]
 
 FILLS = ("min", "-inf")
 
@@ -47,7 +64,7 @@ class TorchRotaryQuery(torch.nn.Module):
         self.q_proj = torch.nn.Linear(hidden_size, hidden_size, bias=False)
         with torch.no_grad():  # the same weights whatever ran before: the measured difference is stable
             draw = torch.randn(hidden_size, hidden_size, generator=torch.Generator().manual_seed(0))
-            self.q_proj.weight.copy_(draw / hidden_size ** 0.5)
+            self.q_proj.weight.copy_(draw / hidden_size**0.5)
         self.register_buffer("inv_freq", torch.from_numpy(_inv_freq(self.head_dim, rope_theta)), persistent=False)
 
     def forward(self, x):
@@ -116,7 +133,7 @@ def _seeded_linear(hidden_size: int, seed: int) -> torch.nn.Linear:
     linear = torch.nn.Linear(hidden_size, hidden_size, bias=False)
     with torch.no_grad():  # the same weights whatever ran before: the measured difference is stable
         draw = torch.randn(hidden_size, hidden_size, generator=torch.Generator().manual_seed(seed))
-        linear.weight.copy_(draw / hidden_size ** 0.5)
+        linear.weight.copy_(draw / hidden_size**0.5)
     return linear
 
 
@@ -141,7 +158,7 @@ class TorchMaskedAttention(torch.nn.Module):
         real = (positions[None, :] >= self.padding) | (torch.arange(b)[:, None] != 0)
         allowed = (positions[None, :] <= positions[:, None])[None, None] & real[:, None, None, :]
         mask = torch.where(allowed, 0.0, torch.finfo(torch.float32).min)
-        scores = torch.matmul(q, k.transpose(2, 3)) * self.head_dim ** -0.5 + mask
+        scores = torch.matmul(q, k.transpose(2, 3)) * self.head_dim**-0.5 + mask
         return torch.matmul(torch.nn.functional.softmax(scores, dim=-1, dtype=torch.float32), v)
 
 
@@ -160,13 +177,15 @@ class MaskedAttention(nn.Cell):
 
     def construct(self, x):
         b, n, _ = x.shape
-        q, k, v = (ops.transpose(ops.reshape(p(x), (b, n, -1, self.head_dim)), (0, 2, 1, 3))
-                   for p in (self.q_proj, self.k_proj, self.v_proj))
+        q, k, v = (
+            ops.transpose(ops.reshape(p(x), (b, n, -1, self.head_dim)), (0, 2, 1, 3))
+            for p in (self.q_proj, self.k_proj, self.v_proj)
+        )
         positions = ops.arange(n)
         real = ops.logical_or(positions[None, :] >= self.padding, ops.arange(b)[:, None] != 0)
         allowed = ops.logical_and((positions[None, :] <= positions[:, None])[None, None], real[:, None, None, :])
         zeros = ops.zeros(allowed.shape, ms.float32)
-        scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))) * self.head_dim ** -0.5
+        scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))) * self.head_dim**-0.5
         scores = scores + ops.select(allowed, zeros, zeros + self.fill)
         return ops.matmul(ops.softmax(scores, -1), v)
 
@@ -251,9 +270,13 @@ class TorchGroupedAttention(torch.nn.Module):
         q = self.q_proj(x).view(b, n, -1, self.head_dim).transpose(1, 2)
         k, v = (p(x).view(b, n, -1, self.head_dim).transpose(1, 2) for p in (self.k_proj, self.v_proj))
         groups = self.num_heads // self.num_key_value_heads
-        k, v = (t[:, :, None].expand(b, self.num_key_value_heads, groups, n, self.head_dim)
-                .reshape(b, self.num_heads, n, self.head_dim) for t in (k, v))
-        scores = torch.matmul(q, k.transpose(2, 3)) * self.head_dim ** -0.5
+        k, v = (
+            t[:, :, None]
+            .expand(b, self.num_key_value_heads, groups, n, self.head_dim)
+            .reshape(b, self.num_heads, n, self.head_dim)
+            for t in (k, v)
+        )
+        scores = torch.matmul(q, k.transpose(2, 3)) * self.head_dim**-0.5
         weights = torch.nn.functional.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
         return torch.matmul(weights, v).transpose(1, 2).reshape(b, n, -1)
 
@@ -264,8 +287,14 @@ class GroupedAttention(nn.Cell):
     ``h % num_key_value_heads``. ``scale="head_dim"`` scales the scores by ``head_dim ** -0.5``, as
     transformers; ``scale="hidden_size"`` by ``hidden_size ** -0.5``."""
 
-    def __init__(self, hidden_size: int = 16, num_heads: int = 4, num_key_value_heads: int = 2,
-                 repeat: str = "interleave", scale: str = "head_dim"):
+    def __init__(
+        self,
+        hidden_size: int = 16,
+        num_heads: int = 4,
+        num_key_value_heads: int = 2,
+        repeat: str = "interleave",
+        scale: str = "head_dim",
+    ):
         super().__init__()
         if repeat not in REPEATS or scale not in SCALES:
             raise ValueError(f"repeat must be one of {REPEATS} and scale one of {SCALES}, got {repeat!r}, {scale!r}")
@@ -278,8 +307,10 @@ class GroupedAttention(nn.Cell):
 
     def construct(self, x):
         b, n, _ = x.shape
-        q, k, v = (ops.transpose(ops.reshape(p(x), (b, n, -1, self.head_dim)), (0, 2, 1, 3))
-                   for p in (self.q_proj, self.k_proj, self.v_proj))
+        q, k, v = (
+            ops.transpose(ops.reshape(p(x), (b, n, -1, self.head_dim)), (0, 2, 1, 3))
+            for p in (self.q_proj, self.k_proj, self.v_proj)
+        )
         groups = self.num_heads // self.num_key_value_heads
         if self.repeat == "interleave":
             k, v = ops.repeat_interleave(k, groups, 1), ops.repeat_interleave(v, groups, 1)
@@ -294,7 +325,7 @@ def _seeded_projection(features: int, out_features: int, seed: int) -> torch.nn.
     linear = torch.nn.Linear(features, out_features, bias=False)
     with torch.no_grad():
         draw = torch.randn(out_features, features, generator=torch.Generator().manual_seed(seed))
-        linear.weight.copy_(draw / features ** 0.5)
+        linear.weight.copy_(draw / features**0.5)
     return linear
 
 

@@ -19,9 +19,23 @@ import numpy as np
 from ..errors import ParityMismatch, ParityUsageError
 from ..registry.schema import Entry, SelfTestSpec
 
-__all__ = ["Measurement", "fmt2", "resolve", "quiet", "module_pair", "loss_training_pair", "init_stats", "zero_fraction",
-           "optimizer_pair", "clip_pair", "schedule_pair", "check_available", "flush_mindspore", "first_shape",
-           "dtype_pair"]
+__all__ = [
+    "Measurement",
+    "fmt2",
+    "resolve",
+    "quiet",
+    "module_pair",
+    "loss_training_pair",
+    "init_stats",
+    "zero_fraction",
+    "optimizer_pair",
+    "clip_pair",
+    "schedule_pair",
+    "check_available",
+    "flush_mindspore",
+    "first_shape",
+    "dtype_pair",
+]
 
 _STATS_LIMIT = {"init": 1.5, "zero_fraction": 0.1}  # std ratio; difference of zero fractions
 
@@ -73,8 +87,10 @@ def quiet():
         yield
 
 
-_NOISE = re.compile(r"^(-+|- .*|\w+(Error|Exception):?|The (MindSpore|PyTorch) side raised during .*|"
-                    r"Check that the net accepts .*)$")
+_NOISE = re.compile(
+    r"^(-+|- .*|\w+(Error|Exception):?|The (MindSpore|PyTorch) side raised during .*|"
+    r"Check that the net accepts .*)$"
+)
 
 
 def _raised(exc: BaseException) -> Measurement:
@@ -82,8 +98,9 @@ def _raised(exc: BaseException) -> Measurement:
     text = str(exc)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     telling = [line for line in lines if not _NOISE.match(line)]
-    kind = next((m.group(1) for m in (re.match(r"^(\w+(Error|Exception)):", line) for line in lines) if m),
-                type(exc).__name__)
+    kind = next(
+        (m.group(1) for m in (re.match(r"^(\w+(Error|Exception)):", line) for line in lines) if m), type(exc).__name__
+    )
     line = telling[0] if telling else kind
     if not line.startswith(kind):
         line = f"{kind}: {line}"
@@ -122,8 +139,9 @@ def flush_mindspore() -> None:
     msb.recover()
 
 
-def module_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *, fixed: bool, device: str,
-                 seed: int) -> Measurement:
+def module_pair(
+    entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *, fixed: bool, device: str, seed: int
+) -> Measurement:
     from ..engine.check import Settings, run_check
 
     torch_module = resolve(spec.torch_api or entry.torch)(**spec.torch_kwargs)
@@ -135,9 +153,17 @@ def module_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *
     weights = "copy" if fixed else spec.weights
     mode = (spec.fixed_ms_mode or spec.ms_mode) if fixed else spec.ms_mode
     try:
-        result = run_check(ms_cell, torch_module, _inputs(inputs), weights=weights, grads=spec.grads,
-                           train=spec.train, ms_mode=mode, name_map=name_map,
-                           settings=Settings(seed=seed, device=device))
+        result = run_check(
+            ms_cell,
+            torch_module,
+            _inputs(inputs),
+            weights=weights,
+            grads=spec.grads,
+            train=spec.train,
+            ms_mode=mode,
+            name_map=name_map,
+            settings=Settings(seed=seed, device=device),
+        )
     except ParityMismatch as exc:
         return _classify(exc)
     except ParityUsageError as exc:
@@ -152,17 +178,16 @@ def module_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *
     return Measurement("agrees", max(values, default=0.0), "agrees")
 
 
-def dtype_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *, device: str,
-               seed: int) -> Measurement:
+def dtype_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *, device: str, seed: int) -> Measurement:
     """The MindSpore Cell alone in ``spec.dtype`` (``to_float``, floating inputs in that dtype),
     forward and backward: "raises" with MindSpore's error where its kernel is missing, "agrees" (it
     runs: the entry is stale) otherwise. PyTorch computes in any dtype, so it is not run."""
-    from ..engine import inputs as parity_inputs
-    from ..backends import mindspore as msb
-    from ..judge.dtypes import cast, is_floating
-    from ..engine.passes import _cotangents
-
     import mindspore as ms
+
+    from ..backends import mindspore as msb
+    from ..engine import inputs as parity_inputs
+    from ..engine.passes import _cotangents
+    from ..judge.dtypes import cast, is_floating
 
     msb.prepare(seed=seed, device=device)
     try:
@@ -171,8 +196,9 @@ def dtype_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *,
         return _raised(exc)
     cell.set_train(spec.train)
     data = parity_inputs.materialize(_inputs(inputs), seed)
-    data = parity_inputs.Inputs(tuple(cast(a, spec.dtype) if is_floating(a.dtype) else a for a in data.args), {},
-                                data.descriptions)
+    data = parity_inputs.Inputs(
+        tuple(cast(a, spec.dtype) if is_floating(a.dtype) else a for a in data.args), {}, data.descriptions
+    )
     try:
         side = msb.Pass(cell, data, grads=spec.grads, mode=spec.ms_mode)
         side.values = side.outputs()
@@ -189,8 +215,11 @@ def _params_detail(text: str) -> str:
     first = text.splitlines()[0]
     match = re.match(r"Unmapped parameters: in MindSpore only (\[.*?\]); in PyTorch only (\[.*?\])", first)
     if match:
-        parts = [f"{side} only {names}" for side, names in (("MindSpore", match.group(1)), ("PyTorch", match.group(2)))
-                 if names != "[]"]
+        parts = [
+            f"{side} only {names}"
+            for side, names in (("MindSpore", match.group(1)), ("PyTorch", match.group(2)))
+            if names != "[]"
+        ]
         return "unmapped parameters: " + "; ".join(parts)
     rows = [line.split() for line in text.splitlines()[2:4]]
     if len(rows) == 2 and all(len(r) >= 3 for r in rows):
@@ -202,6 +231,7 @@ def _params_detail(text: str) -> str:
 def _weights_map(entry: Entry) -> Callable[[str], Optional[str]]:
     def name_map(torch_name: str) -> Optional[str]:
         return entry.name_map([torch_name]).get(torch_name)
+
     return name_map
 
 
@@ -215,7 +245,7 @@ def _classify(exc: ParityMismatch) -> Measurement:
         c = shaped[0]
         return Measurement("shape", None, f"{c.kind} shape {tuple(c.ms_shape)} vs {tuple(c.torch_shape)}")
     kinds = {c.kind for c in failures}
-    observed = ("values" if "output" in kinds else "grads" if kinds & {"input grad", "param grad"} else "buffers")
+    observed = "values" if "output" in kinds else "grads" if kinds & {"input grad", "param grad"} else "buffers"
     group = {"values": ("output",), "grads": ("input grad", "param grad"), "buffers": ("buffer",)}[observed]
     values = [c.max_abs for c in failures if c.kind in group and c.max_abs is not None]
     worst = max(values, default=None)
@@ -223,8 +253,7 @@ def _classify(exc: ParityMismatch) -> Measurement:
     return Measurement(observed, worst, f"{label}: {fmt2(worst)}")
 
 
-def loss_training_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, *, device: str,
-                       seed: int) -> Measurement:
+def loss_training_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, *, device: str, seed: int) -> Measurement:
     """The loss pair under training: a ``Linear(features, features)`` (``features``: the last
     dimension of the first batch's input) and its translation, one SGD step per batch of
     ``spec.batches``, each side under its loss. Observed: the stage of the first tensor out of
@@ -245,9 +274,15 @@ def loss_training_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, *,
         return _raised(exc)
     torch_loss = resolve(entry.torch)(**spec.torch_kwargs)
     try:
-        result = run_training(translate(model), model, batches, loss=(ms_loss, torch_loss), steps=len(batches),
-                              optimizer=lambda params: torch.optim.SGD(params, lr=0.1),
-                              settings=Settings(seed=seed, device=device))
+        result = run_training(
+            translate(model),
+            model,
+            batches,
+            loss=(ms_loss, torch_loss),
+            steps=len(batches),
+            optimizer=lambda params: torch.optim.SGD(params, lr=0.1),
+            settings=Settings(seed=seed, device=device),
+        )
     except ParityMismatch as exc:
         return _classify_training(exc.result)
     except ParityUsageError as exc:
@@ -257,9 +292,13 @@ def loss_training_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, *,
     return Measurement("agrees", max(values, default=0.0), "agrees")
 
 
-_TRAINING_STAGES = {"loss": ("values", "loss"), "param grad": ("grads", "gradients"),
-                    "optimizer state": ("values", "optimizer state"), "parameter": ("values", "parameters"),
-                    "buffer": ("buffers", "running stats")}
+_TRAINING_STAGES = {
+    "loss": ("values", "loss"),
+    "param grad": ("grads", "gradients"),
+    "optimizer state": ("values", "optimizer state"),
+    "parameter": ("values", "parameters"),
+    "buffer": ("buffers", "running stats"),
+}
 
 
 def _classify_training(result) -> Measurement:
@@ -271,7 +310,8 @@ def _classify_training(result) -> Measurement:
 
 
 def _build_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device: str, seed: int):
-    from ..backends import mindspore as msb, torch as tb
+    from ..backends import mindspore as msb
+    from ..backends import torch as tb
 
     msb.prepare(seed=seed, device=device)
     tb.prepare(seed=seed, device=device)
@@ -280,7 +320,8 @@ def _build_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device: s
 
 def init_stats(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device: str, seed: int) -> Measurement:
     """Initial weights drawn from different distributions: compare each tensor's spread."""
-    from ..backends import mindspore as msb, torch as tb
+    from ..backends import mindspore as msb
+    from ..backends import torch as tb
     from ..weights.transfer import map_weights
 
     ms_cell, torch_module = _build_pair(entry, api, ms_kwargs, spec, device, seed)
@@ -312,8 +353,9 @@ def zero_fraction(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device:
     return Measurement(observed, gap, f"zeros {ms_zero:.0%} vs {torch_zero:.0%}")
 
 
-def optimizer_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, mode: str, device: str,
-                    seed: int) -> Measurement:
+def optimizer_pair(
+    entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, mode: str, device: str, seed: int
+) -> Measurement:
     """The same parameter and the same gradients, ``steps`` updates on each side. ``grad_scale``
     scales the N(0, 1) gradients; ``name`` names the MindSpore Parameter (filters read it).
     ``pair = "clip"`` compares gradient clipping instead, ``pair = "schedule"`` learning-rate
@@ -330,7 +372,9 @@ def optimizer_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, mode: 
     rng = np.random.default_rng(seed)
     start = rng.standard_normal(shape).astype(np.float32)
     scale = float(spec.optimizer.get("grad_scale", 1.0))
-    grads = [(rng.standard_normal(shape) * scale).astype(np.float32) for _ in range(int(spec.optimizer.get("steps", 3)))]
+    grads = [
+        (rng.standard_normal(shape) * scale).astype(np.float32) for _ in range(int(spec.optimizer.get("steps", 3)))
+    ]
     msb.prepare(seed=seed, device=device)
     ms_param = ms.Parameter(ms.Tensor(start.copy()), name=spec.optimizer.get("name", f"w_{entry.id.replace('-', '_')}"))
     try:
@@ -366,7 +410,9 @@ def clip_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device: str
     shape = tuple(spec.optimizer["shape"])
     rng = np.random.default_rng(seed)
     scale = float(spec.optimizer.get("grad_scale", 1.0))
-    grads = [(rng.standard_normal(shape) * scale).astype(np.float32) for _ in range(int(spec.optimizer.get("tensors", 2)))]
+    grads = [
+        (rng.standard_normal(shape) * scale).astype(np.float32) for _ in range(int(spec.optimizer.get("tensors", 2)))
+    ]
     msb.prepare(seed=seed, device=device)
     try:
         ms_out = [t.asnumpy() for t in resolve(api)(tuple(ms.Tensor(g) for g in grads), **ms_kwargs)]
@@ -380,8 +426,9 @@ def clip_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device: str
     ms_units, torch_units = (np.stack(ms_out) / scale, np.stack([p.grad.numpy() for p in params]) / scale)
     diff = float(np.max(np.abs(ms_units - torch_units)))
     close = np.allclose(ms_units, torch_units, rtol=1.3e-6, atol=1e-5)
-    return Measurement("agrees" if close else "values", diff,
-                       "agrees" if close else f"clipped gradients / grad_scale: {fmt2(diff)}")
+    return Measurement(
+        "agrees" if close else "values", diff, "agrees" if close else f"clipped gradients / grad_scale: {fmt2(diff)}"
+    )
 
 
 def schedule_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device: str, seed: int) -> Measurement:
@@ -406,8 +453,11 @@ def schedule_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device:
     if np.allclose(ms_lrs, torch_lrs, rtol=1.3e-6, atol=0.0):
         return Measurement("agrees", diff, "agrees")
     at = next(i for i, (a, b) in enumerate(zip(ms_lrs, torch_lrs)) if not np.isclose(a, b, rtol=1.3e-6, atol=0.0))
-    return Measurement("values", diff, f"learning rate from step {at + 1}: {fmt2(ms_lrs[at])} vs "
-                                       f"{fmt2(torch_lrs[at])}; at most {fmt2(diff)} apart")
+    return Measurement(
+        "values",
+        diff,
+        f"learning rate from step {at + 1}: {fmt2(ms_lrs[at])} vs {fmt2(torch_lrs[at])}; at most {fmt2(diff)} apart",
+    )
 
 
 def check_available(record, *, device: str = "CPU", seed: int = 1234) -> Measurement:
@@ -418,7 +468,9 @@ def check_available(record, *, device: str = "CPU", seed: int = 1234) -> Measure
         torch_module = resolve(record.torch)(**record.kwargs)
         ms_cell = resolve(record.mindspore)(**record.kwargs)
         try:
-            result = run_check(ms_cell, torch_module, _inputs(record.inputs), settings=Settings(seed=seed, device=device))
+            result = run_check(
+                ms_cell, torch_module, _inputs(record.inputs), settings=Settings(seed=seed, device=device)
+            )
         except ParityMismatch as exc:
             return _classify(exc)
         except ParityUsageError as exc:

@@ -18,10 +18,22 @@ import time
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
-from .pairs import (Measurement, check_available, dtype_pair, first_shape, fmt2, init_stats, loss_training_pair,
-                    module_pair, optimizer_pair, quiet, resolve, zero_fraction)
 from ..registry.schema import Entry, SelfTestSpec
 from ..registry.store import installed_versions
+from .pairs import (
+    Measurement,
+    check_available,
+    dtype_pair,
+    first_shape,
+    fmt2,
+    init_stats,
+    loss_training_pair,
+    module_pair,
+    optimizer_pair,
+    quiet,
+    resolve,
+    zero_fraction,
+)
 
 __all__ = ["Measurement", "SelfTestOutcome", "selftest", "check_available", "resolve", "fmt2", "STATUSES"]
 
@@ -53,8 +65,9 @@ class SelfTestOutcome:
         return self.fixed.display if self.fixed else "-"
 
     def __str__(self) -> str:
-        return f"{self.status:<11} {self.entry_id}: before {self.before}; after {self.after}" + \
-            (f" ({self.message})" if self.message else "")
+        return f"{self.status:<11} {self.entry_id}: before {self.before}; after {self.after}" + (
+            f" ({self.message})" if self.message else ""
+        )
 
 
 def selftest(entry: Entry, *, device: str = "CPU", seed: int = 1234, check_range: bool = False) -> SelfTestOutcome:
@@ -77,13 +90,16 @@ def selftest(entry: Entry, *, device: str = "CPU", seed: int = 1234, check_range
     return SelfTestOutcome(entry.id, status, naive, fixed, message, time.perf_counter() - start)
 
 
-def _judge_outside(entry: Entry, status: str, message: str, naive: Measurement, ms_version: str,
-                   torch_version: str) -> Tuple[str, str]:
+def _judge_outside(
+    entry: Entry, status: str, message: str, naive: Measurement, ms_version: str, torch_version: str
+) -> Tuple[str, str]:
     """An entry run on versions its range leaves out: it must not hold there."""
     stated = ", ".join(f"{name} {spec}" for name, spec in sorted(entry.versions.items()))
     if status == "ok":
-        return "outside-range", (f"the mismatch shows on MindSpore {ms_version}, PyTorch {torch_version}, outside "
-                                 f"its versions ({stated}): widen the range")
+        return "outside-range", (
+            f"the mismatch shows on MindSpore {ms_version}, PyTorch {torch_version}, outside "
+            f"its versions ({stated}): widen the range"
+        )
     if status == "fix-failed":
         return "not-applicable", f"outside its versions ({stated}), as measured: the mismatch shows but {message}"
     shown = "agrees" if naive.observed == "agrees" else f"differs in {naive.observed}: {naive.detail}"
@@ -94,8 +110,11 @@ def _judge(spec: SelfTestSpec, naive: Measurement, fixed: Optional[Measurement])
     if naive.observed == "agrees":
         return "stale", "the naive pair agrees: the mismatch no longer triggers; update or remove the entry"
     if naive.observed != spec.differs_in:
-        return "unexpected", f"expected the naive pair to differ in {spec.differs_in}, but it differs in " \
-                             f"{naive.observed}: {naive.detail}"
+        return (
+            "unexpected",
+            f"expected the naive pair to differ in {spec.differs_in}, but it differs in "
+            f"{naive.observed}: {naive.detail}",
+        )
     if spec.raises and spec.raises not in (naive.text or naive.detail):
         return "unexpected", f"expected an error containing {spec.raises!r}, got {naive.detail!r}"
     if fixed is not None and fixed.observed != "agrees":

@@ -16,14 +16,21 @@ from typing import Any, Dict, List, Optional, Set
 
 import pytest
 
-from . import drift
-from . import records
-from . import runs
 from .. import options as opts
 from ..errors import ParityUsageError
+from . import drift, records, runs
 
-__all__ = ["BASELINE", "SAVE_BASELINE", "DRIFT", "DRIFT_FAILS", "Baseline", "add_options", "register", "wants_records",
-           "parse_factor"]
+__all__ = [
+    "BASELINE",
+    "SAVE_BASELINE",
+    "DRIFT",
+    "DRIFT_FAILS",
+    "Baseline",
+    "add_options",
+    "register",
+    "wants_records",
+    "parse_factor",
+]
 
 BASELINE = "--parity-baseline"
 SAVE_BASELINE = "--parity-save-baseline"
@@ -32,17 +39,35 @@ DRIFT_FAILS = "--parity-drift-fails"
 
 
 def add_options(group) -> None:
-    group.addoption(BASELINE, dest="parity_baseline", metavar="DIR",
-                    help="compare this run's checks with the run stored in DIR (by --parity-save-baseline; a "
-                         "--parity-report file works too): new failures, fixes, drift")
-    group.addoption(SAVE_BASELINE, dest="parity_save_baseline", metavar="DIR",
-                    help=f"store this run's check records and environment in DIR/{runs.BASELINE_FILE}")
-    group.addoption(DRIFT, dest="parity_drift", metavar="FACTOR", default=None,
-                    help=f"a passing tensor drifts when its margin grows more than FACTOR times over the "
-                         f"baseline's (default {drift.DEFAULT_FACTOR:g}; margins under {drift.FLOOR:g} count as "
-                         f"{drift.FLOOR:g})")
-    group.addoption(DRIFT_FAILS, dest="parity_drift_fails", choices=("yes", "no"), default="yes",
-                    help="whether drift fails the run (default yes); new failures always do")
+    group.addoption(
+        BASELINE,
+        dest="parity_baseline",
+        metavar="DIR",
+        help="compare this run's checks with the run stored in DIR (by --parity-save-baseline; a "
+        "--parity-report file works too): new failures, fixes, drift",
+    )
+    group.addoption(
+        SAVE_BASELINE,
+        dest="parity_save_baseline",
+        metavar="DIR",
+        help=f"store this run's check records and environment in DIR/{runs.BASELINE_FILE}",
+    )
+    group.addoption(
+        DRIFT,
+        dest="parity_drift",
+        metavar="FACTOR",
+        default=None,
+        help=f"a passing tensor drifts when its margin grows more than FACTOR times over the "
+        f"baseline's (default {drift.DEFAULT_FACTOR:g}; margins under {drift.FLOOR:g} count as "
+        f"{drift.FLOOR:g})",
+    )
+    group.addoption(
+        DRIFT_FAILS,
+        dest="parity_drift_fails",
+        choices=("yes", "no"),
+        default="yes",
+        help="whether drift fails the run (default yes); new failures always do",
+    )
 
 
 def wants_records(config) -> bool:
@@ -89,11 +114,16 @@ class Baseline:
 
     @classmethod
     def _from_config(cls, config) -> "Baseline":
-        given = [flag for flag, dest in ((BASELINE, "parity_baseline"), (SAVE_BASELINE, "parity_save_baseline"))
-                 if config.getoption(dest)]
+        given = [
+            flag
+            for flag, dest in ((BASELINE, "parity_baseline"), (SAVE_BASELINE, "parity_save_baseline"))
+            if config.getoption(dest)
+        ]
         if not config.getoption(opts.PARITY):
-            raise ParityUsageError(f"{' and '.join(given)} need {opts.PARITY}: without it parity tests are skipped "
-                                   "and make no checks to compare or store")
+            raise ParityUsageError(
+                f"{' and '.join(given)} need {opts.PARITY}: without it parity tests are skipped "
+                "and make no checks to compare or store"
+            )
         here = config.invocation_params.dir
         factor = config.getoption("parity_drift")
         factor = drift.DEFAULT_FACTOR if factor is None else parse_factor(factor, DRIFT)
@@ -101,15 +131,18 @@ class Baseline:
         if config.getoption("parity_baseline"):
             stored = runs.load_baselines(here / config.getoption("parity_baseline"), BASELINE)
             if len(stored) > 1:
-                raise ParityUsageError(f"{BASELINE}: {config.getoption('parity_baseline')} holds several baselines "
-                                       f"(a history); give the folder of one night")
+                raise ParityUsageError(
+                    f"{BASELINE}: {config.getoption('parity_baseline')} holds several baselines "
+                    f"(a history); give the folder of one night"
+                )
             baseline = stored[0]
         save = None
         if config.getoption("parity_save_baseline"):
             save = here / config.getoption("parity_save_baseline")
             if save.exists() and not save.is_dir():
-                raise ParityUsageError(f"{SAVE_BASELINE}: {save} is a file; give a folder (it will hold "
-                                       f"{runs.BASELINE_FILE})")
+                raise ParityUsageError(
+                    f"{SAVE_BASELINE}: {save} is a file; give a folder (it will hold {runs.BASELINE_FILE})"
+                )
             try:
                 save.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -134,8 +167,9 @@ class Baseline:
         if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
             return
         if self.baseline is not None:
-            self.comparison = drift.compare(self.baseline, self.checks, self.environment, factor=self.factor,
-                                            collected=self.collected)
+            self.comparison = drift.compare(
+                self.baseline, self.checks, self.environment, factor=self.factor, collected=self.collected
+            )
             if self.comparison.regressions(drift_fails=self.drift_fails) and session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.save is not None:
@@ -168,8 +202,12 @@ def environment(config) -> dict:
     ``--parity-report`` file and a saved baseline hold the same one."""
     found = getattr(config, "_parity_environment", None)
     if found is None:
-        found = records.fingerprint(root=config.rootpath, device=config.getoption(opts.DEVICE.dest),
-                                    seed=config.getoption(opts.SEED.dest), mode=config.getoption(opts.MODE.dest),
-                                    workers=getattr(config.option, "numprocesses", None))
+        found = records.fingerprint(
+            root=config.rootpath,
+            device=config.getoption(opts.DEVICE.dest),
+            seed=config.getoption(opts.SEED.dest),
+            mode=config.getoption(opts.MODE.dest),
+            workers=getattr(config.option, "numprocesses", None),
+        )
         config._parity_environment = found
     return found

@@ -27,21 +27,39 @@ __all__ = ["add_parser", "main"]
 
 
 def add_parser(commands) -> None:
-    report = commands.add_parser("report", help="merge --parity-report files into one HTML page and a Markdown summary",
-                                 description="Merge the --parity-report files of one run (its shards), compare it "
-                                 "with a baseline, and write one self-contained HTML page and a Markdown summary.")
-    report.add_argument("files", nargs="+", metavar="RUN.jsonl", help="--parity-report files: one run's shards, "
-                        "and earlier nights' files for the margin over time")
-    report.add_argument("--baseline", metavar="DIR", help="a folder written by --parity-save-baseline, or a folder "
-                        "of them (a history of nights)")
+    report = commands.add_parser(
+        "report",
+        help="merge --parity-report files into one HTML page and a Markdown summary",
+        description="Merge the --parity-report files of one run (its shards), compare it "
+        "with a baseline, and write one self-contained HTML page and a Markdown summary.",
+    )
+    report.add_argument(
+        "files",
+        nargs="+",
+        metavar="RUN.jsonl",
+        help="--parity-report files: one run's shards, and earlier nights' files for the margin over time",
+    )
+    report.add_argument(
+        "--baseline",
+        metavar="DIR",
+        help="a folder written by --parity-save-baseline, or a folder of them (a history of nights)",
+    )
     report.add_argument("--html", metavar="OUT.html", help="write the page here")
     report.add_argument("--markdown", metavar="OUT.md", help="write the Markdown summary here (for a CI comment)")
     report.add_argument("--save-baseline", metavar="DIR", help="store the merged run as a baseline in DIR")
-    report.add_argument("--drift", metavar="FACTOR", default=None,
-                        help="a passing tensor drifts when its margin grows more than FACTOR times over the "
-                             "baseline's (default 4; margins under 0.001 count as 0.001)")
-    report.add_argument("--drift-fails", choices=("yes", "no"), default="yes",
-                        help="whether drift makes the exit status 1 (default yes)")
+    report.add_argument(
+        "--drift",
+        metavar="FACTOR",
+        default=None,
+        help="a passing tensor drifts when its margin grows more than FACTOR times over the "
+        "baseline's (default 4; margins under 0.001 count as 0.001)",
+    )
+    report.add_argument(
+        "--drift-fails",
+        choices=("yes", "no"),
+        default="yes",
+        help="whether drift makes the exit status 1 (default yes)",
+    )
 
 
 def _output(value: Optional[str], flag: str) -> Optional[Path]:
@@ -76,28 +94,30 @@ def _cut_short(checks) -> List[str]:
     lost = [c for c in checks if c.get("verdict") in CUT_SHORT]
     if not lost:
         return []
-    counted = ", ".join(f"{n} {verdict}" for verdict in CUT_SHORT
-                        for n in [sum(c["verdict"] == verdict for c in lost)] if n)
+    counted = ", ".join(
+        f"{n} {verdict}" for verdict in CUT_SHORT for n in [sum(c["verdict"] == verdict for c in lost)] if n
+    )
     shown = ", ".join(str(c.get("nodeid")) for c in lost[:5]) + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
     interrupted = any(c["verdict"] == "interrupted" for c in lost)
     after = " and the tests after an interruption did not run" if interrupted else ""
-    return [f"the run was cut short: {counted} ({shown}); what those tests would have checked is not in this "
-            f"report{after}"]
+    return [
+        f"the run was cut short: {counted} ({shown}); what those tests would have checked is not in this report{after}"
+    ]
 
 
 def main(args) -> int:
     """Run ``parity report`` on the parsed ``args``; the exit status. Imported only for this
     command: the other commands never load the records' modules."""
-    from . import drift
+    from . import drift, runs
     from . import markdown as report_markdown
     from . import page as report_page
-    from . import runs
     from .baseline import parse_factor
 
     html, markdown = _output(args.html, "--html"), _output(args.markdown, "--markdown")
     if html is None and markdown is None and args.save_baseline is None:  # checked before any file is read
-        raise ParityUsageError("parity report: nothing to write; give --html OUT.html, --markdown OUT.md or "
-                               "--save-baseline DIR")
+        raise ParityUsageError(
+            "parity report: nothing to write; give --html OUT.html, --markdown OUT.md or --save-baseline DIR"
+        )
     save = None if args.save_baseline is None else Path(args.save_baseline)
     if save is not None and save.exists() and not save.is_dir():
         raise ParityUsageError(f"--save-baseline {save}: a file; give a folder (it will hold {runs.BASELINE_FILE})")
@@ -107,19 +127,23 @@ def main(args) -> int:
     stored = runs.load_baselines(Path(args.baseline), "--baseline") if args.baseline else []
     baseline, notes = _baseline(stored, tonight)
     tonight.notes = _cut_short(tonight.checks) + tonight.notes + notes
-    comparison = None if baseline is None else drift.compare(baseline, tonight.checks, tonight.environment,
-                                                             factor=factor)
+    comparison = (
+        None if baseline is None else drift.compare(baseline, tonight.checks, tonight.environment, factor=factor)
+    )
     earlier = len(given) - 1
-    print(f"parity report: {len(tonight.sources)} file{'' if len(tonight.sources) == 1 else 's'} merged into one run "
-          f"of {report_page.counts(tonight.checks)}" + (f"; {earlier} earlier run{'' if earlier == 1 else 's'} given"
-                                                       if earlier else ""))
+    print(
+        f"parity report: {len(tonight.sources)} file{'' if len(tonight.sources) == 1 else 's'} merged into one run "
+        f"of {report_page.counts(tonight.checks)}"
+        + (f"; {earlier} earlier run{'' if earlier == 1 else 's'} given" if earlier else "")
+    )
     for note in tonight.notes:
         print(f"note: {note}")
     for line in comparison.summary_lines() if comparison is not None else ():
         print(line)
     if html is not None:
-        files.write_text(html, report_page.render(tonight, comparison=comparison, history=_history(stored, given)),
-                         "--html")
+        files.write_text(
+            html, report_page.render(tonight, comparison=comparison, history=_history(stored, given)), "--html"
+        )
         print(f"wrote {html}")
     if markdown is not None:
         files.write_text(markdown, report_markdown.render(tonight, comparison), "--markdown")

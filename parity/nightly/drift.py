@@ -26,8 +26,17 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .runs import Run, check_key, check_label, environment_differences
 
-__all__ = ["FLOOR", "DEFAULT_FACTOR", "BAD", "TensorChange", "CheckChange", "Comparison", "compare", "tensor_label",
-           "fmt"]
+__all__ = [
+    "FLOOR",
+    "DEFAULT_FACTOR",
+    "BAD",
+    "TensorChange",
+    "CheckChange",
+    "Comparison",
+    "compare",
+    "tensor_label",
+    "fmt",
+]
 
 FLOOR = 1e-3
 DEFAULT_FACTOR = 4.0
@@ -106,14 +115,17 @@ class CheckChange:
         more = f" (and {_count(len(self.tensors) - 1, 'more tensor')})" if len(self.tensors) > 1 else ""
         if self.kind == "drift" and worst is not None:
             floored = f", counted as {worst.floor:g}" if worst.before < worst.floor else ""
-            return (f"{head}: {worst.label} margin {fmt(worst.after)}, {worst.ratio:.3g}x the baseline's "
-                    f"{fmt(worst.before)}{floored}{more}{'; ' + worst.note if worst.note else ''}")
+            return (
+                f"{head}: {worst.label} margin {fmt(worst.after)}, {worst.ratio:.3g}x the baseline's "
+                f"{fmt(worst.before)}{floored}{more}{'; ' + worst.note if worst.note else ''}"
+            )
         if self.kind == "new failure":
             if worst is None:
                 error = (self.record.get("error") or {}).get("type") or self.after
                 return f"{head}: {error} (baseline: {self.before or 'absent'})"
-            return f"{head}: {worst.label} margin {fmt(worst.after)} (baseline {fmt(worst.before)}, " \
-                   f"{self.before}){more}"
+            return (
+                f"{head}: {worst.label} margin {fmt(worst.after)} (baseline {fmt(worst.before)}, {self.before}){more}"
+            )
         if self.kind == "fixed":
             margin = fmt(self.record.get("worst_margin"))
             return f"{head}: {self.after}, worst margin {margin} (baseline: {self.before})"
@@ -152,9 +164,13 @@ class Comparison:
 
     def counts(self) -> str:
         drift = self.of("drift")
-        parts = [f"new failures {len(self.of('new failure'))}", f"fixed {len(self.of('fixed'))}",
-                 f"drifted {_count(self.drifted_tensors, 'tensor')} in {_count(len(drift), 'check')}",
-                 f"new checks {len(self.of('new'))}", f"missing {len(self.of('missing'))}"]
+        parts = [
+            f"new failures {len(self.of('new failure'))}",
+            f"fixed {len(self.of('fixed'))}",
+            f"drifted {_count(self.drifted_tensors, 'tensor')} in {_count(len(drift), 'check')}",
+            f"new checks {len(self.of('new'))}",
+            f"missing {len(self.of('missing'))}",
+        ]
         if self.outside:
             parts.append(f"not collected in this run {len(self.outside)}")
         return ", ".join(parts)
@@ -167,10 +183,12 @@ class Comparison:
         else:
             lines = ["environment: the same as the baseline's (versions, device, CPU, seed, mode)"]
         commit = (env.get("git") or {}).get("commit")
-        lines.append(f"baseline: {', '.join(self.baseline.sources)} (created {_seconds(env.get('created'))}"
-                     f"{', commit ' + commit[:10] if commit else ''}, {_count(len(self.baseline.checks), 'check')}); "
-                     f"drift: a passing tensor's margin grew more than {self.factor:g}x "
-                     f"(margins under {self.floor:g} count as {self.floor:g})")
+        lines.append(
+            f"baseline: {', '.join(self.baseline.sources)} (created {_seconds(env.get('created'))}"
+            f"{', commit ' + commit[:10] if commit else ''}, {_count(len(self.baseline.checks), 'check')}); "
+            f"drift: a passing tensor's margin grew more than {self.factor:g}x "
+            f"(margins under {self.floor:g} count as {self.floor:g})"
+        )
         return lines
 
     def summary_lines(self, limit: int = _LIMIT) -> List[str]:
@@ -184,9 +202,11 @@ class Comparison:
                 lines.append(f"... and {len(found) - limit} more {kind} checks")
         if self.outside:
             shown = ", ".join(check_label(k) for k in self.outside[:3])
-            lines.append(f"not compared: {_count(len(self.outside), 'baseline check')} of tests this run did not "
-                         f"collect (deleted, renamed, or left out by a shard or -k/-m): {shown}"
-                         f"{' ...' if len(self.outside) > 3 else ''}")
+            lines.append(
+                f"not compared: {_count(len(self.outside), 'baseline check')} of tests this run did not "
+                f"collect (deleted, renamed, or left out by a shard or -k/-m): {shown}"
+                f"{' ...' if len(self.outside) > 3 else ''}"
+            )
         lines += self.worst_lines()
         return lines
 
@@ -195,11 +215,11 @@ class Comparison:
         failures = self.of("new failure")
         if failures:
             worst = max(failures, key=lambda c: c.worst.after if c.worst and _finite(c.worst.after) else math.inf)
-            lines.append(f"worst new failure: {worst.line()[len('NEW FAILURE '):]}")
+            lines.append(f"worst new failure: {worst.line()[len('NEW FAILURE ') :]}")
         drift = self.of("drift")
         if drift:
             worst = max(drift, key=lambda c: c.worst.ratio or 0.0)
-            lines.append(f"worst drift: {worst.line()[len('DRIFT '):]}")
+            lines.append(f"worst drift: {worst.line()[len('DRIFT ') :]}")
         return lines
 
 
@@ -210,31 +230,50 @@ def _count(n: int, noun: str) -> str:
 def _tolerance_note(before: Dict[str, Any], after: Dict[str, Any]) -> str:
     old, new = before.get("tolerance"), after.get("tolerance")
     if old and new and old != new:
-        return (f"tolerance changed (rtol {old.get('rtol'):g} atol {old.get('atol'):g} -> "
-                f"rtol {new.get('rtol'):g} atol {new.get('atol'):g})")
+        return (
+            f"tolerance changed (rtol {old.get('rtol'):g} atol {old.get('atol'):g} -> "
+            f"rtol {new.get('rtol'):g} atol {new.get('atol'):g})"
+        )
     return ""
 
 
-def _tensor_changes(before: Dict[str, Any], after: Dict[str, Any], factor: float,
-                    floor: float) -> Tuple[List[TensorChange], List[TensorChange]]:
+def _tensor_changes(
+    before: Dict[str, Any], after: Dict[str, Any], factor: float, floor: float
+) -> Tuple[List[TensorChange], List[TensorChange]]:
     """(newly failing, drifted) tensors of one check present in both runs."""
     old = {_tensor_key(t): t for t in before.get("tensors") or ()}
     failing, drifted = [], []
     for tensor in after.get("tensors") or ():
         was = old.get(_tensor_key(tensor))
-        change = TensorChange(tensor_label(tensor), None if was is None else was.get("margin"), tensor.get("margin"),
-                              floor, "" if was is None else _tolerance_note(was, tensor))
+        change = TensorChange(
+            tensor_label(tensor),
+            None if was is None else was.get("margin"),
+            tensor.get("margin"),
+            floor,
+            "" if was is None else _tolerance_note(was, tensor),
+        )
         if not tensor.get("passed") and (was is None or was.get("passed")):
             failing.append(change)
-        elif (tensor.get("passed") and was is not None and was.get("passed") and change.ratio is not None
-              and change.after > factor * max(change.before, floor)):
+        elif (
+            tensor.get("passed")
+            and was is not None
+            and was.get("passed")
+            and change.ratio is not None
+            and change.after > factor * max(change.before, floor)
+        ):
             drifted.append(change)
     return failing, drifted
 
 
-def compare(baseline: Run, checks: Sequence[Dict[str, Any]], environment: Dict[str, Any], *,
-            factor: float = DEFAULT_FACTOR, floor: float = FLOOR,
-            collected: Optional[Iterable[str]] = None) -> Comparison:
+def compare(
+    baseline: Run,
+    checks: Sequence[Dict[str, Any]],
+    environment: Dict[str, Any],
+    *,
+    factor: float = DEFAULT_FACTOR,
+    floor: float = FLOOR,
+    collected: Optional[Iterable[str]] = None,
+) -> Comparison:
     """Compare ``checks`` (this run's records) and ``environment`` with ``baseline``. ``collected``:
     the node ids this run collected, where known; the baseline's checks of other tests are then
     set apart as not collected rather than missing."""
@@ -262,8 +301,9 @@ def compare(baseline: Run, checks: Sequence[Dict[str, Any]], environment: Dict[s
             outside.append(key)
         else:
             changes.append(CheckChange("missing", key, old[key]["verdict"], None, old[key]))
-    return Comparison(baseline, factor, floor, environment_differences(baseline.environment, environment), changes,
-                      outside)
+    return Comparison(
+        baseline, factor, floor, environment_differences(baseline.environment, environment), changes, outside
+    )
 
 
 def _seconds(created) -> str:

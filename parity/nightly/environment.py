@@ -18,9 +18,30 @@ from typing import Dict, List, Optional
 __all__ = ["versions", "cpu", "accelerator", "git_state", "CPU_FLAGS"]
 
 # The instruction-set flags that change which kernels the frameworks pick (x86 and aarch64 names).
-CPU_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
-             "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8",
-             "asimd", "asimdhp", "asimddp", "fphp", "sve", "sve2", "bf16", "i8mm")
+CPU_FLAGS = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+    "asimd",
+    "asimdhp",
+    "asimddp",
+    "fphp",
+    "sve",
+    "sve2",
+    "bf16",
+    "i8mm",
+)
 
 _DISTRIBUTIONS = {
     "mindspore": ("mindspore", "mindspore-ascend", "mindspore-gpu", "mindspore-cpu"),
@@ -34,8 +55,13 @@ _ASCEND = Path(os.environ.get("ASCEND_HOME_PATH", "/usr/local/Ascend"))
 _NVIDIA = Path("/proc/driver/nvidia")
 # The toolkit's own version files (``Version=8.0.0.1``) first, then its install record
 # (``runtime_running_version=[8.0.0.1:8.0.0]``).
-_CANN_FILES = ("ascend-toolkit/latest/compiler/version.info", "ascend-toolkit/latest/runtime/version.info",
-               "latest/compiler/version.info", "ascend-toolkit/latest/version.cfg", "latest/version.cfg")
+_CANN_FILES = (
+    "ascend-toolkit/latest/compiler/version.info",
+    "ascend-toolkit/latest/runtime/version.info",
+    "latest/compiler/version.info",
+    "ascend-toolkit/latest/version.cfg",
+    "latest/version.cfg",
+)
 
 
 def _version(names) -> Optional[str]:
@@ -78,8 +104,12 @@ def cpu() -> Dict[str, object]:
     if model is None and "CPU implementer" in info:  # aarch64 names no model, only its ids
         model = f"implementer {info['CPU implementer']} part {info.get('CPU part', '?')}"
     present = set((info.get("flags") or info.get("Features") or "").split())
-    return {"model": model, "arch": platform.machine(), "cores": os.cpu_count(),
-            "flags": [flag for flag in CPU_FLAGS if flag in present]}
+    return {
+        "model": model,
+        "arch": platform.machine(),
+        "cores": os.cpu_count(),
+        "flags": [flag for flag in CPU_FLAGS if flag in present],
+    }
 
 
 def _key_value(path: Path, keys) -> Optional[str]:

@@ -51,10 +51,14 @@ def _first_layer(record: Dict[str, Any]) -> Optional[str]:
 def render(run: Run, comparison: Optional[Comparison] = None) -> str:
     env = run.environment
     versions = env.get("versions") or {}
-    lines = [f"## Parity report: {_text(run.label)}", "",
-             f"**{counts(run.checks)}**; MindSpore {versions.get('mindspore')}, PyTorch {versions.get('torch')}, "
-             f"{env.get('device')} ({env.get('device_name') or 'name unknown'}); "
-             f"{len(run.sources)} report file{'' if len(run.sources) == 1 else 's'}", ""]
+    lines = [
+        f"## Parity report: {_text(run.label)}",
+        "",
+        f"**{counts(run.checks)}**; MindSpore {versions.get('mindspore')}, PyTorch {versions.get('torch')}, "
+        f"{env.get('device')} ({env.get('device_name') or 'name unknown'}); "
+        f"{len(run.sources)} report file{'' if len(run.sources) == 1 else 's'}",
+        "",
+    ]
     notes = list(run.notes)
     if comparison is not None and comparison.environment:
         notes.insert(0, "the baseline ran in another environment: " + "; ".join(comparison.environment))
@@ -64,34 +68,54 @@ def render(run: Run, comparison: Optional[Comparison] = None) -> str:
     failing = [c for c in run.checks if c["verdict"] in BAD]
     lines += [f"### Failures ({len(failing)})", ""]
     if failing:
-        rows = [[check_label(check_key(c)), c["verdict"], c.get("device"), ", ".join(c.get("modes") or []),
-                 fmt(c.get("worst_margin")), _first_layer(c), (c.get("likely_causes") or [None])[0]
-                 or (c.get("error") or {}).get("type")] for c in failing]
-        lines += _table(["check", "verdict", "device", "modes", "worst margin", "first divergence", "likely cause"],
-                        rows[:_ROWS], len(rows) - _ROWS)
+        rows = [
+            [
+                check_label(check_key(c)),
+                c["verdict"],
+                c.get("device"),
+                ", ".join(c.get("modes") or []),
+                fmt(c.get("worst_margin")),
+                _first_layer(c),
+                (c.get("likely_causes") or [None])[0] or (c.get("error") or {}).get("type"),
+            ]
+            for c in failing
+        ]
+        lines += _table(
+            ["check", "verdict", "device", "modes", "worst margin", "first divergence", "likely cause"],
+            rows[:_ROWS],
+            len(rows) - _ROWS,
+        )
     else:
         lines.append("No check failed.")
     return "\n".join(lines) + "\n"
 
 
 def _since(comparison: Comparison) -> List[str]:
-    lines = [f"### Since the baseline ({_text(comparison.baseline.label)})", "",
-             f"{_text(comparison.counts())}", ""]
+    lines = [f"### Since the baseline ({_text(comparison.baseline.label)})", "", f"{_text(comparison.counts())}", ""]
     lines += [f"- {_text(line)}" for line in comparison.worst_lines()] + ([""] if comparison.worst_lines() else [])
     new = comparison.of("new failure")
     if new:
-        rows = [[c.label, c.before, c.after, c.worst.label if c.worst else "-", fmt(c.worst.after) if c.worst else "-"]
-                for c in new]
-        lines += ["#### New failures", ""] + _table(["check", "baseline", "now", "tensor", "margin"], rows[:_ROWS],
-                                                    len(rows) - _ROWS) + [""]
+        rows = [
+            [c.label, c.before, c.after, c.worst.label if c.worst else "-", fmt(c.worst.after) if c.worst else "-"]
+            for c in new
+        ]
+        lines += (
+            ["#### New failures", ""]
+            + _table(["check", "baseline", "now", "tensor", "margin"], rows[:_ROWS], len(rows) - _ROWS)
+            + [""]
+        )
     drifted = [(c, t) for c in comparison.of("drift") for t in c.tensors]
     drifted.sort(key=lambda pair: -(pair[1].ratio or 0.0))
     if drifted:
         rows = [[c.label, t.label, fmt(t.before), fmt(t.after), f"{t.ratio:.3g}x"] for c, t in drifted]
-        lines += [f"#### Drift (a passing tensor's margin grew more than {comparison.factor:g}x; margins under "
-                  f"{comparison.floor:g} count as {comparison.floor:g})", ""]
-        lines += _table(["check", "tensor", "baseline margin", "margin", "growth"], rows[:_ROWS],
-                        len(rows) - _ROWS) + [""]
+        lines += [
+            f"#### Drift (a passing tensor's margin grew more than {comparison.factor:g}x; margins under "
+            f"{comparison.floor:g} count as {comparison.floor:g})",
+            "",
+        ]
+        lines += _table(["check", "tensor", "baseline margin", "margin", "growth"], rows[:_ROWS], len(rows) - _ROWS) + [
+            ""
+        ]
     fixed = comparison.of("fixed")
     if fixed:
         lines += ["#### Fixed", ""] + [f"- {_text(c.label)}" for c in fixed[:_ROWS]] + [""]

@@ -22,15 +22,26 @@ from .runs import Run, check_key, check_label
 
 __all__ = ["render", "cells", "columns", "VERDICT_TEXT"]
 
-VERDICT_TEXT = {"pass": "pass", "fail": "FAIL", "xfail": "xfail", "error": "ERROR", "unsupported": "unsupported",
-                "crashed": "CRASHED", "interrupted": "INTERRUPTED"}
-_STYLE = plot._STYLE + """
+VERDICT_TEXT = {
+    "pass": "pass",
+    "fail": "FAIL",
+    "xfail": "xfail",
+    "error": "ERROR",
+    "unsupported": "unsupported",
+    "crashed": "CRASHED",
+    "interrupted": "INTERRUPTED",
+}
+_STYLE = (
+    plot._STYLE
+    + """
 .notes{background:#fff4e5;border:1px solid #f0b860;padding:6px 12px}.notes li{margin:2px 0}
 table.matrix td,table.matrix th{text-align:center}table.matrix td.name{text-align:left}
 td.v-pass{background:#e6f4ea}td.v-fail,td.v-error,td.v-crashed,td.v-interrupted{background:#fde2e1;color:#b00020;font-weight:bold}
 td.v-xfail{background:#fff4e5}td.v-unsupported,td.v-absent{background:#f2f2f2;color:#777}
 td.change{font-weight:bold}pre.message{background:#f7f7f7;border:1px solid #ddd;padding:8px;white-space:pre-wrap}
-section.failure{border-top:1px solid #ccc;margin-top:18px}p.meta{font-family:monospace;font-size:12px}""" + tree.STYLE
+section.failure{border-top:1px solid #ccc;margin-top:18px}p.meta{font-family:monospace;font-size:12px}"""
+    + tree.STYLE
+)
 _SPARK_W, _SPARK_H = 180, 34
 _KEYED = 40  # a layer chart's key lists every layer up to this many
 
@@ -56,10 +67,16 @@ def render(run: Run, *, comparison: Optional[Comparison] = None, history: Sequen
     failing = [c for c in run.checks if c["verdict"] in BAD]
     anchors = {check_key(c): f"failure-{i + 1}" for i, c in enumerate(failing)}
     title = f"Parity report: {run.label}"
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             f"<title>{_esc(title)}</title><style>{_STYLE}</style></head><body>", f"<h1>{_esc(title)}</h1>",
-             _notes(run, comparison), f'<p class="summary" id="counts">{_esc(counts(run.checks))}</p>',
-             "<h2>Verdicts: check x device x mode</h2>", _matrix(run, comparison, anchors)]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{_esc(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{_esc(title)}</h1>",
+        _notes(run, comparison),
+        f'<p class="summary" id="counts">{_esc(counts(run.checks))}</p>',
+        "<h2>Verdicts: check x device x mode</h2>",
+        _matrix(run, comparison, anchors),
+    ]
     if comparison is not None:
         parts += [f"<h2>Since the baseline ({_esc(comparison.baseline.label)})</h2>", _changes(comparison)]
     parts.append(f"<h2>Failures ({len(failing)})</h2>")
@@ -93,8 +110,9 @@ def _matrix(run: Run, comparison: Optional[Comparison], anchors: Dict[Tuple[str,
     changes: Dict[Tuple[str, int], List[str]] = {}
     for change in comparison.changes if comparison is not None else ():
         changes.setdefault(change.key, []).append(change.kind)
-    head = "<th>check</th>" + "".join(f'<th data-device="{_esc(d)}" data-mode="{_esc(m)}">{_esc(d)}<br>{_esc(m)}</th>'
-                                      for d, m in cols)
+    head = "<th>check</th>" + "".join(
+        f'<th data-device="{_esc(d)}" data-mode="{_esc(m)}">{_esc(d)}<br>{_esc(m)}</th>' for d, m in cols
+    )
     head += "<th>since the baseline</th>" if comparison is not None else ""
     rows = []
     for record in run.checks:
@@ -104,24 +122,31 @@ def _matrix(run: Run, comparison: Optional[Comparison], anchors: Dict[Tuple[str,
         for device, mode in cols:
             verdict = found.get(mode) if device == (record.get("device") or "-") else None
             if verdict is None:
-                row.append(f'<td class="v-absent" data-device="{_esc(device)}" data-mode="{_esc(mode)}" '
-                           'data-verdict="">-</td>')
+                row.append(
+                    f'<td class="v-absent" data-device="{_esc(device)}" data-mode="{_esc(mode)}" data-verdict="">-</td>'
+                )
                 continue
             text = _esc(VERDICT_TEXT.get(verdict, verdict))
             if key in anchors and verdict in BAD:
                 text = f'<a href="#{anchors[key]}">{text}</a>'
-            row.append(f'<td class="v-{_esc(verdict)}" data-device="{_esc(device)}" data-mode="{_esc(mode)}" '
-                       f'data-verdict="{_esc(verdict)}" title="worst margin {fmt(record.get("worst_margin"))}">'
-                       f"{text}</td>")
+            row.append(
+                f'<td class="v-{_esc(verdict)}" data-device="{_esc(device)}" data-mode="{_esc(mode)}" '
+                f'data-verdict="{_esc(verdict)}" title="worst margin {fmt(record.get("worst_margin"))}">'
+                f"{text}</td>"
+            )
         if comparison is not None:
             row.append(f'<td class="change">{_esc(", ".join(changes.get(key, [])))}</td>')
         rows.append(f'<tr data-check="{_esc(check_label(key))}">{"".join(row)}</tr>')
     missing = [c for c in comparison.changes if c.kind == "missing"] if comparison is not None else []
     for change in missing:
-        absent = "".join(f'<td class="v-absent" data-device="{_esc(d)}" data-mode="{_esc(m)}" data-verdict="">-</td>'
-                         for d, m in cols)
-        rows.append(f'<tr data-check="{_esc(change.label)}"><td class="name">{_esc(change.label)}</td>{absent}'
-                    '<td class="change">missing</td></tr>')
+        absent = "".join(
+            f'<td class="v-absent" data-device="{_esc(d)}" data-mode="{_esc(m)}" data-verdict="">-</td>'
+            for d, m in cols
+        )
+        rows.append(
+            f'<tr data-check="{_esc(change.label)}"><td class="name">{_esc(change.label)}</td>{absent}'
+            '<td class="change">missing</td></tr>'
+        )
     return f'<table class="matrix" id="matrix"><tr>{head}</tr>{"".join(rows)}</table>'
 
 
@@ -133,14 +158,22 @@ def _changes(comparison: Comparison) -> str:
 def _failure(record: Dict[str, Any], anchor: str) -> str:
     label = check_label(check_key(record))
     pair = record.get("pair") or {}
-    meta = [f"verdict {record['verdict']}", f"device {record.get('device')}",
-            f"modes {', '.join(record.get('modes') or []) or '-'}", f"seed {record.get('seed')}",
-            f"worst margin {fmt(record.get('worst_margin'))}"]
+    meta = [
+        f"verdict {record['verdict']}",
+        f"device {record.get('device')}",
+        f"modes {', '.join(record.get('modes') or []) or '-'}",
+        f"seed {record.get('seed')}",
+        f"worst margin {fmt(record.get('worst_margin'))}",
+    ]
     if pair:
         meta.insert(0, f"mindspore {pair.get('mindspore')} vs torch {pair.get('torch')}")
     message = (record.get("error") or {}).get("message") or record.get("problem") or "(no message recorded)"
-    parts = [f'<section class="failure" id="{anchor}" data-check="{_esc(label)}">', f"<h3>{_esc(label)}</h3>",
-             f'<p class="meta">{_esc(" | ".join(meta))}</p>', f'<pre class="message">{_esc(message)}</pre>']
+    parts = [
+        f'<section class="failure" id="{anchor}" data-check="{_esc(label)}">',
+        f"<h3>{_esc(label)}</h3>",
+        f'<p class="meta">{_esc(" | ".join(meta))}</p>',
+        f'<pre class="message">{_esc(message)}</pre>',
+    ]
     layers = record.get("layers") or {}
     parts.append(tree.render_tree(record))
     charted = False
@@ -148,18 +181,34 @@ def _failure(record: Dict[str, Any], anchor: str) -> str:
         calls = layers.get(direction) or []
         if calls:
             charted = True
-            parts.append(f"<h4>{direction.capitalize()}: each layer's output against depth, difference / allowed "
-                         "(log scale; above 1 fails; coloured by verdict as the tree; dashed: the layer's own "
-                         "error, where measured)</h4>")
-            parts.append(tree.depth_chart(f"{direction} layers", [_layer_label(c) for c in calls], calls,
-                                          f"layer, {'in execution' if direction == 'forward' else 'in backward'} order"))
+            parts.append(
+                f"<h4>{direction.capitalize()}: each layer's output against depth, difference / allowed "
+                "(log scale; above 1 fails; coloured by verdict as the tree; dashed: the layer's own "
+                "error, where measured)</h4>"
+            )
+            parts.append(
+                tree.depth_chart(
+                    f"{direction} layers",
+                    [_layer_label(c) for c in calls],
+                    calls,
+                    f"layer, {'in execution' if direction == 'forward' else 'in backward'} order",
+                )
+            )
             parts.append(_key(calls))
     tensors = [t for t in record.get("tensors") or () if t.get("margin") is not None]
     if not charted and tensors:
-        parts.append("<h4>Compared tensors, difference / allowed (log scale; above 1 fails; no layers were "
-                     "captured)</h4>")
-        parts.append(_points_chart("tensors", [tensor_label(t) for t in tensors], [t["margin"] for t in tensors],
-                                   [not t.get("passed") for t in tensors], "tensor, in execution order"))
+        parts.append(
+            "<h4>Compared tensors, difference / allowed (log scale; above 1 fails; no layers were captured)</h4>"
+        )
+        parts.append(
+            _points_chart(
+                "tensors",
+                [tensor_label(t) for t in tensors],
+                [t["margin"] for t in tensors],
+                [not t.get("passed") for t in tensors],
+                "tensor, in execution order",
+            )
+        )
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -182,16 +231,19 @@ def _number(value: Any) -> float:
     return float(value) if isinstance(value, (int, float)) else math.nan
 
 
-def _points_chart(series: str, labels: Sequence[str], values: Sequence[Any], marks: Sequence[bool],
-                  x_label: str) -> str:
+def _points_chart(
+    series: str, labels: Sequence[str], values: Sequence[Any], marks: Sequence[bool], x_label: str
+) -> str:
     """Margins of named points, numbered 1.. along x, on plot.py's log axis with the tolerance line."""
     numbers = [_number(v) for v in values]
     fraction, ticks = plot.log_scale(numbers)
     steps = list(range(1, len(numbers) + 1))
     body = plot._frame(steps, ticks, "difference / allowed", x_label)
     y1 = plot._y(fraction(1.0))
-    body.append(f'<line class="allowed" x1="{plot.LEFT}" y1="{y1:.1f}" x2="{plot.WIDTH - plot.RIGHT}" y2="{y1:.1f}" '
-                f'stroke="{FAIL_COLOR}" stroke-dasharray="5,4"/>')
+    body.append(
+        f'<line class="allowed" x1="{plot.LEFT}" y1="{y1:.1f}" x2="{plot.WIDTH - plot.RIGHT}" y2="{y1:.1f}" '
+        f'stroke="{FAIL_COLOR}" stroke-dasharray="5,4"/>'
+    )
     points, dots = [], []
     for step, label, value, mark in zip(steps, labels, numbers, marks):
         at = fraction(value)
@@ -199,11 +251,15 @@ def _points_chart(series: str, labels: Sequence[str], values: Sequence[Any], mar
             continue
         x, y = plot._x(step, steps), plot._y(at)
         points.append(f"{x:.2f},{y:.2f}")
-        dots.append(f'<circle cx="{x:.2f}" cy="{y:.2f}" r="{4 if mark else 3}" fill="{FAIL_COLOR if mark else MARGIN_COLOR}">'
-                    f"<title>{step}. {_esc(label)}: {value:.4g}</title></circle>")
-    body.append(f'<polyline class="series" data-series="{_esc(series)}" data-values="{" ".join(map(repr, numbers))}" '
-                f'data-labels="{_esc(chr(10).join(labels))}" fill="none" stroke="{MARGIN_COLOR}" stroke-width="1.5" '
-                f'points="{" ".join(points)}"/>')
+        dots.append(
+            f'<circle cx="{x:.2f}" cy="{y:.2f}" r="{4 if mark else 3}" fill="{FAIL_COLOR if mark else MARGIN_COLOR}">'
+            f"<title>{step}. {_esc(label)}: {value:.4g}</title></circle>"
+        )
+    body.append(
+        f'<polyline class="series" data-series="{_esc(series)}" data-values="{" ".join(map(repr, numbers))}" '
+        f'data-labels="{_esc(chr(10).join(labels))}" fill="none" stroke="{MARGIN_COLOR}" stroke-width="1.5" '
+        f'points="{" ".join(points)}"/>'
+    )
     return plot._svg(body + dots, f"{series}: difference over allowed, log scale")
 
 
@@ -212,18 +268,22 @@ def _history(history: Sequence[Run]) -> str:
     runs, the tolerance dashed), then the first, the latest and the greatest."""
     keys = sorted({check_key(c) for run in history for c in run.checks})
     by_run = [{check_key(c): c for c in run.checks} for run in history]
-    head = "".join(f"<th>{_esc(h)}</th>" for h in ("check", f"worst margin, {history[0].label} to {history[-1].label}",
-                                                    "first", "latest", "greatest"))
+    head = "".join(
+        f"<th>{_esc(h)}</th>"
+        for h in ("check", f"worst margin, {history[0].label} to {history[-1].label}", "first", "latest", "greatest")
+    )
     rows = []
     for key in keys:
         found = [checks.get(key) for checks in by_run]
         values = [_number(r.get("worst_margin")) if r else math.nan for r in found]
         bad = [bool(r) and r["verdict"] in BAD for r in found]
         present = [v for v in values if not math.isnan(v)]
-        rows.append(f'<tr data-check="{_esc(check_label(key))}"><td class="name">{_esc(check_label(key))}</td>'
-                    f"<td>{_sparkline(values, bad, [run.label for run in history])}</td>"
-                    f"<td>{fmt(present[0]) if present else '-'}</td><td>{fmt(values[-1]) if present else '-'}</td>"
-                    f"<td>{fmt(max(present)) if present else '-'}</td></tr>")
+        rows.append(
+            f'<tr data-check="{_esc(check_label(key))}"><td class="name">{_esc(check_label(key))}</td>'
+            f"<td>{_sparkline(values, bad, [run.label for run in history])}</td>"
+            f"<td>{fmt(present[0]) if present else '-'}</td><td>{fmt(values[-1]) if present else '-'}</td>"
+            f"<td>{fmt(max(present)) if present else '-'}</td></tr>"
+        )
     return f'<table id="history"><tr>{head}</tr>{"".join(rows)}</table>'
 
 
@@ -243,14 +303,18 @@ def _sparkline(values: Sequence[float], bad: Sequence[bool], labels: Sequence[st
         if at is None:
             continue
         points.append(f"{x(i):.1f},{y(at):.1f}")
-        dots.append(f'<circle cx="{x(i):.1f}" cy="{y(at):.1f}" r="2.5" fill="{FAIL_COLOR if mark else MARGIN_COLOR}">'
-                    f"<title>{_esc(label)}: {value:.4g}</title></circle>")
+        dots.append(
+            f'<circle cx="{x(i):.1f}" cy="{y(at):.1f}" r="2.5" fill="{FAIL_COLOR if mark else MARGIN_COLOR}">'
+            f"<title>{_esc(label)}: {value:.4g}</title></circle>"
+        )
     allowed = y(fraction(1.0))
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_SPARK_W}" height="{_SPARK_H}" role="img" '
-            f'aria-label="worst margin per run"><line x1="0" y1="{allowed:.1f}" x2="{_SPARK_W}" y2="{allowed:.1f}" '
-            f'stroke="{FAIL_COLOR}" stroke-dasharray="3,3"/><polyline class="series" data-series="worst margin" '
-            f'data-values="{" ".join(map(repr, values))}" fill="none" stroke="{MARGIN_COLOR}" '
-            f'points="{" ".join(points)}"/>{"".join(dots)}</svg>')
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_SPARK_W}" height="{_SPARK_H}" role="img" '
+        f'aria-label="worst margin per run"><line x1="0" y1="{allowed:.1f}" x2="{_SPARK_W}" y2="{allowed:.1f}" '
+        f'stroke="{FAIL_COLOR}" stroke-dasharray="3,3"/><polyline class="series" data-series="worst margin" '
+        f'data-values="{" ".join(map(repr, values))}" fill="none" stroke="{MARGIN_COLOR}" '
+        f'points="{" ".join(points)}"/>{"".join(dots)}</svg>'
+    )
 
 
 def _commit(git: Dict[str, Any]) -> str:
@@ -262,11 +326,14 @@ def _commit(git: Dict[str, Any]) -> str:
 def _environment(run: Run) -> str:
     env = run.environment
     versions = env.get("versions") or {}
-    rows = [("created", env.get("created")), ("files", ", ".join(run.sources)),
-            ("device", f"{env.get('device')} ({env.get('device_name') or 'name unknown'})"),
-            ("PyTorch reference", (env.get("torch_reference") or {}).get("text")),
-            ("commit", _commit(env.get("git") or {})),
-            ("host", f"{(env.get('host') or {}).get('cpu_model')}, {(env.get('host') or {}).get('arch')}")]
+    rows = [
+        ("created", env.get("created")),
+        ("files", ", ".join(run.sources)),
+        ("device", f"{env.get('device')} ({env.get('device_name') or 'name unknown'})"),
+        ("PyTorch reference", (env.get("torch_reference") or {}).get("text")),
+        ("commit", _commit(env.get("git") or {})),
+        ("host", f"{(env.get('host') or {}).get('cpu_model')}, {(env.get('host') or {}).get('arch')}"),
+    ]
     rows += [(name, value) for name, value in versions.items() if value is not None]
     body = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in rows if v is not None)
     return f'<table id="environment">{body}</table>'

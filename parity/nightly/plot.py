@@ -33,8 +33,10 @@ def plot_training(result, path) -> Path:
     from ..engine.training.loop import TrainingResult
 
     if not isinstance(result, TrainingResult):
-        raise ParityUsageError(f"plot_training takes the TrainingResult of parity.check_training (or a failed "
-                               f"check's ParityMismatch.result), got {type(result).__qualname__}")
+        raise ParityUsageError(
+            f"plot_training takes the TrainingResult of parity.check_training (or a failed "
+            f"check's ParityMismatch.result), got {type(result).__qualname__}"
+        )
     target = Path(path)
     if target.is_dir():
         raise ParityUsageError(f"plot_training: {target} is a folder; give a file name such as {target / 'loss.html'}")
@@ -49,16 +51,24 @@ def render_training(result) -> str:
     margins = [_worst(s.comparisons) for s in result.steps]
     failing = [bool(s.failures) for s in result.steps]
     title = f"Training parity: mindspore {result.ms_type} vs torch {result.torch_type}"
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             f"<title>{_esc(title)}</title><style>{_STYLE}</style></head><body>",
-             f"<h1>{_esc(title)}</h1>", f'<p class="summary">{_esc(str(result))}</p>',
-             f"<p>{len(steps)} steps, {_esc(result.mode)}; optimizer {_esc(result.optimizer)}; loss "
-             f"{_esc(result.loss)}; seed {result.seed}</p>",
-             "<h2>Loss per step</h2>", _legend([(MS_COLOR, "MindSpore"), (TORCH_COLOR, "PyTorch")]),
-             _loss_chart(steps, result.ms_losses, result.torch_losses),
-             "<h2>Worst tensor per step: difference / allowed (log scale; above 1 fails)</h2>",
-             _legend([(MARGIN_COLOR, "worst margin of the step"), (FAIL_COLOR, "a step with a failing tensor")]),
-             _margin_chart(steps, margins, failing), "<h2>Per step</h2>", _table(result), "</body></html>"]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{_esc(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{_esc(title)}</h1>",
+        f'<p class="summary">{_esc(str(result))}</p>',
+        f"<p>{len(steps)} steps, {_esc(result.mode)}; optimizer {_esc(result.optimizer)}; loss "
+        f"{_esc(result.loss)}; seed {result.seed}</p>",
+        "<h2>Loss per step</h2>",
+        _legend([(MS_COLOR, "MindSpore"), (TORCH_COLOR, "PyTorch")]),
+        _loss_chart(steps, result.ms_losses, result.torch_losses),
+        "<h2>Worst tensor per step: difference / allowed (log scale; above 1 fails)</h2>",
+        _legend([(MARGIN_COLOR, "worst margin of the step"), (FAIL_COLOR, "a step with a failing tensor")]),
+        _margin_chart(steps, margins, failing),
+        "<h2>Per step</h2>",
+        _table(result),
+        "</body></html>",
+    ]
     return "\n".join(parts) + "\n"
 
 
@@ -71,8 +81,11 @@ def _esc(text) -> str:
 
 
 def _legend(entries) -> str:
-    spans = "".join(f'<span><svg width="22" height="10"><line x1="0" y1="5" x2="22" y2="5" stroke="{color}" '
-                    f'stroke-width="2"/></svg> {_esc(label)}</span>' for color, label in entries)
+    spans = "".join(
+        f'<span><svg width="22" height="10"><line x1="0" y1="5" x2="22" y2="5" stroke="{color}" '
+        f'stroke-width="2"/></svg> {_esc(label)}</span>'
+        for color, label in entries
+    )
     return f'<div class="legend">{spans}</div>'
 
 
@@ -110,19 +123,30 @@ def _frame(steps: Sequence[int], y_ticks, y_label: str, x_label: str = "step") -
     out = [f'<rect x="{LEFT}" y="{TOP}" width="{right - LEFT}" height="{bottom - TOP}" fill="none" stroke="#999"/>']
     for fraction, label in y_ticks:
         y = _y(fraction)
-        out.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="#eee"/>'
-                   f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{_esc(label)}</text>')
+        out.append(
+            f'<line x1="{LEFT}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="#eee"/>'
+            f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{_esc(label)}</text>'
+        )
     every = max(1, math.ceil(len(steps) / 12))
     for step in steps[::every]:
         out.append(f'<text x="{_x(step, steps):.1f}" y="{bottom + 16}" text-anchor="middle">{step}</text>')
-    out.append(f'<text x="{(LEFT + right) / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle">{_esc(x_label)}</text>'
-               f'<text x="14" y="{(TOP + bottom) / 2:.1f}" text-anchor="middle" '
-               f'transform="rotate(-90 14 {(TOP + bottom) / 2:.1f})">{_esc(y_label)}</text>')
+    out.append(
+        f'<text x="{(LEFT + right) / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle">{_esc(x_label)}</text>'
+        f'<text x="14" y="{(TOP + bottom) / 2:.1f}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {(TOP + bottom) / 2:.1f})">{_esc(y_label)}</text>'
+    )
     return out
 
 
-def _series(series: str, steps, values, fractions, color: str, marks: Optional[Sequence[bool]] = None,
-            stroke: str = 'stroke-width="2"') -> List[str]:
+def _series(
+    series: str,
+    steps,
+    values,
+    fractions,
+    color: str,
+    marks: Optional[Sequence[bool]] = None,
+    stroke: str = 'stroke-width="2"',
+) -> List[str]:
     """One polyline (finite values only) with a marker and tooltip per point."""
     points, out = [], []
     for i, (step, value, fraction) in enumerate(zip(steps, values, fractions)):
@@ -131,17 +155,23 @@ def _series(series: str, steps, values, fractions, color: str, marks: Optional[S
         x, y = _x(step, steps), _y(fraction)
         points.append(f"{x:.2f},{y:.2f}")
         fill = FAIL_COLOR if marks is not None and marks[i] else color
-        out.append(f'<circle cx="{x:.2f}" cy="{y:.2f}" r="3" fill="{fill}"><title>{_esc(series)} step {step}: '
-                   f"{value:.7g}</title></circle>")
+        out.append(
+            f'<circle cx="{x:.2f}" cy="{y:.2f}" r="3" fill="{fill}"><title>{_esc(series)} step {step}: '
+            f"{value:.7g}</title></circle>"
+        )
     values_attr = " ".join(repr(float(v)) for v in values)
-    line = (f'<polyline class="series" data-series="{_esc(series)}" data-values="{values_attr}" fill="none" '
-            f'stroke="{color}" {stroke} points="{" ".join(points)}"/>')
+    line = (
+        f'<polyline class="series" data-series="{_esc(series)}" data-values="{values_attr}" fill="none" '
+        f'stroke="{color}" {stroke} points="{" ".join(points)}"/>'
+    )
     return [line] + out
 
 
 def _svg(body: List[str], label: str) -> str:
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
-            f'viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{_esc(label)}">' + "".join(body) + "</svg>")
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{_esc(label)}">' + "".join(body) + "</svg>"
+    )
 
 
 def _loss_chart(steps, ms_losses, torch_losses) -> str:
@@ -152,10 +182,22 @@ def _loss_chart(steps, ms_losses, torch_losses) -> str:
 
     body = _frame(steps, [(fraction(t), f"{t:.5g}") for t in _ticks(lo, hi)], "loss")
     # MindSpore wide and pale under PyTorch dashed: two equal curves stay both visible
-    body += _series("loss MindSpore", steps, ms_losses, [fraction(v) for v in ms_losses], MS_COLOR,
-                    stroke='stroke-width="5" stroke-opacity="0.5"')
-    body += _series("loss PyTorch", steps, torch_losses, [fraction(v) for v in torch_losses], TORCH_COLOR,
-                    stroke='stroke-width="2" stroke-dasharray="6,4"')
+    body += _series(
+        "loss MindSpore",
+        steps,
+        ms_losses,
+        [fraction(v) for v in ms_losses],
+        MS_COLOR,
+        stroke='stroke-width="5" stroke-opacity="0.5"',
+    )
+    body += _series(
+        "loss PyTorch",
+        steps,
+        torch_losses,
+        [fraction(v) for v in torch_losses],
+        TORCH_COLOR,
+        stroke='stroke-width="2" stroke-dasharray="6,4"',
+    )
     return _svg(body, "loss per step, MindSpore and PyTorch")
 
 
@@ -176,15 +218,17 @@ def log_scale(margins: Sequence[float]):
         return 0.0 if m <= 0 else (math.log10(m) - low) / (high - low)
 
     decades = range(low, high + 1, max(1, math.ceil((high - low) / 8)))
-    return fraction, [(fraction(10.0 ** d), f"1e{d}" if d else "1") for d in decades]
+    return fraction, [(fraction(10.0**d), f"1e{d}" if d else "1") for d in decades]
 
 
 def _margin_chart(steps, margins, failing) -> str:
     """Log scale; a margin of 0 (identical tensors) sits on the bottom edge, below every positive one."""
     fraction, ticks = log_scale(margins)
     body = _frame(steps, ticks, "difference / allowed")
-    body.append(f'<line class="allowed" x1="{LEFT}" y1="{_y(fraction(1.0)):.1f}" x2="{WIDTH - RIGHT}" '
-                f'y2="{_y(fraction(1.0)):.1f}" stroke="{FAIL_COLOR}" stroke-dasharray="5,4"/>')
+    body.append(
+        f'<line class="allowed" x1="{LEFT}" y1="{_y(fraction(1.0)):.1f}" x2="{WIDTH - RIGHT}" '
+        f'y2="{_y(fraction(1.0)):.1f}" stroke="{FAIL_COLOR}" stroke-dasharray="5,4"/>'
+    )
     body += _series("worst margin", steps, margins, [fraction(m) for m in margins], MARGIN_COLOR, failing)
     return _svg(body, "worst difference over allowed per step, log scale")
 
@@ -203,7 +247,9 @@ def _table(result) -> str:
                 cells.append("<td>-</td>")
                 continue
             worst, bad = found
-            cells.append(f'<td class="{"fail" if bad else "ok"}">{"FAIL" if bad else "ok"} {worst.margin:.3g}x '
-                         f"{_esc(worst.name)}</td>")
+            cells.append(
+                f'<td class="{"fail" if bad else "ok"}">{"FAIL" if bad else "ok"} {worst.margin:.3g}x '
+                f"{_esc(worst.name)}</td>"
+            )
         rows.append(f"<tr>{''.join(cells)}</tr>")
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"

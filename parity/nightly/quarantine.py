@@ -64,8 +64,8 @@ class Quarantine:
     path: str
     active: Tuple[Entry, ...]
     expired: Tuple[Entry, ...]
-    failed: Dict[str, Entry] = field(default_factory=dict)   # node id -> entry: failed, not counted
-    passed: Dict[str, Entry] = field(default_factory=dict)   # node id -> entry: passed (stale)
+    failed: Dict[str, Entry] = field(default_factory=dict)  # node id -> entry: failed, not counted
+    passed: Dict[str, Entry] = field(default_factory=dict)  # node id -> entry: passed (stale)
 
     def find(self, nodeid: str) -> Optional[Entry]:
         """The active entry for ``nodeid``: its own node id first, else the first glob that matches."""
@@ -85,15 +85,19 @@ class Quarantine:
     def summary_lines(self) -> List[str]:
         lines = []
         if self.failed or self.passed:
-            lines.append(f"quarantine ({self.path}): {len(self.failed) + len(self.passed)} quarantined tests ran, "
-                         f"{len(self.failed)} failed without failing the run, {len(self.passed)} passed (stale)")
+            lines.append(
+                f"quarantine ({self.path}): {len(self.failed) + len(self.passed)} quarantined tests ran, "
+                f"{len(self.failed)} failed without failing the run, {len(self.passed)} passed (stale)"
+            )
         for nodeid, entry in sorted(self.failed.items()):
             lines.append(f"quarantined failure {nodeid}: {entry.reason} ({entry.issue}, until {entry.until})")
         for nodeid, entry in sorted(self.passed.items()):
             lines.append(f"stale quarantine {nodeid}: passed; its entry {entry.case!r} may go ({entry.issue})")
         for entry in self.expired:
-            lines.append(f"expired quarantine {entry.case!r} (until {entry.until}): no longer quarantines, "
-                         f"its failures fail the run; renew or remove it in {self.path} ({entry.issue})")
+            lines.append(
+                f"expired quarantine {entry.case!r} (until {entry.until}): no longer quarantines, "
+                f"its failures fail the run; renew or remove it in {self.path} ({entry.issue})"
+            )
         return lines
 
 
@@ -107,15 +111,15 @@ def load(path: Path, *, today: datetime.date, name: Optional[str] = None) -> Qua
         raise ParityUsageError(f"quarantine file {name}: not valid TOML: {exc}") from None
     extra = sorted(set(data) - {"quarantine"})
     if extra:
-        raise ParityUsageError(f"quarantine file {name}: unknown top-level keys {extra}; "
-                               "entries are [[quarantine]] tables")
+        raise ParityUsageError(
+            f"quarantine file {name}: unknown top-level keys {extra}; entries are [[quarantine]] tables"
+        )
     tables = data.get("quarantine", [])
     if not isinstance(tables, list):
         raise ParityUsageError(f"quarantine file {name}: 'quarantine' must be an array of tables ([[quarantine]])")
     entries = [_entry(table, f"quarantine file {name}: entry {n}") for n, table in enumerate(tables, 1)]
     _no_duplicates(entries, f"quarantine file {name}")
-    return Quarantine(name, tuple(e for e in entries if e.until >= today),
-                      tuple(e for e in entries if e.until < today))
+    return Quarantine(name, tuple(e for e in entries if e.until >= today), tuple(e for e in entries if e.until < today))
 
 
 def _entry(table, where: str) -> Entry:

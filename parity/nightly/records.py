@@ -25,15 +25,28 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
+from .. import files
+from ..engine.data_parallel.result import RUNS, DataParallelResult
+from ..errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from ..judge import devices
 from . import environment
-from ..engine.data_parallel.result import RUNS, DataParallelResult
-from .. import files
-from ..errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from .schema import check_fields
 
-__all__ = ["SCHEMA", "RECORD_KEY", "VERDICTS", "CUT_SHORT", "check_record", "lost_record", "fingerprint",
-           "read_records", "RecordFile", "recording", "attach", "carried", "item_records"]
+__all__ = [
+    "SCHEMA",
+    "RECORD_KEY",
+    "VERDICTS",
+    "CUT_SHORT",
+    "check_record",
+    "lost_record",
+    "fingerprint",
+    "read_records",
+    "RecordFile",
+    "recording",
+    "attach",
+    "carried",
+    "item_records",
+]
 
 SCHEMA = 1
 RECORD_KEY = "parity-record"  # the user property a check record travels in
@@ -44,10 +57,32 @@ _CAUSE = "Likely cause: "
 _RECORDS = pytest.StashKey[List[Dict[str, Any]]]()
 _SENT = pytest.StashKey[int]()
 # Fields that hold floats: "inf"/"-inf"/"nan" there are read back as floats.
-_FLOATS = frozenset({"max_abs", "max_rel", "cosine", "margin", "rtol", "atol", "ms_error", "spread",
-                     "tolerance_margin", "whole_margin", "worst_margin", "duration", "out_margin", "out_error", "in_margin",
-                     "ms_loss", "torch_loss", "factor", "mindspore_single", "mindspore_parallel", "torch_single",
-                     "torch_parallel"})
+_FLOATS = frozenset(
+    {
+        "max_abs",
+        "max_rel",
+        "cosine",
+        "margin",
+        "rtol",
+        "atol",
+        "ms_error",
+        "spread",
+        "tolerance_margin",
+        "whole_margin",
+        "worst_margin",
+        "duration",
+        "out_margin",
+        "out_error",
+        "in_margin",
+        "ms_loss",
+        "torch_loss",
+        "factor",
+        "mindspore_single",
+        "mindspore_parallel",
+        "torch_single",
+        "torch_parallel",
+    }
+)
 
 
 # -- check records ----------------------------------------------------------------------------
@@ -70,19 +105,41 @@ def _shape(shape) -> Optional[List[int]]:
 def _envelope(e) -> Optional[Dict[str, Any]]:
     if e is None:
         return None
-    return {"passed": e.passed, "margin": e.margin, "outside": e.outside, "total": e.total,
-            "ms_error": e.ms_error, "spread": e.spread, "flips": e.flips, "steady": e.steady, "factor": e.factor,
-            "draws": e.draws, "float64": e.float64, "tolerance_margin": e.tolerance_margin,
-            "whole_margin": e.whole_margin, "judged_whole": e.judged_whole}
+    return {
+        "passed": e.passed,
+        "margin": e.margin,
+        "outside": e.outside,
+        "total": e.total,
+        "ms_error": e.ms_error,
+        "spread": e.spread,
+        "flips": e.flips,
+        "steady": e.steady,
+        "factor": e.factor,
+        "draws": e.draws,
+        "float64": e.float64,
+        "tolerance_margin": e.tolerance_margin,
+        "whole_margin": e.whole_margin,
+        "judged_whole": e.judged_whole,
+    }
 
 
 def _golden(g) -> Optional[Dict[str, Any]]:
     """The half-precision judge (parity.judge.golden.Golden), where it ran."""
     if g is None:
         return None
-    return {"passed": g.passed, "dtype": g.dtype, "margin": g.margin, "factor": g.factor, "floor": g.floor,
-            "ms_error": g.ms_error, "torch_error": g.torch_error, "ms_max": g.ms_max, "torch_max": g.torch_max,
-            "flips": g.flips, "tolerance_margin": g.tolerance_margin}
+    return {
+        "passed": g.passed,
+        "dtype": g.dtype,
+        "margin": g.margin,
+        "factor": g.factor,
+        "floor": g.floor,
+        "ms_error": g.ms_error,
+        "torch_error": g.torch_error,
+        "ms_max": g.ms_max,
+        "torch_max": g.torch_max,
+        "flips": g.flips,
+        "tolerance_margin": g.tolerance_margin,
+    }
 
 
 def tensor_record(c, step: Optional[int] = None) -> Dict[str, Any]:
@@ -91,17 +148,34 @@ def tensor_record(c, step: Optional[int] = None) -> Dict[str, Any]:
     measured = c.problem is None
     nf = c.nonfinite
     record = {
-        "kind": c.kind, "name": c.name, "ms_name": c.ms_name, "torch_name": c.torch_name, "mode": c.mode,
-        "layer": c.layer or None, "ms_shape": _shape(c.ms_shape), "torch_shape": _shape(c.torch_shape),
-        "ms_dtype": c.ms_dtype, "torch_dtype": c.torch_dtype, "passed": c.passed, "problem": c.problem,
-        "total": c.total, "mismatched": c.mismatched,
-        "max_abs": c.max_abs if measured else None, "max_abs_index": list(c.max_abs_index) if measured else None,
-        "max_rel": c.max_rel if measured else None, "max_rel_index": list(c.max_rel_index) if measured else None,
-        "cosine": c.cosine if measured and c.total else None, "margin": c.margin if measured else None,
-        "tolerance": {"rtol": c.tolerance.rtol, "atol": c.tolerance.atol}, "tolerance_source": c.tolerance_source,
-        "nonfinite": None if nf is None else {"ms": nf.ms_count, "torch": nf.torch_count,
-                                              "disagreeing": nf.disagreeing, "positions": nf.positions},
-        "noise_judged": c.noise_judged, "envelope": _envelope(c.envelope), "golden": _golden(c.golden),
+        "kind": c.kind,
+        "name": c.name,
+        "ms_name": c.ms_name,
+        "torch_name": c.torch_name,
+        "mode": c.mode,
+        "layer": c.layer or None,
+        "ms_shape": _shape(c.ms_shape),
+        "torch_shape": _shape(c.torch_shape),
+        "ms_dtype": c.ms_dtype,
+        "torch_dtype": c.torch_dtype,
+        "passed": c.passed,
+        "problem": c.problem,
+        "total": c.total,
+        "mismatched": c.mismatched,
+        "max_abs": c.max_abs if measured else None,
+        "max_abs_index": list(c.max_abs_index) if measured else None,
+        "max_rel": c.max_rel if measured else None,
+        "max_rel_index": list(c.max_rel_index) if measured else None,
+        "cosine": c.cosine if measured and c.total else None,
+        "margin": c.margin if measured else None,
+        "tolerance": {"rtol": c.tolerance.rtol, "atol": c.tolerance.atol},
+        "tolerance_source": c.tolerance_source,
+        "nonfinite": None
+        if nf is None
+        else {"ms": nf.ms_count, "torch": nf.torch_count, "disagreeing": nf.disagreeing, "positions": nf.positions},
+        "noise_judged": c.noise_judged,
+        "envelope": _envelope(c.envelope),
+        "golden": _golden(c.golden),
     }
     if step is not None:
         record["step"] = step
@@ -115,18 +189,32 @@ def _first_divergence(layers) -> Optional[Dict[str, Any]]:
     found = {}
     for direction in ("forward", "backward"):
         verdict, where = layers.first(direction)
-        found[direction] = None if verdict is None else {
-            "layer": verdict.path, "ms_layer": verdict.ms_path, "ms_type": verdict.ms_type,
-            "torch_type": verdict.torch_type, "status": verdict.status, "where": where,
-            "max_abs": verdict.max_abs, "out_margin": verdict.out_margin, "out_error": verdict.out_error,
-            **_own(verdict)}
+        found[direction] = (
+            None
+            if verdict is None
+            else {
+                "layer": verdict.path,
+                "ms_layer": verdict.ms_path,
+                "ms_type": verdict.ms_type,
+                "torch_type": verdict.torch_type,
+                "status": verdict.status,
+                "where": where,
+                "max_abs": verdict.max_abs,
+                "out_margin": verdict.out_margin,
+                "out_error": verdict.out_error,
+                **_own(verdict),
+            }
+        )
     return found
 
 
 def _own(verdict) -> Dict[str, Any]:
     """A layer's own error (fed PyTorch's inputs; see parity.engine.own), where it was measured."""
-    return {"own_error": getattr(verdict, "own_error", None), "own_margin": getattr(verdict, "own_margin", None),
-            "own_status": getattr(verdict, "own_status", "")}
+    return {
+        "own_error": getattr(verdict, "own_error", None),
+        "own_margin": getattr(verdict, "own_margin", None),
+        "own_status": getattr(verdict, "own_status", ""),
+    }
 
 
 def _own_errors(layers) -> Optional[List[Dict[str, Any]]]:
@@ -147,33 +235,59 @@ def _layers(layers) -> Optional[Dict[str, List[Dict[str, Any]]]]:
     order (the per-layer table of the message, whole); ``None`` without a layer capture."""
     if layers is None:
         return None
-    return {direction: [{"layer": v.path, "ms_layer": v.ms_path, "call": v.call, "ms_type": v.ms_type,
-                         "torch_type": v.torch_type, "status": v.status, "in_margin": v.in_margin,
-                         "out_margin": v.out_margin, "out_error": v.out_error, "max_abs": v.max_abs, **_own(v)}
-                        for v in getattr(layers, direction)]
-            for direction in ("forward", "backward")}
+    return {
+        direction: [
+            {
+                "layer": v.path,
+                "ms_layer": v.ms_path,
+                "call": v.call,
+                "ms_type": v.ms_type,
+                "torch_type": v.torch_type,
+                "status": v.status,
+                "in_margin": v.in_margin,
+                "out_margin": v.out_margin,
+                "out_error": v.out_error,
+                "max_abs": v.max_abs,
+                **_own(v),
+            }
+            for v in getattr(layers, direction)
+        ]
+        for direction in ("forward", "backward")
+    }
 
 
 def _training(result) -> Dict[str, Any]:
     first = result.first_failure
-    return {"optimizer": result.optimizer, "loss": result.loss, "batches": result.batches,
-            "losses": [{"step": s.step, "ms_loss": s.ms_loss, "torch_loss": s.torch_loss} for s in result.steps],
-            "first_failure": None if first is None else {"step": first[0], "kind": first[1].kind,
-                                                         "name": first[1].name}}
+    return {
+        "optimizer": result.optimizer,
+        "loss": result.loss,
+        "batches": result.batches,
+        "losses": [{"step": s.step, "ms_loss": s.ms_loss, "torch_loss": s.torch_loss} for s in result.steps],
+        "first_failure": None if first is None else {"step": first[0], "kind": first[1].kind, "name": first[1].name},
+    }
 
 
 def _data_parallel(result) -> Dict[str, Any]:
     """A data-parallel check's runs, pairs, losses and findings (parity.engine.data_parallel.run)."""
     first = result.first_failure
     pairs = list(dict.fromkeys(p for s in result.steps for p in s.pairs))
-    return {"workers": result.workers, "runs": list(RUNS), "pairs": pairs, "optimizer": result.optimizer,
-            "loss": result.loss, "batches": result.batches,
-            "losses": [{"step": s.step, **{_run_key(run): s.losses[run] for run in RUNS}} for s in result.steps],
-            "failing_pairs": result.failing_pairs, "disagreeing": result.disagreeing or None,
-            "shard_findings": list(result.shard_findings), "worker_findings": list(result.worker_findings),
-            "first_failure": None if first is None else {"step": first[0], "pair": first[1], "kind": first[2].kind,
-                                                         "name": first[2].name},
-            "seconds": dict(result.seconds)}
+    return {
+        "workers": result.workers,
+        "runs": list(RUNS),
+        "pairs": pairs,
+        "optimizer": result.optimizer,
+        "loss": result.loss,
+        "batches": result.batches,
+        "losses": [{"step": s.step, **{_run_key(run): s.losses[run] for run in RUNS}} for s in result.steps],
+        "failing_pairs": result.failing_pairs,
+        "disagreeing": result.disagreeing or None,
+        "shard_findings": list(result.shard_findings),
+        "worker_findings": list(result.worker_findings),
+        "first_failure": None
+        if first is None
+        else {"step": first[0], "pair": first[1], "kind": first[2].kind, "name": first[2].name},
+        "seconds": dict(result.seconds),
+    }
 
 
 def _run_key(run: str) -> str:
@@ -184,46 +298,95 @@ def _run_key(run: str) -> str:
 def _parallel_fields(result) -> Dict[str, Any]:
     tensors = [tensor_record(c, s.step) for s in result.steps for c in s.comparisons]
     margins = [t["margin"] for t in tensors if t["margin"] is not None]
-    return {"pair": {"mindspore": result.ms_type, "torch": result.torch_type}, "train": True, "modes": ["pynative"],
-            "seed": result.seed, "worst_margin": max(margins, default=None), "tensors": tensors,
-            "data_parallel": _data_parallel(result), "inputs": result.batches, "notes": list(result.notes),
-            "reproduce": result.reproduce or None}
+    return {
+        "pair": {"mindspore": result.ms_type, "torch": result.torch_type},
+        "train": True,
+        "modes": ["pynative"],
+        "seed": result.seed,
+        "worst_margin": max(margins, default=None),
+        "tensors": tensors,
+        "data_parallel": _data_parallel(result),
+        "inputs": result.batches,
+        "notes": list(result.notes),
+        "reproduce": result.reproduce or None,
+    }
 
 
 def _generation(result) -> Dict[str, Any]:
     first = result.first_difference
-    return {"use_cache": result.use_cache, "steps": len(result.steps), "ms_tokens": result.ms_tokens.tolist(),
-            "torch_tokens": result.torch_tokens.tolist(),
-            "first_difference": None if first is None else {"step": first[0], "row": first[1]},
-            "differences": [{"step": d.step, "row": d.row, "ms_token": d.ms_token, "torch_token": d.torch_token,
-                             "gap": d.gap, "allowed": d.allowed, "near_tie": d.near_tie} for d in result.differences]}
+    return {
+        "use_cache": result.use_cache,
+        "steps": len(result.steps),
+        "ms_tokens": result.ms_tokens.tolist(),
+        "torch_tokens": result.torch_tokens.tolist(),
+        "first_difference": None if first is None else {"step": first[0], "row": first[1]},
+        "differences": [
+            {
+                "step": d.step,
+                "row": d.row,
+                "ms_token": d.ms_token,
+                "torch_token": d.torch_token,
+                "gap": d.gap,
+                "allowed": d.allowed,
+                "near_tie": d.near_tie,
+            }
+            for d in result.differences
+        ],
+    }
 
 
 def _generation_fields(result) -> Dict[str, Any]:
     tensors = [tensor_record(s.comparison, s.step) for s in result.steps]
     margins = [t["margin"] for t in tensors if t["margin"] is not None]
     weights = result.weights
-    return {"pair": {"mindspore": result.ms_type, "torch": result.torch_type}, "train": False, "modes": ["pynative"],
-            "seed": result.seed, "worst_margin": max(margins, default=None), "tensors": tensors,
-            "first_divergence": _first_divergence(result.layers), "generation": _generation(result),
-            "weights": {"direction": weights.direction, "mapped": weights.total, "verified": weights.verified},
-            "inputs": result.prompt, "notes": list(result.notes), "reproduce": result.reproduce or None}
+    return {
+        "pair": {"mindspore": result.ms_type, "torch": result.torch_type},
+        "train": False,
+        "modes": ["pynative"],
+        "seed": result.seed,
+        "worst_margin": max(margins, default=None),
+        "tensors": tensors,
+        "first_divergence": _first_divergence(result.layers),
+        "generation": _generation(result),
+        "weights": {"direction": weights.direction, "mapped": weights.total, "verified": weights.verified},
+        "inputs": result.prompt,
+        "notes": list(result.notes),
+        "reproduce": result.reproduce or None,
+    }
 
 
 def _shapes_fields(result) -> Dict[str, Any]:
-    tensors = [{**tensor_record(c), "shape": s.index} for s in result.shapes if s.result is not None
-               for c in s.result.comparisons]
+    tensors = [
+        {**tensor_record(c), "shape": s.index}
+        for s in result.shapes
+        if s.result is not None
+        for c in s.result.comparisons
+    ]
     margins = [t["margin"] for t in tensors if t["margin"] is not None]
     first = next((s.result for s in result.shapes if s.result is not None), None)
-    return {"pair": {"mindspore": result.ms_type, "torch": result.torch_type},
-            "train": first.train if first is not None else None, "modes": list(result.modes),
-            "seed": first.seed if first is not None else None, "worst_margin": max(margins, default=None),
-            "tensors": tensors, "notes": list(result.notes),
-            "shapes": [{"index": s.index, "inputs": s.inputs, "passed": s.passed, "compiled": s.compiled,
-                        "worst_margin": s.result.worst_margin if s.result is not None else None,
-                        "error": s.error or None} for s in result.shapes],
-            "signature": None if result.signature is None else [{"shape": list(dims), "dtype": dtype}
-                                                                for dims, dtype in result.signature]}
+    return {
+        "pair": {"mindspore": result.ms_type, "torch": result.torch_type},
+        "train": first.train if first is not None else None,
+        "modes": list(result.modes),
+        "seed": first.seed if first is not None else None,
+        "worst_margin": max(margins, default=None),
+        "tensors": tensors,
+        "notes": list(result.notes),
+        "shapes": [
+            {
+                "index": s.index,
+                "inputs": s.inputs,
+                "passed": s.passed,
+                "compiled": s.compiled,
+                "worst_margin": s.result.worst_margin if s.result is not None else None,
+                "error": s.error or None,
+            }
+            for s in result.shapes
+        ],
+        "signature": None
+        if result.signature is None
+        else [{"shape": list(dims), "dtype": dtype} for dims, dtype in result.signature],
+    }
 
 
 def _result_fields(result) -> Dict[str, Any]:
@@ -234,8 +397,11 @@ def _result_fields(result) -> Dict[str, Any]:
     if hasattr(result, "use_cache"):  # parity.engine.generation.GenerationResult
         return _generation_fields(result)
     training = hasattr(result, "steps")
-    tensors = ([tensor_record(c, s.step) for s in result.steps for c in s.comparisons] if training
-               else [tensor_record(c) for c in result.comparisons])
+    tensors = (
+        [tensor_record(c, s.step) for s in result.steps for c in s.comparisons]
+        if training
+        else [tensor_record(c) for c in result.comparisons]
+    )
     margins = [t["margin"] for t in tensors if t["margin"] is not None]
     weights = result.weights
     return {
@@ -260,8 +426,18 @@ def _result_fields(result) -> Dict[str, Any]:
     }
 
 
-def check_record(*, nodeid: str, case: str, call: str, index: int, device: str, seed: int, duration: float,
-                 result=None, error: Optional[BaseException] = None) -> Dict[str, Any]:
+def check_record(
+    *,
+    nodeid: str,
+    case: str,
+    call: str,
+    index: int,
+    device: str,
+    seed: int,
+    duration: float,
+    result=None,
+    error: Optional[BaseException] = None,
+) -> Dict[str, Any]:
     """The record of one check: its ``result`` (a Result, TrainingResult, DataParallelResult or
     GenerationResult; a
     mismatch's own when ``error`` is one), or only the ``error`` where the check raised before
@@ -270,24 +446,51 @@ def check_record(*, nodeid: str, case: str, call: str, index: int, device: str, 
         result = error.result
     message = str(error) if error is not None else ""
     record: Dict[str, Any] = {
-        "schema": SCHEMA, "type": "check", "nodeid": nodeid, "case": case, "call": call, "index": index,
-        "verdict": _verdict(result, error), "device": device,
-        "pair": None, "train": None, "modes": [], "seed": seed, "reference": None, "worst_margin": None,
-        "problem": None, "tensors": [], "first_divergence": None, "layers": None, "training": None,
-        "data_parallel": None, "generation": None, "shapes": None, "signature": None, "weights": None, "inputs": None, "notes": [], "reproduce": None,
-        "repro": None, "device_setup": None,
+        "schema": SCHEMA,
+        "type": "check",
+        "nodeid": nodeid,
+        "case": case,
+        "call": call,
+        "index": index,
+        "verdict": _verdict(result, error),
+        "device": device,
+        "pair": None,
+        "train": None,
+        "modes": [],
+        "seed": seed,
+        "reference": None,
+        "worst_margin": None,
+        "problem": None,
+        "tensors": [],
+        "first_divergence": None,
+        "layers": None,
+        "training": None,
+        "data_parallel": None,
+        "generation": None,
+        "shapes": None,
+        "signature": None,
+        "weights": None,
+        "inputs": None,
+        "notes": [],
+        "reproduce": None,
+        "repro": None,
+        "device_setup": None,
     }
     if result is not None:
         record.update(_result_fields(result))
         setup = getattr(result, "device_setup", None)
         record["device_setup"] = setup.as_record() if setup is not None else None
-    record.update({
-        "likely_causes": list(getattr(error, "likely_causes", None) or
-                              [line[len(_CAUSE):] for line in message.splitlines() if line.startswith(_CAUSE)]),
-        "error": None if error is None else {"type": type(error).__name__, "message": message},
-        "duration": duration,
-        "worker": os.environ.get("PYTEST_XDIST_WORKER"),
-    })
+    record.update(
+        {
+            "likely_causes": list(
+                getattr(error, "likely_causes", None)
+                or [line[len(_CAUSE) :] for line in message.splitlines() if line.startswith(_CAUSE)]
+            ),
+            "error": None if error is None else {"type": type(error).__name__, "message": message},
+            "duration": duration,
+            "worker": os.environ.get("PYTEST_XDIST_WORKER"),
+        }
+    )
     return _jsonable(record)
 
 
@@ -295,17 +498,29 @@ class _Lost(Exception):
     pass
 
 
-def lost_record(*, nodeid: str, verdict: str, message: str, index: int, device: str, seed: int,
-                worker: Optional[str]) -> Dict[str, Any]:
+def lost_record(
+    *, nodeid: str, verdict: str, message: str, index: int, device: str, seed: int, worker: Optional[str]
+) -> Dict[str, Any]:
     """The record of a test that never finished (``verdict`` ``"crashed"``: its xdist worker died
     under it; ``"interrupted"``: the run was stopped while it ran). What its checks found was lost
     with it; the record stands for the whole test (``call`` ``"test"``)."""
     if verdict not in CUT_SHORT:
         raise ValueError(f"lost_record: verdict {verdict!r} is not one of {CUT_SHORT}")
-    record = check_record(nodeid=nodeid, case=nodeid, call="test", index=index, device=device, seed=seed,
-                          duration=0.0, error=_Lost(message))
-    record.update(verdict=verdict, worker=worker,
-                  error={"type": "WorkerCrashed" if verdict == "crashed" else "Interrupted", "message": message})
+    record = check_record(
+        nodeid=nodeid,
+        case=nodeid,
+        call="test",
+        index=index,
+        device=device,
+        seed=seed,
+        duration=0.0,
+        error=_Lost(message),
+    )
+    record.update(
+        verdict=verdict,
+        worker=worker,
+        error={"type": "WorkerCrashed" if verdict == "crashed" else "Interrupted", "message": message},
+    )
     return record
 
 
@@ -347,8 +562,9 @@ def recording(node, settings, *, call: str, case: str) -> Iterator[_Recorded]:
         kept.append(check_record(index=len(kept), duration=time.perf_counter() - started, error=exc, **fields))
         raise
     if recorded.result is not None:
-        kept.append(check_record(index=len(kept), duration=time.perf_counter() - started, result=recorded.result,
-                                 **fields))
+        kept.append(
+            check_record(index=len(kept), duration=time.perf_counter() - started, result=recorded.result, **fields)
+        )
 
 
 def item_records(item) -> List[Dict[str, Any]]:
@@ -383,8 +599,9 @@ def carried(report) -> List[Dict[str, Any]]:
 # -- the environment and the file -------------------------------------------------------------
 
 
-def fingerprint(*, root: Path, device: str, seed: Optional[str], mode: Optional[str],
-                workers: Optional[object] = None) -> Dict[str, Any]:
+def fingerprint(
+    *, root: Path, device: str, seed: Optional[str], mode: Optional[str], workers: Optional[object] = None
+) -> Dict[str, Any]:
     """The run's environment record: versions, the device, the host, the commit at ``root``,
     and the run's own options (as given: ``None`` where left to defaults)."""
     host = environment.cpu()
@@ -392,16 +609,27 @@ def fingerprint(*, root: Path, device: str, seed: Optional[str], mode: Optional[
     versions = environment.versions()
     versions.update({key: accelerator.pop(key) for key in ("cann", "ascend_driver", "nvidia_driver")})
     accelerator["torch_reference"] = devices.planned_reference(device, versions.get("torch_npu"))
-    return _jsonable({
-        "schema": SCHEMA, "type": "environment",
-        # to the microsecond: two runs a second apart are two runs (parity report's history keys on it)
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds"),
-        "versions": versions, **accelerator,
-        "host": {"name": platform.node(), "platform": platform.platform(), "cpu_model": host["model"],
-                 "arch": host["arch"], "cores": host["cores"], "cpu_flags": host["flags"]},
-        "git": environment.git_state(root), "rootdir": str(root),
-        "run": {"seed": seed, "mode": mode, "device": device, "xdist_workers": workers},
-    })
+    return _jsonable(
+        {
+            "schema": SCHEMA,
+            "type": "environment",
+            # to the microsecond: two runs a second apart are two runs (parity report's history keys on it)
+            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds"),
+            "versions": versions,
+            **accelerator,
+            "host": {
+                "name": platform.node(),
+                "platform": platform.platform(),
+                "cpu_model": host["model"],
+                "arch": host["arch"],
+                "cores": host["cores"],
+                "cpu_flags": host["flags"],
+            },
+            "git": environment.git_state(root),
+            "rootdir": str(root),
+            "run": {"seed": seed, "mode": mode, "device": device, "xdist_workers": workers},
+        }
+    )
 
 
 class RecordFile:
@@ -457,8 +685,10 @@ def read_records(path) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
             raise ParityUsageError(f"{path}:{number}: record schema {found!r}; this parity reads schema {SCHEMA}")
         if record.get("type") == "environment":
             if environment_record is not None:
-                raise ParityUsageError(f"{path}:{number}: a second environment record; a report holds one "
-                                       "run (merge shard reports rather than concatenating them)")
+                raise ParityUsageError(
+                    f"{path}:{number}: a second environment record; a report holds one "
+                    "run (merge shard reports rather than concatenating them)"
+                )
             check_fields(record, f"{path}:{number}", VERDICTS)
             environment_record = record
         elif record.get("type") == "check":

@@ -20,15 +20,37 @@ from .. import files
 from ..errors import ParityUsageError
 from .records import _jsonable, read_records
 
-__all__ = ["Run", "BASELINE_FILE", "NIGHT_GAP", "ENVIRONMENT_FIELDS", "check_key", "check_label", "load_runs",
-           "merge", "load_baselines", "save_baseline", "environment_differences", "shard_differences"]
+__all__ = [
+    "Run",
+    "BASELINE_FILE",
+    "NIGHT_GAP",
+    "ENVIRONMENT_FIELDS",
+    "check_key",
+    "check_label",
+    "load_runs",
+    "merge",
+    "load_baselines",
+    "save_baseline",
+    "environment_differences",
+    "shard_differences",
+]
 
 BASELINE_FILE = "baseline.jsonl"
 NIGHT_GAP = datetime.timedelta(hours=12)
 # What makes two runs' numbers comparable: versions, the device, the CPU's kernels, how the run was
 # asked to run. The commit is left out: it changes every night, and is shown on its own.
-ENVIRONMENT_FIELDS = ("versions.", "device", "device_name", "torch_reference", "host.cpu_model", "host.arch",
-                      "host.cpu_flags", "run.seed", "run.mode", "run.device")
+ENVIRONMENT_FIELDS = (
+    "versions.",
+    "device",
+    "device_name",
+    "torch_reference",
+    "host.cpu_model",
+    "host.arch",
+    "host.cpu_flags",
+    "run.seed",
+    "run.mode",
+    "run.device",
+)
 # What may differ between the shards of one run: the runner each ran on, and when it started.
 _SHARD_FREE = ("created", "rootdir", "host.", "run.xdist_workers", "git.dirty")
 
@@ -167,8 +189,9 @@ def load_baselines(path: Path, where: str) -> List[Run]:
         return [merge([_read(path / BASELINE_FILE)])]
     stored = sorted(path.glob(f"*/{BASELINE_FILE}"))
     if not stored:
-        raise ParityUsageError(f"{where}: {path} holds no {BASELINE_FILE}, nor folders holding one "
-                               "(write one with --parity-save-baseline)")
+        raise ParityUsageError(
+            f"{where}: {path} holds no {BASELINE_FILE}, nor folders holding one (write one with --parity-save-baseline)"
+        )
     return sorted((merge([_read(p)]) for p in stored), key=lambda r: r.created)
 
 

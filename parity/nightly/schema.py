@@ -14,26 +14,81 @@ from ..errors import ParityUsageError
 __all__ = ["check_fields"]
 
 _TEXT, _NUMBER, _INTEGER, _FLAG, _TABLE, _LIST, _TEXTS, _TABLES = (
-    "a string", "a number", "an integer", "true or false", "an object", "a list", "a list of strings",
-    "a list of objects")
+    "a string",
+    "a number",
+    "an integer",
+    "true or false",
+    "an object",
+    "a list",
+    "a list of strings",
+    "a list of objects",
+)
 
 _CHECK = {
-    "nodeid": _TEXT, "index": _INTEGER, "verdict": _TEXT, "case": _TEXT, "call": _TEXT, "device": _TEXT,
-    "problem": _TEXT, "reproduce": _TEXT, "worker": _TEXT, "seed": _INTEGER, "worst_margin": _NUMBER,
-    "duration": _NUMBER, "modes": _TEXTS, "notes": _TEXTS, "likely_causes": _TEXTS, "tensors": _TABLES,
-    "pair": _TABLE, "error": _TABLE, "first_divergence": _TABLE, "layers": _TABLE, "training": _TABLE,
-    "data_parallel": _TABLE, "generation": _TABLE, "shapes": _TABLES, "weights": _TABLE, "device_setup": _TABLE,
+    "nodeid": _TEXT,
+    "index": _INTEGER,
+    "verdict": _TEXT,
+    "case": _TEXT,
+    "call": _TEXT,
+    "device": _TEXT,
+    "problem": _TEXT,
+    "reproduce": _TEXT,
+    "worker": _TEXT,
+    "seed": _INTEGER,
+    "worst_margin": _NUMBER,
+    "duration": _NUMBER,
+    "modes": _TEXTS,
+    "notes": _TEXTS,
+    "likely_causes": _TEXTS,
+    "tensors": _TABLES,
+    "pair": _TABLE,
+    "error": _TABLE,
+    "first_divergence": _TABLE,
+    "layers": _TABLE,
+    "training": _TABLE,
+    "data_parallel": _TABLE,
+    "generation": _TABLE,
+    "shapes": _TABLES,
+    "weights": _TABLE,
+    "device_setup": _TABLE,
 }
 _TENSOR = {
-    "kind": _TEXT, "name": _TEXT, "mode": _TEXT, "ms_name": _TEXT, "torch_name": _TEXT, "layer": _TEXT,
-    "problem": _TEXT, "tolerance_source": _TEXT, "ms_dtype": _TEXT, "torch_dtype": _TEXT, "passed": _FLAG,
-    "step": _INTEGER, "margin": _NUMBER, "max_abs": _NUMBER, "max_rel": _NUMBER, "cosine": _NUMBER,
-    "tolerance": _TABLE, "nonfinite": _TABLE, "envelope": _TABLE, "golden": _TABLE,
+    "kind": _TEXT,
+    "name": _TEXT,
+    "mode": _TEXT,
+    "ms_name": _TEXT,
+    "torch_name": _TEXT,
+    "layer": _TEXT,
+    "problem": _TEXT,
+    "tolerance_source": _TEXT,
+    "ms_dtype": _TEXT,
+    "torch_dtype": _TEXT,
+    "passed": _FLAG,
+    "step": _INTEGER,
+    "margin": _NUMBER,
+    "max_abs": _NUMBER,
+    "max_rel": _NUMBER,
+    "cosine": _NUMBER,
+    "tolerance": _TABLE,
+    "nonfinite": _TABLE,
+    "envelope": _TABLE,
+    "golden": _TABLE,
 }
-_ENVIRONMENT = {"created": _TEXT, "device": _TEXT, "device_name": _TEXT, "versions": _TABLE, "git": _TABLE,
-                "host": _TABLE, "run": _TABLE, "torch_reference": _TABLE}
-_INNER = {"error": {"type": _TEXT, "message": _TEXT}, "git": {"commit": _TEXT, "dirty": _FLAG},
-          "first_divergence": {"forward": _TABLE, "backward": _TABLE}}
+_ENVIRONMENT = {
+    "created": _TEXT,
+    "device": _TEXT,
+    "device_name": _TEXT,
+    "versions": _TABLE,
+    "git": _TABLE,
+    "host": _TABLE,
+    "run": _TABLE,
+    "torch_reference": _TABLE,
+}
+_INNER = {
+    "error": {"type": _TEXT, "message": _TEXT},
+    "git": {"commit": _TEXT, "dirty": _FLAG},
+    "first_divergence": {"forward": _TABLE, "backward": _TABLE},
+}
 
 
 def _is(value: Any, kind: str) -> bool:
@@ -72,8 +127,9 @@ def check_fields(record: Dict[str, Any], where: str, verdicts: Tuple[str, ...]) 
         return
     for key in ("nodeid", "verdict"):
         if key not in record:
-            raise ParityUsageError(f"{where}: a check record without {key!r}; every check record has nodeid and "
-                                   "verdict")
+            raise ParityUsageError(
+                f"{where}: a check record without {key!r}; every check record has nodeid and verdict"
+            )
     _fields(record, _CHECK, where)
     if record["verdict"] not in verdicts:
         raise ParityUsageError(f"{where}: verdict {record['verdict']!r} is none of {', '.join(verdicts)}")

@@ -45,8 +45,10 @@ def parse_shard(value: str, where: str) -> Shard:
         raise ParityUsageError(f"{where}: expected I/N, the I-th of N shards (for example 2/4), got {value!r}")
     index, count = int(match[1]), int(match[2])
     if count < 1 or not 1 <= index <= count:
-        raise ParityUsageError(f"{where}: shard numbers count from 1 and I must be between 1 and N "
-                               f"(for example 1/{max(count, 1)} to {max(count, 1)}/{max(count, 1)}), got {value!r}")
+        raise ParityUsageError(
+            f"{where}: shard numbers count from 1 and I must be between 1 and N "
+            f"(for example 1/{max(count, 1)} to {max(count, 1)}/{max(count, 1)}), got {value!r}"
+        )
     return Shard(index, count)
 
 

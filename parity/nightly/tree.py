@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 from . import plot
 from .drift import fmt
@@ -37,13 +37,18 @@ COLORS = {"own": plot.FAIL_COLOR, "inherited": "#ff7f0e", "ok": plot.MARGIN_COLO
 _RANK = {"own": 3, "inherited": 2, "ok": 1, "not compared": 0}
 _FALLBACK = {"FAIL": "own", "downstream": "inherited", "contains": "inherited", "ok": "ok", "noise": "ok"}
 _OWN = {"own": "own", "inherited": "inherited", "ok": "ok"}
-STYLE = "".join(
-    f".tree details.v-{v.replace(' ', '-')}>summary{{border-left:6px solid {c}}}"
-    f".key span.v-{v.replace(' ', '-')}::before{{content:'';display:inline-block;width:10px;height:10px;"
-    f"margin-right:4px;background:{c}}}" for v, c in COLORS.items()) + """
+STYLE = (
+    "".join(
+        f".tree details.v-{v.replace(' ', '-')}>summary{{border-left:6px solid {c}}}"
+        f".key span.v-{v.replace(' ', '-')}::before{{content:'';display:inline-block;width:10px;height:10px;"
+        f"margin-right:4px;background:{c}}}"
+        for v, c in COLORS.items()
+    )
+    + """
 .tree{font-family:monospace;font-size:12px}.tree details{margin-left:18px}.tree summary{padding:1px 6px;cursor:pointer}
 .tree summary .verdict{color:#555}.tree summary .inside{color:#b00020}.tree table{margin:4px 0 4px 24px}
 .tree ul.causes{margin:2px 0 4px 24px}.key span{margin-right:16px;font-size:12px}p.repro code{background:#f2f2f2}"""
+)
 
 
 def verdict(call: Dict[str, Any]) -> str:
@@ -107,8 +112,14 @@ def _text(cause: Any) -> str:
     return str(cause)
 
 
-_FIGURES = (("own margin", "own_margin"), ("own error", "own_error"), ("out margin", "out_margin"),
-            ("out error", "out_error"), ("in margin", "in_margin"), ("max abs", "max_abs"))
+_FIGURES = (
+    ("own margin", "own_margin"),
+    ("own error", "own_error"),
+    ("out margin", "out_margin"),
+    ("out error", "out_error"),
+    ("in margin", "in_margin"),
+    ("max abs", "max_abs"),
+)
 
 
 def _figures(direction: str, call: Dict[str, Any]) -> str:
@@ -120,15 +131,19 @@ def _figures(direction: str, call: Dict[str, Any]) -> str:
 
 def _table(node: _Node) -> str:
     head = "".join(f"<th>{h}</th>" for h in ("pass", "verdict", "status", "MindSpore layer")) + "".join(
-        f"<th>{label}</th>" for label, _ in _FIGURES)
+        f"<th>{label}</th>" for label, _ in _FIGURES
+    )
     rows = []
     for direction, call in node.calls:
         which = direction + (f" (call {int(call['call']) + 1})" if call.get("call") else "")
         ms = f"{call.get('ms_layer') or ''} {call.get('ms_type') or ''}".strip()
         cells = [which, LABELS[verdict(call)], call.get("status") or "", ms]
         cells += [fmt(_number(call[key])) if call.get(key) is not None else "-" for _, key in _FIGURES]
-        rows.append(f'<tr data-direction="{_esc(direction)}" data-verdict="{_esc(verdict(call))}">'
-                    + "".join(f"<td>{_esc(c)}</td>" for c in cells) + "</tr>")
+        rows.append(
+            f'<tr data-direction="{_esc(direction)}" data-verdict="{_esc(verdict(call))}">'
+            + "".join(f"<td>{_esc(c)}</td>" for c in cells)
+            + "</tr>"
+        )
     return f'<table class="figures"><tr>{head}</tr>{"".join(rows)}</table>'
 
 
@@ -156,8 +171,10 @@ def _render(node: _Node, causes: Dict[Tuple[str, str], List[str]], nonfinite: st
         body.append('<ul class="causes">' + "".join(f"<li>Likely cause: {_esc(c)}</li>" for c in mine) + "</ul>")
     body += [_render(child, causes, nonfinite, depth + 1) for child in node.children.values()]
     opened = " open" if depth == 0 or inside else ""
-    return (f'<details class="v-{v.replace(" ", "-")}" data-path="{_esc(node.path)}" data-verdict="{_esc(v)}"{opened}>'
-            f'<summary title="{_esc(chr(10).join(hover))}">{" ".join(summary)}</summary>{"".join(body)}</details>')
+    return (
+        f'<details class="v-{v.replace(" ", "-")}" data-path="{_esc(node.path)}" data-verdict="{_esc(v)}"{opened}>'
+        f'<summary title="{_esc(chr(10).join(hover))}">{" ".join(summary)}</summary>{"".join(body)}</details>'
+    )
 
 
 def render_tree(record: Dict[str, Any]) -> str:
@@ -173,12 +190,18 @@ def render_tree(record: Dict[str, Any]) -> str:
     pair = record.get("pair") or {}
     if pair.get("torch") or pair.get("mindspore"):
         root.name = f"{pair.get('torch') or '?'} / {pair.get('mindspore') or '?'}"
-    parts = ["<h4>Model tree (PyTorch's module paths; expand a layer for its figures and likely causes)</h4>",
-             f'<p class="key">{key}</p>', f'<div class="tree">{_render(root, _causes(record), nonfinite, 0)}</div>']
+    parts = [
+        "<h4>Model tree (PyTorch's module paths; expand a layer for its figures and likely causes)</h4>",
+        f'<p class="key">{key}</p>',
+        f'<div class="tree">{_render(root, _causes(record), nonfinite, 0)}</div>',
+    ]
     if "repro" in record:
         repro = record.get("repro")
-        parts.append(f'<p class="repro">Standalone repro: <code>{_esc(repro)}</code></p>' if repro
-                     else '<p class="repro">Standalone repro: none was written</p>')
+        parts.append(
+            f'<p class="repro">Standalone repro: <code>{_esc(repro)}</code></p>'
+            if repro
+            else '<p class="repro">Standalone repro: none was written</p>'
+        )
     return "\n".join(parts)
 
 
@@ -193,8 +216,10 @@ def depth_chart(series: str, labels: Sequence[str], calls: Sequence[Dict[str, An
     steps = list(range(1, len(numbers) + 1))
     body = plot._frame(steps, ticks, "difference / allowed", x_label)
     y1 = plot._y(fraction(1.0))
-    body.append(f'<line class="allowed" x1="{plot.LEFT}" y1="{y1:.1f}" x2="{plot.WIDTH - plot.RIGHT}" y2="{y1:.1f}" '
-                f'stroke="{plot.FAIL_COLOR}" stroke-dasharray="5,4"/>')
+    body.append(
+        f'<line class="allowed" x1="{plot.LEFT}" y1="{y1:.1f}" x2="{plot.WIDTH - plot.RIGHT}" y2="{y1:.1f}" '
+        f'stroke="{plot.FAIL_COLOR}" stroke-dasharray="5,4"/>'
+    )
     body.append(_line(series, "series", numbers, labels, steps, fraction, plot.MARGIN_COLOR, ""))
     if has_own:
         body.append(_line(series, "own", own, labels, steps, fraction, "#555", ' stroke-dasharray="2,3"'))
@@ -202,9 +227,11 @@ def depth_chart(series: str, labels: Sequence[str], calls: Sequence[Dict[str, An
         at = fraction(value)
         if at is not None:
             v = verdict(call)
-            body.append(f'<circle cx="{plot._x(step, steps):.2f}" cy="{plot._y(at):.2f}" r="{4 if v == "own" else 3}" '
-                        f'fill="{COLORS[v]}" data-verdict="{_esc(v)}"><title>{step}. {_esc(label)}: {value:.4g} '
-                        f"({_esc(LABELS[v])})</title></circle>")
+            body.append(
+                f'<circle cx="{plot._x(step, steps):.2f}" cy="{plot._y(at):.2f}" r="{4 if v == "own" else 3}" '
+                f'fill="{COLORS[v]}" data-verdict="{_esc(v)}"><title>{step}. {_esc(label)}: {value:.4g} '
+                f"({_esc(LABELS[v])})</title></circle>"
+            )
     return plot._svg(body, f"{series}: difference over allowed against depth, log scale")
 
 
@@ -214,9 +241,11 @@ def _line(series, cls, values, labels, steps, fraction, color, dash) -> str:
         at = fraction(value)
         if at is not None:
             points.append(f"{plot._x(step, steps):.2f},{plot._y(at):.2f}")
-    return (f'<polyline class="{cls}" data-series="{_esc(series)}" data-values="{" ".join(map(repr, values))}" '
-            f'data-labels="{_esc(chr(10).join(labels))}" fill="none" stroke="{color}" stroke-width="1.5"{dash} '
-            f'points="{" ".join(points)}"/>')
+    return (
+        f'<polyline class="{cls}" data-series="{_esc(series)}" data-values="{" ".join(map(repr, values))}" '
+        f'data-labels="{_esc(chr(10).join(labels))}" fill="none" stroke="{color}" stroke-width="1.5"{dash} '
+        f'points="{" ".join(points)}"/>'
+    )
 
 
 def _number(value: Any) -> float:

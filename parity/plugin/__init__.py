@@ -13,14 +13,14 @@ May import: the engine and the translation (lazily, from a running test: the fix
 from __future__ import annotations
 
 from pathlib import Path
+
 import pytest
 
-from . import fleet
-from ..nightly import baseline as nightly
-from . import junit
-from ..nightly import records
 from .. import options as opts
 from ..errors import ParityUsageError
+from ..nightly import baseline as nightly
+from ..nightly import records
+from . import fleet, junit
 
 STRICT_MISMATCHES = "--parity-strict-mismatches"
 REPORT = "--parity-report"
@@ -29,34 +29,75 @@ SKIP_REASON = "parity test: run with `pytest --parity` (MindSpore and PyTorch ar
 
 def pytest_addoption(parser):
     group = parser.getgroup("parity", "MindSpore <-> PyTorch parity")
-    group.addoption(opts.PARITY, action="store_true", default=False,
-                    help="run parity tests and the catalogue (without it they are skipped)")
+    group.addoption(
+        opts.PARITY,
+        action="store_true",
+        default=False,
+        help="run parity tests and the catalogue (without it they are skipped)",
+    )
     for option in opts.OPTIONS:
-        group.addoption(option.flag, dest=option.dest, choices=option.choices, default=option.default,
-                        metavar=option.metavar, help=option.help)
-    group.addoption(STRICT_MISMATCHES, action="store_true", default=False,
-                    help="fail the run when an acknowledged known mismatch did not show (stale)")
-    group.addoption(REPORT, dest="parity_report", metavar="PATH",
-                    help="write one JSON record per check and the run's environment to PATH (JSON lines)")
-    parser.addini("parity_cases", "folders holding the parity catalogue (ParityCase modules)",
-                  type="paths", default=[])
-    group.addoption(fleet.SHARD, dest="parity_shard", metavar="I/N",
-                    help="run only the I-th of N disjoint shards (1-based); the N shards together are the whole run")
-    group.addoption(fleet.DURATIONS, dest="parity_durations", action="append", metavar="PATH",
-                    help="balance the shards on the durations in an earlier --parity-report (repeatable)")
-    group.addoption(fleet.QUARANTINE, dest="parity_quarantine", metavar="PATH",
-                    help="the quarantine file (default: parity-quarantine.toml at the root, when there is one)")
-    group.addoption(fleet.RERUN_QUARANTINED, dest="parity_rerun_quarantined", action="store_true", default=False,
-                    help="run only the quarantined tests and list those that now pass (stale quarantine)")
+        group.addoption(
+            option.flag,
+            dest=option.dest,
+            choices=option.choices,
+            default=option.default,
+            metavar=option.metavar,
+            help=option.help,
+        )
+    group.addoption(
+        STRICT_MISMATCHES,
+        action="store_true",
+        default=False,
+        help="fail the run when an acknowledged known mismatch did not show (stale)",
+    )
+    group.addoption(
+        REPORT,
+        dest="parity_report",
+        metavar="PATH",
+        help="write one JSON record per check and the run's environment to PATH (JSON lines)",
+    )
+    parser.addini("parity_cases", "folders holding the parity catalogue (ParityCase modules)", type="paths", default=[])
+    group.addoption(
+        fleet.SHARD,
+        dest="parity_shard",
+        metavar="I/N",
+        help="run only the I-th of N disjoint shards (1-based); the N shards together are the whole run",
+    )
+    group.addoption(
+        fleet.DURATIONS,
+        dest="parity_durations",
+        action="append",
+        metavar="PATH",
+        help="balance the shards on the durations in an earlier --parity-report (repeatable)",
+    )
+    group.addoption(
+        fleet.QUARANTINE,
+        dest="parity_quarantine",
+        metavar="PATH",
+        help="the quarantine file (default: parity-quarantine.toml at the root, when there is one)",
+    )
+    group.addoption(
+        fleet.RERUN_QUARANTINED,
+        dest="parity_rerun_quarantined",
+        action="store_true",
+        default=False,
+        help="run only the quarantined tests and list those that now pass (stale quarantine)",
+    )
     parser.addini(fleet.QUARANTINE_INI, "the quarantine file, relative to the ini file", default="")
     nightly.add_options(group)
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "parity(**check_kwargs): a parity test; its keyword arguments are "
-                                       "defaults for parity.check (tolerance=, train=, ms_mode=, reference=...)")
-    config.addinivalue_line("markers", "parity_mismatches(torch_api=None, mindspore_api=None): parametrise the "
-                                       "`parity_mismatch` fixture over the known mismatches of these APIs")
+    config.addinivalue_line(
+        "markers",
+        "parity(**check_kwargs): a parity test; its keyword arguments are "
+        "defaults for parity.check (tolerance=, train=, ms_mode=, reference=...)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "parity_mismatches(torch_api=None, mindspore_api=None): parametrise the "
+        "`parity_mismatch` fixture over the known mismatches of these APIs",
+    )
     config.pluginmanager.register(_LedgerKeeper(config), "parity-ledger")
     # before the report writer empties its file, which may also be the one --parity-durations names
     config.pluginmanager.register(fleet.Fleet.from_config(config), "parity-fleet")
@@ -141,8 +182,10 @@ def parity_mismatch(request, parity_registry):
     """One known-mismatch entry: parametrise it by id (``indirect=True``) or with
     ``@pytest.mark.parity_mismatches(torch_api=...)``; ``parity.mismatch_checks.selftest(entry)`` proves it."""
     if not hasattr(request, "param"):
-        raise ParityUsageError("parity_mismatch needs an entry id: @pytest.mark.parametrize('parity_mismatch', "
-                               "['conv2d-pad-mode-default'], indirect=True) or @pytest.mark.parity_mismatches(...)")
+        raise ParityUsageError(
+            "parity_mismatch needs an entry id: @pytest.mark.parametrize('parity_mismatch', "
+            "['conv2d-pad-mode-default'], indirect=True) or @pytest.mark.parity_mismatches(...)"
+        )
     return parity_registry.get(request.param)
 
 
@@ -221,17 +264,28 @@ class _ReportWriter:
         why = self.down.get(worker)
         verdict = "interrupted" if why == "keyboard-interrupt" else "crashed"
         what = "was interrupted" if verdict == "interrupted" else "crashed"
-        self._lost(crashitem, verdict, f"xdist worker {worker} {what} while running this test "
-                   f"({why or 'no reason given'}); its checks were not recorded", worker)
+        self._lost(
+            crashitem,
+            verdict,
+            f"xdist worker {worker} {what} while running this test "
+            f"({why or 'no reason given'}); its checks were not recorded",
+            worker,
+        )
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session, exitstatus):
         if exitstatus != pytest.ExitCode.INTERRUPTED:
             return
         for nodeid in list(self.running) or ([] if self.lost else ["(run)"]):
-            self._lost(nodeid, "interrupted", "the run was interrupted while this test ran; its checks were not "
-                       "recorded, and the tests after it did not run" if nodeid != "(run)" else
-                       "the run was interrupted between tests; the tests after that point did not run", None)
+            self._lost(
+                nodeid,
+                "interrupted",
+                "the run was interrupted while this test ran; its checks were not "
+                "recorded, and the tests after it did not run"
+                if nodeid != "(run)"
+                else "the run was interrupted between tests; the tests after that point did not run",
+                None,
+            )
 
     def _lost(self, nodeid, verdict, message, worker):
         self.running.pop(nodeid, None)
@@ -239,10 +293,17 @@ class _ReportWriter:
         from ..engine.check import DEFAULT_SEED
 
         seed = opts.parse_seed(self.config.getoption(opts.SEED.dest), opts.SEED.flag)
-        self.file.write(records.lost_record(nodeid=nodeid, verdict=verdict, message=message,
-                                            index=self.written.get(nodeid, 0), worker=worker,
-                                            device=self.config.getoption(opts.DEVICE.dest),
-                                            seed=DEFAULT_SEED if seed is None else seed))
+        self.file.write(
+            records.lost_record(
+                nodeid=nodeid,
+                verdict=verdict,
+                message=message,
+                index=self.written.get(nodeid, 0),
+                worker=worker,
+                device=self.config.getoption(opts.DEVICE.dest),
+                seed=DEFAULT_SEED if seed is None else seed,
+            )
+        )
         self.written[nodeid] = self.written.get(nodeid, 0) + 1
 
     def pytest_unconfigure(self):
@@ -260,7 +321,9 @@ class _WholeJunitMessages:
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     lines = []
-    for report in (r for kind in ("passed", "failed", "xfailed", "xpassed") for r in terminalreporter.stats.get(kind, [])):
+    for report in (
+        r for kind in ("passed", "failed", "xfailed", "xpassed") for r in terminalreporter.stats.get(kind, [])
+    ):
         for key, line in getattr(report, "user_properties", ()):
             if key == "parity":
                 lines.append(line)
@@ -270,8 +333,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     writer = config.pluginmanager.get_plugin("parity-report")
     if writer is not None and writer.lost:
         shown = ", ".join(f"{nodeid} ({verdict})" for nodeid, verdict in writer.lost[:5])
-        lines.append(f"the run was cut short: {len(writer.lost)} test{'' if len(writer.lost) == 1 else 's'} did not "
-                     f"finish, recorded in {REPORT} as such: {shown}" + (" ..." if len(writer.lost) > 5 else ""))
+        lines.append(
+            f"the run was cut short: {len(writer.lost)} test{'' if len(writer.lost) == 1 else 's'} did not "
+            f"finish, recorded in {REPORT} as such: {shown}" + (" ..." if len(writer.lost) > 5 else "")
+        )
     if lines:
         terminalreporter.write_sep("=", "parity summary")
         for line in lines:

@@ -15,8 +15,8 @@ from typing import List, Optional
 
 import pytest
 
-from ..nightly import shards
 from ..errors import ParityUsageError
+from ..nightly import shards
 
 __all__ = ["Fleet", "SHARD", "DURATIONS", "QUARANTINE", "RERUN_QUARANTINED", "QUARANTINE_INI"]
 
@@ -49,17 +49,21 @@ class Fleet:
         except ParityUsageError as exc:
             raise pytest.UsageError(str(exc)) from None
         if config.getoption("parity_rerun_quarantined") and quarantine is None:
-            raise pytest.UsageError(f"{RERUN_QUARANTINED}: there is no quarantine file (give {QUARANTINE}=PATH, "
-                                    f"the ini key {QUARANTINE_INI}, or put {_default_name()} at the root)")
+            raise pytest.UsageError(
+                f"{RERUN_QUARANTINED}: there is no quarantine file (give {QUARANTINE}=PATH, "
+                f"the ini key {QUARANTINE_INI}, or put {_default_name()} at the root)"
+            )
         return cls(config, shard, durations, quarantine, today)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node):
         """xdist: every worker splits on what the controller read (the durations file may be the
         ``--parity-report`` this run is rewriting) and dates the quarantine on the same day."""
-        durations = self.durations and {"seconds": dict(self.durations.seconds),
-                                        "sources": list(self.durations.sources),
-                                        "unreadable": self.durations.unreadable}
+        durations = self.durations and {
+            "seconds": dict(self.durations.seconds),
+            "sources": list(self.durations.sources),
+            "unreadable": self.durations.unreadable,
+        }
         node.workerinput["parity_fleet"] = {"durations": durations, "today": self.today.isoformat()}
 
     @pytest.hookimpl(trylast=True)

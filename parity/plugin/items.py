@@ -8,11 +8,11 @@ import shlex
 import pytest
 
 from .. import options as opts
-from ..nightly import records
 from ..engine import messages as report
-from ..errors import ParityError, ParityMismatch, ParityUnsupported, ParityUsageError
 from ..engine.check import Settings, run_check
+from ..errors import ParityError, ParityMismatch, ParityUnsupported, ParityUsageError
 from ..judge.tolerance import ToleranceSpec
+from ..nightly import records
 
 _MARKER_KEYS = {"tolerance", "train", "ms_mode", "reference", "weights", "grads", "name_map", "check_dtype"}
 _TRAINING_MARKER_KEYS = {"tolerance", "ms_mode", "weights", "name_map"}  # what check_training takes
@@ -31,9 +31,17 @@ def settings_for(config, nodeid: str, location: str, tolerances=()) -> Settings:
     if device != "CPU":
         command.append(f"{opts.DEVICE.flag}={device}")
     repro_dir = opts.parse_repro_dir(config.getoption(opts.REPRO.dest), opts.REPRO.flag, config.invocation_params.dir)
-    return Settings(seed=seed, mode=mode, device=device, tolerances=tuple(tolerances), case=nodeid,
-                    location=location, reproduce=shlex.join(command), verbose=config.get_verbosity(),
-                    repro_dir=repro_dir)
+    return Settings(
+        seed=seed,
+        mode=mode,
+        device=device,
+        tolerances=tuple(tolerances),
+        case=nodeid,
+        location=location,
+        reproduce=shlex.join(command),
+        verbose=config.get_verbosity(),
+        repro_dir=repro_dir,
+    )
 
 
 def _short_failure(excinfo):
@@ -70,16 +78,20 @@ class CaseFile(pytest.File):
         except ParityUsageError as exc:
             raise self.CollectError(str(exc)) from None
         device = self.config.getoption(opts.DEVICE.dest)
-        problems = [f"{self.path.name}:{case.line}: case {case.name!r}: {issue}"
-                    for case in cases for issue in case.lint(device=device)]
+        problems = [
+            f"{self.path.name}:{case.line}: case {case.name!r}: {issue}"
+            for case in cases
+            for issue in case.lint(device=device)
+        ]
         if problems:
             raise self.CollectError("\n".join(problems))
         for case in cases:
             for variant in case.variants():
                 item = CaseItem.from_parent(self, name=variant.id, variant=variant)
                 if case.xfail:
-                    item.add_marker(pytest.mark.xfail(reason=case.xfail, raises=(ParityMismatch, ParityUnsupported),
-                                                      strict=True))
+                    item.add_marker(
+                        pytest.mark.xfail(reason=case.xfail, raises=(ParityMismatch, ParityUnsupported), strict=True)
+                    )
                 yield item
 
 
@@ -105,8 +117,10 @@ class CaseItem(pytest.Item):
         case = self.variant.case
         location = f"{self.path.relative_to(self.config.rootpath) if self.path.is_relative_to(self.config.rootpath) else self.path}:{case.line}"
         settings = settings_for(self.config, self.nodeid, location)
-        with acknowledged(self, case.acknowledge), records.recording(self, settings, call="case",
-                                                                      case=case.name) as recorded:
+        with (
+            acknowledged(self, case.acknowledge),
+            records.recording(self, settings, call="case", case=case.name) as recorded,
+        ):
             ms_cell, torch_module = build(case, device=settings.device, seed=settings.resolved_seed)
             try:
                 result = self.variant.run(ms_cell, torch_module, settings)
@@ -145,8 +159,9 @@ class FixtureChecker:
         self._defaults = dict(marker.kwargs) if marker else {}
         unknown = set(self._defaults) - _MARKER_KEYS
         if unknown:
-            raise ParityUsageError(f"@pytest.mark.parity got unknown arguments {sorted(unknown)}; "
-                                   f"known: {sorted(_MARKER_KEYS)}")
+            raise ParityUsageError(
+                f"@pytest.mark.parity got unknown arguments {sorted(unknown)}; known: {sorted(_MARKER_KEYS)}"
+            )
         self.results = []
 
     def check(self, ms_cell, torch_module, inputs, *, acknowledge=(), **kwargs):
@@ -207,8 +222,9 @@ class FixtureChecker:
         from ..engine.data_parallel.run import run_data_parallel
 
         defaults = {k: v for k, v in self._defaults.items() if k in _DATA_PARALLEL_MARKER_KEYS}
-        return self._run(run_data_parallel, "check_data_parallel", defaults, ms_factory, torch_factory, batches,
-                         **kwargs)
+        return self._run(
+            run_data_parallel, "check_data_parallel", defaults, ms_factory, torch_factory, batches, **kwargs
+        )
 
     def check_generation(self, ms_model, torch_model, prompt, **kwargs):
         """:func:`parity.check_generation` with this session's seed, mode and device, and the

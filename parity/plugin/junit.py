@@ -14,8 +14,15 @@ from ..nightly.records import CHECKS_KEY
 
 __all__ = ["PROPERTIES", "properties", "whole_failure_message"]
 
-PROPERTIES = ("parity_seed", "parity_worst_margin", "parity_mode", "parity_device", "parity_first_divergent_layer",
-              "parity_likely_cause", "parity_repro")
+PROPERTIES = (
+    "parity_seed",
+    "parity_worst_margin",
+    "parity_mode",
+    "parity_device",
+    "parity_first_divergent_layer",
+    "parity_likely_cause",
+    "parity_repro",
+)
 
 
 def _unique(values: Iterable) -> List:
@@ -43,9 +50,11 @@ def properties(records: List[Dict]) -> List[Tuple[str, str]]:
     if not records:
         return []
     margins = [r["worst_margin"] for r in records if r["worst_margin"] is not None]
-    columns = {"parity_seed": _unique(r["seed"] for r in records),
-               "parity_mode": _unique(m for r in records for m in r["modes"]),
-               "parity_device": _unique(r["device"] for r in records)}
+    columns = {
+        "parity_seed": _unique(r["seed"] for r in records),
+        "parity_mode": _unique(m for r in records for m in r["modes"]),
+        "parity_device": _unique(r["device"] for r in records),
+    }
     found = [(name, ",".join(str(v) for v in values)) for name, values in columns.items() if values]
     if margins:
         worst = max(float(m) for m in margins)

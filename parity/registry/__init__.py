@@ -95,14 +95,24 @@ model's Cells are read by duck typing).
 from __future__ import annotations
 
 from .diagnosis import Diagnosis, diagnose, likely_causes
-from .lint import LintIssue, lint
 from .ledger import Ledger
+from .lint import LintIssue, lint
 from .schema import Argument, Availability, Entry, RegistryError, SelfTestSpec
 from .store import Registry, installed_versions, load
 
 __all__ = [
-    "load", "Registry", "Entry", "Argument", "SelfTestSpec", "Availability", "RegistryError",
-    "diagnose", "Diagnosis", "likely_causes", "lint", "LintIssue",
-    "Ledger", "installed_versions",
+    "load",
+    "Registry",
+    "Entry",
+    "Argument",
+    "SelfTestSpec",
+    "Availability",
+    "RegistryError",
+    "diagnose",
+    "Diagnosis",
+    "likely_causes",
+    "lint",
+    "LintIssue",
+    "Ledger",
+    "installed_versions",
 ]
-

@@ -12,12 +12,22 @@ from . import rules
 from .schema import Entry
 from .store import Registry, installed_versions, load, resolve_api
 
-__all__ = ["Diagnosis", "Seen", "diagnose", "likely_causes", "observed", "parameter_causes", "unsupported_dtype",
-           "HIGH", "UNSUPPORTED", "PRESENT"]
+__all__ = [
+    "Diagnosis",
+    "Seen",
+    "diagnose",
+    "likely_causes",
+    "observed",
+    "parameter_causes",
+    "unsupported_dtype",
+    "HIGH",
+    "UNSUPPORTED",
+    "PRESENT",
+]
 
-HIGH = 0.9         # the instances were built the way the entry describes
+HIGH = 0.9  # the instances were built the way the entry describes
 UNSUPPORTED = 0.6  # the API has no kernel/feature where this runs
-PRESENT = 0.2      # the layer types are merely present on both sides
+PRESENT = 0.2  # the layer types are merely present on both sides
 
 
 @dataclass(frozen=True)
@@ -27,9 +37,9 @@ class Diagnosis:
     entry: Entry
     score: float
     evidence: str
-    path: str          # the layer's attribute path (PyTorch's, where the two differ)
+    path: str  # the layer's attribute path (PyTorch's, where the two differ)
     ms_path: str = ""  # MindSpore's path, where it differs from PyTorch's
-    fix: str = ""      # the arguments that fix this pair (``inspect.fix``), where the entry has them
+    fix: str = ""  # the arguments that fix this pair (``inspect.fix``), where the entry has them
 
     def __str__(self) -> str:
         where = f"{self.path or '(root)'!r}" + (f" (MindSpore {self.ms_path!r})" if self.ms_path else "")
@@ -63,11 +73,19 @@ def _versions(mindspore_version, torch_version):
     return found[0], found[1]
 
 
-def diagnose(ms_model, torch_model, *, registry: Optional[Registry] = None, device: Optional[str] = None,
-             mode: Optional[str] = None, mindspore_version: Optional[str] = None,
-             torch_version: Optional[str] = None, seen: Optional[Mapping[str, Seen]] = None,
-             layer_dtypes: Optional[Mapping[str, str]] = None,
-             labels: Optional[Tuple[int, ...]] = None) -> List[Diagnosis]:
+def diagnose(
+    ms_model,
+    torch_model,
+    *,
+    registry: Optional[Registry] = None,
+    device: Optional[str] = None,
+    mode: Optional[str] = None,
+    mindspore_version: Optional[str] = None,
+    torch_version: Optional[str] = None,
+    seen: Optional[Mapping[str, Seen]] = None,
+    layer_dtypes: Optional[Mapping[str, str]] = None,
+    labels: Optional[Tuple[int, ...]] = None,
+) -> List[Diagnosis]:
     """Known mismatches between the layers of ``ms_model`` and ``torch_model``, most likely first.
 
     Only entries that apply to the installed versions, ``device`` and ``mode`` (those given) count.
@@ -85,8 +103,9 @@ def diagnose(ms_model, torch_model, *, registry: Optional[Registry] = None, devi
     ms_version, torch_version = _versions(mindspore_version, torch_version)
     # A ``precision`` entry is about mixed-precision levels against torch.autocast: only an AMP check
     # (parity.engine.amp) cites it, never an ordinary float16/float32 pair.
-    entries = [e for e in registry.entries if e.applies(ms_version, torch_version, device, mode)
-               and e.kind != "precision"]
+    entries = [
+        e for e in registry.entries if e.applies(ms_version, torch_version, device, mode) and e.kind != "precision"
+    ]
     ms_layers = list(ms_model.cells_and_names())
     torch_layers = dict(torch_model.named_modules())
     seen = seen or {}
@@ -97,8 +116,9 @@ def diagnose(ms_model, torch_model, *, registry: Optional[Registry] = None, devi
         ms_class, torch_class = resolve_api(entry.mindspore), resolve_api(entry.torch)
         if not isinstance(ms_class, type) or not isinstance(torch_class, type):
             continue
-        for order, path, ms_path, ms_layer, torch_layer in _pairs(ms_layers, torch_layers, ms_class, torch_class,
-                                                                  aligned):
+        for order, path, ms_path, ms_layer, torch_layer in _pairs(
+            ms_layers, torch_layers, ms_class, torch_class, aligned
+        ):
             if entry.dtypes and dtypes.get(ms_path or path) not in entry.dtypes:
                 continue  # the layer does not compute in the dtype the entry is about
             shapes = seen[path].input_shapes if path in seen else ()
@@ -109,11 +129,19 @@ def diagnose(ms_model, torch_model, *, registry: Optional[Registry] = None, devi
     return [item[3] for item in found]
 
 
-def likely_causes(ms_model, torch_model, *, at: Optional[str] = None, device: Optional[str] = None,
-                  mode: Optional[str] = None, threshold: float = UNSUPPORTED,
-                  registry: Optional[Registry] = None, seen: Optional[Mapping[str, Seen]] = None,
-                  labels: Optional[Tuple[int, ...]] = None,
-                  found: Optional[List[Diagnosis]] = None) -> List[str]:
+def likely_causes(
+    ms_model,
+    torch_model,
+    *,
+    at: Optional[str] = None,
+    device: Optional[str] = None,
+    mode: Optional[str] = None,
+    threshold: float = UNSUPPORTED,
+    registry: Optional[Registry] = None,
+    seen: Optional[Mapping[str, Seen]] = None,
+    labels: Optional[Tuple[int, ...]] = None,
+    found: Optional[List[Diagnosis]] = None,
+) -> List[str]:
     """``Likely cause:`` lines for a failure message: the diagnoses at or above ``threshold`` that
     can explain the failure, each with its fix, those at layer ``at`` (the first divergence) first.
     With ``seen`` (see :func:`diagnose`, :func:`observed`), conditions are judged on the shapes the
@@ -122,8 +150,9 @@ def likely_causes(ms_model, torch_model, *, at: Optional[str] = None, device: Op
     raises: a failing diagnosis must not hide the failure it explains."""
     try:
         if found is None:
-            found = diagnose(ms_model, torch_model, registry=registry, device=device, mode=mode, seen=seen,
-                             labels=labels)
+            found = diagnose(
+                ms_model, torch_model, registry=registry, device=device, mode=mode, seen=seen, labels=labels
+            )
     except Exception:  # the registry is a helper of the message, not part of the verdict
         return []
     found = [d for d in found if d.score >= threshold and _can_explain(d, seen or {})]
@@ -131,13 +160,23 @@ def likely_causes(ms_model, torch_model, *, at: Optional[str] = None, device: Op
     return [d.cause() for d in found]
 
 
-def unsupported_dtype(ms_model, torch_model, *, dtype: str, device: str, registry: Optional[Registry] = None,
-                      layer_dtypes: Optional[Mapping[str, str]] = None) -> List[Diagnosis]:
+def unsupported_dtype(
+    ms_model,
+    torch_model,
+    *,
+    dtype: str,
+    device: str,
+    registry: Optional[Registry] = None,
+    layer_dtypes: Optional[Mapping[str, str]] = None,
+) -> List[Diagnosis]:
     """The layers of ``ms_model`` that compute in ``dtype`` and that the registry knows to have no
     kernel for it on ``device`` (entries of kind ``unsupported`` with ``dtypes``), in execution order
     (``layer_dtypes``: see :func:`diagnose`)."""
-    found = [d for d in diagnose(ms_model, torch_model, registry=registry, device=device, layer_dtypes=layer_dtypes)
-             if d.entry.kind == "unsupported" and dtype in d.entry.dtypes]
+    found = [
+        d
+        for d in diagnose(ms_model, torch_model, registry=registry, device=device, layer_dtypes=layer_dtypes)
+        if d.entry.kind == "unsupported" and dtype in d.entry.dtypes
+    ]
     order = {path: i for i, (path, _) in enumerate(ms_model.cells_and_names())}
     return sorted(found, key=lambda d: order.get(d.ms_path or d.path, len(order)))
 
@@ -203,8 +242,16 @@ def _first_shape(shapes) -> Optional[Tuple[int, ...]]:
     return tuple(shapes[0]) if shapes and shapes[0] is not None else None
 
 
-def parameter_causes(ms_model, torch_model, ms_slots, torch_slots, *, device: Optional[str] = None,
-                     ignore: Iterable[str] = (), registry: Optional[Registry] = None) -> List[str]:
+def parameter_causes(
+    ms_model,
+    torch_model,
+    ms_slots,
+    torch_slots,
+    *,
+    device: Optional[str] = None,
+    ignore: Iterable[str] = (),
+    registry: Optional[Registry] = None,
+) -> List[str]:
     """``Likely cause:`` lines for weights that cannot be paired: the known mismatches whose naive
     pair differs in its parameters (self-test ``differs_in = "params"``) that hold at a layer pair
     whose own parameters do not line up (another count or other shapes). ``*_slots`` describe each
@@ -215,9 +262,14 @@ def parameter_causes(ms_model, torch_model, ms_slots, torch_slots, *, device: Op
         ms_params, torch_params = _params_by_layer(ms_slots, set(ignore)), _params_by_layer(torch_slots, set(ignore))
     except Exception:  # hints for a usage error must not replace it
         return []
-    return [d.cause() for d in found
-            if d.score >= HIGH and d.entry.selftest is not None and d.entry.selftest.differs_in == "params"
-            and ms_params.get(d.ms_path or d.path, []) != torch_params.get(d.path, [])]
+    return [
+        d.cause()
+        for d in found
+        if d.score >= HIGH
+        and d.entry.selftest is not None
+        and d.entry.selftest.differs_in == "params"
+        and ms_params.get(d.ms_path or d.path, []) != torch_params.get(d.path, [])
+    ]
 
 
 def _params_by_layer(slots, ignore) -> Dict[str, List[Tuple[bool, Tuple[int, ...]]]]:
@@ -228,8 +280,13 @@ def _params_by_layer(slots, ignore) -> Dict[str, List[Tuple[bool, Tuple[int, ...
     return {layer: sorted(params) for layer, params in found.items()}
 
 
-def _pairs(ms_layers, torch_layers: Dict[str, Any], ms_class: type, torch_class: type,
-           aligned: Optional[Mapping[str, str]] = None):
+def _pairs(
+    ms_layers,
+    torch_layers: Dict[str, Any],
+    ms_class: type,
+    torch_class: type,
+    aligned: Optional[Mapping[str, str]] = None,
+):
     """(order, path, MindSpore path if different, ms layer, torch layer) of these types: as
     ``aligned`` (MindSpore path -> PyTorch path) pairs them, then the same path, the rest paired in
     definition order; ``order`` is the MindSpore layer's position, to rank ties by execution order."""
@@ -258,18 +315,27 @@ def _reader(obj):
             return getattr(obj, name)
         except AttributeError:
             raise rules.MissingArgument(type(obj).__name__, name) from None
+
     return read
 
 
-def _judge(entry: Entry, path: str, ms_path: str, ms_layer, torch_layer, device: Optional[str],
-           shapes: Sequence[Tuple[int, ...]] = (), labels: Optional[Tuple[int, ...]] = None) -> Optional[Diagnosis]:
+def _judge(
+    entry: Entry,
+    path: str,
+    ms_path: str,
+    ms_layer,
+    torch_layer,
+    device: Optional[str],
+    shapes: Sequence[Tuple[int, ...]] = (),
+    labels: Optional[Tuple[int, ...]] = None,
+) -> Optional[Diagnosis]:
     roots = {"ms": _reader(ms_layer), "torch": _reader(torch_layer)}
     if entry.kind == "unsupported" and device is not None and device in entry.devices and not entry.when:
         return Diagnosis(entry, UNSUPPORTED, f"{entry.summary} (device {device})", path, ms_path)
     if not entry.when:
         return Diagnosis(entry, PRESENT, f"layer types present on both sides: {entry.summary}", path, ms_path)
     by_shape = "input_shape" in rules.bare_names(entry.when)
-    for shape in (shapes if by_shape and shapes else (None,)):
+    for shape in shapes if by_shape and shapes else (None,):
         try:
             holds = bool(rules.evaluate(entry.when, roots, {"input_shape": shape, "labels": labels}))
         except rules.RuleError as exc:
@@ -283,8 +349,10 @@ def _judge(entry: Entry, path: str, ms_path: str, ms_layer, torch_layer, device:
 def _fix(entry: Entry, roots, shape) -> str:
     """``inspect.fix`` evaluated for this pair, as keyword arguments; empty where it cannot be."""
     try:
-        return ", ".join(f"{name}={rules.evaluate(source, roots, {'input_shape': shape})!r}"
-                         for name, source in entry.inspect_fix.items())
+        return ", ".join(
+            f"{name}={rules.evaluate(source, roots, {'input_shape': shape})!r}"
+            for name, source in entry.inspect_fix.items()
+        )
     except rules.RuleError:
         return ""
 

@@ -13,7 +13,7 @@ __all__ = ["Ledger"]
 class Ledger:
     """Kept by the plugin in ``config.stash``; ``merge`` combines xdist workers' ledgers."""
 
-    applied: Dict[str, Set[str]] = field(default_factory=dict)    # entry id -> test ids that used it
+    applied: Dict[str, Set[str]] = field(default_factory=dict)  # entry id -> test ids that used it
     triggered: Dict[str, Set[str]] = field(default_factory=dict)  # entry id -> test ids where it showed
 
     def record(self, entry_id: str, test_id: str, *, triggered: bool) -> None:

@@ -25,10 +25,17 @@ class LintIssue:
         return self.message
 
 
-def lint(mindspore_api, ms_kwargs: Mapping[str, Any], acknowledged: Iterable[str] = (), *,
-         torch_kwargs: Optional[Mapping[str, Any]] = None, device: Optional[str] = None,
-         registry: Optional[Registry] = None, mindspore_version: Optional[str] = None,
-         torch_version: Optional[str] = None) -> List[LintIssue]:
+def lint(
+    mindspore_api,
+    ms_kwargs: Mapping[str, Any],
+    acknowledged: Iterable[str] = (),
+    *,
+    torch_kwargs: Optional[Mapping[str, Any]] = None,
+    device: Optional[str] = None,
+    registry: Optional[Registry] = None,
+    mindspore_version: Optional[str] = None,
+    torch_version: Optional[str] = None,
+) -> List[LintIssue]:
     """Issues with a case that builds ``mindspore_api(**ms_kwargs)``.
 
     * an argument whose MindSpore default is known to differ is not set, and the entry is not
@@ -40,14 +47,22 @@ def lint(mindspore_api, ms_kwargs: Mapping[str, Any], acknowledged: Iterable[str
     """
     registry = registry or load()
     acknowledged = set(acknowledged)
-    issues = [LintIssue(i, "", f"acknowledges unknown mismatch {i!r}{_suggest(registry, i)}")
-              for i in sorted(acknowledged) if i not in registry]
+    issues = [
+        LintIssue(i, "", f"acknowledges unknown mismatch {i!r}{_suggest(registry, i)}")
+        for i in sorted(acknowledged)
+        if i not in registry
+    ]
     ms_version, torch_version = mindspore_version, torch_version
     if ms_version is None and torch_version is None:
         ms_version, torch_version = installed_versions()
     for entry in registry.entries:
-        if (entry.id in acknowledged or not api_matches(entry.mindspore, mindspore_api) or entry.dtypes
-                or entry.kind == "precision" or entry.family == "llm"):
+        if (
+            entry.id in acknowledged
+            or not api_matches(entry.mindspore, mindspore_api)
+            or entry.dtypes
+            or entry.kind == "precision"
+            or entry.family == "llm"
+        ):
             # A half dtype's or mixed precision's entry holds where the Cell computes so, an llm entry
             # in a hand-written Cell's code: neither is a case's kwargs.
             continue
@@ -89,12 +104,21 @@ def _lint_entry(entry: Entry, ms_kwargs: Dict[str, Any], torch_kwargs, device) -
         else:
             differs = entry.kind == "default"
         if differs:
-            issues.append(LintIssue(entry.id, name, _unset_message(entry, argument, expected if concrete else {},
-                                                                   torch_kwargs or {})))
+            issues.append(
+                LintIssue(
+                    entry.id, name, _unset_message(entry, argument, expected if concrete else {}, torch_kwargs or {})
+                )
+            )
     for name, value in expected.items():
         if name in ms_kwargs and torch_kwargs and not _equal(ms_kwargs[name], value):
-            issues.append(LintIssue(entry.id, name, f"{api}({name}={ms_kwargs[name]!r}) does not match PyTorch's "
-                                    f"{_torch_args(entry, torch_kwargs)}: write {name}={value!r} {_ack(entry)}"))
+            issues.append(
+                LintIssue(
+                    entry.id,
+                    name,
+                    f"{api}({name}={ms_kwargs[name]!r}) does not match PyTorch's "
+                    f"{_torch_args(entry, torch_kwargs)}: write {name}={value!r} {_ack(entry)}",
+                )
+            )
     return issues
 
 
@@ -111,14 +135,19 @@ def _expected(entry: Entry, torch_kwargs) -> Dict[str, Any]:
 def _unset_message(entry: Entry, argument: Argument, expected: Dict[str, Any], torch_kwargs) -> str:
     name = argument.mindspore
     torch_value = torch_kwargs.get(argument.torch, argument.torch_default)
-    torch_side = f" (PyTorch {argument.torch}={torch_value!r})" if argument.torch and \
-        (argument.torch in torch_kwargs or argument.has_torch_default) else ""
+    torch_side = (
+        f" (PyTorch {argument.torch}={torch_value!r})"
+        if argument.torch and (argument.torch in torch_kwargs or argument.has_torch_default)
+        else ""
+    )
     if expected:
         write = "write " + ", ".join(f"{k}={v!r}" for k, v in expected.items())
     else:
         write = f"fix: {entry.fix}" if entry.fix else f"set {name}"
-    return (f"{entry.mindspore} is built without {name}: MindSpore's default {name}={argument.mindspore_default!r} "
-            f"differs{torch_side}; {write} {_ack(entry)}")
+    return (
+        f"{entry.mindspore} is built without {name}: MindSpore's default {name}={argument.mindspore_default!r} "
+        f"differs{torch_side}; {write} {_ack(entry)}"
+    )
 
 
 def _torch_args(entry: Entry, torch_kwargs) -> str:
@@ -128,7 +157,11 @@ def _torch_args(entry: Entry, torch_kwargs) -> str:
 
 
 def _equal(a, b) -> bool:
-    return a == b or _same(a, b) or (isinstance(a, float) and isinstance(b, float) and abs(a - b) <= 1e-9 * max(1.0, abs(b)))
+    return (
+        a == b
+        or _same(a, b)
+        or (isinstance(a, float) and isinstance(b, float) and abs(a - b) <= 1e-9 * max(1.0, abs(b)))
+    )
 
 
 def _same(a, b) -> bool:
@@ -140,4 +173,3 @@ def _same(a, b) -> bool:
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
         return tuple(a) == tuple(b)
     return False
-

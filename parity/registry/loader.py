@@ -19,22 +19,86 @@ else:  # pragma: no cover - exercised on Python < 3.11 only
     import tomli as tomllib
 
 from . import rules
-from .schema import (AMP_LEVELS, AMP_PRECISIONS, DEVICES, DIFFERS, DTYPES, FAMILIES, ID_PATTERN, INSPECT_ROOTS, KINDS, MODES, RULE_NAMES, RULE_ROOTS,
-                     SCHEMA, AmpPattern, Argument, Availability, Entry, RegistryError, SelfTestSpec, check_names,
-                     from_toml, inspect_table, parse_versions)
+from .schema import (
+    AMP_LEVELS,
+    AMP_PRECISIONS,
+    DEVICES,
+    DIFFERS,
+    DTYPES,
+    FAMILIES,
+    ID_PATTERN,
+    INSPECT_ROOTS,
+    KINDS,
+    MODES,
+    RULE_NAMES,
+    RULE_ROOTS,
+    SCHEMA,
+    AmpPattern,
+    Argument,
+    Availability,
+    Entry,
+    RegistryError,
+    SelfTestSpec,
+    check_names,
+    from_toml,
+    inspect_table,
+    parse_versions,
+)
 
 __all__ = ["DATA_DIR", "default_paths", "read_files"]
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "mismatches"
-_HEADER = {"mismatch": re.compile(r"^\s*\[\[\s*mismatch\s*\]\]"), "available": re.compile(r"^\s*\[\[\s*available\s*\]\]")}
+_HEADER = {
+    "mismatch": re.compile(r"^\s*\[\[\s*mismatch\s*\]\]"),
+    "available": re.compile(r"^\s*\[\[\s*available\s*\]\]"),
+}
 _TOP_KEYS = {"schema", "title", "mismatch", "available"}
-_ENTRY_KEYS = {"id", "kind", "torch", "mindspore", "family", "summary", "fix", "arguments", "rule", "replacement",
-               "weights", "layout", "inspect", "versions", "devices", "modes", "runs_on", "dtypes", "reason",
-               "reference", "selftest", "selftest_skip", "amp"}
+_ENTRY_KEYS = {
+    "id",
+    "kind",
+    "torch",
+    "mindspore",
+    "family",
+    "summary",
+    "fix",
+    "arguments",
+    "rule",
+    "replacement",
+    "weights",
+    "layout",
+    "inspect",
+    "versions",
+    "devices",
+    "modes",
+    "runs_on",
+    "dtypes",
+    "reason",
+    "reference",
+    "selftest",
+    "selftest_skip",
+    "amp",
+}
 _REQUIRED = ("id", "kind", "torch", "mindspore", "family", "summary", "reason", "reference", "devices")
-_SELFTEST_KEYS = {"torch_kwargs", "ms_kwargs", "inputs", "fixed_inputs", "differs_in", "raises", "train", "grads",
-                  "weights", "fixed", "ms_mode", "fixed_ms_mode", "optimizer", "batches", "dtype", "amp", "torch_api",
-                  "mindspore_api"}
+_SELFTEST_KEYS = {
+    "torch_kwargs",
+    "ms_kwargs",
+    "inputs",
+    "fixed_inputs",
+    "differs_in",
+    "raises",
+    "train",
+    "grads",
+    "weights",
+    "fixed",
+    "ms_mode",
+    "fixed_ms_mode",
+    "optimizer",
+    "batches",
+    "dtype",
+    "amp",
+    "torch_api",
+    "mindspore_api",
+}
 _ARGUMENT_KEYS = {"torch", "mindspore", "torch_default", "mindspore_default", "note"}
 _INPUT_KINDS = {"randn", "uniform", "randint"}
 _LAYOUT = re.compile(r"^permute\(\s*\d+(\s*,\s*\d+)*\s*\)$")
@@ -95,8 +159,9 @@ def read_files(paths: Sequence[Path]) -> Tuple[List[Entry], List[Availability], 
         available += file_available
     _check_unique(entries, errors)
     if errors:
-        raise RegistryError(f"{len(errors)} problem{'s' if len(errors) > 1 else ''} in the mismatch registry:\n  "
-                            + "\n  ".join(errors))
+        raise RegistryError(
+            f"{len(errors)} problem{'s' if len(errors) > 1 else ''} in the mismatch registry:\n  " + "\n  ".join(errors)
+        )
     return entries, available, titles
 
 
@@ -130,8 +195,11 @@ def _read_file(data: Dict[str, Any], text: _Text, errors: List[str]):
         entry = _entry(raw, text, index, errors)
         if entry is not None:
             entries.append(entry)
-    available = [a for a in (_availability(raw, text, i, errors) for i, raw in enumerate(data.get("available", [])))
-                 if a is not None]
+    available = [
+        a
+        for a in (_availability(raw, text, i, errors) for i, raw in enumerate(data.get("available", [])))
+        if a is not None
+    ]
     return entries, available
 
 
@@ -139,8 +207,9 @@ def _check_unique(entries: List[Entry], errors: List[str]) -> None:
     seen: Dict[str, Entry] = {}
     for entry in entries:
         if entry.id in seen:
-            errors.append(f"{entry.location}: entry {entry.id!r}: duplicate id {entry.id!r} "
-                          f"(first at {seen[entry.id].location})")
+            errors.append(
+                f"{entry.location}: entry {entry.id!r}: duplicate id {entry.id!r} (first at {seen[entry.id].location})"
+            )
         else:
             seen[entry.id] = entry
 
@@ -184,29 +253,54 @@ def _entry(raw: Dict[str, Any], text: _Text, index: int, errors: List[str]) -> O
             errors.append(f"{where('inspect')}: inspect.when: {exc}")
     selftest = _selftest(raw, where, errors)
     entry = Entry(
-        id=raw["id"], kind=raw["kind"], torch=raw["torch"], mindspore=raw["mindspore"], family=raw["family"],
-        summary=raw["summary"], reason=raw["reason"], reference=raw["reference"],
+        id=raw["id"],
+        kind=raw["kind"],
+        torch=raw["torch"],
+        mindspore=raw["mindspore"],
+        family=raw["family"],
+        summary=raw["summary"],
+        reason=raw["reason"],
+        reference=raw["reference"],
         devices=check_names(raw["devices"], DEVICES, "devices", where("devices"), errors),
-        fix=raw.get("fix", ""), arguments=arguments, rule=rule, replacement=raw.get("replacement", ""),
+        fix=raw.get("fix", ""),
+        arguments=arguments,
+        rule=rule,
+        replacement=raw.get("replacement", ""),
         weights=_string_table(raw.get("weights", {}), "weights", where, errors),
         layout=_layout(raw.get("layout", {}), where, errors),
         inspect_torch=inspect_table(inspect.get("torch", []), where("inspect"), errors, "torch"),
         inspect_mindspore=inspect_table(inspect.get("mindspore", []), where("inspect"), errors, "ms"),
         inspect_fix=inspect_table(inspect.get("fix", {}), where("inspect"), errors, "fix"),
-        when=when, versions=parse_versions(raw.get("versions", {}), where("versions"), errors),
+        when=when,
+        versions=parse_versions(raw.get("versions", {}), where("versions"), errors),
         modes=check_names(raw.get("modes", list(MODES)), MODES, "modes", where("modes"), errors),
         runs_on=tuple(raw.get("runs_on", ())),
         dtypes=check_names(raw["dtypes"], DTYPES, "dtypes", where("dtypes"), errors) if "dtypes" in raw else (),
-        amp=_amp(raw, where, errors), selftest=selftest, selftest_skip=raw.get("selftest_skip", ""),
-        file=text.path, line=where.line)
+        amp=_amp(raw, where, errors),
+        selftest=selftest,
+        selftest_skip=raw.get("selftest_skip", ""),
+        file=text.path,
+        line=where.line,
+    )
     if raw.get("runs_on"):
         check_names(raw["runs_on"], DEVICES, "runs_on", where("runs_on"), errors)
     return entry if len(errors) == before else None
 
 
 def _check_scalars(raw, where: _Where, errors: List[str]) -> None:
-    for key in ("id", "kind", "torch", "mindspore", "family", "summary", "reason", "reference", "fix",
-                "replacement", "selftest_skip"):
+    for key in (
+        "id",
+        "kind",
+        "torch",
+        "mindspore",
+        "family",
+        "summary",
+        "reason",
+        "reference",
+        "fix",
+        "replacement",
+        "selftest_skip",
+    ):
         if key in raw and not isinstance(raw[key], str):
             errors.append(f"{where(key)}: {key} must be a string, got {raw[key]!r}")
             raw[key] = str(raw[key])
@@ -217,20 +311,25 @@ def _check_scalars(raw, where: _Where, errors: List[str]) -> None:
     if raw["family"] not in FAMILIES:
         errors.append(f"{where('family')}: unknown family {raw['family']!r}; expected one of {', '.join(FAMILIES)}")
     elif (raw["family"] == "mint") != (".mint." in raw["mindspore"]):
-        errors.append(f"{where('family')}: family {raw['family']!r} does not match {raw['mindspore']!r} "
-                      "(family 'mint' is for mindspore.mint.* APIs)")
+        errors.append(
+            f"{where('family')}: family {raw['family']!r} does not match {raw['mindspore']!r} "
+            "(family 'mint' is for mindspore.mint.* APIs)"
+        )
     if not raw["torch"].startswith(("torch.", "transformers.") if raw["family"] == "llm" else "torch."):
-        errors.append(f"{where('torch')}: torch must be a dotted path starting 'torch.' (family 'llm': or "
-                      f"'transformers.'), got {raw['torch']!r}")
+        errors.append(
+            f"{where('torch')}: torch must be a dotted path starting 'torch.' (family 'llm': or "
+            f"'transformers.'), got {raw['torch']!r}"
+        )
     if not raw["mindspore"].startswith("mindspore."):
-        errors.append(f"{where('mindspore')}: mindspore must be a dotted path starting 'mindspore.', "
-                      f"got {raw['mindspore']!r}")
+        errors.append(
+            f"{where('mindspore')}: mindspore must be a dotted path starting 'mindspore.', got {raw['mindspore']!r}"
+        )
     if not raw["reference"].startswith("https://"):
         errors.append(f"{where('reference')}: reference must be an https:// URL, got {raw['reference']!r}")
     if raw["kind"] in ("default", "name") and not raw.get("arguments"):
         errors.append(f"{where()}: kind {raw['kind']!r} needs `arguments` naming the argument and both defaults")
     if "selftest" not in raw and not raw.get("selftest_skip"):
-        errors.append(f"{where()}: give a [mismatch.selftest] or say why not in selftest_skip = \"...\"")
+        errors.append(f'{where()}: give a [mismatch.selftest] or say why not in selftest_skip = "..."')
 
 
 def _amp(raw, where: _Where, errors: List[str]) -> Optional[AmpPattern]:
@@ -242,8 +341,10 @@ def _amp(raw, where: _Where, errors: List[str]) -> Optional[AmpPattern]:
             errors.append(f"{where('amp')}: amp is for kind 'precision' only")
         return None
     if not isinstance(value, dict) or set(value) - {"levels", "mindspore", "torch", "after"}:
-        errors.append(f"{where('amp') if value is not None else where()}: kind 'precision' needs amp = "
-                      "{ levels = [\"O1\"], mindspore = \"half\" | \"float32\", torch = ..., after = false }")
+        errors.append(
+            f"{where('amp') if value is not None else where()}: kind 'precision' needs amp = "
+            '{ levels = ["O1"], mindspore = "half" | "float32", torch = ..., after = false }'
+        )
         return None
     levels = check_names(value.get("levels"), AMP_LEVELS, "amp.levels", where("amp"), errors)
     for side in ("mindspore", "torch"):
@@ -263,8 +364,10 @@ def _arguments(value, where: _Where, errors: List[str]) -> Tuple[Argument, ...]:
     found = []
     for item in value:
         if not isinstance(item, dict) or set(item) - _ARGUMENT_KEYS or not (item.get("torch") or item.get("mindspore")):
-            errors.append(f"{where('arguments')}: each argument is a table with torch and/or mindspore (names) "
-                          f"and torch_default, mindspore_default, note; got {item!r}")
+            errors.append(
+                f"{where('arguments')}: each argument is a table with torch and/or mindspore (names) "
+                f"and torch_default, mindspore_default, note; got {item!r}"
+            )
             continue
         kwargs = {k: from_toml(v) if k.endswith("_default") else v for k, v in item.items()}
         found.append(Argument(**kwargs))
@@ -320,7 +423,7 @@ def _selftest(raw, where: _Where, errors: List[str]) -> Optional[SelfTestSpec]:
         if key in spec and not (isinstance(spec[key], str) and re.match(r"^[\w.]+:[\w.]+$", spec[key])):
             errors.append(f"{at}: selftest.{key} must be 'package.module:Name', got {spec[key]!r}")
     if spec["differs_in"] == "precision" and "amp" not in spec:
-        errors.append(f"{at}: differs_in = \"precision\" needs selftest.amp = \"<level>\"")
+        errors.append(f'{at}: differs_in = "precision" needs selftest.amp = "<level>"')
     if "batches" in spec:
         _check_batches(spec["batches"], f"{at}: selftest.batches", errors)
     elif spec.get("optimizer") is None:
@@ -330,19 +433,35 @@ def _selftest(raw, where: _Where, errors: List[str]) -> Optional[SelfTestSpec]:
         if "inputs" not in spec:
             errors.append(f"{at}: selftest needs inputs = [{{ randn = [2, 3] }}, ...]")
     fixed = spec.get("fixed", bool(raw.get("fix")))
-    if fixed and not (raw.get("rule") or raw.get("weights") or raw.get("replacement") or spec.get("fixed_inputs")
-                      or spec.get("fixed_ms_mode")
-                      or spec["differs_in"] == "init"):
+    if fixed and not (
+        raw.get("rule")
+        or raw.get("weights")
+        or raw.get("replacement")
+        or spec.get("fixed_inputs")
+        or spec.get("fixed_ms_mode")
+        or spec["differs_in"] == "init"
+    ):
         errors.append(f"{at}: a fixed pair needs a rule, weights, fixed_inputs or fixed_ms_mode (or fixed = false)")
     return SelfTestSpec(
-        torch_kwargs=from_toml(spec.get("torch_kwargs", {})), ms_kwargs=from_toml(spec.get("ms_kwargs", {})),
-        differs_in=spec["differs_in"], inputs=tuple(spec.get("inputs", ())),
-        fixed_inputs=tuple(spec["fixed_inputs"]) if "fixed_inputs" in spec else None, raises=spec.get("raises", ""),
-        train=bool(spec.get("train", False)), grads=bool(spec.get("grads", True)), weights=spec.get("weights", "copy"),
-        fixed=bool(fixed), ms_mode=spec.get("ms_mode", "pynative"), fixed_ms_mode=spec.get("fixed_ms_mode"),
-        optimizer=spec.get("optimizer"), dtype=spec.get("dtype", ""), amp=spec.get("amp", ""),
-        torch_api=str(spec.get("torch_api", "")), mindspore_api=str(spec.get("mindspore_api", "")),
-        batches=tuple(tuple(b) for b in spec["batches"]) if isinstance(spec.get("batches"), list) else None)
+        torch_kwargs=from_toml(spec.get("torch_kwargs", {})),
+        ms_kwargs=from_toml(spec.get("ms_kwargs", {})),
+        differs_in=spec["differs_in"],
+        inputs=tuple(spec.get("inputs", ())),
+        fixed_inputs=tuple(spec["fixed_inputs"]) if "fixed_inputs" in spec else None,
+        raises=spec.get("raises", ""),
+        train=bool(spec.get("train", False)),
+        grads=bool(spec.get("grads", True)),
+        weights=spec.get("weights", "copy"),
+        fixed=bool(fixed),
+        ms_mode=spec.get("ms_mode", "pynative"),
+        fixed_ms_mode=spec.get("fixed_ms_mode"),
+        optimizer=spec.get("optimizer"),
+        dtype=spec.get("dtype", ""),
+        amp=spec.get("amp", ""),
+        torch_api=str(spec.get("torch_api", "")),
+        mindspore_api=str(spec.get("mindspore_api", "")),
+        batches=tuple(tuple(b) for b in spec["batches"]) if isinstance(spec.get("batches"), list) else None,
+    )
 
 
 def _check_batches(value, at: str, errors: List[str]) -> None:
@@ -360,8 +479,10 @@ def _check_inputs(value, at: str, errors: List[str]) -> None:
     for item in value:
         kinds = set(item) & _INPUT_KINDS if isinstance(item, dict) else set()
         if len(kinds) != 1 or set(item) - _INPUT_KINDS - {"dtype"}:
-            errors.append(f"{at}: each input is {{ randn = [shape] }}, {{ uniform = [[shape], low, high] }} or "
-                          f"{{ randint = [[shape], low, high] }}, optionally with dtype; got {item!r}")
+            errors.append(
+                f"{at}: each input is {{ randn = [shape] }}, {{ uniform = [[shape], low, high] }} or "
+                f"{{ randint = [[shape], low, high] }}, optionally with dtype; got {item!r}"
+            )
 
 
 def _availability(raw, text: _Text, index: int, errors: List[str]) -> Optional[Availability]:
@@ -373,8 +494,15 @@ def _availability(raw, text: _Text, index: int, errors: List[str]) -> Optional[A
         return None
     _check_inputs(raw["inputs"], f"{where('inputs')}: inputs", errors)
     family = "mint" if ".mint." in raw["mindspore"] else "nn"
-    return Availability(mindspore=raw["mindspore"], torch=raw["torch"], family=family,
-                        runs_on=check_names(raw["runs_on"], DEVICES, "runs_on", where("runs_on"), errors),
-                        documented=check_names(raw["documented"], DEVICES, "documented", where("documented"), errors),
-                        kwargs=from_toml(raw.get("kwargs", {})), inputs=tuple(raw["inputs"]), note=raw.get("note", ""),
-                        file=text.path, line=where.line)
+    return Availability(
+        mindspore=raw["mindspore"],
+        torch=raw["torch"],
+        family=family,
+        runs_on=check_names(raw["runs_on"], DEVICES, "runs_on", where("runs_on"), errors),
+        documented=check_names(raw["documented"], DEVICES, "documented", where("documented"), errors),
+        kwargs=from_toml(raw.get("kwargs", {})),
+        inputs=tuple(raw["inputs"]),
+        note=raw.get("note", ""),
+        file=text.path,
+        line=where.line,
+    )

@@ -44,8 +44,9 @@ def _judge(entry: Entry, ms_optimizer, torch_optimizer) -> Optional[Diagnosis]:
     return Diagnosis(entry, HIGH, entry.summary, "optimizer") if holds else None
 
 
-def optimizer_causes(ms_optimizer, torch_optimizer, *, device: Optional[str] = None,
-                     registry: Optional[Registry] = None) -> List[str]:
+def optimizer_causes(
+    ms_optimizer, torch_optimizer, *, device: Optional[str] = None, registry: Optional[Registry] = None
+) -> List[str]:
     """``Likely cause:`` lines for a training check that failed with these optimizers: the entries
     whose MindSpore class is ``ms_optimizer``'s and whose PyTorch class is ``torch_optimizer``'s,
     those whose condition holds for the instances first."""
@@ -55,18 +56,23 @@ def optimizer_causes(ms_optimizer, torch_optimizer, *, device: Optional[str] = N
     for entry in registry.entries:
         if not entry.applies(ms_version, torch_version, device):
             continue
-        if resolve_api(entry.mindspore) is not type(ms_optimizer) or resolve_api(entry.torch) is not type(torch_optimizer):
+        if resolve_api(entry.mindspore) is not type(ms_optimizer) or resolve_api(entry.torch) is not type(
+            torch_optimizer
+        ):
             continue
         diagnosis = _judge(entry, ms_optimizer, torch_optimizer)
         if diagnosis is not None:
             found.append(diagnosis)
     found.sort(key=lambda d: -d.score)
-    return [f"known mismatch {d.entry.id!r} ({d.evidence})" + (f"; fix: {d.entry.fix}" if d.entry.fix else "")
-            for d in found]
+    return [
+        f"known mismatch {d.entry.id!r} ({d.evidence})" + (f"; fix: {d.entry.fix}" if d.entry.fix else "")
+        for d in found
+    ]
 
 
-def lint_optimizer(ms_optimizer, acknowledged: Iterable[str] = (), *, device: Optional[str] = None,
-                   registry: Optional[Registry] = None) -> List[LintIssue]:
+def lint_optimizer(
+    ms_optimizer, acknowledged: Iterable[str] = (), *, device: Optional[str] = None, registry: Optional[Registry] = None
+) -> List[LintIssue]:
     """What the registry knows is wrong with a built MindSpore optimizer whatever it is compared
     with, before any step: the entries for its class whose ``inspect.when`` reads the MindSpore
     side only and holds (``nn.Adam``/``nn.Momentum``/``nn.SGD`` with ``weight_decay > 0`` over
@@ -98,5 +104,7 @@ def _optimizer_message(entry: Entry, ms_optimizer) -> str:
     where = f" (here {shown})" if skipped else ""
     decay = getattr(ms_optimizer, "weight_decay", None)
     decay = f"{float(decay.asnumpy() if hasattr(decay, 'asnumpy') else decay):g}" if decay is not None else "..."
-    return (f"{entry.mindspore}(weight_decay={decay}){where}: {entry.summary}; fix: {entry.fix} "
-            f"(known mismatch {entry.id!r}; or acknowledge=({entry.id!r},) if the difference is the point)")
+    return (
+        f"{entry.mindspore}(weight_decay={decay}){where}: {entry.summary}; fix: {entry.fix} "
+        f"(known mismatch {entry.id!r}; or acknowledge=({entry.id!r},) if the difference is the point)"
+    )

@@ -98,8 +98,13 @@ def _same_pads_differ(input_shape, kernel_size, stride, dilation, padding) -> bo
     """Whether MindSpore's pad_mode='same' pads differently from PyTorch's ``padding`` for an input
     of ``input_shape`` (N, C, *spatial) with these PyTorch arguments; with ``input_shape`` None,
     whether it does for any input size. Equal pads give equal output sizes and values."""
-    n = len(kernel_size) if isinstance(kernel_size, (tuple, list)) else \
-        len(input_shape) - 2 if input_shape is not None else 1
+    n = (
+        len(kernel_size)
+        if isinstance(kernel_size, (tuple, list))
+        else len(input_shape) - 2
+        if input_shape is not None
+        else 1
+    )
     paddings = padding if isinstance(padding, (tuple, list)) else (padding,) * n
     dims = zip(_per_dim(kernel_size, n), _per_dim(stride, n), _per_dim(dilation, n), paddings)
     for i, (kernel, step, dilation_, pad) in enumerate(dims):
@@ -137,19 +142,50 @@ def _as_tuple(value):
 
 
 HELPERS: Dict[str, Callable[..., Any]] = {
-    "len": len, "int": int, "float": float, "bool": bool, "str": str, "tuple": tuple, "list": list,
-    "min": min, "max": max, "abs": abs, "round": round,
-    "pad_mode": _pad_mode, "pad_int": _pad_int, "pad4": _pad4, "scaled_size": _scaled_size, "first": _first,
-    "as_tuple": _as_tuple, "as4": _as4, "same_pads_differ": _same_pads_differ,
+    "len": len,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "str": str,
+    "tuple": tuple,
+    "list": list,
+    "min": min,
+    "max": max,
+    "abs": abs,
+    "round": round,
+    "pad_mode": _pad_mode,
+    "pad_int": _pad_int,
+    "pad4": _pad4,
+    "scaled_size": _scaled_size,
+    "first": _first,
+    "as_tuple": _as_tuple,
+    "as4": _as4,
+    "same_pads_differ": _same_pads_differ,
     "same_transpose_differs": _same_transpose_differs,
 }
 
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+_BINARY = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
 _UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_}
-_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-            ast.Gt: operator.gt, ast.GtE: operator.ge, ast.In: lambda a, b: a in b,
-            ast.NotIn: lambda a, b: a not in b, ast.Is: operator.is_, ast.IsNot: operator.is_not}
+_COMPARE = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+}
 
 
 def _parse(source: str) -> ast.Expression:
@@ -175,11 +211,15 @@ def check_expression(source: str, roots: FrozenSet[str], names: FrozenSet[str] =
             while isinstance(base, ast.Attribute):
                 base = base.value
             if not (isinstance(base, ast.Name) and base.id in roots) or node.attr.startswith("_"):
-                raise RuleError(f"attribute access is only allowed as {'/'.join(sorted(roots))}.<name>[.<name>...] "
-                                f"(no _private names) in {source!r}")
+                raise RuleError(
+                    f"attribute access is only allowed as {'/'.join(sorted(roots))}.<name>[.<name>...] "
+                    f"(no _private names) in {source!r}"
+                )
         elif isinstance(node, ast.Call):
             if isinstance(node.func, ast.Name) and node.func.id not in HELPERS:
-                raise RuleError(f"unknown name {node.func.id!r} in {source!r}; the helpers are {', '.join(sorted(HELPERS))}")
+                raise RuleError(
+                    f"unknown name {node.func.id!r} in {source!r}; the helpers are {', '.join(sorted(HELPERS))}"
+                )
             if not isinstance(node.func, ast.Name) or node.keywords:
                 raise RuleError(f"only the helpers {sorted(HELPERS)} may be called (positionally) in {source!r}")
         elif not isinstance(node, _ALLOWED):
@@ -188,9 +228,27 @@ def check_expression(source: str, roots: FrozenSet[str], names: FrozenSet[str] =
             raise RuleError(f"{node.id!r} must be followed by .<name> in {source!r}")
 
 
-_ALLOWED = (ast.Expression, ast.Constant, ast.Tuple, ast.List, ast.UnaryOp, ast.BinOp, ast.BoolOp, ast.Compare,
-            ast.IfExp, ast.Subscript, ast.Load, ast.Name, ast.Attribute, ast.Call,
-            *_BINARY, *_UNARY, *_COMPARE, ast.And, ast.Or)
+_ALLOWED = (
+    ast.Expression,
+    ast.Constant,
+    ast.Tuple,
+    ast.List,
+    ast.UnaryOp,
+    ast.BinOp,
+    ast.BoolOp,
+    ast.Compare,
+    ast.IfExp,
+    ast.Subscript,
+    ast.Load,
+    ast.Name,
+    ast.Attribute,
+    ast.Call,
+    *_BINARY,
+    *_UNARY,
+    *_COMPARE,
+    ast.And,
+    ast.Or,
+)
 
 
 def _is_attribute_root(tree, name_node) -> bool:
@@ -199,15 +257,21 @@ def _is_attribute_root(tree, name_node) -> bool:
 
 def referenced(source: str, root: str) -> FrozenSet[str]:
     """The names read as ``root.<name>`` in ``source``."""
-    return frozenset(n.attr for n in ast.walk(_parse(source))
-                     if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == root)
+    return frozenset(
+        n.attr
+        for n in ast.walk(_parse(source))
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == root
+    )
 
 
 def bare_names(source: str) -> FrozenSet[str]:
     """The bare names ``source`` reads (``input_shape``), helpers and roots left out."""
     tree = _parse(source)
-    return frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
-                     and n.id not in HELPERS and not _is_attribute_root(tree, n))
+    return frozenset(
+        n.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Name) and n.id not in HELPERS and not _is_attribute_root(tree, n)
+    )
 
 
 Lookup = Callable[[str], Any]

@@ -17,9 +17,24 @@ from packaging.version import Version
 from ..errors import ParityUsageError
 from . import rules
 
-__all__ = ["RegistryError", "Argument", "SelfTestSpec", "Entry", "Availability", "SCHEMA", "KINDS", "FAMILIES",
-           "DEVICES", "MODES", "DTYPES", "DIFFERS", "NONE", "AmpPattern", "AMP_LEVELS",
-           "AMP_PRECISIONS"]
+__all__ = [
+    "RegistryError",
+    "Argument",
+    "SelfTestSpec",
+    "Entry",
+    "Availability",
+    "SCHEMA",
+    "KINDS",
+    "FAMILIES",
+    "DEVICES",
+    "MODES",
+    "DTYPES",
+    "DIFFERS",
+    "NONE",
+    "AmpPattern",
+    "AMP_LEVELS",
+    "AMP_PRECISIONS",
+]
 
 SCHEMA = 1
 KINDS = ("default", "name", "layout", "formula", "unsupported", "precision")
@@ -162,21 +177,30 @@ class Entry:
         """The MindSpore API the fix builds: ``replacement`` where given, else ``mindspore``."""
         return self.replacement or self.mindspore
 
-    def applies(self, mindspore_version: Optional[str] = None, torch_version: Optional[str] = None,
-                device: Optional[str] = None, mode: Optional[str] = None) -> bool:
+    def applies(
+        self,
+        mindspore_version: Optional[str] = None,
+        torch_version: Optional[str] = None,
+        device: Optional[str] = None,
+        mode: Optional[str] = None,
+    ) -> bool:
         """Whether this mismatch is expected for these versions, device and MindSpore mode
         (an argument left as None is not checked)."""
         for framework, version in (("mindspore", mindspore_version), ("torch", torch_version)):
             spec = self.versions.get(framework)
-            if version is not None and spec is not None and not spec.contains(Version(str(version)),
-                                                                               prereleases=True):
+            if version is not None and spec is not None and not spec.contains(Version(str(version)), prereleases=True):
                 return False
         if device is not None and device not in self.devices:
             return False
         return mode is None or mode in self.modes
 
-    def translate_kwargs(self, torch_kwargs: Mapping[str, Any], *, defaults: Optional[Mapping[str, Any]] = None,
-                         input_shape: Optional[Tuple[int, ...]] = None) -> Dict[str, Any]:
+    def translate_kwargs(
+        self,
+        torch_kwargs: Mapping[str, Any],
+        *,
+        defaults: Optional[Mapping[str, Any]] = None,
+        input_shape: Optional[Tuple[int, ...]] = None,
+    ) -> Dict[str, Any]:
         """The MindSpore keyword arguments the rule gives for these PyTorch ones. A PyTorch argument
         the rule reads but ``torch_kwargs`` lacks comes from ``defaults`` (e.g. the signature's), then
         from this entry's ``arguments``; otherwise :class:`RegistryError` says which is missing."""
@@ -270,8 +294,10 @@ def inspect_table(value, where: str, errors: List[str], root: str) -> Dict[str, 
     if isinstance(value, list):
         value = {name: f"{root}.{name}" for name in value}
     if not isinstance(value, dict):
-        errors.append(f"{where}: inspect.{'mindspore' if root == 'ms' else root} must be a list of attribute "
-                      "names or a table name -> expression")
+        errors.append(
+            f"{where}: inspect.{'mindspore' if root == 'ms' else root} must be a list of attribute "
+            "names or a table name -> expression"
+        )
         return {}
     for name, source in value.items():
         try:
@@ -279,4 +305,3 @@ def inspect_table(value, where: str, errors: List[str], root: str) -> Dict[str, 
         except rules.RuleError as exc:
             errors.append(f"{where}: inspect {name}: {exc}")
     return dict(value)
-

@@ -22,8 +22,10 @@ def parameters_of(obj, method: str = "__init__") -> Dict[str, inspect.Parameter]
         return {}
     function = inspect.unwrap(function)
     params = dict(inspect.signature(function).parameters)
-    if set(p.kind for p in params.values() if p.name != "self") <= {inspect.Parameter.VAR_POSITIONAL,
-                                                                       inspect.Parameter.VAR_KEYWORD}:
+    if set(p.kind for p in params.values() if p.name != "self") <= {
+        inspect.Parameter.VAR_POSITIONAL,
+        inspect.Parameter.VAR_KEYWORD,
+    }:
         for cell in getattr(function, "__closure__", None) or ():
             inner = cell.cell_contents
             if inspect.isfunction(inner) and inner.__name__ in (function.__name__, method):
@@ -40,8 +42,12 @@ def _lookup(obj, name: str, forward: str) -> Optional[inspect.Parameter]:
 
 
 def _same_default(stated: Any, actual: Any) -> bool:
-    if isinstance(stated, (int, float)) and isinstance(actual, (int, float)) and not isinstance(stated, bool) \
-            and not isinstance(actual, bool):
+    if (
+        isinstance(stated, (int, float))
+        and isinstance(actual, (int, float))
+        and not isinstance(stated, bool)
+        and not isinstance(actual, bool)
+    ):
         return abs(stated - actual) <= 1e-12 * max(1.0, abs(actual))
     return stated == actual or str(stated) == str(actual)
 
@@ -68,15 +74,29 @@ def check_arguments(entry: Entry, resolve) -> List[str]:
 def _check_argument(entry: Entry, argument: Argument, resolve) -> List[str]:
     found = []
     if argument.torch:
-        found += _check_side(entry.torch, resolve(entry.torch), argument.torch, argument.torch_default,
-                             argument.has_torch_default, "forward")
+        found += _check_side(
+            entry.torch,
+            resolve(entry.torch),
+            argument.torch,
+            argument.torch_default,
+            argument.has_torch_default,
+            "forward",
+        )
     if argument.mindspore:
         try:
             target = resolve(entry.mindspore)
         except (ImportError, AttributeError):
-            return found + [f"{entry.mindspore} does not exist, yet the entry names its argument {argument.mindspore!r}"]
-        found += _check_side(entry.mindspore, target, argument.mindspore, argument.mindspore_default,
-                             argument.has_mindspore_default, "construct")
+            return found + [
+                f"{entry.mindspore} does not exist, yet the entry names its argument {argument.mindspore!r}"
+            ]
+        found += _check_side(
+            entry.mindspore,
+            target,
+            argument.mindspore,
+            argument.mindspore_default,
+            argument.has_mindspore_default,
+            "construct",
+        )
     return found
 
 
@@ -86,8 +106,10 @@ def check_rule_arguments(entry: Entry, resolve) -> List[str]:
 
     params = parameters_of(resolve(entry.torch))
     missing = sorted({n for s in entry.rule.values() for n in rules.referenced(s, "torch")} - set(params))
-    return [f"{entry.location}: entry {entry.id!r}: the rule reads torch.{n}, which {entry.torch} does not take"
-            for n in missing]
+    return [
+        f"{entry.location}: entry {entry.id!r}: the rule reads torch.{n}, which {entry.torch} does not take"
+        for n in missing
+    ]
 
 
 def documented_platforms(obj) -> List[str]:

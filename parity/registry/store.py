@@ -48,12 +48,21 @@ class Registry:
         """Entries about this PyTorch and/or MindSpore API: a dotted path (``"torch.nn.Conv2d"``) or a
         class. A MindSpore API also matches entries whose fix builds it (``replacement``) only when
         asked by class; dotted paths match exactly."""
-        return [e for e in self.entries
-                if (torch_api is None or api_matches(e.torch, torch_api))
-                and (mindspore_api is None or api_matches(e.mindspore, mindspore_api))]
+        return [
+            e
+            for e in self.entries
+            if (torch_api is None or api_matches(e.torch, torch_api))
+            and (mindspore_api is None or api_matches(e.mindspore, mindspore_api))
+        ]
 
-    def applicable(self, *, mindspore_version: Optional[str] = None, torch_version: Optional[str] = None,
-                   device: Optional[str] = None, mode: Optional[str] = None) -> List[Entry]:
+    def applicable(
+        self,
+        *,
+        mindspore_version: Optional[str] = None,
+        torch_version: Optional[str] = None,
+        device: Optional[str] = None,
+        mode: Optional[str] = None,
+    ) -> List[Entry]:
         """Entries that apply to these versions (default: the installed ones), device and mode."""
         if mindspore_version is None and torch_version is None:
             mindspore_version, torch_version = installed_versions()

@@ -78,8 +78,10 @@ def translate(torch_module, *, device: str = "CPU", example=None):
     from ..backends.mindspore import use_device
 
     if not isinstance(torch_module, torch.nn.Module):
-        raise ParityUsageError(f"translate() takes a torch.nn.Module, got {type(torch_module).__module__}."
-                               f"{type(torch_module).__qualname__}")
+        raise ParityUsageError(
+            f"translate() takes a torch.nn.Module, got {type(torch_module).__module__}."
+            f"{type(torch_module).__qualname__}"
+        )
     if device not in DEVICES:
         raise ParityUsageError(f"translate(): unknown device {device!r}; expected one of {', '.join(DEVICES)}")
     use_device(device)  # some Cells (the recurrent ones) pick their kernels when built
@@ -89,8 +91,9 @@ def translate(torch_module, *, device: str = "CPU", example=None):
         try:
             examples = record_calls(torch_module, tuple(args), dict(kwargs))
         except Exception as exc:  # noqa: BLE001  (whatever the Module's forward raises on them)
-            raise ParityUsageError(f"translate(): the PyTorch module cannot run on the example inputs: "
-                                   f"{type(exc).__name__}: {exc}") from None
+            raise ParityUsageError(
+                f"translate(): the PyTorch module cannot run on the example inputs: {type(exc).__name__}: {exc}"
+            ) from None
     cell = translate_module(torch_module, Context("", device, torch_module, examples=examples))
     _tie_shared_parameters(torch_module, cell)
     _name_parameters(cell)
@@ -113,7 +116,7 @@ def _tie_shared_parameters(torch_module, cell) -> None:
             setattr(tied[0], tied[1], getattr(kept[0], kept[1]))
 
 
-def _ms_parameter(cell, torch_path: str, shape):
+def _ms_parameter(cell, torch_path: str, param_shape):
     """``(owner Cell, attribute)`` of the Cell's counterpart of a PyTorch parameter: the one own
     Parameter of that shape in the Cell at the owner's path; None where there is no single one."""
     owner_path, _, _ = torch_path.rpartition(".")
@@ -122,7 +125,7 @@ def _ms_parameter(cell, torch_path: str, shape):
         owner = owner.name_cells().get(part)
         if owner is None:
             return None
-    found = [name for name, p in owner.parameters_and_names(expand=False) if tuple(p.shape) == tuple(shape)]
+    found = [name for name, p in owner.parameters_and_names(expand=False) if tuple(p.shape) == tuple(param_shape)]
     return (owner, found[0]) if len(found) == 1 else None
 
 
@@ -134,12 +137,14 @@ def _name_parameters(cell) -> None:
 
 
 def _copy_weights(torch_module, cell) -> None:
-    from ..backends import mindspore as msb, torch as tb
+    from ..backends import mindspore as msb
+    from ..backends import torch as tb
     from ..weights.transfer import copy_weights, map_weights
 
     try:
         wmap = map_weights(msb.slots(cell), tb.slots(torch_module))
     except ParityUsageError as exc:
-        raise ParityInternalError(f"translate() built a Cell whose parameters do not line up with the "
-                                  f"PyTorch Module's:\n{exc}") from None
+        raise ParityInternalError(
+            f"translate() built a Cell whose parameters do not line up with the PyTorch Module's:\n{exc}"
+        ) from None
     copy_weights(wmap, torch_module, cell, to_torch=False)

@@ -20,8 +20,18 @@ import numpy as np
 
 from ..errors import ParityUnsupported
 
-__all__ = ["Context", "translates", "translates_when", "builder_for", "translated_names", "ntuple", "single", "as_constant",
-           "as_parameter", "torch_name"]
+__all__ = [
+    "Context",
+    "translates",
+    "translates_when",
+    "builder_for",
+    "translated_names",
+    "ntuple",
+    "single",
+    "as_constant",
+    "as_parameter",
+    "torch_name",
+]
 
 Builder = Callable[[object, "Context"], object]
 _BUILDERS: Dict[type, Builder] = {}
@@ -60,9 +70,11 @@ class Context:
         return ParityUnsupported(f"{self.where}: {reason}")
 
     def no_translation(self) -> ParityUnsupported:
-        return ParityUnsupported(f"{self.where} has no translation; translate() supports "
-                                 f"{len(_BUILDERS)} torch.nn layers (parity.translation.translated_names()), "
-                                 "the containers and custom Modules built from them")
+        return ParityUnsupported(
+            f"{self.where} has no translation; translate() supports "
+            f"{len(_BUILDERS)} torch.nn layers (parity.translation.translated_names()), "
+            "the containers and custom Modules built from them"
+        )
 
     def require(self, condition: bool, reason: str) -> None:
         if not condition:
@@ -123,9 +135,10 @@ def _from_torch(klass: type) -> bool:
 
 def _only_configures(klass: type, base: type) -> bool:
     """True when the user classes between ``klass`` and ``base`` define no function but ``__init__``."""
-    user = klass.__mro__[:klass.__mro__.index(base)]
-    return not any(isinstance(v, types.FunctionType) and name != "__init__"
-                   for k in user for name, v in vars(k).items())
+    user = klass.__mro__[: klass.__mro__.index(base)]
+    return not any(
+        isinstance(v, types.FunctionType) and name != "__init__" for k in user for name, v in vars(k).items()
+    )
 
 
 def translated_names() -> Tuple[str, ...]:

@@ -107,10 +107,19 @@ class Softplus(nn.Cell):
 
 # PyTorch classes whose MindSpore Cell takes no arguments.
 _PLAIN = {
-    torch.nn.ReLU: nn.ReLU, torch.nn.ReLU6: nn.ReLU6, torch.nn.SELU: SELU, torch.nn.SiLU: nn.SiLU,
-    torch.nn.Mish: Mish, torch.nn.Hardswish: nn.HSwish, torch.nn.Hardsigmoid: nn.HSigmoid,
-    torch.nn.Tanh: Tanh, torch.nn.Sigmoid: nn.Sigmoid, torch.nn.Softsign: nn.Softsign,
-    torch.nn.Tanhshrink: Tanhshrink, torch.nn.LogSigmoid: nn.LogSigmoid, torch.nn.Softmax2d: nn.Softmax2d,
+    torch.nn.ReLU: nn.ReLU,
+    torch.nn.ReLU6: nn.ReLU6,
+    torch.nn.SELU: SELU,
+    torch.nn.SiLU: nn.SiLU,
+    torch.nn.Mish: Mish,
+    torch.nn.Hardswish: nn.HSwish,
+    torch.nn.Hardsigmoid: nn.HSigmoid,
+    torch.nn.Tanh: Tanh,
+    torch.nn.Sigmoid: nn.Sigmoid,
+    torch.nn.Softsign: nn.Softsign,
+    torch.nn.Tanhshrink: Tanhshrink,
+    torch.nn.LogSigmoid: nn.LogSigmoid,
+    torch.nn.Softmax2d: nn.Softmax2d,
 }
 _AXIS = {torch.nn.Softmax: nn.Softmax, torch.nn.LogSoftmax: nn.LogSoftmax, torch.nn.Softmin: nn.Softmin}
 
@@ -122,8 +131,10 @@ def plain(module, ctx: Context):
 
 @translates(*_AXIS)
 def softmax(module, ctx: Context):
-    ctx.require(module.dim is not None, "dim=None (picked from the input rank, deprecated in PyTorch) has no "
-                                        "MindSpore counterpart; pass dim")
+    ctx.require(
+        module.dim is not None,
+        "dim=None (picked from the input rank, deprecated in PyTorch) has no MindSpore counterpart; pass dim",
+    )
     return _AXIS[ctx.kind](axis=module.dim)
 
 
@@ -180,4 +191,3 @@ def softshrink(module, ctx: Context):
 @translates(torch.nn.Threshold)
 def threshold(module, ctx: Context):
     return nn.Threshold(module.threshold, module.value)
-

@@ -38,23 +38,33 @@ class MultiheadAttention(nn.MultiheadAttention):
     no ``key_padding_mask``) the causal mask (target i sees sources 0..i) replaces ``attn_mask`` here too.
     Compiles in GRAPH mode, so it raises only Python's own exceptions."""
 
-    def construct(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
-                  average_attn_weights=True, is_causal=False):
+    def construct(
+        self,
+        query,
+        key,
+        value,
+        key_padding_mask=None,
+        need_weights=True,
+        attn_mask=None,
+        average_attn_weights=True,
+        is_causal=False,
+    ):
         if is_causal:
             if attn_mask is None:
                 raise ValueError("MultiheadAttention: is_causal=True needs attn_mask (PyTorch raises too)")
             if key_padding_mask is None and not need_weights:
                 attn_mask = self._causal_mask(query, key)
-        found = super().construct(query, key, value, key_padding_mask, need_weights, attn_mask,
-                                  average_attn_weights)
+        found = super().construct(query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights)
         if need_weights:
             return found
         return found[0], None
 
     def _causal_mask(self, query, key):
         if self.bias_k is not None or self.add_zero_attn:
-            raise ValueError("MultiheadAttention: is_causal=True with add_bias_kv or add_zero_attn has no translation: "
-                             "PyTorch's causal mask then covers the added keys too")
+            raise ValueError(
+                "MultiheadAttention: is_causal=True with add_bias_kv or add_zero_attn has no translation: "
+                "PyTorch's causal mask then covers the added keys too"
+            )
         seq = 1 if self.batch_first and query.ndim == 3 else 0
         targets, sources = query.shape[seq], key.shape[seq]
         future = ops.triu(ops.ones((targets, sources), ms.float32), 1) > 0
@@ -64,9 +74,16 @@ class MultiheadAttention(nn.MultiheadAttention):
 @translates(torch.nn.MultiheadAttention)
 def multihead_attention(module, ctx: Context):
     return MultiheadAttention(
-        module.embed_dim, module.num_heads, dropout=float(module.dropout),
-        has_bias=module.in_proj_bias is not None, add_bias_kv=module.bias_k is not None,
-        add_zero_attn=module.add_zero_attn, kdim=module.kdim, vdim=module.vdim, batch_first=module.batch_first)
+        module.embed_dim,
+        module.num_heads,
+        dropout=float(module.dropout),
+        has_bias=module.in_proj_bias is not None,
+        add_bias_kv=module.bias_k is not None,
+        add_zero_attn=module.add_zero_attn,
+        kdim=module.kdim,
+        vdim=module.vdim,
+        batch_first=module.batch_first,
+    )
 
 
 def _activation(module, ctx: Context) -> str:
@@ -81,9 +98,16 @@ def _activation(module, ctx: Context) -> str:
 def _layer_kwargs(module, ctx: Context) -> dict:
     ctx.require(module.linear1.bias is not None, "bias=False: MindSpore's transformer layers always have biases")
     attn = module.self_attn
-    return dict(d_model=attn.embed_dim, nhead=attn.num_heads, dim_feedforward=module.linear1.out_features,
-                dropout=float(module.dropout.p), activation=_activation(module, ctx),
-                layer_norm_eps=float(module.norm1.eps), batch_first=attn.batch_first, norm_first=module.norm_first)
+    return dict(
+        d_model=attn.embed_dim,
+        nhead=attn.num_heads,
+        dim_feedforward=module.linear1.out_features,
+        dropout=float(module.dropout.p),
+        activation=_activation(module, ctx),
+        layer_norm_eps=float(module.norm1.eps),
+        batch_first=attn.batch_first,
+        norm_first=module.norm_first,
+    )
 
 
 @translates(torch.nn.TransformerEncoderLayer)
@@ -100,8 +124,10 @@ def _stack(module, ctx: Context, layer_type, stack_type):
     from .modules import translate_module
 
     layers = list(module.layers)
-    ctx.require(all(type(layer) is layer_type for layer in layers),
-                f"layers other than {layer_type.__name__} have no MindSpore counterpart")
+    ctx.require(
+        all(type(layer) is layer_type for layer in layers),
+        f"layers other than {layer_type.__name__} have no MindSpore counterpart",
+    )
     first = translate_module(layers[0], ctx.child("layers.0", layers[0]))
     norm = None if module.norm is None else translate_module(module.norm, ctx.child("norm", module.norm))
     return stack_type(first, len(layers), norm=norm)

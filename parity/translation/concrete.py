@@ -88,7 +88,8 @@ class Guard:
             raise GuardFailed(
                 f"the translated Cell was traced on example inputs where {self.describe()}; this call gives "
                 f"{found!r}, for which PyTorch's forward takes another path. Translate again with inputs of "
-                f"this kind: parity.translate(module, inputs=...)")
+                f"this kind: parity.translate(module, inputs=...)"
+            )
 
     def describe(self) -> str:
         read = {"bool": "the truth value", "int": "the integer", "float": "the number", "len": "the length"}
@@ -111,6 +112,7 @@ def _decision_place() -> str:
 
 
 # --- proxies that know their value -------------------------------------------------------------
+
 
 class _Valued:
     """What a proxy with a value does where plain ``torch.fx`` gives up."""
@@ -177,6 +179,7 @@ class ValuedAttribute(_Valued, Attribute):
 
 
 # --- the tracer --------------------------------------------------------------------------------
+
 
 def _plain(value):
     """The value of a proxy, recursively through tuples, lists, dicts and slices."""
@@ -288,6 +291,7 @@ class ConcreteTracer(torch.fx.Tracer):
 
 # --- what a trace cannot enter, and its stand-ins ---------------------------------------------
 
+
 def _broadcast_bhqkv(mask_function: Callable, bh_indices: bool = True) -> Callable:
     """transformers' ``masking_utils._vmap_for_bhqkv`` by broadcasting: its mask functions compare and
     index by the batch, head, query and key positions elementwise, so calling them once on the
@@ -297,8 +301,12 @@ def _broadcast_bhqkv(mask_function: Callable, bh_indices: bool = True) -> Callab
     def mask(batch_idx, head_idx, q_idx, kv_idx):
         if not bh_indices:
             return mask_function(None, None, q_idx[:, None], kv_idx[None, :]).expand(q_idx.shape[0], kv_idx.shape[0])
-        found = mask_function(batch_idx[:, None, None, None], head_idx[None, :, None, None],
-                              q_idx[None, None, :, None], kv_idx[None, None, None, :])
+        found = mask_function(
+            batch_idx[:, None, None, None],
+            head_idx[None, :, None, None],
+            q_idx[None, None, :, None],
+            kv_idx[None, None, None, :],
+        )
         return found.expand(batch_idx.shape[0], head_idx.shape[0], q_idx.shape[0], kv_idx.shape[0])
 
     return mask
@@ -369,6 +377,7 @@ def _stand_ins():
 
 # --- the calls: what each submodule was given ------------------------------------------------
 
+
 def _copied(value):
     if isinstance(value, torch.Tensor):
         return value.detach().clone()
@@ -403,8 +412,11 @@ def record_calls(module, args: tuple, kwargs: dict) -> Dict[int, List[Tuple[tupl
 def kept_state(module):
     """PyTorch's random state and the Module's parameters and buffers, restored afterwards (a child
     run for its value in train mode updates BatchNorm's statistics and draws dropout masks)."""
-    saved = {name: tensor.detach().clone() for name, tensor in module.state_dict(keep_vars=True).items()
-             if isinstance(tensor, torch.Tensor) and not isinstance(tensor, _UNINITIALIZED)}
+    saved = {
+        name: tensor.detach().clone()
+        for name, tensor in module.state_dict(keep_vars=True).items()
+        if isinstance(tensor, torch.Tensor) and not isinstance(tensor, _UNINITIALIZED)
+    }
     with torch.random.fork_rng(devices=[]):
         try:
             yield
@@ -416,6 +428,7 @@ def kept_state(module):
 
 
 # --- a call, as placeholders and constants ----------------------------------------------------
+
 
 def call_slots(signature: inspect.Signature, args: tuple, kwargs: dict):
     """``(key, slots, constants)`` of a call of ``forward`` (``signature`` without ``self``): ``slots`` is
@@ -451,8 +464,10 @@ def root_function(forward: Callable, signature: inspect.Signature, key: tuple, c
     """A function of ``self`` and the key's placeholders that calls ``forward`` with the call the key
     describes (its ``constants`` baked in), for the tracer to trace, and the placeholders' names."""
     slots = [entry[1] for entry in key if len(entry) == 2]
-    names = [slot if slot.isidentifier() and not keyword.iskeyword(slot) and slot != "self" else f"arg{i}"
-             for i, slot in enumerate(slots)]
+    names = [
+        slot if slot.isidentifier() and not keyword.iskeyword(slot) and slot != "self" else f"arg{i}"
+        for i, slot in enumerate(slots)
+    ]
     if len(set(names)) != len(names):
         names = [f"arg{i}" for i in range(len(names))]
     params = signature.parameters
@@ -466,8 +481,9 @@ def root_function(forward: Callable, signature: inspect.Signature, key: tuple, c
                 positional += [given[f"{name}_{i}"] for i in range(count)]
             elif param.kind is param.VAR_KEYWORD:
                 named.update({entry[1]: given[entry[1]] for entry in key if entry[0] == name})
-            elif param.kind is param.POSITIONAL_ONLY or (param.kind is param.POSITIONAL_OR_KEYWORD and any(
-                    p.kind is p.VAR_POSITIONAL for p in params.values())):
+            elif param.kind is param.POSITIONAL_ONLY or (
+                param.kind is param.POSITIONAL_OR_KEYWORD and any(p.kind is p.VAR_POSITIONAL for p in params.values())
+            ):
                 positional.append(given[name])
             else:
                 named[name] = given[name]
@@ -478,4 +494,3 @@ def root_function(forward: Callable, signature: inspect.Signature, key: tuple, c
     namespace = {"_parity_call": call}
     exec(source, namespace)  # noqa: S102  (names checked to be identifiers; no value is formatted in)
     return namespace["forward"], names
-

@@ -28,6 +28,7 @@ from ._registry import Context, ntuple, single, translates
 
 __all__ = ["PaddedConv1d", "PaddedConv2d", "PaddedConv3d", "Conv1dTransposeCropped"]
 
+
 class PaddedConv1d(nn.Conv1d):
     """``nn.Conv1d`` after ``ops.pad(x, torch_pads, mode)`` (one class per rank, no mixin: GRAPH
     mode resolves ``super()`` against the instance's own class)."""
@@ -58,10 +59,16 @@ class Conv1dTransposeCropped(nn.Conv2dTranspose):
         return super().construct(x.expand_dims(2)).squeeze(2)
 
 
-_CONV = {torch.nn.Conv1d: (nn.Conv1d, PaddedConv1d), torch.nn.Conv2d: (nn.Conv2d, PaddedConv2d),
-         torch.nn.Conv3d: (nn.Conv3d, PaddedConv3d)}
-_TRANSPOSED = {torch.nn.ConvTranspose1d: nn.Conv1dTranspose, torch.nn.ConvTranspose2d: nn.Conv2dTranspose,
-               torch.nn.ConvTranspose3d: nn.Conv3dTranspose}
+_CONV = {
+    torch.nn.Conv1d: (nn.Conv1d, PaddedConv1d),
+    torch.nn.Conv2d: (nn.Conv2d, PaddedConv2d),
+    torch.nn.Conv3d: (nn.Conv3d, PaddedConv3d),
+}
+_TRANSPOSED = {
+    torch.nn.ConvTranspose1d: nn.Conv1dTranspose,
+    torch.nn.ConvTranspose2d: nn.Conv2dTranspose,
+    torch.nn.ConvTranspose3d: nn.Conv3dTranspose,
+}
 
 
 def _per_side(sides: List[Tuple[int, int]], nd: int):
@@ -85,8 +92,13 @@ def _common(module, nd: int) -> dict:
     sizes = {k: ntuple(getattr(module, k), nd) for k in ("kernel_size", "stride", "dilation")}
     if nd == 1:
         sizes = {k: single(v) for k, v in sizes.items()}
-    return dict(in_channels=module.in_channels, out_channels=module.out_channels, group=module.groups,
-                has_bias=module.bias is not None, **sizes)
+    return dict(
+        in_channels=module.in_channels,
+        out_channels=module.out_channels,
+        group=module.groups,
+        has_bias=module.bias is not None,
+        **sizes,
+    )
 
 
 @translates(*_CONV)
@@ -99,8 +111,10 @@ def conv(module, ctx: Context):
             return plain(pad_mode=module.padding, **kwargs)
         return plain(pad_mode="pad", padding=_per_side(_sides(module, nd), nd), **kwargs)
     mode = module.padding_mode  # ops.pad names the modes like PyTorch: reflect, replicate, circular
-    ctx.require(not (mode == "reflect" and nd == 3 and ctx.device == "CPU"),
-                "padding_mode='reflect' needs a 5-d reflect pad, which MindSpore's ops.pad lacks on CPU")
+    ctx.require(
+        not (mode == "reflect" and nd == 3 and ctx.device == "CPU"),
+        "padding_mode='reflect' needs a 5-d reflect pad, which MindSpore's ops.pad lacks on CPU",
+    )
     cell = padded(pad_mode="valid", **kwargs)
     cell.torch_pads = tuple(p for pair in reversed(_sides(module, nd)) for p in pair)
     cell.torch_padding_mode = mode
@@ -112,9 +126,11 @@ def _transposed_padding(module, ctx: Context, nd: int):
     pads, extra = ntuple(module.padding, nd), ntuple(module.output_padding, nd)
     if all(e <= p for e, p in zip(extra, pads)):
         return [(p, p - e) for p, e in zip(pads, extra)], (0,) * nd
-    ctx.require(module.bias is None or nd == 3,
-                "output_padding larger than padding: MindSpore fills those rows with zeros after adding "
-                "the bias, PyTorch computes them (equal only without bias)")
+    ctx.require(
+        module.bias is None or nd == 3,
+        "output_padding larger than padding: MindSpore fills those rows with zeros after adding "
+        "the bias, PyTorch computes them (equal only without bias)",
+    )
     return [(p, p) for p in pads], extra
 
 
@@ -124,8 +140,9 @@ def conv_transpose(module, ctx: Context):
     kwargs = _common(module, nd)
     sides, extra = _transposed_padding(module, ctx, nd)
     if nd == 1 and (sides[0][0] != sides[0][1] or any(extra)):
-        kwargs.update(kernel_size=(1, kwargs["kernel_size"]), stride=(1, kwargs["stride"]),
-                      dilation=(1, kwargs["dilation"]))
+        kwargs.update(
+            kernel_size=(1, kwargs["kernel_size"]), stride=(1, kwargs["stride"]), dilation=(1, kwargs["dilation"])
+        )
         if any(extra):
             kwargs["output_padding"] = (0,) + extra
         return Conv1dTransposeCropped(pad_mode="pad", padding=(0, 0) + sides[0], **kwargs)

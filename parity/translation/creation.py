@@ -14,8 +14,7 @@ from .functions import _ms_dtype, extend
 __all__ = []
 
 
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
-              sparse=False):
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
     """Rows of ``weight``; the ``padding_idx`` row gets no gradient, as in PyTorch."""
     if max_norm is not None or scale_grad_by_freq:
         raise TypeError("embedding(max_norm=..., scale_grad_by_freq=True) is not translated")
@@ -60,9 +59,15 @@ def _compare(op):
 
 # Module-level tables, so that ``parity scan`` reads them from the source as it reads functions.py's.
 FUNCTIONS = {
-    "torch.eq": _compare(ops.equal), "torch.ne": _compare(ops.ne), "torch.gt": _compare(ops.gt),
-    "torch.lt": _compare(ops.lt), "torch.ge": _compare(ops.ge), "torch.le": _compare(ops.le),
-    "torch.nn.functional.embedding": embedding, "operator.setitem": setitem, "torch.clone": clone,
+    "torch.eq": _compare(ops.equal),
+    "torch.ne": _compare(ops.ne),
+    "torch.gt": _compare(ops.gt),
+    "torch.lt": _compare(ops.lt),
+    "torch.ge": _compare(ops.ge),
+    "torch.le": _compare(ops.le),
+    "torch.nn.functional.embedding": embedding,
+    "operator.setitem": setitem,
+    "torch.clone": clone,
     "torch.argmin": _arg_reduce(ops.argmin),
 }
 METHODS = {"argmin": _arg_reduce(ops.argmin), "type": type_, "erf": ops.erf}

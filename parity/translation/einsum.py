@@ -32,7 +32,7 @@ def einsum(equation, *operands):
     current, labels = operands[0], inputs[0]
     current, labels = _reduce(current, labels, set("".join(inputs[1:])) | set(output))
     for index in range(1, len(operands)):
-        later = set("".join(inputs[index + 1:])) | set(output)
+        later = set("".join(inputs[index + 1 :])) | set(output)
         other, other_labels = _reduce(operands[index], inputs[index], later | set(labels))
         current, labels = _contract(current, labels, other, other_labels, later)
     missing = set(labels) - set(output)
@@ -53,7 +53,7 @@ def _parse(equation: str, ranks: Sequence[int]) -> Tuple[List[str], str]:
     expanded = []
     for term, rank in zip(inputs, ranks):
         if "..." in term:
-            term = term.replace("...", ellipsis[widest - (rank - len(term.replace("...", ""))):])
+            term = term.replace("...", ellipsis[widest - (rank - len(term.replace("...", ""))) :])
         if len(term) != rank:
             raise TypeError(f"einsum {equation!r}: the term {term!r} does not fit an operand of rank {rank}")
         if len(set(term)) != len(term):
@@ -89,8 +89,12 @@ def _contract(a, a_labels: str, b, b_labels: str, later) -> Tuple[object, str]:
     summed = "".join(c for c in shared if c not in later)
     a_free = "".join(c for c in a_labels if c not in b_labels)
     b_free = "".join(c for c in b_labels if c not in a_labels)
-    sizes = {c: max(_size(a, a_labels, c) + _size(b, b_labels, c)) if c in a_labels and c in b_labels
-             else (_size(a, a_labels, c) if c in a_labels else _size(b, b_labels, c))[0] for c in a_labels + b_labels}
+    sizes = {
+        c: max(_size(a, a_labels, c) + _size(b, b_labels, c))
+        if c in a_labels and c in b_labels
+        else (_size(a, a_labels, c) if c in a_labels else _size(b, b_labels, c))[0]
+        for c in a_labels + b_labels
+    }
     left = _layout(a, a_labels, batch + a_free + summed, sizes)
     right = _layout(b, b_labels, batch + summed + b_free, sizes)
     n, m, k, p = (math.prod(sizes[c] for c in group) for group in (batch, a_free, summed, b_free))

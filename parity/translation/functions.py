@@ -66,8 +66,17 @@ def _axes(dim):
     return tuple(dim) if isinstance(dim, list) else dim
 
 
-_DTYPES = {"float32": ms.float32, "float64": ms.float64, "float16": ms.float16, "bfloat16": ms.bfloat16,
-           "int64": ms.int64, "int32": ms.int32, "int8": ms.int8, "uint8": ms.uint8, "bool": ms.bool_}
+_DTYPES = {
+    "float32": ms.float32,
+    "float64": ms.float64,
+    "float16": ms.float16,
+    "bfloat16": ms.bfloat16,
+    "int64": ms.int64,
+    "int32": ms.int32,
+    "int8": ms.int8,
+    "uint8": ms.uint8,
+    "bool": ms.bool_,
+}
 
 
 def _ms_dtype(dtype):
@@ -81,6 +90,7 @@ def _ms_dtype(dtype):
 
 
 # --- shapes ---------------------------------------------------------------------------------
+
 
 def flatten(input, start_dim=0, end_dim=-1):
     if input.ndim == 0:
@@ -161,6 +171,7 @@ def numel(input):
 
 
 # --- arithmetic and reductions --------------------------------------------------------------
+
 
 def add(input, other, *, alpha=1):
     return input + other if alpha == 1 else input + alpha * other
@@ -261,6 +272,7 @@ def type_as(input, other):
 
 # --- activations ----------------------------------------------------------------------------
 
+
 def relu(input, inplace=False):
     return ops.relu(input)
 
@@ -325,6 +337,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 # --- layers as functions --------------------------------------------------------------------
 
+
 def linear(input, weight, bias=None):
     return ops.dense(input, weight, bias)
 
@@ -351,23 +364,39 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     return ops.adaptive_max_pool2d(input, _pooled_size(input, output_size, 2), return_indices)
 
 
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-               divisor_override=None):
-    return ops.avg_pool2d(input, kernel_size, stride if stride else kernel_size, padding, ceil_mode,
-                          count_include_pad, divisor_override or 0)
+def avg_pool2d(
+    input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None
+):
+    return ops.avg_pool2d(
+        input,
+        kernel_size,
+        stride if stride else kernel_size,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override or 0,
+    )
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    return ops.max_pool2d(input, kernel_size, stride if stride else kernel_size, padding, dilation,
-                          return_indices, ceil_mode)
+    return ops.max_pool2d(
+        input, kernel_size, stride if stride else kernel_size, padding, dilation, return_indices, ceil_mode
+    )
 
 
 def pad(input, pad, mode="constant", value=None):
     return ops.pad(input, tuple(pad), mode, value)
 
 
-def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
-                recompute_scale_factor=None, antialias=False):
+def interpolate(
+    input,
+    size=None,
+    scale_factor=None,
+    mode="nearest",
+    align_corners=None,
+    recompute_scale_factor=None,
+    antialias=False,
+):
     if antialias:
         raise TypeError("interpolate(antialias=True) is not translated")
     if scale_factor is not None:  # MindSpore samples by the sizes: give it the size PyTorch makes
@@ -375,14 +404,17 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         factors = tuple(scale_factor) if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * len(spatial)
         sizes = [n * f for n, f in zip(spatial, factors)]
         if not recompute_scale_factor and not all(float(s).is_integer() for s in sizes):
-            raise TypeError(f"scale_factor={scale_factor} makes {sizes} pixels: PyTorch samples by 1/scale_factor, "
-                            "MindSpore by the sizes (pass recompute_scale_factor=True or size=)")
+            raise TypeError(
+                f"scale_factor={scale_factor} makes {sizes} pixels: PyTorch samples by 1/scale_factor, "
+                "MindSpore by the sizes (pass recompute_scale_factor=True or size=)"
+            )
         size = tuple(int(math.floor(s)) for s in sizes)
     return ops.interpolate(input, size, None, mode, align_corners)
 
 
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
-                                 enable_gqa=False):
+def scaled_dot_product_attention(
+    query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False
+):
     """softmax(q k^T * scale + mask) v, as PyTorch's reference implementation defines it: ``enable_gqa``
     repeats each key/value head for its group of query heads (``repeat_interleave``), and a query
     that may attend to nothing gets zeros, as PyTorch gives. Masked scores are filled with the
@@ -420,15 +452,17 @@ def _stochastic_depth_check(args, kwargs) -> Optional[str]:
     names = ("input", "p", "mode", "training")
     bound = dict(zip(names, args), **kwargs)
     if bound.get("training", True) and bound.get("p", 0) > 0:
-        return (f"in train mode with p={bound['p']} it drops random samples, and MindSpore's random numbers "
-                "are not PyTorch's (run the check in eval mode)")
+        return (
+            f"in train mode with p={bound['p']} it drops random samples, and MindSpore's random numbers "
+            "are not PyTorch's (run the check in eval mode)"
+        )
     return None
 
 
 # --- tensor creation ------------------------------------------------------------------------
 
-def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, pin_memory=False,
-         requires_grad=False):
+
+def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
     if dtype is None:
         dtype = ms.bool_ if isinstance(fill_value, bool) else ms.int64 if isinstance(fill_value, int) else ms.float32
     else:
@@ -445,6 +479,7 @@ def tril(input, diagonal=0):
 
 
 # --- checks fx inserts and Python builtins --------------------------------------------------
+
 
 def assert_(condition, message):
     if not bool(condition):
@@ -466,9 +501,13 @@ def _torch_dtype(tensor):
     return _TORCH_DTYPES[tensor.dtype]
 
 
-_ATTRIBUTES = {"shape": lambda t: tuple(t.shape), "ndim": lambda t: t.ndim,
-               "T": lambda t: ops.permute(t, tuple(range(t.ndim - 1, -1, -1))),
-               "dtype": _torch_dtype, "device": lambda t: DEVICE}
+_ATTRIBUTES = {
+    "shape": lambda t: tuple(t.shape),
+    "ndim": lambda t: t.ndim,
+    "T": lambda t: ops.permute(t, tuple(range(t.ndim - 1, -1, -1))),
+    "dtype": _torch_dtype,
+    "device": lambda t: DEVICE,
+}
 
 
 _REDUCED = ("values", "indices")  # of what torch.max(x, dim) returns (a tensor has neither)
@@ -494,27 +533,68 @@ def getattr_(obj, name, *default):
 # The table. Keys are PyTorch's dotted names; values are adapters or (adapter, validator) where the
 # validator sees the node's constant arguments and returns why the call cannot be translated.
 FUNCTIONS: Dict[str, object] = {
-    "torch.flatten": flatten, "torch.reshape": reshape, "torch.permute": permute, "torch.transpose": transpose,
-    "torch.swapaxes": transpose, "torch.unsqueeze": unsqueeze, "torch.squeeze": squeeze, "torch.cat": cat,
-    "torch.concat": cat, "torch.concatenate": cat, "torch.stack": stack, "torch.chunk": chunk,
-    "torch.split": split, "torch.unbind": unbind,
-    "torch.add": add, "torch.sub": sub, "torch.mul": mul, "torch.div": div, "torch.matmul": matmul,
-    "torch.bmm": bmm, "torch.mean": mean, "torch.sum": sum_, "torch.clamp": clamp, "torch.clip": clamp,
-    "torch.relu": relu, "torch.sigmoid": sigmoid, "torch.tanh": tanh, "torch.softmax": softmax,
-    "torch.exp": ops.exp, "torch.sqrt": ops.sqrt, "torch.rsqrt": ops.rsqrt, "torch.abs": ops.abs,
-    "torch.pow": pow_, "torch.cos": ops.cos, "torch.sin": ops.sin, "torch.addmm": addmm,
-    "torch.full": full, "torch.triu": triu, "torch.tril": tril, "torch.masked_fill": masked_fill,
-    "torch._assert": assert_, "torch.fx._symbolic_trace._assert_is_none": assert_is_none,
-    "torch.nn.functional.relu": relu, "torch.nn.functional.relu6": relu6,
-    "torch.nn.functional.leaky_relu": leaky_relu, "torch.nn.functional.elu": elu, "torch.nn.functional.gelu": gelu,
-    "torch.nn.functional.silu": silu, "torch.nn.functional.hardswish": hardswish,
-    "torch.nn.functional.hardsigmoid": hardsigmoid, "torch.nn.functional.sigmoid": sigmoid,
-    "torch.nn.functional.tanh": tanh, "torch.nn.functional.softmax": softmax,
-    "torch.nn.functional.log_softmax": log_softmax, "torch.nn.functional.dropout": dropout,
-    "torch.nn.functional.linear": linear, "torch.nn.functional.layer_norm": layer_norm,
+    "torch.flatten": flatten,
+    "torch.reshape": reshape,
+    "torch.permute": permute,
+    "torch.transpose": transpose,
+    "torch.swapaxes": transpose,
+    "torch.unsqueeze": unsqueeze,
+    "torch.squeeze": squeeze,
+    "torch.cat": cat,
+    "torch.concat": cat,
+    "torch.concatenate": cat,
+    "torch.stack": stack,
+    "torch.chunk": chunk,
+    "torch.split": split,
+    "torch.unbind": unbind,
+    "torch.add": add,
+    "torch.sub": sub,
+    "torch.mul": mul,
+    "torch.div": div,
+    "torch.matmul": matmul,
+    "torch.bmm": bmm,
+    "torch.mean": mean,
+    "torch.sum": sum_,
+    "torch.clamp": clamp,
+    "torch.clip": clamp,
+    "torch.relu": relu,
+    "torch.sigmoid": sigmoid,
+    "torch.tanh": tanh,
+    "torch.softmax": softmax,
+    "torch.exp": ops.exp,
+    "torch.sqrt": ops.sqrt,
+    "torch.rsqrt": ops.rsqrt,
+    "torch.abs": ops.abs,
+    "torch.pow": pow_,
+    "torch.cos": ops.cos,
+    "torch.sin": ops.sin,
+    "torch.addmm": addmm,
+    "torch.full": full,
+    "torch.triu": triu,
+    "torch.tril": tril,
+    "torch.masked_fill": masked_fill,
+    "torch._assert": assert_,
+    "torch.fx._symbolic_trace._assert_is_none": assert_is_none,
+    "torch.nn.functional.relu": relu,
+    "torch.nn.functional.relu6": relu6,
+    "torch.nn.functional.leaky_relu": leaky_relu,
+    "torch.nn.functional.elu": elu,
+    "torch.nn.functional.gelu": gelu,
+    "torch.nn.functional.silu": silu,
+    "torch.nn.functional.hardswish": hardswish,
+    "torch.nn.functional.hardsigmoid": hardsigmoid,
+    "torch.nn.functional.sigmoid": sigmoid,
+    "torch.nn.functional.tanh": tanh,
+    "torch.nn.functional.softmax": softmax,
+    "torch.nn.functional.log_softmax": log_softmax,
+    "torch.nn.functional.dropout": dropout,
+    "torch.nn.functional.linear": linear,
+    "torch.nn.functional.layer_norm": layer_norm,
     "torch.nn.functional.adaptive_avg_pool2d": adaptive_avg_pool2d,
-    "torch.nn.functional.adaptive_max_pool2d": adaptive_max_pool2d, "torch.nn.functional.avg_pool2d": avg_pool2d,
-    "torch.nn.functional.max_pool2d": max_pool2d, "torch.nn.functional.pad": pad,
+    "torch.nn.functional.adaptive_max_pool2d": adaptive_max_pool2d,
+    "torch.nn.functional.avg_pool2d": avg_pool2d,
+    "torch.nn.functional.max_pool2d": max_pool2d,
+    "torch.nn.functional.pad": pad,
     "torch.nn.functional.interpolate": interpolate,
     "torch.nn.functional.scaled_dot_product_attention": scaled_dot_product_attention,
     "torchvision.ops.stochastic_depth.stochastic_depth": (stochastic_depth, _stochastic_depth_check),
@@ -523,20 +603,62 @@ FUNCTIONS: Dict[str, object] = {
 
 # Tensor methods by name; a name ending in "_" (in place) maps to the name without it.
 METHODS: Dict[str, object] = {
-    "view": reshape, "reshape": reshape, "permute": permute, "transpose": transpose, "swapaxes": transpose,
-    "contiguous": contiguous, "flatten": flatten, "unsqueeze": unsqueeze, "squeeze": squeeze, "expand": expand,
-    "expand_as": expand_as, "size": size, "dim": dim, "numel": numel, "chunk": chunk, "split": split,
-    "unbind": unbind, "repeat": repeat, "mean": mean, "sum": sum_, "add": add, "sub": sub, "mul": mul,
-    "div": div, "matmul": matmul, "bmm": bmm, "clamp": clamp, "clip": clamp, "masked_fill": masked_fill,
-    "relu": relu, "sigmoid": sigmoid, "tanh": tanh, "softmax": softmax, "log_softmax": log_softmax,
-    "exp": ops.exp, "sqrt": ops.sqrt, "rsqrt": ops.rsqrt, "abs": ops.abs, "float": to_float, "type_as": type_as,
-    "pow": pow_, "cos": ops.cos, "sin": ops.sin, "to": to, "half": to_half,
+    "view": reshape,
+    "reshape": reshape,
+    "permute": permute,
+    "transpose": transpose,
+    "swapaxes": transpose,
+    "contiguous": contiguous,
+    "flatten": flatten,
+    "unsqueeze": unsqueeze,
+    "squeeze": squeeze,
+    "expand": expand,
+    "expand_as": expand_as,
+    "size": size,
+    "dim": dim,
+    "numel": numel,
+    "chunk": chunk,
+    "split": split,
+    "unbind": unbind,
+    "repeat": repeat,
+    "mean": mean,
+    "sum": sum_,
+    "add": add,
+    "sub": sub,
+    "mul": mul,
+    "div": div,
+    "matmul": matmul,
+    "bmm": bmm,
+    "clamp": clamp,
+    "clip": clamp,
+    "masked_fill": masked_fill,
+    "relu": relu,
+    "sigmoid": sigmoid,
+    "tanh": tanh,
+    "softmax": softmax,
+    "log_softmax": log_softmax,
+    "exp": ops.exp,
+    "sqrt": ops.sqrt,
+    "rsqrt": ops.rsqrt,
+    "abs": ops.abs,
+    "float": to_float,
+    "type_as": type_as,
+    "pow": pow_,
+    "cos": ops.cos,
+    "sin": ops.sin,
+    "to": to,
+    "half": to_half,
 }
 FUNCTIONS.update(tensors.FUNCTIONS)
 METHODS.update(tensors.METHODS)
 
-_INPLACE_OPERATORS = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
-                      operator.itruediv: operator.truediv, operator.imatmul: operator.matmul}
+_INPLACE_OPERATORS = {
+    operator.iadd: operator.add,
+    operator.isub: operator.sub,
+    operator.imul: operator.mul,
+    operator.itruediv: operator.truediv,
+    operator.imatmul: operator.matmul,
+}
 # Asked, in order, for a call_function target the table does not hold: ``(adapter, validator)`` or None
 # (:mod:`.wrapped` registers the one for ``torch.fx.wrap``ped functions).
 FALLBACKS: List[Callable[[Callable], Optional[Tuple[Callable, Optional[Callable]]]]] = []
@@ -566,8 +688,10 @@ def _index() -> Dict[int, Tuple[Callable, Optional[Callable]]]:
 
 
 def _python(target) -> bool:
-    return getattr(target, "__module__", None) in PYTHON_MODULES or \
-        getattr(getattr(target, "__self__", None), "__name__", None) in PYTHON_MODULES
+    return (
+        getattr(target, "__module__", None) in PYTHON_MODULES
+        or getattr(getattr(target, "__self__", None), "__name__", None) in PYTHON_MODULES
+    )
 
 
 def function_for(target) -> Optional[Tuple[Callable, Optional[Callable]]]:
@@ -616,8 +740,11 @@ def api_name(op: str, target) -> str:
         if _resolve(name) is target:
             return name
     module = getattr(target, "__module__", None) or getattr(getattr(target, "__self__", None), "__name__", "")
-    module = {"torch._C._nn": "torch.nn.functional", "torch._C._VariableFunctions": "torch", "_operator": "operator"}.get(
-        module, module)
+    module = {
+        "torch._C._nn": "torch.nn.functional",
+        "torch._C._VariableFunctions": "torch",
+        "_operator": "operator",
+    }.get(module, module)
     return f"{module}.{getattr(target, '__name__', target)}" if module else str(target)
 
 

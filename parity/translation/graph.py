@@ -101,10 +101,12 @@ def _bind_var_keyword(forward: Callable, extra: Dict[str, Any]) -> Callable:
     if keyword_only:
         shown.insert(keyword_only[0], "*")
     passed = [names[0]] + [f"{name}={name}" for name in names[1:]]  # self, then the rest by name
-    source = (f"def forward({', '.join(shown)}):\n"
-              f"    return _parity_forward({', '.join(passed)}, **_parity_extra)\n")
-    namespace = {"_parity_forward": forward, "_parity_extra": dict(extra),
-                 "_parity_defaults": {p.name: p.default for p in params}}
+    source = f"def forward({', '.join(shown)}):\n    return _parity_forward({', '.join(passed)}, **_parity_extra)\n"
+    namespace = {
+        "_parity_forward": forward,
+        "_parity_extra": dict(extra),
+        "_parity_defaults": {p.name: p.default for p in params},
+    }
     exec(source, namespace)  # noqa: S102  (identifiers checked above; no value is formatted into the code)
     return namespace["forward"]
 
@@ -142,6 +144,7 @@ def _exception_location(exc: BaseException) -> str:
 
 # --- tracing ----------------------------------------------------------------------------------
 
+
 def _key(value):
     return tuple(_key(v) for v in value) if isinstance(value, (tuple, list)) else (type(value).__name__, value)
 
@@ -163,8 +166,9 @@ def _var_keyword(signature: inspect.Signature):
     return next((p.name for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD), None)
 
 
-def _trace(module, training: bool, concrete: Dict[str, Any], extra: Dict[str, Any] = None,
-           tracer: torch.fx.Tracer = None) -> torch.fx.Graph:
+def _trace(
+    module, training: bool, concrete: Dict[str, Any], extra: Dict[str, Any] = None, tracer: torch.fx.Tracer = None
+) -> torch.fx.Graph:
     """``extra``: what ``forward``'s ``**kwargs`` receives (constants only), where it has one.
     ``tracer``: a :class:`ConcreteTracer` on example values, instead of a symbolic trace."""
     modes, before = [(m, m.training) for m in module.modules()], set(vars(module))
@@ -174,8 +178,9 @@ def _trace(module, training: bool, concrete: Dict[str, Any], extra: Dict[str, An
         with kept_state(module) if isinstance(tracer, ConcreteTracer) else contextlib.nullcontext():
             graph = tracer.trace(module, concrete_args=dict(concrete) or None)
     except Exception as exc:  # anything the user's forward raises on proxies
-        raise TraceFailed(f"torch.fx cannot trace forward: {type(exc).__name__}: {_first_line(exc)} "
-                          f"(at {_exception_location(exc)})") from None
+        raise TraceFailed(
+            f"torch.fx cannot trace forward: {type(exc).__name__}: {_first_line(exc)} (at {_exception_location(exc)})"
+        ) from None
     finally:
         for sub, mode in modes:
             sub.training = mode
@@ -194,6 +199,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 # --- programs: a traced graph ready to run --------------------------------------------------
+
 
 @dataclass
 class _Step:
@@ -266,8 +272,7 @@ class _Program:
             else:
                 args = torch.fx.node.map_arg(node.args, value)
                 kwargs = torch.fx.node.map_arg(node.kwargs, value)
-                env[node.name] = step.run(*args, **kwargs) if node.op == "call_module" else \
-                    _call(step, args, kwargs)
+                env[node.name] = step.run(*args, **kwargs) if node.op == "call_module" else _call(step, args, kwargs)
                 if step.inplace and node.args and isinstance(node.args[0], torch.fx.Node):
                     env[node.args[0].name] = env[node.name]  # later reads see the "modified" tensor
                     _write_back(cell, node.args[0], env[node.name])
@@ -291,8 +296,12 @@ def _structured(output_class, result):
     """``result`` in the class of what ``forward`` returned, where that was a dict's subclass
     (Hugging Face's ``ModelOutput``: its caller reads ``outputs.last_hidden_state``), which the
     graph holds as a plain dict."""
-    if isinstance(output_class, type) and issubclass(output_class, dict) and output_class is not dict \
-            and isinstance(result, dict):
+    if (
+        isinstance(output_class, type)
+        and issubclass(output_class, dict)
+        and output_class is not dict
+        and isinstance(result, dict)
+    ):
         try:
             return output_class(**result)
         except TypeError:
@@ -324,8 +333,9 @@ def _call(step: _Step, args, kwargs):
     except AssertionError:
         raise
     except (TypeError, ValueError, RuntimeError, IndexError) as exc:
-        raise ParityUnsupported(f"MindSpore could not run {step.where}: {type(exc).__name__}: "
-                                f"{_first_line(exc)}") from None
+        raise ParityUnsupported(
+            f"MindSpore could not run {step.where}: {type(exc).__name__}: {_first_line(exc)}"
+        ) from None
 
 
 def _attribute(target: str, cell, module) -> Callable[[], Any]:
@@ -345,8 +355,12 @@ def _attribute(target: str, cell, module) -> Callable[[], Any]:
     raise _Untranslatable(f"reading {target} (the translated {type(owner).__name__} has no attribute {leaf!r})")
 
 
-_RENAMES = {"weight": ("gamma", "embedding_table"), "bias": ("beta",), "running_mean": ("moving_mean",),
-            "running_var": ("moving_variance",)}
+_RENAMES = {
+    "weight": ("gamma", "embedding_table"),
+    "bias": ("beta",),
+    "running_mean": ("moving_mean",),
+    "running_var": ("moving_variance",),
+}
 
 
 def _renamed(owner, leaf: str, value) -> str:
@@ -375,14 +389,17 @@ def _torch_attribute(module, target: str):
 
 # --- the Cell ---------------------------------------------------------------------------------
 
+
 class GraphForward(nn.Cell):
     """A custom PyTorch Module, translated from its traced ``forward``: the same children, parameters
     and buffers under the same names, and a ``construct`` that runs the traced graph on them.
     PYNATIVE mode only (``parity_pynative_only``, which ``check`` and ``check_training`` read before
     running in GRAPH mode): GRAPH mode compiles ``construct``'s source, and this one is an interpreter."""
 
-    parity_pynative_only = ("runs the torch.fx program of its forward node by node in Python, "
-                            "which MindSpore's GRAPH compiler cannot compile")
+    parity_pynative_only = (
+        "runs the torch.fx program of its forward node by node in Python, "
+        "which MindSpore's GRAPH compiler cannot compile"
+    )
 
     def __init__(self, module, ctx: Context):
         super().__init__()
@@ -422,7 +439,7 @@ class _Source:
     def _take_examples(self) -> None:
         """The calls of the Module met so far: in the example run, and in the traces of its parents."""
         calls = (self.ctx.examples or {}).get(id(self.module), [])
-        for args, kwargs in calls[self.seen:]:
+        for args, kwargs in calls[self.seen :]:
             try:
                 key, slots, constants = call_slots(self.signature, args, kwargs)
             except TypeError:
@@ -431,16 +448,22 @@ class _Source:
         self.seen = len(calls)
 
     def defaults(self) -> Dict[str, Any]:
-        return {name: p.default for name, p in self.signature.parameters.items()
-                if p.default is not p.empty and is_constant(p.default)}
+        return {
+            name: p.default
+            for name, p in self.signature.parameters.items()
+            if p.default is not p.empty and is_constant(p.default)
+        }
 
     def program(self, cell, training: bool, concrete: Dict[str, Any], extra: Dict[str, Any] = None) -> _Program:
         """``extra``: the constants ``**kwargs`` receives (``{}`` where forward has one and none is given)."""
         _refuse_var_positional(self.signature)
         if extra is None and self.var_keyword:
             extra = {}
-        key = (training, tuple((name, _key(value)) for name, value in concrete.items()),
-               None if extra is None else tuple((name, _key(value)) for name, value in sorted(extra.items())))
+        key = (
+            training,
+            tuple((name, _key(value)) for name, value in concrete.items()),
+            None if extra is None else tuple((name, _key(value)) for name, value in sorted(extra.items())),
+        )
         return self._built(key, cell, lambda: _trace(self.module, training, concrete, extra))
 
     def valued_program(self, cell, training: bool, key: tuple) -> _Program:
@@ -482,18 +505,24 @@ class _Source:
         extra = arguments.pop(self.var_keyword) if self.var_keyword else None
         if extra and not is_constant(list(extra.values())):
             tensors = ", ".join(name for name, value in extra.items() if not is_constant(value))
-            raise self.ctx.unsupported(f"forward's **{self.var_keyword} receives {tensors}, which are not constants: "
-                                       "only constants (None, bools, numbers, strings) are traced through **kwargs "
-                                       "(translate with example inputs to trace them: translate(module, inputs=...))")
+            raise self.ctx.unsupported(
+                f"forward's **{self.var_keyword} receives {tensors}, which are not constants: "
+                "only constants (None, bools, numbers, strings) are traced through **kwargs "
+                "(translate with example inputs to trace them: translate(module, inputs=...))"
+            )
         concrete = {name: value for name, value in arguments.items() if is_constant(value)}
         try:
             program = self.program(cell, bool(cell.training), concrete, extra)
         except TraceFailed as exc:
-            hint = ("the example inputs called it with other arguments: translate with inputs that call it this way"
-                    if self.examples else "translated with example inputs, forward is traced on their values: "
-                    "translate(module, inputs)")
-            raise self.ctx.unsupported(f"{exc} (called with {_shown_args({**concrete, **(extra or {})})}, "
-                                       f"{'train' if cell.training else 'eval'} mode); {hint}") from None
+            hint = (
+                "the example inputs called it with other arguments: translate with inputs that call it this way"
+                if self.examples
+                else "translated with example inputs, forward is traced on their values: translate(module, inputs)"
+            )
+            raise self.ctx.unsupported(
+                f"{exc} (called with {_shown_args({**concrete, **(extra or {})})}, "
+                f"{'train' if cell.training else 'eval'} mode); {hint}"
+            ) from None
         return program.run(cell, list(arguments.values()))
 
 
@@ -501,8 +530,9 @@ def _shown_args(concrete: Dict[str, Any]) -> str:
     return ", ".join(f"{name}={value!r}" for name, value in concrete.items()) or "tensors only"
 
 
-def graph_cell(module, ctx: Context, children: Dict[str, Any], tensors: Callable, *,
-               defer: bool = False) -> GraphForward:
+def graph_cell(
+    module, ctx: Context, children: Dict[str, Any], tensors: Callable, *, defer: bool = False
+) -> GraphForward:
     """The :class:`GraphForward` Cell for ``module``, its children already translated and
     ``tensors(cell)`` giving it the Module's own parameters and buffers. The programs for both modes
     and ``forward``'s default arguments are built now; where neither can be, raises (for the

@@ -46,8 +46,7 @@ def linear(module, ctx: Context):
 
 @translates(torch.nn.Bilinear)
 def bilinear(module, ctx: Context):
-    return nn.BiDense(module.in1_features, module.in2_features, module.out_features,
-                      has_bias=module.bias is not None)
+    return nn.BiDense(module.in1_features, module.in2_features, module.out_features, has_bias=module.bias is not None)
 
 
 @translates(torch.nn.Identity)
@@ -82,6 +81,7 @@ def dropout(module, ctx: Context):
 
 @translates(torch.nn.Dropout1d, torch.nn.Dropout2d, torch.nn.Dropout3d)
 def dropout_nd(module, ctx: Context):
-    cell_type = {torch.nn.Dropout1d: nn.Dropout1d, torch.nn.Dropout2d: nn.Dropout2d,
-                 torch.nn.Dropout3d: nn.Dropout3d}[ctx.kind]
+    cell_type = {torch.nn.Dropout1d: nn.Dropout1d, torch.nn.Dropout2d: nn.Dropout2d, torch.nn.Dropout3d: nn.Dropout3d}[
+        ctx.kind
+    ]
     return cell_type(p=float(module.p))

@@ -71,14 +71,14 @@ def _with_buffers(cell, module, names=("weight",)):
 
 
 # PyTorch classes whose MindSpore Cell takes only ``reduction``.
-_REDUCTION_ONLY = {torch.nn.MSELoss: nn.MSELoss, torch.nn.L1Loss: nn.L1Loss,
-                   torch.nn.SoftMarginLoss: nn.SoftMarginLoss}
+_REDUCTION_ONLY = {torch.nn.MSELoss: nn.MSELoss, torch.nn.L1Loss: nn.L1Loss, torch.nn.SoftMarginLoss: nn.SoftMarginLoss}
 _NO_CPU_KERNEL = (torch.nn.SoftMarginLoss, torch.nn.TripletMarginLoss)
 
 
 def _require_kernel(module, ctx: Context) -> None:
-    ctx.require(not (ctx.kind in _NO_CPU_KERNEL and ctx.device == "CPU"),
-                f"MindSpore has no CPU kernel for {ctx.kind.__name__}")
+    ctx.require(
+        not (ctx.kind in _NO_CPU_KERNEL and ctx.device == "CPU"), f"MindSpore has no CPU kernel for {ctx.kind.__name__}"
+    )
 
 
 @translates(*_REDUCTION_ONLY)
@@ -89,8 +89,9 @@ def reduction_only(module, ctx: Context):
 
 @translates(torch.nn.CrossEntropyLoss)
 def cross_entropy(module, ctx: Context):
-    cell = CrossEntropyLossInt64(ignore_index=module.ignore_index, reduction=module.reduction,
-                                 label_smoothing=float(module.label_smoothing))
+    cell = CrossEntropyLossInt64(
+        ignore_index=module.ignore_index, reduction=module.reduction, label_smoothing=float(module.label_smoothing)
+    )
     return _with_buffers(cell, module)
 
 
@@ -151,8 +152,13 @@ def hinge_embedding(module, ctx: Context):
 def triplet_margin(module, ctx: Context):
     _require_kernel(module, ctx)
     ctx.require(float(module.p).is_integer(), f"p={module.p}: nn.TripletMarginLoss takes an integer norm degree")
-    return nn.TripletMarginLoss(p=int(module.p), swap=module.swap, eps=float(module.eps), reduction=module.reduction,
-                                margin=float(module.margin))
+    return nn.TripletMarginLoss(
+        p=int(module.p),
+        swap=module.swap,
+        eps=float(module.eps),
+        reduction=module.reduction,
+        margin=float(module.margin),
+    )
 
 
 @translates(torch.nn.MultiMarginLoss)
@@ -163,8 +169,9 @@ def multi_margin(module, ctx: Context):
 
 @translates(torch.nn.PoissonNLLLoss)
 def poisson_nll(module, ctx: Context):
-    return nn.PoissonNLLLoss(log_input=module.log_input, full=module.full, eps=float(module.eps),
-                             reduction=module.reduction)
+    return nn.PoissonNLLLoss(
+        log_input=module.log_input, full=module.full, eps=float(module.eps), reduction=module.reduction
+    )
 
 
 @translates(torch.nn.GaussianNLLLoss)

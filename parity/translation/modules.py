@@ -65,7 +65,7 @@ def _refusal_item(ctx: Context, exc: ParityUnsupported) -> Tuple[str, str, str]:
     text = str(exc)
     for lead in (f"{ctx.where}: ", f"{ctx.where} "):
         if text.startswith(lead):
-            return ctx.where, text[len(lead):], text
+            return ctx.where, text[len(lead) :], text
     return ctx.where, text, text
 
 
@@ -86,7 +86,7 @@ class Blockers(ParityUnsupported):
         found: "OrderedDict[str, List[str]]" = OrderedDict()
         for where, why, _ in self.items:
             if why.startswith(_CALLS):
-                keys = [line.strip() for line in why[len(_CALLS):].splitlines() if line.strip()]
+                keys = [line.strip() for line in why[len(_CALLS) :].splitlines() if line.strip()]
             elif why.startswith("has no translation"):
                 keys = [f"{where.partition(' (')[2].rstrip(')')} has no translation"]
             else:
@@ -102,8 +102,10 @@ class Blockers(ParityUnsupported):
             return self.items[0][2]
         groups = self.groups()
         modules = len({where for where, _, _ in self.items})
-        lines = [f"translate() cannot translate {modules} module(s): {len(groups)} blocker(s), every one found "
-                 "(those blocking most modules first):"]
+        lines = [
+            f"translate() cannot translate {modules} module(s): {len(groups)} blocker(s), every one found "
+            "(those blocking most modules first):"
+        ]
         for key, wheres in sorted(groups.items(), key=lambda kv: -len(kv[1])):
             shown = ", ".join(wheres[:3]) + (f" and {len(wheres) - 3} more" if len(wheres) > 3 else "")
             lines.append(f"  {key}")
@@ -129,6 +131,7 @@ def _container(module, ctx: Context):
 
 # --- custom Modules ---------------------------------------------------------------------------
 
+
 def _user_functions(klass) -> Dict[str, types.FunctionType]:
     """``forward`` and the helper methods the user's classes define (not torch.nn.Module's)."""
     found: Dict[str, types.FunctionType] = {}
@@ -149,8 +152,11 @@ def _torch_names(function) -> List[str]:
         codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
         for name in code.co_names:
             value = function.__globals__.get(name)
-            where = getattr(value, "__name__", "") if isinstance(value, types.ModuleType) else \
-                getattr(value, "__module__", "") or ""
+            where = (
+                getattr(value, "__name__", "")
+                if isinstance(value, types.ModuleType)
+                else getattr(value, "__module__", "") or ""
+            )
             if value is not None and (where == "torch" or where.startswith("torch.")) and name not in found:
                 found.append(name)
         if "super" in code.co_names and "super()" not in found:
@@ -182,10 +188,12 @@ def _refusal(functions: Dict[str, types.FunctionType]) -> str:
     for name, function in _reachable(functions).items():
         used = _torch_names(function)
         if used:
-            return (f"{name}() uses {', '.join(used)}: running forward itself on MindSpore tensors (what is "
-                    "left when forward cannot be traced) allows only calls to its children, Python operators "
-                    "and Tensor methods MindSpore shares; write this Cell by hand (or move the PyTorch calls "
-                    "into a supported layer)")
+            return (
+                f"{name}() uses {', '.join(used)}: running forward itself on MindSpore tensors (what is "
+                "left when forward cannot be traced) allows only calls to its children, Python operators "
+                "and Tensor methods MindSpore shares; write this Cell by hand (or move the PyTorch calls "
+                "into a supported layer)"
+            )
     return ""
 
 
@@ -259,8 +267,9 @@ class TorchForward(nn.Cell):
     PYNATIVE mode only (``parity_pynative_only``): GRAPH mode would compile ``construct``, which calls
     a Python function it holds (and catches what it raises to explain it), not graph syntax."""
 
-    parity_pynative_only = ("runs the PyTorch class's forward as it is, a Python function MindSpore's "
-                            "GRAPH compiler cannot compile")
+    parity_pynative_only = (
+        "runs the PyTorch class's forward as it is, a Python function MindSpore's GRAPH compiler cannot compile"
+    )
 
     def __init__(self, torch_class: type, why: str = ""):
         super().__init__()
@@ -274,8 +283,10 @@ class TorchForward(nn.Cell):
         except (TypeError, ValueError, AttributeError, IndexError, RuntimeError) as exc:
             if not self._why:
                 raise
-            raise ParityUnsupported(f"{self.torch_class}: its forward runs as it is on MindSpore tensors, since "
-                                    f"{self._why}; and it raised {type(exc).__name__}: {exc}") from None
+            raise ParityUnsupported(
+                f"{self.torch_class}: its forward runs as it is on MindSpore tensors, since "
+                f"{self._why}; and it raised {type(exc).__name__}: {exc}"
+            ) from None
 
     def extend_repr(self) -> str:
         return f"forward of {self.torch_class}"

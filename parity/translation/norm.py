@@ -29,10 +29,16 @@ from ._registry import Context, as_constant, translates
 
 __all__ = ["LayerNormTrailing"]
 
-_BATCH = {torch.nn.BatchNorm1d: nn.BatchNorm1d, torch.nn.BatchNorm2d: nn.BatchNorm2d,
-          torch.nn.BatchNorm3d: nn.BatchNorm3d}
-_INSTANCE = {torch.nn.InstanceNorm1d: nn.InstanceNorm1d, torch.nn.InstanceNorm2d: nn.InstanceNorm2d,
-             torch.nn.InstanceNorm3d: nn.InstanceNorm3d}
+_BATCH = {
+    torch.nn.BatchNorm1d: nn.BatchNorm1d,
+    torch.nn.BatchNorm2d: nn.BatchNorm2d,
+    torch.nn.BatchNorm3d: nn.BatchNorm3d,
+}
+_INSTANCE = {
+    torch.nn.InstanceNorm1d: nn.InstanceNorm1d,
+    torch.nn.InstanceNorm2d: nn.InstanceNorm2d,
+    torch.nn.InstanceNorm3d: nn.InstanceNorm3d,
+}
 
 
 class LayerNormTrailing(nn.LayerNorm):
@@ -40,7 +46,7 @@ class LayerNormTrailing(nn.LayerNorm):
 
     def construct(self, x):
         shape = x.shape
-        flat = x.reshape(shape[:len(shape) - len(self.normalized_shape)] + (-1,))
+        flat = x.reshape(shape[: len(shape) - len(self.normalized_shape)] + (-1,))
         y, _, _ = self.layer_norm(flat, self.gamma.reshape(-1).astype(x.dtype), self.beta.reshape(-1).astype(x.dtype))
         return y.reshape(shape)
 
@@ -52,11 +58,15 @@ def _stats_owner(cell):
 
 @translates(*_BATCH)
 def batch_norm(module, ctx: Context):
-    ctx.require(module.momentum is not None,
-                "momentum=None (a cumulative moving average) has no MindSpore counterpart")
+    ctx.require(module.momentum is not None, "momentum=None (a cumulative moving average) has no MindSpore counterpart")
     tracking = module.track_running_stats
-    cell = _BATCH[ctx.kind](module.num_features, eps=float(module.eps), momentum=1.0 - module.momentum,
-                                affine=module.affine, use_batch_statistics=None if tracking else True)
+    cell = _BATCH[ctx.kind](
+        module.num_features,
+        eps=float(module.eps),
+        momentum=1.0 - module.momentum,
+        affine=module.affine,
+        use_batch_statistics=None if tracking else True,
+    )
     owner = _stats_owner(cell)
     if not module.affine:
         as_constant(owner, ("gamma", "beta"))
@@ -68,8 +78,9 @@ def batch_norm(module, ctx: Context):
 @translates(torch.nn.LayerNorm)
 def layer_norm(module, ctx: Context):
     cell_type = nn.LayerNorm if len(module.normalized_shape) == 1 else LayerNormTrailing
-    cell = cell_type(tuple(module.normalized_shape), begin_norm_axis=-1, begin_params_axis=-1,
-                     epsilon=float(module.eps))
+    cell = cell_type(
+        tuple(module.normalized_shape), begin_norm_axis=-1, begin_params_axis=-1, epsilon=float(module.eps)
+    )
     if not module.elementwise_affine:
         as_constant(cell, ("gamma", "beta"))
     elif module.bias is None:
@@ -87,14 +98,17 @@ def group_norm(module, ctx: Context):
 
 @translates(*_INSTANCE)
 def instance_norm(module, ctx: Context):
-    ctx.require(not module.track_running_stats,
-                "track_running_stats=True: MindSpore's InstanceNorm always normalises with the instance "
-                "statistics, PyTorch uses the running ones in eval mode")
+    ctx.require(
+        not module.track_running_stats,
+        "track_running_stats=True: MindSpore's InstanceNorm always normalises with the instance "
+        "statistics, PyTorch uses the running ones in eval mode",
+    )
     if ctx.device == "CPU":
         cell = nn.GroupNorm(module.num_features, module.num_features, eps=float(module.eps), affine=module.affine)
     else:
-        cell = _INSTANCE[ctx.kind](module.num_features, eps=float(module.eps),
-                                       momentum=float(module.momentum or 0.1), affine=module.affine)
+        cell = _INSTANCE[ctx.kind](
+            module.num_features, eps=float(module.eps), momentum=float(module.momentum or 0.1), affine=module.affine
+        )
         as_constant(cell, ("moving_mean", "moving_variance"))
     if not module.affine:
         as_constant(cell, ("gamma", "beta"))

@@ -28,8 +28,16 @@ from mindspore.common import dtype as mstype
 
 from ..errors import ParityUnsupported
 
-__all__ = ["TorchFormulaOptimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "translate_optimizer",
-           "translated_optimizers"]
+__all__ = [
+    "TorchFormulaOptimizer",
+    "SGD",
+    "Adam",
+    "AdamW",
+    "RMSprop",
+    "Adagrad",
+    "translate_optimizer",
+    "translated_optimizers",
+]
 
 
 class TorchFormulaOptimizer:
@@ -50,12 +58,12 @@ class TorchFormulaOptimizer:
     def __init__(self, params, **hyper):
         unknown = sorted(set(hyper) - set(self.defaults))
         if unknown:
-            raise ParityUnsupported(f"{type(self).__name__} has no argument {unknown}; it takes "
-                                    f"{sorted(self.defaults)}")
+            raise ParityUnsupported(
+                f"{type(self).__name__} has no argument {unknown}; it takes {sorted(self.defaults)}"
+            )
         params = list(params)
         groups = params if params and isinstance(params[0], dict) else [{"params": params}]
-        self.param_groups: List[dict] = [{**self.defaults, **hyper, **g, "params": list(g["params"])}
-                                         for g in groups]
+        self.param_groups: List[dict] = [{**self.defaults, **hyper, **g, "params": list(g["params"])} for g in groups]
         self.parameters = [p for g in self.param_groups for p in g["params"]]
         self.state: Dict[int, Dict[str, object]] = {id(p): {} for p in self.parameters}
         self._compiled: Optional[dict] = None
@@ -67,12 +75,13 @@ class TorchFormulaOptimizer:
     def __call__(self, grads) -> None:
         grads = list(grads)
         if len(grads) != len(self.parameters):
-            raise ParityUnsupported(f"{type(self).__name__} got {len(grads)} gradients for "
-                                    f"{len(self.parameters)} parameters")
+            raise ParityUnsupported(
+                f"{type(self).__name__} got {len(grads)} gradients for {len(self.parameters)} parameters"
+            )
         at = 0
         for group in self.param_groups:
             params = group["params"]
-            part = grads[at:at + len(params)]
+            part = grads[at : at + len(params)]
             at += len(params)
             if params:
                 self._group_step(group, params, [-g if group.get("maximize", False) else g for g in part])
@@ -94,9 +103,12 @@ class TorchFormulaOptimizer:
             run = self._compiled.get(flags)
             if run is None:
                 run = self._compiled[flags] = _group_graph(self._kernel(flags))
-            values, tensors = run(mutable(tuple(p.value() for p in params)), mutable(tuple(grads)),
-                                  mutable(held) if any(held) else held,  # no state yet: nothing to vary
-                                  mutable(tuple(Tensor(s, mstype.float32) for s in scalars)))
+            values, tensors = run(
+                mutable(tuple(p.value() for p in params)),
+                mutable(tuple(grads)),
+                mutable(held) if any(held) else held,  # no state yet: nothing to vary
+                mutable(tuple(Tensor(s, mstype.float32) for s in scalars)),
+            )
             updated = list(zip(values, tensors))
         for param, state, (value, tensors) in zip(params, states, updated):
             ops.assign(param, value)
@@ -124,8 +136,13 @@ class TorchFormulaOptimizer:
 
         found = {}
         for name, value in self.state[id(param)].items():
-            found[name] = np.float32(value) if isinstance(value, (int, float)) else \
-                value.asnumpy().copy() if copy else value.asnumpy()
+            found[name] = (
+                np.float32(value)
+                if isinstance(value, (int, float))
+                else value.asnumpy().copy()
+                if copy
+                else value.asnumpy()
+            )
         return found
 
     def lr_of(self, param) -> float:
@@ -154,8 +171,14 @@ class SGD(TorchFormulaOptimizer):
     step), nesterov ``g + momentum * buf``, ``p -= lr * g``."""
 
     torch_class = "torch.optim.SGD"
-    defaults = {"lr": 1e-3, "momentum": 0.0, "dampening": 0.0, "nesterov": False, "weight_decay": 0.0,
-                "maximize": False}
+    defaults = {
+        "lr": 1e-3,
+        "momentum": 0.0,
+        "dampening": 0.0,
+        "nesterov": False,
+        "weight_decay": 0.0,
+        "maximize": False,
+    }
     state_keys = ("momentum_buffer",)
 
     def _scalars(self, group, state):
@@ -189,8 +212,15 @@ class Adam(TorchFormulaOptimizer):
     ``denom = sqrt(v) / sqrt(1 - beta2^t) + eps``, ``p -= lr / (1 - beta1^t) * m / denom``."""
 
     torch_class = "torch.optim.Adam"
-    defaults = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0, "amsgrad": False,
-                "maximize": False, "decoupled_weight_decay": False}
+    defaults = {
+        "lr": 1e-3,
+        "betas": (0.9, 0.999),
+        "eps": 1e-8,
+        "weight_decay": 0.0,
+        "amsgrad": False,
+        "maximize": False,
+        "decoupled_weight_decay": False,
+    }
     state_keys = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
 
     def _init(self, param, state, group):
@@ -199,10 +229,23 @@ class Adam(TorchFormulaOptimizer):
             state["max_exp_avg_sq"] = ops.zeros_like(param)
 
     def _scalars(self, group, state):
-        lr, (beta1, beta2), weight_decay, step = float(group["lr"]), group["betas"], group["weight_decay"], state["step"]
+        lr, (beta1, beta2), weight_decay, step = (
+            float(group["lr"]),
+            group["betas"],
+            group["weight_decay"],
+            state["step"],
+        )
         flags = (bool(group["decoupled_weight_decay"]), bool(weight_decay), bool(group["amsgrad"]))
-        return flags, (1.0 - lr * weight_decay, weight_decay, 1.0 - beta1, beta2, 1.0 - beta2,
-                       math.sqrt(1.0 - beta2 ** step), group["eps"], lr / (1.0 - beta1 ** step))
+        return flags, (
+            1.0 - lr * weight_decay,
+            weight_decay,
+            1.0 - beta1,
+            beta2,
+            1.0 - beta2,
+            math.sqrt(1.0 - beta2**step),
+            group["eps"],
+            lr / (1.0 - beta1**step),
+        )
 
     def _kernel(self, flags):
         decoupled, decays, amsgrad = flags
@@ -233,8 +276,15 @@ class RMSprop(TorchFormulaOptimizer):
     (centered: ``sqrt(v - mean^2) + eps``), momentum on ``g / avg``."""
 
     torch_class = "torch.optim.RMSprop"
-    defaults = {"lr": 1e-2, "alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0, "momentum": 0.0, "centered": False,
-                "maximize": False}
+    defaults = {
+        "lr": 1e-2,
+        "alpha": 0.99,
+        "eps": 1e-8,
+        "weight_decay": 0.0,
+        "momentum": 0.0,
+        "centered": False,
+        "maximize": False,
+    }
     state_keys = ("square_avg", "grad_avg", "momentum_buffer")
 
     def _init(self, param, state, group):
@@ -277,8 +327,14 @@ class Adagrad(TorchFormulaOptimizer):
     ``p -= lr / (1 + (t - 1) * lr_decay) * g / (sqrt(sum) + eps)``."""
 
     torch_class = "torch.optim.Adagrad"
-    defaults = {"lr": 1e-2, "lr_decay": 0.0, "weight_decay": 0.0, "initial_accumulator_value": 0.0, "eps": 1e-10,
-                "maximize": False}
+    defaults = {
+        "lr": 1e-2,
+        "lr_decay": 0.0,
+        "weight_decay": 0.0,
+        "initial_accumulator_value": 0.0,
+        "eps": 1e-10,
+        "maximize": False,
+    }
     state_keys = ("sum",)
 
     def _init(self, param, state, group):
@@ -289,7 +345,7 @@ class Adagrad(TorchFormulaOptimizer):
         return (bool(group["weight_decay"]),), (group["weight_decay"], group["eps"], clr)
 
     def _kernel(self, flags):
-        decays, = flags
+        (decays,) = flags
 
         def kernel(param, grad, held, scalars):
             weight_decay, eps, clr = scalars
@@ -336,16 +392,19 @@ def translate_optimizer(torch_optimizer, ms_params_of) -> TorchFormulaOptimizer:
     kind = type(torch_optimizer)
     name = kind.__name__
     if name not in _TRANSLATIONS or getattr(torch.optim, name, None) is not kind:
-        raise ParityUnsupported(f"no MindSpore translation of {kind.__module__}.{kind.__qualname__}; translated: "
-                                f"{', '.join(translated_optimizers())}. Pass optimizer=(ms_factory, torch_factory) "
-                                "to compare your own MindSpore optimizer")
+        raise ParityUnsupported(
+            f"no MindSpore translation of {kind.__module__}.{kind.__qualname__}; translated: "
+            f"{', '.join(translated_optimizers())}. Pass optimizer=(ms_factory, torch_factory) "
+            "to compare your own MindSpore optimizer"
+        )
     klass, keys = _TRANSLATIONS[name]
     groups, placed = [], {}
     for index, group in enumerate(torch_optimizer.param_groups):
         missing = [k for k in keys if k not in group]
         if missing:
-            raise ParityUnsupported(f"torch.optim.{name} group {index} lacks {missing}: not a PyTorch version "
-                                    "this translation knows")
+            raise ParityUnsupported(
+                f"torch.optim.{name} group {index} lacks {missing}: not a PyTorch version this translation knows"
+            )
         hyper = {k: (tuple(_number(b) for b in group[k]) if k == "betas" else _number(group[k])) for k in keys}
         if issubclass(klass, Adam):
             hyper["decoupled_weight_decay"] = bool(group.get("decoupled_weight_decay", name == "AdamW"))
@@ -353,8 +412,10 @@ def translate_optimizer(torch_optimizer, ms_params_of) -> TorchFormulaOptimizer:
         for torch_param in group["params"]:
             for ms_param in ms_params_of(torch_param):
                 if id(ms_param) in placed and placed[id(ms_param)] != index:
-                    raise ParityUnsupported(f"MindSpore parameter {ms_param.name!r} is made of PyTorch parameters "
-                                            f"in different groups ({placed[id(ms_param)]} and {index})")
+                    raise ParityUnsupported(
+                        f"MindSpore parameter {ms_param.name!r} is made of PyTorch parameters "
+                        f"in different groups ({placed[id(ms_param)]} and {index})"
+                    )
                 if id(ms_param) not in placed:
                     placed[id(ms_param)] = index
                     params.append(ms_param)

@@ -40,13 +40,22 @@ class AdaptiveMaxPool1dAnyLength(nn.AdaptiveMaxPool2d):
 _MAX = {torch.nn.MaxPool1d: nn.MaxPool1d, torch.nn.MaxPool2d: nn.MaxPool2d, torch.nn.MaxPool3d: nn.MaxPool3d}
 _AVG = {torch.nn.AvgPool1d: nn.AvgPool1d, torch.nn.AvgPool2d: nn.AvgPool2d, torch.nn.AvgPool3d: nn.AvgPool3d}
 _ADAPTIVE = {
-    torch.nn.AdaptiveAvgPool1d: AdaptiveAvgPool1dAnyLength, torch.nn.AdaptiveAvgPool2d: nn.AdaptiveAvgPool2d,
-    torch.nn.AdaptiveAvgPool3d: nn.AdaptiveAvgPool3d, torch.nn.AdaptiveMaxPool1d: AdaptiveMaxPool1dAnyLength,
-    torch.nn.AdaptiveMaxPool2d: nn.AdaptiveMaxPool2d, torch.nn.AdaptiveMaxPool3d: nn.AdaptiveMaxPool3d,
+    torch.nn.AdaptiveAvgPool1d: AdaptiveAvgPool1dAnyLength,
+    torch.nn.AdaptiveAvgPool2d: nn.AdaptiveAvgPool2d,
+    torch.nn.AdaptiveAvgPool3d: nn.AdaptiveAvgPool3d,
+    torch.nn.AdaptiveMaxPool1d: AdaptiveMaxPool1dAnyLength,
+    torch.nn.AdaptiveMaxPool2d: nn.AdaptiveMaxPool2d,
+    torch.nn.AdaptiveMaxPool3d: nn.AdaptiveMaxPool3d,
 }
 _LP = {torch.nn.LPPool1d: nn.LPPool1d, torch.nn.LPPool2d: nn.LPPool2d}
-_DIMS = {torch.nn.MaxPool1d: 1, torch.nn.MaxPool2d: 2, torch.nn.MaxPool3d: 3,
-         torch.nn.AvgPool1d: 1, torch.nn.AvgPool2d: 2, torch.nn.AvgPool3d: 3}
+_DIMS = {
+    torch.nn.MaxPool1d: 1,
+    torch.nn.MaxPool2d: 2,
+    torch.nn.MaxPool3d: 3,
+    torch.nn.AvgPool1d: 1,
+    torch.nn.AvgPool2d: 2,
+    torch.nn.AvgPool3d: 3,
+}
 
 
 def _sizes(module, nd: int, names) -> dict:
@@ -63,12 +72,15 @@ def _sizes(module, nd: int, names) -> dict:
 def max_pool(module, ctx: Context):
     nd = _DIMS[ctx.kind]
     kwargs = _sizes(module, nd, ("kernel_size", "stride", "padding", "dilation"))
-    plain = not any(ntuple(module.padding, nd)) and set(ntuple(module.dilation, nd)) == {1} \
-        and not module.ceil_mode and not module.return_indices
+    plain = (
+        not any(ntuple(module.padding, nd))
+        and set(ntuple(module.dilation, nd)) == {1}
+        and not module.ceil_mode
+        and not module.return_indices
+    )
     if plain:
         return _MAX[ctx.kind](kernel_size=kwargs["kernel_size"], stride=kwargs["stride"], pad_mode="valid")
-    return _MAX[ctx.kind](pad_mode="pad", ceil_mode=module.ceil_mode, return_indices=module.return_indices,
-                              **kwargs)
+    return _MAX[ctx.kind](pad_mode="pad", ceil_mode=module.ceil_mode, return_indices=module.return_indices, **kwargs)
 
 
 @translates(*_AVG)
@@ -99,5 +111,4 @@ def adaptive_pool(module, ctx: Context):
 
 @translates(*_LP)
 def lp_pool(module, ctx: Context):
-    return _LP[ctx.kind](float(module.norm_type), module.kernel_size, stride=module.stride,
-                             ceil_mode=module.ceil_mode)
+    return _LP[ctx.kind](float(module.norm_type), module.kernel_size, stride=module.stride, ceil_mode=module.ceil_mode)

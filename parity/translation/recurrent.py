@@ -25,8 +25,13 @@ _CELLS = {torch.nn.RNN: nn.RNN, torch.nn.LSTM: nn.LSTM, torch.nn.GRU: nn.GRU}
 @translates(*_CELLS)
 def recurrent(module, ctx: Context):
     ctx.require_default("proj_size", 0, "MindSpore's nn.LSTM has no projection")
-    kwargs = dict(num_layers=module.num_layers, has_bias=module.bias, batch_first=module.batch_first,
-                  dropout=float(module.dropout), bidirectional=module.bidirectional)
+    kwargs = dict(
+        num_layers=module.num_layers,
+        has_bias=module.bias,
+        batch_first=module.batch_first,
+        dropout=float(module.dropout),
+        bidirectional=module.bidirectional,
+    )
     if ctx.kind is torch.nn.RNN:
         kwargs["nonlinearity"] = module.nonlinearity
     return _CELLS[ctx.kind](module.input_size, module.hidden_size, **kwargs)

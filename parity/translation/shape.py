@@ -45,8 +45,11 @@ def _scale(module, ctx: Context):
     if module.mode == "trilinear" or module.recompute_scale_factor:
         return scale, module.recompute_scale_factor
     whole = all(float(s).is_integer() for s in (scale if isinstance(scale, tuple) else (scale,)))
-    ctx.require(whole, f"scale_factor={module.scale_factor} in mode {module.mode!r}: MindSpore maps source "
-                       "coordinates from the sizes, PyTorch from 1/scale_factor (equal for whole numbers only)")
+    ctx.require(
+        whole,
+        f"scale_factor={module.scale_factor} in mode {module.mode!r}: MindSpore maps source "
+        "coordinates from the sizes, PyTorch from 1/scale_factor (equal for whole numbers only)",
+    )
     return scale, True
 
 
@@ -70,15 +73,20 @@ class LinearUpsample(nn.Cell):
         low = math.floor(source)
         high = min(low + 1, length - 1)
         weight = source - low
-        return x[..., low:low + 1] * (1.0 - weight) + x[..., high:high + 1] * weight
+        return x[..., low : low + 1] * (1.0 - weight) + x[..., high : high + 1] * weight
 
 
 @translates(torch.nn.Upsample)
 def upsample(module, ctx: Context):
     scale, recompute = _scale(module, ctx)
     size = tuple(module.size) if isinstance(module.size, (tuple, list)) else module.size
-    cell = nn.Upsample(size=size, scale_factor=scale, mode=module.mode, align_corners=module.align_corners,
-                       recompute_scale_factor=recompute)
+    cell = nn.Upsample(
+        size=size,
+        scale_factor=scale,
+        mode=module.mode,
+        align_corners=module.align_corners,
+        recompute_scale_factor=recompute,
+    )
     if module.mode == "linear" and not module.align_corners:
         return LinearUpsample(cell, size, scale)
     return cell
@@ -89,12 +97,22 @@ def upsampling_2d(module, ctx: Context):
     return upsample(module, ctx)
 
 
-_CONSTANT = {torch.nn.ConstantPad1d: nn.ConstantPad1d, torch.nn.ConstantPad2d: nn.ConstantPad2d,
-             torch.nn.ConstantPad3d: nn.ConstantPad3d, torch.nn.ZeroPad1d: nn.ConstantPad1d,
-             torch.nn.ZeroPad2d: nn.ConstantPad2d, torch.nn.ZeroPad3d: nn.ConstantPad3d}
-_EDGE = {torch.nn.ReflectionPad1d: nn.ReflectionPad1d, torch.nn.ReflectionPad2d: nn.ReflectionPad2d,
-         torch.nn.ReflectionPad3d: nn.ReflectionPad3d, torch.nn.ReplicationPad1d: nn.ReplicationPad1d,
-         torch.nn.ReplicationPad2d: nn.ReplicationPad2d, torch.nn.ReplicationPad3d: nn.ReplicationPad3d}
+_CONSTANT = {
+    torch.nn.ConstantPad1d: nn.ConstantPad1d,
+    torch.nn.ConstantPad2d: nn.ConstantPad2d,
+    torch.nn.ConstantPad3d: nn.ConstantPad3d,
+    torch.nn.ZeroPad1d: nn.ConstantPad1d,
+    torch.nn.ZeroPad2d: nn.ConstantPad2d,
+    torch.nn.ZeroPad3d: nn.ConstantPad3d,
+}
+_EDGE = {
+    torch.nn.ReflectionPad1d: nn.ReflectionPad1d,
+    torch.nn.ReflectionPad2d: nn.ReflectionPad2d,
+    torch.nn.ReflectionPad3d: nn.ReflectionPad3d,
+    torch.nn.ReplicationPad1d: nn.ReplicationPad1d,
+    torch.nn.ReplicationPad2d: nn.ReplicationPad2d,
+    torch.nn.ReplicationPad3d: nn.ReplicationPad3d,
+}
 
 
 @translates(*_CONSTANT)

@@ -43,9 +43,18 @@ from .einsum import einsum
 
 __all__ = ["FUNCTIONS", "METHODS"]
 
-_DTYPES = {"float32": ms.float32, "float64": ms.float64, "float16": ms.float16, "bfloat16": ms.bfloat16,
-           "int64": ms.int64, "int32": ms.int32, "int16": ms.int16, "int8": ms.int8, "uint8": ms.uint8,
-           "bool": ms.bool_}
+_DTYPES = {
+    "float32": ms.float32,
+    "float64": ms.float64,
+    "float16": ms.float16,
+    "bfloat16": ms.bfloat16,
+    "int64": ms.int64,
+    "int32": ms.int32,
+    "int16": ms.int16,
+    "int8": ms.int8,
+    "uint8": ms.uint8,
+    "bool": ms.bool_,
+}
 _INTEGRAL = (ms.int64, ms.int32, ms.int16, ms.int8, ms.uint8, ms.bool_)
 
 
@@ -71,8 +80,10 @@ def _scalar_dtype(value):
 
 # --- made tensors ---------------------------------------------------------------------------
 
-def arange(start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, pin_memory=False,
-           requires_grad=False):
+
+def arange(
+    start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False
+):
     if end is None:
         start, end = 0, start
     numbers = [v.item() if isinstance(v, ms.Tensor) else v for v in (start, end, step)]
@@ -97,18 +108,29 @@ def zeros(*size, out=None, dtype=None, layout=None, device=None, pin_memory=Fals
     return ops.zeros(_sizes(size), _dtype(dtype, ms.float32))
 
 
-def ones_like(input, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False,
-              memory_format=None):
+def ones_like(
+    input, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False, memory_format=None
+):
     return ops.ones(tuple(input.shape), _dtype(dtype, input.dtype))
 
 
-def zeros_like(input, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False,
-               memory_format=None):
+def zeros_like(
+    input, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False, memory_format=None
+):
     return ops.zeros(tuple(input.shape), _dtype(dtype, input.dtype))
 
 
-def full_like(input, fill_value, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False,
-              memory_format=None):
+def full_like(
+    input,
+    fill_value,
+    *,
+    dtype=None,
+    layout=None,
+    device=None,
+    pin_memory=False,
+    requires_grad=False,
+    memory_format=None,
+):
     return ops.full(tuple(input.shape), fill_value, dtype=_dtype(dtype, input.dtype))
 
 
@@ -120,12 +142,12 @@ def new_ones(self, *size, dtype=None, layout=None, device=None, pin_memory=False
     return ops.ones(_sizes(size), _dtype(dtype, self.dtype))
 
 
-def new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=False,
-             requires_grad=False):
+def new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
     return ops.full(tuple(size), fill_value, dtype=_dtype(dtype, self.dtype))
 
 
 # --- selection ------------------------------------------------------------------------------
+
 
 def _operand(value, other):
     """``value`` as a tensor: a Python number beside a tensor takes the tensor's dtype (float32 for a
@@ -162,8 +184,9 @@ def getitem(obj, index):
     if not isinstance(obj, ms.Tensor):
         return obj[index]
     items = index if isinstance(index, tuple) else (index,)
-    if not any(isinstance(i, slice) and i.step not in (None, 1) for i in items) or \
-            any(not isinstance(i, (slice, int, type(None), type(Ellipsis))) or isinstance(i, bool) for i in items):
+    if not any(isinstance(i, slice) and i.step not in (None, 1) for i in items) or any(
+        not isinstance(i, (slice, int, type(None), type(Ellipsis))) or isinstance(i, bool) for i in items
+    ):
         return obj[index]
     consuming = sum(1 for i in items if i is not None and i is not Ellipsis)
     axis, plain = 0, []
@@ -181,6 +204,7 @@ def getitem(obj, index):
 
 
 # --- scans, repeats, rolls ------------------------------------------------------------------
+
 
 def cumsum(input, dim, *, dtype=None):
     if dtype is None and input.dtype in _INTEGRAL:
@@ -219,6 +243,7 @@ def flip(input, dims):
 
 # --- products -------------------------------------------------------------------------------
 
+
 def scaled_sum(product, input, beta=1, alpha=1):
     """``beta * input + alpha * product``, as ``torch.addmm``/``baddbmm`` compute it (a factor of 1 is
     not multiplied, so the rounding is PyTorch's)."""
@@ -236,6 +261,7 @@ def outer(input, vec2):
 
 # --- functional norms -----------------------------------------------------------------------
 
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     if momentum is None:
         raise TypeError("batch_norm(momentum=None) (a cumulative moving average) has no MindSpore counterpart")
@@ -249,7 +275,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     shape = input.shape
     flat = input if input.ndim in (2, 4) else ops.reshape(input, (shape[0], channels, -1, 1))
     out = ops.BatchNorm(is_training=bool(training), epsilon=float(eps), momentum=float(momentum))(
-        flat, weight, bias, running_mean, running_var)[0]
+        flat, weight, bias, running_mean, running_var
+    )[0]
     return out if input.ndim in (2, 4) else ops.reshape(out, shape)
 
 
@@ -271,6 +298,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 
 # --- methods that are operators or casts ----------------------------------------------------
+
 
 def _cast(dtype):
     def cast(input, memory_format=None):
@@ -329,7 +357,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 
 def unflatten(input, dim, sizes):
     dim = dim % input.ndim
-    return ops.reshape(input, tuple(input.shape[:dim]) + tuple(sizes) + tuple(input.shape[dim + 1:]))
+    return ops.reshape(input, tuple(input.shape[:dim]) + tuple(sizes) + tuple(input.shape[dim + 1 :]))
 
 
 def _binary(name):
@@ -342,27 +370,84 @@ def _binary(name):
 
 
 FUNCTIONS = {
-    "torch.arange": arange, "torch.ones": ones, "torch.zeros": zeros, "torch.ones_like": ones_like,
-    "torch.zeros_like": zeros_like, "torch.full_like": full_like, "torch.where": where, "torch.gather": gather,
-    "torch.index_select": index_select, "torch.cumsum": cumsum, "torch.repeat_interleave": repeat_interleave,
-    "torch.roll": roll, "torch.flip": flip, "torch.einsum": einsum, "torch.baddbmm": baddbmm,
-    "torch.outer": outer, "torch.neg": ops.neg, "torch.log": ops.log, "torch.erf": ops.erf,
-    "torch.square": ops.square, "torch.maximum": ops.maximum, "torch.minimum": ops.minimum,
-    "torch.max": _extreme("max"), "torch.min": _extreme("min"), "torch.argmax": argmax,
-    "torch.logical_not": ops.logical_not, "torch.logical_and": ops.logical_and, "torch.logical_or": ops.logical_or,
-    "torch.nn.functional.batch_norm": batch_norm, "torch.nn.functional.group_norm": group_norm,
-    "torch.nn.functional.normalize": normalize, "torch.unflatten": unflatten, "operator.getitem": getitem,
-    "torch.all": all_, "torch.any": any_, "torch.diff": diff, "torch.tensor": tensor,
+    "torch.arange": arange,
+    "torch.ones": ones,
+    "torch.zeros": zeros,
+    "torch.ones_like": ones_like,
+    "torch.zeros_like": zeros_like,
+    "torch.full_like": full_like,
+    "torch.where": where,
+    "torch.gather": gather,
+    "torch.index_select": index_select,
+    "torch.cumsum": cumsum,
+    "torch.repeat_interleave": repeat_interleave,
+    "torch.roll": roll,
+    "torch.flip": flip,
+    "torch.einsum": einsum,
+    "torch.baddbmm": baddbmm,
+    "torch.outer": outer,
+    "torch.neg": ops.neg,
+    "torch.log": ops.log,
+    "torch.erf": ops.erf,
+    "torch.square": ops.square,
+    "torch.maximum": ops.maximum,
+    "torch.minimum": ops.minimum,
+    "torch.max": _extreme("max"),
+    "torch.min": _extreme("min"),
+    "torch.argmax": argmax,
+    "torch.logical_not": ops.logical_not,
+    "torch.logical_and": ops.logical_and,
+    "torch.logical_or": ops.logical_or,
+    "torch.nn.functional.batch_norm": batch_norm,
+    "torch.nn.functional.group_norm": group_norm,
+    "torch.nn.functional.normalize": normalize,
+    "torch.unflatten": unflatten,
+    "operator.getitem": getitem,
+    "torch.all": all_,
+    "torch.any": any_,
+    "torch.diff": diff,
+    "torch.tensor": tensor,
 }
 
 METHODS = {
-    "new_zeros": new_zeros, "new_ones": new_ones, "new_full": new_full, "where": where, "gather": gather,
-    "index_select": index_select, "cumsum": cumsum, "repeat_interleave": repeat_interleave, "roll": roll,
-    "flip": flip, "baddbmm": baddbmm, "outer": outer, "neg": ops.neg, "log": ops.log, "square": ops.square,
-    "max": _extreme("max"), "min": _extreme("min"), "argmax": argmax, "any": any_,
-    "all": all_, "unflatten": unflatten, "triu": ops.triu, "tril": ops.tril, "long": _cast(ms.int64),
-    "int": _cast(ms.int32), "bool": _cast(ms.bool_), "double": _cast(ms.float64), "clone": clone,
-    "detach": detach, "logical_not": ops.logical_not, "eq": _binary("eq"), "ne": _binary("ne"),
-    "lt": _binary("lt"), "le": _binary("le"), "gt": _binary("gt"), "ge": _binary("ge"), "diff": diff,
-    "__and__": _binary("and"), "__or__": _binary("or"), "__xor__": _binary("xor"),
+    "new_zeros": new_zeros,
+    "new_ones": new_ones,
+    "new_full": new_full,
+    "where": where,
+    "gather": gather,
+    "index_select": index_select,
+    "cumsum": cumsum,
+    "repeat_interleave": repeat_interleave,
+    "roll": roll,
+    "flip": flip,
+    "baddbmm": baddbmm,
+    "outer": outer,
+    "neg": ops.neg,
+    "log": ops.log,
+    "square": ops.square,
+    "max": _extreme("max"),
+    "min": _extreme("min"),
+    "argmax": argmax,
+    "any": any_,
+    "all": all_,
+    "unflatten": unflatten,
+    "triu": ops.triu,
+    "tril": ops.tril,
+    "long": _cast(ms.int64),
+    "int": _cast(ms.int32),
+    "bool": _cast(ms.bool_),
+    "double": _cast(ms.float64),
+    "clone": clone,
+    "detach": detach,
+    "logical_not": ops.logical_not,
+    "eq": _binary("eq"),
+    "ne": _binary("ne"),
+    "lt": _binary("lt"),
+    "le": _binary("le"),
+    "gt": _binary("gt"),
+    "ge": _binary("ge"),
+    "diff": diff,
+    "__and__": _binary("and"),
+    "__or__": _binary("or"),
+    "__xor__": _binary("xor"),
 }

@@ -68,8 +68,10 @@ class _WeightNormed:
     """Mixed into the translated layer's class: sets ``weight`` = g * v / ||v|| before its construct.
     PYNATIVE mode only (``parity_pynative_only``, which ``check`` reads before running in GRAPH mode)."""
 
-    parity_pynative_only = ("sets its weight, computed from g and v, as a Python attribute before each call, "
-                            "which MindSpore's GRAPH compiler cannot compile")
+    parity_pynative_only = (
+        "sets its weight, computed from g and v, as a Python attribute before each call, "
+        "which MindSpore's GRAPH compiler cannot compile"
+    )
 
     def construct(self, *args, **kwargs):
         g, v = self._weight_norm_originals()
@@ -116,16 +118,21 @@ def weight_norm(module, ctx: Context):
     if hook is None:
         names = set(module.parametrizations.keys())
         chain = list(module.parametrizations["weight"]) if "weight" in names else []
-        ctx.require(names == {"weight"} and len(chain) == 1 and isinstance(
-            chain[0], torch.nn.utils.parametrizations._WeightNorm),
-            f"parametrizations {sorted(names)} other than weight_norm on 'weight' have no translation")
+        ctx.require(
+            names == {"weight"}
+            and len(chain) == 1
+            and isinstance(chain[0], torch.nn.utils.parametrizations._WeightNorm),
+            f"parametrizations {sorted(names)} other than weight_norm on 'weight' have no translation",
+        )
         g, v, dim = module.parametrizations.weight.original0, module.parametrizations.weight.original1, chain[0].dim
     else:
         ctx.require(hook.name == "weight", f"weight_norm of {hook.name!r} (not 'weight') has no translation")
         g, v, dim = module.weight_g, module.weight_v, hook.dim
     cell = translate_module(_plain(module, hook is None), ctx)
-    ctx.require(isinstance(getattr(cell, "weight", None), ms.Parameter),
-                f"the translated {type(cell).__name__} holds no 'weight' Parameter to normalise")
+    ctx.require(
+        isinstance(getattr(cell, "weight", None), ms.Parameter),
+        f"the translated {type(cell).__name__} holds no 'weight' Parameter to normalise",
+    )
     shape = tuple(cell.weight.shape)
     del cell._params["weight"]
     if hook is None:

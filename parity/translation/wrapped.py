@@ -34,9 +34,17 @@ from . import functions
 
 __all__ = ["is_wrapped", "WrappedCall"]
 
-_TORCH_DTYPES = {ms.float32: torch.float32, ms.float64: torch.float64, ms.float16: torch.float16,
-                 ms.bfloat16: torch.bfloat16, ms.int64: torch.int64, ms.int32: torch.int32, ms.int8: torch.int8,
-                 ms.uint8: torch.uint8, ms.bool_: torch.bool}
+_TORCH_DTYPES = {
+    ms.float32: torch.float32,
+    ms.float64: torch.float64,
+    ms.float16: torch.float16,
+    ms.bfloat16: torch.bfloat16,
+    ms.int64: torch.int64,
+    ms.int32: torch.int32,
+    ms.int8: torch.int8,
+    ms.uint8: torch.uint8,
+    ms.bool_: torch.bool,
+}
 
 
 def is_wrapped(target) -> bool:
@@ -125,8 +133,10 @@ class WrappedCall:
         for name, tensor in tensors.items():
             if tensor.dtype not in _TORCH_DTYPES:
                 raise TypeError(f"{self.name}: argument {name} of dtype {tensor.dtype} cannot be traced into")
-        metas = {name: torch.empty(tuple(t.shape), dtype=_TORCH_DTYPES[t.dtype], device="meta")
-                 for name, t in tensors.items()}
+        metas = {
+            name: torch.empty(tuple(t.shape), dtype=_TORCH_DTYPES[t.dtype], device="meta")
+            for name, t in tensors.items()
+        }
         tracer = _Tracer()
         try:
             with warnings.catch_warnings():
@@ -137,15 +147,18 @@ class WrappedCall:
             raise TypeError(f"{self.name} could not be traced into: {type(exc).__name__}: {first}") from None
         return _Program(self.name, graph, tracer.root)
 
-
     def _bound(self, names: List[str], constants: Dict[str, Any]) -> Callable:
         """The function of its tensor arguments alone, the constants bound (``concrete_args`` would
         turn each element of a list argument into a placeholder and an assertion)."""
         kinds = {p.kind for p in self.signature.parameters.values()}
         if kinds & {inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD}:
-            raise TypeError(f"{self.name}: a function with positional-only or variadic parameters cannot be traced into")
-        source = (f"def forward({', '.join(names)}):\n"  # named so: torch.fx records stacks from a forward down
-                  f"    return _parity_function({', '.join(f'{n}={n}' for n in names)}, **_parity_constants)\n")
+            raise TypeError(
+                f"{self.name}: a function with positional-only or variadic parameters cannot be traced into"
+            )
+        source = (
+            f"def forward({', '.join(names)}):\n"  # named so: torch.fx records stacks from a forward down
+            f"    return _parity_function({', '.join(f'{n}={n}' for n in names)}, **_parity_constants)\n"
+        )
         namespace = {"_parity_function": self.function, "_parity_constants": dict(constants)}
         exec(source, namespace)  # noqa: S102  (names are the function's own parameters: identifiers)
         return namespace["forward"]
@@ -160,8 +173,15 @@ class _Program:
         missing = []
         for node in graph.nodes:
             try:
-                self.steps.append((node, self._adapter(node, root), False if node.op in ("placeholder", "output",
-                                   "get_attr") else functions.is_inplace(node.op, node.target, node.kwargs)))
+                self.steps.append(
+                    (
+                        node,
+                        self._adapter(node, root),
+                        False
+                        if node.op in ("placeholder", "output", "get_attr")
+                        else functions.is_inplace(node.op, node.target, node.kwargs),
+                    )
+                )
             except LookupError as exc:
                 missing.append(f"{exc} at {_location(node)}")
         if missing:
@@ -206,8 +226,10 @@ class _Program:
                     env[node.name] = adapter(*args, **kwargs)
                 except (TypeError, ValueError, RuntimeError, IndexError) as exc:
                     first = (str(exc).strip().splitlines() or [""])[0]
-                    raise TypeError(f"inside {self.name}, {functions.api_name(node.op, node.target)} at "
-                                    f"{_location(node)}: {type(exc).__name__}: {first}") from None
+                    raise TypeError(
+                        f"inside {self.name}, {functions.api_name(node.op, node.target)} at "
+                        f"{_location(node)}: {type(exc).__name__}: {first}"
+                    ) from None
                 if inplace and node.args and isinstance(node.args[0], torch.fx.Node):
                     env[node.args[0].name] = env[node.name]
         raise TypeError(f"the trace of {self.name} has no output")

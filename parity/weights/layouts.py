@@ -16,8 +16,20 @@ import numpy as np
 
 from ..errors import ParityUsageError
 
-__all__ = ["Fuse", "Transpose", "Reshape", "fuse", "transpose", "reshape", "Part", "Pair",
-           "by_torch_name", "torch_layout", "ms_label", "squeezed"]
+__all__ = [
+    "Fuse",
+    "Transpose",
+    "Reshape",
+    "fuse",
+    "transpose",
+    "reshape",
+    "Part",
+    "Pair",
+    "by_torch_name",
+    "torch_layout",
+    "ms_label",
+    "squeezed",
+]
 
 
 @dataclass(frozen=True)
@@ -102,7 +114,7 @@ class Part:
         array[self._where(array.ndim)] = value
 
     def shape(self, full: Tuple[int, ...]) -> Tuple[int, ...]:
-        return full[: self.axis] + (self.stop - self.start,) + full[self.axis + 1:]
+        return full[: self.axis] + (self.stop - self.start,) + full[self.axis + 1 :]
 
 
 @dataclass(frozen=True)
@@ -212,29 +224,47 @@ def layout_pairs(key, key_is_ms: bool, layout: Layout, key_slot, other, how: str
     shapes = [tuple(s.shape[a] for a in axes) if axes else s.shape for s, axes, _ in found]
     if not isinstance(layout, Fuse):
         (slot, axes, free), shape = found[0], shapes[0]
-        if int(np.prod(shape)) != int(np.prod(key_slot.shape)) or not (free or squeezed(shape) == squeezed(key_slot.shape)):
-            raise ParityUsageError(f"{where}: {slot.name!r} {slot.shape} does not fit {key!r} {key_slot.shape}"
-                                   + (f" once transposed to {shape}" if axes else ""))
+        if int(np.prod(shape)) != int(np.prod(key_slot.shape)) or not (
+            free or squeezed(shape) == squeezed(key_slot.shape)
+        ):
+            raise ParityUsageError(
+                f"{where}: {slot.name!r} {slot.shape} does not fit {key!r} {key_slot.shape}"
+                + (f" once transposed to {shape}" if axes else "")
+            )
         return [_pair(key_slot, slot, key_is_ms, None, axes, how)]
     axis = layout.axis if layout.axis >= 0 else layout.axis + len(key_slot.shape)
     total, parts = 0, []
     for shape in shapes:
         if len(shape) != len(key_slot.shape) or not 0 <= axis < len(shape):
-            raise ParityUsageError(f"{where}: parts of shapes {shapes} cannot be joined along axis "
-                                   f"{layout.axis} into {key!r} {key_slot.shape}")
+            raise ParityUsageError(
+                f"{where}: parts of shapes {shapes} cannot be joined along axis "
+                f"{layout.axis} into {key!r} {key_slot.shape}"
+            )
         parts.append((total, total + shape[axis]))
         total += shape[axis]
-    joined = key_slot.shape[:axis] + (total,) + key_slot.shape[axis + 1:]
-    if any(s[:axis] + s[axis + 1:] != joined[:axis] + joined[axis + 1:] for s in shapes) or joined != key_slot.shape:
-        raise ParityUsageError(f"{where}: parts of shapes {shapes} joined along axis {axis} do not make "
-                               f"{key!r} {key_slot.shape}")
-    return [_pair(key_slot, slot, key_is_ms, Part(axis, start, stop, i, len(found)), axes, how)
-            for i, ((slot, axes, _), (start, stop)) in enumerate(zip(found, parts))]
+    joined = key_slot.shape[:axis] + (total,) + key_slot.shape[axis + 1 :]
+    if any(s[:axis] + s[axis + 1 :] != joined[:axis] + joined[axis + 1 :] for s in shapes) or joined != key_slot.shape:
+        raise ParityUsageError(
+            f"{where}: parts of shapes {shapes} joined along axis {axis} do not make {key!r} {key_slot.shape}"
+        )
+    return [
+        _pair(key_slot, slot, key_is_ms, Part(axis, start, stop, i, len(found)), axes, how)
+        for i, ((slot, axes, _), (start, stop)) in enumerate(zip(found, parts))
+    ]
 
 
 def _pair(key_slot, slot, key_is_ms: bool, part: Optional[Part], axes, how: str) -> Pair:
     """``axes`` takes the part's layout to the key's; a Pair's axes take PyTorch's to MindSpore's."""
     ms, torch = (key_slot, slot) if key_is_ms else (slot, key_slot)
     pair_axes = axes if key_is_ms or axes is None else _inverse(axes)
-    return Pair(ms.name, torch.name, how, ms.shape, torch.shape, ms.trainable and torch.trainable,
-                ms_part=part if key_is_ms else None, torch_part=None if key_is_ms else part, axes=pair_axes)
+    return Pair(
+        ms.name,
+        torch.name,
+        how,
+        ms.shape,
+        torch.shape,
+        ms.trainable and torch.trainable,
+        ms_part=part if key_is_ms else None,
+        torch_part=None if key_is_ms else part,
+        axes=pair_axes,
+    )

@@ -11,8 +11,7 @@ from ..backends import Slot
 from ..errors import ParityUsageError
 from .layouts import Fuse, Pair, layout_pairs, squeezed
 
-__all__ = ["RENAMES", "Index", "Unmapped", "fuse_automatically", "align_by_order", "compatible", "table", "row",
-           "some"]
+__all__ = ["RENAMES", "Index", "Unmapped", "fuse_automatically", "align_by_order", "compatible", "table", "row", "some"]
 
 # PyTorch leaf name -> MindSpore leaf names it may be called instead.
 RENAMES: Dict[str, Tuple[str, ...]] = {
@@ -23,14 +22,29 @@ RENAMES: Dict[str, Tuple[str, ...]] = {
 }
 _CANONICAL = {alt: leaf for leaf, alts in RENAMES.items() for alt in alts}
 # Layer classes whose tensors pair by kind; MindSpore's names first where they differ.
-_KINDS = {"Dense": "Linear", "Linear": "Linear", "Embedding": "Embedding", "LayerNorm": "LayerNorm",
-          "GroupNorm": "GroupNorm", "Conv1d": "Conv1d", "Conv2d": "Conv2d", "Conv3d": "Conv3d",
-          "Conv1dTranspose": "ConvTranspose1d", "Conv2dTranspose": "ConvTranspose2d",
-          "ConvTranspose1d": "ConvTranspose1d", "ConvTranspose2d": "ConvTranspose2d",
-          "BatchNorm1d": "BatchNorm", "BatchNorm2d": "BatchNorm", "BatchNorm3d": "BatchNorm",
-          "InstanceNorm1d": "InstanceNorm", "InstanceNorm2d": "InstanceNorm", "PReLU": "PReLU",
-          # A fused q/k/v projection and its output projection are Linear layers' tensors.
-          "MultiheadAttention": "Linear", "NonDynamicallyQuantizableLinear": "Linear"}
+_KINDS = {
+    "Dense": "Linear",
+    "Linear": "Linear",
+    "Embedding": "Embedding",
+    "LayerNorm": "LayerNorm",
+    "GroupNorm": "GroupNorm",
+    "Conv1d": "Conv1d",
+    "Conv2d": "Conv2d",
+    "Conv3d": "Conv3d",
+    "Conv1dTranspose": "ConvTranspose1d",
+    "Conv2dTranspose": "ConvTranspose2d",
+    "ConvTranspose1d": "ConvTranspose1d",
+    "ConvTranspose2d": "ConvTranspose2d",
+    "BatchNorm1d": "BatchNorm",
+    "BatchNorm2d": "BatchNorm",
+    "BatchNorm3d": "BatchNorm",
+    "InstanceNorm1d": "InstanceNorm",
+    "InstanceNorm2d": "InstanceNorm",
+    "PReLU": "PReLU",
+    # A fused q/k/v projection and its output projection are Linear layers' tensors.
+    "MultiheadAttention": "Linear",
+    "NonDynamicallyQuantizableLinear": "Linear",
+}
 
 
 class Unmapped(ParityUsageError):
@@ -89,8 +103,9 @@ class Index:
 
     def take(self, slot: Slot, by: str) -> None:
         if slot.name in self.taken:
-            raise ParityUsageError(f"name_map pairs {self.label} {slot.name!r} twice: with {self.taken[slot.name]!r} "
-                                   f"and {by!r}")
+            raise ParityUsageError(
+                f"name_map pairs {self.label} {slot.name!r} twice: with {self.taken[slot.name]!r} and {by!r}"
+            )
         self.taken[slot.name] = by
 
     def rest(self) -> List[Slot]:
@@ -112,7 +127,9 @@ def _sibling_runs(slots: List[Slot]) -> List[List[Slot]]:
     """Tensors of sibling layers with the same leaf, shape and layer type (q/k/v), two or more."""
     runs: Dict[tuple, List[Slot]] = {}
     for s in slots:
-        runs.setdefault((s.layer.rpartition(".")[0], _canonical_leaf(s), s.shape, s.layer_type, s.trainable), []).append(s)
+        runs.setdefault(
+            (s.layer.rpartition(".")[0], _canonical_leaf(s), s.shape, s.layer_type, s.trainable), []
+        ).append(s)
     return [run for run in runs.values() if len(run) >= 2 and len({s.layer for s in run}) == len(run)]
 
 
@@ -126,8 +143,13 @@ def fuse_automatically(ms: Index, torch: Index) -> List[Pair]:
         for f in fused_side.rest():
             if not f.shape:
                 continue
-            fits = [r for r in runs if _kind(r[0]) == _kind(f) != ("custom", "") and r[0].trainable == f.trainable
-                    and (len(r) * r[0].shape[0],) + r[0].shape[1:] == f.shape]
+            fits = [
+                r
+                for r in runs
+                if _kind(r[0]) == _kind(f) != ("custom", "")
+                and r[0].trainable == f.trainable
+                and (len(r) * r[0].shape[0],) + r[0].shape[1:] == f.shape
+            ]
             if fits:
                 key = (f.shape, _canonical_leaf(f), f.trainable)
                 by_shape.setdefault(key, ([], fits))[0].append(f)
@@ -153,7 +175,8 @@ def align_by_order(rest_ms: List[Slot], rest_torch: List[Slot], claim: Callable,
         ms_group = [m for m in rest_ms if m.trainable == trainable]
         torch_group = [t for t in rest_torch if t.trainable == trainable]
         if len(ms_group) == len(torch_group) and all(
-                compatible(m, t) and _canonical_leaf(m) == _canonical_leaf(t) for m, t in zip(ms_group, torch_group)):
+            compatible(m, t) and _canonical_leaf(m) == _canonical_leaf(t) for m, t in zip(ms_group, torch_group)
+        ):
             for m, t in zip(ms_group, torch_group):
                 claim(t, m, "definition order")
             continue
@@ -177,10 +200,13 @@ def align_by_order(rest_ms: List[Slot], rest_torch: List[Slot], claim: Callable,
 
 def _unmapped_message(left_ms: List[Slot], left_torch: List[Slot], ignored) -> str:
     rows = [row("MindSpore", m) for m in left_ms] + [row("PyTorch", t) for t in left_torch]
-    lines = [f"Unmapped parameters: in MindSpore only {[m.name for m in left_ms]}; "
-             f"in PyTorch only {[t.name for t in left_torch]}", table(rows),
-             "Names differ beyond the known renames and the leftovers do not line up in definition "
-             "order by kind and shape. Pass name_map={pytorch_name: mindspore_name} for these."]
+    lines = [
+        f"Unmapped parameters: in MindSpore only {[m.name for m in left_ms]}; "
+        f"in PyTorch only {[t.name for t in left_torch]}",
+        table(rows),
+        "Names differ beyond the known renames and the leftovers do not line up in definition "
+        "order by kind and shape. Pass name_map={pytorch_name: mindspore_name} for these.",
+    ]
     entries = _suggestions(left_ms, left_torch)
     if entries:
         lines.append("Nearest candidates (check them), as name_map entries:")
@@ -200,12 +226,16 @@ def _suggestions(left_ms: List[Slot], left_torch: List[Slot]) -> List[str]:
     siblings are left than it takes), then for each MindSpore leftover the PyTorch leftover of a
     fitting shape whose name is nearest."""
     entries, used = [], set()
-    for fused_side, split_side, fused_is_ms in ((left_ms, left_torch, True), (left_torch, left_ms, False)):
+    for fused_side, split_side in ((left_ms, left_torch), (left_torch, left_ms)):
         for f in fused_side:
             for run in _sibling_runs([s for s in split_side if s.name not in used]):
                 count = f.shape[0] // run[0].shape[0] if f.shape and run[0].shape and run[0].shape[0] else 0
-                if (f.name not in used and _kind(run[0]) == _kind(f) and 2 <= count <= len(run)
-                        and f.shape == (count * run[0].shape[0],) + run[0].shape[1:]):
+                if (
+                    f.name not in used
+                    and _kind(run[0]) == _kind(f)
+                    and 2 <= count <= len(run)
+                    and f.shape == (count * run[0].shape[0],) + run[0].shape[1:]
+                ):
                     used.update([f.name] + [s.name for s in run[:count]])
                     entries.append(f"{f.name!r}: parity.fuse({[s.name for s in run[:count]]}, axis=0)")
     for m in left_ms:

@@ -82,12 +82,15 @@ class WeightReport:
                 extra.append(f"{len(wholes)} {label}: {_fusions(pairs, label)}")
         aligned = self.map.alignments()
         if aligned:
-            extra.append(f"{len(aligned)} aligned by definition order: "
-                         f"{some([f'{p.torch} -> {p.ms}' for p in aligned])}")
+            extra.append(
+                f"{len(aligned)} aligned by definition order: {some([f'{p.torch} -> {p.ms}' for p in aligned])}"
+            )
         reshaped = [p for p in self.map.pairs if p.reshaped]
         if reshaped:
-            extra.append(f"{len(reshaped)} reshaped across unit dims, e.g. {reshaped[0].torch} "
-                         f"{reshaped[0].torch_shape} -> {reshaped[0].ms} {reshaped[0].ms_shape}")
+            extra.append(
+                f"{len(reshaped)} reshaped across unit dims, e.g. {reshaped[0].torch} "
+                f"{reshaped[0].torch_shape} -> {reshaped[0].ms} {reshaped[0].ms_shape}"
+            )
         return extra
 
 
@@ -153,15 +156,19 @@ def _rules(name_map, torch_names: List[str]) -> Dict[str, str]:
                 try:
                     result[t] = pattern.sub(replacement, t)
                 except re.error as exc:
-                    raise ParityUsageError(f"name_map rule {number} {(pattern.pattern, replacement)!r}: bad "
-                                           f"replacement: {exc}") from None
+                    raise ParityUsageError(
+                        f"name_map rule {number} {(pattern.pattern, replacement)!r}: bad replacement: {exc}"
+                    ) from None
                 used.add(number)
                 break
     for number, (pattern, replacement) in enumerate(rules, 1):
         if number not in used:
             matched = [t for t in torch_names if pattern.search(t)]
-            why = (f"every name it matches ({some(matched)}) is taken by an earlier rule" if matched else
-                   f"it matches no PyTorch name (they are {some(torch_names)})")
+            why = (
+                f"every name it matches ({some(matched)}) is taken by an earlier rule"
+                if matched
+                else f"it matches no PyTorch name (they are {some(torch_names)})"
+            )
             raise ParityUsageError(f"name_map rule {number} {(pattern.pattern, replacement)!r} maps nothing: {why}")
     return result
 
@@ -176,17 +183,21 @@ def _key_side(key: str, value, ms: Index, torch: Index) -> bool:
     if in_ms or in_torch:
         return in_ms
     near = difflib.get_close_matches(key, list(ms.by_name) + list(torch.by_name), n=3, cutoff=0.6)
-    raise ParityUsageError(f"name_map key {key!r} is no tensor of either framework"
-                           + (f"; nearest: {near}" if near else ""))
+    raise ParityUsageError(
+        f"name_map key {key!r} is no tensor of either framework" + (f"; nearest: {near}" if near else "")
+    )
 
 
 def _finder(key: str, own: Index, other: Index) -> Callable[[str], Slot]:
     """Find a layout entry's part among the other framework's tensors, or say what is wrong."""
+
     def find(name: str) -> Slot:
         if name not in other.by_name and name in own.by_name:
-            raise ParityUsageError(f"name_map[{key!r}]: {name!r} is a {own.label} tensor, as the key is; the key "
-                                   f"must be a tensor of one framework and every part a tensor of the other "
-                                   f"(MindSpore key with PyTorch parts, or PyTorch key with MindSpore parts)")
+            raise ParityUsageError(
+                f"name_map[{key!r}]: {name!r} is a {own.label} tensor, as the key is; the key "
+                f"must be a tensor of one framework and every part a tensor of the other "
+                f"(MindSpore key with PyTorch parts, or PyTorch key with MindSpore parts)"
+            )
         return other.get(name, f"name_map[{key!r}]")
 
     return find
@@ -248,8 +259,10 @@ def _plain_entries(plain: Dict[str, str], torch_slots: List[Slot], ms: Index, cl
             continue
         m = ms.by_name.get(target)
         if m is None:
-            raise ParityUsageError(f"name_map maps PyTorch {t.name!r} to {target!r}, which is no "
-                                   f"MindSpore parameter. MindSpore has: {sorted(ms.by_name)}")
+            raise ParityUsageError(
+                f"name_map maps PyTorch {t.name!r} to {target!r}, which is no "
+                f"MindSpore parameter. MindSpore has: {sorted(ms.by_name)}"
+            )
         if m.name in ms.taken:
             raise ParityUsageError(f"name_map maps both {ms.taken[m.name]!r} and {t.name!r} to {m.name!r}")
         named.add(t.name)
@@ -272,7 +285,8 @@ def copy_weights(wmap: WeightMap, src, dst, *, to_torch: bool) -> WeightReport:
     """Copy every mapped tensor from ``src`` to ``dst`` and verify each landed bit-identical.
     A destination tensor made of several parts is written once, all parts in place. ``src`` and
     ``dst`` are models, or dicts of numpy arrays by name (see :func:`_writer`)."""
-    from ..backends import mindspore as ms_backend, torch as torch_backend
+    from ..backends import mindspore as ms_backend
+    from ..backends import torch as torch_backend
 
     read = _reader(src, ms_backend.read if to_torch else torch_backend.read)
     write = _writer(dst, torch_backend.write if to_torch else ms_backend.write)
@@ -290,8 +304,11 @@ def copy_weights(wmap: WeightMap, src, dst, *, to_torch: bool) -> WeightReport:
             src_name = pair.ms if to_torch else pair.torch
             if src_name not in sources:
                 sources[src_name] = read(src, src_name)
-            piece = (pair.to_torch(pair.ms_region(sources[src_name])) if to_torch
-                     else pair.to_ms(pair.torch_region(sources[src_name])))
+            piece = (
+                pair.to_torch(pair.ms_region(sources[src_name]))
+                if to_torch
+                else pair.to_ms(pair.torch_region(sources[src_name]))
+            )
             pieces.append((pair, piece))
             if whole:
                 value = piece
@@ -300,11 +317,13 @@ def copy_weights(wmap: WeightMap, src, dst, *, to_torch: bool) -> WeightReport:
         write(dst, dst_name, value)
         landed = read_back(dst, dst_name)
         for pair, piece in pieces:
-            region = (pair.torch_region(landed) if to_torch else pair.ms_region(landed))
+            region = pair.torch_region(landed) if to_torch else pair.ms_region(landed)
             if not np.array_equal(region, piece.astype(landed.dtype), equal_nan=True):
                 src_name = pair.ms if to_torch else pair.torch
-                raise ParityUsageError(f"copying {src_name} -> {dst_name} did not take: the values read back differ "
-                                       f"(destination dtype {landed.dtype}, source {piece.dtype})")
+                raise ParityUsageError(
+                    f"copying {src_name} -> {dst_name} did not take: the values read back differ "
+                    f"(destination dtype {landed.dtype}, source {piece.dtype})"
+                )
             verified += 1
     direction = "MindSpore -> PyTorch" if to_torch else "PyTorch -> MindSpore"
     return WeightReport(wmap, direction, verified)
@@ -329,12 +348,15 @@ def _writer(model, write: Callable) -> Callable:
 
 def fill_weights(wmap: WeightMap, ms_model, torch_model, value: float) -> WeightReport:
     """Set every floating parameter and buffer on both sides to ``value``."""
-    from ..backends import mindspore as ms_backend, torch as torch_backend
+    from ..backends import mindspore as ms_backend
+    from ..backends import torch as torch_backend
 
     filled = set()
     for pair in wmap.pairs:
-        for backend, model, name, shape in ((ms_backend, ms_model, pair.ms, pair.ms_shape),
-                                            (torch_backend, torch_model, pair.torch, pair.torch_shape)):
+        for backend, model, name, shape in (
+            (ms_backend, ms_model, pair.ms, pair.ms_shape),
+            (torch_backend, torch_model, pair.torch, pair.torch_shape),
+        ):
             if (backend.NAME, name) in filled:
                 continue
             filled.add((backend.NAME, name))

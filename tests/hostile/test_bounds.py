@@ -124,15 +124,20 @@ def test_dtypes_that_differ_are_said_in_the_text_when_the_values_agree(tmp_path)
     a, b = dump(tmp_path / "a", dtype=np.float32), dump(tmp_path / "b", dtype=np.float64)
     result = parity.compare_dumps(a, b)
     assert result.passed
-    assert "Dtypes differ: 3 pairs, A float32 vs B float64 (layer0, layer1, layer2); values compared as they are" \
+    assert (
+        "Dtypes differ: 3 pairs, A float32 vs B float64 (layer0, layer1, layer2); values compared as they are"
         in str(result)
+    )
 
 
-@pytest.mark.parametrize("kind, reason", [
-    ("npy", "B by default: neither side says its framework"),
-    ("ckpt", "B by default: both sides are MindSpore's"),
-    ("pth", "B by default: both sides are PyTorch's"),
-])
+@pytest.mark.parametrize(
+    "kind, reason",
+    [
+        ("npy", "B by default: neither side says its framework"),
+        ("ckpt", "B by default: both sides are MindSpore's"),
+        ("pth", "B by default: both sides are PyTorch's"),
+    ],
+)
 def test_the_reference_reason_is_true_when_both_sides_are_alike(tmp_path, kind, reason):
     a, b = tmp_path / f"a.{kind}", tmp_path / f"b.{kind}"
     values = {"w": np.ones(2, np.float32)}

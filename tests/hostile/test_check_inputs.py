@@ -6,7 +6,8 @@ Each test runs the real frameworks on tiny nets (milliseconds each)."""
 import numpy as np
 import pytest
 import torch
-from mindspore import nn as mnn, ops
+from mindspore import nn as mnn
+from mindspore import ops
 from mindspore.amp import auto_mixed_precision
 
 import parity
@@ -17,6 +18,7 @@ def _cell(fn):
     class Fn(mnn.Cell):
         def construct(self, *args, **kwargs):
             return fn(*args, **kwargs)
+
     return Fn()
 
 
@@ -24,6 +26,7 @@ def _module(fn):
     class Fn(torch.nn.Module):
         def forward(self, *args, **kwargs):
             return fn(*args, **kwargs)
+
     return Fn()
 
 
@@ -81,6 +84,7 @@ def test_keyword_and_integer_inputs_changed_in_place_are_named():
     def torch_fn(x, mask):
         mask.zero_()
         return x * 2
+
     given = {"x": _ones(2, 3), "mask": np.ones((2, 3), np.int64)}
     result = parity.check(_cell(lambda x, mask: x * 2), _module(torch_fn), given)
     assert any("changed input 'mask' in place" in n for n in result.notes)
@@ -97,16 +101,20 @@ def test_an_untouched_input_gives_no_note():
 
 @pytest.mark.parametrize("grads", [False, True])
 def test_tanh_against_relu_on_a_zero_batch_is_refused(grads):
-    with pytest.raises(ParityUsageError, match=r"nothing was compared: every output holds no element .*"
-                                               r"input 'input\[0\]' holds no element"):
+    with pytest.raises(
+        ParityUsageError,
+        match=r"nothing was compared: every output holds no element .*"
+        r"input 'input\[0\]' holds no element",
+    ):
         parity.check(mnn.Tanh(), torch.nn.ReLU(), parity.randn((0, 4)), grads=grads)
 
 
 def test_a_dense_layer_on_a_zero_batch_given_as_a_keyword_is_refused():
     ms_dense, torch_dense = mnn.Dense(4, 3), torch.nn.Linear(4, 3)
     with pytest.raises(ParityUsageError, match="nothing was compared"):
-        parity.check(_cell(lambda x: ms_dense(x)), _module(lambda x: torch_dense(x)),
-                     {"x": np.zeros((0, 4), np.float32)})
+        parity.check(
+            _cell(lambda x: ms_dense(x)), _module(lambda x: torch_dense(x)), {"x": np.zeros((0, 4), np.float32)}
+        )
 
 
 def test_an_empty_output_beside_a_full_one_is_compared():
@@ -129,8 +137,12 @@ def test_two_different_functions_that_both_overflow_do_not_pass():
 def test_a_partly_masked_output_passes_with_a_note_counting_the_infinities():
     keep = np.array([[1, 0, 1], [0, 1, 1]], np.float32)
     ms_mask, torch_mask = keep == 0, torch.from_numpy(keep == 0)
-    result = parity.check(_cell(lambda x: ops.masked_fill(x, __import__("mindspore").Tensor(ms_mask), -float("inf"))),
-                          _module(lambda x: x.masked_fill(torch_mask, -float("inf"))), _ones(2, 3), grads=False)
+    result = parity.check(
+        _cell(lambda x: ops.masked_fill(x, __import__("mindspore").Tensor(ms_mask), -float("inf"))),
+        _module(lambda x: x.masked_fill(torch_mask, -float("inf"))),
+        _ones(2, 3),
+        grads=False,
+    )
     note = next(n for n in result.notes if n.startswith("non-finite values"))
     assert "output 'output' (pynative) of 6 elements: MindSpore 2 Inf; PyTorch 2 Inf" in note
 
@@ -144,8 +156,9 @@ def test_inf_on_one_side_only_is_a_disagreement_not_a_refusal():
 
 
 def test_dict_outputs_with_the_same_keys_in_another_order_agree():
-    result = parity.check(_cell(lambda x: {"b": x * 2, "a": x + 1}), _module(lambda x: {"a": x + 1, "b": x * 2}),
-                          parity.randn((2, 3)))
+    result = parity.check(
+        _cell(lambda x: {"b": x * 2, "a": x + 1}), _module(lambda x: {"a": x + 1, "b": x * 2}), parity.randn((2, 3))
+    )
     assert sorted(c.name for c in result.comparisons if c.kind == "output") == ["output['a']", "output['b']"]
     assert any("matched by key" in n for n in result.notes)
 
@@ -205,8 +218,12 @@ class _MLP(mnn.Cell):
 
 @pytest.mark.parametrize("grads", [True, False])
 def test_o3_against_a_half_module_taking_float32_agrees(grads):
-    result = parity.check(auto_mixed_precision(_MLP(mnn.ReLU()), "O3"), _HalfMLP(torch.nn.ReLU()).half(),
-                          parity.randn((4, 8)), grads=grads)
+    result = parity.check(
+        auto_mixed_precision(_MLP(mnn.ReLU()), "O3"),
+        _HalfMLP(torch.nn.ReLU()).half(),
+        parity.randn((4, 8)),
+        grads=grads,
+    )
     assert not any("MindSpore computes in float32" in n for n in result.notes)
     if grads:
         grad = next(c for c in result.comparisons if c.kind == "input grad")
@@ -236,19 +253,26 @@ def test_o2_keeping_batchnorm_in_float32_compares_the_input_gradient_in_float16(
     result = parity.check(auto_mixed_precision(_Normed(), "O2"), _HalfNormed().half().eval(), parity.randn((4, 8)))
     grad = next(c for c in result.comparisons if c.kind == "input grad")
     assert (grad.ms_dtype, grad.torch_dtype) == ("float16", "float16") and grad.passed
-    assert any(n.startswith("the gradient of input[0] is compared in float16: parity gave that input to MindSpore "
-                            "as float32 and to PyTorch as float16") for n in result.notes)
+    assert any(
+        n.startswith(
+            "the gradient of input[0] is compared in float16: parity gave that input to MindSpore "
+            "as float32 and to PyTorch as float16"
+        )
+        for n in result.notes
+    )
 
 
 def test_o3_against_a_half_module_of_another_activation_still_fails():
     with pytest.raises(ParityMismatch):
-        parity.check(auto_mixed_precision(_MLP(mnn.Tanh()), "O3"), _HalfMLP(torch.nn.ReLU()).half(),
-                     parity.randn((4, 8)))
+        parity.check(
+            auto_mixed_precision(_MLP(mnn.Tanh()), "O3"), _HalfMLP(torch.nn.ReLU()).half(), parity.randn((4, 8))
+        )
 
 
 def test_to_float_on_the_parameter_holding_cells_only_counts_as_half_precision():
-    from parity.judge.dtypes import cell_dtype
     import mindspore
+
+    from parity.judge.dtypes import cell_dtype
 
     cell = _MLP(mnn.ReLU())
     cell.fc1.to_float(mindspore.float16)
@@ -262,11 +286,14 @@ def _affine(x):
     return x * 2 + 1
 
 
-@pytest.mark.parametrize("spec", [
-    pytest.param(lambda: parity.randn((4, 5), dtype="bfloat16"), id="randn"),
-    pytest.param(lambda: parity.uniform((4, 5), -2.0, 2.0, dtype="bfloat16"), id="uniform"),
-    pytest.param(lambda: {"x": parity.randn((4, 5), dtype="bfloat16", std=3.0)}, id="keyword"),
-])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param(lambda: parity.randn((4, 5), dtype="bfloat16"), id="randn"),
+        pytest.param(lambda: parity.uniform((4, 5), -2.0, 2.0, dtype="bfloat16"), id="uniform"),
+        pytest.param(lambda: {"x": parity.randn((4, 5), dtype="bfloat16", std=3.0)}, id="keyword"),
+    ],
+)
 def test_bfloat16_specs_run_like_float16_ones(spec):
     result = parity.check(_cell(_affine), _module(_affine), spec())
     assert {c.torch_dtype for c in result.comparisons} == {"bfloat16"}
@@ -310,7 +337,13 @@ class _ScaledLinearInPlace(torch.nn.Module):
 
 def test_check_training_leaves_the_given_batches_as_they_were():
     given = _ones(3, 4)
-    result = parity.check_training(_ScaledDense(), _ScaledLinearInPlace(), [(given, _ones(3, 3))], steps=2,
-                                   loss=torch.nn.MSELoss(), optimizer=lambda p: torch.optim.SGD(p, lr=0.1))
+    result = parity.check_training(
+        _ScaledDense(),
+        _ScaledLinearInPlace(),
+        [(given, _ones(3, 3))],
+        steps=2,
+        loss=torch.nn.MSELoss(),
+        optimizer=lambda p: torch.optim.SGD(p, lr=0.1),
+    )
     assert result.passed  # every step fed x, not x doubled again by the step before
     np.testing.assert_array_equal(given, _ones(3, 4))

@@ -148,8 +148,10 @@ def test_a_signal_during_the_write_leaves_nothing_and_the_old_destination(tmp_pa
     from parity.backends import checkpoints
 
     if threading.current_thread() is not threading.main_thread():
-        pytest.skip("this runner calls tests outside the main thread, where no signal handler can be installed "
-                    "(the same case from outside: test_a_process_stopped_by_a_signal_removes_its_private_folder)")
+        pytest.skip(
+            "this runner calls tests outside the main thread, where no signal handler can be installed "
+            "(the same case from outside: test_a_process_stopped_by_a_signal_removes_its_private_folder)"
+        )
 
     ms.save_checkpoint(msnn.Dense(3, 2), str(tmp_path / "cell.ckpt"))
     dst = tmp_path / "out.pth"
@@ -187,8 +189,9 @@ def _writer(tmp_path):
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONPATH=root)
-    child = subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path / "net.ckpt")], stdout=subprocess.PIPE,
-                             text=True, env=env)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(tmp_path / "net.ckpt")], stdout=subprocess.PIPE, text=True, env=env
+    )
     return child, tmp_path / os.path.basename(child.stdout.readline().strip())
 
 
@@ -299,8 +302,10 @@ def test_a_float64_weight_that_overflows_float32_is_refused_and_nothing_written(
 
 
 def test_allowed_lossy_casts_are_never_called_bit_identical(tmp_path):
-    src = _with({"weight": torch.full((2, 3), 1e300, dtype=torch.float64), "bias": torch.zeros(2, dtype=torch.float64)},
-                tmp_path / "huge.pth")
+    src = _with(
+        {"weight": torch.full((2, 3), 1e300, dtype=torch.float64), "bias": torch.zeros(2, dtype=torch.float64)},
+        tmp_path / "huge.pth",
+    )
     report = parity.convert_checkpoint(src, msnn.Dense(3, 2), tmp_path / "out.ckpt", allow_cast=True)
     text = str(report)
     assert report.written and report.lossy == 1
@@ -311,26 +316,32 @@ def test_allowed_lossy_casts_are_never_called_bit_identical(tmp_path):
 
 def test_an_integer_tensor_into_a_float_parameter_is_refused(tmp_path):
     src = _with({"weight": torch.randint(0, 2**31, (2, 3)), "bias": torch.zeros(2)}, tmp_path / "ids.pth")
-    with pytest.raises(ConversionError, match="weight int64 -> float32: a cast of integer values into a floating-point "
-                                              "tensor"):
+    with pytest.raises(
+        ConversionError, match="weight int64 -> float32: a cast of integer values into a floating-point tensor"
+    ):
         parity.convert_checkpoint(src, msnn.Dense(3, 2), tmp_path / "out.ckpt")
 
 
 def test_rounding_to_a_narrower_float_is_allowed_and_said(tmp_path):
-    src = _with({"weight": torch.full((2, 3), 0.1, dtype=torch.float64), "bias": torch.zeros(2, dtype=torch.float64)},
-                tmp_path / "tenths.pth")
+    src = _with(
+        {"weight": torch.full((2, 3), 0.1, dtype=torch.float64), "bias": torch.zeros(2, dtype=torch.float64)},
+        tmp_path / "tenths.pth",
+    )
     report = parity.convert_checkpoint(src, msnn.Dense(3, 2), tmp_path / "out.ckpt")
     assert report.lossy == 0 and "rounded: weight float64 -> float32: 6 of 6 values rounded" in str(report)
 
 
-@pytest.mark.parametrize("values, dtype, kind, said", [
-    (np.array([1e-30, 1.0], np.float32), np.float16, "lossy", "1 of 2 non-zero values become 0"),
-    (np.array([70000.0], np.float32), np.float16, "lossy", "1 of 1 finite values become Inf"),
-    (np.array([300], np.int64), np.int8, "lossy", "1 of 1 values do not fit int8 and wrap around"),
-    (np.array([1.5], np.float32), np.int32, "lossy", "a cast of floating-point values into a integer tensor"),
-    (np.array([np.inf, np.nan, 2.0], np.float64), np.float32, "exact", ""),
-    (np.array([3], np.int32), np.int64, "exact", ""),
-])
+@pytest.mark.parametrize(
+    "values, dtype, kind, said",
+    [
+        (np.array([1e-30, 1.0], np.float32), np.float16, "lossy", "1 of 2 non-zero values become 0"),
+        (np.array([70000.0], np.float32), np.float16, "lossy", "1 of 1 finite values become Inf"),
+        (np.array([300], np.int64), np.int8, "lossy", "1 of 1 values do not fit int8 and wrap around"),
+        (np.array([1.5], np.float32), np.int32, "lossy", "a cast of floating-point values into a integer tensor"),
+        (np.array([np.inf, np.nan, 2.0], np.float64), np.float32, "exact", ""),
+        (np.array([3], np.int32), np.int64, "exact", ""),
+    ],
+)
 def test_cast_loss_names_what_would_be_lost(values, dtype, kind, said):
     found_kind, found = cast_loss(values, np.dtype(dtype))
     assert found_kind == kind and said in found

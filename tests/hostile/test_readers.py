@@ -20,8 +20,14 @@ from parity.nightly.runs import Run
 from parity.plugin.fleet import DURATIONS, QUARANTINE
 
 ENVIRONMENT = {"schema": SCHEMA, "type": "environment", "created": "2026-01-01T00:00:00+00:00"}
-CHECK = {"schema": SCHEMA, "type": "check", "nodeid": "t.py::test_a", "index": 0, "verdict": "pass",
-         "tensors": [{"kind": "output", "name": "out", "mode": "pynative", "margin": 0.1, "passed": True}]}
+CHECK = {
+    "schema": SCHEMA,
+    "type": "check",
+    "nodeid": "t.py::test_a",
+    "index": 0,
+    "verdict": "pass",
+    "tensors": [{"kind": "output", "name": "out", "mode": "pynative", "margin": 0.1, "passed": True}],
+}
 
 
 def write(path, *records):
@@ -43,23 +49,28 @@ def report(tmp_path, capsys, *args):
 # -- report records ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("check, complaint", [
-    ({k: v for k, v in CHECK.items() if k != "nodeid"}, "run.jsonl:2: a check record without 'nodeid'"),
-    ({k: v for k, v in CHECK.items() if k != "verdict"}, "run.jsonl:2: a check record without 'verdict'"),
-    (dict(CHECK, verdict=5), "run.jsonl:2: field 'verdict' must be a string or null, got 5"),
-    (dict(CHECK, verdict="great"), "run.jsonl:2: verdict 'great' is none of pass, fail"),
-    (dict(CHECK, index="first"), "run.jsonl:2: field 'index' must be an integer or null, got 'first'"),
-    (dict(CHECK, index=True), "run.jsonl:2: field 'index' must be an integer or null, got True"),
-    (dict(CHECK, index=-3), "run.jsonl:2: field 'index' must not be negative, got -3"),
-    (dict(CHECK, modes="pynative"), "run.jsonl:2: field 'modes' must be a list of strings or null"),
-    (dict(CHECK, error="boom"), "run.jsonl:2: field 'error' must be an object or null, got 'boom'"),
-    (dict(CHECK, error={"type": 3}), "run.jsonl:2: field 'error.type' must be a string or null, got 3"),
-    (dict(CHECK, first_divergence={"forward": "conv"}), "field 'first_divergence.forward' must be an object"),
-    (dict(CHECK, tensors=[{"margin": "big"}]), "run.jsonl:2: field 'tensors[1].margin' must be a number or null, "
-                                              "got 'big'"),
-    (dict(CHECK, tensors=[1, 2]), "run.jsonl:2: field 'tensors' must be a list of objects or null"),
-    (dict(CHECK, worst_margin="huge"), "run.jsonl:2: field 'worst_margin' must be a number or null, got 'huge'"),
-])
+@pytest.mark.parametrize(
+    "check, complaint",
+    [
+        ({k: v for k, v in CHECK.items() if k != "nodeid"}, "run.jsonl:2: a check record without 'nodeid'"),
+        ({k: v for k, v in CHECK.items() if k != "verdict"}, "run.jsonl:2: a check record without 'verdict'"),
+        (dict(CHECK, verdict=5), "run.jsonl:2: field 'verdict' must be a string or null, got 5"),
+        (dict(CHECK, verdict="great"), "run.jsonl:2: verdict 'great' is none of pass, fail"),
+        (dict(CHECK, index="first"), "run.jsonl:2: field 'index' must be an integer or null, got 'first'"),
+        (dict(CHECK, index=True), "run.jsonl:2: field 'index' must be an integer or null, got True"),
+        (dict(CHECK, index=-3), "run.jsonl:2: field 'index' must not be negative, got -3"),
+        (dict(CHECK, modes="pynative"), "run.jsonl:2: field 'modes' must be a list of strings or null"),
+        (dict(CHECK, error="boom"), "run.jsonl:2: field 'error' must be an object or null, got 'boom'"),
+        (dict(CHECK, error={"type": 3}), "run.jsonl:2: field 'error.type' must be a string or null, got 3"),
+        (dict(CHECK, first_divergence={"forward": "conv"}), "field 'first_divergence.forward' must be an object"),
+        (
+            dict(CHECK, tensors=[{"margin": "big"}]),
+            "run.jsonl:2: field 'tensors[1].margin' must be a number or null, got 'big'",
+        ),
+        (dict(CHECK, tensors=[1, 2]), "run.jsonl:2: field 'tensors' must be a list of objects or null"),
+        (dict(CHECK, worst_margin="huge"), "run.jsonl:2: field 'worst_margin' must be a number or null, got 'huge'"),
+    ],
+)
 def test_a_record_with_a_missing_field_or_a_wrong_type_is_named_by_line_and_field(tmp_path, capsys, check, complaint):
     write(tmp_path / "run.jsonl", ENVIRONMENT, check)
     status, err = report(tmp_path, capsys, "run.jsonl", "--markdown", "out.md")
@@ -79,11 +90,14 @@ def test_a_binary_file_is_named_with_its_line(tmp_path, capsys):
     assert status == 2 and "run.jsonl:2: not UTF-8 text (byte 0xff at column 2); is it a binary file?" in err
 
 
-@pytest.mark.parametrize("line, complaint", [
-    ('{"schema": 1, "type": "check", "nodeid": "t.py::a", "verd', "run.jsonl:3: not a JSON record"),
-    ("[" * 100_000, "run.jsonl:3: not a JSON record (RecursionError)"),
-    ('{"schema": 1, "type": "check", "nodeid": "t.py::a", "verdict": "pass", "max_abs": "lots"}', None),
-])
+@pytest.mark.parametrize(
+    "line, complaint",
+    [
+        ('{"schema": 1, "type": "check", "nodeid": "t.py::a", "verd', "run.jsonl:3: not a JSON record"),
+        ("[" * 100_000, "run.jsonl:3: not a JSON record (RecursionError)"),
+        ('{"schema": 1, "type": "check", "nodeid": "t.py::a", "verdict": "pass", "max_abs": "lots"}', None),
+    ],
+)
 def test_a_file_cut_short_or_nested_too_deep_is_refused(tmp_path, line, complaint):
     write(tmp_path / "run.jsonl", ENVIRONMENT, CHECK, line)
     if complaint is None:  # a string in a float field that is no spelling of inf or nan stays a string
@@ -131,9 +145,15 @@ def test_unwritable_outputs_are_usage_errors(tmp_path, unprivileged):
         print(json.dumps(found))"""
     found = unprivileged(code, tmp_path)
     assert found["locked/out.md"] == [2, "parity: error: --markdown locked/out.md: the folder locked is not writable\n"]
-    assert found["locked/page.html"] == [2, "parity: error: --html locked/page.html: the folder locked is not writable\n"]
+    assert found["locked/page.html"] == [
+        2,
+        "parity: error: --html locked/page.html: the folder locked is not writable\n",
+    ]
     assert found["old.md"][0] == 2 and "old.md: exists and is read-only" in found["old.md"][1]
-    assert found["locked/base"] == [2, "parity: error: baseline folder locked/base: cannot create it: Permission denied\n"]
+    assert found["locked/base"] == [
+        2,
+        "parity: error: baseline folder locked/base: cannot create it: Permission denied\n",
+    ]
     assert (tmp_path / "old.md").read_text() == "yesterday" and os.listdir(tmp_path / "locked") == []
 
 
@@ -150,8 +170,12 @@ def test_a_non_utf8_quarantine_file_is_a_usage_error_not_an_internal_error(proje
     project.path.joinpath("q.toml").write_bytes(b'[[quarantine]]\ncase = "test_q.py::test_ok"\nreason = "\xe9t\xe9"\n')
     result = project.runpytest(f"{QUARANTINE}=q.toml")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: cannot read the quarantine file *q.toml:3: not UTF-8 text (byte 0xe9 at "
-                                 "column 11); is it a binary file?"])
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: cannot read the quarantine file *q.toml:3: not UTF-8 text (byte 0xe9 at "
+            "column 11); is it a binary file?"
+        ]
+    )
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
 
@@ -189,14 +213,17 @@ def test_a_binary_troubleshooter_record_and_a_binary_msprobe_record_name_their_l
 # -- the Markdown summary ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("nodeid, shown", [
-    ("t.py::test[<script>alert(1)</script>]", "t.py::test[&lt;script>alert(1)&lt;/script>]"),
-    ('t.py::test[<img src=x onerror="steal()">]', 't.py::test[&lt;img src=x onerror="steal()">]'),
-    ("t.py::test[<!-- hidden -->]", "t.py::test[&lt;!-- hidden -->]"),
-    ("t.py::test[a|b]", "t.py::test[a\\|b]"),
-    ("t.py::test[a\nb &amp; &#60;]", "t.py::test[a b &amp;amp; &amp;#60;]"),
-    ("t.py::test[x<y & a<-b]", "t.py::test[x&lt;y & a<-b]"),
-])
+@pytest.mark.parametrize(
+    "nodeid, shown",
+    [
+        ("t.py::test[<script>alert(1)</script>]", "t.py::test[&lt;script>alert(1)&lt;/script>]"),
+        ('t.py::test[<img src=x onerror="steal()">]', 't.py::test[&lt;img src=x onerror="steal()">]'),
+        ("t.py::test[<!-- hidden -->]", "t.py::test[&lt;!-- hidden -->]"),
+        ("t.py::test[a|b]", "t.py::test[a\\|b]"),
+        ("t.py::test[a\nb &amp; &#60;]", "t.py::test[a b &amp;amp; &amp;#60;]"),
+        ("t.py::test[x<y & a<-b]", "t.py::test[x&lt;y & a<-b]"),
+    ],
+)
 def test_the_markdown_summary_shows_test_ids_as_text_never_as_html(nodeid, shown):
     failing = dict(CHECK, nodeid=nodeid, verdict="fail", likely_causes=["<b>bold</b> cause"])
     text = render(Run(ENVIRONMENT, [failing], ("run.jsonl",), notes=["<iframe src=x>"]))
@@ -209,15 +236,22 @@ def test_the_markdown_summary_shows_test_ids_as_text_never_as_html(nodeid, shown
 # -- name maps -----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("rules, complaint", [
-    ([(r"^weight$", "weight"), (r"^wieght$", "bias")],
-     r"name_map rule 2 \('\^wieght\$', 'bias'\) maps nothing: it matches no PyTorch name \(they are weight, bias\)"),
-    ([(r".*", r"\g<0>"), (r"^bias$", "bias")],
-     r"name_map rule 2 \('\^bias\$', 'bias'\) maps nothing: every name it matches \(bias\) is taken by an earlier rule"),
-    ([(r"(weight", "weight")], r"name_map rule 1 \('\(weight', 'weight'\): not a regular expression"),
-    ([(r"^weight$", "weight", "extra")], r"name_map rule 1 .*: a rule is a \(regex, replacement\) pair of strings"),
-    ([(r"^(weight)$", r"\2")], r"name_map rule 1 \('\^\(weight\)\$', '\\\\2'\): bad replacement"),
-])
+@pytest.mark.parametrize(
+    "rules, complaint",
+    [
+        (
+            [(r"^weight$", "weight"), (r"^wieght$", "bias")],
+            r"name_map rule 2 \('\^wieght\$', 'bias'\) maps nothing: it matches no PyTorch name \(they are weight, bias\)",
+        ),
+        (
+            [(r".*", r"\g<0>"), (r"^bias$", "bias")],
+            r"name_map rule 2 \('\^bias\$', 'bias'\) maps nothing: every name it matches \(bias\) is taken by an earlier rule",
+        ),
+        ([(r"(weight", "weight")], r"name_map rule 1 \('\(weight', 'weight'\): not a regular expression"),
+        ([(r"^weight$", "weight", "extra")], r"name_map rule 1 .*: a rule is a \(regex, replacement\) pair of strings"),
+        ([(r"^(weight)$", r"\2")], r"name_map rule 1 \('\^\(weight\)\$', '\\\\2'\): bad replacement"),
+    ],
+)
 def test_a_regex_name_map_rule_that_does_nothing_or_cannot_work_is_refused(rules, complaint):
     with pytest.raises(ParityUsageError, match=complaint):
         parity.transfer_weights(torch.nn.Linear(3, 2), msnn.Dense(3, 2), name_map=rules)

@@ -90,10 +90,19 @@ def test_crashed_workers_under_xdist_are_recorded_counted_and_fail_the_report(py
     pytester.makepyfile(test_a=CRASHES)
     result = pytester.runpytest_subprocess("-n", "2", f"{REPORT}=run.jsonl", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines([f"the run was cut short: 2 tests did not finish, recorded in {REPORT} as such: *"
-                                 "test_a.py::test_check_* (crashed), test_a.py::test_check_* (crashed)"])
-    assert _verdicts(pytester) == {"test_check_one": "pass", "test_check_two": "pass", "test_check_three": "pass",
-                                   "test_check_exits": "crashed", "test_check_segfaults": "crashed"}
+    result.stdout.fnmatch_lines(
+        [
+            f"the run was cut short: 2 tests did not finish, recorded in {REPORT} as such: *"
+            "test_a.py::test_check_* (crashed), test_a.py::test_check_* (crashed)"
+        ]
+    )
+    assert _verdicts(pytester) == {
+        "test_check_one": "pass",
+        "test_check_two": "pass",
+        "test_check_three": "pass",
+        "test_check_exits": "crashed",
+        "test_check_segfaults": "crashed",
+    }
     records = read_records(pytester.path / "run.jsonl")[1]
     crashed = next(r for r in records if r["nodeid"].endswith("test_check_exits"))
     assert crashed["call"] == "test" and crashed["index"] == 0 and crashed["worker"] in ("gw0", "gw1")
@@ -113,8 +122,9 @@ def test_a_keyboard_interrupt_in_an_xdist_worker_is_recorded_as_interrupted(pyte
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_b=STOPS)
     # no replacement worker: it would only start to be shut down
-    result = pytester.runpytest_subprocess("-n", "2", "--max-worker-restart=0", f"{REPORT}=run.jsonl",
-                                           "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "--max-worker-restart=0", f"{REPORT}=run.jsonl", "-p", "no:cacheprovider"
+    )
     assert result.ret != pytest.ExitCode.OK
     verdicts = _verdicts(pytester)
     assert verdicts["test_stops"] == "interrupted" and "crashed" not in verdicts.values(), verdicts
@@ -131,20 +141,25 @@ def test_a_keyboard_interrupt_without_xdist_is_recorded_as_interrupted(pytester,
     result = pytester.runpytest(f"{REPORT}=run.jsonl", "-p", "no:cacheprovider", no_reraise_ctrlc=True)
     assert result.ret == pytest.ExitCode.INTERRUPTED
     records = read_records(pytester.path / "run.jsonl")[1]
-    assert [(r["nodeid"], r["verdict"]) for r in records] == [("test_c.py::test_check_before", "pass"),
-                                                              ("test_c.py::test_stops", "interrupted")]
+    assert [(r["nodeid"], r["verdict"]) for r in records] == [
+        ("test_c.py::test_check_before", "pass"),
+        ("test_c.py::test_stops", "interrupted"),
+    ]
     assert "the tests after it did not run" in records[1]["error"]["message"]
     result.stdout.fnmatch_lines(["*the run was cut short: 1 test did not finish*test_c.py::test_stops (interrupted)"])
     assert _report(pytester) == 1
 
 
 def test_a_run_stopped_between_tests_is_still_marked_as_interrupted(pytester):
-    pytester.makeconftest(CONFTEST + """
+    pytester.makeconftest(
+        CONFTEST
+        + """
 
 def pytest_runtest_logfinish(nodeid):
     if nodeid.endswith("test_check_before"):
         raise KeyboardInterrupt
-""")
+"""
+    )
     pytester.makepyfile(test_d=STOPS)
     result = pytester.runpytest(f"{REPORT}=run.jsonl", "-p", "no:cacheprovider", no_reraise_ctrlc=True)
     assert result.ret == pytest.ExitCode.INTERRUPTED

@@ -21,8 +21,8 @@ import sysconfig
 import time
 from typing import Dict, List, Optional, Sequence
 
-from . import worker
 from ...errors import ParityUsageError
+from . import worker
 
 __all__ = ["missing_launchers", "environment", "Launch", "wait_all", "LABELS"]
 
@@ -73,11 +73,14 @@ def environment(job_dir: str) -> Dict[str, str]:
     os.makedirs(shims, exist_ok=True)
     shim = os.path.join(shims, "python")
     with open(shim, "w", encoding="utf-8") as handle:
-        handle.write(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} \"$@\"\n")
+        handle.write(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
     os.chmod(shim, 0o755)
     paths = [os.path.abspath(p or os.getcwd()) for p in sys.path if p is not None]
-    env = dict(os.environ, PATH=shims + os.pathsep + os.environ.get("PATH", ""),
-               PYTHONPATH=os.pathsep.join(dict.fromkeys(paths)))
+    env = dict(
+        os.environ,
+        PATH=shims + os.pathsep + os.environ.get("PATH", ""),
+        PYTHONPATH=os.pathsep.join(dict.fromkeys(paths)),
+    )
     env.setdefault("GLOG_v", "3")
     env.setdefault("OMP_NUM_THREADS", "1")
     return env
@@ -100,33 +103,53 @@ class Launch:
         module = ["-m", "parity.engine.data_parallel.worker", self.job_dir, self.framework]
         if self.framework == "mindspore":
             self.logs = [os.path.join(self.job_dir, "msrun", f"worker_{r}.log") for r in range(self.workers)]
-            launcher = [_find_msrun(), f"--worker_num={self.workers}", f"--local_worker_num={self.workers}",
-                        "--master_addr=127.0.0.1", f"--master_port={_free_port()}", "--join=True",
-                        f"--cluster_time_out={int(self.timeout)}", f"--log_dir={os.path.join(self.job_dir, 'msrun')}"]
+            launcher = [
+                _find_msrun(),
+                f"--worker_num={self.workers}",
+                f"--local_worker_num={self.workers}",
+                "--master_addr=127.0.0.1",
+                f"--master_port={_free_port()}",
+                "--join=True",
+                f"--cluster_time_out={int(self.timeout)}",
+                f"--log_dir={os.path.join(self.job_dir, 'msrun')}",
+            ]
             self.processes = [self._popen(launcher + ["python"] + module, env, os.path.join(self.job_dir, "msrun.log"))]
             return
         self.logs = [os.path.join(self.job_dir, f"torch-{r}.log") for r in range(self.workers)]
         for rank in range(self.workers):
-            self.processes.append(self._popen([sys.executable] + module,
-                                              dict(env, RANK=str(rank), WORLD_SIZE=str(self.workers)), self.logs[rank]))
+            self.processes.append(
+                self._popen(
+                    [sys.executable] + module, dict(env, RANK=str(rank), WORLD_SIZE=str(self.workers)), self.logs[rank]
+                )
+            )
 
     def _popen(self, command, env, log: str) -> subprocess.Popen:
         with open(log, "wb") as handle:
-            return subprocess.Popen(command, cwd=self.job_dir, env=env, stdout=handle, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            return subprocess.Popen(
+                command,
+                cwd=self.job_dir,
+                env=env,
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
 
     def done(self) -> bool:
         """Whether every process has exited (then checked: results of every worker); a crash or the
         time limit stops the rest and raises."""
         codes = [p.poll() for p in self.processes]
-        reported = [r for r in range(self.workers)
-                    if os.path.exists(worker.error_path(self.job_dir, self.framework, r))]
-        results = [os.path.exists(worker.result_path(self.job_dir, self.framework, True, r))
-                   for r in range(self.workers)]
+        reported = [
+            r for r in range(self.workers) if os.path.exists(worker.error_path(self.job_dir, self.framework, r))
+        ]
+        results = [
+            os.path.exists(worker.result_path(self.job_dir, self.framework, True, r)) for r in range(self.workers)
+        ]
         # A PyTorch worker (process i is rank i) that wrote its results whole (renamed into place
         # when complete) and then died leaving gloo has lost nothing; any other exit code fails.
-        crashed = [i for i, c in enumerate(codes) if c not in (None, 0)
-                   and not (self.framework == "torch" and results[i])]
+        crashed = [
+            i for i, c in enumerate(codes) if c not in (None, 0) and not (self.framework == "torch" and results[i])
+        ]
         if reported or crashed:
             self.stop()
             raise ParityUsageError(f"{WHERE}: a {self.label} worker failed.{self._tail(crashed)}")
@@ -136,8 +159,10 @@ class Launch:
         if any(c is None for c in codes):
             if time.monotonic() > self.deadline:
                 self.stop()
-                raise ParityUsageError(f"{WHERE}: the {self.label} workers did not finish within {self.timeout:g} s; "
-                                       f"a slow machine needs a larger timeout=...{self._tail()}")
+                raise ParityUsageError(
+                    f"{WHERE}: the {self.label} workers did not finish within {self.timeout:g} s; "
+                    f"a slow machine needs a larger timeout=...{self._tail()}"
+                )
             return False
         missing = [r for r, found in enumerate(results) if not found]
         if missing:
@@ -197,7 +222,7 @@ class Launch:
         ``tail -f`` of each worker log names too), or, without /proc, those that wrote their pid."""
         if not os.path.isdir("/proc/self"):
             prefix = f"pid-{self.framework}-"
-            return [int(n[len(prefix):]) for n in os.listdir(self.job_dir) if n.startswith(prefix)]
+            return [int(n[len(prefix) :]) for n in os.listdir(self.job_dir) if n.startswith(prefix)]
         markers = [f"{self.job_dir}\0{self.framework}".encode()]
         if self.framework == "mindspore":
             markers.append(os.path.join(self.job_dir, "msrun").encode())

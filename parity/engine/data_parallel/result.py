@@ -5,18 +5,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .. import messages as report
 from ...judge.metrics import Comparison
+from .. import messages as report
 from ..result import Steps, Verdicts
 
 __all__ = ["DataParallelResult", "DataParallelStep", "RUNS", "PAIRS", "disagreeing", "failure_message"]
 
 RUNS = ("MindSpore single", "MindSpore parallel", "PyTorch single", "PyTorch parallel")
 # The cycle of pairs (run, reference): each run is in exactly two.
-PAIRS = (("MindSpore single", "PyTorch single"), ("MindSpore parallel", "MindSpore single"),
-         ("PyTorch parallel", "PyTorch single"), ("MindSpore parallel", "PyTorch parallel"))
-_SPOKEN = {"loss": "loss", "param grad": "applied gradient of", "parameter": "parameter after the update",
-           "buffer": "buffer"}
+PAIRS = (
+    ("MindSpore single", "PyTorch single"),
+    ("MindSpore parallel", "MindSpore single"),
+    ("PyTorch parallel", "PyTorch single"),
+    ("MindSpore parallel", "PyTorch parallel"),
+)
+_SPOKEN = {
+    "loss": "loss",
+    "param grad": "applied gradient of",
+    "parameter": "parameter after the update",
+    "buffer": "buffer",
+}
 
 
 @dataclass
@@ -61,8 +69,11 @@ class DataParallelResult(Steps, Verdicts):
 
     @property
     def failing_pairs(self) -> List[str]:
-        return [pair for pair in dict.fromkeys(p for s in self.steps for p in s.pairs)
-                if any(not c.passed for s in self.steps for c in s.pairs.get(pair, []))]
+        return [
+            pair
+            for pair in dict.fromkeys(p for s in self.steps for p in s.pairs)
+            if any(not c.passed for s in self.steps for c in s.pairs.get(pair, []))
+        ]
 
     @property
     def first_failure(self) -> Optional[Tuple[int, str, Comparison]]:
@@ -77,20 +88,28 @@ class DataParallelResult(Steps, Verdicts):
     @property
     def disagreeing(self) -> str:
         """Which of the four runs disagree, in words ("" when every pair agrees)."""
-        return disagreeing([tuple(p.split(" vs ")) for p in self.failing_pairs],
-                           [tuple(p.split(" vs ")) for p in (self.steps[0].pairs if self.steps else ())])
+        return disagreeing(
+            [tuple(p.split(" vs ")) for p in self.failing_pairs],
+            [tuple(p.split(" vs ")) for p in (self.steps[0].pairs if self.steps else ())],
+        )
 
     def __str__(self) -> str:
         total, failures = len(self.comparisons), self.failures
-        head = (f"{'ok' if self.passed else 'FAIL'}: mindspore {self.ms_type} <-> torch {self.torch_type} "
-                f"({self.workers} workers, {len(self.steps)} steps); {total - len(failures)} of {total} tensors "
-                f"within tolerance over {len(self.steps[0].pairs) if self.steps else 0} pairs of runs")
+        head = (
+            f"{'ok' if self.passed else 'FAIL'}: mindspore {self.ms_type} <-> torch {self.torch_type} "
+            f"({self.workers} workers, {len(self.steps)} steps); {total - len(failures)} of {total} tensors "
+            f"within tolerance over {len(self.steps[0].pairs) if self.steps else 0} pairs of runs"
+        )
         worst = self.worst
-        parts = [f"worst {worst.kind} '{worst.name}' ({worst.mode}) at {report.fmt(worst.margin)}x allowed"] \
-            if worst is not None else []
+        parts = (
+            [f"worst {worst.kind} '{worst.name}' ({worst.mode}) at {report.fmt(worst.margin)}x allowed"]
+            if worst is not None
+            else []
+        )
         if self.noise_judged:
-            parts.append(f"{len(self.noise_judged)} noise-judged (beyond the tolerance, inside PyTorch's rounding "
-                         "envelope)")
+            parts.append(
+                f"{len(self.noise_judged)} noise-judged (beyond the tolerance, inside PyTorch's rounding envelope)"
+            )
         parts += self.shard_findings[:1] + ([self.disagreeing] if self.disagreeing else [])
         return "; ".join([head] + parts)
 
@@ -136,8 +155,10 @@ def pair_table(result: DataParallelResult) -> List[str]:
 
 
 def loss_table(result: DataParallelResult) -> List[str]:
-    lines = ["Losses (a parallel run's: the mean of its workers'):",
-             "  step  " + "  ".join(f"{run:<18}" for run in RUNS)]
+    lines = [
+        "Losses (a parallel run's: the mean of its workers'):",
+        "  step  " + "  ".join(f"{run:<18}" for run in RUNS),
+    ]
     for s in result.steps:
         lines.append(f"  {s.step:<4}  " + "  ".join(f"{s.losses[run]:<18.8g}" for run in RUNS))
     return lines
@@ -151,11 +172,15 @@ def failure_message(result: DataParallelResult) -> str:
         head = f"Data-parallel workers disagree: {result.worker_findings[0]}"
     else:
         head = f"Data-parallel training does not match! {result.disagreeing[0].upper()}{result.disagreeing[1:]}"
-    lines = [head, "",
-             f"Pair:       mindspore {result.ms_type} <-> torch {result.torch_type} (train mode, pynative)",
-             f"Runs:       {', '.join(RUNS)}; {result.workers} workers each (msrun with mccl; torch.distributed "
-             "with gloo, DistributedDataParallel)",
-             f"Optimizer:  {result.optimizer}", f"Loss:       {result.loss}"]
+    lines = [
+        head,
+        "",
+        f"Pair:       mindspore {result.ms_type} <-> torch {result.torch_type} (train mode, pynative)",
+        f"Runs:       {', '.join(RUNS)}; {result.workers} workers each (msrun with mccl; torch.distributed "
+        "with gloo, DistributedDataParallel)",
+        f"Optimizer:  {result.optimizer}",
+        f"Loss:       {result.loss}",
+    ]
     if result.disagreeing:
         lines.append(f"Disagree:   {result.disagreeing}")
     lines += [f"Rows:       {finding}" for finding in result.shard_findings]
@@ -167,8 +192,9 @@ def failure_message(result: DataParallelResult) -> str:
             run, reference = pair.split(" vs ")
             lines += report._metrics(c, (run, reference)) + [f"Tolerance: {c.tolerance_source} ({c.tolerance})"]
         else:
-            lines.append(f"{c.problem.capitalize()}s differ: {c.ms_shape or c.ms_dtype} vs "
-                         f"{c.torch_shape or c.torch_dtype}")
+            lines.append(
+                f"{c.problem.capitalize()}s differ: {c.ms_shape or c.ms_dtype} vs {c.torch_shape or c.torch_dtype}"
+            )
     lines += [""] + pair_table(result) + loss_table(result) + [""]
     lines += [f"Batches: {result.batches}"] + [f"Note: {note}" for note in result.notes]
     return "\n".join(lines + ["", f"Reproduce: {result.reproduce}"])

@@ -29,24 +29,32 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from . import worker
-from .. import messages as report
 from ...backends import framework_of
-from .result import PAIRS, RUNS, DataParallelResult, DataParallelStep, failure_message
 from ...errors import ParityMismatch, ParityUnsupported, ParityUsageError
-from .launch import LABELS, WHERE, Launch, environment, missing_launchers, wait_all
-from ...options import MODE, parse_seed
-from ..check import Settings
 from ...judge.envelope import Candidate, judge_envelope, near
 from ...judge.metrics import ArrayPair, compare_pair
 from ...judge.tolerance import ToleranceSpec
+from ...options import MODE, parse_seed
+from .. import messages as report
+from ..check import Settings
+from . import worker
+from .launch import LABELS, WHERE, Launch, environment, missing_launchers, wait_all
+from .result import PAIRS, RUNS, DataParallelResult, DataParallelStep, failure_message
 
-__all__ = ["DataParallelResult", "DataParallelStep", "run_data_parallel", "missing_launchers", "shard_findings",
-           "RUNS", "PAIRS"]
+__all__ = [
+    "DataParallelResult",
+    "DataParallelStep",
+    "run_data_parallel",
+    "missing_launchers",
+    "shard_findings",
+    "RUNS",
+    "PAIRS",
+]
 
 _KINDS = {"loss": "loss", "grad": "param grad", "param": "parameter", "buffer": "buffer"}
 
 # The job: everything the workers need, checked here first.
+
 
 def _dotted(factory, label: str, allow_translate: bool = False) -> str:
     """``"package.module:Name"`` for a factory the workers can import."""
@@ -67,9 +75,11 @@ def _dotted(factory, label: str, allow_translate: bool = False) -> str:
             except ParityUsageError:
                 pass
     shown = getattr(factory, "__qualname__", None) or repr(factory)
-    raise ParityUsageError(f"{WHERE}: {label} must be importable by the workers, which are separate processes: give "
-                           f"'package.module:Name' or a module-level function or class; got {shown}"
-                           + (" (or parity.TRANSLATE)" if allow_translate else ""))
+    raise ParityUsageError(
+        f"{WHERE}: {label} must be importable by the workers, which are separate processes: give "
+        f"'package.module:Name' or a module-level function or class; got {shown}"
+        + (" (or parity.TRANSLATE)" if allow_translate else "")
+    )
 
 
 def _shards(shard) -> Dict[str, Optional[str]]:
@@ -97,13 +107,17 @@ def _batches(batches, steps: int, workers: int, seed: int):
         named = [a for _, a in inputs.named()] + [target]
         rows = {np.shape(a)[0] if np.ndim(a) else None for a in named}
         if len(rows) != 1 or None in rows:
-            raise ParityUsageError(f"{WHERE}: every input and the target of a batch must share the batch size (their "
-                                   f"first dimension) to be sharded; step {step + 1} has "
-                                   f"{[np.shape(a) for a in named]}")
+            raise ParityUsageError(
+                f"{WHERE}: every input and the target of a batch must share the batch size (their "
+                f"first dimension) to be sharded; step {step + 1} has "
+                f"{[np.shape(a) for a in named]}"
+            )
         (size,) = rows
         if size % workers:
-            raise ParityUsageError(f"{WHERE}: the global batch of step {step + 1} has {size} rows, which {workers} "
-                                   "workers cannot share equally; give a batch size divisible by workers")
+            raise ParityUsageError(
+                f"{WHERE}: the global batch of step {step + 1} has {size} rows, which {workers} "
+                "workers cannot share equally; give a batch size divisible by workers"
+            )
         for i, a in enumerate(inputs.args):
             arrays[f"batch/{step}/arg{i}"] = a
         for name, a in inputs.kwargs.items():
@@ -117,27 +131,44 @@ def _optimizer_spec(optimizer, module) -> Dict[str, object]:
 
     built = optimizer(module.parameters())
     if not isinstance(built, torch.optim.Optimizer):
-        raise ParityUsageError(f"{WHERE}: the optimizer factory returned {type(built).__qualname__}, not a "
-                               "torch.optim.Optimizer")
+        raise ParityUsageError(
+            f"{WHERE}: the optimizer factory returned {type(built).__qualname__}, not a torch.optim.Optimizer"
+        )
     names = {id(p): n for n, p in module.named_parameters()}
     klass = type(built)
-    return {"class": f"{klass.__module__}:{klass.__qualname__}", "defaults": dict(built.defaults),
-            "groups": [([names[id(p)] for p in g["params"]], {k: v for k, v in g.items() if k != "params"})
-                       for g in built.param_groups]}
+    return {
+        "class": f"{klass.__module__}:{klass.__qualname__}",
+        "defaults": dict(built.defaults),
+        "groups": [
+            ([names[id(p)] for p in g["params"]], {k: v for k, v in g.items() if k != "params"})
+            for g in built.param_groups
+        ],
+    }
 
 
 def _check_call(ms_factory, torch_factory, batches, loss, optimizer, steps, workers, shard, name_map, seed, device):
     """The job and its batches, from what can be checked before building anything."""
     if not callable(optimizer) or isinstance(optimizer, (tuple, list)):
-        raise ParityUsageError(f"{WHERE}: optimizer must be a function of the parameters returning a torch.optim "
-                               "optimizer (lambda params: torch.optim.SGD(params, lr=0.1)); its MindSpore side is "
-                               "translated in every run")
+        raise ParityUsageError(
+            f"{WHERE}: optimizer must be a function of the parameters returning a torch.optim "
+            "optimizer (lambda params: torch.optim.SGD(params, lr=0.1)); its MindSpore side is "
+            "translated in every run"
+        )
     if framework_of(loss) != "torch":
-        raise ParityUsageError(f"{WHERE}: loss must be a PyTorch loss Module (translated to MindSpore in every run), "
-                               f"got {type(loss).__module__}.{type(loss).__qualname__}")
-    job = {"mindspore": _dotted(ms_factory, "ms_factory", allow_translate=True),
-           "torch": _dotted(torch_factory, "torch_factory"), "loss": loss, "name_map": name_map, "seed": seed,
-           "steps": steps, "shard": _shards(shard), "device": device}
+        raise ParityUsageError(
+            f"{WHERE}: loss must be a PyTorch loss Module (translated to MindSpore in every run), "
+            f"got {type(loss).__module__}.{type(loss).__qualname__}"
+        )
+    job = {
+        "mindspore": _dotted(ms_factory, "ms_factory", allow_translate=True),
+        "torch": _dotted(torch_factory, "torch_factory"),
+        "loss": loss,
+        "name_map": name_map,
+        "seed": seed,
+        "steps": steps,
+        "shard": _shards(shard),
+        "device": device,
+    }
     try:
         pickle.dumps(job)
     except Exception as exc:
@@ -148,14 +179,16 @@ def _check_call(ms_factory, torch_factory, batches, loss, optimizer, steps, work
 
 def _write_job(job_dir: str, job: dict, arrays: Dict[str, np.ndarray], optimizer) -> Dict[str, object]:
     """Build both models here (usage errors before any worker trains), then write the job."""
-    from ...backends import mindspore as msb, torch as tb
+    from ...backends import mindspore as msb
+    from ...backends import torch as tb
     from ..training.loop import refuse_dropout
     from ..training.optimizers import Optimizers, losses_of
 
     module = worker.torch_model(job, {})
     if framework_of(module) != "torch":
-        raise ParityUsageError(f"{WHERE}: torch_factory {job['torch']!r} built {type(module).__qualname__}, not a "
-                               "torch.nn.Module")
+        raise ParityUsageError(
+            f"{WHERE}: torch_factory {job['torch']!r} built {type(module).__qualname__}, not a torch.nn.Module"
+        )
     arrays.update({f"init/{s.name}": tb.read(module, s.name) for s in tb.slots(module)})
     job["optimizer"] = _optimizer_spec(optimizer, module)
     cell, wmap = worker.mindspore_model(job, module, arrays)
@@ -168,8 +201,13 @@ def _write_job(job_dir: str, job: dict, arrays: Dict[str, np.ndarray], optimizer
     with open(os.path.join(job_dir, worker.JOB + ".part"), "wb") as handle:
         pickle.dump(job, handle)
     os.replace(os.path.join(job_dir, worker.JOB + ".part"), os.path.join(job_dir, worker.JOB))  # the workers' go
-    labels = {"ms_type": type(cell).__name__, "torch_type": type(module).__name__, "optimizer": opt_label,
-              "loss": f"{type(job['loss']).__name__} (translated)", "sync_free_norms": _batch_norms(module)}
+    labels = {
+        "ms_type": type(cell).__name__,
+        "torch_type": type(module).__name__,
+        "optimizer": opt_label,
+        "loss": f"{type(job['loss']).__name__} (translated)",
+        "sync_free_norms": _batch_norms(module),
+    }
     return labels, (module, wmap)
 
 
@@ -180,17 +218,24 @@ def _refuse_unsupported(cell, module, device: str) -> None:
 
     found = [d for d in diagnose(cell, module, device=device) if d.entry.kind == "unsupported"]
     if found:
-        raise ParityUnsupported(f"{WHERE}: " + "; ".join(f"'{d.path}': {d.entry.summary} (known mismatch "
-                                                          f"{d.entry.id}, runs on {', '.join(d.entry.runs_on)})"
-                                                          for d in found))
+        raise ParityUnsupported(
+            f"{WHERE}: "
+            + "; ".join(
+                f"'{d.path}': {d.entry.summary} (known mismatch {d.entry.id}, runs on {', '.join(d.entry.runs_on)})"
+                for d in found
+            )
+        )
 
 
 def _batch_norms(module) -> List[str]:
     """Paths of batch-norm layers that normalise each worker's shard on its own (not SyncBatchNorm)."""
     import torch
 
-    return [name for name, m in module.named_modules()
-            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and not isinstance(m, torch.nn.SyncBatchNorm)]
+    return [
+        name
+        for name, m in module.named_modules()
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and not isinstance(m, torch.nn.SyncBatchNorm)
+    ]
 
 
 def shard_findings(label: str, global_keys: np.ndarray, worker_keys: Sequence[np.ndarray], step: int) -> List[str]:
@@ -208,8 +253,9 @@ def shard_findings(label: str, global_keys: np.ndarray, worker_keys: Sequence[np
         if seen == expected:
             found.append(f"{label} worker {rank} trained on the full batch ({rows} rows) at step {step}, not its shard")
         elif strangers:
-            found.append(f"{label} worker {rank} trained on {strangers} rows that are not in the global batch of step "
-                         f"{step}")
+            found.append(
+                f"{label} worker {rank} trained on {strangers} rows that are not in the global batch of step {step}"
+            )
     if found:
         return found
     twice = sorted(row_of[k] for k, n in total.items() if k in expected and n > expected[k])
@@ -220,8 +266,10 @@ def shard_findings(label: str, global_keys: np.ndarray, worker_keys: Sequence[np
         found.append(f"{label} workers left rows {never} of step {step} untrained")
     sizes = [len(k) for k in worker_keys]
     if not found and len(set(sizes)) > 1:
-        found.append(f"{label} workers trained on shards of unequal size {sizes} at step {step}: the mean of their "
-                     "gradients weights their rows unequally")
+        found.append(
+            f"{label} workers trained on shards of unequal size {sizes} at step {step}: the mean of their "
+            "gradients weights their rows unequally"
+        )
     return found
 
 
@@ -232,15 +280,16 @@ def _load(path: str) -> Dict[str, np.ndarray]:
 
 def _entries(found: Dict[str, np.ndarray], kind: str, step: int) -> Dict[str, np.ndarray]:
     prefix = f"{kind}/{step}/"
-    return {k[len(prefix):]: v for k, v in found.items() if k.startswith(prefix)}
+    return {k[len(prefix) :]: v for k, v in found.items() if k.startswith(prefix)}
 
 
 def _runs(job_dir: str, workers: int):
     """Each run's record per step: {"loss": float, "grad"/"param"/"buffer": {name: array}}, with
     the parallel runs' worker records kept apart for the row and agreement checks."""
     single = {fw: _load(worker.result_path(job_dir, fw, False, 0)) for fw in worker.FRAMEWORKS}
-    parallel = {fw: [_load(worker.result_path(job_dir, fw, True, r)) for r in range(workers)]
-                for fw in worker.FRAMEWORKS}
+    parallel = {
+        fw: [_load(worker.result_path(job_dir, fw, True, r)) for r in range(workers)] for fw in worker.FRAMEWORKS
+    }
     return single, parallel
 
 
@@ -260,8 +309,16 @@ def _compare_records(run: dict, reference: dict, label: str, chain, skip_buffers
         for name, value in reference[kind].items():
             if name not in run[kind]:
                 continue
-            pair = ArrayPair(_KINDS[kind], name, name, name, label, np.asarray(run[kind][name]), np.asarray(value),
-                              name.rpartition(".")[0])
+            pair = ArrayPair(
+                _KINDS[kind],
+                name,
+                name,
+                name,
+                label,
+                np.asarray(run[kind][name]),
+                np.asarray(value),
+                name.rpartition(".")[0],
+            )
             found.append((pair, compare_pair(pair, chain, check_dtype=kind != "buffer")))
     return found
 
@@ -279,20 +336,30 @@ def _judge(job_dir: str, workers: int, steps: int, chain, arrays, sync_free_norm
         records = {}
         for fw in worker.FRAMEWORKS:
             label = LABELS[fw]
-            found = [w for w in shard_findings(label, global_keys, [p[f"rows/{step}"] for p in parallel[fw]],
-                                               step + 1) if not any(w.split(" at step")[0] in s for s in shard)]
+            found = [
+                w
+                for w in shard_findings(label, global_keys, [p[f"rows/{step}"] for p in parallel[fw]], step + 1)
+                if not any(w.split(" at step")[0] in s for s in shard)
+            ]
             shard += found
             mean_loss = float(np.mean([p[f"loss/{step}"] for p in parallel[fw]]))
             records[f"{label} single"] = _record(single[fw], step)
             records[f"{label} parallel"] = _record(parallel[fw][0], step, mean_loss)
             for rank in range(1, workers):
                 other = _record(parallel[fw][rank], step)
-                off = [c for _, c in _compare_records(other, records[f"{label} parallel"], f"{label} worker {rank}",
-                                                      chain, True) if c.kind == "parameter" and not c.passed]
+                off = [
+                    c
+                    for _, c in _compare_records(
+                        other, records[f"{label} parallel"], f"{label} worker {rank}", chain, True
+                    )
+                    if c.kind == "parameter" and not c.passed
+                ]
                 if off and not any(f"{label} worker {rank}'s" in a for a in agreement):
-                    agreement.append(f"{label} worker {rank}'s parameters left worker 0's at step {step + 1} "
-                                     f"('{off[0].name}', {report.fmt(off[0].margin)}x allowed): the workers did not "
-                                     "apply the same all-reduced gradients")
+                    agreement.append(
+                        f"{label} worker {rank}'s parameters left worker 0's at step {step + 1} "
+                        f"('{off[0].name}', {report.fmt(off[0].margin)}x allowed): the workers did not "
+                        "apply the same all-reduced gradients"
+                    )
         losses = {run: float(records[run]["loss"]["loss"]) for run in RUNS}
         result_steps.append(DataParallelStep(step + 1, losses, _compare_step(records, pairs, chain, step, close)))
     return result_steps, shard, agreement, close
@@ -301,14 +368,19 @@ def _judge(job_dir: str, workers: int, steps: int, chain, arrays, sync_free_norm
 def _compare_step(records: Dict[str, dict], pairs, chain, step: int, close: list):
     """Step ``step``'s (0-based) comparisons per pair "run vs reference", by tolerance; the ones near
     or beyond it are added to ``close`` as envelope candidates (see :func:`_judge`)."""
-    compared = {f"{run} vs {ref}": _compare_records(records[run], records[ref], f"{run} vs {ref}", chain, False)
-                for run, ref in pairs}
+    compared = {
+        f"{run} vs {ref}": _compare_records(records[run], records[ref], f"{run} vs {ref}", chain, False)
+        for run, ref in pairs
+    }
     reference = {_KINDS[kind]: values for kind, values in records["PyTorch single"].items()}
     for found in compared.values():
         for pair, c in found:
             if near(c, pair.torch.dtype.kind == "f") and pair.torch_name in reference[pair.kind]:
-                close.append(Candidate((step, pair.key), c, pair.ms, pair.torch,
-                                       np.asarray(reference[pair.kind][pair.torch_name])))
+                close.append(
+                    Candidate(
+                        (step, pair.key), c, pair.ms, pair.torch, np.asarray(reference[pair.kind][pair.torch_name])
+                    )
+                )
     return {label: [c for _, c in found] for label, found in compared.items()}
 
 
@@ -328,8 +400,19 @@ def _judge_in_envelope(close, built, loss, optimizer, arrays, steps: int, seed: 
     for step in range(steps):
         batch = worker.batch_arrays(arrays, step)
         data.append(worker._inputs(batch, np.arange(batch["target"].shape[0])))
-    reruns = TorchReruns(module, loss, (Optimizers(optimizer, None, module), Schedulers(None, False)), data,
-                         steps, 1, None, wmap, device, seed, tb.state_of(module))
+    reruns = TorchReruns(
+        module,
+        loss,
+        (Optimizers(optimizer, None, module), Schedulers(None, False)),
+        data,
+        steps,
+        1,
+        None,
+        wmap,
+        device,
+        seed,
+        tb.state_of(module),
+    )
     reruns.judge(judge_envelope, close, dtype=np.float64)
 
 
@@ -349,9 +432,22 @@ def _single(job_dir: str, framework: str) -> None:
         raise framework_error(LABELS[framework], exc, "the single-process training run") from None
 
 
-def run_data_parallel(ms_factory, torch_factory, batches, *, loss, optimizer, steps: int = 2, workers: int = 2,
-                      shard=None, tolerance=None, name_map=None, seed=None, timeout: float = 300.0,
-                      settings: Settings = Settings()) -> DataParallelResult:
+def run_data_parallel(
+    ms_factory,
+    torch_factory,
+    batches,
+    *,
+    loss,
+    optimizer,
+    steps: int = 2,
+    workers: int = 2,
+    shard=None,
+    tolerance=None,
+    name_map=None,
+    seed=None,
+    timeout: float = 300.0,
+    settings: Settings = Settings(),
+) -> DataParallelResult:
     """See :func:`parity.check_data_parallel`."""
     __tracebackhide__ = True
     started = time.monotonic()
@@ -360,19 +456,23 @@ def run_data_parallel(ms_factory, torch_factory, batches, *, loss, optimizer, st
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
         raise ParityUsageError(f"{WHERE}: timeout must be a number of seconds > 0, got {timeout!r}")
     if settings.mode == "graph":
-        raise ParityUnsupported(f"{WHERE} trains in PyNative mode only; the session's {MODE.flag}=graph asks for "
-                                "graph mode")
+        raise ParityUnsupported(
+            f"{WHERE} trains in PyNative mode only; the session's {MODE.flag}=graph asks for graph mode"
+        )
     if settings.device != "CPU":
-        raise ParityUnsupported(f"{WHERE} runs on CPU (msrun with mccl, torch.distributed with gloo); device "
-                                f"{settings.device!r} is not supported")
+        raise ParityUnsupported(
+            f"{WHERE} runs on CPU (msrun with mccl, torch.distributed with gloo); device "
+            f"{settings.device!r} is not supported"
+        )
     missing = missing_launchers()
     if missing:
         raise ParityUnsupported(f"{WHERE} cannot run here: " + "; ".join(missing))
     seed = parse_seed(seed, f"{WHERE[:-2]}(seed=...)")
     seed = seed if seed is not None else settings.resolved_seed
     chain = (ToleranceSpec.parse(tolerance, source=f"{WHERE[:-2]}(tolerance=...)"),) + settings.tolerances
-    job, arrays, described = _check_call(ms_factory, torch_factory, batches, loss, optimizer, steps, workers, shard,
-                                         name_map, seed, settings.device)
+    job, arrays, described = _check_call(
+        ms_factory, torch_factory, batches, loss, optimizer, steps, workers, shard, name_map, seed, settings.device
+    )
     job_dir = tempfile.mkdtemp(prefix="parity-dp-")
     launches = [Launch(fw, job_dir, workers, timeout) for fw in worker.FRAMEWORKS]
     seconds: Dict[str, float] = {}
@@ -387,8 +487,9 @@ def run_data_parallel(ms_factory, torch_factory, batches, *, loss, optimizer, st
         seconds["single runs"] = round(time.monotonic() - launches[0].started - seconds["job"], 1)
         wait_all(launches)
         seconds.update({f"{launch.label} workers": round(launch.seconds, 1) for launch in launches})
-        result_steps, shard_found, agreement, close = _judge(job_dir, workers, steps, chain, arrays,
-                                                                     labels["sync_free_norms"])
+        result_steps, shard_found, agreement, close = _judge(
+            job_dir, workers, steps, chain, arrays, labels["sync_free_norms"]
+        )
         if close:
             started_envelope = time.monotonic()
             _judge_in_envelope(close, built, loss, optimizer, arrays, steps, seed, settings.device)
@@ -402,15 +503,27 @@ def run_data_parallel(ms_factory, torch_factory, batches, *, loss, optimizer, st
     if settings.mode == "both":
         notes.append(f"the session asked for both modes ({MODE.flag}=both); {WHERE} trained in PyNative mode only")
     if labels["sync_free_norms"]:
-        notes.append(f"batch norm layers {labels['sync_free_norms']} normalise each worker's shard with its own "
-                     "statistics, so the parallel runs are compared with each other, not with the single-process "
-                     "runs (MindSpore's SyncBatchNorm has no CPU kernel: registry syncbatchnorm-cpu-unsupported)")
-    result = DataParallelResult(labels["ms_type"], labels["torch_type"], workers, result_steps, labels["optimizer"],
-                                labels["loss"], described, seed, shard_found, agreement, notes,
-                                report.reproduce_line(settings.reproduce, seed, "parity.check_data_parallel"), seconds)
+        notes.append(
+            f"batch norm layers {labels['sync_free_norms']} normalise each worker's shard with its own "
+            "statistics, so the parallel runs are compared with each other, not with the single-process "
+            "runs (MindSpore's SyncBatchNorm has no CPU kernel: registry syncbatchnorm-cpu-unsupported)"
+        )
+    result = DataParallelResult(
+        labels["ms_type"],
+        labels["torch_type"],
+        workers,
+        result_steps,
+        labels["optimizer"],
+        labels["loss"],
+        described,
+        seed,
+        shard_found,
+        agreement,
+        notes,
+        report.reproduce_line(settings.reproduce, seed, "parity.check_data_parallel"),
+        seconds,
+    )
     if not result.passed:
         causes = result.shard_findings + result.worker_findings
         raise ParityMismatch(failure_message(result), result, causes)
     return result
-
-

@@ -69,7 +69,7 @@ def batch_arrays(arrays, step: int) -> Dict[str, np.ndarray]:
     """Step ``step``'s global batch as written by :mod:`parity.engine.data_parallel.run`: ``arg<i>``, ``kw:<name>``
     and ``target``, in that order."""
     prefix = f"batch/{step}/"
-    return {key[len(prefix):]: arrays[key] for key in arrays if key.startswith(prefix)}
+    return {key[len(prefix) :]: arrays[key] for key in arrays if key.startswith(prefix)}
 
 
 def _shard(job, framework: str, rank: int, world: int, rows: int) -> np.ndarray:
@@ -82,11 +82,15 @@ def _shard(job, framework: str, rank: int, world: int, rows: int) -> np.ndarray:
     try:
         index = np.asarray(list(picked), np.int64)
     except (TypeError, ValueError):
-        raise ParityUsageError(f"check_data_parallel(): the shard function {path} returned {picked!r} for worker "
-                               f"{rank} of {world}; it must return row indices of the global batch") from None
+        raise ParityUsageError(
+            f"check_data_parallel(): the shard function {path} returned {picked!r} for worker "
+            f"{rank} of {world}; it must return row indices of the global batch"
+        ) from None
     if index.ndim != 1 or (index.size and (index.min() < 0 or index.max() >= rows)):
-        raise ParityUsageError(f"check_data_parallel(): the shard function {path} returned rows outside 0..{rows - 1} "
-                               f"for worker {rank} of {world}: {index.tolist()}")
+        raise ParityUsageError(
+            f"check_data_parallel(): the shard function {path} returned rows outside 0..{rows - 1} "
+            f"for worker {rank} of {world}: {index.tolist()}"
+        )
     return index
 
 
@@ -106,8 +110,9 @@ def _build(path: str, label: str):
     except ParityUsageError:
         raise
     except Exception as exc:  # the user's factory failed: say which, without a deep traceback
-        raise ParityUsageError(f"check_data_parallel(): building {label} {path!r} failed: {type(exc).__name__}: "
-                               f"{exc}") from None
+        raise ParityUsageError(
+            f"check_data_parallel(): building {label} {path!r} failed: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def torch_model(job, arrays):
@@ -137,9 +142,9 @@ def torch_optimizer(job, model):
 def mindspore_model(job, torch_module, arrays):
     """MindSpore's model (built or translated) with PyTorch's initial weights, and the weight map."""
     from ...backends import mindspore as msb
+    from ...weights.transfer import copy_weights
     from ..case import TRANSLATE
     from ..causes import map_pair_weights
-    from ...weights.transfer import copy_weights
 
     msb.prepare(seed=job["seed"], device=job["device"])
     if job["mindspore"] == TRANSLATE:
@@ -197,8 +202,14 @@ def _train_mindspore(job, arrays, rank, world, parallel, record):
         loss, _ = trainer.step([micro])
         grads = dict(zip(trainer.names, applied.last))
         params = {p.ms: msb.read(cell, p.ms) for p in wmap.trainable_pairs()}
-        record(step, loss, keys, {name: torch_layout(g, grads) for name, g in groups.items()},
-               {name: torch_layout(g, params) for name, g in groups.items()}, buffers_of(msb, cell, wmap, "ms"))
+        record(
+            step,
+            loss,
+            keys,
+            {name: torch_layout(g, grads) for name, g in groups.items()},
+            {name: torch_layout(g, params) for name, g in groups.items()},
+            buffers_of(msb, cell, wmap, "ms"),
+        )
 
 
 def _train_torch(job, arrays, rank, world, parallel, record):
@@ -218,8 +229,14 @@ def _train_torch(job, arrays, rank, world, parallel, record):
         micro, keys = _micro(job, arrays, "torch", step, rank, world)
         loss, grads = trainer.step([micro])
         grads = {n.removeprefix("module.") if parallel else n: g for n, g in grads.items()}
-        record(step, loss, keys, grads, {n: tb.read(module, n) for n in trainable},
-               {n: tb.read(module, n) for n in buffers})
+        record(
+            step,
+            loss,
+            keys,
+            grads,
+            {n: tb.read(module, n) for n in trainable},
+            {n: tb.read(module, n) for n in buffers},
+        )
 
 
 def _micro(job, arrays, framework, step, rank, world):
@@ -272,6 +289,7 @@ def run(job_dir: str, framework: str, rank: int, world: int, parallel: bool) -> 
 
 # The worker process.
 
+
 def _wait_for_scheduler() -> None:
     """Wait until msrun's scheduler listens before joining: a worker that knocks too early is
     retried by MindSpore at long intervals (measured: up to 15 s late)."""
@@ -307,8 +325,13 @@ def _join_torch(job_dir: str):
     import torch.distributed as dist
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    dist.init_process_group("gloo", init_method="file://" + os.path.join(job_dir, "torch-store"), rank=rank,
-                            world_size=world, timeout=datetime.timedelta(seconds=_limit()))
+    dist.init_process_group(
+        "gloo",
+        init_method="file://" + os.path.join(job_dir, "torch-store"),
+        rank=rank,
+        world_size=world,
+        timeout=datetime.timedelta(seconds=_limit()),
+    )
     return rank, world
 
 

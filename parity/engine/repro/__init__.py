@@ -16,9 +16,9 @@ from typing import List, Optional, Tuple
 from ...errors import ParityNoRepro
 from ...judge.envelope import NOISE_FACTOR
 from ...judge.tolerance import resolve
+from . import render
 from .capture import Source, as_found, capture, failure_of, kind_of, shrink
 from .constructors import CannotRebuild
-from . import render
 
 __all__ = ["Source", "choose_target", "write_repro", "offer", "RUN_TIMEOUT"]
 
@@ -62,8 +62,9 @@ def write_repro(result, directory, *, timeout: float = RUN_TIMEOUT) -> Path:
     if result.passed:
         raise ParityNoRepro("the check passed: there is no divergence to reproduce")
     if source is None:
-        raise ParityNoRepro("this result keeps no pair to cut a repro from (only parity.check's failures do, "
-                            "without amp=)")
+        raise ParityNoRepro(
+            "this result keeps no pair to cut a repro from (only parity.check's failures do, without amp=)"
+        )
     with as_found(source):
         return _cut(result, source, Path(directory), timeout)
 
@@ -78,8 +79,9 @@ def _cut(result, source, directory: Path, timeout: float) -> Path:
         except CannotRebuild as exc:
             reasons.append(f"{label} cannot be rebuilt standalone: {exc}")
             continue
-        tol, tol_source = resolve(source.chain, (torch_path, ms_path), part.inputs[0].dtype.name if part.inputs
-                                  else "float32")
+        tol, tol_source = resolve(
+            source.chain, (torch_path, ms_path), part.inputs[0].dtype.name if part.inputs else "float32"
+        )
         failure = failure_of(part, tol, NOISE_FACTOR, backward=False)
         if not failure and part.cotangents is not None:
             part.backward = True
@@ -96,8 +98,16 @@ def _cut(result, source, directory: Path, timeout: float) -> Path:
 def _write(result, source, part, directory: Path, tol, tol_source, failure, reasons, timeout) -> Path:
     name = render.slug(f"{source.case or result.ms_type}_{part.torch_path or 'model'}")
     test_file = f"test_{name}.py"
-    text = render.file_text(part, tol=tol, tol_source=tol_source, noise_factor=NOISE_FACTOR, case=source.case,
-                            seed=source.seed, failure=failure, test_file=test_file)
+    text = render.file_text(
+        part,
+        tol=tol,
+        tol_source=tol_source,
+        noise_factor=NOISE_FACTOR,
+        case=source.case,
+        seed=source.seed,
+        failure=failure,
+        test_file=test_file,
+    )
     if reasons:
         text = text.replace('"""\nimport', "Smaller parts were not used: " + "; ".join(reasons) + '\n"""\nimport', 1)
     files = {test_file: text.encode(), render.DATA_FILE: render.npz_bytes(render.data_arrays(part))}
@@ -106,17 +116,22 @@ def _write(result, source, part, directory: Path, tol, tol_source, failure, reas
         try:
             run = render.run_file(folder, test_file, timeout, paths=_user_paths(part))
         except Exception as exc:  # noqa: BLE001 - subprocess.TimeoutExpired, OSError
-            raise ParityNoRepro(f"the repro of {_where(part)} did not run to its end ({type(exc).__name__}: {exc}); "
-                                "none written") from None
+            raise ParityNoRepro(
+                f"the repro of {_where(part)} did not run to its end ({type(exc).__name__}: {exc}); none written"
+            ) from None
         out = run.stdout + run.stderr
         if run.returncode == 0:
-            raise ParityNoRepro(f"the repro of {_where(part)} does not reproduce: the standalone file passed "
-                                f"where the check failed ({failure}); none written")
+            raise ParityNoRepro(
+                f"the repro of {_where(part)} does not reproduce: the standalone file passed "
+                f"where the check failed ({failure}); none written"
+            )
         if run.returncode != 1 or kind_of(failure) not in out:
             tail = " | ".join(out.strip().splitlines()[-3:])
-            raise ParityNoRepro(f"the repro of {_where(part)} does not reproduce: the standalone file fails "
-                                f"otherwise than with '{kind_of(failure)}' (exit {run.returncode}: {tail}); "
-                                "none written")
+            raise ParityNoRepro(
+                f"the repro of {_where(part)} does not reproduce: the standalone file fails "
+                f"otherwise than with '{kind_of(failure)}' (exit {run.returncode}: {tail}); "
+                "none written"
+            )
 
     folder = render.write_folder(directory, name, files, check=reproduces)
     result.repro = str(folder / test_file)

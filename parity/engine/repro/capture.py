@@ -4,16 +4,16 @@ did, and the inputs shrunk while the failure persists."""
 
 from __future__ import annotations
 
-import re
 import contextlib
+import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ..localize import Recording
 from . import standalone
 from .constructors import CannotRebuild, Recipe, recipe_of
-from ..localize import Recording
 
 __all__ = ["Source", "Part", "as_found", "capture", "failure_of", "kind_of", "shrink"]
 
@@ -65,12 +65,14 @@ def as_found(source: Source):
     that are not trained (the cut runs PyTorch again and the rebuilt layers' checks reload weights)."""
     import mindspore
 
-    from ...backends import mindspore as msb, torch as tb
+    from ...backends import mindspore as msb
+    from ...backends import torch as tb
 
     flags = msb.train_flags(source.ms_cell), tb.train_flags(source.torch_module)
     torch_buffers = tb.buffers(source.torch_module)
-    ms_state = [(param, param.asnumpy().copy()) for _, param in source.ms_cell.parameters_and_names()
-                if not param.requires_grad]
+    ms_state = [
+        (param, param.asnumpy().copy()) for _, param in source.ms_cell.parameters_and_names() if not param.requires_grad
+    ]
     try:
         yield
     finally:
@@ -109,17 +111,23 @@ def _weights(layer, framework: str) -> Dict[str, np.ndarray]:
 def _params(wmap, ms_path: str, torch_path: str) -> List[Tuple[str, str]]:
     """The trainable weights under both layers that the weight map paired one to one, as they are."""
     ms_prefix, torch_prefix = (ms_path + "." if ms_path else ""), (torch_path + "." if torch_path else "")
-    return [(p.ms[len(ms_prefix):], p.torch[len(torch_prefix):]) for p in wmap.pairs
-            if p.trainable and not p.laid_out and p.ms_shape == p.torch_shape
-            and p.ms.startswith(ms_prefix) and p.torch.startswith(torch_prefix)]
+    return [
+        (p.ms[len(ms_prefix) :], p.torch[len(torch_prefix) :])
+        for p in wmap.pairs
+        if p.trainable
+        and not p.laid_out
+        and p.ms_shape == p.torch_shape
+        and p.ms.startswith(ms_prefix)
+        and p.torch.startswith(torch_prefix)
+    ]
 
 
 def _caught(source: Source, torch_path: str, call: int):
     """PyTorch's inputs of call ``call`` of ``torch_path`` and the gradients of its outputs (None
     where gradients are not compared), from one more pass of the whole PyTorch side."""
+    from ...backends import torch as tb
     from ..passes import _cotangents
     from ..side_errors import run_side
-    from ...backends import torch as tb
 
     source.restore()
     tb.prepare(seed=source.seed, device=source.device)
@@ -127,8 +135,9 @@ def _caught(source: Source, torch_path: str, call: int):
     if not torch_path:
         if source.data.kwargs:
             raise CannotRebuild("the model is called with keyword inputs; a repro feeds positional inputs only")
-        side = run_side(lambda: tb.Pass(source.torch_module, source.data, grads=source.grads, device=source.device),
-                        "PyTorch")
+        side = run_side(
+            lambda: tb.Pass(source.torch_module, source.data, grads=source.grads, device=source.device), "PyTorch"
+        )
         cots = _cotangents(side, source.seed) if source.grads else None
         return list(source.data.args), (list(cots.values()) if cots else None)
     kept: Dict[str, object] = {}
@@ -142,14 +151,16 @@ def _caught(source: Source, torch_path: str, call: int):
             kept["cots"] = [None if g is None else g.copy() for g in c.grad_outputs or ()]
 
     with tb.capture(source.torch_module, Recording(forward, backward), backward=source.grads) as layers:
-        side = run_side(lambda: tb.Pass(source.torch_module, source.data, grads=source.grads, device=source.device),
-                        "PyTorch")
+        side = run_side(
+            lambda: tb.Pass(source.torch_module, source.data, grads=source.grads, device=source.device), "PyTorch"
+        )
         layers.flush()
         if "inputs" not in kept:
             raise CannotRebuild(f"PyTorch's '{torch_path}' made no call {call + 1} in one more pass")
         if kept["keywords"]:
-            raise CannotRebuild(f"'{torch_path}' is called with keyword arguments; a repro feeds positional "
-                                "inputs only")
+            raise CannotRebuild(
+                f"'{torch_path}' is called with keyword arguments; a repro feeds positional inputs only"
+            )
         if source.grads:
             side.backward(_cotangents(side, source.seed), [])
     cots = kept.get("cots")
@@ -161,15 +172,26 @@ def capture(source: Source, torch_path: str, ms_path: str, call: int) -> Part:
     torch_layer, ms_layer = _sub(source.torch_module, torch_path, "torch"), _sub(source.ms_cell, ms_path, "mindspore")
     recipes = recipe_of(ms_layer, "mindspore"), recipe_of(torch_layer, "torch")
     inputs, cots = _caught(source, torch_path, call)
-    part = Part(torch_path, ms_path, recipes[1], recipes[0], inputs, cots, _params(source.wmap, ms_path, torch_path),
-                _weights(ms_layer, "mindspore"), _weights(torch_layer, "torch"), source.train)
+    part = Part(
+        torch_path,
+        ms_path,
+        recipes[1],
+        recipes[0],
+        inputs,
+        cots,
+        _params(source.wmap, ms_path, torch_path),
+        _weights(ms_layer, "mindspore"),
+        _weights(torch_layer, "torch"),
+        source.train,
+    )
     try:
         _prove(part, ms_layer, torch_layer)
     except CannotRebuild:
         raise
     except Exception as exc:  # noqa: BLE001 - the recipe's layer rejects its arguments or the inputs
-        raise CannotRebuild(f"built again, it raised {type(exc).__name__}: {str(exc).strip().splitlines()[0][:200]}") \
-            from None
+        raise CannotRebuild(
+            f"built again, it raised {type(exc).__name__}: {str(exc).strip().splitlines()[0][:200]}"
+        ) from None
     return part
 
 
@@ -182,8 +204,10 @@ def _prove(part: Part, ms_layer, torch_layer) -> None:
         for name in theirs:
             if not np.array_equal(ours[name], theirs[name], equal_nan=True):
                 recipe = part.ms_recipe if side == "MindSpore" else part.torch_recipe
-                raise CannotRebuild(f"{recipe.call} computes another {name} than the instance: its constructor's "
-                                    "arguments were not all recovered from its attributes")
+                raise CannotRebuild(
+                    f"{recipe.call} computes another {name} than the instance: its constructor's "
+                    "arguments were not all recovered from its attributes"
+                )
 
 
 def _fresh_state(part: Part, ms_layer, torch_layer):
@@ -195,12 +219,18 @@ def _fresh_state(part: Part, ms_layer, torch_layer):
 def _run(side: str, layer, part: Part) -> Dict[str, np.ndarray]:
     cots = part.cotangents
     if side == "MindSpore":
-        found = (standalone.ms_pass(layer, part.inputs, cots, part.params) if cots
-                 else standalone.ms_forward(layer, part.inputs))
+        found = (
+            standalone.ms_pass(layer, part.inputs, cots, part.params)
+            if cots
+            else standalone.ms_forward(layer, part.inputs)
+        )
         _restore(layer, part.ms_weights, "mindspore")
     else:
-        found = (standalone.torch_pass(layer, part.inputs, cots, part.params) if cots
-                 else standalone.torch_forward(layer, part.inputs))
+        found = (
+            standalone.torch_pass(layer, part.inputs, cots, part.params)
+            if cots
+            else standalone.torch_forward(layer, part.inputs)
+        )
         _restore(layer, part.torch_weights, "torch")
     return found
 
@@ -278,11 +308,13 @@ def _cut(part: Part, dim: int, size: int, tol, noise_factor):
         shapes = [o.shape for o in standalone.torch_forward(smaller.build()[1], inputs).values()]
     except Exception:  # noqa: BLE001 - the layer rejects this size
         return None
-    if len(shapes) != len(part.cotangents) or any(len(s) != c.ndim or any(n > m for n, m in zip(s, c.shape))
-                                                  for s, c in zip(shapes, part.cotangents)):
+    if len(shapes) != len(part.cotangents) or any(
+        len(s) != c.ndim or any(n > m for n, m in zip(s, c.shape)) for s, c in zip(shapes, part.cotangents)
+    ):
         return None
-    smaller.cotangents = [np.ascontiguousarray(c[tuple(slice(0, n) for n in s)])
-                          for s, c in zip(shapes, part.cotangents)]
+    smaller.cotangents = [
+        np.ascontiguousarray(c[tuple(slice(0, n) for n in s)]) for s, c in zip(shapes, part.cotangents)
+    ]
     return smaller
 
 

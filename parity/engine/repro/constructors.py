@@ -17,8 +17,19 @@ __all__ = ["Recipe", "CannotRebuild", "recipe_of"]
 
 # Constructor arguments that only initialise weights or choose a dtype or device: the weights come
 # from the data file, in the instance's own dtype.
-_SKIPPED = {"dtype", "device", "weight_init", "bias_init", "gamma_init", "beta_init", "moving_mean_init",
-            "moving_var_init", "embedding_table", "param_init_type", "compute_dtype"}
+_SKIPPED = {
+    "dtype",
+    "device",
+    "weight_init",
+    "bias_init",
+    "gamma_init",
+    "beta_init",
+    "moving_mean_init",
+    "moving_var_init",
+    "embedding_table",
+    "param_init_type",
+    "compute_dtype",
+}
 
 # MindSpore layers that keep an argument other than as given.
 _MS_KEPT_OTHERWISE: Dict[Tuple[str, str], Callable[[Any], Any]] = {
@@ -88,8 +99,18 @@ def _importable(module: str, qualname: str, cls) -> str:
 
 def _argument(layer, framework: str, param: inspect.Parameter):
     """The value of one constructor argument, read back from the instance (``inspect._empty``: the default)."""
-    kept = next((_MS_KEPT_OTHERWISE[(k.__name__, param.name)] for k in type(layer).__mro__
-                 if (k.__name__, param.name) in _MS_KEPT_OTHERWISE), None) if framework == "mindspore" else None
+    kept = (
+        next(
+            (
+                _MS_KEPT_OTHERWISE[(k.__name__, param.name)]
+                for k in type(layer).__mro__
+                if (k.__name__, param.name) in _MS_KEPT_OTHERWISE
+            ),
+            None,
+        )
+        if framework == "mindspore"
+        else None
+    )
     if kept is not None:
         return kept(layer)
     if not _kept(layer, param.name):
@@ -109,8 +130,11 @@ def _kept(layer, name: str) -> bool:
     (PyTorch keeps ``bias=None`` among its parameters, not in the instance's ``__dict__``)."""
     stores = ("_parameters", "_buffers", "_modules", "_params", "_cells")  # PyTorch's, then MindSpore's
     registered = (getattr(layer, key, None) or {} for key in stores)
-    return (name in vars(layer) or isinstance(getattr(type(layer), name, None), property)
-            or any(name in found for found in registered))
+    return (
+        name in vars(layer)
+        or isinstance(getattr(type(layer), name, None), property)
+        or any(name in found for found in registered)
+    )
 
 
 def _is_default(value, default) -> bool:
@@ -136,15 +160,19 @@ def recipe_of(layer, framework: str) -> Recipe:
     kwargs = []
     for param in list(inspect.signature(cls.__init__).parameters.values())[1:]:
         if param.kind == param.VAR_POSITIONAL and _has_children(layer, framework):
-            raise CannotRebuild(f"{cls.__qualname__}() takes *{param.name} (a container's layers), which are not "
-                                "recovered from the instance")
+            raise CannotRebuild(
+                f"{cls.__qualname__}() takes *{param.name} (a container's layers), which are not "
+                "recovered from the instance"
+            )
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or param.name in _SKIPPED:
             continue
         value = _argument(layer, framework, param)
         if value is inspect.Parameter.empty or _is_default(value, param.default):
             continue
         if not _is_literal(value):
-            raise CannotRebuild(f"{cls.__qualname__}() argument {param.name!r} is kept as a "
-                                f"{type(value).__qualname__}, which a file cannot write as a literal")
+            raise CannotRebuild(
+                f"{cls.__qualname__}() argument {param.name!r} is kept as a "
+                f"{type(value).__qualname__}, which a file cannot write as a literal"
+            )
         kwargs.append((param.name, tuple(value) if isinstance(value, list) else value))
     return Recipe(module, cls.__qualname__, tuple(kwargs), builtin)

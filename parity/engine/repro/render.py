@@ -44,24 +44,36 @@ def _builder(name: str, recipe, part: Part, framework: str) -> List[str]:
     if not weights:
         return [f"def {name}():", f"    return {recipe.call}.{flag}(TRAIN)"]
     if framework == "mindspore":
-        return [f"def {name}():", f"    cell = {recipe.call}",
-                "    for key, param in cell.parameters_and_names():",
-                '        param.set_data(mindspore.Tensor(DATA["ms:" + key]))', f"    return cell.{flag}(TRAIN)"]
-    return [f"def {name}():", f"    module = {recipe.call}",
-            '    module.load_state_dict({k[3:]: torch.from_numpy(DATA[k]) for k in DATA.files if k.startswith("pt:")})',
-            f"    return module.{flag}(TRAIN)"]
+        return [
+            f"def {name}():",
+            f"    cell = {recipe.call}",
+            "    for key, param in cell.parameters_and_names():",
+            '        param.set_data(mindspore.Tensor(DATA["ms:" + key]))',
+            f"    return cell.{flag}(TRAIN)",
+        ]
+    return [
+        f"def {name}():",
+        f"    module = {recipe.call}",
+        '    module.load_state_dict({k[3:]: torch.from_numpy(DATA[k]) for k in DATA.files if k.startswith("pt:")})',
+        f"    return module.{flag}(TRAIN)",
+    ]
 
 
 def _docstring(part: Part, *, case: str, seed: int, failure: str, test_file: str) -> List[str]:
     direction = "outputs and gradients (PyTorch's output gradient fed back)" if part.backward else "outputs"
-    shrunk = (f", shrunk from {', '.join(map(str, part.shrunk_from))}" if part.shrunk_from else "")
+    shrunk = f", shrunk from {', '.join(map(str, part.shrunk_from))}" if part.shrunk_from else ""
     user = sorted({r.module for r in (part.ms_recipe, part.torch_recipe) if not r.builtin})
     needs = "mindspore, torch, numpy and pytest" + (f", and {', '.join(user)} importable" if user else "")
-    return ['"""A MindSpore/PyTorch divergence, standalone: written by pytest-parity, needs no parity.', "",
-            f"From {case or 'a check'} (seed {seed}): MindSpore '{part.ms_path or '<root>'}' ({part.ms_recipe.label})",
-            f"against PyTorch '{part.torch_path or '<root>'}' ({part.torch_recipe.label}), {direction} on PyTorch's "
-            f"captured inputs{shrunk}.", f"Fails with: {failure}", f"Needs {needs}. Run: python -m pytest {test_file}",
-            '"""']
+    return [
+        '"""A MindSpore/PyTorch divergence, standalone: written by pytest-parity, needs no parity.',
+        "",
+        f"From {case or 'a check'} (seed {seed}): MindSpore '{part.ms_path or '<root>'}' ({part.ms_recipe.label})",
+        f"against PyTorch '{part.torch_path or '<root>'}' ({part.torch_recipe.label}), {direction} on PyTorch's "
+        f"captured inputs{shrunk}.",
+        f"Fails with: {failure}",
+        f"Needs {needs}. Run: python -m pytest {test_file}",
+        '"""',
+    ]
 
 
 def _carried(function) -> List[str]:
@@ -81,34 +93,48 @@ def _carried(function) -> List[str]:
     return kept
 
 
-def file_text(part: Part, *, tol, tol_source: str, noise_factor: float, case: str, seed: int, failure: str,
-              test_file: str) -> str:
+def file_text(
+    part: Part, *, tol, tol_source: str, noise_factor: float, case: str, seed: int, failure: str, test_file: str
+) -> str:
     user = sorted({r.module for r in (part.ms_recipe, part.torch_recipe) if not r.builtin})
     carried = standalone.BACKWARD if part.backward else standalone.FORWARD
     ms_run, torch_run = carried[0].__name__, carried[1].__name__
     lines = _docstring(part, case=case, seed=seed, failure=failure, test_file=test_file)
     lines += ["import copy", "import pathlib", "", "import mindspore", "import numpy as np", "import torch"]
     lines += [f"import {module}" for module in user]
-    lines += ["", f"RTOL, ATOL = {tol.rtol!r}, {tol.atol!r}  # {tol_source}",
-              f"NOISE_FACTOR = {noise_factor!r}  # and this many times PyTorch's own distance from float64",
-              f"TRAIN = {part.train!r}",
-              f'DATA = np.load(pathlib.Path(__file__).with_name("{DATA_FILE}"), allow_pickle=False)',
-              f"INPUTS = [{', '.join(f'DATA[{k!r}]' for k in (f'input[{i}]' for i in range(len(part.inputs))))}]"]
+    lines += [
+        "",
+        f"RTOL, ATOL = {tol.rtol!r}, {tol.atol!r}  # {tol_source}",
+        f"NOISE_FACTOR = {noise_factor!r}  # and this many times PyTorch's own distance from float64",
+        f"TRAIN = {part.train!r}",
+        f'DATA = np.load(pathlib.Path(__file__).with_name("{DATA_FILE}"), allow_pickle=False)',
+        f"INPUTS = [{', '.join(f'DATA[{k!r}]' for k in (f'input[{i}]' for i in range(len(part.inputs))))}]",
+    ]
     extra = ""
     if part.backward:
         names = (f"cotangent[{i}]" for i in range(len(part.cotangents)))
-        lines += [f"COTANGENTS = [{', '.join(f'DATA[{k!r}]' for k in names)}]",
-                  f"PARAMS = {part.params!r}  # (MindSpore, PyTorch) names of the weights whose gradients are compared"]
+        lines += [
+            f"COTANGENTS = [{', '.join(f'DATA[{k!r}]' for k in names)}]",
+            f"PARAMS = {part.params!r}  # (MindSpore, PyTorch) names of the weights whose gradients are compared",
+        ]
         extra = ", COTANGENTS, PARAMS"
-    for builder in (_builder("ms_layer", part.ms_recipe, part, "mindspore"),
-                    _builder("torch_layer", part.torch_recipe, part, "torch")):
+    for builder in (
+        _builder("ms_layer", part.ms_recipe, part, "mindspore"),
+        _builder("torch_layer", part.torch_recipe, part, "torch"),
+    ):
         lines += ["", ""] + builder
     for function in carried:
         lines += ["", ""] + _carried(function)
-    lines += ["", "", "def test_repro():", f"    ms = {ms_run}(ms_layer(), INPUTS{extra})",
-              f"    pt = {torch_run}(torch_layer(), INPUTS{extra})",
-              f"    pt64 = {torch_run}(torch_layer(), INPUTS{extra}, float64=True)", "    for name in pt:",
-              "        judge(name, ms[name], pt[name], pt64[name], RTOL, ATOL, NOISE_FACTOR)"]
+    lines += [
+        "",
+        "",
+        "def test_repro():",
+        f"    ms = {ms_run}(ms_layer(), INPUTS{extra})",
+        f"    pt = {torch_run}(torch_layer(), INPUTS{extra})",
+        f"    pt64 = {torch_run}(torch_layer(), INPUTS{extra}, float64=True)",
+        "    for name in pt:",
+        "        judge(name, ms[name], pt[name], pt64[name], RTOL, ATOL, NOISE_FACTOR)",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -157,6 +183,19 @@ def run_file(folder: Path, test_file: str, timeout: float, paths=()) -> subproce
     env.update(PYTHONDONTWRITEBYTECODE="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     if paths:
         env["PYTHONPATH"] = os.pathsep.join(paths)
-    command = [sys.executable, "-c", _RUN, test_file, "-q", "-p", "no:cacheprovider", f"--rootdir={folder}",
-               f"--confcutdir={folder}", "-c", os.devnull, "-W", "ignore::DeprecationWarning"]
+    command = [
+        sys.executable,
+        "-c",
+        _RUN,
+        test_file,
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        f"--rootdir={folder}",
+        f"--confcutdir={folder}",
+        "-c",
+        os.devnull,
+        "-W",
+        "ignore::DeprecationWarning",
+    ]
     return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=timeout)

@@ -23,6 +23,7 @@ def ms_forward(cell, inputs):
 def torch_forward(module, inputs, float64=False):
     """PyTorch's outputs; module and floating inputs in float64 with ``float64``."""
     import copy
+
     import torch
 
     module = copy.deepcopy(module).double() if float64 else module
@@ -52,6 +53,7 @@ def ms_pass(cell, inputs, cotangents, params):
 def torch_pass(module, inputs, cotangents, params, float64=False):
     """PyTorch's outputs, and with cotangents the same gradients; all in float64 with ``float64``."""
     import copy
+
     import torch
 
     module = copy.deepcopy(module).double() if float64 else module
@@ -62,11 +64,16 @@ def torch_pass(module, inputs, cotangents, params, float64=False):
     found = {f"output[{i}]": o.detach().numpy() for i, o in enumerate(outs)}
     if cotangents:
         named, wrt = dict(module.named_parameters()), [x for x in xs if x.requires_grad]
-        grads = torch.autograd.grad(outs, wrt + [named[t] for _, t in params], [cast(c) for c in cotangents],
-                                    allow_unused=True)
+        grads = torch.autograd.grad(
+            outs, wrt + [named[t] for _, t in params], [cast(c) for c in cotangents], allow_unused=True
+        )
         slots = [f"grad input[{i}]" for i, x in enumerate(xs) if x.requires_grad] + [f"grad {t}" for _, t in params]
-        found.update({k: (torch.zeros_like(w) if g is None else g).detach().numpy()
-                      for k, g, w in zip(slots, grads, wrt + [named[t] for _, t in params])})
+        found.update(
+            {
+                k: (torch.zeros_like(w) if g is None else g).detach().numpy()
+                for k, g, w in zip(slots, grads, wrt + [named[t] for _, t in params])
+            }
+        )
     return found
 
 
@@ -79,8 +86,10 @@ def judge(name, ms, pt, pt64, rtol, atol, noise_factor):
     bad = ~(diff <= allowed) & ~(np.isnan(ms) & np.isnan(pt))
     if bad.any():
         at = np.unravel_index(np.argmax(np.where(bad, np.nan_to_num(diff / allowed, nan=np.inf), -1.0)), bad.shape)
-        raise AssertionError(f"{name}: values differ at {bad.sum()} of {bad.size} elements; at {tuple(map(int, at))}: "
-                             f"|diff| {diff[at]:.3g} (up to {allowed[at]:.3g} allowed)")
+        raise AssertionError(
+            f"{name}: values differ at {bad.sum()} of {bad.size} elements; at {tuple(map(int, at))}: "
+            f"|diff| {diff[at]:.3g} (up to {allowed[at]:.3g} allowed)"
+        )
 
 
 FORWARD = (ms_forward, torch_forward, judge)  # what a file comparing outputs only carries

@@ -23,7 +23,8 @@ __all__ = ["half_precision", "per_side", "in_half", "halved", "half_notes", "hal
 def half_precision(ms_cell, torch_module, device: str, loss_scale) -> Optional[str]:
     """The half dtype both sides compute in (None: float32), once the pair is known to train in
     one precision with kernels for it; else a usage error (or ParityUnsupported) before any step."""
-    from ...backends import mindspore as msb, torch as tb
+    from ...backends import mindspore as msb
+    from ...backends import torch as tb
 
     ms_dtype, torch_dtype = msb.compute_dtype(ms_cell), tb.compute_dtype(torch_module)
     # a Cell whose own flag is unset holds its precision in its layers: auto_mixed_precision's
@@ -36,17 +37,20 @@ def half_precision(ms_cell, torch_module, device: str, loss_scale) -> Optional[s
             f"half precision, such as {mixed[0]!r}: mindspore.amp.auto_mixed_precision, or to_float on some "
             "layers); check_training has no torch.autocast counterpart yet. Check the mixed-precision forward and "
             "backward with parity.check(cell, module, inputs, amp='O2') (the level you use), and train the float32 "
-            "pair, or to_float(mindspore.float16) on the whole Cell against Module.half()")
+            "pair, or to_float(mindspore.float16) on the whole Cell against Module.half()"
+        )
     if ms_dtype != torch_dtype:
         raise ParityUsageError(
             f"check_training(): MindSpore computes in {ms_dtype or 'float32'}, PyTorch in {torch_dtype or 'float32'}; "
             "no step could agree in precision. Give both sides one precision (Cell.to_float(mindspore.float16) and "
-            "Module.half(), or bfloat16 on both), or neither")
+            "Module.half(), or bfloat16 on both), or neither"
+        )
     if ms_dtype is not None and loss_scale is not None:
         raise ParityUsageError(
             f"check_training(): loss_scale with a {ms_dtype} pair is not supported yet (the float64 golden's reruns "
             f"take no loss scaler, and {ms_dtype} training could not be judged). Check loss scaling on the float32 "
-            f"pair, and {ms_dtype} training without it")
+            f"pair, and {ms_dtype} training without it"
+        )
     refuse_unsupported_dtype(ms_cell, torch_module, ms_dtype, device)
     return ms_dtype
 
@@ -54,8 +58,11 @@ def half_precision(ms_cell, torch_module, device: str, loss_scale) -> Optional[s
 def _mixed_layers(ms_cell) -> List[str]:
     """Paths of sub-Cells that compute in a half dtype where the Cell as a whole does not: to_float
     flags (O2, O3, by hand) and O1's casts rewritten into their code."""
-    flagged = [path or "(root)" for path, cell in ms_cell.cells_and_names()
-               if any(cell.get_flags().get(flag) for flag in ("fp16", "bf16"))]
+    flagged = [
+        path or "(root)"
+        for path, cell in ms_cell.cells_and_names()
+        if any(cell.get_flags().get(flag) for flag in ("fp16", "bf16"))
+    ]
     return flagged or [path for dtype in ("float16", "bfloat16") for path in amp_backend.half_casts(ms_cell, dtype)]
 
 
@@ -90,24 +97,38 @@ def half_notes(half: Optional[str], ms_cell, wmap) -> List[str]:
         return []
     from ...backends import mindspore as msb
 
-    notes = [f"half precision: both sides train in {half}, inputs and floating targets given to each as {half} (the "
-             "same values); a tensor above half its tolerance is judged against PyTorch's training in float64 "
-             f"(MindSpore's error within {GOLDEN_FACTOR:g}x PyTorch's own)"]
+    notes = [
+        f"half precision: both sides train in {half}, inputs and floating targets given to each as {half} (the "
+        "same values); a tensor above half its tolerance is judged against PyTorch's training in float64 "
+        f"(MindSpore's error within {GOLDEN_FACTOR:g}x PyTorch's own)"
+    ]
     masters = [p.ms for p in wmap.trainable_pairs() if msb.read(ms_cell, p.ms).dtype.name == "float32"]
     if masters:
-        notes.append(f"master weights: MindSpore keeps {len(masters)} parameters in float32 (to_float) and updates "
-                     f"them in float32, where PyTorch's are {half} and updated in {half}; they and their optimizer "
-                     f"state are compared in {half}, a more precise MindSpore update passing the golden judge")
+        notes.append(
+            f"master weights: MindSpore keeps {len(masters)} parameters in float32 (to_float) and updates "
+            f"them in float32, where PyTorch's are {half} and updated in {half}; they and their optimizer "
+            f"state are compared in {half}, a more precise MindSpore update passing the golden judge"
+        )
     return notes
 
 
 def half_causes(half: Optional[str], torch_opt, result: TrainingResult) -> List[str]:
     """An eps that float16 cannot hold, where PyTorch's tensors went non-finite and MindSpore's did not."""
-    lost = sorted({g["eps"] for g in torch_opt.param_groups if isinstance(g.get("eps"), float) and g["eps"] > 0
-                   and half is not None and float(cast(np.asarray(g["eps"]), half)) == 0.0})
+    lost = sorted(
+        {
+            g["eps"]
+            for g in torch_opt.param_groups
+            if isinstance(g.get("eps"), float)
+            and g["eps"] > 0
+            and half is not None
+            and float(cast(np.asarray(g["eps"]), half)) == 0.0
+        }
+    )
     if not lost or not any(c.nonfinite is not None and not c.nonfinite.agree for c in result.comparisons):
         return []
-    return [f"{type_name(torch_opt)}(eps={lost[0]:g}) on {half} parameters keeps its state in {half}, where eps is 0: "
-            "an exp_avg_sq that underflows divides by zero (NaN/Inf in PyTorch's tensors). MindSpore's to_float "
-            f"keeps float32 parameters and state. Give both sides an eps that {half} holds (1e-4 is usual for "
-            f"{half} Adam), or keep float32 parameters on the PyTorch side too"]
+    return [
+        f"{type_name(torch_opt)}(eps={lost[0]:g}) on {half} parameters keeps its state in {half}, where eps is 0: "
+        "an exp_avg_sq that underflows divides by zero (NaN/Inf in PyTorch's tensors). MindSpore's to_float "
+        f"keeps float32 parameters and state. Give both sides an eps that {half} holds (1e-4 is usual for "
+        f"{half} Adam), or keep float32 parameters on the PyTorch side too"
+    ]

@@ -43,8 +43,9 @@ class _Run:
         own = {id(p) for p in self.module.parameters()}
         given = [p for group in self.trainer.optimizer.param_groups for p in group["params"]]
         if not given or any(id(p) not in own for p in given):
-            raise _CannotCopy("the PyTorch optimizer factory did not build its optimizer over the parameters it was "
-                              "given")
+            raise _CannotCopy(
+                "the PyTorch optimizer factory did not build its optimizer over the parameters it was given"
+            )
         saved = torch.get_rng_state()
         torch.manual_seed(reruns.seed)  # as a run from the start seeds itself (TorchReruns._run)
         self.rng = torch.get_rng_state()
@@ -60,8 +61,15 @@ class _Run:
         try:
             found: Dict = {}
             while self.next <= step:
-                found = reruns.step(self.trainer, self.scheduler, self.next, wanted if self.next == step else (),
-                                    self.spec.draw, self.spec.ulps, views=True)
+                found = reruns.step(
+                    self.trainer,
+                    self.scheduler,
+                    self.next,
+                    wanted if self.next == step else (),
+                    self.spec.draw,
+                    self.spec.ulps,
+                    views=True,
+                )
                 self.next += 1
             return found
         finally:
@@ -122,8 +130,10 @@ class Lockstep:
     def notes(self) -> List[str]:
         if self.why_not is None:
             return []
-        return [f"rounding envelope: its first runs came after PyTorch's run, every tensor near its tolerance kept "
-                f"until then, because {self.why_not}"]
+        return [
+            f"rounding envelope: its first runs came after PyTorch's run, every tensor near its tolerance kept "
+            f"until then, because {self.why_not}"
+        ]
 
     def release(self) -> None:
         """Let the copies go (the runs after the main one need their memory)."""

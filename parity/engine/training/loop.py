@@ -27,10 +27,10 @@ from ..check import DEFAULT_SEED, Settings, check_choice, check_pair, refuse_gra
 from ..inputs import Inputs, materialize, seeded_stream
 from ..side_errors import side_step
 from .half import half_causes, half_notes, half_precision, halved, in_half, per_side
+from .lockstep import Lockstep
 from .loss_scale import LossScaling
 from .messages import failure_message, labels_seen, loss_causes, optimizer_likely_causes, scale_causes, scale_note
 from .optimizers import Optimizers, Schedulers, lint_ms_optimizer, losses_of
-from .lockstep import Lockstep
 from .reruns import TorchReruns
 from .result import TrainingResult, TrainingStep
 from .steps import compare_modes, ms_collect, ms_launch, ms_record, step_scalings, stepped, torch_record
@@ -40,10 +40,26 @@ __all__ = ["run_training", "batch_list", "refuse_dropout", "MODES"]
 MODES = ("pynative", "graph", "both")
 
 
-def run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps: int = 3, lr_scheduler=None,
-                 clip_grad_norm=None, loss_scale=None,
-                 accumulate: int = 1, weights="copy", ms_mode="pynative", tolerance=None, name_map=None,
-                 seed=None, acknowledge=None, settings: Settings = Settings()) -> TrainingResult:
+def run_training(
+    ms_cell,
+    torch_module,
+    batches,
+    *,
+    loss,
+    optimizer,
+    steps: int = 3,
+    lr_scheduler=None,
+    clip_grad_norm=None,
+    loss_scale=None,
+    accumulate: int = 1,
+    weights="copy",
+    ms_mode="pynative",
+    tolerance=None,
+    name_map=None,
+    seed=None,
+    acknowledge=None,
+    settings: Settings = Settings(),
+) -> TrainingResult:
     """See :func:`parity.check_training`. Train/eval flags are restored on return; the weights,
     running statistics and optimizers are left as the steps left them. ``acknowledge``: None
     (a call) keeps what the optimizer lint finds as notes of the result and of its failure; a
@@ -51,15 +67,30 @@ def run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps: int 
     before the first step."""
     __tracebackhide__ = True
     check_pair(ms_cell, torch_module)
-    from ...backends import mindspore as msb, torch as tb
+    from ...backends import mindspore as msb
+    from ...backends import torch as tb
 
     restore_ms, restore_torch = msb.train_flags(ms_cell), tb.train_flags(torch_module)
     try:
-        return _run_training(ms_cell, torch_module, batches, loss=loss, optimizer=optimizer, steps=steps,
-                             lr_scheduler=lr_scheduler,
-                             clip_grad_norm=clip_grad_norm, loss_scale=loss_scale, accumulate=accumulate,
-                             weights=weights, ms_mode=ms_mode, tolerance=tolerance, name_map=name_map, seed=seed,
-                             acknowledge=acknowledge, settings=settings)
+        return _run_training(
+            ms_cell,
+            torch_module,
+            batches,
+            loss=loss,
+            optimizer=optimizer,
+            steps=steps,
+            lr_scheduler=lr_scheduler,
+            clip_grad_norm=clip_grad_norm,
+            loss_scale=loss_scale,
+            accumulate=accumulate,
+            weights=weights,
+            ms_mode=ms_mode,
+            tolerance=tolerance,
+            name_map=name_map,
+            seed=seed,
+            acknowledge=acknowledge,
+            settings=settings,
+        )
     finally:
         restore_ms()
         restore_torch()
@@ -75,43 +106,67 @@ def _positive_int(value, label: str) -> int:
 def _validate(steps, accumulate, clip_grad_norm, mode) -> None:
     _positive_int(steps, "steps")
     _positive_int(accumulate, "accumulate")
-    if clip_grad_norm is not None and (isinstance(clip_grad_norm, bool) or not isinstance(clip_grad_norm, (int, float))
-                                       or not clip_grad_norm > 0):
-        raise ParityUsageError(f"check_training(): clip_grad_norm must be a number > 0 (PyTorch's max_norm), "
-                               f"got {clip_grad_norm!r}")
+    if clip_grad_norm is not None and (
+        isinstance(clip_grad_norm, bool) or not isinstance(clip_grad_norm, (int, float)) or not clip_grad_norm > 0
+    ):
+        raise ParityUsageError(
+            f"check_training(): clip_grad_norm must be a number > 0 (PyTorch's max_norm), got {clip_grad_norm!r}"
+        )
     check_choice("ms_mode", mode, MODES, "check_training()")
 
 
 def batch_list(batches, count: int, seed: int) -> Tuple[List[Tuple[Inputs, np.ndarray]], str]:
     """``count`` (inputs, target) pairs, cycling through ``batches``; specs drawn once per batch."""
     if isinstance(batches, tuple) and len(batches) == 2 and not isinstance(batches[0], tuple):
-        raise ParityUsageError("check_training(): batches is a list of (inputs, target) pairs; for one batch "
-                               "write [(inputs, target)]")
+        raise ParityUsageError(
+            "check_training(): batches is a list of (inputs, target) pairs; for one batch write [(inputs, target)]"
+        )
     try:
         items = list(batches)
     except TypeError:
-        raise ParityUsageError(f"check_training(): batches must be a list of (inputs, target) pairs, got "
-                               f"{type(batches).__qualname__}") from None
+        raise ParityUsageError(
+            f"check_training(): batches must be a list of (inputs, target) pairs, got {type(batches).__qualname__}"
+        ) from None
     if not items:
         raise ParityUsageError("check_training(): batches is empty; give at least one (inputs, target) pair")
     made, described = [], []
     for index, item in enumerate(items):
         if not isinstance(item, (tuple, list)) or len(item) != 2:
-            raise ParityUsageError(f"check_training(): batches[{index}] must be an (inputs, target) pair, got "
-                                   f"{type(item).__qualname__}" + (f" of {len(item)}" if isinstance(item, (tuple, list))
-                                                                    else ""))
+            raise ParityUsageError(
+                f"check_training(): batches[{index}] must be an (inputs, target) pair, got "
+                f"{type(item).__qualname__}" + (f" of {len(item)}" if isinstance(item, (tuple, list)) else "")
+            )
         batch_seed = int(seeded_stream(seed, f"batch:{index}").random_raw()) >> 1
         inputs = materialize(item[0], batch_seed)
         target = materialize(item[1], batch_seed ^ 0x5A5A)
         made.append((inputs, target.args[0]))
-        described.append(f"[{index}] " + "; ".join(list(inputs.descriptions.values())
-                                                   + [f"target {d}" for d in target.descriptions.values()]))
+        described.append(
+            f"[{index}] "
+            + "; ".join(list(inputs.descriptions.values()) + [f"target {d}" for d in target.descriptions.values()])
+        )
     return [made[i % len(made)] for i in range(count)], f"seed {seed} -> " + ", ".join(described)
 
 
-def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_scheduler, clip_grad_norm,
-                  loss_scale, accumulate, weights,
-                  ms_mode, tolerance, name_map, seed, acknowledge, settings) -> TrainingResult:
+def _run_training(
+    ms_cell,
+    torch_module,
+    batches,
+    *,
+    loss,
+    optimizer,
+    steps,
+    lr_scheduler,
+    clip_grad_norm,
+    loss_scale,
+    accumulate,
+    weights,
+    ms_mode,
+    tolerance,
+    name_map,
+    seed,
+    acknowledge,
+    settings,
+) -> TrainingResult:
     __tracebackhide__ = True
     mode = settings.mode or ms_mode or "pynative"
     _validate(steps, accumulate, clip_grad_norm, mode)
@@ -119,8 +174,8 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
     seed = parse_seed(seed, "check_training(seed=...)")
     seed = seed if seed is not None else settings.seed if settings.seed is not None else DEFAULT_SEED
     chain = (ToleranceSpec.parse(tolerance, source="check_training(tolerance=...)"),) + settings.tolerances
-    from ...backends import mindspore as msb, torch as tb
-
+    from ...backends import mindspore as msb
+    from ...backends import torch as tb
     from ...backends.device import setup as device_setup
 
     msb.prepare(seed=seed, device=settings.device)
@@ -151,17 +206,42 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
         if findings is None:
             findings = lint_ms_optimizer(ms_opt, acknowledge, settings.device)
         ms_scaler = scaling.mindspore(torch_scaler)
-        ms_steps = msb.TrainStep(ms_cell, ms_loss, ms_opt, accumulate=accumulate, clip_grad_norm=clip_grad_norm,
-                                 mode=ms_mode_now, scaler=ms_scaler)
+        ms_steps = msb.TrainStep(
+            ms_cell,
+            ms_loss,
+            ms_opt,
+            accumulate=accumulate,
+            clip_grad_norm=clip_grad_norm,
+            mode=ms_mode_now,
+            scaler=ms_scaler,
+        )
         ms_runs[ms_mode_now] = [None] * steps
         if ms_mode_now != modes[-1]:
             earlier.append(_EarlierMode(ms_mode_now, ms_steps, ms_sched))
     torch_sched = schedulers.torch(torch_opt)
     opt_label += schedulers.label(torch_sched, ms_sched) + scaling.label(ms_scaler, torch_scaler)
-    torch_steps = tb.TrainStep(torch_module, torch_loss, torch_opt, accumulate=accumulate,
-                               clip_grad_norm=clip_grad_norm, device=settings.device, scaler=torch_scaler)
-    reruns = TorchReruns(torch_module, torch_loss, (optimizers, schedulers), torch_data, steps, accumulate,
-                         clip_grad_norm, wmap, settings.device, seed, torch_start)
+    torch_steps = tb.TrainStep(
+        torch_module,
+        torch_loss,
+        torch_opt,
+        accumulate=accumulate,
+        clip_grad_norm=clip_grad_norm,
+        device=settings.device,
+        scaler=torch_scaler,
+    )
+    reruns = TorchReruns(
+        torch_module,
+        torch_loss,
+        (optimizers, schedulers),
+        torch_data,
+        steps,
+        accumulate,
+        clip_grad_norm,
+        wmap,
+        settings.device,
+        seed,
+        torch_start,
+    )
     lockstep = Lockstep(reruns)  # the envelope's first pair, step by step (not under a loss scaler: see below)
     losses, trained, scalings, halves = [], [], [], []
     ms_side = f"MindSpore ({modes[-1]})"
@@ -170,20 +250,30 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
         # asynchronously while PyTorch takes the same step, then read. Each step is compared as it
         # comes, and only what the rounding envelope needs is kept.
         micro = slice(step * accumulate, (step + 1) * accumulate)
+        # The lambdas below are called at once by side_step (B023: the loop variables cannot change under them).
         for run in earlier:  # an earlier mode takes its step first, on its own weights (each has its optimizer)
             with run.own_weights(ms_cell):
-                ms_runs[run.mode][step] = side_step(lambda: stepped(in_half(ms_record(run.steps, ms_data[micro],
-                                                                                      ms_cell, wmap), half),
-                                                                    run.scheduler), f"MindSpore ({run.mode})", step)
-        launched = side_step(lambda: ms_launch(ms_steps, ms_data[micro]), ms_side, step)
+                ms_runs[run.mode][step] = side_step(
+                    lambda: stepped(in_half(ms_record(run.steps, ms_data[micro], ms_cell, wmap), half), run.scheduler),  # noqa: B023
+                    f"MindSpore ({run.mode})",
+                    step,
+                )
+        launched = side_step(lambda: ms_launch(ms_steps, ms_data[micro]), ms_side, step)  # noqa: B023
         # Parameters and optimizer state as views: this step's tensors are judged before either side's
         # next step, and what the envelope keeps longer, it copies.
-        torch_r = side_step(lambda: stepped(in_half(torch_record(torch_steps, torch_data[micro], torch_module,
-                                                                     wmap, views=True), half), torch_sched),
-                            "PyTorch", step)
-        ms_runs[modes[-1]][step] = side_step(lambda: stepped(in_half(ms_collect(ms_steps, launched, ms_cell, wmap,
-                                                                                views=True), half), ms_sched),
-                                             ms_side, step)
+        torch_r = side_step(
+            lambda: stepped(
+                in_half(torch_record(torch_steps, torch_data[micro], torch_module, wmap, views=True), half),  # noqa: B023
+                torch_sched,
+            ),
+            "PyTorch",
+            step,
+        )
+        ms_runs[modes[-1]][step] = side_step(
+            lambda: stepped(in_half(ms_collect(ms_steps, launched, ms_cell, wmap, views=True), half), ms_sched),  # noqa: B023
+            ms_side,
+            step,
+        )
         pairs, comparisons = compare_modes(step, ms_runs, torch_r, wmap, chain)
         losses.append((float(ms_runs[modes[0]][step][("loss", "loss")]), float(torch_r[("loss", "loss")])))
         scalings.append(step_scalings(ms_runs[modes[0]][step], torch_r))
@@ -191,11 +281,19 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
             runs[step] = None
         trained.append(comparisons)
         if not scaling.active:
-            lockstep.judge(step, [Candidate((step, pair.key), c, pair.ms, pair.torch)
-                                  for pair, c in zip(pairs, comparisons)
-                                  if near(c, pair.torch.dtype.kind == "f") and not halved(c)])
-        halves += [Candidate((step, pair.key), c, np.array(pair.ms), np.array(pair.torch))
-                   for pair, c in zip(pairs, comparisons) if halved(c) and near_golden(c)]
+            lockstep.judge(
+                step,
+                [
+                    Candidate((step, pair.key), c, pair.ms, pair.torch)
+                    for pair, c in zip(pairs, comparisons)
+                    if near(c, pair.torch.dtype.kind == "f") and not halved(c)
+                ],
+            )
+        halves += [
+            Candidate((step, pair.key), c, np.array(pair.ms), np.array(pair.torch))
+            for pair, c in zip(pairs, comparisons)
+            if halved(c) and near_golden(c)
+        ]
         del pairs, torch_r  # what the envelope still needs of this step, it holds
     check_globs_used(chain[0], [n for s in trained for c in s for n in (c.name, c.ms_name, c.torch_name)])
     if not scaling.active:  # the envelope's reruns take no loss scaler: tolerance alone
@@ -204,12 +302,24 @@ def _run_training(ms_cell, torch_module, batches, *, loss, optimizer, steps, lr_
         lockstep.finish(judge_envelope)
     notes = half_notes(half, ms_cell, wmap) + lockstep.notes()
     result = TrainingResult(
-        type(ms_cell).__name__, type(torch_module).__name__,
-        [TrainingStep(i + 1, ms_l, torch_l, comparisons, *scaled)
-         for i, ((ms_l, torch_l), comparisons, scaled) in enumerate(zip(losses, trained, scalings))],
-        wreport, opt_label, loss_label, described, seed, mode, case=settings.case, location=settings.location,
+        type(ms_cell).__name__,
+        type(torch_module).__name__,
+        [
+            TrainingStep(i + 1, ms_l, torch_l, comparisons, *scaled)
+            for i, ((ms_l, torch_l), comparisons, scaled) in enumerate(zip(losses, trained, scalings))
+        ],
+        wreport,
+        opt_label,
+        loss_label,
+        described,
+        seed,
+        mode,
+        case=settings.case,
+        location=settings.location,
         reproduce=report.reproduce_line(settings.reproduce, seed, "parity.check_training"),
-        notes=[f"optimizer lint: {finding}" for finding in findings] + notes, device_setup=setup)
+        notes=[f"optimizer lint: {finding}" for finding in findings] + notes,
+        device_setup=setup,
+    )
     result.notes += scale_note(result.steps)
     if not result.passed:
         causes = scale_causes(result) + optimizer_likely_causes(ms_opt, torch_opt, settings.device)
@@ -250,10 +360,5 @@ def refuse_dropout(ms_paths, torch_paths) -> None:
         raise ParityUsageError(
             "check_training(): Dropout draws different masks in MindSpore and PyTorch, so no step could agree: "
             f"MindSpore {ms_paths or 'none'}, PyTorch {torch_paths or 'none'}. Set their rate to 0 "
-            "(torch p=0.0, MindSpore p=0.0) for the check, or replace them with a fixed mask on both sides")
-
-
-
-
-
-
+            "(torch p=0.0, MindSpore p=0.0) for the check, or replace them with a fixed mask on both sides"
+        )

@@ -25,7 +25,7 @@ from ...errors import ParityUsageError
 __all__ = ["LossScaling", "REGISTRY_DEFAULTS", "skip_causes"]
 
 # The known mismatch for the default scales: DynamicLossScaleManager's 2**24, GradScaler's 2**16.
-REGISTRY_DEFAULTS = ("dynamic-loss-scale-init-default", float(2 ** 24), float(2 ** 16))
+REGISTRY_DEFAULTS = ("dynamic-loss-scale-init-default", float(2**24), float(2**16))
 _WHERE = "check_training(loss_scale=...)"
 
 
@@ -43,14 +43,17 @@ class LossScaling:
         self.spec = spec
         self.pair = isinstance(spec, (tuple, list))
         if self.pair and (len(spec) != 2 or not all(callable(f) for f in spec)):
-            raise ParityUsageError(f"{_WHERE}: a pair (ms_factory, torch_factory) takes two functions of no "
-                                   "arguments, returning a mindspore.amp.LossScaler and a torch.amp.GradScaler")
+            raise ParityUsageError(
+                f"{_WHERE}: a pair (ms_factory, torch_factory) takes two functions of no "
+                "arguments, returning a mindspore.amp.LossScaler and a torch.amp.GradScaler"
+            )
         if not self.pair and spec is not None and (not callable(spec) or _is_scaler(spec)):
-            raise ParityUsageError(f"{_WHERE}: give a function of no arguments returning a torch.amp.GradScaler "
-                                   "(lambda: torch.amp.GradScaler(\"cpu\", init_scale=2**16)), or a pair "
-                                   f"(ms_factory, torch_factory); got {type(spec).__qualname__}"
-                                   + (" (a built scaler keeps its state between runs: pass a factory)"
-                                      if _is_scaler(spec) else ""))
+            raise ParityUsageError(
+                f"{_WHERE}: give a function of no arguments returning a torch.amp.GradScaler "
+                '(lambda: torch.amp.GradScaler("cpu", init_scale=2**16)), or a pair '
+                f"(ms_factory, torch_factory); got {type(spec).__qualname__}"
+                + (" (a built scaler keeps its state between runs: pass a factory)" if _is_scaler(spec) else "")
+            )
         self.ms_factory, self.torch_factory = spec if self.pair else (None, spec)
 
     @property
@@ -65,11 +68,14 @@ class LossScaling:
 
         built = _call(self.torch_factory, "the PyTorch scaler factory")
         if not isinstance(built, torch.amp.GradScaler):
-            raise ParityUsageError(f"{_WHERE}: the PyTorch scaler factory returned {_kind(built)}, not a "
-                                   "torch.amp.GradScaler")
+            raise ParityUsageError(
+                f"{_WHERE}: the PyTorch scaler factory returned {_kind(built)}, not a torch.amp.GradScaler"
+            )
         if not built.is_enabled():
-            raise ParityUsageError(f"{_WHERE}: the GradScaler is disabled (enabled=False, or no such device), so "
-                                   "it scales nothing and skips nothing; leave loss_scale out instead")
+            raise ParityUsageError(
+                f"{_WHERE}: the GradScaler is disabled (enabled=False, or no such device), so "
+                "it scales nothing and skips nothing; leave loss_scale out instead"
+            )
         return built
 
     def mindspore(self, torch_scaler):
@@ -78,10 +84,13 @@ class LossScaling:
             return None
         if self.pair:
             built = _call(self.ms_factory, "the MindSpore scaler factory")
-            if not all(callable(getattr(built, m, None)) for m in ("scale", "unscale", "adjust")) or \
-                    not hasattr(built, "scale_value"):
-                raise ParityUsageError(f"{_WHERE}: the MindSpore scaler factory returned {_kind(built)}, not a "
-                                       "mindspore.amp.LossScaler with scale(), unscale(), adjust() and scale_value")
+            if not all(callable(getattr(built, m, None)) for m in ("scale", "unscale", "adjust")) or not hasattr(
+                built, "scale_value"
+            ):
+                raise ParityUsageError(
+                    f"{_WHERE}: the MindSpore scaler factory returned {_kind(built)}, not a "
+                    "mindspore.amp.LossScaler with scale(), unscale(), adjust() and scale_value"
+                )
             return built
         return translate_grad_scaler(torch_scaler)
 
@@ -114,27 +123,35 @@ def translate_grad_scaler(scaler):
     if growth != int(growth):
         problems.append(f"growth_factor={growth:g} is no integer (MindSpore's scale_factor is one)")
     elif backoff * growth != 1.0:
-        problems.append(f"backoff_factor={backoff:g} is not 1/growth_factor (MindSpore divides by scale_factor "
-                        "on an overflow)")
+        problems.append(
+            f"backoff_factor={backoff:g} is not 1/growth_factor (MindSpore divides by scale_factor on an overflow)"
+        )
     if init < 1.0:
         problems.append(f"init_scale={init:g} is below 1 (MindSpore's scale_value must be >= 1)")
     if problems:
-        raise ParityUsageError(f"{_WHERE}: the GradScaler has no mindspore.amp.DynamicLossScaler counterpart: "
-                               + "; ".join(problems) + ". Give a pair (ms_factory, torch_factory) with your own "
-                               "MindSpore loss scaler")
+        raise ParityUsageError(
+            f"{_WHERE}: the GradScaler has no mindspore.amp.DynamicLossScaler counterpart: "
+            + "; ".join(problems)
+            + ". Give a pair (ms_factory, torch_factory) with your own "
+            "MindSpore loss scaler"
+        )
     return amp.DynamicLossScaler(scale_value=init, scale_factor=int(growth), scale_window=interval)
 
 
 def describe(scaler) -> str:
     """A scaler and the numbers that drive it, as messages show it."""
     if type(scaler).__name__ == "GradScaler":
-        return (f"torch.amp.GradScaler(init_scale={fmt_scale(scaler.get_scale())}, growth_factor="
-                f"{scaler.get_growth_factor():g}, backoff_factor={scaler.get_backoff_factor():g}, "
-                f"growth_interval={scaler.get_growth_interval()})")
+        return (
+            f"torch.amp.GradScaler(init_scale={fmt_scale(scaler.get_scale())}, growth_factor="
+            f"{scaler.get_growth_factor():g}, backoff_factor={scaler.get_backoff_factor():g}, "
+            f"growth_interval={scaler.get_growth_interval()})"
+        )
     scale = fmt_scale(current_scale(scaler))
     if type(scaler).__name__ == "DynamicLossScaler":
-        return (f"mindspore.amp.DynamicLossScaler(scale_value={scale}, scale_factor={scaler.scale_factor}, "
-                f"scale_window={scaler.scale_window})")
+        return (
+            f"mindspore.amp.DynamicLossScaler(scale_value={scale}, scale_factor={scaler.scale_factor}, "
+            f"scale_window={scaler.scale_window})"
+        )
     return f"{_kind(scaler)}(scale_value={scale})"
 
 
@@ -155,6 +172,7 @@ def fmt_scale(value: float) -> str:
 
 def skip_message(scales: Tuple[float, float], skipped: Tuple[bool, bool]) -> str:
     """One line on a step whose sides disagree on skipping the update."""
+
     def side(name, scale, was_skipped):
         verdict = "skipped the update (a gradient overflowed)" if was_skipped else "applied the update"
         return f"{name} {verdict} at loss scale {fmt_scale(scale)}"
@@ -162,8 +180,7 @@ def skip_message(scales: Tuple[float, float], skipped: Tuple[bool, bool]) -> str
     return f"{side('MindSpore', scales[0], skipped[0])}; {side('PyTorch', scales[1], skipped[1])}"
 
 
-def skip_causes(first_scales: Optional[Tuple[float, float]], at_step: int,
-                scales: Tuple[float, float]) -> list:
+def skip_causes(first_scales: Optional[Tuple[float, float]], at_step: int, scales: Tuple[float, float]) -> list:
     """``Likely cause:`` lines for a skip disagreement: the registry entry for the default scales
     when the first step's scales are MindSpore's and PyTorch's defaults, else the scales."""
     if first_scales is None:
@@ -173,9 +190,11 @@ def skip_causes(first_scales: Optional[Tuple[float, float]], at_step: int,
     if first_scales == (ms_default, torch_default):
         found.append(_registry_cause(entry_id))
     if scales[0] != scales[1]:
-        found.append(f"the loss scales differ at step {at_step} (MindSpore {fmt_scale(scales[0])}, PyTorch "
-                     f"{fmt_scale(scales[1])}): a gradient that overflows at the larger scale is finite at the "
-                     "smaller; start both at the same scale with the same growth and backoff")
+        found.append(
+            f"the loss scales differ at step {at_step} (MindSpore {fmt_scale(scales[0])}, PyTorch "
+            f"{fmt_scale(scales[1])}): a gradient that overflows at the larger scale is finite at the "
+            "smaller; start both at the same scale with the same growth and backoff"
+        )
     return [cause for cause in found if cause]
 
 

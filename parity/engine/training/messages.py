@@ -11,16 +11,25 @@ from .. import messages as report
 from .loss_scale import fmt_scale, skip_causes, skip_message
 from .result import STAGES, TrainingResult, TrainingStep, where
 
-__all__ = ["step_table", "failure_message", "scale_causes", "scale_note", "optimizer_likely_causes", "labels_seen",
-           "loss_causes"]
+__all__ = [
+    "step_table",
+    "failure_message",
+    "scale_causes",
+    "scale_note",
+    "optimizer_likely_causes",
+    "labels_seen",
+    "loss_causes",
+]
 
 
 def step_table(result: TrainingResult) -> List[str]:
     """Per step: both losses, and per stage the worst tensor's margin."""
     stages = [stage for stage in list(STAGES)[1:] if stage != "scale" or any(s.scales for s in result.steps)]
-    lines = ["Per step (loss MindSpore vs PyTorch; worst tensor per stage, difference / allowed):",
-             f"  {'step':<5} {'loss MindSpore':<15} {'loss PyTorch':<15} " + " ".join(
-                 f"{stage if stage != 'scale' else 'loss scale MindSpore/PyTorch':<30}" for stage in stages)]
+    lines = [
+        "Per step (loss MindSpore vs PyTorch; worst tensor per stage, difference / allowed):",
+        f"  {'step':<5} {'loss MindSpore':<15} {'loss PyTorch':<15} "
+        + " ".join(f"{stage if stage != 'scale' else 'loss scale MindSpore/PyTorch':<30}" for stage in stages),
+    ]
     for s in result.steps:
         cells = []
         for stage in stages:
@@ -46,20 +55,28 @@ def failure_message(result: TrainingResult, likely_causes=()) -> str:
         lines.append(f"Case:       {result.case}" + (f"  ({result.location})" if result.location else ""))
     lines += [f"Pair:       mindspore {result.ms_type} <-> torch {result.torch_type} (train mode, {result.mode})"]
     lines += report.device_lines(result.device_setup)
-    lines += [f"Optimizer:  {result.optimizer}", f"Loss:       {result.loss}",
-              f"Divergence: first at step {step} of {len(result.steps)}, stage "
-              f"'{next(k for k, v in STAGES.items() if v == first.kind)}', {where(first)}"]
+    lines += [
+        f"Optimizer:  {result.optimizer}",
+        f"Loss:       {result.loss}",
+        f"Divergence: first at step {step} of {len(result.steps)}, stage "
+        f"'{next(k for k, v in STAGES.items() if v == first.kind)}', {where(first)}",
+    ]
     lines += report.nonfinite_lines(result.first_nonfinite) + [""]
     if first.kind == "loss scale":
         lines.append(f"Loss scaling: {skip_message(result[step].scales, result[step].skipped)}")
     elif first.problem is None:
         lines += report._metrics(first) + [f"Tolerance: {first.tolerance_source} ({first.tolerance})"]
     else:
-        lines.append(f"{first.problem.capitalize()}s differ: MindSpore {first.ms_shape or first.ms_dtype} vs "
-                     f"PyTorch {first.torch_shape or first.torch_dtype}")
+        lines.append(
+            f"{first.problem.capitalize()}s differ: MindSpore {first.ms_shape or first.ms_dtype} vs "
+            f"PyTorch {first.torch_shape or first.torch_dtype}"
+        )
     failing = result.failures
-    lines += ["", f"Compared tensors ({len(failing)} of {len(result.comparisons)} failed over {len(result.steps)} "
-                  "steps)"] + step_table(result) + [""]
+    lines += (
+        ["", f"Compared tensors ({len(failing)} of {len(result.comparisons)} failed over {len(result.steps)} steps)"]
+        + step_table(result)
+        + [""]
+    )
     lines += [f"Likely cause: {cause}" for cause in likely_causes]
     lines += [f"Weights: {result.weights}", f"Batches: {result.batches}"]
     lines += [f"Note: {note}" for note in result.notes]
@@ -72,8 +89,7 @@ def _scale_cell(s: TrainingStep) -> str:
         return "-"
     flag = lambda skipped: " skip" if skipped else ""  # noqa: E731
     status = "FAIL" if s.skipped[0] != s.skipped[1] else "ok"
-    return (f"{status} 2**{np.log2(s.scales[0]):g}{flag(s.skipped[0])} / 2**{np.log2(s.scales[1]):g}"
-            f"{flag(s.skipped[1])}")
+    return f"{status} 2**{np.log2(s.scales[0]):g}{flag(s.skipped[0])} / 2**{np.log2(s.scales[1]):g}{flag(s.skipped[1])}"
 
 
 def scale_causes(result: TrainingResult) -> List[str]:
@@ -89,8 +105,10 @@ def scale_note(steps: List[TrainingStep]) -> List[str]:
     differ = next((s for s in steps if s.scales is not None and s.scales[0] != s.scales[1]), None)
     if differ is None or any(s.skipped[0] != s.skipped[1] for s in steps):
         return []
-    return [f"loss scales differ from step {differ.step} (MindSpore {fmt_scale(differ.scales[0])}, PyTorch "
-            f"{fmt_scale(differ.scales[1])}), and no step overflowed on one side only"]
+    return [
+        f"loss scales differ from step {differ.step} (MindSpore {fmt_scale(differ.scales[0])}, PyTorch "
+        f"{fmt_scale(differ.scales[1])}), and no step overflowed on one side only"
+    ]
 
 
 def optimizer_likely_causes(ms_opt, torch_opt, device) -> List[str]:
@@ -122,5 +140,11 @@ def loss_causes(ms_loss, torch_loss, device, mode, labels=None) -> List[str]:
 
     if not hasattr(ms_loss, "cells_and_names"):  # a function: nothing to inspect
         return []
-    return diagnosis.likely_causes(ms_loss, torch_loss, device=device, mode=mode if mode in ("pynative", "graph")
-                                   else None, threshold=diagnosis.HIGH, labels=labels)
+    return diagnosis.likely_causes(
+        ms_loss,
+        torch_loss,
+        device=device,
+        mode=mode if mode in ("pynative", "graph") else None,
+        threshold=diagnosis.HIGH,
+        labels=labels,
+    )

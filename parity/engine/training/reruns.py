@@ -48,13 +48,20 @@ class TorchReruns:
 
         optimizer = self.optimizers.torch(module)
         scheduler = self.schedulers.torch(optimizer)
-        return tb.TrainStep(module, self.loss_fn, optimizer, accumulate=self.accumulate, clip_grad_norm=self.clip,
-                            device=self.device, cast=_dtype(cast)), scheduler
+        return tb.TrainStep(
+            module,
+            self.loss_fn,
+            optimizer,
+            accumulate=self.accumulate,
+            clip_grad_norm=self.clip,
+            device=self.device,
+            cast=_dtype(cast),
+        ), scheduler
 
     def step(self, trainer, scheduler, step, wanted, draw=None, ulps=0.0, cast=None, views=False):
         """Step ``step`` of a run (perturbed by ``draw`` and ``ulps``, or in ``cast``): its values at
         the keys ``wanted`` names."""
-        micro = self.data[step * self.accumulate:(step + 1) * self.accumulate]
+        micro = self.data[step * self.accumulate : (step + 1) * self.accumulate]
         perturb = None
         if draw is not None:
             step_seed = int(seeded_stream(self.seed, f"training-envelope:{draw}:{step}").random_raw()) >> 1
@@ -82,8 +89,9 @@ class TorchReruns:
                 wanted.setdefault(step, set()).add(key)
             if not wanted:
                 return
-            for step, found in self._run(dtype, wanted, cast=spec.cast, draw=spec.draw, ulps=spec.ulps,
-                                         views=not spec.kept):
+            for step, found in self._run(
+                dtype, wanted, cast=spec.cast, draw=spec.draw, ulps=spec.ulps, views=not spec.kept
+            ):
                 for key in wanted.get(step, ()):
                     if key in found:
                         yield (step, key), found[key]

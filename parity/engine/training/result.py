@@ -5,23 +5,40 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
-from .. import messages as report
 from ...judge.metrics import Comparison
 from ...weights.transfer import WeightReport
+from .. import messages as report
 from ..result import Steps, Verdicts
 
 __all__ = ["STAGES", "TrainingStep", "TrainingResult", "where"]
 
 # Stage -> the Comparison kind it is recorded as, in the order a step compares them.
-STAGES = {"loss": "loss", "scale": "loss scale", "grads": "param grad", "state": "optimizer state",
-          "params": "parameter", "buffers": "buffer"}
+STAGES = {
+    "loss": "loss",
+    "scale": "loss scale",
+    "grads": "param grad",
+    "state": "optimizer state",
+    "params": "parameter",
+    "buffers": "buffer",
+}
 
 
-_DIRECTIONS = {"loss": "forward", "scale": "backward", "grads": "backward", "state": "optimizer",
-               "params": "optimizer", "buffers": "forward"}
+_DIRECTIONS = {
+    "loss": "forward",
+    "scale": "backward",
+    "grads": "backward",
+    "state": "optimizer",
+    "params": "optimizer",
+    "buffers": "forward",
+}
 
-_SPOKEN = {"loss": "loss", "param grad": "gradient of parameter", "optimizer state": "optimizer state",
-           "parameter": "parameter after the update", "buffer": "running statistic"}
+_SPOKEN = {
+    "loss": "loss",
+    "param grad": "gradient of parameter",
+    "optimizer state": "optimizer state",
+    "parameter": "parameter after the update",
+    "buffer": "running statistic",
+}
 
 
 @dataclass
@@ -112,8 +129,16 @@ class TrainingResult(Steps, Verdicts):
                 if nf is not None and not nf.agree:
                     side = "mindspore" if not nf.torch_count else "torch" if not nf.ms_count else "both"
                     stage = next(k for k, v in STAGES.items() if v == c.kind)
-                    return NonFiniteOrigin(c.layer, _DIRECTIONS[stage], side, ms_layer=c.ms_name, label=c.name,
-                                           inputs_finite=not earlier, step=s.step, stage=stage)
+                    return NonFiniteOrigin(
+                        c.layer,
+                        _DIRECTIONS[stage],
+                        side,
+                        ms_layer=c.ms_name,
+                        label=c.name,
+                        inputs_finite=not earlier,
+                        step=s.step,
+                        stage=stage,
+                    )
                 earlier = earlier or nf is not None
         return None
 
@@ -125,8 +150,9 @@ class TrainingResult(Steps, Verdicts):
         if worst is not None:
             parts.append(f"worst {worst.kind} '{worst.name}' at {report.fmt(worst.margin)}x allowed")
         if self.noise_judged:
-            parts.append(f"{len(self.noise_judged)} noise-judged (beyond the tolerance, inside PyTorch's "
-                         "rounding envelope)")
+            parts.append(
+                f"{len(self.noise_judged)} noise-judged (beyond the tolerance, inside PyTorch's rounding envelope)"
+            )
         first = self.first_failure
         if first is not None:
             parts.append(f"first divergence at step {first[0]}, {where(first[1])}")

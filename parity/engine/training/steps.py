@@ -16,8 +16,16 @@ from ...weights.layouts import by_torch_name, ms_label, torch_layout
 from ..passes import buffers_of
 from .result import STAGES
 
-__all__ = ["stepped", "ms_record", "ms_launch", "ms_collect", "torch_record", "torch_arrays", "compare_modes",
-           "step_scalings"]
+__all__ = [
+    "stepped",
+    "ms_record",
+    "ms_launch",
+    "ms_collect",
+    "torch_record",
+    "torch_arrays",
+    "compare_modes",
+    "step_scalings",
+]
 
 
 # A step skipped on one side and applied on the other is a difference whatever the tolerance.
@@ -53,9 +61,15 @@ def ms_collect(trainer, launched, ms_cell, wmap, views=False) -> Dict[Tuple[str,
 
     lrs, pending = launched
     loss, grads = trainer.collect(pending)
-    return {("loss", "loss"): np.float32(loss), "grads": grads, "lr": lrs, "state": trainer.state(copy=not views),
-            "params": {p.ms: msb.read(ms_cell, p.ms, copy=not views) for p in wmap.trainable_pairs()},
-            "buffers": buffers_of(msb, ms_cell, wmap, "ms"), "scaling": trainer.scaling}
+    return {
+        ("loss", "loss"): np.float32(loss),
+        "grads": grads,
+        "lr": lrs,
+        "state": trainer.state(copy=not views),
+        "params": {p.ms: msb.read(ms_cell, p.ms, copy=not views) for p in wmap.trainable_pairs()},
+        "buffers": buffers_of(msb, ms_cell, wmap, "ms"),
+        "scaling": trainer.scaling,
+    }
 
 
 def torch_record(trainer, micro, torch_module, wmap, perturb=None, cast=None, wanted=None, views=False):
@@ -70,19 +84,30 @@ def torch_record(trainer, micro, torch_module, wmap, perturb=None, cast=None, wa
     lrs = trainer.lrs()
     if wanted is None:
         loss, grads = trainer.step(micro, perturb)
-        return {("loss", "loss"): np.float32(loss) if cast is None else np.float64(loss), "grads": grads, "lr": lrs,
-                "state": trainer.state(copy=not views),
-                "params": {p.torch: tb.read(torch_module, p.torch, copy=not views) for p in wmap.trainable_pairs()},
-                "buffers": buffers_of(tb, torch_module, wmap, "torch"), "scaling": trainer.scaling}
+        return {
+            ("loss", "loss"): np.float32(loss) if cast is None else np.float64(loss),
+            "grads": grads,
+            "lr": lrs,
+            "state": trainer.state(copy=not views),
+            "params": {p.torch: tb.read(torch_module, p.torch, copy=not views) for p in wmap.trainable_pairs()},
+            "buffers": buffers_of(tb, torch_module, wmap, "torch"),
+            "scaling": trainer.scaling,
+        }
     names = {kind: {name for k, name in wanted if k == kind} for kind in ("param grad", "parameter", "buffer")}
     loss, grads = trainer.step(micro, perturb, keep=names["param grad"])
-    state = trainer.state(only={name.rpartition(":")[0] for k, name in wanted if k == "optimizer state"},
-                          copy=not views)
+    state = trainer.state(
+        only={name.rpartition(":")[0] for k, name in wanted if k == "optimizer state"}, copy=not views
+    )
     read = functools.partial(tb.read, torch_module, copy=not views)
-    return {("loss", "loss"): np.float32(loss) if cast is None else np.float64(loss), "grads": grads, "lr": lrs,
-            "state": state, "params": {name: read(name) for name in names["parameter"]},
-            "buffers": {name: read(name) for name in names["buffer"]},
-            "scaling": trainer.scaling}
+    return {
+        ("loss", "loss"): np.float32(loss) if cast is None else np.float64(loss),
+        "grads": grads,
+        "lr": lrs,
+        "state": state,
+        "params": {name: read(name) for name in names["parameter"]},
+        "buffers": {name: read(name) for name in names["buffer"]},
+        "scaling": trainer.scaling,
+    }
 
 
 def torch_arrays(record, wmap) -> Dict[Tuple[str, str], np.ndarray]:
@@ -107,8 +132,10 @@ def compare_modes(i, ms_runs, torch_r, wmap, chain):
     seen: Dict = {}  # pair key -> (MindSpore's array, its comparison) of the first mode
     found = [_compare_step(runs[i], torch_r, wmap, chain, mode, seen) for mode, runs in ms_runs.items()]
     order = list(STAGES.values())
-    merged = sorted(((p, c) for pairs, comparisons in found for p, c in zip(pairs, comparisons)),
-                    key=lambda pc: order.index(pc[1].kind))
+    merged = sorted(
+        ((p, c) for pairs, comparisons in found for p, c in zip(pairs, comparisons)),
+        key=lambda pc: order.index(pc[1].kind),
+    )
     return [p for p, _ in merged], [c for _, c in merged]
 
 
@@ -124,20 +151,39 @@ def _compare(pair, chain, seen):
     before = seen.get(pair.key)
     if before is not None and before[0].torch is pair.torch and _same_values(before[0].ms, pair.ms):
         return dataclasses.replace(pair, ms=before[0].ms), dataclasses.replace(before[1], mode=pair.mode)
-    found = compare_pair(pair, _EXACT if pair.kind == "loss scale" else chain,
-                         check_dtype=pair.kind != "buffer" and not _master(pair))
+    found = compare_pair(
+        pair, _EXACT if pair.kind == "loss scale" else chain, check_dtype=pair.kind != "buffer" and not _master(pair)
+    )
     seen[pair.key] = (pair, found)
     return pair, found
 
 
 def _compare_step(ms_r, torch_r, wmap, chain, mode, seen):
     """The pairs and comparisons of one step, in stage order."""
-    pairs: List[ArrayPair] = [ArrayPair("loss", "loss", "loss", "loss", mode, np.asarray(ms_r[("loss", "loss")]),
-                                          np.asarray(torch_r[("loss", "loss")]))]
+    pairs: List[ArrayPair] = [
+        ArrayPair(
+            "loss",
+            "loss",
+            "loss",
+            "loss",
+            mode,
+            np.asarray(ms_r[("loss", "loss")]),
+            np.asarray(torch_r[("loss", "loss")]),
+        )
+    ]
     skipped = step_scalings(ms_r, torch_r)[1]
     if skipped is not None:  # 1 where the update was skipped (a gradient overflowed at the step's loss scale)
-        pairs.append(ArrayPair("loss scale", "update skipped", "update skipped", "update skipped", mode,
-                                np.float32(skipped[0]), np.float32(skipped[1])))
+        pairs.append(
+            ArrayPair(
+                "loss scale",
+                "update skipped",
+                "update skipped",
+                "update skipped",
+                mode,
+                np.float32(skipped[0]),
+                np.float32(skipped[1]),
+            )
+        )
     groups = by_torch_name(wmap.trainable_pairs())
     stages = {"param grad": [], "optimizer state": [], "parameter": []}
     for name, group in groups.items():
@@ -147,29 +193,76 @@ def _compare_step(ms_r, torch_r, wmap, chain, mode, seen):
         if all(h in ms_r["grads"] for h in held) and skipped != (True, True):  # both threw overflowed ones away
             torch_grad = torch_r["grads"].get(name)
             ms_grad = torch_layout(group, ms_r["grads"])
-            stages["param grad"].append(ArrayPair("param grad", name, label, name, mode, ms_grad,
-                                                   torch_grad if torch_grad is not None else np.zeros_like(ms_grad),
-                                                   layer))
+            stages["param grad"].append(
+                ArrayPair(
+                    "param grad",
+                    name,
+                    label,
+                    name,
+                    mode,
+                    ms_grad,
+                    torch_grad if torch_grad is not None else np.zeros_like(ms_grad),
+                    layer,
+                )
+            )
         ms_state = {h: ms_r["state"].get(h, {}) for h in held}
         for key, value in torch_r["state"].get(name, {}).items():
             if all(key in ms_state[h] for h in held):
                 parts = {h: np.asarray(ms_state[h][key]) for h in held}
                 ms_value = parts[held[0]] if np.ndim(value) == 0 else torch_layout(group, parts)
-                stages["optimizer state"].append(ArrayPair("optimizer state", f"{name}:{key}", f"{label}:{key}",
-                                                            f"{name}:{key}", mode, np.asarray(ms_value, np.float32)
-                                                            if np.ndim(value) == 0 else ms_value, np.asarray(value),
-                                                            layer))
+                stages["optimizer state"].append(
+                    ArrayPair(
+                        "optimizer state",
+                        f"{name}:{key}",
+                        f"{label}:{key}",
+                        f"{name}:{key}",
+                        mode,
+                        np.asarray(ms_value, np.float32) if np.ndim(value) == 0 else ms_value,
+                        np.asarray(value),
+                        layer,
+                    )
+                )
         if name in torch_r["lr"] and held[0] in ms_r["lr"]:
-            stages["optimizer state"].append(ArrayPair("optimizer state", f"{name}:lr", f"{label}:lr", f"{name}:lr",
-                                                        mode, np.float32(ms_r["lr"][held[0]]),
-                                                        np.float32(torch_r["lr"][name]), layer))
-        stages["parameter"].append(ArrayPair("parameter", name, label, name, mode, torch_layout(group, ms_r["params"]),
-                                              torch_r["params"][name], layer))
+            stages["optimizer state"].append(
+                ArrayPair(
+                    "optimizer state",
+                    f"{name}:lr",
+                    f"{label}:lr",
+                    f"{name}:lr",
+                    mode,
+                    np.float32(ms_r["lr"][held[0]]),
+                    np.float32(torch_r["lr"][name]),
+                    layer,
+                )
+            )
+        stages["parameter"].append(
+            ArrayPair(
+                "parameter",
+                name,
+                label,
+                name,
+                mode,
+                torch_layout(group, ms_r["params"]),
+                torch_r["params"][name],
+                layer,
+            )
+        )
     for kind in ("param grad", "optimizer state", "parameter"):
         pairs += stages[kind]
     groups = by_torch_name(p for p in wmap.pairs if not p.trainable)
-    pairs += [ArrayPair("buffer", name, ms_label(g), name, mode, ms_r["buffers"][name], torch_r["buffers"][name],
-                         name.rpartition(".")[0]) for name, g in groups.items()]
+    pairs += [
+        ArrayPair(
+            "buffer",
+            name,
+            ms_label(g),
+            name,
+            mode,
+            ms_r["buffers"][name],
+            torch_r["buffers"][name],
+            name.rpartition(".")[0],
+        )
+        for name, g in groups.items()
+    ]
     compared = [_compare(p, chain, seen) for p in pairs]
     return [p for p, _ in compared], [c for _, c in compared]
 

@@ -23,12 +23,12 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ...backends import Slot, framework_of
-from .report import ConversionError, ConversionReport, Key, keys
 from ... import files
+from ...backends import Slot, framework_of
 from ...errors import ParityInternalError, ParityUsageError
 from ...weights.pairing import Unmapped
 from ...weights.transfer import NOT_PERSISTENT, WeightMap, copy_weights, map_weights
+from .report import ConversionError, ConversionReport, Key, keys
 
 __all__ = ["convert_checkpoint", "ConversionReport", "ConversionError", "Key", "state_slots", "load_name_map"]
 
@@ -59,10 +59,19 @@ def state_slots(arrays: Dict[str, np.ndarray], framework: str, tied=()) -> List[
         by_layer.setdefault(layer, {})[leaf] = array
     alias_of = {alias: names[0] for names in tied for alias in names[1:]}
     aliases = {names[0]: tuple(names[1:]) for names in tied}
-    return [Slot(name, tuple(array.shape), str(array.dtype), name.rpartition(".")[2] not in _NOT_TRAINABLE,
-                 name.rpartition(".")[0], _layer_type(by_layer[name.rpartition(".")[0]], framework),
-                 aliases=aliases.get(name, ()))
-            for name, array in arrays.items() if name not in alias_of]
+    return [
+        Slot(
+            name,
+            tuple(array.shape),
+            str(array.dtype),
+            name.rpartition(".")[2] not in _NOT_TRAINABLE,
+            name.rpartition(".")[0],
+            _layer_type(by_layer[name.rpartition(".")[0]], framework),
+            aliases=aliases.get(name, ()),
+        )
+        for name, array in arrays.items()
+        if name not in alias_of
+    ]
 
 
 def _layer_type(leaves: Dict[str, np.ndarray], framework: str) -> str:
@@ -126,8 +135,9 @@ def _layout(value, where: str):
             return layouts.reshape(value["reshape"])
         except (TypeError, ValueError) as exc:
             raise ParityUsageError(f"{where}: {exc}") from None
-    raise ParityUsageError(f"{where}: a value is a MindSpore name, or a table with one of fuse, transpose, "
-                           f"reshape; got {value!r}")
+    raise ParityUsageError(
+        f"{where}: a value is a MindSpore name, or a table with one of fuse, transpose, reshape; got {value!r}"
+    )
 
 
 # -- mapping ---------------------------------------------------------------------------------------
@@ -151,8 +161,7 @@ def _map(ms_slots: List[Slot], torch_slots: List[Slot], name_map):
             if isinstance(name_map, dict):
                 name_map = {k: v for k, v in name_map.items() if k not in drop_torch and v not in drop_ms}
             elif isinstance(name_map, (list, tuple)):  # a rule whose names all left has nothing to do now
-                name_map = [rule for rule in name_map
-                            if any(re.search(rule[0], s.name) for s in torch_slots)] or None
+                name_map = [rule for rule in name_map if any(re.search(rule[0], s.name) for s in torch_slots)] or None
     raise ParityInternalError("the weight map kept failing on fewer and fewer tensors")
 
 
@@ -167,8 +176,10 @@ def _check_paths(src, dst, target: str) -> Tuple[Path, Optional[Path]]:
         other = "a PyTorch Module (--module)" if target == "mindspore" else "a MindSpore Cell (--cell)"
         known = src.suffix in TORCH_SUFFIXES + MS_SUFFIXES
         hint = f"; to convert a {_LABEL[target]} checkpoint, give {other}" if known else ""
-        raise ParityUsageError(f"{src}: a {_LABEL[src_framework]} checkpoint for a {_LABEL[target]} model must end "
-                               f"with one of {', '.join(wanted)}; the suffix picks the format{hint}")
+        raise ParityUsageError(
+            f"{src}: a {_LABEL[src_framework]} checkpoint for a {_LABEL[target]} model must end "
+            f"with one of {', '.join(wanted)}; the suffix picks the format{hint}"
+        )
     if not src.exists():
         raise ParityUsageError(f"{src}: no such file")
     if files.regular_size(src, "convert: source") == 0:
@@ -178,15 +189,18 @@ def _check_paths(src, dst, target: str) -> Tuple[Path, Optional[Path]]:
     dst = Path(dst)
     wanted = MS_SUFFIXES if target == "mindspore" else TORCH_SUFFIXES
     if dst.suffix not in wanted:
-        raise ParityUsageError(f"{dst}: a {_LABEL[target]} checkpoint must end with one of {', '.join(wanted)}; "
-                               "the suffix picks the format")
+        raise ParityUsageError(
+            f"{dst}: a {_LABEL[target]} checkpoint must end with one of {', '.join(wanted)}; "
+            "the suffix picks the format"
+        )
     if dst.resolve() == src.resolve():
         raise ParityUsageError(f"{dst}: the destination is the source; give another file")
     return src, dst
 
 
-def convert_checkpoint(src, model, dst=None, *, name_map=None, allow_missing: bool = False, allow_cast: bool = False,
-                       force: bool = False) -> ConversionReport:
+def convert_checkpoint(
+    src, model, dst=None, *, name_map=None, allow_missing: bool = False, allow_cast: bool = False, force: bool = False
+) -> ConversionReport:
     """Convert the checkpoint ``src`` for ``model`` and write it to ``dst``; see :mod:`parity.tools.convert.checkpoint`.
 
     ``model`` is a MindSpore Cell (``src`` a PyTorch state dict: ``.pth``, ``.pt``, ``.bin``,
@@ -201,14 +215,16 @@ def convert_checkpoint(src, model, dst=None, *, name_map=None, allow_missing: bo
     """
     target = framework_of(model)
     if not target:
-        raise ParityUsageError(f"convert_checkpoint needs a mindspore.nn.Cell or a torch.nn.Module, "
-                               f"got {type(model).__qualname__}")
+        raise ParityUsageError(
+            f"convert_checkpoint needs a mindspore.nn.Cell or a torch.nn.Module, got {type(model).__qualname__}"
+        )
     src, dst = _check_paths(src, dst, target)
     if dst is not None:
         files.check_destination(dst, "convert: destination", force=force)
     if isinstance(name_map, (str, os.PathLike)):
         name_map = load_name_map(name_map)
-    from ...backends import mindspore as msb, torch as tb
+    from ...backends import mindspore as msb
+    from ...backends import torch as tb
 
     backend = msb if target == "mindspore" else tb
     arrays, tied, notes = _read(src, "torch" if target == "mindspore" else "mindspore")
@@ -220,11 +236,22 @@ def convert_checkpoint(src, model, dst=None, *, name_map=None, allow_missing: bo
     left_model, left_source = (left_ms, left_torch) if to_ms else (left_torch, left_ms)
     direction = "PyTorch -> MindSpore" if to_ms else "MindSpore -> PyTorch"
     report = ConversionReport(
-        str(src), str(dst) if dst else type(model).__name__, direction, type(model).__name__, wmap,
-        missing=keys(left_model, left_source), unexpected=keys(left_source, left_model),
-        mismatched=[(Key(t.name, t.shape, t.dtype), Key(m.name, m.shape, m.dtype)) if to_ms else
-                    (Key(m.name, m.shape, m.dtype), Key(t.name, t.shape, t.dtype)) for m, t in conflicts],
-        dropped=[(name, _dropped(reason, to_ms)) for name, reason in wmap.ignored], notes=notes)
+        str(src),
+        str(dst) if dst else type(model).__name__,
+        direction,
+        type(model).__name__,
+        wmap,
+        missing=keys(left_model, left_source),
+        unexpected=keys(left_source, left_model),
+        mismatched=[
+            (Key(t.name, t.shape, t.dtype), Key(m.name, m.shape, m.dtype))
+            if to_ms
+            else (Key(m.name, m.shape, m.dtype), Key(t.name, t.shape, t.dtype))
+            for m, t in conflicts
+        ],
+        dropped=[(name, _dropped(reason, to_ms)) for name, reason in wmap.ignored],
+        notes=notes,
+    )
     if not report.complete and not allow_missing:
         raise ConversionError(str(report), report)
     expected = _convert(wmap, arrays, target_slots, to_ms, report, allow_cast)
@@ -246,8 +273,9 @@ def _dropped(reason: str, to_ms: bool) -> str:
     return f"written as the Module holds them ({reason})"
 
 
-def _convert(wmap: WeightMap, arrays, target_slots: List[Slot], to_ms: bool, report,
-             allow_cast: bool = False) -> Dict[str, np.ndarray]:
+def _convert(
+    wmap: WeightMap, arrays, target_slots: List[Slot], to_ms: bool, report, allow_cast: bool = False
+) -> Dict[str, np.ndarray]:
     """The model's tensors as the map lays the source's out, in the model's dtypes. A cast that
     loses values (see :func:`cast_loss`) is refused unless ``allow_cast``, before anything is written."""
     names = {p.ms if to_ms else p.torch for p in wmap.pairs}
@@ -257,8 +285,10 @@ def _convert(wmap: WeightMap, arrays, target_slots: List[Slot], to_ms: bool, rep
             try:
                 expected[slot.name] = np.zeros(slot.shape, np.dtype(slot.dtype))
             except TypeError:
-                raise ParityUsageError(f"{slot.name}: the model holds it as {slot.dtype}, which numpy cannot hold; "
-                                       "convert the model to float32 first") from None
+                raise ParityUsageError(
+                    f"{slot.name}: the model holds it as {slot.dtype}, which numpy cannot hold; "
+                    "convert the model to float32 first"
+                ) from None
     seen = set()
     for pair in wmap.pairs:
         name = pair.torch if to_ms else pair.ms
@@ -273,11 +303,20 @@ def _convert(wmap: WeightMap, arrays, target_slots: List[Slot], to_ms: bool, rep
                 report.cast_notes.append((name, kind, f"{source.dtype} -> {dtype}: {what}"))
     lossy = [(name, what) for name, kind, what in report.cast_notes if kind == "lossy"]
     if lossy and not allow_cast:
-        raise ConversionError("\n".join(
-            [f"Nothing was written: {len(lossy)} tensor{'' if len(lossy) == 1 else 's'} of {report.source} would lose "
-             f"values in the cast to {report.model}'s dtypes:"] + [f"  {name} {what}" for name, what in lossy]
-            + ["Convert the model to the checkpoint's dtypes, or pass --allow-cast (allow_cast=True) to write "
-               "them anyway; the report then lists what was lost."]), report)
+        raise ConversionError(
+            "\n".join(
+                [
+                    f"Nothing was written: {len(lossy)} tensor{'' if len(lossy) == 1 else 's'} of {report.source} would lose "
+                    f"values in the cast to {report.model}'s dtypes:"
+                ]
+                + [f"  {name} {what}" for name, what in lossy]
+                + [
+                    "Convert the model to the checkpoint's dtypes, or pass --allow-cast (allow_cast=True) to write "
+                    "them anyway; the report then lists what was lost."
+                ]
+            ),
+            report,
+        )
     with np.errstate(all="ignore"):  # what a cast loses was measured above, and refused or allowed
         copy_weights(wmap, arrays, expected, to_torch=not to_ms)
     return expected
@@ -291,8 +330,10 @@ def cast_loss(source: np.ndarray, dtype: np.dtype) -> Tuple[str, str]:
     src, dtype = source.dtype, np.dtype(dtype)
     numeric = lambda d: "integer" if d.kind in "biu" else "complex" if d.kind == "c" else "floating-point"  # noqa: E731
     if numeric(src) != numeric(dtype):
-        return "lossy", (f"a cast of {numeric(src)} values into a {numeric(dtype)} tensor; the values are not "
-                         f"the model's {numeric(dtype)} weights")
+        return "lossy", (
+            f"a cast of {numeric(src)} values into a {numeric(dtype)} tensor; the values are not "
+            f"the model's {numeric(dtype)} weights"
+        )
     total = source.size
     with np.errstate(all="ignore"):
         cast = source.astype(dtype)
@@ -309,8 +350,10 @@ def cast_loss(source: np.ndarray, dtype: np.dtype) -> Tuple[str, str]:
         parts = []
         if overflow:
             largest, limit = float(np.max(np.abs(source[finite]))), float(np.finfo(dtype).max)
-            parts.append(f"{overflow} of {total} finite values become Inf (largest magnitude {largest:.3g}, "
-                         f"{dtype}'s largest {limit:.3g})")
+            parts.append(
+                f"{overflow} of {total} finite values become Inf (largest magnitude {largest:.3g}, "
+                f"{dtype}'s largest {limit:.3g})"
+            )
         if flushed:
             parts.append(f"{flushed} of {total} non-zero values become 0")
         return "lossy", "; ".join(parts)
@@ -320,12 +363,15 @@ def cast_loss(source: np.ndarray, dtype: np.dtype) -> Tuple[str, str]:
         return "exact", ""
     with np.errstate(all="ignore"):
         relative = np.abs((back[changed] - source[changed]) / source[changed]).astype(np.float64)
-    return "rounded", (f"{count} of {total} values rounded to {dtype}'s precision (largest relative change "
-                       f"{float(np.max(relative)):.2g})")
+    return "rounded", (
+        f"{count} of {total} values rounded to {dtype}'s precision (largest relative change "
+        f"{float(np.max(relative)):.2g})"
+    )
 
 
-def _write(expected: Dict[str, np.ndarray], model, dst: Path, target: str, report: ConversionReport,
-           force: bool = False) -> None:
+def _write(
+    expected: Dict[str, np.ndarray], model, dst: Path, target: str, report: ConversionReport, force: bool = False
+) -> None:
     """Write ``expected`` in a private folder beside ``dst`` (:func:`parity.files.private_folder`),
     reload it into ``model``, check what loaded, then move it into place: a file that reaches ``dst``
     is complete and has loaded once. A crash leaves ``dst`` as it was; the folder goes with the
@@ -345,8 +391,10 @@ def _write(expected: Dict[str, np.ndarray], model, dst: Path, target: str, repor
             not_loaded, unused = checkpoints.load_state_into(model, str(temporary))
             missing = set(checkpoints.state_keys(model)) - set(state)
         if set(not_loaded) != missing or unused:
-            raise ParityInternalError(f"reloading {temporary} into {type(model).__name__}: not loaded "
-                                      f"{sorted(set(not_loaded) ^ missing)}, unused {unused}")
+            raise ParityInternalError(
+                f"reloading {temporary} into {type(model).__name__}: not loaded "
+                f"{sorted(set(not_loaded) ^ missing)}, unused {unused}"
+            )
         files.publish(temporary, dst, "convert: destination")
         report.written = True
 
@@ -355,7 +403,8 @@ def _torch_state(expected: Dict[str, np.ndarray], module, report: ConversionRepo
     """The state dict to write: every key of ``module.state_dict()`` converted (tied weights under
     each name), and the PyTorch-only counters as the Module holds them, so that
     ``load_state_dict(strict=True)`` takes it."""
-    from ...backends import checkpoints, torch as tb
+    from ...backends import checkpoints
+    from ...backends import torch as tb
 
     primary = {}
     for slot in tb.slots(module):
@@ -377,8 +426,10 @@ def _verify(model, backend, expected: Dict[str, np.ndarray], report: ConversionR
     for name, value in expected.items():
         landed = backend.read(model, name)
         if landed.dtype != value.dtype or landed.shape != value.shape or landed.tobytes() != value.tobytes():
-            raise ParityInternalError(f"{name}: the value {type(model).__name__} holds after loading differs from "
-                                      f"the converted one ({landed.dtype}{landed.shape} vs {value.dtype}{value.shape})")
+            raise ParityInternalError(
+                f"{name}: the value {type(model).__name__} holds after loading differs from "
+                f"the converted one ({landed.dtype}{landed.shape} vs {value.dtype}{value.shape})"
+            )
         report.verified += 1
 
 
@@ -416,7 +467,14 @@ def run_command(args) -> int:
     else:
         model = build_model(args.module, "--module", "torch")
     name_map = load_name_map(args.name_map) if args.name_map else None
-    report = convert_checkpoint(args.src, model, args.dst, name_map=name_map, allow_missing=args.allow_missing,
-                                allow_cast=args.allow_cast, force=args.force)
+    report = convert_checkpoint(
+        args.src,
+        model,
+        args.dst,
+        name_map=name_map,
+        allow_missing=args.allow_missing,
+        allow_cast=args.allow_cast,
+        force=args.force,
+    )
     print(report, flush=True)
     return 0

@@ -84,9 +84,15 @@ class ConversionReport:
         if self.verified:
             where = f"after reloading {self.target} into {self.model}" if self.written else f"in {self.model}"
             lossy = self.lossy
-            lines.append(f"{self.verified - lossy}/{self.converted} tensors converted and verified bit-identical "
-                         f"{where}" + (f"; {lossy} more cast with loss (allow_cast) and verified only as cast: not the "
-                            "source's values" if lossy else ""))
+            lines.append(
+                f"{self.verified - lossy}/{self.converted} tensors converted and verified bit-identical "
+                f"{where}"
+                + (
+                    f"; {lossy} more cast with loss (allow_cast) and verified only as cast: not the source's values"
+                    if lossy
+                    else ""
+                )
+            )
         counts: Dict[str, int] = {}
         for pair in self.map.pairs:
             counts[pair.how] = counts.get(pair.how, 0) + 1
@@ -115,10 +121,13 @@ class ConversionReport:
         if self.complete:
             return []
         if self.verified:
-            return [f"Converted without them (allow_missing): the tensors of {self.model} not converted keep "
-                    "their values"]
-        return ["Nothing was converted: every tensor must be accounted for. Give a name map (--name-map FILE, "
-                "PyTorch names to MindSpore names) or pass --allow-missing (allow_missing=True) to convert the rest."]
+            return [
+                f"Converted without them (allow_missing): the tensors of {self.model} not converted keep their values"
+            ]
+        return [
+            "Nothing was converted: every tensor must be accounted for. Give a name map (--name-map FILE, "
+            "PyTorch names to MindSpore names) or pass --allow-missing (allow_missing=True) to convert the rest."
+        ]
 
     def _details(self) -> List[str]:
         lines = []
@@ -137,10 +146,12 @@ class ConversionReport:
             lines.append("Paired by definition order (the names differ; check them):")
             lines += [f"  {p.torch} -> {p.ms}" for p in aligned]
         if self.casts:
-            lines.append("Cast to the model's dtype: " + ", ".join(
-                f"{n} {src} -> {dst}" for (src, dst), n in self.casts.items()))
-            lines += [f"  {'LOST' if kind == 'lossy' else 'rounded'}: {name} {what}"
-                      for name, kind, what in self.cast_notes]
+            lines.append(
+                "Cast to the model's dtype: " + ", ".join(f"{n} {src} -> {dst}" for (src, dst), n in self.casts.items())
+            )
+            lines += [
+                f"  {'LOST' if kind == 'lossy' else 'rounded'}: {name} {what}" for name, kind, what in self.cast_notes
+            ]
         lines += [f"Note: {note}" for note in self.notes]
         return lines
 

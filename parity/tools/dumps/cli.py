@@ -19,23 +19,33 @@ __all__ = ["add_parser", "main", "load_tolerance"]
 
 def add_parser(commands) -> None:
     command = commands.add_parser(
-        "compare-dumps", help="compare two folders (or files) of saved tensors, or two msprobe statistics dumps",
+        "compare-dumps",
+        help="compare two folders (or files) of saved tensors, or two msprobe statistics dumps",
         description="Pair the tensors saved under A and B by name as parity's checks pair weights (known "
         "renames, a name map, fused tensors, then order by kind and shape) and compare each pair with the "
         "checks' metrics and tolerances. Folders of .npy/.npz files (TroubleShooter's and msprobe's dumps too), "
         "MindSpore .ckpt, PyTorch .pth/.pt/.bin and .safetensors files, or one such file on each side. msprobe's "
         "statistics and md5 dumps (dump.json) are compared node by node by their statistics, which can prove a "
         "difference but never equality; checksums prove bit identity. "
-        "Exit status: 0 all paired tensors agree, 1 some differ, 2 a usage error.")
+        "Exit status: 0 all paired tensors agree, 1 some differ, 2 a usage error.",
+    )
     command.add_argument("a", metavar="A", help="a folder or file of saved tensors")
     command.add_argument("b", metavar="B", help="the folder or file to compare it with")
     command.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    command.add_argument("--name-map", metavar="FILE", default=None,
-                         help="pairs the automatic rules miss: .csv (A name, B name; TroubleShooter's "
-                         "ts_api_mapping.csv as is), .json (such pairs, or a table) or .toml (name = name)")
-    command.add_argument("--tolerance", metavar="FILE", default=None,
-                         help="a .toml or .json file: rtol and atol, or name globs each with rtol and atol "
-                         "('*' for the rest); tensors it does not name keep their dtype's default")
+    command.add_argument(
+        "--name-map",
+        metavar="FILE",
+        default=None,
+        help="pairs the automatic rules miss: .csv (A name, B name; TroubleShooter's "
+        "ts_api_mapping.csv as is), .json (such pairs, or a table) or .toml (name = name)",
+    )
+    command.add_argument(
+        "--tolerance",
+        metavar="FILE",
+        default=None,
+        help="a .toml or .json file: rtol and atol, or name globs each with rtol and atol "
+        "('*' for the rest); tensors it does not name keep their dtype's default",
+    )
 
 
 def load_tolerance(path) -> ToleranceSpec:

@@ -25,16 +25,15 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from ...judge.metrics import Comparison
+from ...errors import ParityUsageError
+from ...judge.metrics import ArrayPair, Comparison, compare_pair
+from ...judge.tolerance import ToleranceSpec, check_globs_used
+from ...weights.layouts import by_torch_name, torch_layout
 from ..convert.checkpoint import _map, state_slots
 from ..convert.report import Key, keys
 from .files import Side, read_side
 from .names import LAYOUTS, entries_of, load_pairs
 from .summaries import is_summary_dump
-from ...errors import ParityUsageError
-from ...weights.layouts import by_torch_name, torch_layout
-from ...judge.metrics import ArrayPair, compare_pair
-from ...judge.tolerance import ToleranceSpec, check_globs_used
 
 __all__ = ["compare_dumps", "DumpComparison", "DumpSide", "TensorRow", "load_pairs"]
 
@@ -148,8 +147,10 @@ def compare_dumps(a, b, *, name_map=None, tolerance=None) -> DumpComparison:
         spec = ToleranceSpec.parse(tolerance, source="compare_dumps(tolerance=...)")
     if is_summary_dump(a) or is_summary_dump(b):
         if name_map is not None:
-            raise ParityUsageError("a name map pairs saved tensors; msprobe's statistics and md5 dumps pair their "
-                                   "nodes by module path, direction and call")
+            raise ParityUsageError(
+                "a name map pairs saved tensors; msprobe's statistics and md5 dumps pair their "
+                "nodes by module path, direction and call"
+            )
         from .statistics import compare_summaries
 
         return compare_summaries(a, b, tolerance=spec)
@@ -165,31 +166,56 @@ def compare_dumps(a, b, *, name_map=None, tolerance=None) -> DumpComparison:
     mapping = {(x if ref_is_a else y): (y if ref_is_a else x) for x, y in entries}
     if isinstance(name_map, dict):
         mapping.update({k: v for k, v in name_map.items() if isinstance(v, LAYOUTS)})
-    wmap, conflicts, left_other, left_ref = _map(state_slots(other.arrays, "mindspore", other.tied),
-                                                 state_slots(ref.arrays, "torch", ref.tied), mapping or None)
+    wmap, conflicts, left_other, left_ref = _map(
+        state_slots(other.arrays, "mindspore", other.tied), state_slots(ref.arrays, "torch", ref.tied), mapping or None
+    )
     rows = _rows(wmap, conflicts, ref, other, ref_is_a, spec)
     left_a, left_b = (left_ref, left_other) if ref_is_a else (left_other, left_ref)
     result = DumpComparison(
-        _summary(side_a), _summary(side_b), "A" if ref_is_a else "B", reason, rows,
-        unpaired_a=keys(left_a, left_b), unpaired_b=keys(left_b, left_a),
+        _summary(side_a),
+        _summary(side_b),
+        "A" if ref_is_a else "B",
+        reason,
+        rows,
+        unpaired_a=keys(left_a, left_b),
+        unpaired_b=keys(left_b, left_a),
         not_compared=[(s.label, n, r) for s in (side_a, side_b) for n, r in s.skipped]
         + [(ref.label, n, r) for n, r in wmap.ignored],
-        notes=notes + ["Judged by tolerance only: two sets of saved tensors hold no model to run, so there is "
-                       "no rounding envelope (parity.check's noise judge)"])
+        notes=notes
+        + [
+            "Judged by tolerance only: two sets of saved tensors hold no model to run, so there is "
+            "no rounding envelope (parity.check's noise judge)"
+        ],
+    )
     result.suggestions = _suggestions(result.unpaired_a, result.unpaired_b)
     if not rows:
         from .report import unpaired_lines
 
-        raise ParityUsageError("\n".join([f"Nothing paired: A has {len(side_a.arrays)} tensors and B "
-                                          f"{len(side_b.arrays)}, and none pair by name, known rename, name map "
-                                          "or order by kind and shape."] + unpaired_lines(result)))
+        raise ParityUsageError(
+            "\n".join(
+                [
+                    f"Nothing paired: A has {len(side_a.arrays)} tensors and B "
+                    f"{len(side_b.arrays)}, and none pair by name, known rename, name map "
+                    "or order by kind and shape."
+                ]
+                + unpaired_lines(result)
+            )
+        )
     check_globs_used(spec, [n for row in rows for n in (row.a, row.b)])
     return result
 
 
 def _summary(side: Side) -> DumpSide:
-    return DumpSide(side.label, side.path, side.layout, side.framework, side.order, len(side.arrays),
-                    side.describe(), tuple(side.notes))
+    return DumpSide(
+        side.label,
+        side.path,
+        side.layout,
+        side.framework,
+        side.order,
+        len(side.arrays),
+        side.describe(),
+        tuple(side.notes),
+    )
 
 
 def _reference(a: Side, b: Side) -> Tuple[bool, str]:
@@ -244,6 +270,11 @@ def _suggestions(unpaired_a: List[Key], unpaired_b: List[Key]) -> List[str]:
     lines = []
     for key in unpaired_a:
         other = by_name.get(key.near[0][0]) if key.near else None
-        if other and other.near and other.near[0][0] == key.name and int(np.prod(other.shape)) == int(np.prod(key.shape)):
+        if (
+            other
+            and other.near
+            and other.near[0][0] == key.name
+            and int(np.prod(other.shape)) == int(np.prod(key.shape))
+        ):
             lines.append(f"{json.dumps(key.name)} = {json.dumps(other.name)}")
     return lines

@@ -97,12 +97,18 @@ def read_side(path, label: str) -> Side:
 
 def _file_side(path: Path, label: str) -> Side:
     if path.suffix not in TENSOR_SUFFIXES:
-        raise ParityUsageError(f"{label} {path}: not a tensor file; give a folder or a file ending with one of "
-                               f"{', '.join(TENSOR_SUFFIXES)}")
+        raise ParityUsageError(
+            f"{label} {path}: not a tensor file; give a folder or a file ending with one of "
+            f"{', '.join(TENSOR_SUFFIXES)}"
+        )
     arrays, tied, notes, framework = _read_file(path, label)
     arrays = {path.stem if key == "" else key: value for key, value in arrays.items()}
-    layout = {".npy": "npy file", ".npz": "npz archive", ".ckpt": "MindSpore checkpoint",
-              ".safetensors": "safetensors file"}.get(path.suffix, "PyTorch state dict")
+    layout = {
+        ".npy": "npy file",
+        ".npz": "npz archive",
+        ".ckpt": "MindSpore checkpoint",
+        ".safetensors": "safetensors file",
+    }.get(path.suffix, "PyTorch state dict")
     return _numbers(Side(label, str(path), layout, framework, "in the order stored", arrays, tied=tied, notes=notes))
 
 
@@ -213,8 +219,9 @@ def _tensor_folder(root: Path, label: str) -> Path:
     if not found:
         raise ParityUsageError(f"{label} {root}: no tensor files ({', '.join(TENSOR_SUFFIXES)}) in it or below it")
     shown = ", ".join(str(p.relative_to(root)) for p in found[:5]) + (" ..." if len(found) > 5 else "")
-    raise ParityUsageError(f"{label} {root}: {len(found)} folders below it hold tensor files ({shown}); "
-                           "give one of them")
+    raise ParityUsageError(
+        f"{label} {root}: {len(found)} folders below it hold tensor files ({shown}); give one of them"
+    )
 
 
 def _folder_side(root: Path, label: str) -> Side:
@@ -228,8 +235,9 @@ def _folder_side(root: Path, label: str) -> Side:
         rename = {key: _name(path, key, len(found)) for key in content}
         for key, value in content.items():
             if rename[key] in arrays:
-                raise ParityUsageError(f"{label} {folder}: two tensors are named {rename[key]!r}; "
-                                       f"rename one of the files")
+                raise ParityUsageError(
+                    f"{label} {folder}: two tensors are named {rename[key]!r}; rename one of the files"
+                )
             arrays[rename[key]] = value
         tied += [tuple(rename[k] for k in group) for group in file_tied]
         notes += [f"{path.name}: {note}" for note in file_notes]
@@ -239,8 +247,11 @@ def _folder_side(root: Path, label: str) -> Side:
     arrays, order = _ordered(arrays, found, listed, source, notes)
     others = sorted(p.name for p in folder.iterdir() if p.suffix not in TENSOR_SUFFIXES and _regular(p))
     if others:
-        notes.append(f"{len(others)} files in {folder.name} hold no tensors and were not read: "
-                     + ", ".join(others[:3]) + (" ..." if len(others) > 3 else ""))
+        notes.append(
+            f"{len(others)} files in {folder.name} hold no tensors and were not read: "
+            + ", ".join(others[:3])
+            + (" ..." if len(others) > 3 else "")
+        )
     below = str(folder.relative_to(root)) if folder != root else ""
     return _numbers(Side(label, str(root), layout, framework, order, arrays, folder=below, tied=tied, notes=notes))
 
@@ -261,8 +272,12 @@ def _dump_layout(folder: Path) -> Tuple[str, str, Optional[List[str]], str]:
     if folder.name == "dump_tensor_data" and record.is_file():
         data = _json(record)
         framework = _FRAMEWORK.get(str(data.get("framework", "")).lower(), "") if isinstance(data, dict) else ""
-        return "msprobe dump", framework, [Path(n).stem if Path(n).suffix in TENSOR_SUFFIXES else n
-                                          for n in _data_names(data)], record.name
+        return (
+            "msprobe dump",
+            framework,
+            [Path(n).stem if Path(n).suffix in TENSOR_SUFFIXES else n for n in _data_names(data)],
+            record.name,
+        )
     return "folder", "", None, ""
 
 
@@ -311,8 +326,11 @@ def _ordered(arrays: Dict[str, np.ndarray], found: List[Path], listed, source: s
             position.setdefault(name, len(position))
         unlisted = [n for n in arrays if n not in position]
         if unlisted:
-            notes.append(f"{len(unlisted)} tensors are not in {source} and come after those it lists, by name: "
-                         + ", ".join(unlisted[:3]) + (" ..." if len(unlisted) > 3 else ""))
+            notes.append(
+                f"{len(unlisted)} tensors are not in {source} and come after those it lists, by name: "
+                + ", ".join(unlisted[:3])
+                + (" ..." if len(unlisted) > 3 else "")
+            )
         ordered = sorted(arrays, key=lambda n: (n not in position, position.get(n, 0), natural_key(n)))
         return {n: arrays[n] for n in ordered}, f"in the order of {source}"
     if found and all(_NUMBERED.match(p.name) for p in found):

@@ -18,11 +18,11 @@ import json
 from pathlib import Path
 from typing import List, Tuple
 
-from ..convert.checkpoint import load_name_map
-from .files import Side
 from ... import files
 from ...errors import ParityUsageError
 from ...weights.layouts import Fuse, Reshape, Transpose
+from ..convert.checkpoint import load_name_map
+from .files import Side
 
 __all__ = ["LAYOUTS", "load_pairs", "entries_of"]
 
@@ -88,8 +88,10 @@ def entries_of(name_map, a: Side, b: Side) -> Tuple[List[Tuple[str, str]], List[
                 raise ParityUsageError(f"{where}: a list holds (A name, B name) pairs, got {entry!r}")
             pairs += _cells(str(entry[0]), str(entry[1]))
     else:
-        raise ParityUsageError("name_map must be a dict, a list of (A name, B name) pairs or a file path, "
-                               f"got {type(name_map).__qualname__}")
+        raise ParityUsageError(
+            "name_map must be a dict, a list of (A name, B name) pairs or a file path, "
+            f"got {type(name_map).__qualname__}"
+        )
     return _expand(pairs, a, b, where, strict=tables)
 
 
@@ -137,14 +139,18 @@ def _expand(pairs, a: Side, b: Side, where: str, *, strict: bool) -> Tuple[List[
             found += pairs_found
         elif strict or in_a or in_b:
             side, name = (a, x) if not in_a else (b, y)
-            raise ParityUsageError(f"{where}: {name!r} names no tensor of {side.label} ({side.path})"
-                                   + _near(name, side))
+            raise ParityUsageError(
+                f"{where}: {name!r} names no tensor of {side.label} ({side.path})" + _near(name, side)
+            )
         elif index > 0:
             unmatched.append(f"{x} = {y}")
     notes = []
     if unmatched:
-        notes.append(f"{where}: {len(unmatched)} entries name no tensor on either side: "
-                     + ", ".join(unmatched[:3]) + (" ..." if len(unmatched) > 3 else ""))
+        notes.append(
+            f"{where}: {len(unmatched)} entries name no tensor on either side: "
+            + ", ".join(unmatched[:3])
+            + (" ..." if len(unmatched) > 3 else "")
+        )
     return found, notes
 
 
@@ -153,7 +159,7 @@ def _aligned(x: str, y: str, in_a: List[str], b: Side) -> List[Tuple[str, str]]:
     rest under ``y``, where B has it."""
     if in_a == [x]:
         return [(x, y)] if y in b.arrays else []
-    return [(n, y + n[len(x):]) for n in in_a if y + n[len(x):] in b.arrays]
+    return [(n, y + n[len(x) :]) for n in in_a if y + n[len(x) :] in b.arrays]
 
 
 def _near(name: str, side: Side) -> str:

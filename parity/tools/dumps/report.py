@@ -19,9 +19,14 @@ def _n(count: int, noun: str) -> str:
 
 def text(result) -> str:
     """The headline, the table in execution order, the first mismatch's figures, and what did not pair."""
-    lines = [f"A: {result.a.description}", f"B: {result.b.description}",
-             f"Reference: {result.reference} ({result.reference_reason}): relative differences are taken "
-             "against its values, and its dtype picks the default tolerance", _verdict(result), ""]
+    lines = [
+        f"A: {result.a.description}",
+        f"B: {result.b.description}",
+        f"Reference: {result.reference} ({result.reference_reason}): relative differences are taken "
+        "against its values, and its dtype picks the default tolerance",
+        _verdict(result),
+        "",
+    ]
     lines += _table(result)
     first = result.first_mismatch
     if first is not None:
@@ -42,8 +47,10 @@ def _verdict(result) -> str:
     if not failures:
         return f"ok: {'all ' if len(rows) > 1 else ''}{_n(len(rows), 'paired tensor')} within tolerance{tail}"
     first = result.first_mismatch
-    return (f"FAIL: {len(failures)} of {_n(len(rows), 'paired tensor')} differ; first mismatch at A {first.a!r} "
-            f"vs B {first.b!r}{tail}")
+    return (
+        f"FAIL: {len(failures)} of {_n(len(rows), 'paired tensor')} differ; first mismatch at A {first.a!r} "
+        f"vs B {first.b!r}{tail}"
+    )
 
 
 def _status(c) -> str:
@@ -78,13 +85,15 @@ def _figures(row) -> List[str]:
     if c.problem == "shape":
         return [f"Shapes differ: A {row.shape('A')} vs B {row.shape('B')}"]
     t = c.tolerance
-    lines = [f"Mismatched elements: {c.mismatched} / {c.total} ({100.0 * c.mismatched / max(c.total, 1):.1f}%)",
-             f"Greatest absolute difference: {fmt(c.max_abs)} at index {tuple(c.max_abs_index)} "
-             f"(up to {fmt(t.atol)} allowed)",
-             f"Greatest relative difference: {fmt(c.max_rel)} at index {tuple(c.max_rel_index)} "
-             f"(up to {fmt(t.rtol)} allowed)",
-             f"Cosine similarity: {c.cosine:.6f}",
-             f"Tolerance: {c.tolerance_source} ({t})"]
+    lines = [
+        f"Mismatched elements: {c.mismatched} / {c.total} ({100.0 * c.mismatched / max(c.total, 1):.1f}%)",
+        f"Greatest absolute difference: {fmt(c.max_abs)} at index {tuple(c.max_abs_index)} "
+        f"(up to {fmt(t.atol)} allowed)",
+        f"Greatest relative difference: {fmt(c.max_rel)} at index {tuple(c.max_rel_index)} "
+        f"(up to {fmt(t.rtol)} allowed)",
+        f"Cosine similarity: {c.cosine:.6f}",
+        f"Tolerance: {c.tolerance_source} ({t})",
+    ]
     nf = c.nonfinite
     if nf is not None:
         counts = {row.reference: nf.torch_count, "B" if row.reference == "A" else "A": nf.ms_count}
@@ -103,9 +112,11 @@ def _dtypes(result) -> List[str]:
         c = row.comparison
         if c.problem != "shape" and c.ms_dtype != c.torch_dtype:
             groups.setdefault(f"A {row.dtype('A')} vs B {row.dtype('B')}", []).append(row.a)
-    return [f"Dtypes differ: {_n(len(names), 'pair')}, {key} ({', '.join(names[:3])}"
-            f"{' ...' if len(names) > 3 else ''}); values compared as they are, with the reference's dtype's tolerance"
-            for key, names in groups.items()]
+    return [
+        f"Dtypes differ: {_n(len(names), 'pair')}, {key} ({', '.join(names[:3])}"
+        f"{' ...' if len(names) > 3 else ''}); values compared as they are, with the reference's dtype's tolerance"
+        for key, names in groups.items()
+    ]
 
 
 def _tolerances(result) -> List[str]:
@@ -131,12 +142,17 @@ def _pairing(result) -> List[str]:
         elif row.how.startswith("split automatically"):
             fused.setdefault(ref_name, []).extend(other_name.split(", "))
     if fused:
-        lines.append("Fused or split automatically, in each side's order (check them; else name a parity.fuse): "
-                     + "; ".join(f"{whole} = [{', '.join(parts)}]" for whole, parts in fused.items()))
+        lines.append(
+            "Fused or split automatically, in each side's order (check them; else name a parity.fuse): "
+            + "; ".join(f"{whole} = [{', '.join(parts)}]" for whole, parts in fused.items())
+        )
     by_order = [row for row in result.rows if row.how == "execution order"]
     if by_order:
-        lines.append("Paired in execution order by kind and shape (the names differ; check them): "
-                     + ", ".join(f"{r.a} = {r.b}" for r in by_order[:3]) + (" ..." if len(by_order) > 3 else ""))
+        lines.append(
+            "Paired in execution order by kind and shape (the names differ; check them): "
+            + ", ".join(f"{r.a} = {r.b}" for r in by_order[:3])
+            + (" ..." if len(by_order) > 3 else "")
+        )
     return lines
 
 
@@ -172,30 +188,60 @@ def _number(value):
 
 def _tensor(index: int, row) -> dict:
     c = row.comparison
-    record = {"index": index, "a": row.a, "b": row.b, "paired": row.how, "passed": c.passed, "problem": c.problem,
-              "a_shape": list(row.shape("A")), "b_shape": list(row.shape("B")), "a_dtype": row.dtype("A"),
-              "b_dtype": row.dtype("B"),
-              "tolerance": {"rtol": c.tolerance.rtol, "atol": c.tolerance.atol, "source": c.tolerance_source}}
+    record = {
+        "index": index,
+        "a": row.a,
+        "b": row.b,
+        "paired": row.how,
+        "passed": c.passed,
+        "problem": c.problem,
+        "a_shape": list(row.shape("A")),
+        "b_shape": list(row.shape("B")),
+        "a_dtype": row.dtype("A"),
+        "b_dtype": row.dtype("B"),
+        "tolerance": {"rtol": c.tolerance.rtol, "atol": c.tolerance.atol, "source": c.tolerance_source},
+    }
     if c.problem is None:
-        record.update({"total": c.total, "mismatched": c.mismatched, "max_abs": _number(c.max_abs),
-                       "max_abs_index": list(c.max_abs_index), "max_rel": _number(c.max_rel),
-                       "max_rel_index": list(c.max_rel_index), "cosine": _number(c.cosine),
-                       "margin": _number(c.margin)})
+        record.update(
+            {
+                "total": c.total,
+                "mismatched": c.mismatched,
+                "max_abs": _number(c.max_abs),
+                "max_abs_index": list(c.max_abs_index),
+                "max_rel": _number(c.max_rel),
+                "max_rel_index": list(c.max_rel_index),
+                "cosine": _number(c.cosine),
+                "margin": _number(c.margin),
+            }
+        )
         if c.nonfinite is not None:
             ref, other = c.nonfinite.torch_count, c.nonfinite.ms_count
-            record["nonfinite"] = {"a": ref if row.reference == "A" else other,
-                                   "b": other if row.reference == "A" else ref, "disagreeing": c.nonfinite.disagreeing}
+            record["nonfinite"] = {
+                "a": ref if row.reference == "A" else other,
+                "b": other if row.reference == "A" else ref,
+                "disagreeing": c.nonfinite.disagreeing,
+            }
     return record
 
 
 def _side(side) -> dict:
-    return {"path": side.path, "layout": side.layout, "framework": side.framework or None, "order": side.order,
-            "tensors": side.tensors, "notes": list(side.notes)}
+    return {
+        "path": side.path,
+        "layout": side.layout,
+        "framework": side.framework or None,
+        "order": side.order,
+        "tensors": side.tensors,
+        "notes": list(side.notes),
+    }
 
 
 def _key(key) -> dict:
-    return {"name": key.name, "shape": list(key.shape), "dtype": key.dtype,
-            "nearest": key.near[0][0] if key.near else None}
+    return {
+        "name": key.name,
+        "shape": list(key.shape),
+        "dtype": key.dtype,
+        "nearest": key.near[0][0] if key.near else None,
+    }
 
 
 def as_json(result) -> dict:
@@ -208,8 +254,12 @@ def as_json(result) -> dict:
         "b": _side(result.b),
         "reference": result.reference,
         "judged_by": "tolerance",
-        "summary": {"paired": len(result.rows), "differ": len(result.failures),
-                    "unpaired_a": len(result.unpaired_a), "unpaired_b": len(result.unpaired_b)},
+        "summary": {
+            "paired": len(result.rows),
+            "differ": len(result.failures),
+            "unpaired_a": len(result.unpaired_a),
+            "unpaired_b": len(result.unpaired_b),
+        },
         "first_mismatch": None if first is None else {"a": first.a, "b": first.b},
         "tensors": [_tensor(i, row) for i, row in enumerate(result.rows, 1)],
         "unpaired": {"a": [_key(k) for k in result.unpaired_a], "b": [_key(k) for k in result.unpaired_b]},

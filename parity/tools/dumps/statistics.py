@@ -33,16 +33,23 @@ from .summaries import Node, Summary, SummaryDump, read_summary
 __all__ = ["compare_summaries", "SummaryComparison", "NodeRow", "TensorStats", "PROOF"]
 
 SCHEMA = 1
-_EPS32 = 2.0 ** -24
-_RENAMES = {"gamma": "weight", "beta": "bias", "moving_mean": "running_mean", "moving_variance": "running_var",
-            "embedding_table": "weight"}
-PROOF = ("What statistics prove: a statistic beyond its bound (what an element-wise comparison within tolerance "
-         "implies for max, min, mean and norm, plus the statistics' own rounding) proves the tensors differ by more "
-         "than the tolerance allows; statistics within their bounds do not prove the tensors agree, since different "
-         "tensors can share max, min, mean and norm.",
-         "What checksums prove: equal checksums (msprobe's md5 field, a CRC32 of the bytes) mean bit-identical "
-         "tensors, barring a one-in-2^32 collision; different checksums prove only that some bit differs, however "
-         "small the difference, which is expected between frameworks and devices.")
+_EPS32 = 2.0**-24
+_RENAMES = {
+    "gamma": "weight",
+    "beta": "bias",
+    "moving_mean": "running_mean",
+    "moving_variance": "running_var",
+    "embedding_table": "weight",
+}
+PROOF = (
+    "What statistics prove: a statistic beyond its bound (what an element-wise comparison within tolerance "
+    "implies for max, min, mean and norm, plus the statistics' own rounding) proves the tensors differ by more "
+    "than the tolerance allows; statistics within their bounds do not prove the tensors agree, since different "
+    "tensors can share max, min, mean and norm.",
+    "What checksums prove: equal checksums (msprobe's md5 field, a CRC32 of the bytes) mean bit-identical "
+    "tensors, barring a one-in-2^32 collision; different checksums prove only that some bit differs, however "
+    "small the difference, which is expected between frameworks and devices.",
+)
 
 
 @dataclass(frozen=True)
@@ -164,8 +171,11 @@ class SummaryComparison:
 
 def compare_summaries(a, b, *, tolerance=None) -> SummaryComparison:
     """Compare the msprobe summary dumps at ``a`` and ``b`` (see the module's docstring)."""
-    spec = tolerance if isinstance(tolerance, ToleranceSpec) else ToleranceSpec.parse(
-        tolerance, source="compare_dumps(tolerance=...)")
+    spec = (
+        tolerance
+        if isinstance(tolerance, ToleranceSpec)
+        else ToleranceSpec.parse(tolerance, source="compare_dumps(tolerance=...)")
+    )
     side_a, side_b = read_summary(a, "A"), read_summary(b, "B")
     ref_is_a = side_a.framework == "torch" and side_b.framework == "mindspore"
     reason = "the PyTorch side" if {side_a.framework, side_b.framework} == {"torch", "mindspore"} else "by default"
@@ -178,16 +188,31 @@ def compare_summaries(a, b, *, tolerance=None) -> SummaryComparison:
             pair = (node, match) if ref_is_a else (match, node)
             rows.append(_row(*pair, ref_is_a, spec))
     if not rows:
-        raise ParityUsageError(f"Nothing paired: A has {len(side_a.nodes)} nodes and B {len(side_b.nodes)}, and "
-                               "none share a module path, direction and call (or an API call's name). First nodes: "
-                               f"A {side_a.nodes[0].name!r}, B {side_b.nodes[0].name!r}")
-    check_globs_used(spec, [n for row in rows for node in (row.a, row.b)
-                            for n in [node.path, node.name] + [f"{node.path}.{t.slot}" for t in node.tensors]])
+        raise ParityUsageError(
+            f"Nothing paired: A has {len(side_a.nodes)} nodes and B {len(side_b.nodes)}, and "
+            "none share a module path, direction and call (or an API call's name). First nodes: "
+            f"A {side_a.nodes[0].name!r}, B {side_b.nodes[0].name!r}"
+        )
+    check_globs_used(
+        spec,
+        [
+            n
+            for row in rows
+            for node in (row.a, row.b)
+            for n in [node.path, node.name] + [f"{node.path}.{t.slot}" for t in node.tensors]
+        ],
+    )
     paired = {row.a.name for row in rows} | {row.b.name for row in rows}
-    return SummaryComparison(side_a, side_b, "A" if ref_is_a else "B", reason, rows,
-                             {n.name: n.parent for n in ref.nodes},
-                             [n.name for n in side_a.nodes if n.name not in paired],
-                             [n.name for n in side_b.nodes if n.name not in paired])
+    return SummaryComparison(
+        side_a,
+        side_b,
+        "A" if ref_is_a else "B",
+        reason,
+        rows,
+        {n.name: n.parent for n in ref.nodes},
+        [n.name for n in side_a.nodes if n.name not in paired],
+        [n.name for n in side_b.nodes if n.name not in paired],
+    )
 
 
 def _slot_key(slot: str) -> str:
@@ -220,9 +245,12 @@ def _judge(a: Summary, b: Summary, spec: ToleranceSpec, names: List[str], ref_is
     rounding = 2 * (math.log2(n) + 1) * _EPS32
     amax = max(abs(ref.max or 0.0), abs(ref.min or 0.0))
     rms = (ref.norm or 0.0) / math.sqrt(n)
-    bounds = {"max": tol.atol + (tol.rtol + _EPS32) * amax, "min": tol.atol + (tol.rtol + _EPS32) * amax,
-              "mean": tol.atol + (tol.rtol + rounding) * rms,
-              "norm": math.sqrt(n) * tol.atol + (tol.rtol + rounding) * (ref.norm or 0.0)}
+    bounds = {
+        "max": tol.atol + (tol.rtol + _EPS32) * amax,
+        "min": tol.atol + (tol.rtol + _EPS32) * amax,
+        "mean": tol.atol + (tol.rtol + rounding) * rms,
+        "norm": math.sqrt(n) * tol.atol + (tol.rtol + rounding) * (ref.norm or 0.0),
+    }
     for stat, bound in bounds.items():
         x, y = getattr(other, stat), getattr(ref, stat)
         if x is None or y is None:
@@ -257,10 +285,14 @@ def _where(result: SummaryComparison, row: NodeRow) -> str:
 def _verdict(result: SummaryComparison) -> str:
     first, rows = result.first_mismatch, result.rows
     if first is None:
-        return (f"ok: the statistics of all {_n(len(rows), 'paired node')} are within their bounds (which does not "
-                "prove the tensors agree; see below)")
-    return (f"FAIL: the statistics of {len(result.failures)} of {_n(len(rows), 'paired node')} prove a difference "
-            f"beyond tolerance; first in execution order: {first.reference.label}")
+        return (
+            f"ok: the statistics of all {_n(len(rows), 'paired node')} are within their bounds (which does not "
+            "prove the tensors agree; see below)"
+        )
+    return (
+        f"FAIL: the statistics of {len(result.failures)} of {_n(len(rows), 'paired node')} prove a difference "
+        f"beyond tolerance; first in execution order: {first.reference.label}"
+    )
 
 
 def _table(result: SummaryComparison) -> List[str]:
@@ -268,16 +300,33 @@ def _table(result: SummaryComparison) -> List[str]:
     cells = []
     for i, row in enumerate(result.rows, 1):
         worst = max(row.tensors, key=lambda t: t.margin, default=None)
-        what = "-" if worst is None or row.margin == 0 else (f"{worst.a.slot} shape" if worst.problem == "shape"
-                                          else f"{worst.a.slot} {worst.worst[0]}")
-        cells.append([str(i), row.status, row.reference.label, row.a.cls or row.a.name, row.b.cls or row.b.name, what,
-                      fmt(row.margin)])
+        what = (
+            "-"
+            if worst is None or row.margin == 0
+            else (f"{worst.a.slot} shape" if worst.problem == "shape" else f"{worst.a.slot} {worst.worst[0]}")
+        )
+        cells.append(
+            [
+                str(i),
+                row.status,
+                row.reference.label,
+                row.a.cls or row.a.name,
+                row.b.cls or row.b.name,
+                what,
+                fmt(row.margin),
+            ]
+        )
     widths = [max(len(r[i]) for r in cells + [header]) for i in range(len(header))]
     first, first_bits = result.first_mismatch, result.first_bit_difference
     lines = ["  " + "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
     for row, line in zip(result.rows, cells):
-        mark = ("   <- first mismatch" if row is first else
-                "   <- first checksum difference" if row is first_bits and first is None else "")
+        mark = (
+            "   <- first mismatch"
+            if row is first
+            else "   <- first checksum difference"
+            if row is first_bits and first is None
+            else ""
+        )
         lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() + mark)
     return lines
 
@@ -285,8 +334,11 @@ def _table(result: SummaryComparison) -> List[str]:
 def _figures(t: TensorStats) -> List[str]:
     if t.problem == "shape":
         return [f"{t.a.slot}: shapes differ: A {t.a.shape} vs B {t.b.shape}"]
-    lines = [f"{t.a.slot} {t.a.shape} {t.a.dtype}" + (f" (B: {t.b.slot})" if t.b.slot != t.a.slot else "")
-             + f", tolerance {t.tolerance_source} ({t.tolerance}):"]
+    lines = [
+        f"{t.a.slot} {t.a.shape} {t.a.dtype}"
+        + (f" (B: {t.b.slot})" if t.b.slot != t.a.slot else "")
+        + f", tolerance {t.tolerance_source} ({t.tolerance}):"
+    ]
     for stat, diff, bound in t.differences:
         a, b = getattr(t.a, stat), getattr(t.b, stat)
         verdict = "beyond" if diff > bound else "within"
@@ -295,27 +347,41 @@ def _figures(t: TensorStats) -> List[str]:
 
 
 def _text(result: SummaryComparison) -> str:
-    lines = [f"A: {result.a.describe()}", f"B: {result.b.describe()}",
-             f"Reference: {result.reference} ({result.reference_reason}): bounds are taken from its statistics, "
-             "and its dtype picks the default tolerance", _verdict(result), ""]
+    lines = [
+        f"A: {result.a.describe()}",
+        f"B: {result.b.describe()}",
+        f"Reference: {result.reference} ({result.reference_reason}): bounds are taken from its statistics, "
+        "and its dtype picks the default tolerance",
+        _verdict(result),
+        "",
+    ]
     lines += _table(result)
     first = result.first_mismatch
     if first is not None:
-        lines += ["", f"First mismatch: {first.reference.label}{_where(result, first)}",
-                  f"  A {first.a.name!r} vs B {first.b.name!r}"]
+        lines += [
+            "",
+            f"First mismatch: {first.reference.label}{_where(result, first)}",
+            f"  A {first.a.name!r} vs B {first.b.name!r}",
+        ]
         lines += ["  " + line for t in first.tensors if not t.passed for line in _figures(t)]
     bits = result.first_bit_difference
     if bits is not None:
-        lines += ["", f"First checksum difference: {bits.reference.label}{_where(result, bits)} "
-                  f"(A {bits.a.name!r} vs B {bits.b.name!r}): "
-                  + ", ".join(t.a.slot for t in bits.tensors if t.same_bits is False)]
+        lines += [
+            "",
+            f"First checksum difference: {bits.reference.label}{_where(result, bits)} "
+            f"(A {bits.a.name!r} vs B {bits.b.name!r}): "
+            + ", ".join(t.a.slot for t in bits.tensors if t.same_bits is False),
+        ]
     elif result.rows and all(row.same_bits for row in result.rows):
         lines += ["", "Checksums: every paired tensor has the same bits on both sides"]
     lines += [""]
     for label, names in (("A", result.unpaired_a), ("B", result.unpaired_b)):
         if names:
-            lines.append(f"Unpaired in {label}: {_n(len(names), 'node')}: " + ", ".join(names[:5])
-                         + (" ..." if len(names) > 5 else ""))
+            lines.append(
+                f"Unpaired in {label}: {_n(len(names), 'node')}: "
+                + ", ".join(names[:5])
+                + (" ..." if len(names) > 5 else "")
+            )
     slots = [f"{row.reference.label}: {', '.join(row.unpaired)}" for row in result.rows if row.unpaired]
     lines += [f"Tensors that did not pair, {slot}" for slot in slots]
     for side in (result.a, result.b):
@@ -335,37 +401,79 @@ def _number(value):
 
 
 def _tensor_json(t: TensorStats) -> dict:
-    return {"a_slot": t.a.slot, "b_slot": t.b.slot, "shape": list(t.a.shape), "a_dtype": t.a.dtype,
-            "b_dtype": t.b.dtype, "passed": t.passed, "problem": t.problem, "same_bits": t.same_bits,
-            "tolerance": {"rtol": t.tolerance.rtol, "atol": t.tolerance.atol, "source": t.tolerance_source},
-            "statistics": {stat: {"a": _number(getattr(t.a, stat)), "b": _number(getattr(t.b, stat)),
-                                  "difference": _number(diff), "bound": _number(bound)}
-                           for stat, diff, bound in t.differences}}
+    return {
+        "a_slot": t.a.slot,
+        "b_slot": t.b.slot,
+        "shape": list(t.a.shape),
+        "a_dtype": t.a.dtype,
+        "b_dtype": t.b.dtype,
+        "passed": t.passed,
+        "problem": t.problem,
+        "same_bits": t.same_bits,
+        "tolerance": {"rtol": t.tolerance.rtol, "atol": t.tolerance.atol, "source": t.tolerance_source},
+        "statistics": {
+            stat: {
+                "a": _number(getattr(t.a, stat)),
+                "b": _number(getattr(t.b, stat)),
+                "difference": _number(diff),
+                "bound": _number(bound),
+            }
+            for stat, diff, bound in t.differences
+        },
+    }
 
 
 def _node_json(index: int, row: NodeRow) -> dict:
-    return {"index": index, "node": row.reference.label, "a": row.a.name, "b": row.b.name, "status": row.status,
-            "passed": row.passed, "same_bits": row.same_bits, "margin": _number(row.margin),
-            "parent": row.reference.parent, "tensors": [_tensor_json(t) for t in row.tensors],
-            "unpaired": list(row.unpaired)}
+    return {
+        "index": index,
+        "node": row.reference.label,
+        "a": row.a.name,
+        "b": row.b.name,
+        "status": row.status,
+        "passed": row.passed,
+        "same_bits": row.same_bits,
+        "margin": _number(row.margin),
+        "parent": row.reference.parent,
+        "tensors": [_tensor_json(t) for t in row.tensors],
+        "unpaired": list(row.unpaired),
+    }
 
 
 def _side_json(side: SummaryDump) -> dict:
-    return {"path": side.path, "record": side.record, "layout": f"msprobe {side.mode} dump",
-            "framework": side.framework or None, "level": side.level, "nodes": len(side.nodes),
-            "tensors": side.tensors, "notes": list(side.notes)}
+    return {
+        "path": side.path,
+        "record": side.record,
+        "layout": f"msprobe {side.mode} dump",
+        "framework": side.framework or None,
+        "level": side.level,
+        "nodes": len(side.nodes),
+        "tensors": side.tensors,
+        "notes": list(side.notes),
+    }
 
 
 def _json(result: SummaryComparison) -> dict:
     first, bits = result.first_mismatch, result.first_bit_difference
-    return {"schema": SCHEMA, "passed": result.passed, "a": _side_json(result.a), "b": _side_json(result.b),
-            "reference": result.reference, "judged_by": "statistics",
-            "summary": {"paired": len(result.rows), "differ": len(result.failures),
-                        "unpaired_a": len(result.unpaired_a), "unpaired_b": len(result.unpaired_b)},
-            "first_mismatch": None if first is None else {"node": first.reference.label, "a": first.a.name,
-                                                          "b": first.b.name},
-            "first_checksum_difference": None if bits is None else {"node": bits.reference.label, "a": bits.a.name,
-                                                                    "b": bits.b.name},
-            "nodes": [_node_json(i, row) for i, row in enumerate(result.rows, 1)],
-            "unpaired": {"a": list(result.unpaired_a), "b": list(result.unpaired_b)},
-            "notes": list(PROOF)}
+    return {
+        "schema": SCHEMA,
+        "passed": result.passed,
+        "a": _side_json(result.a),
+        "b": _side_json(result.b),
+        "reference": result.reference,
+        "judged_by": "statistics",
+        "summary": {
+            "paired": len(result.rows),
+            "differ": len(result.failures),
+            "unpaired_a": len(result.unpaired_a),
+            "unpaired_b": len(result.unpaired_b),
+        },
+        "first_mismatch": None
+        if first is None
+        else {"node": first.reference.label, "a": first.a.name, "b": first.b.name},
+        "first_checksum_difference": None
+        if bits is None
+        else {"node": bits.reference.label, "a": bits.a.name, "b": bits.b.name},
+        "nodes": [_node_json(i, row) for i, row in enumerate(result.rows, 1)],
+        "unpaired": {"a": list(result.unpaired_a), "b": list(result.unpaired_b)},
+        "notes": list(PROOF),
+    }

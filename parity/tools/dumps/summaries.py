@@ -89,8 +89,10 @@ class SummaryDump:
 
     def describe(self) -> str:
         name = {"torch": "PyTorch", "mindspore": "MindSpore"}.get(self.framework, "framework not named")
-        return (f"{self.path} (msprobe {self.mode} dump, {name}, level {self.level or '?'}; {len(self.nodes)} nodes, "
-                f"{self.tensors} tensors in {self.record})")
+        return (
+            f"{self.path} (msprobe {self.mode} dump, {name}, level {self.level or '?'}; {len(self.nodes)} nodes, "
+            f"{self.tensors} tensors in {self.record})"
+        )
 
 
 def find_records(root) -> List[Path]:
@@ -114,8 +116,11 @@ def is_summary_dump(root) -> bool:
         data = json.loads(text)
     except (ValueError, UnicodeDecodeError, OSError):
         return False
-    return isinstance(data, dict) and isinstance(data.get("data"), dict) and (
-        data.get("task") == "statistics" or '"data_name"' not in text)
+    return (
+        isinstance(data, dict)
+        and isinstance(data.get("data"), dict)
+        and (data.get("task") == "statistics" or '"data_name"' not in text)
+    )
 
 
 def read_summary(root, label: str) -> SummaryDump:
@@ -126,14 +131,19 @@ def read_summary(root, label: str) -> SummaryDump:
     records = find_records(root)
     if len(records) != 1:
         shown = ", ".join(str(r.relative_to(root)) for r in records[:4]) + (" ..." if len(records) > 4 else "")
-        raise ParityUsageError(f"{label} {root}: " + (f"{len(records)} msprobe dump.json files below it ({shown}); "
-                                                      "give the folder of one" if records else
-                                                      "no msprobe dump.json in it or below it"))
+        raise ParityUsageError(
+            f"{label} {root}: "
+            + (
+                f"{len(records)} msprobe dump.json files below it ({shown}); give the folder of one"
+                if records
+                else "no msprobe dump.json in it or below it"
+            )
+        )
     record = records[0]
     data = _json(record, label)
     entries = data.get("data") if isinstance(data, dict) else None
     if not isinstance(entries, dict):
-        raise ParityUsageError(f"{label} {record}: not an msprobe dump.json (no \"data\" table of nodes)")
+        raise ParityUsageError(f'{label} {record}: not an msprobe dump.json (no "data" table of nodes)')
     parents = _parents(record.parent / "construct.json", label)
     nodes = [_node(name, entry, parents.get(name)) for name, entry in entries.items() if isinstance(entry, dict)]
     nodes = [node for node in nodes if node.tensors]
@@ -141,8 +151,15 @@ def read_summary(root, label: str) -> SummaryDump:
         raise ParityUsageError(f"{label} {record}: no tensor statistics in it")
     modes = {"md5" if any(t.checksum for n in nodes for t in n.tensors) else "statistics"}
     where = str(record.relative_to(root)) if root.is_dir() else record.name
-    dump = SummaryDump(label, str(root), where, _FRAMEWORK.get(str(data.get("framework", "")).lower(), ""),
-                       str(data.get("level", "")), modes.pop(), nodes)
+    dump = SummaryDump(
+        label,
+        str(root),
+        where,
+        _FRAMEWORK.get(str(data.get("framework", "")).lower(), ""),
+        str(data.get("level", "")),
+        modes.pop(),
+        nodes,
+    )
     if not parents:
         dump.notes.append("no construct.json beside dump.json: nodes are shown without the modules that enclose them")
     return dump
@@ -193,8 +210,9 @@ def _summary(slot: str, value: dict) -> Summary:
     checksum = value.get("md5")
     # A parameter gradient is listed as a one-element list under the parameter's name: weight.0.
     slot = slot[:-2] if slot.endswith(".0") and not slot.startswith(("input", "output")) else slot
-    return Summary(slot, normal_dtype(str(value.get("dtype", ""))), shape, *stats,
-                   checksum=str(checksum) if checksum else None)
+    return Summary(
+        slot, normal_dtype(str(value.get("dtype", ""))), shape, *stats, checksum=str(checksum) if checksum else None
+    )
 
 
 def _float(value) -> Optional[float]:

@@ -43,17 +43,26 @@ _SHOWN_ORDER = ("unsupported", "no-fix", "fix", "as-is", "unknown")
 
 def as_json(report: ScanReport) -> dict:
     return {
-        "schema": 1, "root": report.root, "device": report.device,
+        "schema": 1,
+        "root": report.root,
+        "device": report.device,
         "versions": {"mindspore": report.versions[0], "torch": report.versions[1]},
         "files": report.files,
         "skipped": [{"file": f, "error": why} for f, why in report.skipped],
         "notes": list(report.notes),
         "runtime_module": report.runtime_module,
-        "summary": {"apis": len(report.apis), "uses": report.uses,
-                    "statuses": {code: report.counts.get(code, 0) for code in STATUSES},
-                    "convertible": report.convertible, "convertible_percent": report.convertible_percent,
-                    "not_seen": {"calls": sum(n for _, n in report.unseen), "methods": dict(report.unseen),
-                                 "untranslated": sorted(report.untranslated)}},
+        "summary": {
+            "apis": len(report.apis),
+            "uses": report.uses,
+            "statuses": {code: report.counts.get(code, 0) for code in STATUSES},
+            "convertible": report.convertible,
+            "convertible_percent": report.convertible_percent,
+            "not_seen": {
+                "calls": sum(n for _, n in report.unseen),
+                "methods": dict(report.unseen),
+                "untranslated": sorted(report.untranslated),
+            },
+        },
         "apis": [_api_json(a, report) for a in report.apis],
     }
 
@@ -61,38 +70,61 @@ def as_json(report: ScanReport) -> dict:
 def _api_json(api: ApiReport, report: ScanReport) -> dict:
     first = api.first
     return {
-        "api": api.api, "family": api.family, "status": api.status.code,
-        "status_text": report.status_text(api.status.code), "certain": api.status.certain,
+        "api": api.api,
+        "family": api.family,
+        "status": api.status.code,
+        "status_text": report.status_text(api.status.code),
+        "certain": api.status.certain,
         "inferred": api.inferred,
-        "uses": len(api.uses), "first": first.location if first else None,
+        "uses": len(api.uses),
+        "first": first.location if first else None,
         "locations": [{"file": u.file, "line": u.line, "how": u.how} for u in api.uses],
         "runtime_calls": len(api.runtime),
         "runtime_locations": [{"file": u.file, "line": u.line, "how": u.how} for u in api.runtime],
-        "mismatches": [{"id": f.id, "kind": f.kind, "summary": f.summary, "fix": f.fix, "applies": f.applies,
-                        "where": f.where, "why": f.why} for f in api.status.findings],
+        "mismatches": [
+            {
+                "id": f.id,
+                "kind": f.kind,
+                "summary": f.summary,
+                "fix": f.fix,
+                "applies": f.applies,
+                "where": f.where,
+                "why": f.why,
+            }
+            for f in api.status.findings
+        ],
     }
 
 
 def text(report: ScanReport) -> str:
     versions = ", ".join(f"{name} {v or 'not installed'}" for name, v in zip(("mindspore", "torch"), report.versions))
-    lines = [f"parity scan {report.root}: {_count(report.files, 'Python file')}, {_count(report.uses, 'use')} of "
-             f"{_count(len(report.apis), 'distinct PyTorch API')}",
-             f"Status on {report.device} ({versions}), from parity's translation tables and known-mismatch registry:"]
+    lines = [
+        f"parity scan {report.root}: {_count(report.files, 'Python file')}, {_count(report.uses, 'use')} of "
+        f"{_count(len(report.apis), 'distinct PyTorch API')}",
+        f"Status on {report.device} ({versions}), from parity's translation tables and known-mismatch registry:",
+    ]
     width = max(len(report.status_text(c)) for c in STATUSES)
     lines += [f"  {report.status_text(code):<{width}}  {report.counts.get(code, 0):>5}" for code in _SHOWN_ORDER]
-    lines.append(f"Convertible: {report.convertible} of {len(report.apis)} distinct APIs "
-                 f"({report.convertible_percent}%) translate as is or with a known fix")
+    lines.append(
+        f"Convertible: {report.convertible} of {len(report.apis)} distinct APIs "
+        f"({report.convertible_percent}%) translate as is or with a known fix"
+    )
     if report.unseen:
         lines.append(_unseen(report))
     if report.runtime_module:
         ran = sum(1 for a in report.apis if a.runtime)
         only = sum(1 for a in report.apis if a.runtime and not a.uses)
-        lines.append(f"Runtime: one forward/backward of {report.runtime_module} called {ran} of these APIs "
-                     f"({only} not found by the static scan)")
+        lines.append(
+            f"Runtime: one forward/backward of {report.runtime_module} called {ran} of these APIs "
+            f"({only} not found by the static scan)"
+        )
     lines += ["", *_table(report)]
     if any(a.inferred for a in report.apis):
-        lines += ["", f"* {INFERRED}: a call x.name(...) where name is one of {len(TENSOR_METHODS)} torch.Tensor "
-                      "methods that nn.Module, Python's containers and strings and (view aside) numpy arrays lack"]
+        lines += [
+            "",
+            f"* {INFERRED}: a call x.name(...) where name is one of {len(TENSOR_METHODS)} torch.Tensor "
+            "methods that nn.Module, Python's containers and strings and (view aside) numpy arrays lack",
+        ]
     for file, why in report.skipped:
         lines.append(f"Skipped {file}: {why}")
     lines += [f"Note: {note}" for note in report.notes]
@@ -103,10 +135,12 @@ def _unseen(report: ScanReport) -> str:
     """What the figure cannot see: calls of Tensor methods that other types share."""
     calls = sum(n for _, n in report.unseen)
     shown = ", ".join(f"{name} {n}" for name, n in report.unseen[:8]) + (", ..." if len(report.unseen) > 8 else "")
-    lacking = (f"; parity does not translate {', '.join(sorted(report.untranslated))}" if report.untranslated else "")
+    lacking = f"; parity does not translate {', '.join(sorted(report.untranslated))}" if report.untranslated else ""
     seen = "" if report.runtime_module else "; --module records those that run"
-    return (f"Not seen: {_count(calls, 'call')} x.name(...) of Tensor methods other types share ({shown}): a static "
-            f"scan cannot tell their receivers, so the figure leaves them out{lacking}{seen}")
+    return (
+        f"Not seen: {_count(calls, 'call')} x.name(...) of Tensor methods other types share ({shown}): a static "
+        f"scan cannot tell their receivers, so the figure leaves them out{lacking}{seen}"
+    )
 
 
 def _count(n: int, noun: str) -> str:
@@ -119,15 +153,24 @@ def _maybe(api: ApiReport) -> str:
 
 
 def _table(report: ScanReport) -> List[str]:
-    rows = [(a.api + (" *" if a.inferred else ""), report.status_text(a.status.code) + _maybe(a), str(len(a.uses)),
-             str(len(a.runtime)), a.first.location if a.first else "") for a in report.apis]
+    rows = [
+        (
+            a.api + (" *" if a.inferred else ""),
+            report.status_text(a.status.code) + _maybe(a),
+            str(len(a.uses)),
+            str(len(a.runtime)),
+            a.first.location if a.first else "",
+        )
+        for a in report.apis
+    ]
     header = ("API", "status", "uses", "runtime", "first use")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(5)]
     keep = [0, 1, 2, 3, 4] if report.runtime_module else [0, 1, 2, 4]
 
     def line(cells):
-        return "  ".join(f"{cells[i]:>{widths[i]}}" if i in (2, 3) else f"{cells[i]:<{widths[i]}}"
-                         for i in keep).rstrip()
+        return "  ".join(
+            f"{cells[i]:>{widths[i]}}" if i in (2, 3) else f"{cells[i]:<{widths[i]}}" for i in keep
+        ).rstrip()
 
     out = [line(header)]
     for api, row in zip(report.apis, rows):
@@ -135,10 +178,14 @@ def _table(report: ScanReport) -> List[str]:
         for finding in api.status.findings:
             if not finding.live:
                 continue
-            maybe = f" [may apply: {finding.why} at {finding.where}]" \
-                if finding.applies == "maybe" and not finding.fix else ""
-            out.append(f"    {finding.id}: " + (f"fix: {finding.fix}" if finding.fix else f"no fix: {finding.summary}")
-                       + maybe)
+            maybe = (
+                f" [may apply: {finding.why} at {finding.where}]"
+                if finding.applies == "maybe" and not finding.fix
+                else ""
+            )
+            out.append(
+                f"    {finding.id}: " + (f"fix: {finding.fix}" if finding.fix else f"no fix: {finding.summary}") + maybe
+            )
         idle = [f.id for f in api.status.findings if not f.live]
         if idle:
             out.append(f"    not at these uses: {', '.join(idle)}")

@@ -35,8 +35,10 @@ def parse_shape(text: str) -> Tuple[int, ...]:
     except ValueError:
         shape = ()
     if not shape or any(n <= 0 for n in shape):
-        raise ParityUsageError(f"parity scan: --input-shape {text!r} is not a shape; write positive sizes "
-                               "separated by commas, e.g. 1,3,32,32")
+        raise ParityUsageError(
+            f"parity scan: --input-shape {text!r} is not a shape; write positive sizes "
+            "separated by commas, e.g. 1,3,32,32"
+        )
     return shape
 
 
@@ -48,13 +50,17 @@ def parse_int_input(text: str) -> Tuple[Tuple[int, ...], int, int]:
     except ValueError:
         low, high = 0, 0
     if len(parts) != 3 or high <= low:
-        raise ParityUsageError(f"parity scan: --input-int {text!r} is not SHAPE:LOW:HIGH; write e.g. 2,16:0:128 "
-                               "(shape 2x16, integers from 0 up to, not including, 128)")
+        raise ParityUsageError(
+            f"parity scan: --input-int {text!r} is not SHAPE:LOW:HIGH; write e.g. 2,16:0:128 "
+            "(shape 2x16, integers from 0 up to, not including, 128)"
+        )
     try:
         return parse_shape(parts[0]), low, high
     except ParityUsageError:
-        raise ParityUsageError(f"parity scan: --input-int {text!r}: {parts[0]!r} is not a shape; write positive "
-                               "sizes separated by commas, e.g. 2,16:0:128") from None
+        raise ParityUsageError(
+            f"parity scan: --input-int {text!r}: {parts[0]!r} is not a shape; write positive "
+            "sizes separated by commas, e.g. 2,16:0:128"
+        ) from None
 
 
 def _factory(path: str):
@@ -68,15 +74,19 @@ def _factory(path: str):
         for part in attr.split("."):
             target = getattr(target, part)
     except Exception as exc:  # whatever importing the user's module raises (torchvision's RuntimeError...)
-        raise ParityUsageError(f"parity scan: --module {path}: cannot import it ({type(exc).__name__}: {exc})") from None
+        raise ParityUsageError(
+            f"parity scan: --module {path}: cannot import it ({type(exc).__name__}: {exc})"
+        ) from None
     if not callable(target):
-        raise ParityUsageError(f"parity scan: --module {path} is not callable; give a function or class that "
-                               "builds the torch.nn.Module")
+        raise ParityUsageError(
+            f"parity scan: --module {path} is not callable; give a function or class that builds the torch.nn.Module"
+        )
     return target
 
 
-def capture(path: str, input_shape: Tuple[int, ...], *, seed: int = 0,
-            int_range: Optional[Tuple[int, int]] = None) -> List[Use]:
+def capture(
+    path: str, input_shape: Tuple[int, ...], *, seed: int = 0, int_range: Optional[Tuple[int, int]] = None
+) -> List[Use]:
     """Build ``factory()`` from ``path`` (``package.module:factory``), run one forward/backward on a
     random input of ``input_shape`` (float32 N(0, 1), or int64 in ``[low, high)`` given ``int_range``:
     token ids) and return the uses of PyTorch APIs the user's code made."""
@@ -89,7 +99,9 @@ def capture(path: str, input_shape: Tuple[int, ...], *, seed: int = 0,
     except Exception as exc:
         raise ParityUsageError(f"parity scan: --module {path}: {path}() raised {type(exc).__name__}: {exc}") from None
     if not isinstance(module, torch.nn.Module):
-        raise ParityUsageError(f"parity scan: --module {path}() returned {type(module).__name__}, not a torch.nn.Module")
+        raise ParityUsageError(
+            f"parity scan: --module {path}() returned {type(module).__name__}, not a torch.nn.Module"
+        )
     recorder = _Recorder(torch, _location(factory))
     if int_range is None:
         inputs, described = torch.randn(*input_shape), f"a float32 input of shape {tuple(input_shape)}"
@@ -129,8 +141,9 @@ def _forward_backward(module, inputs, path: str, described: str) -> None:
         if leaves:
             torch.stack([t.sum() for t in leaves]).sum().backward()
     except Exception as exc:
-        raise ParityUsageError(f"parity scan: --module {path}: forward/backward on {described} raised "
-                               f"{type(exc).__name__}: {exc}") from None
+        raise ParityUsageError(
+            f"parity scan: --module {path}: forward/backward on {described} raised {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def _tensors(value):

@@ -24,7 +24,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, U
 from ... import files as safe_files
 from ...errors import ParityUsageError
 from .source import UNSEEN, Use, find_uses
-from .status import CONVERTIBLE, STATUSES, DEVICES, Status, judge, status_text, translation_tables
+from .status import CONVERTIBLE, DEVICES, STATUSES, Status, judge, status_text, translation_tables
 
 __all__ = ["scan", "ScanReport", "ApiReport", "Use", "python_files"]
 
@@ -52,8 +52,12 @@ class ApiReport:
 
     @property
     def family(self) -> str:
-        for prefix, name in (("torch.nn.functional.", "functional"), ("torch.Tensor.", "tensor"),
-                             ("torch.optim.", "optim"), ("torch.nn.", "nn")):
+        for prefix, name in (
+            ("torch.nn.functional.", "functional"),
+            ("torch.Tensor.", "tensor"),
+            ("torch.optim.", "optim"),
+            ("torch.nn.", "nn"),
+        ):
             if self.api.startswith(prefix):
                 return name
         return "torch"
@@ -102,8 +106,15 @@ def python_files(root: Path) -> List[Path]:
     return found
 
 
-def scan(path: Union[str, Path], *, device: str = "CPU", runtime: Iterable[Use] = (), runtime_module: Optional[str] = None,
-         registry=None, versions: Optional[Tuple[Optional[str], Optional[str]]] = None) -> ScanReport:
+def scan(
+    path: Union[str, Path],
+    *,
+    device: str = "CPU",
+    runtime: Iterable[Use] = (),
+    runtime_module: Optional[str] = None,
+    registry=None,
+    versions: Optional[Tuple[Optional[str], Optional[str]]] = None,
+) -> ScanReport:
     """Scan the Python files under ``path`` (a file or a folder) and judge every PyTorch API they
     use for ``device``. ``runtime``: uses recorded by :func:`parity.tools.scan.runtime.capture`.
     ``registry`` and ``versions`` (MindSpore, torch) default to the installed ones."""
@@ -129,11 +140,24 @@ def scan(path: Union[str, Path], *, device: str = "CPU", runtime: Iterable[Use] 
     for use in uses:
         if use.how == UNSEEN and use.api not in ran:
             unseen[use.api] = unseen.get(use.api, 0) + 1
-    apis = _judge_all([u for u in uses if u.how != UNSEEN], runtime, registry=registry, device=device, versions=versions)
+    apis = _judge_all(
+        [u for u in uses if u.how != UNSEEN], runtime, registry=registry, device=device, versions=versions
+    )
     counts = {code: sum(a.status.code == code for a in apis) for code in STATUSES}
     names = tuple(sorted(((api.rpartition(".")[2], n) for api, n in unseen.items()), key=lambda kv: (-kv[1], kv[0])))
-    return ScanReport(str(path), device, tuple(versions), len(files), apis, tuple(skipped), tuple(notes),
-                      runtime_module, counts, names, frozenset(n for n, _ in names if not tables.translated(f"torch.Tensor.{n}")))
+    return ScanReport(
+        str(path),
+        device,
+        tuple(versions),
+        len(files),
+        apis,
+        tuple(skipped),
+        tuple(notes),
+        runtime_module,
+        counts,
+        names,
+        frozenset(n for n, _ in names if not tables.translated(f"torch.Tensor.{n}")),
+    )
 
 
 def _read_all(files: Sequence[Path], methods=frozenset()) -> Tuple[List[Use], List[Tuple[str, str]], List[str]]:
@@ -174,4 +198,3 @@ def _judge_all(uses: List[Use], runtime: List[Use], *, registry, device: str, ve
         reports.append(ApiReport(api, status, tuple(static), tuple(ran)))
     order = {code: i for i, code in enumerate(("unsupported", "no-fix", "fix", "as-is", "unknown"))}
     return tuple(sorted(reports, key=lambda a: (order[a.status.code], -len(a.uses) - len(a.runtime), a.api)))
-

@@ -26,11 +26,22 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
-__all__ = ["Use", "find_uses", "TENSOR_METHODS", "SHARED_METHODS", "NAMESPACES", "NOT_LITERAL", "INFERRED", "UNSEEN",
-           "RUNTIME_CALL", "RUNTIME_LAYER",
-           "canonical"]
+__all__ = [
+    "Use",
+    "find_uses",
+    "TENSOR_METHODS",
+    "SHARED_METHODS",
+    "NAMESPACES",
+    "NOT_LITERAL",
+    "INFERRED",
+    "UNSEEN",
+    "RUNTIME_CALL",
+    "RUNTIME_LAYER",
+    "canonical",
+]
 
-TENSOR_METHODS = frozenset("""
+TENSOR_METHODS = frozenset(
+    """
     view view_as permute contiguous unsqueeze unsqueeze_ squeeze_ expand expand_as repeat_interleave
     masked_fill masked_fill_ masked_select masked_scatter index_select index_add_ index_copy_ index_fill_
     scatter scatter_ scatter_add scatter_add_ gather narrow chunk unbind unflatten t mm bmm matmul addmm
@@ -38,23 +49,28 @@ TENSOR_METHODS = frozenset("""
     detach_ numpy type_as new_zeros new_ones new_full new_empty new_tensor zero_ fill_ normal_ uniform_
     copy_ add_ mul_ sub_ div_ addcmul_ addcdiv_ pow_ sqrt_ dim numel nelement element_size is_contiguous
     data_ptr topk flip norm backward
-""".split())
+""".split()
+)
 
 # Tensor methods that other types have too (nn.Module.to, ndarray.reshape, str.split, list.sort...): a
 # call x.name(...) of one cannot be told apart without running the code. Such calls are recorded as
 # UNSEEN, left out of the statuses, and the report says how many there were.
-SHARED_METHODS = frozenset("""
+SHARED_METHODS = frozenset(
+    """
     to reshape sum mean max min float half double transpose type split repeat flatten squeeze size item
     tolist all any std var round clip cumsum argmax argmin sort prod cpu cuda add swapaxes
-""".split())
+""".split()
+)
 
 # Dotted paths that name a torch namespace, not an API: a bare reference to one is not a use.
-NAMESPACES = frozenset("""
+NAMESPACES = frozenset(
+    """
     torch torch.nn torch.nn.functional torch.nn.init torch.nn.utils torch.nn.modules torch.nn.parameter
     torch.optim torch.optim.lr_scheduler torch.utils torch.utils.data torch.cuda torch.backends torch.autograd
     torch.distributed torch.jit torch.fx torch.linalg torch.fft torch.special torch.amp torch.testing torch.hub
     torch.onnx torch.overrides
-""".split())
+""".split()
+)
 
 
 class _NotLiteral:
@@ -96,7 +112,9 @@ RUNTIME_CALL = "runtime call"  # recorded by parity.tools.scan.runtime; ``keywor
 RUNTIME_LAYER = "runtime layer"  # ``keywords``: the layer's plain attributes (momentum, padding_mode...)
 
 
-def find_uses(source: Union[str, bytes], filename: str, methods: FrozenSet[str] = frozenset()) -> Tuple[List[Use], List[str]]:
+def find_uses(
+    source: Union[str, bytes], filename: str, methods: FrozenSet[str] = frozenset()
+) -> Tuple[List[Use], List[str]]:
     """The uses in ``source`` and notes on what could not be followed (``from torch import *``).
     ``methods``: more Tensor method names to infer as :data:`TENSOR_METHODS` are (the scanner gives
     those of parity's translation table that no other type has: ``pow``, ``cos``, ``exp``...).
@@ -129,8 +147,10 @@ def _bindings(tree: ast.Module, filename: str) -> Tuple[Dict[str, str], Set[str]
             for alias in node.names:
                 if node.level == 0 and _is_torch(module):
                     if alias.name == "*":
-                        notes.append(f"{filename}:{node.lineno}: 'from {module} import *' is not followed; "
-                                     "names it binds are not counted")
+                        notes.append(
+                            f"{filename}:{node.lineno}: 'from {module} import *' is not followed; "
+                            "names it binds are not counted"
+                        )
                     else:
                         torch_names[alias.asname or alias.name] = f"{module}.{alias.name}"
                 else:
@@ -186,8 +206,13 @@ def _root(node: ast.AST) -> Optional[str]:
 
 
 class _Finder(ast.NodeVisitor):
-    def __init__(self, filename: str, torch_names: Dict[str, str], other_names: Set[str],
-                 methods: FrozenSet[str] = TENSOR_METHODS):
+    def __init__(
+        self,
+        filename: str,
+        torch_names: Dict[str, str],
+        other_names: Set[str],
+        methods: FrozenSet[str] = TENSOR_METHODS,
+    ):
         self.filename = filename
         self.names = torch_names
         self.other = other_names
@@ -227,8 +252,11 @@ class _Finder(ast.NodeVisitor):
         path = _resolve(node.func, self.names)
         if path is not None:
             self._add(path, node, "call", node)
-        elif isinstance(node.func, ast.Attribute) and node.func.attr in self.methods | SHARED_METHODS \
-                and _root(node.func.value) not in self.other:
+        elif (
+            isinstance(node.func, ast.Attribute)
+            and node.func.attr in self.methods | SHARED_METHODS
+            and _root(node.func.value) not in self.other
+        ):
             how = INFERRED if node.func.attr in self.methods else UNSEEN
             self._add(f"torch.Tensor.{node.func.attr}", node, how, node)
             self.visit(node.func.value)
@@ -243,7 +271,7 @@ class _Finder(ast.NodeVisitor):
 
     def _type_check(self, node: ast.AST) -> None:
         """``isinstance(m, (nn.Conv2d, nn.Linear))``: uses that construct nothing."""
-        for item in (node.elts if isinstance(node, ast.Tuple) else [node]):
+        for item in node.elts if isinstance(node, ast.Tuple) else [node]:
             path = _resolve(item, self.names)
             if path is not None:
                 self._add(path, item, "type check")

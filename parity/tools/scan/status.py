@@ -42,7 +42,17 @@ from ...registry.schema import DEVICES
 from .source import NOT_LITERAL, RUNTIME_CALL, RUNTIME_LAYER, Use
 from .torch_source import init_parameters
 
-__all__ = ["DEVICES", "Tables", "translation_tables", "Finding", "Status", "judge", "STATUSES", "CONVERTIBLE", "status_text"]
+__all__ = [
+    "DEVICES",
+    "Tables",
+    "translation_tables",
+    "Finding",
+    "Status",
+    "judge",
+    "STATUSES",
+    "CONVERTIBLE",
+    "status_text",
+]
 
 TRANSLATION_DIR = Path(__file__).resolve().parents[2] / "translation"
 STATUSES = ("as-is", "fix", "no-fix", "unsupported", "unknown")
@@ -51,8 +61,13 @@ CUSTOM_MODULE = "torch.nn.Module"
 
 
 def status_text(code: str, device: str) -> str:
-    return {"as-is": "translates as is", "fix": "known mismatch, with fix", "no-fix": "known mismatch, no fix",
-            "unsupported": f"unsupported on {device}", "unknown": "unknown"}[code]
+    return {
+        "as-is": "translates as is",
+        "fix": "known mismatch, with fix",
+        "no-fix": "known mismatch, no fix",
+        "unsupported": f"unsupported on {device}",
+        "unknown": "unknown",
+    }[code]
 
 
 @dataclass(frozen=True)
@@ -69,7 +84,7 @@ class Tables:
 
     def translated(self, api: str) -> bool:
         if api.startswith(_TENSOR):
-            return _out_of_place(api[len(_TENSOR):]) in self.methods
+            return _out_of_place(api[len(_TENSOR) :]) in self.methods
         return api in self.layers or api in self.containers or api in self.optimizers or api in self.functions
 
 
@@ -98,11 +113,14 @@ def translation_tables(folder: Path = TRANSLATION_DIR) -> Tables:
         functions.update(_string_keys(tree, "FUNCTIONS"))  # functions.py's tables, and those it merges in
         methods.update(_string_keys(tree, "METHODS"))
     if not layers or len(containers) < 2 or not optimizers or not functions or not methods:
-        raise ParityInternalError(f"parity scan could not read the translation tables in {folder} "
-                                  f"({len(layers)} layers, {len(containers)} containers, {len(optimizers)} optimizers, "
-                                  f"{len(functions)} functions, {len(methods)} Tensor methods)")
-    return Tables(frozenset(layers), frozenset(containers), frozenset(optimizers), frozenset(functions),
-                  frozenset(methods))
+        raise ParityInternalError(
+            f"parity scan could not read the translation tables in {folder} "
+            f"({len(layers)} layers, {len(containers)} containers, {len(optimizers)} optimizers, "
+            f"{len(functions)} functions, {len(methods)} Tensor methods)"
+        )
+    return Tables(
+        frozenset(layers), frozenset(containers), frozenset(optimizers), frozenset(functions), frozenset(methods)
+    )
 
 
 def _dotted(node: ast.AST) -> Optional[str]:
@@ -178,19 +196,36 @@ class Status:
     @property
     def certain(self) -> bool:
         """False when the mismatches that make the status only may apply."""
-        worst = [f for f in self.findings if f.live and (f.device_unsupported if self.code == "unsupported"
-                                                          else not f.fix if self.code == "no-fix" else True)]
+        worst = [
+            f
+            for f in self.findings
+            if f.live
+            and (f.device_unsupported if self.code == "unsupported" else not f.fix if self.code == "no-fix" else True)
+        ]
         return any(f.applies == "yes" for f in worst) if worst else True
 
 
-def judge(api: str, uses: Sequence[Use], *, registry, tables: Tables, device: str,
-          versions: Tuple[Optional[str], Optional[str]]) -> Status:
+def judge(
+    api: str,
+    uses: Sequence[Use],
+    *,
+    registry,
+    tables: Tables,
+    device: str,
+    versions: Tuple[Optional[str], Optional[str]],
+) -> Status:
     """The status of ``api`` on ``device``, given its uses (a known mismatch that may apply counts)."""
     # Entries about a half dtype (``dtypes``) or mixed precision (kind ``precision``) hold only where
     # MindSpore computes so: not a use's business.
-    findings = tuple(_finding(e, api, uses, tables, device) for e in registry.entries
-                     if e.torch == api and e.family == "nn" and not e.dtypes and e.kind != "precision"
-                     and e.applies(versions[0], versions[1], device))
+    findings = tuple(
+        _finding(e, api, uses, tables, device)
+        for e in registry.entries
+        if e.torch == api
+        and e.family == "nn"
+        and not e.dtypes
+        and e.kind != "precision"
+        and e.applies(versions[0], versions[1], device)
+    )
     live = [f for f in findings if f.live]
     if any(f.device_unsupported for f in live):
         code = "unsupported"
@@ -252,6 +287,8 @@ def _applies_at(entry, use: Use) -> Tuple[str, str]:
     try:
         return ("yes", "") if rules.evaluate(entry.when, {"torch": torch_arg}) else ("no", "")
     except _Unknown as exc:
-        return "maybe", f"{exc.args[0]} is not a literal" if exc.args[0] in passed else f"{exc.args[0]}'s default unknown"
+        return "maybe", f"{exc.args[0]} is not a literal" if exc.args[
+            0
+        ] in passed else f"{exc.args[0]}'s default unknown"
     except (rules.RuleError, TypeError, ValueError) as exc:  # a literal of another form than the attribute's
         return "maybe", f"cannot evaluate {entry.when!r} here ({exc})"

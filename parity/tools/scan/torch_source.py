@@ -45,10 +45,10 @@ def init_parameters(api: str) -> Optional[Tuple[str, ...]]:
     order (``self`` left out), or None when they cannot be read."""
     root = _torch_root()
     prefix = next((p for p in _FOLDERS if api.startswith(p)), None)
-    if root is None or prefix is None or "." in api[len(prefix):]:
+    if root is None or prefix is None or "." in api[len(prefix) :]:
         return None
     classes = _classes(root.joinpath(*_FOLDERS[prefix]))
-    name, seen = api[len(prefix):], set()
+    name, seen = api[len(prefix) :], set()
     while name in classes and name not in seen:
         seen.add(name)
         node = classes[name]

@@ -42,19 +42,33 @@ DUMPS = {  # folder: (framework, summary mode, LayerNorm epsilon of blocks.0.nor
 def _values():
     rng = np.random.default_rng(0)
     f32 = np.float32
-    return {"x": rng.standard_normal((2, 4)).astype(f32),
-            "fc1.weight": (rng.standard_normal((8, 4)) / 2).astype(f32), "fc1.bias": rng.standard_normal(8).astype(f32) / 4,
-            "blocks.0.fc.weight": (rng.standard_normal((8, 8)) / 3).astype(f32),
-            "blocks.0.fc.bias": rng.standard_normal(8).astype(f32) / 4,
-            "blocks.0.norm.weight": (1 + rng.standard_normal(8) / 4).astype(f32),
-            "blocks.0.norm.bias": rng.standard_normal(8).astype(f32) / 4,
-            "head.weight": (rng.standard_normal((2, 8)) / 3).astype(f32), "head.bias": rng.standard_normal(2).astype(f32) / 4}
+    return {
+        "x": rng.standard_normal((2, 4)).astype(f32),
+        "fc1.weight": (rng.standard_normal((8, 4)) / 2).astype(f32),
+        "fc1.bias": rng.standard_normal(8).astype(f32) / 4,
+        "blocks.0.fc.weight": (rng.standard_normal((8, 8)) / 3).astype(f32),
+        "blocks.0.fc.bias": rng.standard_normal(8).astype(f32) / 4,
+        "blocks.0.norm.weight": (1 + rng.standard_normal(8) / 4).astype(f32),
+        "blocks.0.norm.bias": rng.standard_normal(8).astype(f32) / 4,
+        "head.weight": (rng.standard_normal((2, 8)) / 3).astype(f32),
+        "head.bias": rng.standard_normal(2).astype(f32) / 4,
+    }
 
 
 def _config(folder: Path, mode: str) -> Path:
     config = folder.parent / f"{folder.name}.config.json"
-    config.write_text(json.dumps({"task": "statistics", "dump_path": str(folder), "rank": [], "step": [], "level": "L0",
-                                  "statistics": {"scope": [], "list": [], "data_mode": ["all"], "summary_mode": mode}}))
+    config.write_text(
+        json.dumps(
+            {
+                "task": "statistics",
+                "dump_path": str(folder),
+                "rank": [],
+                "step": [],
+                "level": "L0",
+                "statistics": {"scope": [], "list": [], "data_mode": ["all"], "summary_mode": mode},
+            }
+        )
+    )
     return config
 
 
@@ -73,7 +87,11 @@ def run_torch(folder: Path, mode: str, epsilon: float) -> None:
     class Net(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.fc1, self.blocks, self.head = torch.nn.Linear(4, 8), torch.nn.Sequential(Block()), torch.nn.Linear(8, 2)
+            self.fc1, self.blocks, self.head = (
+                torch.nn.Linear(4, 8),
+                torch.nn.Sequential(Block()),
+                torch.nn.Linear(8, 2),
+            )
 
         def forward(self, x):
             return self.head(self.blocks(self.fc1(x)))
