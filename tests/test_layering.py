@@ -19,7 +19,9 @@ import parity
 PACKAGE = Path(parity.__file__).resolve().parent
 ROOT = PACKAGE.parent
 MAX_TOP_LEVEL = 12
-MAX_LINES = 700
+# One concern per module; this ceiling is soft, a module near it is where to look for a second concern.
+# Lines as the formatter writes them (one argument a line where a call does not fit).
+MAX_LINES = 800
 FRAMEWORKS = ("mindspore", "torch")
 
 # Each unit of parity (a package, or a module directly in parity/) and the units it may import.
@@ -211,7 +213,7 @@ def test_the_prefix_rule_can_fail(tmp_path):
 
 
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_no_module_over_700_lines(path):
+def test_no_module_over_the_soft_ceiling(path):
     lines = len(path.read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines"
 
