@@ -105,7 +105,7 @@ def test_the_readme_example_turns_the_mindcv_stem_into_a_small_max_pool_pair(tmp
         shape = data["input[0]"].shape
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     lines = len(text.splitlines())
-    assert lines < 60 and size < 100_000
+    assert lines < 65 and size < 100_000
     # the figures the README gives are this run's
     assert f"pair of\n{lines} lines with an input of shape `{shape}`, shrunk from `(2, 8, 16, 16)`" in readme
     assert "shrunk from (2, 8, 16, 16)" in text and size < 1000
