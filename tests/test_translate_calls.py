@@ -13,7 +13,7 @@ import torch.nn.functional as F
 import parity
 from parity.translation import functions
 from parity.translation.einsum import einsum
-from parity.translation.graph import GraphForward
+from parity.translation.trace.graph import GraphForward
 
 
 class Made(torch.nn.Module):
@@ -262,7 +262,7 @@ class Windows(torch.nn.Module):
 
 
 def test_a_wrapped_function_is_traced_into_for_each_shape_it_gets():
-    from parity.translation.wrapped import _CALLS
+    from parity.translation.trace.wrapped import _CALLS
 
     torch.manual_seed(0)
     module = Windows()

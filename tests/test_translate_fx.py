@@ -18,7 +18,7 @@ import torch.nn.functional as F
 import parity
 from parity import ParityUnsupported
 from parity.translation import functions
-from parity.translation.graph import GraphForward
+from parity.translation.trace.graph import GraphForward
 
 
 def _passes(module, inputs, **kwargs):

@@ -59,10 +59,11 @@ the frameworks at the top of a module. May import: the backends, the weights and
 from __future__ import annotations
 
 from ..errors import ParityInternalError, ParityUsageError
-from . import activation, attention, conv, creation, linear, loss, norm, pool, recurrent, shape, weight_norm, wrapped  # noqa: F401  (register)
+from . import activation, attention, conv, creation, linear, loss, norm, pool, recurrent, shape, weight_norm  # noqa: F401  (register)
 from ._registry import Context, translated_names
-from .concrete import record_calls
 from .modules import translate_module
+from .trace import wrapped  # noqa: F401  (registers its fallback in the call table)
+from .trace.concrete import record_calls
 
 __all__ = ["translate", "translated_names"]
 

@@ -48,15 +48,16 @@ import torch
 import torch.fx
 from mindspore import nn
 
-from ..errors import ParityUnsupported
-from . import functions
-from ._registry import Context, torch_name
+from ...errors import ParityUnsupported
+from .. import functions
+from .._registry import Context, torch_name
 from .concrete import ConcreteTracer, call_slots, is_constant, kept_state, root_function
 
 __all__ = ["graph_cell", "GraphForward", "TraceFailed"]
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep  # the tracer's own frames are never the call
+# parity/translation/: the tracer's own frames (and the call table's) are never the call
+_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 class TraceFailed(Exception):

@@ -30,7 +30,7 @@ import torch
 import torch.fx
 from torch.fx.experimental.meta_tracer import MetaProxy, MetaTracer
 
-from . import functions
+from .. import functions
 
 __all__ = ["is_wrapped", "WrappedCall"]
 
