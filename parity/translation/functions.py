@@ -44,7 +44,8 @@ import numpy as np
 import torch
 from mindspore import ops
 
-from . import activation, tensors
+from . import tensors
+from .layers import activation
 
 __all__ = ["FUNCTIONS", "METHODS", "function_for", "method_for", "is_inplace", "PYTHON_MODULES"]
 

@@ -16,7 +16,7 @@ import torch
 from mindspore import nn
 
 from ..errors import ParityUnsupported
-from ._registry import Context, builder_for, torch_name
+from .layers.table import Context, builder_for, torch_name
 from .trace.graph import TraceFailed, graph_cell
 
 __all__ = ["translate_module", "TorchForward"]

@@ -99,7 +99,7 @@ def _out_of_place(method: str) -> str:
 @functools.lru_cache(maxsize=None)
 def translation_tables(folder: Path = TRANSLATION_DIR) -> Tables:
     layers, containers, optimizers, functions, methods = set(), {CUSTOM_MODULE}, set(), set(), set()
-    for path in sorted(folder.glob("*.py")):
+    for path in sorted(folder.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         tables = _module_tables(tree)
         for node in ast.walk(tree):

@@ -50,7 +50,7 @@ from mindspore import nn
 
 from ...errors import ParityUnsupported
 from .. import functions
-from .._registry import Context, torch_name
+from ..layers.table import Context, torch_name
 from .concrete import ConcreteTracer, call_slots, is_constant, kept_state, root_function
 
 __all__ = ["graph_cell", "GraphForward", "TraceFailed"]
