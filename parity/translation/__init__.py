@@ -59,7 +59,7 @@ the frameworks at the top of a module. May import: the backends, the weights and
 from __future__ import annotations
 
 from ..errors import ParityInternalError, ParityUsageError
-from . import creation, layers  # noqa: F401  (register: the call table's entries, the layer builders)
+from . import layers  # noqa: F401  (registers the layer builders)
 from .layers.table import Context, translated_names
 from .modules import translate_module
 from .trace import wrapped  # noqa: F401  (registers its fallback in the call table)
