@@ -2,10 +2,10 @@
 tensor, sizes given as varargs or as one sequence, dtypes by torch's names and back, and the
 stand-in a traced value's ``.device`` reads as.
 
-Two dtype tables, as the adapters have them: a made tensor (``torch.zeros(..., dtype=...)``,
-``arange``, ``new_*``, ``cumsum(dtype=...)``: :func:`made_dtype`) may be int16; a cast
-(``Tensor.to``, ``Tensor.type``, the ``dtype=`` of ``mean``, ``sum``, ``softmax`` and ``full``:
-:func:`ms_dtype`) and a ``.dtype`` read (:func:`torch_dtype`) know the others only.
+Two dtype tables, as the adapters have them: int16 is known to a made tensor
+(``torch.zeros(..., dtype=...)``, ``arange``, ``new_*``, ``cumsum(dtype=...)``: :func:`made_dtype`)
+only, not to a cast (``Tensor.to``, ``Tensor.type``, the ``dtype=`` of ``mean``, ``sum``,
+``softmax`` and ``full``: :func:`ms_dtype`) nor to a ``.dtype`` read (:func:`torch_dtype`).
 """
 
 from __future__ import annotations

@@ -27,8 +27,8 @@ call unlike every example call goes the symbolic way below.
 A ``forward(..., **kwargs)`` is traced with what ``**kwargs`` receives baked in, as constant
 arguments are (constants only: a tensor passed through ``**kwargs`` is refused when the Cell runs).
 A Module that cannot be traced (Python control flow on tensor values, ``*args``) raises
-:class:`TraceFailed`, which says where; :mod:`.modules` then falls back to running ``forward``
-itself on MindSpore tensors. Made for PYNATIVE mode: both Cells carry ``parity_pynative_only``
+:class:`TraceFailed`, which says where; :mod:`parity.translation.modules` then falls back to running
+``forward`` itself on MindSpore tensors. Made for PYNATIVE mode: both Cells carry ``parity_pynative_only``
 (why), and :func:`parity.check` and :func:`parity.check_training` refuse GRAPH mode up front for a
 Cell that holds one.
 """

@@ -236,7 +236,7 @@ class _Program:
 
 
 def wrapped_adapter(target) -> Optional[Tuple[Callable, None]]:
-    """``(adapter, None)`` for a ``torch.fx.wrap``ped function, as :func:`parity.translation.calls.function_for` gives."""
+    """``(adapter, None)`` for a ``torch.fx.wrap``ped function, as the call table's ``function_for`` gives."""
     if not is_wrapped(target):
         return None
     if id(target) not in _CALLS:  # one adapter per function: its traces serve every call site
