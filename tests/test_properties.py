@@ -27,7 +27,7 @@ from parity.strategies import (
     recurrent_layers,
     upsample_layers,
 )
-from parity.translation import _registry
+from parity.translation.layers import table
 
 
 def _command(config) -> str:
@@ -135,14 +135,14 @@ def test_recurrent(pytestconfig, case):
 def test_a_wrong_translation_is_falsified(monkeypatch):
     """Translate Conv2d with pad_mode='same' whatever its padding (the classic porting slip): the
     conv property must find a falsifying example and report it with the reproduce note."""
-    right = _registry._BUILDERS[torch.nn.Conv2d]  # the registry's table: no public way to swap a builder
+    right = table._BUILDERS[torch.nn.Conv2d]  # the registry's table: no public way to swap a builder
 
     def pad_same(module, ctx):
         wrong = copy.copy(module)  # the PyTorch side keeps its padding
         wrong.padding = "same"
         return right(wrong, ctx)
 
-    monkeypatch.setitem(_registry._BUILDERS, torch.nn.Conv2d, pad_same)
+    monkeypatch.setitem(table._BUILDERS, torch.nn.Conv2d, pad_same)
 
     @settings(max_examples=20, database=None, phases=[Phase.generate, Phase.shrink])
     @given(case=conv_layers(dims=(2,)))

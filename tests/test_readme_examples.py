@@ -18,7 +18,7 @@ def test_translate_with_inputs_example():
     import mindspore
     import numpy as np
 
-    from parity.translation.concrete import GuardFailed
+    from parity.translation.trace.concrete import GuardFailed
 
     class Pad(torch.nn.Module):
         def __init__(self):

@@ -19,7 +19,7 @@ from parity.tools.scan.report import as_json, text
 from parity.tools.scan.scanner import scan
 from parity.tools.scan.source import SHARED_METHODS, TENSOR_METHODS, UNSEEN, find_uses
 from parity.tools.scan.status import translation_tables
-from parity.translation.functions import METHODS
+from parity.translation.calls import METHODS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -166,7 +166,7 @@ def test_the_parsed_translation_tables_are_the_imported_ones():
 
 
 def test_the_scan_reads_functions_and_tensor_methods_from_the_table_translate_uses():
-    from parity.translation.functions import FUNCTIONS, METHODS, method_for
+    from parity.translation.calls import FUNCTIONS, METHODS, method_for
 
     tables = translation_tables()
     assert tables.functions == set(FUNCTIONS) and tables.methods == set(METHODS)
@@ -191,7 +191,7 @@ def test_statuses_from_translation_and_registry(tmp_path):
     assert "conv2d-has-bias-default" in {f.id for f in apis["torch.nn.Conv2d"].status.findings if f.live}
     assert apis["torch.nn.TripletMarginLoss"].status.code == "unsupported"
     assert report.status_text("unsupported") == "unsupported on CPU"
-    assert apis["torch.cat"].status.code == "as-is"  # parity.translation.functions
+    assert apis["torch.cat"].status.code == "as-is"  # parity.translation.calls
     assert apis["torch.Tensor.view"].status.code == "as-is" and apis["torch.Tensor.view"].inferred
     # BN(8, 1e-5, None): momentum=None passed positionally, placed through torch's own __init__
     bn = apis["torch.nn.BatchNorm2d"].status

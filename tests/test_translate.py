@@ -11,8 +11,8 @@ import torch
 import parity
 from parity import ParityUnsupported, ParityUsageError
 from parity.translation import translated_names
-from parity.translation.graph import GraphForward
 from parity.translation.modules import TorchForward
+from parity.translation.trace.graph import GraphForward
 
 
 def _weights(cell):

@@ -1,5 +1,5 @@
-"""The call table's second part (``parity.translation.tensors`` and ``.einsum``) and attention's
-masks and grouped heads, row by row against PyTorch through ``parity.check``: forward, input and
+"""The call table's rows for tensors made in ``forward``, selection, scans, ``einsum`` and the functional
+norms (``parity.translation.calls``), and attention's masks and grouped heads, row by row against PyTorch through ``parity.check``: forward, input and
 parameter gradients, and the running statistics ``F.batch_norm`` updates in train mode."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import torch
 import torch.nn.functional as F
 
 import parity
-from parity.translation import functions
-from parity.translation.einsum import einsum
-from parity.translation.graph import GraphForward
+from parity.translation.calls import table
+from parity.translation.calls.einsum import einsum
+from parity.translation.trace.graph import GraphForward
 
 
 class Made(torch.nn.Module):
@@ -226,9 +226,17 @@ def test_the_new_rows_are_in_the_table():
         "torch.repeat_interleave",
         "torch.baddbmm",
     ):
-        assert functions._resolve(name) is not None and name in functions.FUNCTIONS, name
+        assert table._resolve(name) is not None and name in table.FUNCTIONS, name
     for name in ("new_zeros", "cumsum", "gather", "repeat_interleave", "roll", "triu", "tril", "long", "baddbmm"):
-        assert name in functions.METHODS and hasattr(torch.Tensor, name), name
+        assert name in table.METHODS and hasattr(torch.Tensor, name), name
+
+
+def test_each_name_is_in_one_topic_of_the_table():
+    """The table is gathered from its topic modules: a name in two of them would silently take the
+    later one's adapter."""
+    for kind in ("FUNCTIONS", "METHODS"):
+        names = [name for topic in table.TOPICS for name in getattr(topic, kind)]
+        assert len(names) == len(set(names)) == len(getattr(table, kind)), kind
 
 
 # --- functions kept out of traces with torch.fx.wrap: traced into when called -----------------
@@ -262,7 +270,7 @@ class Windows(torch.nn.Module):
 
 
 def test_a_wrapped_function_is_traced_into_for_each_shape_it_gets():
-    from parity.translation.wrapped import _CALLS
+    from parity.translation.trace.wrapped import _CALLS
 
     torch.manual_seed(0)
     module = Windows()

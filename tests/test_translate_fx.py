@@ -17,8 +17,8 @@ import torch.nn.functional as F
 
 import parity
 from parity import ParityUnsupported
-from parity.translation import functions
-from parity.translation.graph import GraphForward
+from parity.translation.calls import table
+from parity.translation.trace.graph import GraphForward
 
 
 def _passes(module, inputs, **kwargs):
@@ -203,10 +203,10 @@ def test_table_rows_match_pytorch(module, inputs):
 
 
 def test_every_table_key_names_a_real_pytorch_api():
-    for name in functions.FUNCTIONS:
+    for name in table.FUNCTIONS:
         if not name.startswith("torchvision."):
-            assert functions._resolve(name) is not None, name
-    for name in functions.METHODS:
+            assert table._resolve(name) is not None, name
+    for name in table.METHODS:
         assert hasattr(torch.Tensor, name), name
 
 

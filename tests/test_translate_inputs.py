@@ -17,7 +17,7 @@ import torch.nn.functional as F
 import parity
 from parity import ParityUnsupported, ParityUsageError
 from parity import options as opts
-from parity.translation.concrete import GuardFailed
+from parity.translation.trace.concrete import GuardFailed
 
 
 def _line_of(function, text: str) -> int:

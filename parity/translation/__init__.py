@@ -1,68 +1,28 @@
-"""``parity.translate(torch_module)``: the MindSpore counterpart of a PyTorch Module, with
-equivalent arguments and the same weights.
+"""``translate``: the MindSpore counterpart of a PyTorch Module, with equivalent arguments and the
+same weights, built from what the Module's layers are and what its ``forward`` executes.
 
-How it works:
+* :mod:`.modules` walks the tree: a ``torch.nn`` layer goes to its builder (:mod:`.layers`), a
+  container to MindSpore's, a custom Module to the program its ``forward`` traces to
+  (:mod:`.trace`), whose calls the call table computes (:mod:`.calls`).
+* :mod:`.optim`: ``torch.optim`` optimizers, with PyTorch's formulas in MindSpore ops.
+* ``activation``, ``linear`` and ``loss`` re-export the layer families' Cells at the paths the
+  known-mismatch registry's fixes give (``parity.translation.loss:CrossEntropyLossInt64``).
 
-* Every supported ``torch.nn`` layer has a builder (one module per family: ``conv``, ``linear``,
-  ``norm``, ``pool``, ``recurrent``, ``attention``, ``activation``, ``shape``, ``loss``) that reads
-  the layer's attributes and builds the classic ``mindspore.nn`` Cell with the equivalent
-  arguments (``padding=1`` -> ``pad_mode="pad", padding=(1, 1, 1, 1)``; BatchNorm ``momentum=0.1``
-  -> ``0.9``; ``negative_slope`` -> ``alpha``...). Where MindSpore has no Cell for a layer, a small
-  Cell over a classic ``mindspore.ops`` function stands in (``Softplus``, ``CircularPad``); where
-  its Cell falls short of an argument, a thin subclass closes the gap and says so in its
-  docstring (``PaddedConv2d`` pads for ``padding_mode``, ``CrossEntropyLossInt64`` casts labels,
-  ``EmbeddingPaddingIdx`` stops the padding row's gradient...). Each family module lists the
-  MindSpore defaults and gaps it relies on, as read from the installed MindSpore. These Cells are
-  also the fixes the known-mismatch registry names (``replacement = "parity.translation.loss:
-  CrossEntropyLossInt64"``): one implementation, proven by the registry's self-tests.
-* ``Sequential`` -> ``SequentialCell``, ``ModuleList`` -> ``CellList``, ``ModuleDict`` -> ``CellDict``,
-  children keeping their names.
-* Any other Module whose children all translate becomes a ``TorchForward`` Cell: its children,
-  parameters, buffers and plain attributes under the same names, its helper methods bound to it,
-  and a ``construct`` that runs the PyTorch class's own ``forward`` with ``self`` bound to that
-  Cell. This works in PYNATIVE mode when ``forward`` only calls children, Python operators and
-  Tensor methods MindSpore shares; a ``forward`` (or helper) that uses ``torch.*``, ``F.*`` or
-  ``super()`` is refused up front, naming them. A user subclass that only configures a layer
-  (``class MyConv(nn.Conv2d)`` with nothing but ``__init__``) translates as that layer.
-* A layer under weight normalisation (``torch.nn.utils.parametrizations.weight_norm`` or the
-  deprecated hook) is built as the plain layer, its ``weight`` computed from ``g`` and ``v`` (held
-  under PyTorch's names) at every call (:mod:`.weight_norm`). A function a library keeps out of
-  ``torch.fx`` traces with ``torch.fx.wrap`` is traced into when it is called (:mod:`.wrapped`).
-* Given example inputs (``translate(module, example=(args, kwargs))``, which ``parity.translate(module,
-  inputs)`` draws as ``check`` draws inputs), the Module runs once on them, each submodule's
-  arguments are kept, and each custom Module is traced on the values it received
-  (:mod:`.concrete`): control flow on shapes, dtypes and values resolves, each decision a guard the
-  Cell checks when it runs; a submodule the run never called is traced only if it is called.
-  Tensors made and selected inside ``forward`` (``arange``, ``where``, ``gather``...) are in
-  :mod:`.tensors`, the rest of what transformers compute (``F.embedding``, ``x[i] = y``) in
-  :mod:`.creation`.
-* Translation refuses (``ParityUnsupported``) what MindSpore cannot be configured to do: a missing
-  argument (``proj_size``, ``log_target``), an argument combination, a kernel missing on the
-  device. Where MindSpore can be configured but computes different numbers (a bug, a different
-  algorithm), the translation is made and ``parity.check`` reports the mismatch.
-* Weights are copied last, through parity's own name mapping (the one ``parity.check`` uses), so
-  the translated Cell keeps PyTorch's attribute paths and layouts (MindSpore's known renames
-  aside, and the transformer layers' ``dense1/2``, paired in definition order); the copy is verified.
-* A Parameter the Module holds at several places (``lm_head.weight`` tied to the embedding's) is
-  one Parameter in the Cell too, so both sides train one tensor and the weights pair one to one.
-* Every ``Parameter.name`` is then set to its attribute path in the Cell (``layer1.0.conv1.weight``,
-  ``bn1.moving_mean``): the name MindSpore's ``ParameterTuple``, optimizers, ``save_checkpoint`` and
-  ``load_param_into_net`` go by. The builders' Cells are joined with ``insert_child_to_cell``, which
-  (unlike attribute assignment in a Cell's ``__init__``) prefixes nothing, so without this step the
-  names were the layers' own (``weight``, ``0.conv1.weight``) and repeated across the tree.
-
-Anything without a counterpart raises :class:`parity.ParityUnsupported` naming the attribute path,
-the PyTorch type and the reason. Only this package, ``parity.backends`` and the self-tests import
+:func:`translate` then ties the Parameters the Module shares, names each Parameter by its path and
+copies the weights through parity's own name mapping. What has no counterpart raises
+:class:`parity.ParityUnsupported` naming the path, the PyTorch type and the reason
+(``docs/architecture.md``, "Translation"). Only this package, the backends and the self-tests import
 the frameworks at the top of a module. May import: the backends, the weights and :mod:`parity.errors`.
 """
 
 from __future__ import annotations
 
 from ..errors import ParityInternalError, ParityUsageError
-from . import activation, attention, conv, creation, linear, loss, norm, pool, recurrent, shape, weight_norm, wrapped  # noqa: F401  (register)
-from ._registry import Context, translated_names
-from .concrete import record_calls
+from . import layers  # noqa: F401  (registers the layer builders)
+from .layers.table import Context, translated_names
 from .modules import translate_module
+from .trace import wrapped  # noqa: F401  (registers its fallback in the call table)
+from .trace.concrete import record_calls
 
 __all__ = ["translate", "translated_names"]
 
@@ -72,7 +32,7 @@ DEVICES = ("CPU", "GPU", "Ascend")
 def translate(torch_module, *, device: str = "CPU", example=None):
     """Build the MindSpore Cell equivalent to ``torch_module`` for ``device``, with its weights,
     in the module's train/eval mode. ``example``: ``(args, kwargs)`` of PyTorch tensors to trace
-    on (see :mod:`.concrete`); without it, each ``forward`` is traced symbolically."""
+    on (see :mod:`.trace.concrete`); without it, each ``forward`` is traced symbolically."""
     import torch
 
     from ..backends.mindspore import use_device

@@ -1,5 +1,5 @@
 """The tree walk: layers go to their family's builder, containers to their MindSpore containers,
-and any other Module whose children all translate to a :class:`~.graph.GraphForward` Cell that runs
+and any other Module whose children all translate to a :class:`~.trace.graph.GraphForward` Cell that runs
 the ``torch.fx`` trace of its ``forward`` against the translated children or, where ``forward``
 cannot be traced, to a :class:`TorchForward` Cell that runs the PyTorch class's own ``forward``."""
 
@@ -16,8 +16,8 @@ import torch
 from mindspore import nn
 
 from ..errors import ParityUnsupported
-from ._registry import Context, builder_for, torch_name
-from .graph import TraceFailed, graph_cell
+from .layers.table import Context, builder_for, torch_name
+from .trace.graph import TraceFailed, graph_cell
 
 __all__ = ["translate_module", "TorchForward"]
 

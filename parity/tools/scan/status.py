@@ -2,13 +2,13 @@
 ``parity.translate`` (or ``translate_optimizer``) handles it, which known mismatches apply to it on a
 device, and so its status for ``parity scan``.
 
-The translation tables are read from the source of ``parity/translation`` (its modules import
-MindSpore, so they are parsed, not imported): every class named in an ``@translates(...)``
-decorator, directly or through a module-level table (``@translates(*_MAX)``), the containers of
-``modules.py``, the optimizers of ``optim.py``, and the functions and Tensor methods a traced
-``forward`` may call (the keys of ``FUNCTIONS`` and ``METHODS`` in ``functions.py`` and the modules
-whose tables it merges, ``tensors.py``; an in-place
-method, ``x.relu_()``, is its out-of-place name's, as ``method_for`` has it). ``tests/test_scan.py``
+The translation tables are read from the source of ``parity/translation`` and its subpackages (its
+modules import MindSpore, so they are parsed, not imported): every class named in an
+``@translates(...)`` decorator, directly or through a module-level table (``@translates(*_MAX)``),
+the containers of ``modules.py``, the optimizers of ``optim.py``, and the functions and Tensor
+methods a traced ``forward`` may call (the keys of the module-level ``FUNCTIONS`` and ``METHODS`` of
+the call table's topic modules, ``calls/*.py``; an in-place method, ``x.relu_()``, is its
+out-of-place name's, as ``method_for`` has it). ``tests/test_scan.py``
 checks the parsed tables against the imported ``translated_names()``, ``translated_optimizers()``,
 ``FUNCTIONS`` and ``METHODS``.
 
@@ -99,7 +99,7 @@ def _out_of_place(method: str) -> str:
 @functools.lru_cache(maxsize=None)
 def translation_tables(folder: Path = TRANSLATION_DIR) -> Tables:
     layers, containers, optimizers, functions, methods = set(), {CUSTOM_MODULE}, set(), set(), set()
-    for path in sorted(folder.glob("*.py")):
+    for path in sorted(folder.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         tables = _module_tables(tree)
         for node in ast.walk(tree):
@@ -110,7 +110,7 @@ def translation_tables(folder: Path = TRANSLATION_DIR) -> Tables:
         containers.update(tables.get("_TORCH_CONTAINERS", ()))
         if path.name == "optim.py":
             optimizers.update(f"torch.optim.{name}" for name in _string_keys(tree, "_TRANSLATIONS"))
-        functions.update(_string_keys(tree, "FUNCTIONS"))  # functions.py's tables, and those it merges in
+        functions.update(_string_keys(tree, "FUNCTIONS"))  # the call table's topic modules
         methods.update(_string_keys(tree, "METHODS"))
     if not layers or len(containers) < 2 or not optimizers or not functions or not methods:
         raise ParityInternalError(

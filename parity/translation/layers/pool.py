@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from mindspore import nn
 
-from ._registry import Context, ntuple, single, translates
+from .table import Context, ntuple, single, translates
 
 __all__ = ["AdaptiveAvgPool1dAnyLength", "AdaptiveMaxPool1dAnyLength"]
 

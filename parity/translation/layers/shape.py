@@ -20,7 +20,7 @@ import math
 import torch
 from mindspore import nn, ops
 
-from ._registry import Context, translates
+from .table import Context, translates
 
 __all__ = ["CircularPad", "LinearUpsample"]
 

@@ -24,7 +24,7 @@ from typing import List, Tuple
 import torch
 from mindspore import nn, ops
 
-from ._registry import Context, ntuple, single, translates
+from .table import Context, ntuple, single, translates
 
 __all__ = ["PaddedConv1d", "PaddedConv2d", "PaddedConv3d", "Conv1dTransposeCropped"]
 

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from mindspore import nn, ops
 
-from ._registry import Context, translates
+from .table import Context, translates
 
 __all__ = ["MultiheadAttention"]
 
@@ -121,7 +121,7 @@ def decoder_layer(module, ctx: Context):
 
 
 def _stack(module, ctx: Context, layer_type, stack_type):
-    from .modules import translate_module
+    from ..modules import translate_module
 
     layers = list(module.layers)
     ctx.require(

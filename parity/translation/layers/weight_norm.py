@@ -24,7 +24,7 @@ import mindspore as ms
 import torch
 from mindspore import nn, ops
 
-from ._registry import Context, translates_when
+from .table import Context, translates_when
 
 __all__ = ["WeightNormOriginals"]
 
@@ -112,7 +112,7 @@ def _plain(module, parametrized: bool):
 
 @translates_when(lambda module: _parametrized(module) or _hook(module) is not None)
 def weight_norm(module, ctx: Context):
-    from .modules import translate_module
+    from ..modules import translate_module
 
     hook = _hook(module)
     if hook is None:

@@ -38,13 +38,13 @@ import torch
 import torch.fx
 from torch.fx.proxy import Attribute, Proxy
 
-from ..errors import ParityUsageError
+from ...errors import ParityUsageError
 
 __all__ = ["ConcreteTracer", "Guard", "GuardFailed", "record_calls", "call_slots", "is_constant"]
 
 _VALUE = "parity_value"
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # parity/translation/
 _SCALARS = (type(None), bool, int, float, str)
 _HOST_READS = ("device", "is_cuda", "is_mps", "is_meta", "is_sparse", "is_quantized", "layout")
 _GUARDED_READS = ("dtype", "ndim")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from mindspore import nn
 
-from ._registry import Context, translates
+from .table import Context, translates
 
 __all__ = []
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import torch
 from mindspore import nn
 
-from ._registry import Context, as_constant, translates
+from .table import Context, as_constant, translates
 
 __all__ = ["LayerNormTrailing"]
 

@@ -10,7 +10,7 @@ runs the graph's nodes in order:
 * ``placeholder``: the call's arguments, bound to ``forward``'s signature;
 * ``get_attr``: a parameter or buffer of the Cell (or a constant tensor the trace captured);
 * ``call_module``: the translated child at that attribute path;
-* ``call_function`` / ``call_method``: the MindSpore adapter from :mod:`.functions`;
+* ``call_function`` / ``call_method``: the MindSpore adapter from the call table (:mod:`parity.translation.calls`);
 * ``output``: the result, with the structure ``forward`` returns.
 
 Only code that runs is translated: a helper method nobody calls, or a branch not taken, is never
@@ -27,8 +27,8 @@ call unlike every example call goes the symbolic way below.
 A ``forward(..., **kwargs)`` is traced with what ``**kwargs`` receives baked in, as constant
 arguments are (constants only: a tensor passed through ``**kwargs`` is refused when the Cell runs).
 A Module that cannot be traced (Python control flow on tensor values, ``*args``) raises
-:class:`TraceFailed`, which says where; :mod:`.modules` then falls back to running ``forward``
-itself on MindSpore tensors. Made for PYNATIVE mode: both Cells carry ``parity_pynative_only``
+:class:`TraceFailed`, which says where; :mod:`parity.translation.modules` then falls back to running
+``forward`` itself on MindSpore tensors. Made for PYNATIVE mode: both Cells carry ``parity_pynative_only``
 (why), and :func:`parity.check` and :func:`parity.check_training` refuse GRAPH mode up front for a
 Cell that holds one.
 """
@@ -48,15 +48,16 @@ import torch
 import torch.fx
 from mindspore import nn
 
-from ..errors import ParityUnsupported
-from . import functions
-from ._registry import Context, torch_name
+from ...errors import ParityUnsupported
+from .. import calls
+from ..layers.table import Context, torch_name
 from .concrete import ConcreteTracer, call_slots, is_constant, kept_state, root_function
 
 __all__ = ["graph_cell", "GraphForward", "TraceFailed"]
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep  # the tracer's own frames are never the call
+# parity/translation/: the tracer's own frames (and the call table's) are never the call
+_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 class TraceFailed(Exception):
@@ -239,22 +240,22 @@ class _Program:
             child = cell.cell_at(node.target)
             inplace = bool(getattr(module.get_submodule(node.target), "inplace", False))
             return _Step(node, child, inplace)
-        name = functions.api_name(node.op, node.target)
+        name = calls.api_name(node.op, node.target)
         if node.op == "call_method" and _python_value(node.args[0]):  # a dict's .get, a ModelOutput's .to_tuple
             return _Step(node, _python_method(node.target), False, f"{name} at {node_location(node)}")
         if node.op == "call_method":
-            adapter = functions.method_for(node.target)
+            adapter = calls.method_for(node.target)
             if adapter is None:
                 raise _Untranslatable(name)
         else:
-            found = functions.function_for(node.target)
+            found = calls.function_for(node.target)
             if found is None:
                 raise _Untranslatable(name)
             adapter, validate = found
             why = validate(*_constants(node)) if validate else None
             if why:
                 raise _Untranslatable(f"{name}: {why}")
-        inplace = functions.is_inplace(node.op, node.target, node.kwargs)
+        inplace = calls.is_inplace(node.op, node.target, node.kwargs)
         return _Step(node, adapter, inplace, f"{name} at {node_location(node)}")
 
     def run(self, cell, bound: List[Any]):

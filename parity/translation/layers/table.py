@@ -18,7 +18,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 import mindspore as ms
 import numpy as np
 
-from ..errors import ParityUnsupported
+from ...errors import ParityUnsupported
 
 __all__ = [
     "Context",

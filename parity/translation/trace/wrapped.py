@@ -4,7 +4,7 @@ by tracing into them when they are called.
 
 A symbolic trace of the Module records a call to such a function as one ``call_function`` node,
 because its body branches on the input's shape (``if window_size[0] >= pad_H``), which a symbolic
-trace cannot. :class:`WrappedCall`, the adapter :mod:`.functions` gives such a node, traces the
+trace cannot. :class:`WrappedCall`, the adapter the call table gives such a node, traces the
 function itself when the Cell runs, with ``torch.fx``'s ``MetaTracer``: its tensor arguments as
 meta tensors of the shapes and dtypes the call receives (so ``x.shape`` reads as numbers and the
 branches resolve), its other arguments as constants. The graph is run node by node with the same
@@ -30,7 +30,7 @@ import torch
 import torch.fx
 from torch.fx.experimental.meta_tracer import MetaProxy, MetaTracer
 
-from . import functions
+from .. import calls
 
 __all__ = ["is_wrapped", "WrappedCall"]
 
@@ -179,7 +179,7 @@ class _Program:
                         self._adapter(node, root),
                         False
                         if node.op in ("placeholder", "output", "get_attr")
-                        else functions.is_inplace(node.op, node.target, node.kwargs),
+                        else calls.is_inplace(node.op, node.target, node.kwargs),
                     )
                 )
             except LookupError as exc:
@@ -196,17 +196,17 @@ class _Program:
             constant = ms.Tensor(value.detach().cpu().numpy().copy())
             return lambda: constant
         if node.op == "call_method":
-            adapter = functions.method_for(node.target)
+            adapter = calls.method_for(node.target)
         elif node.op == "call_function":
-            found = functions.function_for(node.target)
+            found = calls.function_for(node.target)
             adapter = found[0] if found else None
             why = found[1](node.args, dict(node.kwargs)) if found and found[1] else None
             if why:
-                raise LookupError(f"{functions.api_name(node.op, node.target)}: {why}")
+                raise LookupError(f"{calls.api_name(node.op, node.target)}: {why}")
         else:
             adapter = None
         if adapter is None:
-            raise LookupError(functions.api_name(node.op, node.target))
+            raise LookupError(calls.api_name(node.op, node.target))
         return adapter
 
     def run(self, arguments: Dict[str, Any]):
@@ -227,7 +227,7 @@ class _Program:
                 except (TypeError, ValueError, RuntimeError, IndexError) as exc:
                     first = (str(exc).strip().splitlines() or [""])[0]
                     raise TypeError(
-                        f"inside {self.name}, {functions.api_name(node.op, node.target)} at "
+                        f"inside {self.name}, {calls.api_name(node.op, node.target)} at "
                         f"{_location(node)}: {type(exc).__name__}: {first}"
                     ) from None
                 if inplace and node.args and isinstance(node.args[0], torch.fx.Node):
@@ -236,7 +236,7 @@ class _Program:
 
 
 def wrapped_adapter(target) -> Optional[Tuple[Callable, None]]:
-    """``(adapter, None)`` for a ``torch.fx.wrap``ped function, as :func:`.functions.function_for` gives."""
+    """``(adapter, None)`` for a ``torch.fx.wrap``ped function, as the call table's ``function_for`` gives."""
     if not is_wrapped(target):
         return None
     if id(target) not in _CALLS:  # one adapter per function: its traces serve every call site
@@ -247,4 +247,4 @@ def wrapped_adapter(target) -> Optional[Tuple[Callable, None]]:
 _CALLS: Dict[int, WrappedCall] = {}
 
 
-functions.FALLBACKS.append(wrapped_adapter)
+calls.FALLBACKS.append(wrapped_adapter)

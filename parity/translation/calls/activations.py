@@ -1,0 +1,109 @@
+"""Activations in the call table, as functions and methods (``torch.relu``, ``F.gelu``,
+``x.softmax(-1)``...), with ``softmax``, ``log_softmax`` and ``dropout``.
+
+``tanh`` and ``elu`` go through the accurate compositions of
+:mod:`parity.translation.layers.activation` (known mismatches ``tanh-cpu-accuracy``,
+``elu-alpha-unsupported``). ``dim`` is ``axis`` in ``ops.softmax``; ``dim=None`` (picked from the
+input rank) is refused. ``inplace=True`` is computed out of place, as every in-place call is.
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+from mindspore import ops
+
+from ..layers import activation
+from .arguments import ms_dtype
+
+__all__ = ["FUNCTIONS", "METHODS"]
+
+
+def relu(input, inplace=False):
+    return ops.relu(input)
+
+
+def relu6(input, inplace=False):
+    return ops.relu6(input)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return ops.leaky_relu(input, float(negative_slope))
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return activation.elu_with_alpha(input, float(alpha))
+
+
+def gelu(input, approximate="none"):
+    return ops.gelu(input, approximate=approximate)
+
+
+def silu(input, inplace=False):
+    return ops.silu(input)
+
+
+def hardswish(input, inplace=False):
+    return ops.hardswish(input)
+
+
+def hardsigmoid(input, inplace=False):
+    return ops.hardsigmoid(input)
+
+
+def sigmoid(input):
+    return ops.sigmoid(input)
+
+
+def tanh(input):
+    return activation.tanh(input)
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        raise TypeError("softmax with dim=None (picked from the input rank) is not translated; pass dim")
+    if dtype is not None:
+        input = input.astype(ms_dtype(dtype))
+    return ops.softmax(input, dim)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        raise TypeError("log_softmax with dim=None (picked from the input rank) is not translated; pass dim")
+    if dtype is not None:
+        input = input.astype(ms_dtype(dtype))
+    return ops.log_softmax(input, dim)
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    if not training or p == 0:
+        return input
+    return ops.dropout(input, p=p, training=True)
+
+
+FUNCTIONS: Dict[str, object] = {
+    "torch.relu": relu,
+    "torch.sigmoid": sigmoid,
+    "torch.tanh": tanh,
+    "torch.softmax": softmax,
+    "torch.nn.functional.relu": relu,
+    "torch.nn.functional.relu6": relu6,
+    "torch.nn.functional.leaky_relu": leaky_relu,
+    "torch.nn.functional.elu": elu,
+    "torch.nn.functional.gelu": gelu,
+    "torch.nn.functional.silu": silu,
+    "torch.nn.functional.hardswish": hardswish,
+    "torch.nn.functional.hardsigmoid": hardsigmoid,
+    "torch.nn.functional.sigmoid": sigmoid,
+    "torch.nn.functional.tanh": tanh,
+    "torch.nn.functional.softmax": softmax,
+    "torch.nn.functional.log_softmax": log_softmax,
+    "torch.nn.functional.dropout": dropout,
+}
+METHODS: Dict[str, object] = {
+    "relu": relu,
+    "sigmoid": sigmoid,
+    "tanh": tanh,
+    "softmax": softmax,
+    "log_softmax": log_softmax,
+}

@@ -1,0 +1,92 @@
+"""PyTorch's arguments as the call table's adapters take them: whether a value is a MindSpore
+tensor, sizes given as varargs or as one sequence, dtypes by torch's names and back, and the
+stand-in a traced value's ``.device`` reads as.
+
+Two dtype tables, as the adapters have them: int16 is known to a made tensor
+(``torch.zeros(..., dtype=...)``, ``arange``, ``new_*``, ``cumsum(dtype=...)``: :func:`made_dtype`)
+only, not to a cast (``Tensor.to``, ``Tensor.type``, the ``dtype=`` of ``mean``, ``sum``,
+``softmax`` and ``full``: :func:`ms_dtype`) nor to a ``.dtype`` read (:func:`torch_dtype`).
+"""
+
+from __future__ import annotations
+
+from typing import Tuple
+
+import mindspore as ms
+import torch
+
+__all__ = ["is_tensor", "as_shape", "ms_dtype", "made_dtype", "torch_dtype", "INTEGRAL", "DEVICE", "is_device"]
+
+
+def is_tensor(value) -> bool:
+    return isinstance(value, ms.Tensor)
+
+
+def as_shape(sizes) -> Tuple:
+    """``view(2, 3)`` and ``view((2, 3))`` alike."""
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        return tuple(sizes[0])
+    return tuple(sizes)
+
+
+_DTYPES = {
+    "float32": ms.float32,
+    "float64": ms.float64,
+    "float16": ms.float16,
+    "bfloat16": ms.bfloat16,
+    "int64": ms.int64,
+    "int32": ms.int32,
+    "int8": ms.int8,
+    "uint8": ms.uint8,
+    "bool": ms.bool_,
+}
+_MADE_DTYPES = {**_DTYPES, "int16": ms.int16}
+INTEGRAL = (ms.int64, ms.int32, ms.int16, ms.int8, ms.uint8, ms.bool_)
+
+
+def ms_dtype(dtype):
+    """A torch dtype (or None, or already MindSpore's) as MindSpore's; refuses what has no counterpart."""
+    if dtype is None or isinstance(dtype, ms.dtype.Type):
+        return dtype
+    name = str(dtype).replace("torch.", "")
+    if name not in _DTYPES:
+        raise TypeError(f"dtype {dtype} has no MindSpore counterpart here")
+    return _DTYPES[name]
+
+
+def made_dtype(dtype, default=None):
+    """The dtype of a made tensor: a torch dtype (or already MindSpore's) as MindSpore's, ``default``
+    for None."""
+    if dtype is None:
+        return default
+    if isinstance(dtype, ms.dtype.Type):
+        return dtype
+    name = str(dtype).replace("torch.", "")
+    if name not in _MADE_DTYPES:
+        raise TypeError(f"dtype {dtype} has no MindSpore counterpart here")
+    return _MADE_DTYPES[name]
+
+
+_TORCH_DTYPES = {mindspore_dtype: getattr(torch, name) for name, mindspore_dtype in _DTYPES.items()}
+
+
+def torch_dtype(tensor):
+    """A MindSpore tensor's dtype, as the torch dtype of the same name that the graph compares it with."""
+    if tensor.dtype not in _TORCH_DTYPES:
+        raise TypeError(f"dtype {tensor.dtype} has no PyTorch counterpart here")
+    return _TORCH_DTYPES[tensor.dtype]
+
+
+class _Device:
+    """What a traced value's ``.device`` reads as: MindSpore places tensors by its context, so the
+    only use translated is handing it back to ``Tensor.to``, which ignores it."""
+
+    def __repr__(self) -> str:
+        return "<the device of a MindSpore tensor>"
+
+
+DEVICE = _Device()
+
+
+def is_device(value) -> bool:
+    return isinstance(value, (_Device, torch.device, str, int)) and not isinstance(value, bool)

@@ -1,0 +1,160 @@
+"""Arithmetic and math in the call table: the operators as functions and methods, products
+(``matmul``, ``bmm``, ``addmm``, ``baddbmm``, ``outer``, ``einsum``), element-wise math,
+comparisons and logical operations.
+
+``addmm`` and ``baddbmm`` compute ``beta * input + alpha * product`` without multiplying by a factor
+of 1, so the rounding is PyTorch's. ``ops.einsum`` has no CPU kernel: :mod:`.einsum` writes the
+equation out. Comparisons as functions (``torch.eq``) are MindSpore's functions, as methods
+(``x.eq(y)``) its operators.
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+import mindspore as ms
+from mindspore import ops
+
+from .einsum import einsum
+
+__all__ = ["FUNCTIONS", "METHODS"]
+
+
+def add(input, other, *, alpha=1):
+    return input + other if alpha == 1 else input + alpha * other
+
+
+def sub(input, other, *, alpha=1):
+    return input - other if alpha == 1 else input - alpha * other
+
+
+def mul(input, other):
+    return input * other
+
+
+def div(input, other, *, rounding_mode=None):
+    if rounding_mode is not None:
+        raise TypeError(f"rounding_mode={rounding_mode!r} is not translated")
+    return input / other
+
+
+def matmul(input, other):
+    return ops.matmul(input, other)
+
+
+def bmm(input, mat2):
+    return ops.bmm(input, mat2)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    return _scaled_sum(ops.matmul(mat1, mat2), input, beta, alpha)
+
+
+def _scaled_sum(product, input, beta=1, alpha=1):
+    """``beta * input + alpha * product``, as ``torch.addmm``/``baddbmm`` compute it (a factor of 1 is
+    not multiplied, so the rounding is PyTorch's)."""
+    product = product if alpha == 1 else alpha * product
+    return product + (input if beta == 1 else beta * input)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    return _scaled_sum(ops.bmm(batch1, batch2), input, beta, alpha)
+
+
+def outer(input, vec2):
+    return ops.outer(input, vec2)
+
+
+def pow_(input, exponent):
+    return ops.pow(input, exponent)
+
+
+def clamp(input, min=None, max=None):
+    return ops.clamp(input, min, max)
+
+
+def _compare(op):
+    def run(input, other):
+        return op(input, other)
+
+    return run
+
+
+def _binary(name):
+    method = getattr(ms.Tensor, f"__{name}__")
+
+    def compute(input, other):
+        return method(input, other)
+
+    return compute
+
+
+FUNCTIONS: Dict[str, object] = {
+    "torch.add": add,
+    "torch.sub": sub,
+    "torch.mul": mul,
+    "torch.div": div,
+    "torch.matmul": matmul,
+    "torch.bmm": bmm,
+    "torch.addmm": addmm,
+    "torch.baddbmm": baddbmm,
+    "torch.outer": outer,
+    "torch.einsum": einsum,
+    "torch.pow": pow_,
+    "torch.exp": ops.exp,
+    "torch.sqrt": ops.sqrt,
+    "torch.rsqrt": ops.rsqrt,
+    "torch.abs": ops.abs,
+    "torch.cos": ops.cos,
+    "torch.sin": ops.sin,
+    "torch.neg": ops.neg,
+    "torch.log": ops.log,
+    "torch.erf": ops.erf,
+    "torch.square": ops.square,
+    "torch.maximum": ops.maximum,
+    "torch.minimum": ops.minimum,
+    "torch.clamp": clamp,
+    "torch.clip": clamp,
+    "torch.eq": _compare(ops.equal),
+    "torch.ne": _compare(ops.ne),
+    "torch.gt": _compare(ops.gt),
+    "torch.lt": _compare(ops.lt),
+    "torch.ge": _compare(ops.ge),
+    "torch.le": _compare(ops.le),
+    "torch.logical_not": ops.logical_not,
+    "torch.logical_and": ops.logical_and,
+    "torch.logical_or": ops.logical_or,
+}
+METHODS: Dict[str, object] = {
+    "add": add,
+    "sub": sub,
+    "mul": mul,
+    "div": div,
+    "matmul": matmul,
+    "bmm": bmm,
+    "baddbmm": baddbmm,
+    "outer": outer,
+    "pow": pow_,
+    "exp": ops.exp,
+    "sqrt": ops.sqrt,
+    "rsqrt": ops.rsqrt,
+    "abs": ops.abs,
+    "cos": ops.cos,
+    "sin": ops.sin,
+    "neg": ops.neg,
+    "log": ops.log,
+    "erf": ops.erf,
+    "square": ops.square,
+    "clamp": clamp,
+    "clip": clamp,
+    "eq": _binary("eq"),
+    "ne": _binary("ne"),
+    "lt": _binary("lt"),
+    "le": _binary("le"),
+    "gt": _binary("gt"),
+    "ge": _binary("ge"),
+    "logical_not": ops.logical_not,
+    "__and__": _binary("and"),
+    "__or__": _binary("or"),
+    "__xor__": _binary("xor"),
+}

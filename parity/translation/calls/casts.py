@@ -1,0 +1,86 @@
+"""Casts and copies in the call table: ``Tensor.to``, ``type``, ``type_as``, ``float``, ``half``,
+``double``, ``long``, ``int``, ``bool``, ``clone`` and ``detach``.
+
+``Tensor.to`` casts to a dtype (given, or another tensor's) and ignores a device: a MindSpore tensor
+is where MindSpore's context puts it, and a traced value's ``.device`` reads as
+:data:`.arguments.DEVICE`, a stand-in that only ``to`` accepts.
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+import mindspore as ms
+import torch
+from mindspore import ops
+
+from .arguments import is_device, is_tensor, ms_dtype
+
+__all__ = ["FUNCTIONS", "METHODS"]
+
+
+def to(input, *args, dtype=None, device=None, non_blocking=False, copy=False, memory_format=None):
+    """``Tensor.to(dtype)``, ``to(other)``, ``to(device)``, ``to(device, dtype)``, ``to(dtype=...)``:
+    a cast to the dtype; the device, ``non_blocking``, ``copy`` and ``memory_format`` change no value."""
+    for arg in args:
+        if is_tensor(arg):
+            dtype = arg.dtype
+        elif isinstance(arg, (torch.dtype, ms.dtype.Type)):
+            dtype = arg
+        elif not (is_device(arg) or isinstance(arg, bool)):  # a bool: non_blocking or copy
+            raise TypeError(f"Tensor.to({arg!r}) is not translated (only a dtype, a device or a tensor)")
+    if device is not None and not is_device(device):
+        raise TypeError(f"Tensor.to(device={device!r}) is not translated")
+    dtype = ms_dtype(dtype)
+    return input if dtype is None or dtype == input.dtype else input.astype(dtype)
+
+
+def to_float(input, memory_format=None):
+    return input.astype(ms.float32)
+
+
+def to_half(input, memory_format=None):
+    return input.astype(ms.float16)
+
+
+def type_as(input, other):
+    return input.astype(other.dtype)
+
+
+def type_(input, dtype=None, non_blocking=False):
+    if dtype is None:
+        raise TypeError("Tensor.type() (the type's name) is not translated")
+    return input.astype(ms_dtype(dtype))
+
+
+def _cast(dtype):
+    def cast(input, memory_format=None):
+        return input.astype(dtype)
+
+    return cast
+
+
+def clone(input, *, memory_format=None):
+    return input.copy()
+
+
+def detach(input):
+    return ops.stop_gradient(input)
+
+
+FUNCTIONS: Dict[str, object] = {
+    "torch.clone": clone,
+}
+METHODS: Dict[str, object] = {
+    "to": to,
+    "float": to_float,
+    "half": to_half,
+    "double": _cast(ms.float64),
+    "long": _cast(ms.int64),
+    "int": _cast(ms.int32),
+    "bool": _cast(ms.bool_),
+    "type": type_,
+    "type_as": type_as,
+    "clone": clone,
+    "detach": detach,
+}

@@ -1,0 +1,109 @@
+"""Tensors made in ``forward``, in the call table: ``arange``, ``tensor``, ``ones``, ``zeros``,
+``full``, their ``_like`` forms and the ``new_*`` methods.
+
+Made tensors take PyTorch's default dtypes: ``arange`` of ints is int64, of any float float32
+(``torch.tensor`` of Python numbers likewise); ``ones``/``zeros`` float32, ``full`` its fill
+value's (bool, int64 or float32); the ``_like`` forms the input's and ``new_*`` the receiver's.
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+import mindspore as ms
+import numpy as np
+from mindspore import ops
+
+from .arguments import as_shape, made_dtype, ms_dtype
+
+__all__ = ["FUNCTIONS", "METHODS"]
+
+
+def arange(
+    start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False
+):
+    if end is None:
+        start, end = 0, start
+    numbers = [v.item() if isinstance(v, ms.Tensor) else v for v in (start, end, step)]
+    floats = any(isinstance(v, float) for v in numbers)
+    return ops.arange(*numbers, dtype=made_dtype(dtype, ms.float32 if floats else ms.int64))
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """``torch.tensor`` of Python numbers: float32 where any is a float, int64 for ints, bool for bools."""
+    if isinstance(data, ms.Tensor):
+        return data.astype(made_dtype(dtype, data.dtype))
+    array = np.array(data)
+    default = ms.bool_ if array.dtype == np.bool_ else ms.float32 if array.dtype.kind == "f" else ms.int64
+    return ms.Tensor(array, made_dtype(dtype, default))
+
+
+def ones(*size, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+    return ops.ones(as_shape(size), made_dtype(dtype, ms.float32))
+
+
+def zeros(*size, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+    return ops.zeros(as_shape(size), made_dtype(dtype, ms.float32))
+
+
+def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+    if dtype is None:
+        dtype = ms.bool_ if isinstance(fill_value, bool) else ms.int64 if isinstance(fill_value, int) else ms.float32
+    else:
+        dtype = ms_dtype(dtype)
+    return ops.full(tuple(size), fill_value, dtype=dtype)
+
+
+def ones_like(
+    input, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False, memory_format=None
+):
+    return ops.ones(tuple(input.shape), made_dtype(dtype, input.dtype))
+
+
+def zeros_like(
+    input, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False, memory_format=None
+):
+    return ops.zeros(tuple(input.shape), made_dtype(dtype, input.dtype))
+
+
+def full_like(
+    input,
+    fill_value,
+    *,
+    dtype=None,
+    layout=None,
+    device=None,
+    pin_memory=False,
+    requires_grad=False,
+    memory_format=None,
+):
+    return ops.full(tuple(input.shape), fill_value, dtype=made_dtype(dtype, input.dtype))
+
+
+def new_zeros(self, *size, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+    return ops.zeros(as_shape(size), made_dtype(dtype, self.dtype))
+
+
+def new_ones(self, *size, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+    return ops.ones(as_shape(size), made_dtype(dtype, self.dtype))
+
+
+def new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+    return ops.full(tuple(size), fill_value, dtype=made_dtype(dtype, self.dtype))
+
+
+FUNCTIONS: Dict[str, object] = {
+    "torch.arange": arange,
+    "torch.tensor": tensor,
+    "torch.ones": ones,
+    "torch.zeros": zeros,
+    "torch.full": full,
+    "torch.ones_like": ones_like,
+    "torch.zeros_like": zeros_like,
+    "torch.full_like": full_like,
+}
+METHODS: Dict[str, object] = {
+    "new_zeros": new_zeros,
+    "new_ones": new_ones,
+    "new_full": new_full,
+}

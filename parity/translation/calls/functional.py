@@ -1,0 +1,214 @@
+"""Layers as functions in the call table: ``F.linear``, ``F.embedding``, the functional norms,
+pools, ``F.pad``, ``F.interpolate``, ``F.scaled_dot_product_attention`` and torchvision's
+``stochastic_depth``.
+
+What each adapter closes, as read from mindspore 2.10 on CPU:
+
+* ``F.layer_norm`` goes through the ``LayerNorm`` primitive ``nn.LayerNorm`` uses (``ops.layer_norm``'s
+  kernel is not on CPU); ``F.group_norm`` is ``ops.group_norm`` (its kernel is on CPU).
+* ``F.batch_norm`` goes through the ``BatchNorm`` primitive ``nn.BatchNorm2d`` uses, whose
+  ``momentum`` is PyTorch's (the weight of the new batch; ``nn.BatchNorm2d`` takes the other
+  convention, known mismatch ``batchnorm2d-momentum-convention``) and which updates the running
+  statistics in place, with the unbiased variance, as PyTorch does. It takes 2-d and 4-d inputs:
+  others are reshaped to 4-d. ``momentum=None`` (a cumulative average) is refused, as for the layer
+  (``batchnorm2d-momentum-none-unsupported``).
+* ``F.embedding``'s ``padding_idx`` row gets no gradient, as in PyTorch.
+* ``stochastic_depth`` in train mode draws random numbers, and MindSpore's are not PyTorch's: its
+  validator refuses it from its constant arguments when the trace is made (run the check in eval mode).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Dict, Optional
+
+import mindspore as ms
+import numpy as np
+from mindspore import ops
+
+__all__ = ["FUNCTIONS", "METHODS"]
+
+
+def linear(input, weight, bias=None):
+    return ops.dense(input, weight, bias)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    """Rows of ``weight``; the ``padding_idx`` row gets no gradient, as in PyTorch."""
+    if max_norm is not None or scale_grad_by_freq:
+        raise TypeError("embedding(max_norm=..., scale_grad_by_freq=True) is not translated")
+    if padding_idx is not None:
+        row = ops.arange(weight.shape[0]).reshape(-1, 1) == (padding_idx % weight.shape[0])
+        weight = ops.where(row, ops.stop_gradient(weight), weight)
+    return ops.gather(weight, input, 0)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """The ``LayerNorm`` primitive ``nn.LayerNorm`` uses (``ops.layer_norm``'s kernel is not on CPU)."""
+    shape = tuple(normalized_shape)
+    axis = -len(shape)
+    weight = ops.ones(shape, input.dtype) if weight is None else weight
+    bias = ops.zeros(shape, input.dtype) if bias is None else bias
+    return ops.LayerNorm(begin_norm_axis=axis, begin_params_axis=axis, epsilon=eps)(input, weight, bias)[0]
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    if momentum is None:
+        raise TypeError("batch_norm(momentum=None) (a cumulative moving average) has no MindSpore counterpart")
+    channels = input.shape[1]
+    weight = ops.ones((channels,), input.dtype) if weight is None else weight
+    bias = ops.zeros((channels,), input.dtype) if bias is None else bias
+    if running_mean is None or running_var is None:
+        if not training:
+            raise TypeError("batch_norm without running statistics needs training=True (PyTorch raises too)")
+        return _batch_statistics_norm(input, weight, bias, eps)
+    shape = input.shape
+    flat = input if input.ndim in (2, 4) else ops.reshape(input, (shape[0], channels, -1, 1))
+    out = ops.BatchNorm(is_training=bool(training), epsilon=float(eps), momentum=float(momentum))(
+        flat, weight, bias, running_mean, running_var
+    )[0]
+    return out if input.ndim in (2, 4) else ops.reshape(out, shape)
+
+
+def _batch_statistics_norm(input, weight, bias, eps):
+    axes = (0,) + tuple(range(2, input.ndim))
+    mean = ops.mean(input, axes, True)
+    var = ops.mean(ops.square(input - mean), axes, True)
+    view = (1, -1) + (1,) * (input.ndim - 2)
+    return (input - mean) * ops.rsqrt(var + eps) * ops.reshape(weight, view) + ops.reshape(bias, view)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    return ops.group_norm(input, num_groups, weight, bias, float(eps))
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    norm = ops.norm(input, p, dim, True)
+    return input / ops.clamp(norm, min=eps)
+
+
+def _pooled_size(input, output_size, n):
+    sizes = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * n
+    return tuple(input.shape[-n + i] if s is None else s for i, s in enumerate(sizes))
+
+
+def adaptive_avg_pool2d(input, output_size):
+    return ops.adaptive_avg_pool2d(input, _pooled_size(input, output_size, 2))
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    return ops.adaptive_max_pool2d(input, _pooled_size(input, output_size, 2), return_indices)
+
+
+def avg_pool2d(
+    input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None
+):
+    return ops.avg_pool2d(
+        input,
+        kernel_size,
+        stride if stride else kernel_size,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override or 0,
+    )
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return ops.max_pool2d(
+        input, kernel_size, stride if stride else kernel_size, padding, dilation, return_indices, ceil_mode
+    )
+
+
+def pad(input, pad, mode="constant", value=None):
+    return ops.pad(input, tuple(pad), mode, value)
+
+
+def interpolate(
+    input,
+    size=None,
+    scale_factor=None,
+    mode="nearest",
+    align_corners=None,
+    recompute_scale_factor=None,
+    antialias=False,
+):
+    if antialias:
+        raise TypeError("interpolate(antialias=True) is not translated")
+    if scale_factor is not None:  # MindSpore samples by the sizes: give it the size PyTorch makes
+        spatial = input.shape[2:]
+        factors = tuple(scale_factor) if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * len(spatial)
+        sizes = [n * f for n, f in zip(spatial, factors)]
+        if not recompute_scale_factor and not all(float(s).is_integer() for s in sizes):
+            raise TypeError(
+                f"scale_factor={scale_factor} makes {sizes} pixels: PyTorch samples by 1/scale_factor, "
+                "MindSpore by the sizes (pass recompute_scale_factor=True or size=)"
+            )
+        size = tuple(int(math.floor(s)) for s in sizes)
+    return ops.interpolate(input, size, None, mode, align_corners)
+
+
+def scaled_dot_product_attention(
+    query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False
+):
+    """softmax(q k^T * scale + mask) v, as PyTorch's reference implementation defines it: ``enable_gqa``
+    repeats each key/value head for its group of query heads (``repeat_interleave``), and a query
+    that may attend to nothing gets zeros, as PyTorch gives. Masked scores are filled with the
+    dtype's smallest value, never ``-inf``: MindSpore's CPU softmax breaks on a row of ``-inf``
+    (known mismatch ``attention-mask-inf-vs-finfo-min``)."""
+    if enable_gqa and key.shape[-3] != query.shape[-3]:
+        groups = query.shape[-3] // key.shape[-3]
+        key, value = ops.repeat_interleave(key, groups, -3), ops.repeat_interleave(value, groups, -3)
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = ops.matmul(query * scale, ops.swapaxes(key, -2, -1))
+    length, source = query.shape[-2], key.shape[-2]
+    blocked = None
+    if is_causal:
+        blocked = ~ops.tril(ops.ones((length, source), ms.bool_))
+    if attn_mask is not None:
+        if attn_mask.dtype == ms.bool_:
+            blocked = ~attn_mask if blocked is None else ops.logical_or(blocked, ~attn_mask)
+        else:
+            scores = scores + attn_mask
+    infinite = ops.isinf(scores) & (scores < 0)
+    blocked = infinite if blocked is None else ops.logical_or(ops.broadcast_to(blocked, scores.shape), infinite)
+    smallest = float(np.finfo(ms.dtype_to_nptype(scores.dtype)).min)
+    weights = ops.softmax(ops.masked_fill(scores, blocked, ms.Tensor(smallest, scores.dtype)), -1)
+    weights = ops.masked_fill(weights, ops.all(blocked, -1, True), ms.Tensor(0, weights.dtype))
+    if dropout_p > 0:
+        weights = ops.dropout(weights, p=dropout_p, training=True)
+    return ops.matmul(weights, value)
+
+
+def stochastic_depth(input, p, mode, training=True):
+    return input  # the validator lets only the identity through
+
+
+def _stochastic_depth_check(args, kwargs) -> Optional[str]:
+    names = ("input", "p", "mode", "training")
+    bound = dict(zip(names, args), **kwargs)
+    if bound.get("training", True) and bound.get("p", 0) > 0:
+        return (
+            f"in train mode with p={bound['p']} it drops random samples, and MindSpore's random numbers "
+            "are not PyTorch's (run the check in eval mode)"
+        )
+    return None
+
+
+FUNCTIONS: Dict[str, object] = {
+    "torch.nn.functional.linear": linear,
+    "torch.nn.functional.embedding": embedding,
+    "torch.nn.functional.layer_norm": layer_norm,
+    "torch.nn.functional.batch_norm": batch_norm,
+    "torch.nn.functional.group_norm": group_norm,
+    "torch.nn.functional.normalize": normalize,
+    "torch.nn.functional.adaptive_avg_pool2d": adaptive_avg_pool2d,
+    "torch.nn.functional.adaptive_max_pool2d": adaptive_max_pool2d,
+    "torch.nn.functional.avg_pool2d": avg_pool2d,
+    "torch.nn.functional.max_pool2d": max_pool2d,
+    "torch.nn.functional.pad": pad,
+    "torch.nn.functional.interpolate": interpolate,
+    "torch.nn.functional.scaled_dot_product_attention": scaled_dot_product_attention,
+    "torchvision.ops.stochastic_depth.stochastic_depth": (stochastic_depth, _stochastic_depth_check),
+}
+METHODS: Dict[str, object] = {}

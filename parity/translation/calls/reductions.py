@@ -1,0 +1,117 @@
+"""Reductions and scans in the call table: ``mean``, ``sum``, ``max``/``min`` (of all elements,
+elementwise of two tensors, or along ``dim`` as ``(values, indices)``), ``argmax``/``argmin``,
+``all``/``any``, ``cumsum`` and ``diff``.
+
+``dim``/``keepdim`` are ``axis``/``keep_dims`` in ``ops.mean``. ``cumsum`` of an integer or bool
+tensor is int64, as in PyTorch, and so are ``argmin``'s indices.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Dict
+
+import mindspore as ms
+from mindspore import ops
+
+from .arguments import INTEGRAL, made_dtype, ms_dtype
+
+__all__ = ["FUNCTIONS", "METHODS"]
+
+
+def _axes(dim):
+    return tuple(dim) if isinstance(dim, list) else dim
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    if dtype is not None:
+        input = input.astype(ms_dtype(dtype))
+    return ops.mean(input, _axes(dim), keepdim)
+
+
+def sum_(input, dim=None, keepdim=False, *, dtype=None):
+    if dtype is not None:
+        input = input.astype(ms_dtype(dtype))
+    return ops.sum(input, _axes(dim), keepdim)
+
+
+_Reduced = collections.namedtuple("_Reduced", ["values", "indices"])
+
+
+def _extreme(name):
+    """``torch.max``/``min``: of all elements, elementwise of two tensors, or along ``dim`` as
+    ``(values, indices)``."""
+    whole, pairwise, along = {"max": (ops.amax, ops.maximum, ops.max), "min": (ops.amin, ops.minimum, ops.min)}[name]
+
+    def compute(input, dim=None, keepdim=False):
+        if isinstance(dim, ms.Tensor):
+            return pairwise(input, dim)
+        if dim is None:
+            return whole(input)
+        return _Reduced(*along(input, dim, keepdim))
+
+    return compute
+
+
+def argmax(input, dim=None, keepdim=False):
+    return ops.argmax(input, dim, keepdim)
+
+
+def _arg_reduce(reduce):
+    def run(input, dim=None, keepdim=False):
+        if dim is None:
+            return reduce(input.reshape(-1), 0, False).astype(ms.int64)
+        return reduce(input, dim, keepdim).astype(ms.int64)  # PyTorch's indices are int64
+
+    return run
+
+
+def any_(input, dim=None, keepdim=False):
+    return ops.any(input, dim, keepdim)
+
+
+def all_(input, dim=None, keepdim=False):
+    return ops.all(input, dim, keepdim)
+
+
+def cumsum(input, dim, *, dtype=None):
+    if dtype is None and input.dtype in INTEGRAL:
+        dtype = ms.int64
+    dtype = made_dtype(dtype)
+    return ops.cumsum(input if dtype is None else input.astype(dtype), dim)
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    if prepend is not None or append is not None:
+        input = ops.cat([t for t in (prepend, input, append) if t is not None], dim)
+    for _ in range(n):
+        length = input.shape[dim]
+        later, earlier = ops.split(input, [1, length - 1], dim)[1], ops.split(input, [length - 1, 1], dim)[0]
+        input = ops.logical_xor(later, earlier) if input.dtype == ms.bool_ else later - earlier
+    return input
+
+
+FUNCTIONS: Dict[str, object] = {
+    "torch.mean": mean,
+    "torch.sum": sum_,
+    "torch.max": _extreme("max"),
+    "torch.min": _extreme("min"),
+    "torch.argmax": argmax,
+    "torch.argmin": _arg_reduce(ops.argmin),
+    "torch.all": all_,
+    "torch.any": any_,
+    "torch.cumsum": cumsum,
+    "torch.diff": diff,
+}
+METHODS: Dict[str, object] = {
+    "mean": mean,
+    "sum": sum_,
+    "max": _extreme("max"),
+    "min": _extreme("min"),
+    "argmax": argmax,
+    "argmin": _arg_reduce(ops.argmin),
+    "all": all_,
+    "any": any_,
+    "cumsum": cumsum,
+    "diff": diff,
+}
