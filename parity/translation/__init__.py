@@ -22,9 +22,9 @@ from . import layers  # noqa: F401  (registers the layer builders)
 from .layers.table import Context, translated_names
 from .modules import translate_module
 from .trace import wrapped  # noqa: F401  (registers its fallback in the call table)
-from .trace.concrete import record_calls
+from .trace.concrete import GuardFailed, record_calls
 
-__all__ = ["translate", "translated_names"]
+__all__ = ["translate", "translated_names", "GuardFailed"]
 
 DEVICES = ("CPU", "GPU", "Ascend")
 
