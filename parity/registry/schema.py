@@ -1,5 +1,5 @@
 """Registry records and their validation: one :class:`Entry` per known mismatch, loaded from
-``parity/data/mismatches/*.toml`` (the schema is documented in :mod:`parity.registry`).
+``parity/data/mismatches/*.toml`` (the schema is documented in docs/registry.md).
 
 Every problem is reported with the file and line of the entry's ``id = "..."`` (or of the offending
 key), all problems of a load at once, as a :class:`RegistryError`.
@@ -142,7 +142,7 @@ class AmpPattern:
 
 @dataclass(frozen=True)
 class Entry:
-    """One known mismatch. See :mod:`parity.registry` for the meaning of each field."""
+    """One known mismatch. See docs/registry.md for the meaning of each field."""
 
     id: str
     kind: str
