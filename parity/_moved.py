@@ -9,6 +9,8 @@ import importlib.abc
 import importlib.util
 import sys
 import warnings
+from types import FrameType
+from typing import Optional
 
 __all__ = ["MOVED", "IN_PACKAGES", "install", "warn", "old_names"]
 
@@ -125,7 +127,8 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 def _caller_level() -> int:
     """The warning's stack level: the first frame outside the import machinery and this module."""
-    frame, level = sys._getframe(1), 1
+    frame: Optional[FrameType] = sys._getframe(1)
+    level = 1
     while frame is not None and (
         frame.f_code.co_filename.startswith("<frozen importlib") or frame.f_code.co_filename == __file__
     ):

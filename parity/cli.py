@@ -26,12 +26,15 @@ import argparse
 import re
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, Iterable, List, Optional
 
 from . import options as opts
 from .errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from .nightly import cli as report_cli
 from .tools.dumps import cli as dumps_cli
+
+if TYPE_CHECKING:
+    from .tools.scan.source import Use
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -135,7 +138,7 @@ def _scan(args) -> int:
     from .tools.scan.report import as_json, text
     from .tools.scan.scanner import scan
 
-    runtime = ()
+    runtime: Iterable[Use] = ()
     if args.module is not None or args.input_shape is not None or args.input_int is not None:
         from .tools.scan.runtime import capture, parse_int_input, parse_shape
 

@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Iterator, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 from .errors import ParityUsageError
 
@@ -266,7 +266,7 @@ def remove_stale(folder: Path) -> list:
     """Remove the private folders a killed process left in ``folder``: a name of the private pattern,
     a real folder (not a link), owned by this user, last changed before this process started, and
     its writer's process gone. Nothing else is touched. Returns what was removed."""
-    removed = []
+    removed: List[Path] = []
     try:
         names = os.listdir(folder)
     except OSError:

@@ -34,6 +34,8 @@ def test_the_wheel_holds_every_module_data_file_and_entry_point(tmp_path):
     }
     assert expected - names == set()
     assert any(n.startswith("parity/data/mismatches/") for n in names)
+    assert "parity/py.typed" in names  # type checkers read the package's annotations (PEP 561)
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "parity = parity.plugin" in text and "parity = parity.cli:main" in text

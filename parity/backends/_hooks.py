@@ -144,7 +144,7 @@ class LayerHooks:
             self.recording.forward(
                 path, type_name, self.arrays(inputs), self.arrays(outputs), names=names, keywords=keywords
             )
-        done = sorted(self.finished, key=self.finished.get)
+        done = sorted(self.finished, key=self.finished.__getitem__)
         self.finished = {}
         for key in done:
             grad_inputs, grad_outputs, names, keywords = self.grads.pop(key)
@@ -157,15 +157,17 @@ def slot_names(layer, args, kwargs) -> List[str]:
     """A call's argument names: positional arguments by the parameters of the layer's
     ``construct`` (MindSpore) or ``forward`` (PyTorch) they fill, ``input[i]`` beyond them, then
     the keywords."""
-    params = _positional_parameters(type(layer))
+    klass: type = type(layer)
+    params = _positional_parameters(klass)
     return [params[i] if i < len(params) else f"input[{i}]" for i in range(len(args))] + list(kwargs)
 
 
 @functools.lru_cache(maxsize=None)
-def _positional_parameters(klass) -> Tuple[str, ...]:
+def _positional_parameters(klass: type) -> Tuple[str, ...]:
     method = getattr(klass, "construct", None) or getattr(klass, "forward", None)
     try:
-        params = list(inspect.signature(method).parameters.values())[1:]  # past self
+        # a class with neither method gives None, which signature() refuses with a TypeError
+        params = list(inspect.signature(method).parameters.values())[1:]  # type: ignore[arg-type]  # past self
     except (TypeError, ValueError):
         return ()
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)

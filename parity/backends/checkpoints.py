@@ -6,7 +6,7 @@ framework it needs when called, so that reading one framework's file never impor
 from __future__ import annotations
 
 import os
-from typing import Dict
+from typing import Dict, List, Tuple
 
 import numpy as np
 
@@ -100,7 +100,10 @@ def load_state_file(
         how = "safetensors" if path.endswith(".safetensors") else "torch.load(weights_only=True)"
         raise ParityUsageError(f"{path}: {how} cannot read it as a PyTorch state dict: {_first_line(exc)}") from None
     state = {"": state} if tensor_ok and isinstance(state, torch.Tensor) else _state_dict_in(state, path, notes)
-    arrays, tied, seen, widened = {}, {}, {}, []
+    arrays: Dict[str, np.ndarray] = {}
+    tied: Dict[str, List[str]] = {}
+    seen: Dict[Tuple[object, ...], str] = {}  # (storage, offset, shape, stride) -> the first name
+    widened: List[str] = []
     for name, tensor in state.items():
         key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape), tensor.stride())
         if tensor.numel() and key in seen:

@@ -9,7 +9,7 @@ import functools
 import importlib
 import weakref
 from collections import Counter
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Union
 
 import mindspore as ms
 import numpy as np
@@ -59,9 +59,9 @@ def release_graphs() -> None:
         from mindspore.graph import api
     except ImportError:
         return
-    cached = getattr(api, "_get_func_args_info_cached", None)
-    if callable(getattr(cached, "cache_clear", None)):
-        cached.cache_clear()
+    clear = getattr(getattr(api, "_get_func_args_info_cached", None), "cache_clear", None)
+    if callable(clear):
+        clear()
 
 
 def use_device(device: str) -> None:
@@ -608,13 +608,13 @@ class TrainStep:
             return {n: float(v.asnumpy()) for n, v in zip(self.names, lr)}
         return {n: float(np.asarray(lr.asnumpy()).reshape(-1)[0]) for n in self.names}
 
-    def state(self, copy: bool = True) -> Dict[str, Dict[str, np.ndarray]]:
+    def state(self, copy: bool = True) -> Dict[str, Dict[str, Union[np.ndarray, np.float32]]]:
         """The optimizer's state per parameter (attribute path), under PyTorch's names; ``copy=False``:
         views (``asnumpy`` shares the tensor's memory, and keeps it), valid until the next step."""
         state_arrays = getattr(self.optimizer, "state_arrays", None)
         if state_arrays is not None:
             return {n: state_arrays(p, copy=copy) for n, p in zip(self.names, self.params)}
-        found: Dict[str, Dict[str, np.ndarray]] = {n: {} for n in self.names}
+        found: Dict[str, Dict[str, Union[np.ndarray, np.float32]]] = {n: {} for n in self.names}
         for attribute, torch_name in _OPTIMIZER_STATE.get(type(self.optimizer).__name__, {}).items():
             held = getattr(self.optimizer, attribute, None)
             if isinstance(held, (tuple, list)) and len(held) == len(self.params):

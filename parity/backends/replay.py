@@ -23,7 +23,8 @@ import contextlib
 import functools
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set, Tuple
+from types import ModuleType
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import numpy as np
 
@@ -65,19 +66,19 @@ class _Adapter:
 
     def __init__(self, framework: str):
         self.framework = framework
+        self.backend: ModuleType
         if framework == "mindspore":
             import mindspore as ms
 
-            from . import mindspore as backend
+            from . import mindspore as ms_backend
 
-            self.tensor_type, self._ms = ms.Tensor, ms
+            self.tensor_type, self._ms, self.backend = ms.Tensor, ms, ms_backend
         else:
             import torch
 
-            from . import torch as backend
+            from . import torch as torch_backend
 
-            self.tensor_type, self._torch = torch.Tensor, torch
-        self.backend = backend
+            self.tensor_type, self._torch, self.backend = torch.Tensor, torch, torch_backend
 
     def make(self, array: np.ndarray, like):
         if self.framework == "mindspore":
@@ -210,6 +211,7 @@ class _Feeder:
         """Hook the aliases of call ``key``'s arguments, after its outputs' gradients are replaced:
         a layer that returns its input (an identity) reads the gradient given, as PyTorch's did.
         What flows back out is kept, and PyTorch's flows on in its place, where given."""
+        assert self.grads is not None  # only a call fed backward has aliases pending
         slots, given = self.found.grad_inputs[key], self.grads[key].outputs
         kept = self.keep is None or key in self.keep
         for slot, alias in self.pending.pop(key, ()):
@@ -303,10 +305,13 @@ def fed(
         handles.append(layer.register_forward_hook(functools.partial(feeder.forward_hook, path), with_kwargs=True))
     try:
         yield found
-        for store in (found.outputs, found.grad_inputs):
+        # the pass held each framework's tensors; what it returns holds numpy arrays in their place
+        held_stores: Tuple[Dict[Tuple[str, int], List[Any]], ...] = (found.outputs, found.grad_inputs)
+        for store in held_stores:
             for key, held in store.items():
                 store[key] = [None if h is None else adapter.array(h) for h in held]
-        for store in (found.inputs, found.grad_outputs):
+        pair_stores: Tuple[Dict[Tuple[str, int], List[Any]], ...] = (found.inputs, found.grad_outputs)
+        for store in pair_stores:
             for key, pairs in store.items():
                 store[key] = [(adapter.array(h), a) for h, a in pairs]
     finally:

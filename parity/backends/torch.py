@@ -7,7 +7,7 @@ import copy
 import functools
 import math
 import weakref
-from typing import Dict, List
+from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -327,7 +327,7 @@ class Pass:
                 cots.append(from_numpy(cotangents[path]).to(leaf.device, leaf.dtype))
         targets = list(self._diff.values()) + [_tensor(self.model, name) for name in params]
         if not outs or not targets:
-            grads = [None] * len(targets)
+            grads: Sequence[Optional[torch.Tensor]] = [None] * len(targets)
         else:
             grads = torch.autograd.grad(outs, targets, cots, allow_unused=True)
         arrays = [None if g is None else to_numpy(g) for g in grads]
@@ -371,7 +371,7 @@ class _Copies:
     copies are found again by storage, offset, layout and version, and confirmed equal before they
     are shared. The copies are held weakly: once the recording lets one go, it is gone."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._items: Dict[tuple, "weakref.ref"] = {}
 
     def array(self, tensor) -> np.ndarray:
@@ -546,14 +546,14 @@ class TrainStep:
             if id(p) in self.names
         }
 
-    def state(self, only=None, *, copy: bool = True) -> Dict[str, Dict[str, np.ndarray]]:
+    def state(self, only=None, *, copy: bool = True) -> Dict[str, Dict[str, Union[np.ndarray, np.float32]]]:
         """The optimizer's state per parameter name (only the names in ``only``, when given);
         ``copy=False``: views, valid until the next step writes them."""
         found = {}
         for p in self.params:
             if only is not None and self.names[id(p)] not in only:
                 continue
-            entries = {}
+            entries: Dict[str, Union[np.ndarray, np.float32]] = {}
             for key, value in self.optimizer.state.get(p, {}).items():
                 if isinstance(value, torch.Tensor):
                     values = to_numpy(value.detach().cpu())

@@ -13,14 +13,15 @@ gives float32 that type's default, under a source that names the setting. Standa
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ImportError:  # Python < 3.11
+else:  # pragma: no cover - Python < 3.11
     import tomli as tomllib
 
 from .tolerance import DTYPE_DEFAULTS, DeviceDefaults, Tolerance
@@ -80,7 +81,7 @@ class DeviceSetup:
         mode = settings.get("precision_mode")
         if self.precision_by.startswith("unread") or mode in (None, ""):
             return _UNKNOWN
-        narrower = _profiles()["Ascend"]["precision_mode"].get(mode, _UNKNOWN)
+        narrower: str = _profiles()["Ascend"]["precision_mode"].get(mode, _UNKNOWN)
         if narrower != "float32":
             return narrower
         if any(settings.get(flag) is True for flag in ("matmul_allow_hf32", "conv_allow_hf32")):
@@ -104,9 +105,10 @@ class DeviceSetup:
 
 
 @lru_cache(maxsize=1)
-def _profiles() -> Dict[str, dict]:
+def _profiles() -> Dict[str, Dict[str, Any]]:
     with PROFILES_PATH.open("rb") as file:
-        return tomllib.load(file)
+        data: Dict[str, Dict[str, Any]] = tomllib.load(file)
+    return data
 
 
 def _reduced(label: str, computes_in: str) -> Tuple[Tolerance, str]:

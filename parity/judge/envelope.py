@@ -19,9 +19,10 @@ numpy, nothing else.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Dict, FrozenSet, Hashable, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Hashable, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from .metrics import Comparison
 from .tolerance import Tolerance
@@ -69,6 +70,9 @@ OUTLIER_FRACTION = 1e-3  # elements outside the envelope that a tensor judged wh
 STEADY_FEW = 3
 STEADY_SHARE = 0.5
 STEADY_FRACTION = 0.05
+
+# What :func:`rms` gives: numpy's float64 scalar, or 0.0 for an empty tensor.
+_Scale = Union[np.floating[Any], float]
 
 
 @dataclass(frozen=True)
@@ -133,7 +137,9 @@ class Envelope:
         return self.margin if whole is None else min(self.margin, whole)
 
 
-def typical_relative_spread(spread: np.ndarray, ref: np.ndarray, magnitude: Optional[np.ndarray] = None) -> float:
+def typical_relative_spread(
+    spread: npt.NDArray[Any], ref: npt.NDArray[Any], magnitude: Optional[npt.NDArray[Any]] = None
+) -> float:
     """The median over non-zero elements of spread / |value|: how far PyTorch's own runs move a
     typical element, relative to its size. Four runs sample each element's spread; an element
     whose sample happens to come out small still moves as much as its peers do, at its own scale.
@@ -150,7 +156,12 @@ def typical_relative_spread(spread: np.ndarray, ref: np.ndarray, magnitude: Opti
 
 
 def envelope_metrics(
-    ms: np.ndarray, ref: np.ndarray, spread: np.ndarray, tolerance: Tolerance, factor: float, jumped: np.ndarray
+    ms: npt.NDArray[Any],
+    ref: npt.NDArray[Any],
+    spread: npt.NDArray[Any],
+    tolerance: Tolerance,
+    factor: float,
+    jumped: npt.NDArray[np.bool_],
 ) -> Tuple[float, int, float, float, int, int]:
     """(margin, outside, ms_error, spread_error, flips, steady) of ``ms`` against ``ref`` allowed the tolerance
     plus ``factor`` x ``spread`` (the per-element envelope, same shape) at every element, the spread
@@ -164,6 +175,7 @@ def envelope_metrics(
         flat_b = b.ravel(order="K")
         square_b = flat_b.dot(flat_b)
         finite = np.isfinite(a.ravel(order="K").dot(a.ravel(order="K"))) and np.isfinite(square_b)
+    keep: Union[bool, npt.NDArray[np.bool_]]
     if finite:
         keep, s = True, spread
     else:
@@ -185,7 +197,7 @@ def envelope_metrics(
     return _envelope_margin(diff, allowed, tolerance.atol), outside, ms_error, spread_error, flips, steady
 
 
-def _envelope_margin(diff: np.ndarray, allowed: np.ndarray, atol: float) -> float:
+def _envelope_margin(diff: npt.NDArray[np.float64], allowed: npt.NDArray[np.float64], atol: float) -> float:
     """The greatest ``diff / allowed``, 0 where ``diff`` is 0. With ``atol > 0`` every allowed
     difference is > 0 (or NaN, which the maximum shows), so 0 / allowed is 0 already."""
     if not diff.size:
@@ -257,12 +269,12 @@ class Candidate:
 
     key: Hashable
     comparison: Comparison
-    ms: np.ndarray
-    torch: np.ndarray
-    base: Optional[np.ndarray] = None
+    ms: npt.NDArray[Any]
+    torch: npt.NDArray[Any]
+    base: Optional[npt.NDArray[Any]] = None
 
     @property
-    def reference(self) -> np.ndarray:
+    def reference(self) -> npt.NDArray[Any]:
         return self.torch if self.base is None else self.base
 
 
@@ -277,21 +289,23 @@ class Spread:
     it is not used at that element (it widens nothing there), and :attr:`unused` marks the element
     and ``unused_runs`` names the runs. A move of Inf would allow any difference; one of NaN none."""
 
-    def __init__(self, base: np.ndarray, dtype=None):
-        self.base = np.asarray(base)
+    def __init__(self, base: npt.ArrayLike, dtype: npt.DTypeLike = None) -> None:
+        self.base: npt.NDArray[Any] = np.asarray(base)
         self.exact = dtype is None
-        self.values = np.zeros(self.base.shape, self.base.dtype if self.exact else dtype)
-        self.jumped = np.zeros(self.base.shape, bool)
-        self.unused: Optional[np.ndarray] = None  # bool, like ``jumped``, once some run was not used somewhere
+        self.values: npt.NDArray[Any] = np.zeros(self.base.shape, self.base.dtype if self.exact else dtype)
+        self.jumped: npt.NDArray[np.bool_] = np.zeros(self.base.shape, bool)
+        self.unused: Optional[npt.NDArray[np.bool_]] = None  # like ``jumped``, once some run was not used somewhere
         self.unused_runs: List[str] = []  # "float64", "perturbed": the runs not used somewhere
-        self._plus: Optional[np.ndarray] = None
-        self._scale = None
+        self._plus: Optional[npt.NDArray[Any]] = None
+        self._scale: Optional[_Scale] = None
 
     @property
-    def shape(self):
+    def shape(self) -> Tuple[int, ...]:
         return self.base.shape
 
-    def _move(self, value, base, part=None, run=None):
+    def _move(
+        self, value: npt.NDArray[Any], base: npt.NDArray[Any], part: Optional[slice] = None, run: str = ""
+    ) -> npt.NDArray[Any]:
         moved = np.subtract(value, base, dtype=self.values.dtype)
         if not np.isfinite(moved.sum()):  # a sum is finite only where every term is
             bad = ~np.isfinite(moved)
@@ -309,7 +323,7 @@ class Spread:
     def unused_count(self) -> int:
         return 0 if self.unused is None else int(np.count_nonzero(self.unused))
 
-    def add(self, value: np.ndarray, mirror: int = 0, run: str = "perturbed") -> None:
+    def add(self, value: npt.NDArray[Any], mirror: int = 0, run: str = "perturbed") -> None:
         """Widen by one run's ``value``; ``mirror`` as :attr:`Rerun.mirror` (the first run of a
         pair is kept, so it must not change before its second run comes); ``run`` names it where it
         is not used somewhere (see :attr:`unused_runs`). Block by block: every
@@ -337,9 +351,9 @@ class Spread:
 
 def judge_envelope(
     candidates: Sequence[Candidate],
-    rerun: Callable[[Rerun], Iterable[Tuple[Hashable, np.ndarray]]],
+    rerun: Callable[[Rerun], Iterable[Tuple[Hashable, Optional[npt.NDArray[Any]]]]],
     *,
-    dtype=None,
+    dtype: npt.DTypeLike = None,
     adaptive: bool = True,
     spreads: Optional[Dict[Hashable, Spread]] = None,
     start: int = 0,
@@ -386,7 +400,11 @@ def judge_envelope(
 
 
 def first_pair_spread(
-    reference: np.ndarray, plus: Optional[np.ndarray], minus: Optional[np.ndarray], *, dtype=None
+    reference: npt.NDArray[Any],
+    plus: Optional[npt.NDArray[Any]],
+    minus: Optional[npt.NDArray[Any]],
+    *,
+    dtype: npt.DTypeLike = None,
 ) -> Spread:
     """The :class:`Spread` of the first stage of :func:`judge_envelope` (``STAGES[0]``, one mirrored
     pair) around ``reference``, from the two runs' values at hand (None where a run did not give it)."""
@@ -406,7 +424,7 @@ def judge_first_pair(c: Candidate, spread: Spread) -> bool:
     return c.comparison.margin > HEADROOM
 
 
-def _taken(stages) -> Tuple[int, bool]:
+def _taken(stages: Iterable[Tuple[Rerun, ...]]) -> Tuple[int, bool]:
     """(perturbed runs, whether the float64 run) of ``stages``."""
     specs = [spec for stage in stages for spec in stage]
     return sum(spec.cast is None for spec in specs), any(spec.cast is not None for spec in specs)
@@ -414,8 +432,8 @@ def _taken(stages) -> Tuple[int, bool]:
 
 def judge_tensor(
     c: Comparison,
-    ms: np.ndarray,
-    torch: np.ndarray,
+    ms: npt.NDArray[Any],
+    torch: npt.NDArray[Any],
     spread: Spread,
     *,
     draws: int = ENVELOPE_DRAWS,
@@ -447,7 +465,9 @@ def judge_tensor(
     c.margin = c.envelope.final_margin
 
 
-def jumps(plus: np.ndarray, minus: np.ndarray, base: np.ndarray, scale=None) -> np.ndarray:
+def jumps(
+    plus: npt.NDArray[Any], minus: npt.NDArray[Any], base: npt.NDArray[Any], scale: Optional[_Scale] = None
+) -> npt.NDArray[np.bool_]:
     """Elements that jumped in one run of a mirrored pair. A smooth element moves one way under +u
     and back the other way under -u (the response is linear at this scale), so ``plus + minus`` is
     next to nothing; a flipped ReLU/max-pool mask moves it in one run only. Moves within a few
@@ -456,9 +476,10 @@ def jumps(plus: np.ndarray, minus: np.ndarray, base: np.ndarray, scale=None) -> 
     bigger = np.maximum(np.abs(plus), np.abs(minus))
     scale = rms(base) if scale is None else scale
     floor = FLIP_FLOOR * ENVELOPE_ULPS * float(np.finfo(base.dtype).eps) * (np.abs(base) + scale)
-    return (np.abs(plus + minus) > 0.5 * bigger) & (bigger > floor)
+    jumped: npt.NDArray[np.bool_] = (np.abs(plus + minus) > 0.5 * bigger) & (bigger > floor)
+    return jumped
 
 
-def rms(base: np.ndarray):
+def rms(base: npt.NDArray[Any]) -> _Scale:
     """The root mean square of ``base``, in float64 (0 for an empty tensor)."""
     return np.sqrt(np.mean(np.square(base, dtype=np.float64))) if base.size else 0.0

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Hashable, Iterable, Optional, Sequence, Tuple
+from typing import Any, Callable, Hashable, Iterable, Optional, Sequence, Tuple
 
 import numpy as np
+import numpy.typing as npt
 
 from .dtypes import eps, narrowest
 from .envelope import Candidate, Rerun, near
@@ -93,7 +94,9 @@ def _ratio(value: float, allowed: float) -> float:
     return value / allowed if allowed > 0 else math.inf
 
 
-def _errors(value: np.ndarray, golden: np.ndarray, keep: np.ndarray):
+def _errors(
+    value: npt.NDArray[np.float64], golden: npt.NDArray[np.float64], keep: npt.NDArray[np.bool_]
+) -> Tuple[float, float]:
     diff = np.abs(value - golden)[keep]
     ref = np.abs(golden[keep])
     norm, top = float(np.linalg.norm(ref)), float(ref.max()) if ref.size else 0.0
@@ -106,12 +109,12 @@ def _errors(value: np.ndarray, golden: np.ndarray, keep: np.ndarray):
 
 
 def golden_verdict(
-    ms: np.ndarray,
-    torch: np.ndarray,
-    golden: np.ndarray,
+    ms: npt.NDArray[Any],
+    torch: npt.NDArray[Any],
+    golden: npt.NDArray[Any],
     dtype: str,
     tolerance_margin: float,
-    jumps: Optional[np.ndarray] = None,
+    jumps: Optional[npt.NDArray[np.float64]] = None,
     factor: float = GOLDEN_FACTOR,
 ) -> Golden:
     """Judge ``ms`` and ``torch`` (same shape, any floating dtypes) against ``golden`` (float64),
@@ -159,7 +162,9 @@ def near_golden(c: Comparison) -> bool:
     return near(c, True)
 
 
-def mirrored_jumps(base: np.ndarray, plus: Optional[np.ndarray], minus: Optional[np.ndarray]) -> Optional[np.ndarray]:
+def mirrored_jumps(
+    base: npt.NDArray[Any], plus: Optional[npt.NDArray[Any]], minus: Optional[npt.NDArray[Any]]
+) -> Optional[npt.NDArray[np.float64]]:
     """``|plus + minus|`` of a mirrored pair's movements from ``base``, in float64: a smooth element
     moves one way under +u and back under -u, leaving rounding; an element behind a flipped tie
     keeps its jump. None where either run lacks the tensor."""
@@ -171,7 +176,7 @@ def mirrored_jumps(base: np.ndarray, plus: Optional[np.ndarray], minus: Optional
 
 
 def judge_golden(
-    candidates: Sequence[Candidate], rerun: Callable[[Rerun], Iterable[Tuple[Hashable, np.ndarray]]]
+    candidates: Sequence[Candidate], rerun: Callable[[Rerun], Iterable[Tuple[Hashable, Optional[npt.NDArray[Any]]]]]
 ) -> None:
     """Give every candidate (a half-precision tensor, or any floating one of a mixed-precision
     pair) its golden verdict: ``rerun`` yields ``(key, value)`` of PyTorch's runs as each of

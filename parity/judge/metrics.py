@@ -7,12 +7,17 @@ touching the numerics.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Optional, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from .dtypes import narrowest
-from .tolerance import Tolerance, resolve
+from .tolerance import DeviceDefaults, Tolerance, ToleranceSpec, resolve
+
+if TYPE_CHECKING:
+    from .envelope import Envelope
+    from .golden import Golden
 
 __all__ = [
     "ArrayPair",
@@ -66,11 +71,9 @@ class Comparison:
     cosine: float = 1.0
     margin: float = 0.0  # greatest |diff| / allowed: <= 1 passes
     nonfinite: Optional[NonFinite] = None
-    envelope: Optional[object] = (
-        None  # parity.judge.envelope.Envelope: the rounding-envelope judge, when the tolerance alone was too close
-    )
+    envelope: Optional[Envelope] = None  # the rounding-envelope judge, when the tolerance alone was too close
     layer: str = ""  # owning sub-Cell/sub-Module, when known
-    golden: Optional[object] = None  # parity.judge.golden.Golden: the half-precision judge, when it ran
+    golden: Optional[Golden] = None  # the half-precision judge, when it ran
 
     @property
     def passed(self) -> bool:
@@ -97,11 +100,11 @@ class Comparison:
         return f"{prefix} {self.name}" if self.kind != "output" else f"forward {self.name}"
 
 
-def _index(flat_index: int, shape) -> Tuple[int, ...]:
+def _index(flat_index: int, shape: Tuple[int, ...]) -> Tuple[int, ...]:
     return tuple(int(i) for i in np.unravel_index(flat_index, shape)) if shape else ()
 
 
-def structural_problem(ms: np.ndarray, ref: np.ndarray, *, check_dtype: bool = True) -> Optional[str]:
+def structural_problem(ms: npt.NDArray[Any], ref: npt.NDArray[Any], *, check_dtype: bool = True) -> Optional[str]:
     """ "shape" or "dtype" when values cannot (or must not) be compared, else None."""
     if ms.shape != ref.shape:
         return "shape"
@@ -110,7 +113,9 @@ def structural_problem(ms: np.ndarray, ref: np.ndarray, *, check_dtype: bool = T
     return None
 
 
-def _nonfinite(ms: np.ndarray, ref: np.ndarray):
+def _nonfinite(
+    ms: npt.NDArray[Any], ref: npt.NDArray[Any]
+) -> Union[Tuple[None, None], Tuple[npt.NDArray[np.bool_], NonFinite]]:
     """Masks of positions to ignore (agreeing non-finite) and the NonFinite record, if any."""
     ms_bad, ref_bad = ~np.isfinite(ms), ~np.isfinite(ref)
     if not (ms_bad.any() or ref_bad.any()):
@@ -124,7 +129,7 @@ def _nonfinite(ms: np.ndarray, ref: np.ndarray):
     return same | disagree, record
 
 
-def compare_arrays(ms: np.ndarray, ref: np.ndarray, tolerance: Tolerance) -> dict:
+def compare_arrays(ms: npt.NDArray[Any], ref: npt.NDArray[Any], tolerance: Tolerance) -> Dict[str, object]:
     """Metrics of ``ms`` against the reference ``ref`` (same shape), as Comparison fields."""
     total = int(ref.size)
     if total == 0:
@@ -132,8 +137,8 @@ def compare_arrays(ms: np.ndarray, ref: np.ndarray, tolerance: Tolerance) -> dic
     if ms.dtype == np.bool_:
         ms, ref = ms.astype(np.int8), ref.astype(np.int8)
     wide = np.complex128 if "c" in (ms.dtype.kind, ref.dtype.kind) else np.float64
-    a = ms.astype(wide)
-    b = ref.astype(wide)
+    a: npt.NDArray[Any] = ms.astype(wide)
+    b: npt.NDArray[Any] = ref.astype(wide)
     if wide is np.float64:
         # ||a||^2 and ||b||^2 are finite only where every element is (a sum of squares cannot
         # cancel an Inf or lose a NaN): then there is nothing non-finite to set aside.
@@ -170,7 +175,9 @@ def compare_arrays(ms: np.ndarray, ref: np.ndarray, tolerance: Tolerance) -> dic
 _BLOCK = 1 << 15  # elements per block: a block's float64 temporaries stay in the CPU's cache
 
 
-def _finite_metrics(a: np.ndarray, b: np.ndarray, shape, tolerance: Tolerance, norm) -> dict:
+def _finite_metrics(
+    a: npt.NDArray[np.float64], b: npt.NDArray[np.float64], shape: Tuple[int, ...], tolerance: Tolerance, norm: float
+) -> Dict[str, object]:
     """:func:`compare_arrays` of finite float64 ``a`` against ``b`` (flat), block by block, with
     the same results: counts add up, maxima and their first positions carry over (a block's
     maximum replaces the one so far only when strictly greater), and the norms and the dot product
@@ -214,7 +221,7 @@ def _finite_metrics(a: np.ndarray, b: np.ndarray, shape, tolerance: Tolerance, n
     }
 
 
-def relative_error(value: np.ndarray, reference: np.ndarray) -> float:
+def relative_error(value: npt.NDArray[Any], reference: npt.NDArray[Any]) -> float:
     """||value - reference|| / ||reference|| over finite elements, in float64."""
     a, b = value.astype(np.float64), reference.astype(np.float64)
     keep = np.isfinite(a) & np.isfinite(b)
@@ -234,8 +241,8 @@ class ArrayPair:
     ms_name: str
     torch_name: str
     mode: str
-    ms: np.ndarray
-    torch: np.ndarray
+    ms: npt.NDArray[Any]
+    torch: npt.NDArray[Any]
     layer: str = ""
 
     @property
@@ -243,7 +250,9 @@ class ArrayPair:
         return self.kind, self.torch_name
 
 
-def compare_pair(pair: ArrayPair, chain, check_dtype: bool) -> Comparison:
+def compare_pair(
+    pair: ArrayPair, chain: Iterable[Union[ToleranceSpec, DeviceDefaults]], check_dtype: bool
+) -> Comparison:
     dtype = str(pair.torch.dtype)
     # A parameter's gradient (or statistic) takes the parameter's dtype: where MindSpore keeps float32
     # parameters and computes in half precision (to_float), it is compared in the half dtype.

@@ -11,7 +11,7 @@ import difflib
 import fnmatch
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, List, Mapping, Optional, Tuple, Union
+from typing import Collection, Iterable, List, Mapping, Optional, Tuple, Union
 
 from ..errors import ParityUsageError
 
@@ -33,7 +33,7 @@ class Tolerance:
     rtol: float
     atol: float
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for label in ("rtol", "atol"):
             value = getattr(self, label)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -59,7 +59,7 @@ _EXACT = Tolerance(0.0, 0.0)
 ToleranceLike = Union[None, Tolerance, Tuple[float, float], Mapping[str, object]]
 
 
-def _coerce(value, where: str) -> Tolerance:
+def _coerce(value: object, where: str) -> Tolerance:
     if isinstance(value, Tolerance):
         return value
     if isinstance(value, (tuple, list)) and len(value) == 2:
@@ -84,12 +84,14 @@ class ToleranceSpec:
     source: str = "check(tolerance=...)"
     _sorted: Tuple[Tuple[str, Tolerance], ...] = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         ordered = tuple(sorted(self.overrides, key=lambda item: -len(item[0])))
         object.__setattr__(self, "_sorted", ordered)
 
     @classmethod
-    def parse(cls, value: ToleranceLike, *, source: str = "check(tolerance=...)") -> "ToleranceSpec":
+    def parse(
+        cls, value: Union[ToleranceLike, ToleranceSpec], *, source: str = "check(tolerance=...)"
+    ) -> ToleranceSpec:
         """Accept a Tolerance, an (rtol, atol) pair, or a mapping of globs to either."""
         if value is None:
             return cls(source=source)
@@ -99,7 +101,7 @@ class ToleranceSpec:
             raise ParityUsageError(f"{source}: give rtol and atol together, got {dict(value)!r}")
         if isinstance(value, Mapping) and set(value) != {"rtol", "atol"}:
             default = None
-            overrides = []
+            overrides: List[Tuple[str, Tolerance]] = []
             for glob, item in value.items():
                 if not isinstance(glob, str):
                     raise ParityUsageError(f"{source}: tolerance keys must be name globs, got {glob!r}")
@@ -111,7 +113,7 @@ class ToleranceSpec:
             return cls(default, tuple(overrides), source)
         return cls(_coerce(value, source), (), source)
 
-    def lookup(self, names) -> Optional[Tuple[Tolerance, str]]:
+    def lookup(self, names: Collection[str]) -> Optional[Tuple[Tolerance, str]]:
         """This spec's tolerance for a tensor known by ``names``, or None if it says nothing."""
         for glob, tol in self.overrides:  # a key written exactly as a name is no pattern
             if glob in names:
@@ -125,11 +127,11 @@ class ToleranceSpec:
 
     def unmatched(self, names: Iterable[str]) -> List[str]:
         """The globs (``"*"`` aside) that match none of ``names``, in the order they were given."""
-        names = [n for n in names if n]
+        given = [n for n in names if n]
         return [
             glob
             for glob, _ in self.overrides
-            if glob not in names and not any(fnmatch.fnmatchcase(n, glob) for n in names)
+            if glob not in given and not any(fnmatch.fnmatchcase(n, glob) for n in given)
         ]
 
 
@@ -145,7 +147,9 @@ class DeviceDefaults:
         return self.by_dtype[dtype] if dtype in self.by_dtype else dtype_default(dtype)
 
 
-def resolve(chain, names, dtype: str) -> Tuple[Tolerance, str]:
+def resolve(
+    chain: Iterable[Union[ToleranceSpec, DeviceDefaults]], names: Collection[str], dtype: str
+) -> Tuple[Tolerance, str]:
     """Walk ``chain`` (most specific spec first); the dtype default when none says anything, the
     device's when the chain ends with :class:`DeviceDefaults`."""
     for spec in chain:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from ..registry import RegistryError, docs, installed_versions, load
 from .selftests import selftest
@@ -58,7 +58,7 @@ def _run(entries, device: str, *, check_ranges: bool = False):
         outcome = selftest(entry, device=device, check_range=check_ranges)
         print(f"{outcome}  [{outcome.seconds:.2f}s]", flush=True)
         outcomes.append(outcome)
-    counts = {}
+    counts: Dict[str, int] = {}
     for outcome in outcomes:
         counts[outcome.status] = counts.get(outcome.status, 0) + 1
     shown = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))

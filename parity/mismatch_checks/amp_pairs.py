@@ -8,6 +8,7 @@ Imports MindSpore and PyTorch: imported by a self-test that runs, never by the r
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any, List, cast
 
 import torch
 from mindspore import nn
@@ -15,6 +16,9 @@ from mindspore import nn
 from parity.errors import ParityMismatch, ParityUsageError
 from parity.mismatch_checks.pairs import Measurement, _inputs, _raised, flush_mindspore, resolve
 from parity.registry.schema import Entry, SelfTestSpec
+
+if TYPE_CHECKING:
+    from parity.engine.localize import LayerTable
 
 __all__ = ["amp_pair"]
 
@@ -75,8 +79,10 @@ def amp_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *, d
             (line.strip() for line in str(exc).splitlines() if re.match(r"\s*\w+(Error|Exception): ", line)), ""
         )
         return Measurement("raises", None, error[:100], raised.text) if error else raised
-    verdicts = [v for v in result.layers.forward if v.path == "layer" and not v.call]
-    rows = [r for r in result.precisions if r.path == "layer"]
+    # localize=True and amp=...: the check captured the layers and a precision row for each
+    layers, precisions = cast("LayerTable", result.layers), cast(List[Any], result.precisions)
+    verdicts = [v for v in layers.forward if v.path == "layer" and not v.call]
+    rows = [r for r in precisions if r.path == "layer"]
     if not verdicts or not rows:
         return Measurement("usage", None, "the check recorded no precision for the layer")
     pattern = entry.amp

@@ -12,7 +12,7 @@ import importlib
 import re
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Mapping, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
 
@@ -37,6 +37,7 @@ __all__ = [
     "dtype_pair",
 ]
 
+_T = TypeVar("_T")
 _STATS_LIMIT = {"init": 1.5, "zero_fraction": 0.1}  # std ratio; difference of zero fractions
 
 
@@ -124,6 +125,12 @@ def _inputs(specs: Sequence[Mapping[str, Any]]):
     return made[0] if len(made) == 1 else tuple(made)
 
 
+def _given(value: Optional[_T]) -> _T:
+    """A spec's field that the kind of pair guarantees (the self-test chose the pair by it)."""
+    assert value is not None
+    return value
+
+
 def first_shape(specs) -> Optional[Tuple[int, ...]]:
     if not specs:
         return None
@@ -201,7 +208,8 @@ def dtype_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *,
     )
     try:
         side = msb.Pass(cell, data, grads=spec.grads, mode=spec.ms_mode)
-        side.values = side.outputs()
+        # the attribute engine.passes._cotangents reads a pass's outputs from
+        side.values = side.outputs()  # type: ignore[attr-defined]
         if spec.grads:
             side.backward(_cotangents(side, seed), [])
     except Exception as exc:  # the missing kernel
@@ -265,9 +273,10 @@ def loss_training_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, *,
     from ..engine.training.loop import run_training
     from ..translation import translate
 
-    batches = [_inputs(batch) for batch in spec.batches]
+    batches = [_inputs(batch) for batch in _given(spec.batches)]
     torch.manual_seed(seed)
-    model = torch.nn.Linear(first_shape(spec.batches[0])[-1], first_shape(spec.batches[0])[-1])
+    features = _given(first_shape(_given(spec.batches)[0]))[-1]
+    model = torch.nn.Linear(features, features)
     try:
         ms_loss = resolve(api)(**ms_kwargs)
     except Exception as exc:  # the naive MindSpore construction is rejected
@@ -345,7 +354,7 @@ def zero_fraction(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device:
     ms_cell, torch_module = _build_pair(entry, api, ms_kwargs, spec, device, seed)
     ms_cell.set_train(True)
     torch_module.train(True)
-    ones = np.ones(first_shape(spec.inputs), np.float32)
+    ones = np.ones(_given(first_shape(spec.inputs)), np.float32)
     ms_zero = float(np.mean(ms_cell(ms.Tensor(ones)).asnumpy() == 0))
     torch_zero = float(np.mean(torch_module(torch.from_numpy(ones)).detach().numpy() == 0))
     gap = abs(ms_zero - torch_zero)
@@ -365,18 +374,17 @@ def optimizer_pair(
 
     from ..backends import mindspore as msb
 
-    other = {"clip": clip_pair, "schedule": schedule_pair}.get(spec.optimizer.get("pair", "step"))
+    table = _given(spec.optimizer)
+    other = {"clip": clip_pair, "schedule": schedule_pair}.get(table.get("pair", "step"))
     if other is not None:
         return other(entry, api, ms_kwargs, spec, device, seed)
-    shape = tuple(spec.optimizer["shape"])
+    shape = tuple(table["shape"])
     rng = np.random.default_rng(seed)
     start = rng.standard_normal(shape).astype(np.float32)
-    scale = float(spec.optimizer.get("grad_scale", 1.0))
-    grads = [
-        (rng.standard_normal(shape) * scale).astype(np.float32) for _ in range(int(spec.optimizer.get("steps", 3)))
-    ]
+    scale = float(table.get("grad_scale", 1.0))
+    grads = [(rng.standard_normal(shape) * scale).astype(np.float32) for _ in range(int(table.get("steps", 3)))]
     msb.prepare(seed=seed, device=device)
-    ms_param = ms.Parameter(ms.Tensor(start.copy()), name=spec.optimizer.get("name", f"w_{entry.id.replace('-', '_')}"))
+    ms_param = ms.Parameter(ms.Tensor(start.copy()), name=table.get("name", f"w_{entry.id.replace('-', '_')}"))
     try:
         ms_opt = resolve(api)([ms_param], **ms_kwargs)
         with msb.execution_mode(mode):
@@ -407,12 +415,11 @@ def clip_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device: str
 
     from ..backends import mindspore as msb
 
-    shape = tuple(spec.optimizer["shape"])
+    table = _given(spec.optimizer)
+    shape = tuple(table["shape"])
     rng = np.random.default_rng(seed)
-    scale = float(spec.optimizer.get("grad_scale", 1.0))
-    grads = [
-        (rng.standard_normal(shape) * scale).astype(np.float32) for _ in range(int(spec.optimizer.get("tensors", 2)))
-    ]
+    scale = float(table.get("grad_scale", 1.0))
+    grads = [(rng.standard_normal(shape) * scale).astype(np.float32) for _ in range(int(table.get("tensors", 2)))]
     msb.prepare(seed=seed, device=device)
     try:
         ms_out = [t.asnumpy() for t in resolve(api)(tuple(ms.Tensor(g) for g in grads), **ms_kwargs)]
@@ -423,7 +430,7 @@ def clip_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device: str
     for param, grad in zip(params, grads):
         param.grad = torch.from_numpy(grad.copy())
     resolve(entry.torch)(params, **spec.torch_kwargs)
-    ms_units, torch_units = (np.stack(ms_out) / scale, np.stack([p.grad.numpy() for p in params]) / scale)
+    ms_units, torch_units = (np.stack(ms_out) / scale, np.stack([_given(p.grad).numpy() for p in params]) / scale)
     diff = float(np.max(np.abs(ms_units - torch_units)))
     close = np.allclose(ms_units, torch_units, rtol=1.3e-6, atol=1e-5)
     return Measurement(
@@ -441,7 +448,7 @@ def schedule_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device:
     except Exception as exc:  # the arguments are rejected
         return _raised(exc)
     param = torch.nn.Parameter(torch.zeros(1))
-    optimizer = torch.optim.SGD([param], lr=float(spec.optimizer.get("lr", 0.1)))
+    optimizer = torch.optim.SGD([param], lr=float(_given(spec.optimizer).get("lr", 0.1)))
     scheduler = resolve(entry.torch)(optimizer, **spec.torch_kwargs)
     torch_lrs = []
     for _ in ms_lrs:

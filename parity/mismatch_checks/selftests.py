@@ -91,7 +91,12 @@ def selftest(entry: Entry, *, device: str = "CPU", seed: int = 1234, check_range
 
 
 def _judge_outside(
-    entry: Entry, status: str, message: str, naive: Measurement, ms_version: str, torch_version: str
+    entry: Entry,
+    status: str,
+    message: str,
+    naive: Measurement,
+    ms_version: Optional[str],
+    torch_version: Optional[str],
 ) -> Tuple[str, str]:
     """An entry run on versions its range leaves out: it must not hold there."""
     stated = ", ".join(f"{name} {spec}" for name, spec in sorted(entry.versions.items()))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Dict, List, Optional, Sequence, Set, Union
 
 import pytest
 
@@ -38,7 +38,7 @@ DRIFT = "--parity-drift"
 DRIFT_FAILS = "--parity-drift-fails"
 
 
-def add_options(group) -> None:
+def add_options(group: pytest.OptionGroup) -> None:
     group.addoption(
         BASELINE,
         dest="parity_baseline",
@@ -70,21 +70,21 @@ def add_options(group) -> None:
     )
 
 
-def wants_records(config) -> bool:
+def wants_records(config: pytest.Config) -> bool:
     """Whether the tests' reports must carry their check records (to the controller)."""
     return bool(config.getoption("parity_baseline") or config.getoption("parity_save_baseline"))
 
 
-def register(config) -> None:
+def register(config: pytest.Config) -> None:
     """Register :class:`Baseline` in the process that sees every report (not in xdist's workers)."""
     if wants_records(config) and not hasattr(config, "workerinput"):
         config.pluginmanager.register(Baseline.from_config(config), "parity-baseline")
 
 
-def parse_factor(value, where: str) -> float:
+def parse_factor(value: object, where: str) -> float:
     """A drift factor: a finite number greater than 1."""
     try:
-        factor = float(value)
+        factor = float(value)  # type: ignore[arg-type]  # anything given: what float() refuses is reported
     except (TypeError, ValueError):
         raise ParityUsageError(f"{where}: expected a number greater than 1 (for example 4), got {value!r}") from None
     if not (math.isfinite(factor) and factor > 1):
@@ -93,7 +93,14 @@ def parse_factor(value, where: str) -> float:
 
 
 class Baseline:
-    def __init__(self, config, baseline: Optional[runs.Run], save: Optional[Path], factor: float, drift_fails: bool):
+    def __init__(
+        self,
+        config: pytest.Config,
+        baseline: Optional[runs.Run],
+        save: Optional[Path],
+        factor: float,
+        drift_fails: bool,
+    ) -> None:
         self.config = config
         self.baseline = baseline
         self.save = save
@@ -106,14 +113,14 @@ class Baseline:
         self.saved: Optional[Path] = None
 
     @classmethod
-    def from_config(cls, config) -> "Baseline":
+    def from_config(cls, config: pytest.Config) -> Baseline:
         try:
             return cls._from_config(config)
         except ParityUsageError as exc:
             raise pytest.UsageError(str(exc)) from None
 
     @classmethod
-    def _from_config(cls, config) -> "Baseline":
+    def _from_config(cls, config: pytest.Config) -> Baseline:
         given = [
             flag
             for flag, dest in ((BASELINE, "parity_baseline"), (SAVE_BASELINE, "parity_save_baseline"))
@@ -149,21 +156,21 @@ class Baseline:
                 raise ParityUsageError(f"{SAVE_BASELINE}: cannot create folder {save}: {exc.strerror}") from None
         return cls(config, baseline, save, factor, config.getoption("parity_drift_fails") == "yes")
 
-    def pytest_sessionstart(self, session):
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.environment = environment(self.config)
 
-    def pytest_collection_finish(self, session):
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.collected = (self.collected or set()) | {item.nodeid for item in session.items}
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node, ids):
+    def pytest_xdist_node_collection_finished(self, node: object, ids: Sequence[str]) -> None:
         self.collected = (self.collected or set()) | set(ids)
 
-    def pytest_runtest_logreport(self, report):
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.checks.extend(records.carried(report))
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self, session, exitstatus):
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: Union[int, pytest.ExitCode]) -> None:
         if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
             return
         if self.baseline is not None:
@@ -176,7 +183,7 @@ class Baseline:
             self.saved = runs.save_baseline(self.save, self.environment, self.checks)
 
     def summary_lines(self) -> List[str]:
-        lines = []
+        lines: List[str] = []
         if self.comparison is not None:
             lines += self.comparison.summary_lines()
             failing = self.comparison.regressions(drift_fails=self.drift_fails)
@@ -189,7 +196,7 @@ class Baseline:
         return lines
 
     @pytest.hookimpl(trylast=True)  # after the parity summary
-    def pytest_terminal_summary(self, terminalreporter):
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         lines = self.summary_lines()
         if lines:
             terminalreporter.write_sep("=", "parity baseline")
@@ -197,10 +204,10 @@ class Baseline:
                 terminalreporter.write_line(line)
 
 
-def environment(config) -> dict:
+def environment(config: pytest.Config) -> Dict[str, Any]:
     """This run's environment record (:func:`parity.nightly.records.fingerprint`), taken once: the
     ``--parity-report`` file and a saved baseline hold the same one."""
-    found = getattr(config, "_parity_environment", None)
+    found: Optional[Dict[str, Any]] = getattr(config, "_parity_environment", None)
     if found is None:
         found = records.fingerprint(
             root=config.rootpath,
@@ -209,5 +216,5 @@ def environment(config) -> dict:
             mode=config.getoption(opts.MODE.dest),
             workers=getattr(config.option, "numprocesses", None),
         )
-        config._parity_environment = found
+        config._parity_environment = found  # type: ignore[attr-defined]  # kept on the config for the run
     return found

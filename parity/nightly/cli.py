@@ -15,18 +15,20 @@ drifted (unless ``--drift-fails no``), 2 a usage error.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import files
 from ..errors import ParityUsageError
 
 if TYPE_CHECKING:  # the records' modules are imported by main() only
+    import argparse
+
     from .runs import Run
 
 __all__ = ["add_parser", "main"]
 
 
-def add_parser(commands) -> None:
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     report = commands.add_parser(
         "report",
         help="merge --parity-report files into one HTML page and a Markdown summary",
@@ -87,7 +89,7 @@ def _history(stored: List[Run], given: List[Run]) -> List[Run]:
     return sorted(found.values(), key=lambda run: run.created)
 
 
-def _cut_short(checks) -> List[str]:
+def _cut_short(checks: Sequence[Dict[str, Any]]) -> List[str]:
     """The note a run cut short by a crashed or interrupted test opens with."""
     from .records import CUT_SHORT
 
@@ -105,7 +107,7 @@ def _cut_short(checks) -> List[str]:
     ]
 
 
-def main(args) -> int:
+def main(args: argparse.Namespace) -> int:
     """Run ``parity report`` on the parsed ``args``; the exit status. Imported only for this
     command: the other commands never load the records' modules."""
     from . import drift, runs

@@ -22,9 +22,12 @@ from __future__ import annotations
 import datetime
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .runs import Run, check_key, check_label, environment_differences
+
+if TYPE_CHECKING:  # typing has it from Python 3.10; annotations are never evaluated here
+    from typing import TypeGuard
 
 __all__ = [
     "FLOOR",
@@ -51,7 +54,7 @@ def fmt(value: Optional[float]) -> str:
     return f"{value:.3g}" if math.isfinite(value) else str(value)
 
 
-def _finite(value: Any) -> bool:
+def _finite(value: object) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and math.isfinite(value)
 
 
@@ -114,6 +117,7 @@ class CheckChange:
         worst = self.worst
         more = f" (and {_count(len(self.tensors) - 1, 'more tensor')})" if len(self.tensors) > 1 else ""
         if self.kind == "drift" and worst is not None:
+            assert worst.before is not None  # a drifted tensor has both margins
             floored = f", counted as {worst.floor:g}" if worst.before < worst.floor else ""
             return (
                 f"{head}: {worst.label} margin {fmt(worst.after)}, {worst.ratio:.3g}x the baseline's "
@@ -196,7 +200,7 @@ class Comparison:
         for kind in ("new failure", "drift", "fixed", "missing", "new"):
             found = self.of(kind)
             if kind == "drift":
-                found = sorted(found, key=lambda c: -(c.worst.ratio or 0.0))
+                found = sorted(found, key=lambda c: -_drift_ratio(c))
             lines += [c.line() for c in found[:limit]]
             if len(found) > limit:
                 lines.append(f"... and {len(found) - limit} more {kind} checks")
@@ -211,16 +215,22 @@ class Comparison:
         return lines
 
     def worst_lines(self) -> List[str]:
-        lines = []
+        lines: List[str] = []
         failures = self.of("new failure")
         if failures:
             worst = max(failures, key=lambda c: c.worst.after if c.worst and _finite(c.worst.after) else math.inf)
             lines.append(f"worst new failure: {worst.line()[len('NEW FAILURE ') :]}")
         drift = self.of("drift")
         if drift:
-            worst = max(drift, key=lambda c: c.worst.ratio or 0.0)
+            worst = max(drift, key=_drift_ratio)
             lines.append(f"worst drift: {worst.line()[len('DRIFT ') :]}")
         return lines
+
+
+def _drift_ratio(change: CheckChange) -> float:
+    """A drift's ratio: its worst tensor's (a drift holds its drifted tensors, each of a known ratio)."""
+    assert change.worst is not None
+    return change.worst.ratio or 0.0
 
 
 def _count(n: int, noun: str) -> str:
@@ -242,7 +252,8 @@ def _tensor_changes(
 ) -> Tuple[List[TensorChange], List[TensorChange]]:
     """(newly failing, drifted) tensors of one check present in both runs."""
     old = {_tensor_key(t): t for t in before.get("tensors") or ()}
-    failing, drifted = [], []
+    failing: List[TensorChange] = []
+    drifted: List[TensorChange] = []
     for tensor in after.get("tensors") or ():
         was = old.get(_tensor_key(tensor))
         change = TensorChange(
@@ -258,7 +269,8 @@ def _tensor_changes(
             tensor.get("passed")
             and was is not None
             and was.get("passed")
-            and change.ratio is not None
+            and _finite(change.before)  # then its ratio is known
+            and _finite(change.after)
             and change.after > factor * max(change.before, floor)
         ):
             drifted.append(change)
@@ -295,7 +307,7 @@ def compare(
         if drifted:
             changes.append(CheckChange("drift", key, before, after, record, drifted))
     seen: Optional[Set[str]] = None if collected is None else set(collected)
-    outside = []
+    outside: List[Tuple[str, int]] = []
     for key in sorted(set(old) - set(new)):
         if seen is not None and key[0] not in seen:
             outside.append(key)
@@ -306,8 +318,10 @@ def compare(
     )
 
 
-def _seconds(created) -> str:
+def _seconds(created: object) -> str:
     """An environment's ``created`` as read, to the second (records keep microseconds)."""
+    if not isinstance(created, str):  # as fromisoformat would refuse it
+        return str(created)
     try:
         return datetime.datetime.fromisoformat(created).isoformat(timespec="seconds")
     except (TypeError, ValueError):

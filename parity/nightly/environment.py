@@ -13,7 +13,7 @@ import re
 import subprocess
 from importlib import metadata
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, Iterable, List, Optional, TypedDict
 
 __all__ = ["versions", "cpu", "accelerator", "git_state", "CPU_FLAGS"]
 
@@ -64,7 +64,7 @@ _CANN_FILES = (
 )
 
 
-def _version(names) -> Optional[str]:
+def _version(names: Iterable[str]) -> Optional[str]:
     for name in names:
         try:
             return metadata.version(name)
@@ -97,7 +97,16 @@ def _cpuinfo() -> Dict[str, str]:
     return fields
 
 
-def cpu() -> Dict[str, object]:
+class Cpu(TypedDict):
+    """What :func:`cpu` tells of the host's processor."""
+
+    model: Optional[str]
+    arch: str
+    cores: Optional[int]
+    flags: List[str]
+
+
+def cpu() -> Cpu:
     """The host CPU: model, architecture, cores, and which of :data:`CPU_FLAGS` it has."""
     info = _cpuinfo()
     model = info.get("model name") or info.get("Hardware") or platform.processor() or None
@@ -112,7 +121,7 @@ def cpu() -> Dict[str, object]:
     }
 
 
-def _key_value(path: Path, keys) -> Optional[str]:
+def _key_value(path: Path, keys: Iterable[str]) -> Optional[str]:
     """The value of the first of ``keys`` in a ``key=value`` (or ``key: value``) file."""
     try:
         lines = path.read_text(errors="replace").splitlines()
@@ -140,7 +149,7 @@ def _first_version(text: Optional[str]) -> Optional[str]:
 
 
 def _gpu_names() -> List[str]:
-    names = []
+    names: List[str] = []
     for info in sorted((_NVIDIA / "gpus").glob("*/information")):
         name = _key_value(info, ("model",))
         if name:

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import plot, tree
 from .drift import BAD, Comparison, fmt, tensor_label
-from .plot import FAIL_COLOR, MARGIN_COLOR, _esc
+from .plot import FAIL_COLOR, MARGIN_COLOR, escape
 from .runs import Run, check_key, check_label
 
 __all__ = ["render", "cells", "columns", "VERDICT_TEXT"]
@@ -32,7 +32,7 @@ VERDICT_TEXT = {
     "interrupted": "INTERRUPTED",
 }
 _STYLE = (
-    plot._STYLE
+    plot.STYLE
     + """
 .notes{background:#fff4e5;border:1px solid #f0b860;padding:6px 12px}.notes li{margin:2px 0}
 table.matrix td,table.matrix th{text-align:center}table.matrix td.name{text-align:left}
@@ -70,15 +70,15 @@ def render(run: Run, *, comparison: Optional[Comparison] = None, history: Sequen
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{_esc(title)}</title><style>{_STYLE}</style></head><body>",
-        f"<h1>{_esc(title)}</h1>",
+        f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{escape(title)}</h1>",
         _notes(run, comparison),
-        f'<p class="summary" id="counts">{_esc(counts(run.checks))}</p>',
+        f'<p class="summary" id="counts">{escape(counts(run.checks))}</p>',
         "<h2>Verdicts: check x device x mode</h2>",
         _matrix(run, comparison, anchors),
     ]
     if comparison is not None:
-        parts += [f"<h2>Since the baseline ({_esc(comparison.baseline.label)})</h2>", _changes(comparison)]
+        parts += [f"<h2>Since the baseline ({escape(comparison.baseline.label)})</h2>", _changes(comparison)]
     parts.append(f"<h2>Failures ({len(failing)})</h2>")
     parts += [_failure(c, anchors[check_key(c)]) for c in failing] or ["<p>No check failed.</p>"]
     if len(history) > 1:
@@ -102,7 +102,7 @@ def _notes(run: Run, comparison: Optional[Comparison]) -> str:
         notes.insert(0, "the baseline ran in another environment: " + "; ".join(comparison.environment))
     if not notes:
         return ""
-    return '<ul class="notes">' + "".join(f"<li>{_esc(n)}</li>" for n in notes) + "</ul>"
+    return '<ul class="notes">' + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>"
 
 
 def _matrix(run: Run, comparison: Optional[Comparison], anchors: Dict[Tuple[str, int], str]) -> str:
@@ -111,40 +111,40 @@ def _matrix(run: Run, comparison: Optional[Comparison], anchors: Dict[Tuple[str,
     for change in comparison.changes if comparison is not None else ():
         changes.setdefault(change.key, []).append(change.kind)
     head = "<th>check</th>" + "".join(
-        f'<th data-device="{_esc(d)}" data-mode="{_esc(m)}">{_esc(d)}<br>{_esc(m)}</th>' for d, m in cols
+        f'<th data-device="{escape(d)}" data-mode="{escape(m)}">{escape(d)}<br>{escape(m)}</th>' for d, m in cols
     )
     head += "<th>since the baseline</th>" if comparison is not None else ""
     rows = []
     for record in run.checks:
         key = check_key(record)
         found = cells(record)
-        row = [f'<td class="name">{_esc(check_label(key))}</td>']
+        row = [f'<td class="name">{escape(check_label(key))}</td>']
         for device, mode in cols:
             verdict = found.get(mode) if device == (record.get("device") or "-") else None
             if verdict is None:
                 row.append(
-                    f'<td class="v-absent" data-device="{_esc(device)}" data-mode="{_esc(mode)}" data-verdict="">-</td>'
+                    f'<td class="v-absent" data-device="{escape(device)}" data-mode="{escape(mode)}" data-verdict="">-</td>'
                 )
                 continue
-            text = _esc(VERDICT_TEXT.get(verdict, verdict))
+            text = escape(VERDICT_TEXT.get(verdict, verdict))
             if key in anchors and verdict in BAD:
                 text = f'<a href="#{anchors[key]}">{text}</a>'
             row.append(
-                f'<td class="v-{_esc(verdict)}" data-device="{_esc(device)}" data-mode="{_esc(mode)}" '
-                f'data-verdict="{_esc(verdict)}" title="worst margin {fmt(record.get("worst_margin"))}">'
+                f'<td class="v-{escape(verdict)}" data-device="{escape(device)}" data-mode="{escape(mode)}" '
+                f'data-verdict="{escape(verdict)}" title="worst margin {fmt(record.get("worst_margin"))}">'
                 f"{text}</td>"
             )
         if comparison is not None:
-            row.append(f'<td class="change">{_esc(", ".join(changes.get(key, [])))}</td>')
-        rows.append(f'<tr data-check="{_esc(check_label(key))}">{"".join(row)}</tr>')
+            row.append(f'<td class="change">{escape(", ".join(changes.get(key, [])))}</td>')
+        rows.append(f'<tr data-check="{escape(check_label(key))}">{"".join(row)}</tr>')
     missing = [c for c in comparison.changes if c.kind == "missing"] if comparison is not None else []
     for change in missing:
         absent = "".join(
-            f'<td class="v-absent" data-device="{_esc(d)}" data-mode="{_esc(m)}" data-verdict="">-</td>'
+            f'<td class="v-absent" data-device="{escape(d)}" data-mode="{escape(m)}" data-verdict="">-</td>'
             for d, m in cols
         )
         rows.append(
-            f'<tr data-check="{_esc(change.label)}"><td class="name">{_esc(change.label)}</td>{absent}'
+            f'<tr data-check="{escape(change.label)}"><td class="name">{escape(change.label)}</td>{absent}'
             '<td class="change">missing</td></tr>'
         )
     return f'<table class="matrix" id="matrix"><tr>{head}</tr>{"".join(rows)}</table>'
@@ -152,7 +152,7 @@ def _matrix(run: Run, comparison: Optional[Comparison], anchors: Dict[Tuple[str,
 
 def _changes(comparison: Comparison) -> str:
     lines = comparison.summary_lines(limit=50)
-    return '<p class="summary" id="changes">' + "<br>".join(_esc(line) for line in lines) + "</p>"
+    return '<p class="summary" id="changes">' + "<br>".join(escape(line) for line in lines) + "</p>"
 
 
 def _failure(record: Dict[str, Any], anchor: str) -> str:
@@ -169,10 +169,10 @@ def _failure(record: Dict[str, Any], anchor: str) -> str:
         meta.insert(0, f"mindspore {pair.get('mindspore')} vs torch {pair.get('torch')}")
     message = (record.get("error") or {}).get("message") or record.get("problem") or "(no message recorded)"
     parts = [
-        f'<section class="failure" id="{anchor}" data-check="{_esc(label)}">',
-        f"<h3>{_esc(label)}</h3>",
-        f'<p class="meta">{_esc(" | ".join(meta))}</p>',
-        f'<pre class="message">{_esc(message)}</pre>',
+        f'<section class="failure" id="{anchor}" data-check="{escape(label)}">',
+        f"<h3>{escape(label)}</h3>",
+        f'<p class="meta">{escape(" | ".join(meta))}</p>',
+        f'<pre class="message">{escape(message)}</pre>',
     ]
     layers = record.get("layers") or {}
     parts.append(tree.render_tree(record))
@@ -217,7 +217,7 @@ def _key(calls: Sequence[Dict[str, Any]]) -> str:
     """Which layer each number on the chart is: all of them up to :data:`_KEYED`, else those that
     are not ok."""
     shown = [(i, c) for i, c in enumerate(calls, 1) if len(calls) <= _KEYED or c.get("status") != "ok"]
-    entries = [f"{i}. {_esc(_layer_label(c))} {fmt(c.get('out_margin'))}" for i, c in shown]
+    entries = [f"{i}. {escape(_layer_label(c))} {fmt(c.get('out_margin'))}" for i, c in shown]
     more = "" if len(shown) == len(calls) else f" ({len(calls) - len(shown)} layers ok, not listed)"
     return f'<p class="meta layers">{"; ".join(entries)}{more}</p>'
 
@@ -238,8 +238,8 @@ def _points_chart(
     numbers = [_number(v) for v in values]
     fraction, ticks = plot.log_scale(numbers)
     steps = list(range(1, len(numbers) + 1))
-    body = plot._frame(steps, ticks, "difference / allowed", x_label)
-    y1 = plot._y(fraction(1.0))
+    body = plot.frame(steps, ticks, "difference / allowed", x_label)
+    y1 = plot.y_position(plot.tolerance_fraction(fraction))
     body.append(
         f'<line class="allowed" x1="{plot.LEFT}" y1="{y1:.1f}" x2="{plot.WIDTH - plot.RIGHT}" y2="{y1:.1f}" '
         f'stroke="{FAIL_COLOR}" stroke-dasharray="5,4"/>'
@@ -249,18 +249,18 @@ def _points_chart(
         at = fraction(value)
         if at is None:
             continue
-        x, y = plot._x(step, steps), plot._y(at)
+        x, y = plot.x_position(step, steps), plot.y_position(at)
         points.append(f"{x:.2f},{y:.2f}")
         dots.append(
             f'<circle cx="{x:.2f}" cy="{y:.2f}" r="{4 if mark else 3}" fill="{FAIL_COLOR if mark else MARGIN_COLOR}">'
-            f"<title>{step}. {_esc(label)}: {value:.4g}</title></circle>"
+            f"<title>{step}. {escape(label)}: {value:.4g}</title></circle>"
         )
     body.append(
-        f'<polyline class="series" data-series="{_esc(series)}" data-values="{" ".join(map(repr, numbers))}" '
-        f'data-labels="{_esc(chr(10).join(labels))}" fill="none" stroke="{MARGIN_COLOR}" stroke-width="1.5" '
+        f'<polyline class="series" data-series="{escape(series)}" data-values="{" ".join(map(repr, numbers))}" '
+        f'data-labels="{escape(chr(10).join(labels))}" fill="none" stroke="{MARGIN_COLOR}" stroke-width="1.5" '
         f'points="{" ".join(points)}"/>'
     )
-    return plot._svg(body + dots, f"{series}: difference over allowed, log scale")
+    return plot.svg(body + dots, f"{series}: difference over allowed, log scale")
 
 
 def _history(history: Sequence[Run]) -> str:
@@ -269,17 +269,17 @@ def _history(history: Sequence[Run]) -> str:
     keys = sorted({check_key(c) for run in history for c in run.checks})
     by_run = [{check_key(c): c for c in run.checks} for run in history]
     head = "".join(
-        f"<th>{_esc(h)}</th>"
+        f"<th>{escape(h)}</th>"
         for h in ("check", f"worst margin, {history[0].label} to {history[-1].label}", "first", "latest", "greatest")
     )
     rows = []
     for key in keys:
         found = [checks.get(key) for checks in by_run]
         values = [_number(r.get("worst_margin")) if r else math.nan for r in found]
-        bad = [bool(r) and r["verdict"] in BAD for r in found]
+        bad = [bool(r and r["verdict"] in BAD) for r in found]
         present = [v for v in values if not math.isnan(v)]
         rows.append(
-            f'<tr data-check="{_esc(check_label(key))}"><td class="name">{_esc(check_label(key))}</td>'
+            f'<tr data-check="{escape(check_label(key))}"><td class="name">{escape(check_label(key))}</td>'
             f"<td>{_sparkline(values, bad, [run.label for run in history])}</td>"
             f"<td>{fmt(present[0]) if present else '-'}</td><td>{fmt(values[-1]) if present else '-'}</td>"
             f"<td>{fmt(max(present)) if present else '-'}</td></tr>"
@@ -291,10 +291,10 @@ def _sparkline(values: Sequence[float], bad: Sequence[bool], labels: Sequence[st
     fraction, _ = plot.log_scale(values)
     pad = 4
 
-    def x(i):
+    def x(i: int) -> float:
         return pad + (_SPARK_W - 2 * pad) * (i / (len(values) - 1) if len(values) > 1 else 0.5)
 
-    def y(f):
+    def y(f: float) -> float:
         return pad + (_SPARK_H - 2 * pad) * (1.0 - f)
 
     points, dots = [], []
@@ -305,9 +305,9 @@ def _sparkline(values: Sequence[float], bad: Sequence[bool], labels: Sequence[st
         points.append(f"{x(i):.1f},{y(at):.1f}")
         dots.append(
             f'<circle cx="{x(i):.1f}" cy="{y(at):.1f}" r="2.5" fill="{FAIL_COLOR if mark else MARGIN_COLOR}">'
-            f"<title>{_esc(label)}: {value:.4g}</title></circle>"
+            f"<title>{escape(label)}: {value:.4g}</title></circle>"
         )
-    allowed = y(fraction(1.0))
+    allowed = y(plot.tolerance_fraction(fraction))
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{_SPARK_W}" height="{_SPARK_H}" role="img" '
         f'aria-label="worst margin per run"><line x1="0" y1="{allowed:.1f}" x2="{_SPARK_W}" y2="{allowed:.1f}" '
@@ -320,7 +320,8 @@ def _sparkline(values: Sequence[float], bad: Sequence[bool], labels: Sequence[st
 def _commit(git: Dict[str, Any]) -> str:
     if not git.get("commit"):
         return "(not in git)"
-    return git["commit"] + (" (with uncommitted changes)" if git.get("dirty") else "")
+    commit: str = git["commit"]
+    return commit + (" (with uncommitted changes)" if git.get("dirty") else "")
 
 
 def _environment(run: Run) -> str:
@@ -335,5 +336,5 @@ def _environment(run: Run) -> str:
         ("host", f"{(env.get('host') or {}).get('cpu_model')}, {(env.get('host') or {}).get('arch')}"),
     ]
     rows += [(name, value) for name, value in versions.items() if value is not None]
-    body = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in rows if v is not None)
+    body = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows if v is not None)
     return f'<table id="environment">{body}</table>'

@@ -10,24 +10,41 @@ from __future__ import annotations
 
 import html
 import math
+import os
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 from .. import files
 from ..errors import ParityUsageError
 
-__all__ = ["plot_training", "render_training"]
+if TYPE_CHECKING:
+    from ..engine.training.result import TrainingResult
+    from ..judge.metrics import Comparison
+
+# The page of ``parity report`` (page.py) and the model tree (tree.py) draw with the same pieces.
+__all__ = [
+    "plot_training",
+    "render_training",
+    "escape",
+    "log_scale",
+    "tolerance_fraction",
+    "frame",
+    "svg",
+    "x_position",
+    "y_position",
+    "STYLE",
+]
 
 WIDTH, HEIGHT = 640, 260
 LEFT, RIGHT, TOP, BOTTOM = 72, 16, 16, 40
 MS_COLOR, TORCH_COLOR, MARGIN_COLOR, FAIL_COLOR = "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"
-_STYLE = """body{font-family:sans-serif;margin:24px;color:#222}h1{font-size:18px}h2{font-size:15px;margin-top:28px}
+STYLE = """body{font-family:sans-serif;margin:24px;color:#222}h1{font-size:18px}h2{font-size:15px;margin-top:28px}
 p.summary{font-family:monospace;white-space:pre-wrap}svg text{font-size:11px;fill:#444}
 table{border-collapse:collapse;font-family:monospace;font-size:12px}td,th{border:1px solid #ccc;padding:2px 8px}
 td.fail{color:#d62728;font-weight:bold}.legend span{display:inline-block;margin-right:18px}"""
 
 
-def plot_training(result, path) -> Path:
+def plot_training(result: object, path: Union[str, "os.PathLike[str]"]) -> Path:
     """Write the loss curves and per-step margins of ``result`` (a :class:`parity.TrainingResult`,
     passed or from ``ParityMismatch.result``) to the HTML file ``path``; returns its path."""
     from ..engine.training.loop import TrainingResult
@@ -45,7 +62,7 @@ def plot_training(result, path) -> Path:
     return files.write_text(target, render_training(result), "plot_training:")
 
 
-def render_training(result) -> str:
+def render_training(result: TrainingResult) -> str:
     """The HTML text :func:`plot_training` writes."""
     steps = [s.step for s in result.steps]
     margins = [_worst(s.comparisons) for s in result.steps]
@@ -54,11 +71,11 @@ def render_training(result) -> str:
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{_esc(title)}</title><style>{_STYLE}</style></head><body>",
-        f"<h1>{_esc(title)}</h1>",
-        f'<p class="summary">{_esc(str(result))}</p>',
-        f"<p>{len(steps)} steps, {_esc(result.mode)}; optimizer {_esc(result.optimizer)}; loss "
-        f"{_esc(result.loss)}; seed {result.seed}</p>",
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
+        f"<h1>{escape(title)}</h1>",
+        f'<p class="summary">{escape(str(result))}</p>',
+        f"<p>{len(steps)} steps, {escape(result.mode)}; optimizer {escape(result.optimizer)}; loss "
+        f"{escape(result.loss)}; seed {result.seed}</p>",
         "<h2>Loss per step</h2>",
         _legend([(MS_COLOR, "MindSpore"), (TORCH_COLOR, "PyTorch")]),
         _loss_chart(steps, result.ms_losses, result.torch_losses),
@@ -72,18 +89,19 @@ def render_training(result) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _worst(comparisons) -> float:
+def _worst(comparisons: Iterable[Comparison]) -> float:
     return max((c.margin for c in comparisons), default=0.0)
 
 
-def _esc(text) -> str:
+def escape(text: object) -> str:
+    """``text`` as HTML text or an attribute's value."""
     return html.escape(str(text), quote=True)
 
 
-def _legend(entries) -> str:
+def _legend(entries: Iterable[Tuple[str, str]]) -> str:
     spans = "".join(
         f'<span><svg width="22" height="10"><line x1="0" y1="5" x2="22" y2="5" stroke="{color}" '
-        f'stroke-width="2"/></svg> {_esc(label)}</span>'
+        f'stroke-width="2"/></svg> {escape(label)}</span>'
         for color, label in entries
     )
     return f'<div class="legend">{spans}</div>'
@@ -92,13 +110,13 @@ def _legend(entries) -> str:
 # Scales ---------------------------------------------------------------------------------------
 
 
-def _x(step: int, steps: Sequence[int]) -> float:
+def x_position(step: int, steps: Sequence[int]) -> float:
     lo, hi = steps[0], steps[-1]
     span = WIDTH - LEFT - RIGHT
     return LEFT + span / 2 if hi == lo else LEFT + span * (step - lo) / (hi - lo)
 
 
-def _y(fraction: float) -> float:
+def y_position(fraction: float) -> float:
     """Pixel row of a value at ``fraction`` of the axis (0 bottom, 1 top)."""
     return TOP + (HEIGHT - TOP - BOTTOM) * (1.0 - fraction)
 
@@ -117,70 +135,73 @@ def _ticks(lo: float, hi: float, count: int = 5) -> List[float]:
 # Charts ---------------------------------------------------------------------------------------
 
 
-def _frame(steps: Sequence[int], y_ticks, y_label: str, x_label: str = "step") -> List[str]:
+def frame(
+    steps: Sequence[int], y_ticks: Iterable[Tuple[Optional[float], str]], y_label: str, x_label: str = "step"
+) -> List[str]:
     """Axes, grid and tick labels; ``y_ticks`` holds (fraction, label) pairs."""
     bottom, right = HEIGHT - BOTTOM, WIDTH - RIGHT
     out = [f'<rect x="{LEFT}" y="{TOP}" width="{right - LEFT}" height="{bottom - TOP}" fill="none" stroke="#999"/>']
     for fraction, label in y_ticks:
-        y = _y(fraction)
+        y = y_position(fraction)  # type: ignore[arg-type]  # a tick is on the axis: its fraction is never None
         out.append(
             f'<line x1="{LEFT}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="#eee"/>'
-            f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{_esc(label)}</text>'
+            f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{escape(label)}</text>'
         )
     every = max(1, math.ceil(len(steps) / 12))
     for step in steps[::every]:
-        out.append(f'<text x="{_x(step, steps):.1f}" y="{bottom + 16}" text-anchor="middle">{step}</text>')
+        out.append(f'<text x="{x_position(step, steps):.1f}" y="{bottom + 16}" text-anchor="middle">{step}</text>')
     out.append(
-        f'<text x="{(LEFT + right) / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle">{_esc(x_label)}</text>'
+        f'<text x="{(LEFT + right) / 2:.1f}" y="{HEIGHT - 6}" text-anchor="middle">{escape(x_label)}</text>'
         f'<text x="14" y="{(TOP + bottom) / 2:.1f}" text-anchor="middle" '
-        f'transform="rotate(-90 14 {(TOP + bottom) / 2:.1f})">{_esc(y_label)}</text>'
+        f'transform="rotate(-90 14 {(TOP + bottom) / 2:.1f})">{escape(y_label)}</text>'
     )
     return out
 
 
 def _series(
     series: str,
-    steps,
-    values,
-    fractions,
+    steps: Sequence[int],
+    values: Sequence[float],
+    fractions: Sequence[Optional[float]],
     color: str,
     marks: Optional[Sequence[bool]] = None,
     stroke: str = 'stroke-width="2"',
 ) -> List[str]:
     """One polyline (finite values only) with a marker and tooltip per point."""
-    points, out = [], []
+    points: List[str] = []
+    out: List[str] = []
     for i, (step, value, fraction) in enumerate(zip(steps, values, fractions)):
         if fraction is None:
             continue
-        x, y = _x(step, steps), _y(fraction)
+        x, y = x_position(step, steps), y_position(fraction)
         points.append(f"{x:.2f},{y:.2f}")
         fill = FAIL_COLOR if marks is not None and marks[i] else color
         out.append(
-            f'<circle cx="{x:.2f}" cy="{y:.2f}" r="3" fill="{fill}"><title>{_esc(series)} step {step}: '
+            f'<circle cx="{x:.2f}" cy="{y:.2f}" r="3" fill="{fill}"><title>{escape(series)} step {step}: '
             f"{value:.7g}</title></circle>"
         )
     values_attr = " ".join(repr(float(v)) for v in values)
     line = (
-        f'<polyline class="series" data-series="{_esc(series)}" data-values="{values_attr}" fill="none" '
+        f'<polyline class="series" data-series="{escape(series)}" data-values="{values_attr}" fill="none" '
         f'stroke="{color}" {stroke} points="{" ".join(points)}"/>'
     )
     return [line] + out
 
 
-def _svg(body: List[str], label: str) -> str:
+def svg(body: List[str], label: str) -> str:
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
-        f'viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{_esc(label)}">' + "".join(body) + "</svg>"
+        f'viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{escape(label)}">' + "".join(body) + "</svg>"
     )
 
 
-def _loss_chart(steps, ms_losses, torch_losses) -> str:
+def _loss_chart(steps: Sequence[int], ms_losses: Sequence[float], torch_losses: Sequence[float]) -> str:
     lo, hi = _linear_range(list(ms_losses) + list(torch_losses))
 
-    def fraction(v):
+    def fraction(v: float) -> Optional[float]:
         return (v - lo) / (hi - lo) if math.isfinite(v) else None
 
-    body = _frame(steps, [(fraction(t), f"{t:.5g}") for t in _ticks(lo, hi)], "loss")
+    body = frame(steps, [(fraction(t), f"{t:.5g}") for t in _ticks(lo, hi)], "loss")
     # MindSpore wide and pale under PyTorch dashed: two equal curves stay both visible
     body += _series(
         "loss MindSpore",
@@ -198,10 +219,12 @@ def _loss_chart(steps, ms_losses, torch_losses) -> str:
         TORCH_COLOR,
         stroke='stroke-width="2" stroke-dasharray="6,4"',
     )
-    return _svg(body, "loss per step, MindSpore and PyTorch")
+    return svg(body, "loss per step, MindSpore and PyTorch")
 
 
-def log_scale(margins: Sequence[float]):
+def log_scale(
+    margins: Sequence[float],
+) -> Tuple[Callable[[float], Optional[float]], List[Tuple[Optional[float], str]]]:
     """The log axis of margins (difference / allowed): ``(fraction, ticks)``, where ``fraction(m)``
     places a margin on the axis (0 bottom, 1 top; ``None`` for nan) and ``ticks`` holds
     (fraction, label) pairs, one a decade. The axis always reaches 1 (the tolerance); a margin of
@@ -212,7 +235,7 @@ def log_scale(margins: Sequence[float]):
     high = max(1, math.ceil(math.log10(max(positive + [1.0]))))
     low = min(low, high - 1)
 
-    def fraction(m):
+    def fraction(m: float) -> Optional[float]:
         if not math.isfinite(m):
             return 1.0 if m > 0 else None
         return 0.0 if m <= 0 else (math.log10(m) - low) / (high - low)
@@ -221,24 +244,32 @@ def log_scale(margins: Sequence[float]):
     return fraction, [(fraction(10.0**d), f"1e{d}" if d else "1") for d in decades]
 
 
-def _margin_chart(steps, margins, failing) -> str:
+def tolerance_fraction(fraction: Callable[[float], Optional[float]]) -> float:
+    """Where a margin of 1 (the tolerance) sits on a :func:`log_scale` axis, which always reaches it."""
+    one = fraction(1.0)
+    assert one is not None
+    return one
+
+
+def _margin_chart(steps: Sequence[int], margins: Sequence[float], failing: Sequence[bool]) -> str:
     """Log scale; a margin of 0 (identical tensors) sits on the bottom edge, below every positive one."""
     fraction, ticks = log_scale(margins)
-    body = _frame(steps, ticks, "difference / allowed")
+    one = tolerance_fraction(fraction)
+    body = frame(steps, ticks, "difference / allowed")
     body.append(
-        f'<line class="allowed" x1="{LEFT}" y1="{_y(fraction(1.0)):.1f}" x2="{WIDTH - RIGHT}" '
-        f'y2="{_y(fraction(1.0)):.1f}" stroke="{FAIL_COLOR}" stroke-dasharray="5,4"/>'
+        f'<line class="allowed" x1="{LEFT}" y1="{y_position(one):.1f}" x2="{WIDTH - RIGHT}" '
+        f'y2="{y_position(one):.1f}" stroke="{FAIL_COLOR}" stroke-dasharray="5,4"/>'
     )
     body += _series("worst margin", steps, margins, [fraction(m) for m in margins], MARGIN_COLOR, failing)
-    return _svg(body, "worst difference over allowed per step, log scale")
+    return svg(body, "worst difference over allowed per step, log scale")
 
 
-def _table(result) -> str:
+def _table(result: TrainingResult) -> str:
     from ..engine.training import STAGES
 
     stages = list(STAGES)[1:]
-    head = "".join(f"<th>{_esc(h)}</th>" for h in ["step", "loss MindSpore", "loss PyTorch", *stages])
-    rows = []
+    head = "".join(f"<th>{escape(h)}</th>" for h in ["step", "loss MindSpore", "loss PyTorch", *stages])
+    rows: List[str] = []
     for s in result.steps:
         cells = [f"<td>{s.step}</td>", f"<td>{s.ms_loss:.9g}</td>", f"<td>{s.torch_loss:.9g}</td>"]
         for stage in stages:
@@ -249,7 +280,7 @@ def _table(result) -> str:
             worst, bad = found
             cells.append(
                 f'<td class="{"fail" if bad else "ok"}">{"FAIL" if bad else "ok"} {worst.margin:.3g}x '
-                f"{_esc(worst.name)}</td>"
+                f"{escape(worst.name)}</td>"
             )
         rows.append(f"<tr>{''.join(cells)}</tr>")
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"

@@ -17,16 +17,17 @@ from __future__ import annotations
 
 import datetime
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .. import files
 from ..errors import ParityUsageError
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ImportError:  # Python < 3.11
+else:  # pragma: no cover - Python < 3.11
     import tomli as tomllib
 
 __all__ = ["Entry", "Quarantine", "load", "DEFAULT_FILE", "REASON_PREFIX"]
@@ -106,7 +107,7 @@ def load(path: Path, *, today: datetime.date, name: Optional[str] = None) -> Qua
     :class:`ParityUsageError` naming both."""
     path, name = Path(path), name or str(path)
     try:
-        data = tomllib.loads(files.read_text(path, "cannot read the quarantine file"))
+        data: Dict[str, Any] = tomllib.loads(files.read_text(path, "cannot read the quarantine file"))
     except tomllib.TOMLDecodeError as exc:
         raise ParityUsageError(f"quarantine file {name}: not valid TOML: {exc}") from None
     extra = sorted(set(data) - {"quarantine"})
@@ -122,7 +123,7 @@ def load(path: Path, *, today: datetime.date, name: Optional[str] = None) -> Qua
     return Quarantine(name, tuple(e for e in entries if e.until >= today), tuple(e for e in entries if e.until < today))
 
 
-def _entry(table, where: str) -> Entry:
+def _entry(table: object, where: str) -> Entry:
     if not isinstance(table, dict):
         raise ParityUsageError(f"{where}: must be a table with keys {', '.join(_KEYS)}")
     if isinstance(table.get("case"), str) and table["case"].strip():
@@ -139,7 +140,7 @@ def _entry(table, where: str) -> Entry:
     return Entry(table["case"].strip(), table["reason"].strip(), table["issue"].strip(), _date(table["until"], where))
 
 
-def _date(value, where: str) -> datetime.date:
+def _date(value: object, where: str) -> datetime.date:
     if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
         return value
     if isinstance(value, str) and _ISO_DATE.fullmatch(value.strip()):

@@ -21,7 +21,7 @@ import os
 import platform
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union, cast
 
 import pytest
 
@@ -31,6 +31,20 @@ from ..errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from ..judge import devices
 from . import environment
 from .schema import check_fields
+
+if TYPE_CHECKING:
+    from ..engine.check import Settings
+    from ..engine.generation import GenerationResult
+    from ..engine.localize import LayerTable, LayerVerdict
+    from ..engine.result import Result, WeightReport
+    from ..engine.shapes import ShapeCheck, ShapesResult
+    from ..engine.training.result import TrainingResult
+    from ..judge.envelope import Envelope
+    from ..judge.golden import Golden
+    from ..judge.metrics import Comparison
+
+    # What a check returns, told apart by its fields (see _result_fields).
+    CheckResult = Union[Result, TrainingResult, DataParallelResult, GenerationResult, ShapesResult]
 
 __all__ = [
     "SCHEMA",
@@ -46,6 +60,7 @@ __all__ = [
     "attach",
     "carried",
     "item_records",
+    "jsonable",
 ]
 
 SCHEMA = 1
@@ -88,21 +103,22 @@ _FLOATS = frozenset(
 # -- check records ----------------------------------------------------------------------------
 
 
-def _verdict(result, error: Optional[BaseException]) -> str:
+def _verdict(result: Optional[CheckResult], error: Optional[BaseException]) -> str:
     if isinstance(error, ParityMismatch):
         return "fail"
     if isinstance(error, ParityUnsupported):
         return "unsupported"
     if error is not None:
         return "error"
+    assert result is not None  # a check that raised nothing returned its result
     return "pass" if result.passed else "fail"
 
 
-def _shape(shape) -> Optional[List[int]]:
+def _shape(shape: Optional[Sequence[int]]) -> Optional[List[int]]:
     return None if shape is None else [int(n) for n in shape]
 
 
-def _envelope(e) -> Optional[Dict[str, Any]]:
+def _envelope(e: Optional[Envelope]) -> Optional[Dict[str, Any]]:
     if e is None:
         return None
     return {
@@ -123,7 +139,7 @@ def _envelope(e) -> Optional[Dict[str, Any]]:
     }
 
 
-def _golden(g) -> Optional[Dict[str, Any]]:
+def _golden(g: Optional[Golden]) -> Optional[Dict[str, Any]]:
     """The half-precision judge (parity.judge.golden.Golden), where it ran."""
     if g is None:
         return None
@@ -142,12 +158,12 @@ def _golden(g) -> Optional[Dict[str, Any]]:
     }
 
 
-def tensor_record(c, step: Optional[int] = None) -> Dict[str, Any]:
+def tensor_record(c: Comparison, step: Optional[int] = None) -> Dict[str, Any]:
     """One compared tensor (a :class:`parity.judge.metrics.Comparison`). Figures that were not measured
     (the shapes or dtypes differed) are ``None``."""
     measured = c.problem is None
     nf = c.nonfinite
-    record = {
+    record: Dict[str, Any] = {
         "kind": c.kind,
         "name": c.name,
         "ms_name": c.ms_name,
@@ -182,11 +198,16 @@ def tensor_record(c, step: Optional[int] = None) -> Dict[str, Any]:
     return record
 
 
-def _first_divergence(layers) -> Optional[Dict[str, Any]]:
+def _table(layers: Optional[object]) -> Optional[LayerTable]:
+    """A result's ``layers``: the engine keeps a LayerTable there (typed ``object`` on its side)."""
+    return cast("Optional[LayerTable]", layers)
+
+
+def _first_divergence(layers: Optional[LayerTable]) -> Optional[Dict[str, Any]]:
     """The first divergent layer forward and backward, where the layers were captured."""
     if layers is None:
         return None
-    found = {}
+    found: Dict[str, Optional[Dict[str, Any]]] = {}
     for direction in ("forward", "backward"):
         verdict, where = layers.first(direction)
         found[direction] = (
@@ -208,7 +229,7 @@ def _first_divergence(layers) -> Optional[Dict[str, Any]]:
     return found
 
 
-def _own(verdict) -> Dict[str, Any]:
+def _own(verdict: LayerVerdict) -> Dict[str, Any]:
     """A layer's own error (fed PyTorch's inputs; see parity.engine.own), where it was measured."""
     return {
         "own_error": getattr(verdict, "own_error", None),
@@ -217,7 +238,7 @@ def _own(verdict) -> Dict[str, Any]:
     }
 
 
-def _own_errors(layers) -> Optional[List[Dict[str, Any]]]:
+def _own_errors(layers: Optional[LayerTable]) -> Optional[List[Dict[str, Any]]]:
     """The layers whose own error is out of bounds, in order, with their likely causes; ``None``
     where own errors were not measured (a passing check, or no layer capture)."""
     if layers is None or not getattr(layers, "own_measured", False):
@@ -225,12 +246,15 @@ def _own_errors(layers) -> Optional[List[Dict[str, Any]]]:
     return [e.as_dict() for e in layers.own_errors]
 
 
-def _first_nonfinite(result) -> Optional[Dict[str, Any]]:
-    origin = getattr(result, "first_nonfinite", None)
-    return None if origin is None else origin.as_dict()
+def _first_nonfinite(result: CheckResult) -> Optional[Dict[str, Any]]:
+    origin = getattr(result, "first_nonfinite", None)  # parity.engine.localize.NonFiniteOrigin
+    if origin is None:
+        return None
+    record: Dict[str, Any] = origin.as_dict()
+    return record
 
 
-def _layers(layers) -> Optional[Dict[str, List[Dict[str, Any]]]]:
+def _layers(layers: Optional[LayerTable]) -> Optional[Dict[str, List[Dict[str, Any]]]]:
     """Every captured layer call's figures, forward in execution order and backward in backward
     order (the per-layer table of the message, whole); ``None`` without a layer capture."""
     if layers is None:
@@ -256,7 +280,7 @@ def _layers(layers) -> Optional[Dict[str, List[Dict[str, Any]]]]:
     }
 
 
-def _training(result) -> Dict[str, Any]:
+def _training(result: TrainingResult) -> Dict[str, Any]:
     first = result.first_failure
     return {
         "optimizer": result.optimizer,
@@ -267,7 +291,7 @@ def _training(result) -> Dict[str, Any]:
     }
 
 
-def _data_parallel(result) -> Dict[str, Any]:
+def _data_parallel(result: DataParallelResult) -> Dict[str, Any]:
     """A data-parallel check's runs, pairs, losses and findings (parity.engine.data_parallel.run)."""
     first = result.first_failure
     pairs = list(dict.fromkeys(p for s in result.steps for p in s.pairs))
@@ -295,9 +319,9 @@ def _run_key(run: str) -> str:
     return run.lower().replace(" ", "_").replace("pytorch", "torch")
 
 
-def _parallel_fields(result) -> Dict[str, Any]:
+def _parallel_fields(result: DataParallelResult) -> Dict[str, Any]:
     tensors = [tensor_record(c, s.step) for s in result.steps for c in s.comparisons]
-    margins = [t["margin"] for t in tensors if t["margin"] is not None]
+    margins: List[float] = [t["margin"] for t in tensors if t["margin"] is not None]
     return {
         "pair": {"mindspore": result.ms_type, "torch": result.torch_type},
         "train": True,
@@ -312,7 +336,7 @@ def _parallel_fields(result) -> Dict[str, Any]:
     }
 
 
-def _generation(result) -> Dict[str, Any]:
+def _generation(result: GenerationResult) -> Dict[str, Any]:
     first = result.first_difference
     return {
         "use_cache": result.use_cache,
@@ -335,10 +359,10 @@ def _generation(result) -> Dict[str, Any]:
     }
 
 
-def _generation_fields(result) -> Dict[str, Any]:
+def _generation_fields(result: GenerationResult) -> Dict[str, Any]:
     tensors = [tensor_record(s.comparison, s.step) for s in result.steps]
-    margins = [t["margin"] for t in tensors if t["margin"] is not None]
-    weights = result.weights
+    margins: List[float] = [t["margin"] for t in tensors if t["margin"] is not None]
+    weights = cast("WeightReport", result.weights)  # typed object on the engine's side
     return {
         "pair": {"mindspore": result.ms_type, "torch": result.torch_type},
         "train": False,
@@ -346,7 +370,7 @@ def _generation_fields(result) -> Dict[str, Any]:
         "seed": result.seed,
         "worst_margin": max(margins, default=None),
         "tensors": tensors,
-        "first_divergence": _first_divergence(result.layers),
+        "first_divergence": _first_divergence(_table(result.layers)),
         "generation": _generation(result),
         "weights": {"direction": weights.direction, "mapped": weights.total, "verified": weights.verified},
         "inputs": result.prompt,
@@ -355,15 +379,20 @@ def _generation_fields(result) -> Dict[str, Any]:
     }
 
 
-def _shapes_fields(result) -> Dict[str, Any]:
+def _shape_result(shape: ShapeCheck) -> Optional[Result]:
+    """One shape's check result: a Result (typed ``object`` on the engine's side)."""
+    return cast("Optional[Result]", shape.result)
+
+
+def _shapes_fields(result: ShapesResult) -> Dict[str, Any]:
     tensors = [
         {**tensor_record(c), "shape": s.index}
         for s in result.shapes
-        if s.result is not None
-        for c in s.result.comparisons
+        if (checked := _shape_result(s)) is not None
+        for c in checked.comparisons
     ]
-    margins = [t["margin"] for t in tensors if t["margin"] is not None]
-    first = next((s.result for s in result.shapes if s.result is not None), None)
+    margins: List[float] = [t["margin"] for t in tensors if t["margin"] is not None]
+    first = next((r for r in map(_shape_result, result.shapes) if r is not None), None)
     return {
         "pair": {"mindspore": result.ms_type, "torch": result.torch_type},
         "train": first.train if first is not None else None,
@@ -378,7 +407,7 @@ def _shapes_fields(result) -> Dict[str, Any]:
                 "inputs": s.inputs,
                 "passed": s.passed,
                 "compiled": s.compiled,
-                "worst_margin": s.result.worst_margin if s.result is not None else None,
+                "worst_margin": checked.worst_margin if (checked := _shape_result(s)) is not None else None,
                 "error": s.error or None,
             }
             for s in result.shapes
@@ -389,37 +418,39 @@ def _shapes_fields(result) -> Dict[str, Any]:
     }
 
 
-def _result_fields(result) -> Dict[str, Any]:
+def _result_fields(result: CheckResult) -> Dict[str, Any]:
     if isinstance(result, DataParallelResult):
         return _parallel_fields(result)
     if hasattr(result, "signature"):  # parity.engine.shapes.ShapesResult
-        return _shapes_fields(result)
+        return _shapes_fields(cast("ShapesResult", result))
     if hasattr(result, "use_cache"):  # parity.engine.generation.GenerationResult
-        return _generation_fields(result)
+        return _generation_fields(cast("GenerationResult", result))
     training = hasattr(result, "steps")
+    # typed views of the one result: only the one that ``training`` names is read
+    trained, checked = cast("TrainingResult", result), cast("Result", result)
     tensors = (
-        [tensor_record(c, s.step) for s in result.steps for c in s.comparisons]
+        [tensor_record(c, s.step) for s in trained.steps for c in s.comparisons]
         if training
-        else [tensor_record(c) for c in result.comparisons]
+        else [tensor_record(c) for c in checked.comparisons]
     )
-    margins = [t["margin"] for t in tensors if t["margin"] is not None]
-    weights = result.weights
+    margins: List[float] = [t["margin"] for t in tensors if t["margin"] is not None]
+    weights = checked.weights  # both kinds hold a WeightReport
     return {
-        "pair": {"mindspore": result.ms_type, "torch": result.torch_type},
-        "train": True if training else result.train,
-        "modes": [result.mode] if training else list(result.modes),
-        "seed": result.seed,
-        "reference": None if training else result.reference,
+        "pair": {"mindspore": checked.ms_type, "torch": checked.torch_type},
+        "train": True if training else checked.train,
+        "modes": [trained.mode] if training else list(checked.modes),
+        "seed": checked.seed,
+        "reference": None if training else checked.reference,
         "worst_margin": max(margins, default=None),
-        "problem": result.problem or None,
+        "problem": checked.problem or None,
         "tensors": tensors,
-        "first_divergence": None if training else _first_divergence(result.layers),
-        "layers": None if training else _layers(result.layers),
-        "own_errors": None if training else _own_errors(result.layers),
+        "first_divergence": None if training else _first_divergence(_table(checked.layers)),
+        "layers": None if training else _layers(_table(checked.layers)),
+        "own_errors": None if training else _own_errors(_table(checked.layers)),
         "first_nonfinite": _first_nonfinite(result),
-        "training": _training(result) if training else None,
+        "training": _training(trained) if training else None,
         "weights": {"direction": weights.direction, "mapped": weights.total, "verified": weights.verified},
-        "inputs": result.batches if training else result.inputs,
+        "inputs": trained.batches if training else checked.inputs,
         "notes": list(result.notes),
         "reproduce": result.reproduce or None,
         "repro": getattr(result, "repro", None),  # the standalone repro's test file (--parity-repro)
@@ -435,7 +466,7 @@ def check_record(
     device: str,
     seed: int,
     duration: float,
-    result=None,
+    result: Optional[CheckResult] = None,
     error: Optional[BaseException] = None,
 ) -> Dict[str, Any]:
     """The record of one check: its ``result`` (a Result, TrainingResult, DataParallelResult or
@@ -443,7 +474,7 @@ def check_record(
     mismatch's own when ``error`` is one), or only the ``error`` where the check raised before
     comparing. ``seed`` is the one the check would use, for a check that has no result."""
     if result is None and isinstance(error, ParityMismatch):
-        result = error.result
+        result = cast("CheckResult", error.result)  # a mismatch carries its check's result
     message = str(error) if error is not None else ""
     record: Dict[str, Any] = {
         "schema": SCHEMA,
@@ -491,7 +522,7 @@ def check_record(
             "worker": os.environ.get("PYTEST_XDIST_WORKER"),
         }
     )
-    return _jsonable(record)
+    return _json_record(record)
 
 
 class _Lost(Exception):
@@ -524,7 +555,12 @@ def lost_record(
     return record
 
 
-def _jsonable(value):
+def _json_record(record: Dict[str, Any]) -> Dict[str, Any]:
+    """:func:`jsonable` of a record: a dict comes back a dict."""
+    return cast(Dict[str, Any], jsonable(record))
+
+
+def jsonable(value: object) -> Any:
     """``value`` as strict JSON takes it: lists for tuples, Python numbers for numpy's, and the
     strings "inf", "-inf" and "nan" for floats that are not finite."""
     if value is None or isinstance(value, (bool, str)):
@@ -535,9 +571,9 @@ def _jsonable(value):
         value = float(value)
         return value if math.isfinite(value) else ("nan" if value != value else "inf" if value > 0 else "-inf")
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     return str(value)
 
 
@@ -545,16 +581,18 @@ def _jsonable(value):
 
 
 class _Recorded:
-    result = None
+    result: Optional[CheckResult] = None
 
 
 @contextlib.contextmanager
-def recording(node, settings, *, call: str, case: str) -> Iterator[_Recorded]:
+def recording(node: pytest.Item, settings: Settings, *, call: str, case: str) -> Iterator[_Recorded]:
     """Time the check run in the block and keep its record in ``node``'s stash: set ``.result``
     on what this yields when the check returns; an exception is recorded as it leaves."""
     __tracebackhide__ = True
     recorded, started = _Recorded(), time.perf_counter()
-    fields = dict(nodeid=node.nodeid, case=case, call=call, device=settings.device, seed=settings.resolved_seed)
+    fields: Dict[str, Any] = dict(
+        nodeid=node.nodeid, case=case, call=call, device=settings.device, seed=settings.resolved_seed
+    )
     kept = node.stash.setdefault(_RECORDS, [])
     try:
         yield recorded
@@ -567,12 +605,12 @@ def recording(node, settings, *, call: str, case: str) -> Iterator[_Recorded]:
         )
 
 
-def item_records(item) -> List[Dict[str, Any]]:
+def item_records(item: pytest.Item) -> List[Dict[str, Any]]:
     """Every record the item's checks made so far."""
     return item.stash.get(_RECORDS, [])
 
 
-def attach(item, report, *, records: bool) -> None:
+def attach(item: pytest.Item, report: pytest.TestReport, *, records: bool) -> None:
     """Hand the records made since the last phase to this phase's ``report``: an expected failure
     (xfail) turns its failed checks' verdicts to ``xfail``; ``records`` puts each record in the
     report's user properties under :data:`RECORD_KEY`."""
@@ -591,7 +629,7 @@ def attach(item, report, *, records: bool) -> None:
         report.user_properties.extend((RECORD_KEY, record) for record in new)
 
 
-def carried(report) -> List[Dict[str, Any]]:
+def carried(report: object) -> List[Dict[str, Any]]:
     """The check records a report carries."""
     return [value for key, value in getattr(report, "user_properties", ()) if key == RECORD_KEY]
 
@@ -608,15 +646,16 @@ def fingerprint(
     accelerator = environment.accelerator(device)
     versions = environment.versions()
     versions.update({key: accelerator.pop(key) for key in ("cann", "ascend_driver", "nvidia_driver")})
-    accelerator["torch_reference"] = devices.planned_reference(device, versions.get("torch_npu"))
-    return _jsonable(
+    reference = devices.planned_reference(device, versions.get("torch_npu"))
+    return _json_record(
         {
             "schema": SCHEMA,
             "type": "environment",
             # to the microsecond: two runs a second apart are two runs (parity report's history keys on it)
             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds"),
             "versions": versions,
-            **accelerator,
+            **accelerator,  # the device and its name
+            "torch_reference": reference,
             "host": {
                 "name": platform.node(),
                 "platform": platform.platform(),
@@ -636,7 +675,7 @@ class RecordFile:
     """The JSON-lines file being written; each record is flushed as it arrives, so that a run cut
     short leaves what it had."""
 
-    def __init__(self, path: Path, where: str):
+    def __init__(self, path: Path, where: str) -> None:
         if path.is_dir():
             raise ParityUsageError(f"{where}: {path} is a folder; give the path of the file to write")
         if not path.parent.is_dir():
@@ -666,12 +705,13 @@ def _floats(record: Dict[str, Any]) -> Dict[str, Any]:
     return record
 
 
-def read_records(path) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+def read_records(path: Union[str, "os.PathLike[str]"]) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
     """The environment record and the check records of a ``--parity-report`` file, in the order
     written (the order reports arrived: under xdist not the collection order). Record types this
     schema does not know are left out, for files written by later versions of schema 1."""
     path = Path(path)
-    environment_record, checks = None, []
+    environment_record: Optional[Dict[str, Any]] = None
+    checks: List[Dict[str, Any]] = []
     for number, line in files.text_lines(path, "report file"):
         if not line.strip():
             continue

@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterable, List, Sequence, Tuple
 
 from .. import files
 from ..errors import ParityUsageError
-from .records import _jsonable, read_records
+from .records import jsonable, read_records
 
 __all__ = [
     "Run",
@@ -203,6 +203,6 @@ def save_baseline(folder: Path, environment: Dict[str, Any], checks: Iterable[Di
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ParityUsageError(f"baseline folder {folder}: cannot create it: {exc.strerror or exc}") from None
-    lines = [_jsonable(environment)] + [_jsonable(c) for c in sorted(checks, key=check_key)]
+    lines = [jsonable(environment)] + [jsonable(c) for c in sorted(checks, key=check_key)]
     text = "".join(json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n" for record in lines)
     return files.write_text(folder / BASELINE_FILE, text, "baseline")

@@ -17,10 +17,13 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .. import files
 from ..errors import ParityUsageError
+
+if TYPE_CHECKING:  # typing has it from Python 3.10; annotations are never evaluated here
+    from typing import TypeGuard
 
 __all__ = ["Shard", "Durations", "parse_shard", "read_durations", "partition", "select"]
 
@@ -102,7 +105,7 @@ def _durations_in(text: str) -> Tuple[Dict[str, float], int]:
     return found, unreadable
 
 
-def _is_seconds(value) -> bool:
+def _is_seconds(value: object) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
 
 

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import plot
 from .drift import fmt
-from .plot import _esc
+from .plot import escape
 
 __all__ = ["VERDICTS", "COLORS", "verdict", "render_tree", "depth_chart", "STYLE"]
 
@@ -140,8 +140,8 @@ def _table(node: _Node) -> str:
         cells = [which, LABELS[verdict(call)], call.get("status") or "", ms]
         cells += [fmt(_number(call[key])) if call.get(key) is not None else "-" for _, key in _FIGURES]
         rows.append(
-            f'<tr data-direction="{_esc(direction)}" data-verdict="{_esc(verdict(call))}">'
-            + "".join(f"<td>{_esc(c)}</td>" for c in cells)
+            f'<tr data-direction="{escape(direction)}" data-verdict="{escape(verdict(call))}">'
+            + "".join(f"<td>{escape(c)}</td>" for c in cells)
             + "</tr>"
         )
     return f'<table class="figures"><tr>{head}</tr>{"".join(rows)}</table>'
@@ -158,22 +158,22 @@ def _render(node: _Node, causes: Dict[Tuple[str, str], List[str]], nonfinite: st
     hover += [f"Likely cause: {c}" for c in mine]
     if nonfinite and nonfinite == node.path:
         hover.append("The first NaN or Inf appeared here")
-    summary = [f"<b>{_esc(node.name or '(the whole pair)')}</b>"]
+    summary = [f"<b>{escape(node.name or '(the whole pair)')}</b>"]
     if types or ms_types:
-        summary.append(f"{_esc(', '.join(types) or '?')} / {_esc(', '.join(ms_types) or '?')}")
-    summary.append(f'<span class="verdict">{_esc(LABELS[v])}</span>')
+        summary.append(f"{escape(', '.join(types) or '?')} / {escape(', '.join(ms_types) or '?')}")
+    summary.append(f'<span class="verdict">{escape(LABELS[v])}</span>')
     if inside:
         summary.append(f'<span class="inside">({inside} own error{"s" if inside > 1 else ""} inside)</span>')
     if nonfinite and nonfinite == node.path:
         summary.append('<span class="inside">first NaN/Inf</span>')
     body = [_table(node)] if node.calls else []
     if mine:
-        body.append('<ul class="causes">' + "".join(f"<li>Likely cause: {_esc(c)}</li>" for c in mine) + "</ul>")
+        body.append('<ul class="causes">' + "".join(f"<li>Likely cause: {escape(c)}</li>" for c in mine) + "</ul>")
     body += [_render(child, causes, nonfinite, depth + 1) for child in node.children.values()]
     opened = " open" if depth == 0 or inside else ""
     return (
-        f'<details class="v-{v.replace(" ", "-")}" data-path="{_esc(node.path)}" data-verdict="{_esc(v)}"{opened}>'
-        f'<summary title="{_esc(chr(10).join(hover))}">{" ".join(summary)}</summary>{"".join(body)}</details>'
+        f'<details class="v-{v.replace(" ", "-")}" data-path="{escape(node.path)}" data-verdict="{escape(v)}"{opened}>'
+        f'<summary title="{escape(chr(10).join(hover))}">{" ".join(summary)}</summary>{"".join(body)}</details>'
     )
 
 
@@ -185,7 +185,7 @@ def render_tree(record: Dict[str, Any]) -> str:
         return ""
     nonfinite = record.get("first_nonfinite")
     nonfinite = str(nonfinite.get("layer") or "") if isinstance(nonfinite, dict) else ""
-    key = "".join(f'<span class="v-{v.replace(" ", "-")}">{_esc(LABELS[v])}</span>' for v in VERDICTS)
+    key = "".join(f'<span class="v-{v.replace(" ", "-")}">{escape(LABELS[v])}</span>' for v in VERDICTS)
     root = _build(layers)
     pair = record.get("pair") or {}
     if pair.get("torch") or pair.get("mindspore"):
@@ -198,7 +198,7 @@ def render_tree(record: Dict[str, Any]) -> str:
     if "repro" in record:
         repro = record.get("repro")
         parts.append(
-            f'<p class="repro">Standalone repro: <code>{_esc(repro)}</code></p>'
+            f'<p class="repro">Standalone repro: <code>{escape(repro)}</code></p>'
             if repro
             else '<p class="repro">Standalone repro: none was written</p>'
         )
@@ -214,8 +214,8 @@ def depth_chart(series: str, labels: Sequence[str], calls: Sequence[Dict[str, An
     has_own = any(not math.isnan(v) for v in own)
     fraction, ticks = plot.log_scale(numbers + (own if has_own else []))
     steps = list(range(1, len(numbers) + 1))
-    body = plot._frame(steps, ticks, "difference / allowed", x_label)
-    y1 = plot._y(fraction(1.0))
+    body = plot.frame(steps, ticks, "difference / allowed", x_label)
+    y1 = plot.y_position(plot.tolerance_fraction(fraction))
     body.append(
         f'<line class="allowed" x1="{plot.LEFT}" y1="{y1:.1f}" x2="{plot.WIDTH - plot.RIGHT}" y2="{y1:.1f}" '
         f'stroke="{plot.FAIL_COLOR}" stroke-dasharray="5,4"/>'
@@ -228,22 +228,31 @@ def depth_chart(series: str, labels: Sequence[str], calls: Sequence[Dict[str, An
         if at is not None:
             v = verdict(call)
             body.append(
-                f'<circle cx="{plot._x(step, steps):.2f}" cy="{plot._y(at):.2f}" r="{4 if v == "own" else 3}" '
-                f'fill="{COLORS[v]}" data-verdict="{_esc(v)}"><title>{step}. {_esc(label)}: {value:.4g} '
-                f"({_esc(LABELS[v])})</title></circle>"
+                f'<circle cx="{plot.x_position(step, steps):.2f}" cy="{plot.y_position(at):.2f}" r="{4 if v == "own" else 3}" '
+                f'fill="{COLORS[v]}" data-verdict="{escape(v)}"><title>{step}. {escape(label)}: {value:.4g} '
+                f"({escape(LABELS[v])})</title></circle>"
             )
-    return plot._svg(body, f"{series}: difference over allowed against depth, log scale")
+    return plot.svg(body, f"{series}: difference over allowed against depth, log scale")
 
 
-def _line(series, cls, values, labels, steps, fraction, color, dash) -> str:
-    points = []
+def _line(
+    series: str,
+    cls: str,
+    values: Sequence[float],
+    labels: Sequence[str],
+    steps: Sequence[int],
+    fraction: Callable[[float], Optional[float]],
+    color: str,
+    dash: str,
+) -> str:
+    points: List[str] = []
     for step, value in zip(steps, values):
         at = fraction(value)
         if at is not None:
-            points.append(f"{plot._x(step, steps):.2f},{plot._y(at):.2f}")
+            points.append(f"{plot.x_position(step, steps):.2f},{plot.y_position(at):.2f}")
     return (
-        f'<polyline class="{cls}" data-series="{_esc(series)}" data-values="{" ".join(map(repr, values))}" '
-        f'data-labels="{_esc(chr(10).join(labels))}" fill="none" stroke="{color}" stroke-width="1.5"{dash} '
+        f'<polyline class="{cls}" data-series="{escape(series)}" data-values="{" ".join(map(repr, values))}" '
+        f'data-labels="{escape(chr(10).join(labels))}" fill="none" stroke="{color}" stroke-width="1.5"{dash} '
         f'points="{" ".join(points)}"/>'
     )
 

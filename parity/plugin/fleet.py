@@ -28,7 +28,7 @@ QUARANTINE_INI = "parity_quarantine"
 
 
 class Fleet:
-    def __init__(self, config, shard=None, durations=None, quarantine=None, today=None):
+    def __init__(self, config, shard=None, durations=None, quarantine=None, today=None) -> None:
         self.config = config
         self.today = today or datetime.date.today()
         self.shard = shard

@@ -8,6 +8,7 @@ import shlex
 import pytest
 
 from .. import options as opts
+from ..engine import inputs as input_specs
 from ..engine import messages as report
 from ..engine.check import Settings, run_check
 from ..errors import ParityError, ParityMismatch, ParityUnsupported, ParityUsageError
@@ -142,10 +143,13 @@ class FixtureChecker:
     the input specs, so that a test needs no second import of the package."""
 
     from ..engine.case import TRANSLATE
-    from ..engine.inputs import randint, randn, uniform
     from ..judge.tolerance import Tolerance
 
-    randn, uniform, randint = staticmethod(randn), staticmethod(uniform), staticmethod(randint)
+    randn, uniform, randint = (
+        staticmethod(input_specs.randn),
+        staticmethod(input_specs.uniform),
+        staticmethod(input_specs.randint),
+    )
 
     @staticmethod
     def constant(value: float):

@@ -18,7 +18,7 @@ from typing import List, Optional
 
 from . import docs
 from .schema import RegistryError
-from .store import load
+from .store import Registry, load
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -45,7 +45,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     return _docs(registry, args.output, check=args.check)
 
 
-def _docs(registry, output: Path, *, check: bool) -> int:
+def _docs(registry: Registry, output: Path, *, check: bool) -> int:
     text = docs.render(registry, docs.read_measured())
     if check:
         current = output.read_text(encoding="utf-8") if output.exists() else ""

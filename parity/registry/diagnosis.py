@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
 
 from . import rules
 from .schema import Entry
@@ -24,6 +24,56 @@ __all__ = [
     "UNSUPPORTED",
     "PRESENT",
 ]
+
+# A model or a layer: a mindspore.nn.Cell or a torch.nn.Module. The registry imports neither
+# framework (and MindSpore has no type information): their layers are read by duck typing.
+Model = Any
+
+
+class VerdictView(Protocol):
+    """What :func:`observed` reads of a layer call's verdict (``parity.engine.localize.LayerVerdict``)."""
+
+    @property
+    def direction(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def ms_path(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def in_error(self) -> float: ...
+    @property
+    def in_margin(self) -> float: ...
+    @property
+    def in_noise(self) -> float: ...
+    @property
+    def in_shapes(self) -> Sequence[Optional[Sequence[int]]]: ...
+    @property
+    def ms_in_shapes(self) -> Sequence[Optional[Sequence[int]]]: ...
+
+
+class LayerTableView(Protocol):
+    """A check's layer table (``parity.engine.localize.LayerTable``), as :func:`observed` reads it."""
+
+    @property
+    def forward(self) -> Sequence[VerdictView]: ...
+    @property
+    def backward(self) -> Sequence[VerdictView]: ...
+
+
+class SlotView(Protocol):
+    """A parameter or buffer of one side (``parity.backends.Slot``), as :func:`parameter_causes` reads it."""
+
+    @property
+    def layer(self) -> str: ...
+    @property
+    def leaf(self) -> str: ...
+    @property
+    def shape(self) -> Tuple[int, ...]: ...
+    @property
+    def trainable(self) -> bool: ...
+
 
 HIGH = 0.9  # the instances were built the way the entry describes
 UNSUPPORTED = 0.6  # the API has no kernel/feature where this runs
@@ -60,10 +110,10 @@ class Seen:
     diverged: bool = False  # a divergence starts here, or its parameters' gradients or statistics failed
 
 
-def _versions(mindspore_version, torch_version):
+def _versions(mindspore_version: Optional[str], torch_version: Optional[str]) -> Tuple[Optional[str], Optional[str]]:
     if mindspore_version is not None or torch_version is not None:
         return mindspore_version, torch_version
-    found = []
+    found: List[Optional[str]] = []
     for name in ("mindspore", "torch"):
         module = sys.modules.get(name)
         found.append(getattr(module, "__version__", None))
@@ -74,8 +124,8 @@ def _versions(mindspore_version, torch_version):
 
 
 def diagnose(
-    ms_model,
-    torch_model,
+    ms_model: Model,
+    torch_model: Model,
     *,
     registry: Optional[Registry] = None,
     device: Optional[str] = None,
@@ -130,8 +180,8 @@ def diagnose(
 
 
 def likely_causes(
-    ms_model,
-    torch_model,
+    ms_model: Model,
+    torch_model: Model,
     *,
     at: Optional[str] = None,
     device: Optional[str] = None,
@@ -161,8 +211,8 @@ def likely_causes(
 
 
 def unsupported_dtype(
-    ms_model,
-    torch_model,
+    ms_model: Model,
+    torch_model: Model,
     *,
     dtype: str,
     device: str,
@@ -181,7 +231,7 @@ def unsupported_dtype(
     return sorted(found, key=lambda d: order.get(d.ms_path or d.path, len(order)))
 
 
-def _layer_dtypes(ms_layers) -> Dict[str, Optional[str]]:
+def _layer_dtypes(ms_layers: Iterable[Tuple[str, Model]]) -> Dict[str, Optional[str]]:
     """MindSpore layer path -> the half dtype it computes in (see :func:`parity.judge.dtypes.cell_dtype`);
     a layer with nothing to tell by (no flag, no parameter) computes in its nearest container's."""
     from ..judge.dtypes import cell_dtype
@@ -196,7 +246,7 @@ def _layer_dtypes(ms_layers) -> Dict[str, Optional[str]]:
     return found
 
 
-def _has_flag(cell) -> bool:
+def _has_flag(cell: Model) -> bool:
     flags = cell.get_flags() if hasattr(cell, "get_flags") else {}
     return any(flags.get(f) for f in ("fp16", "bf16", "fp32"))
 
@@ -208,7 +258,7 @@ def _can_explain(diagnosis: Diagnosis, seen: Mapping[str, Seen]) -> bool:
     return layer is None or layer.diverged
 
 
-def observed(layers, failed: Iterable[Tuple[str, str]] = ()) -> Dict[str, Seen]:
+def observed(layers: LayerTableView, failed: Iterable[Tuple[str, str]] = ()) -> Dict[str, Seen]:
     """:class:`Seen` per PyTorch layer path, from a check's layer table (``.forward`` and
     ``.backward`` verdicts with ``path``, ``ms_path``, ``status``, input margins and shapes) and
     the failing tensors that belong to a layer, as ``(layer, kind)`` (``"param grad"``,
@@ -217,7 +267,8 @@ def observed(layers, failed: Iterable[Tuple[str, str]] = ()) -> Dict[str, Seen]:
     statistics, forward and backward for its parameters' gradients."""
     ms_paths: Dict[str, str] = {}
     shapes: Dict[str, List[Tuple[int, ...]]] = {}
-    diverged, fed_badly = set(), {"forward": set(), "backward": set()}
+    diverged: Set[str] = set()
+    fed_badly: Dict[str, Set[str]] = {"forward": set(), "backward": set()}
     for verdict in list(layers.forward) + list(layers.backward):
         if verdict.status == "unaligned":
             continue
@@ -238,15 +289,15 @@ def observed(layers, failed: Iterable[Tuple[str, str]] = ()) -> Dict[str, Seen]:
     return {path: Seen(ms_path, tuple(shapes.get(path, ())), path in diverged) for path, ms_path in ms_paths.items()}
 
 
-def _first_shape(shapes) -> Optional[Tuple[int, ...]]:
+def _first_shape(shapes: Sequence[Optional[Sequence[int]]]) -> Optional[Tuple[int, ...]]:
     return tuple(shapes[0]) if shapes and shapes[0] is not None else None
 
 
 def parameter_causes(
-    ms_model,
-    torch_model,
-    ms_slots,
-    torch_slots,
+    ms_model: Model,
+    torch_model: Model,
+    ms_slots: Iterable[SlotView],
+    torch_slots: Iterable[SlotView],
     *,
     device: Optional[str] = None,
     ignore: Iterable[str] = (),
@@ -272,7 +323,7 @@ def parameter_causes(
     ]
 
 
-def _params_by_layer(slots, ignore) -> Dict[str, List[Tuple[bool, Tuple[int, ...]]]]:
+def _params_by_layer(slots: Iterable[SlotView], ignore: Set[str]) -> Dict[str, List[Tuple[bool, Tuple[int, ...]]]]:
     found: Dict[str, List[Tuple[bool, Tuple[int, ...]]]] = {}
     for slot in slots:
         if slot.leaf not in ignore:
@@ -281,19 +332,20 @@ def _params_by_layer(slots, ignore) -> Dict[str, List[Tuple[bool, Tuple[int, ...
 
 
 def _pairs(
-    ms_layers,
-    torch_layers: Dict[str, Any],
+    ms_layers: Sequence[Tuple[str, Model]],
+    torch_layers: Dict[str, Model],
     ms_class: type,
     torch_class: type,
     aligned: Optional[Mapping[str, str]] = None,
-):
+) -> List[Tuple[int, str, str, Model, Model]]:
     """(order, path, MindSpore path if different, ms layer, torch layer) of these types: as
     ``aligned`` (MindSpore path -> PyTorch path) pairs them, then the same path, the rest paired in
     definition order; ``order`` is the MindSpore layer's position, to rank ties by execution order."""
     aligned = aligned or {}
     ms_of_type = [(i, p, c) for i, (p, c) in enumerate(ms_layers) if isinstance(c, ms_class)]
     torch_of_type = {p: m for p, m in torch_layers.items() if isinstance(m, torch_class)}
-    paired, rest_ms = [], ms_of_type
+    paired: List[Tuple[int, str, str, Model, Model]] = []
+    rest_ms = ms_of_type
     for match in (aligned.get, lambda path: path):  # as the check aligned them, then by path
         left = []
         for i, ms_path, cell in rest_ms:
@@ -309,27 +361,17 @@ def _pairs(
     return paired
 
 
-def _reader(obj):
-    def read(name):
-        try:
-            return getattr(obj, name)
-        except AttributeError:
-            raise rules.MissingArgument(type(obj).__name__, name) from None
-
-    return read
-
-
 def _judge(
     entry: Entry,
     path: str,
     ms_path: str,
-    ms_layer,
-    torch_layer,
+    ms_layer: Model,
+    torch_layer: Model,
     device: Optional[str],
     shapes: Sequence[Tuple[int, ...]] = (),
     labels: Optional[Tuple[int, ...]] = None,
 ) -> Optional[Diagnosis]:
-    roots = {"ms": _reader(ms_layer), "torch": _reader(torch_layer)}
+    roots = {"ms": rules.attribute_lookup(ms_layer), "torch": rules.attribute_lookup(torch_layer)}
     if entry.kind == "unsupported" and device is not None and device in entry.devices and not entry.when:
         return Diagnosis(entry, UNSUPPORTED, f"{entry.summary} (device {device})", path, ms_path)
     if not entry.when:
@@ -346,7 +388,7 @@ def _judge(
     return None
 
 
-def _fix(entry: Entry, roots, shape) -> str:
+def _fix(entry: Entry, roots: Mapping[str, rules.Lookup], shape: Optional[Tuple[int, ...]]) -> str:
     """``inspect.fix`` evaluated for this pair, as keyword arguments; empty where it cannot be."""
     try:
         return ", ".join(
@@ -357,10 +399,10 @@ def _fix(entry: Entry, roots, shape) -> str:
         return ""
 
 
-def _evidence(entry: Entry, roots) -> str:
-    sides = []
+def _evidence(entry: Entry, roots: Mapping[str, rules.Lookup]) -> str:
+    sides: List[str] = []
     for label, table in (("MindSpore", entry.inspect_mindspore), ("PyTorch", entry.inspect_torch)):
-        shown = []
+        shown: List[str] = []
         for name, source in table.items():
             try:
                 shown.append(f"{name}={rules.evaluate(source, roots)!r}")

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-from .schema import FAMILIES, KINDS, Entry
+from .schema import FAMILIES, KINDS, AmpPattern, Argument, Entry
 from .store import Registry
 
 __all__ = ["MEASURED_PATH", "DOC_PATH", "read_measured", "write_measured", "render"]
@@ -26,17 +26,46 @@ MEASURED_PATH = Path(__file__).resolve().parent.parent / "data" / "measured-mism
 DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "known-mismatches.md"
 _FIELDS = ("status", "differs_in", "before", "after", "before_value", "after_value")
 
+# ``{"environment": {...}, "entries": {id: {...}}}`` as read_measured gives it: TOML tables.
+Measured = Mapping[str, Dict[str, Any]]
 
-def read_measured(path: Optional[Path] = None) -> Dict[str, dict]:
+
+class MeasurementView(Protocol):
+    """What :func:`write_measured` reads of one pair's measurement (``parity.mismatch_checks.pairs.Measurement``)."""
+
+    @property
+    def observed(self) -> str: ...
+    @property
+    def value(self) -> Optional[float]: ...
+
+
+class OutcomeView(Protocol):
+    """What :func:`write_measured` reads of a self-test's outcome (``parity.mismatch_checks.SelfTestOutcome``)."""
+
+    @property
+    def entry_id(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def naive(self) -> Optional[MeasurementView]: ...
+    @property
+    def fixed(self) -> Optional[MeasurementView]: ...
+    @property
+    def before(self) -> str: ...
+    @property
+    def after(self) -> str: ...
+
+
+def read_measured(path: Optional[Path] = None) -> Dict[str, Dict[str, Any]]:
     """``{"environment": {...}, "entries": {id: {status, before, after, ...}}}``; empty when absent."""
     path = Path(path or MEASURED_PATH)
     if not path.exists():
         return {"environment": {}, "entries": {}}
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    data: Dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
     return {"environment": data.get("environment", {}), "entries": data.get("entries", {})}
 
 
-def _toml_value(value) -> str:
+def _toml_value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
@@ -45,7 +74,9 @@ def _toml_value(value) -> str:
     return f'"{text}"'
 
 
-def write_measured(outcomes: Sequence, environment: Mapping[str, object], path: Optional[Path] = None) -> Path:
+def write_measured(
+    outcomes: Sequence[OutcomeView], environment: Mapping[str, object], path: Optional[Path] = None
+) -> Path:
     """Write the self-test outcomes (see :class:`parity.mismatch_checks.SelfTestOutcome`)."""
     path = Path(path or MEASURED_PATH)
     lines = [
@@ -58,7 +89,7 @@ def write_measured(outcomes: Sequence, environment: Mapping[str, object], path: 
     for outcome in sorted(outcomes, key=lambda o: o.entry_id):
         if outcome.naive is None:
             continue
-        record = {
+        record: Dict[str, object] = {
             "status": outcome.status,
             "differs_in": outcome.naive.observed,
             "before": outcome.before,
@@ -81,7 +112,7 @@ def _short(path: str) -> str:
     return path.replace("mindspore.", "", 1) if path.startswith("mindspore.") else path.replace("torch.", "", 1)
 
 
-def render(registry: Registry, measured: Mapping[str, dict]) -> str:
+def render(registry: Registry, measured: Measured) -> str:
     """The whole document, from the registry and the measurements."""
     env = measured.get("environment", {})
     results = measured.get("entries", {})
@@ -125,7 +156,7 @@ def _summary(entries: List[Entry]) -> List[str]:
     return lines + [""]
 
 
-def _families(registry: Registry, results) -> List[str]:
+def _families(registry: Registry, results: Mapping[str, Dict[str, Any]]) -> List[str]:
     lines = [
         "## Families and devices",
         "",
@@ -137,7 +168,7 @@ def _families(registry: Registry, results) -> List[str]:
         "| MindSpore API | PyTorch | documented platforms | CPU (measured) | entry |",
         "|---|---|---|---|---|",
     ]
-    rows = []
+    rows: List[Tuple[str, str, str, str, str]] = []
     for entry in registry.entries:
         if entry.family == "mint" and entry.kind == "unsupported":
             status = results.get(entry.id, {}).get("status")
@@ -159,7 +190,7 @@ def _families(registry: Registry, results) -> List[str]:
     return lines + [""]
 
 
-def _file_table(file: str, title: str, group: List[Entry], results) -> List[str]:
+def _file_table(file: str, title: str, group: List[Entry], results: Mapping[str, Dict[str, Any]]) -> List[str]:
     lines = [
         f"## {title}",
         "",
@@ -185,7 +216,7 @@ def _file_table(file: str, title: str, group: List[Entry], results) -> List[str]
     return lines + [""]
 
 
-def _details(entries: List[Entry], results) -> List[str]:
+def _details(entries: List[Entry], results: Mapping[str, Dict[str, Any]]) -> List[str]:
     lines = ["## Details", ""]
     for entry in entries:
         lines += [
@@ -221,7 +252,7 @@ def _details(entries: List[Entry], results) -> List[str]:
     return lines
 
 
-def _amp_fact(pattern) -> str:
+def _amp_fact(pattern: AmpPattern) -> str:
     levels = ", ".join(pattern.levels)
     if not pattern.mindspore:
         return f"mixed precision: auto_mixed_precision level {levels} vs torch.autocast"
@@ -232,7 +263,7 @@ def _amp_fact(pattern) -> str:
     )
 
 
-def _argument(argument) -> str:
+def _argument(argument: Argument) -> str:
     sides = []
     if argument.torch:
         default = f"={argument.torch_default!r}" if argument.has_torch_default else " (required)"

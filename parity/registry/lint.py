@@ -8,7 +8,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 from . import rules
 from .schema import Argument, Entry
-from .store import Registry, api_matches, installed_versions, load
+from .store import Api, Registry, api_matches, installed_versions, load
 
 __all__ = ["LintIssue", "lint"]
 
@@ -26,7 +26,7 @@ class LintIssue:
 
 
 def lint(
-    mindspore_api,
+    mindspore_api: Api,
     ms_kwargs: Mapping[str, Any],
     acknowledged: Iterable[str] = (),
     *,
@@ -46,10 +46,10 @@ def lint(
     * an acknowledged id that the registry does not hold.
     """
     registry = registry or load()
-    acknowledged = set(acknowledged)
+    acknowledged_ids = set(acknowledged)
     issues = [
         LintIssue(i, "", f"acknowledges unknown mismatch {i!r}{_suggest(registry, i)}")
-        for i in sorted(acknowledged)
+        for i in sorted(acknowledged_ids)
         if i not in registry
     ]
     ms_version, torch_version = mindspore_version, torch_version
@@ -57,7 +57,7 @@ def lint(
         ms_version, torch_version = installed_versions()
     for entry in registry.entries:
         if (
-            entry.id in acknowledged
+            entry.id in acknowledged_ids
             or not api_matches(entry.mindspore, mindspore_api)
             or entry.dtypes
             or entry.kind == "precision"
@@ -83,7 +83,9 @@ def _ack(entry: Entry) -> str:
     return f"(known mismatch {entry.id!r}; or acknowledge=({entry.id!r},) if the difference is the point)"
 
 
-def _lint_entry(entry: Entry, ms_kwargs: Dict[str, Any], torch_kwargs, device) -> List[LintIssue]:
+def _lint_entry(
+    entry: Entry, ms_kwargs: Dict[str, Any], torch_kwargs: Optional[Mapping[str, Any]], device: Optional[str]
+) -> List[LintIssue]:
     api = entry.mindspore
     if entry.kind == "unsupported":
         if device is not None and device in entry.devices:
@@ -92,7 +94,7 @@ def _lint_entry(entry: Entry, ms_kwargs: Dict[str, Any], torch_kwargs, device) -
         return []
     expected = _expected(entry, torch_kwargs or {})
     concrete = bool(torch_kwargs) and all(v is not None for v in expected.values())
-    issues = []
+    issues: List[LintIssue] = []
     for argument in entry.arguments:
         name = argument.mindspore
         if not name or not argument.has_mindspore_default or name in ms_kwargs or entry.kind == "layout":
@@ -122,7 +124,7 @@ def _lint_entry(entry: Entry, ms_kwargs: Dict[str, Any], torch_kwargs, device) -
     return issues
 
 
-def _expected(entry: Entry, torch_kwargs) -> Dict[str, Any]:
+def _expected(entry: Entry, torch_kwargs: Mapping[str, Any]) -> Dict[str, Any]:
     """The rule's MindSpore kwargs for these PyTorch kwargs (PyTorch's defaults for the rest)."""
     if not entry.rule:
         return {}
@@ -132,7 +134,7 @@ def _expected(entry: Entry, torch_kwargs) -> Dict[str, Any]:
         return {}
 
 
-def _unset_message(entry: Entry, argument: Argument, expected: Dict[str, Any], torch_kwargs) -> str:
+def _unset_message(entry: Entry, argument: Argument, expected: Dict[str, Any], torch_kwargs: Mapping[str, Any]) -> str:
     name = argument.mindspore
     torch_value = torch_kwargs.get(argument.torch, argument.torch_default)
     torch_side = (
@@ -150,13 +152,13 @@ def _unset_message(entry: Entry, argument: Argument, expected: Dict[str, Any], t
     )
 
 
-def _torch_args(entry: Entry, torch_kwargs) -> str:
+def _torch_args(entry: Entry, torch_kwargs: Optional[Mapping[str, Any]]) -> str:
     names = sorted({n for s in entry.rule.values() for n in rules.referenced(s, "torch")})
     shown = [f"{n}={torch_kwargs[n]!r}" for n in names if torch_kwargs and n in torch_kwargs]
     return ", ".join(shown) or "arguments"
 
 
-def _equal(a, b) -> bool:
+def _equal(a: rules.Value, b: rules.Value) -> bool:
     return (
         a == b
         or _same(a, b)
@@ -164,7 +166,7 @@ def _equal(a, b) -> bool:
     )
 
 
-def _same(a, b) -> bool:
+def _same(a: rules.Value, b: rules.Value) -> bool:
     """1 == (1, 1): MindSpore stores scalars where PyTorch normalised to tuples and back."""
     if isinstance(a, (tuple, list)) and not isinstance(b, (tuple, list)):
         return all(x == b for x in a)

@@ -11,7 +11,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -133,14 +133,14 @@ class _Text:
         return None
 
 
-def read_files(paths: Sequence[Path]) -> Tuple[List[Entry], List[Availability], Dict[str, str]]:
+def read_files(paths: Sequence[Union[str, Path]]) -> Tuple[List[Entry], List[Availability], Dict[str, str]]:
     """Every entry and availability record of ``paths``, and each file's title."""
     entries: List[Entry] = []
     available: List[Availability] = []
     titles: Dict[str, str] = {}
     errors: List[str] = []
-    for path in paths:
-        path = Path(path)
+    for given in paths:
+        path = Path(given)
         shown = _shown(path)
         try:
             raw_text = path.read_text(encoding="utf-8")
@@ -148,7 +148,7 @@ def read_files(paths: Sequence[Path]) -> Tuple[List[Entry], List[Availability], 
             errors.append(f"{shown}: cannot read: {exc.strerror or exc}")
             continue
         try:
-            data = tomllib.loads(raw_text)
+            data: Dict[str, Any] = tomllib.loads(raw_text)
         except tomllib.TOMLDecodeError as exc:
             errors.append(_decode_error(shown, exc))
             continue
@@ -178,19 +178,19 @@ def _shown(path: Path) -> str:
     return str(path)
 
 
-def _decode_error(shown: str, exc) -> str:
+def _decode_error(shown: str, exc: ValueError) -> str:
     match = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
     message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
     return f"{shown}:{match.group(1)}: invalid TOML: {message}" if match else f"{shown}: invalid TOML: {message}"
 
 
-def _read_file(data: Dict[str, Any], text: _Text, errors: List[str]):
+def _read_file(data: Dict[str, Any], text: _Text, errors: List[str]) -> Tuple[List[Entry], List[Availability]]:
     unknown = set(data) - _TOP_KEYS
     if unknown:
         errors.append(f"{text.path}:1: unknown top-level keys {sorted(unknown)}; expected {sorted(_TOP_KEYS)}")
     if data.get("schema") != SCHEMA:
         errors.append(f"{text.path}:1: needs `schema = {SCHEMA}` (got {data.get('schema')!r})")
-    entries = []
+    entries: List[Entry] = []
     for index, raw in enumerate(data.get("mismatch", [])):
         entry = _entry(raw, text, index, errors)
         if entry is not None:
@@ -217,7 +217,7 @@ def _check_unique(entries: List[Entry], errors: List[str]) -> None:
 class _Where:
     """Formats ``file:line: entry 'id':`` for an entry's problems, at the key's own line if found."""
 
-    def __init__(self, text: _Text, index: int, raw: Dict[str, Any], table: str = "mismatch"):
+    def __init__(self, text: _Text, index: int, raw: Dict[str, Any], table: str = "mismatch") -> None:
         self.text, self.span = text, text.span(table, index)
         id_line = text.key_line(self.span, "id")
         self.line = id_line or self.span[0]
@@ -287,7 +287,7 @@ def _entry(raw: Dict[str, Any], text: _Text, index: int, errors: List[str]) -> O
     return entry if len(errors) == before else None
 
 
-def _check_scalars(raw, where: _Where, errors: List[str]) -> None:
+def _check_scalars(raw: Dict[str, Any], where: _Where, errors: List[str]) -> None:
     for key in (
         "id",
         "kind",
@@ -332,7 +332,7 @@ def _check_scalars(raw, where: _Where, errors: List[str]) -> None:
         errors.append(f'{where()}: give a [mismatch.selftest] or say why not in selftest_skip = "..."')
 
 
-def _amp(raw, where: _Where, errors: List[str]) -> Optional[AmpPattern]:
+def _amp(raw: Dict[str, Any], where: _Where, errors: List[str]) -> Optional[AmpPattern]:
     """``amp = { levels = ["O1"], mindspore = "half", torch = "float32", after = false }``: required
     by kind ``precision``, and only there."""
     value = raw.get("amp")
@@ -357,11 +357,11 @@ def _amp(raw, where: _Where, errors: List[str]) -> Optional[AmpPattern]:
     return AmpPattern(levels, value.get("mindspore", ""), value.get("torch", ""), bool(value.get("after", False)))
 
 
-def _arguments(value, where: _Where, errors: List[str]) -> Tuple[Argument, ...]:
+def _arguments(value: object, where: _Where, errors: List[str]) -> Tuple[Argument, ...]:
     if not isinstance(value, list):
         errors.append(f"{where('arguments')}: arguments must be a list of tables")
         return ()
-    found = []
+    found: List[Argument] = []
     for item in value:
         if not isinstance(item, dict) or set(item) - _ARGUMENT_KEYS or not (item.get("torch") or item.get("mindspore")):
             errors.append(
@@ -374,7 +374,7 @@ def _arguments(value, where: _Where, errors: List[str]) -> Tuple[Argument, ...]:
     return tuple(found)
 
 
-def _rule(value, where: _Where, errors: List[str]) -> Dict[str, str]:
+def _rule(value: object, where: _Where, errors: List[str]) -> Dict[str, str]:
     table = _string_table(value, "rule", where, errors)
     for key, source in table.items():
         try:
@@ -384,14 +384,14 @@ def _rule(value, where: _Where, errors: List[str]) -> Dict[str, str]:
     return table
 
 
-def _string_table(value, label: str, where: _Where, errors: List[str]) -> Dict[str, str]:
+def _string_table(value: object, label: str, where: _Where, errors: List[str]) -> Dict[str, str]:
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
         errors.append(f"{where(label)}: {label} must be a table of strings, got {value!r}")
         return {}
     return dict(value)
 
 
-def _layout(value, where: _Where, errors: List[str]) -> Dict[str, str]:
+def _layout(value: object, where: _Where, errors: List[str]) -> Dict[str, str]:
     table = _string_table(value, "layout", where, errors)
     for leaf, transform in table.items():
         if not _LAYOUT.match(transform):
@@ -399,7 +399,7 @@ def _layout(value, where: _Where, errors: List[str]) -> Dict[str, str]:
     return table
 
 
-def _selftest(raw, where: _Where, errors: List[str]) -> Optional[SelfTestSpec]:
+def _selftest(raw: Dict[str, Any], where: _Where, errors: List[str]) -> Optional[SelfTestSpec]:
     spec = raw.get("selftest")
     if spec is None:
         return None
@@ -464,7 +464,7 @@ def _selftest(raw, where: _Where, errors: List[str]) -> Optional[SelfTestSpec]:
     )
 
 
-def _check_batches(value, at: str, errors: List[str]) -> None:
+def _check_batches(value: object, at: str, errors: List[str]) -> None:
     if not isinstance(value, list) or not value or not all(isinstance(b, list) and len(b) == 2 for b in value):
         errors.append(f"{at} must be a non-empty list of [input, target] pairs of input specs")
         return
@@ -472,7 +472,7 @@ def _check_batches(value, at: str, errors: List[str]) -> None:
         _check_inputs(batch, f"{at}[{index}]", errors)
 
 
-def _check_inputs(value, at: str, errors: List[str]) -> None:
+def _check_inputs(value: object, at: str, errors: List[str]) -> None:
     if not isinstance(value, list) or not value:
         errors.append(f"{at} must be a non-empty list of input specs")
         return
@@ -485,7 +485,7 @@ def _check_inputs(value, at: str, errors: List[str]) -> None:
             )
 
 
-def _availability(raw, text: _Text, index: int, errors: List[str]) -> Optional[Availability]:
+def _availability(raw: Dict[str, Any], text: _Text, index: int, errors: List[str]) -> Optional[Availability]:
     where = _Where(text, index, raw, "available")
     needed = ("mindspore", "torch", "runs_on", "documented", "inputs")
     missing = [k for k in needed if k not in raw]

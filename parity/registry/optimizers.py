@@ -4,10 +4,10 @@ MindSpore optimizer built against a network (``nn.Adam(weight_decay=...)`` with 
 
 from __future__ import annotations
 
-from typing import Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional
 
 from . import rules
-from .diagnosis import HIGH, PRESENT, Diagnosis, _reader
+from .diagnosis import HIGH, PRESENT, Diagnosis
 from .lint import LintIssue
 from .schema import Entry
 from .store import Registry, installed_versions, load, resolve_api
@@ -17,26 +17,34 @@ __all__ = ["optimizer_causes", "lint_optimizer", "NORM_SKIPPED"]
 NORM_SKIPPED = "adam-weight-decay-skips-gamma-beta"
 
 
+# An optimizer: a mindspore.nn.Optimizer or a torch.optim.Optimizer, read by duck typing (the
+# registry imports neither framework).
+Optimizer = Any
+
+
 class _Hyperparameters:
     """A PyTorch optimizer read as the registry reads a layer: its first group's hyperparameters
     (``torch.lr``, ``torch.weight_decay``...)."""
 
-    def __init__(self, optimizer):
-        self._group = optimizer.param_groups[0] if optimizer.param_groups else dict(optimizer.defaults)
+    def __init__(self, optimizer: Optimizer) -> None:
+        self._group: Dict[str, Any] = optimizer.param_groups[0] if optimizer.param_groups else dict(optimizer.defaults)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> rules.Value:
         try:
             return self._group[name]
         except KeyError:
             raise AttributeError(name) from None
 
 
-def _judge(entry: Entry, ms_optimizer, torch_optimizer) -> Optional[Diagnosis]:
+def _judge(entry: Entry, ms_optimizer: Optimizer, torch_optimizer: Optimizer) -> Optional[Diagnosis]:
     """The pair is the evidence for an entry without ``inspect.when`` (a formula always differs);
     an entry with one counts where it holds for these instances."""
     if not entry.when:
         return Diagnosis(entry, PRESENT, entry.summary, "optimizer")
-    roots = {"ms": _reader(ms_optimizer), "torch": _reader(_Hyperparameters(torch_optimizer))}
+    roots = {
+        "ms": rules.attribute_lookup(ms_optimizer),
+        "torch": rules.attribute_lookup(_Hyperparameters(torch_optimizer)),
+    }
     try:
         holds = bool(rules.evaluate(entry.when, roots))
     except rules.RuleError:
@@ -45,14 +53,18 @@ def _judge(entry: Entry, ms_optimizer, torch_optimizer) -> Optional[Diagnosis]:
 
 
 def optimizer_causes(
-    ms_optimizer, torch_optimizer, *, device: Optional[str] = None, registry: Optional[Registry] = None
+    ms_optimizer: Optimizer,
+    torch_optimizer: Optimizer,
+    *,
+    device: Optional[str] = None,
+    registry: Optional[Registry] = None,
 ) -> List[str]:
     """``Likely cause:`` lines for a training check that failed with these optimizers: the entries
     whose MindSpore class is ``ms_optimizer``'s and whose PyTorch class is ``torch_optimizer``'s,
     those whose condition holds for the instances first."""
     registry = registry or load()
     ms_version, torch_version = installed_versions()
-    found = []
+    found: List[Diagnosis] = []
     for entry in registry.entries:
         if not entry.applies(ms_version, torch_version, device):
             continue
@@ -71,7 +83,11 @@ def optimizer_causes(
 
 
 def lint_optimizer(
-    ms_optimizer, acknowledged: Iterable[str] = (), *, device: Optional[str] = None, registry: Optional[Registry] = None
+    ms_optimizer: Optimizer,
+    acknowledged: Iterable[str] = (),
+    *,
+    device: Optional[str] = None,
+    registry: Optional[Registry] = None,
 ) -> List[LintIssue]:
     """What the registry knows is wrong with a built MindSpore optimizer whatever it is compared
     with, before any step: the entries for its class whose ``inspect.when`` reads the MindSpore
@@ -79,16 +95,16 @@ def lint_optimizer(
     parameters named ``gamma``/``beta``, which their default filter leaves undecayed), unless
     ``acknowledged``."""
     registry = registry or load()
-    acknowledged = set(acknowledged)
+    acknowledged_ids = set(acknowledged)
     ms_version, torch_version = installed_versions()
-    issues = []
+    issues: List[LintIssue] = []
     for entry in registry.entries:
-        if entry.id in acknowledged or not entry.when or not entry.applies(ms_version, torch_version, device):
+        if entry.id in acknowledged_ids or not entry.when or not entry.applies(ms_version, torch_version, device):
             continue
         if resolve_api(entry.mindspore) is not type(ms_optimizer):
             continue
         try:
-            holds = bool(rules.evaluate(entry.when, {"ms": _reader(ms_optimizer)}))
+            holds = bool(rules.evaluate(entry.when, {"ms": rules.attribute_lookup(ms_optimizer)}))
         except rules.RuleError:  # the condition needs the PyTorch side: a matter for optimizer_causes
             continue
         if holds:
@@ -96,7 +112,7 @@ def lint_optimizer(
     return issues
 
 
-def _optimizer_message(entry: Entry, ms_optimizer) -> str:
+def _optimizer_message(entry: Entry, ms_optimizer: Optimizer) -> str:
     flags = getattr(ms_optimizer, "decay_flags", ())
     params = list(getattr(ms_optimizer, "parameters", ()))
     skipped = [p.name for p, flag in zip(params, flags) if not flag]

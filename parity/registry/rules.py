@@ -12,9 +12,24 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from typing import Any, Callable, Dict, FrozenSet, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Tuple, Type, Union, cast
 
-__all__ = ["RuleError", "MissingArgument", "HELPERS", "check_expression", "evaluate", "bare_names", "referenced"]
+__all__ = [
+    "RuleError",
+    "MissingArgument",
+    "HELPERS",
+    "Value",
+    "Lookup",
+    "check_expression",
+    "evaluate",
+    "bare_names",
+    "referenced",
+    "attribute_lookup",
+]
+
+# What an expression computes, reads or hands a helper: a TOML literal, a constructor argument or an
+# attribute of a built layer, of whatever type its framework gives it (int, tuple, str, a dtype...).
+Value = Any
 
 
 class RuleError(ValueError):
@@ -24,17 +39,17 @@ class RuleError(ValueError):
 class MissingArgument(RuleError):
     """The expression reads ``<root>.<name>`` and the context has no value for it."""
 
-    def __init__(self, root: str, name: str):
+    def __init__(self, root: str, name: str) -> None:
         super().__init__(f"needs {root}.{name}, which was not given")
         self.root, self.name = root, name
 
 
-def _pad_mode(padding) -> str:
+def _pad_mode(padding: Value) -> str:
     """PyTorch ``padding`` -> MindSpore ``pad_mode``: 'same'/'valid' stay, numbers need 'pad'."""
     return padding if isinstance(padding, str) else "pad"
 
 
-def _pad_int(padding) -> int:
+def _pad_int(padding: Value) -> int:
     """PyTorch ``padding`` -> one int (MindSpore 1-D ops and pooling): strings mean 0."""
     if isinstance(padding, str):
         return 0
@@ -45,7 +60,7 @@ def _pad_int(padding) -> int:
     return int(padding)
 
 
-def _pad4(padding):
+def _pad4(padding: Value) -> Union[int, Tuple[int, ...]]:
     """PyTorch ``padding`` -> MindSpore Conv padding: (h, w) -> (top, bottom, left, right)."""
     if isinstance(padding, str):
         return 0
@@ -57,21 +72,21 @@ def _pad4(padding):
     return int(padding)
 
 
-def _as4(padding):
+def _as4(padding: Value) -> Tuple[int, ...]:
     """A MindSpore Conv padding (an int or a 4-tuple) as the 4-tuple it means, for comparisons."""
     if isinstance(padding, (tuple, list)):
         return tuple(int(p) for p in padding)
     return (int(padding),) * 4
 
 
-def _scaled_size(shape, factor):
+def _scaled_size(shape: Value, factor: Value) -> Tuple[int, ...]:
     """Output spatial size of interpolation by ``factor`` for an NC... input of ``shape``."""
     spatial = tuple(shape)[2:]
     factors = tuple(factor) if isinstance(factor, (tuple, list)) else (factor,) * len(spatial)
     return tuple(int(math.floor(d * f)) for d, f in zip(spatial, factors))
 
 
-def _per_dim(value, n: int) -> Tuple[int, ...]:
+def _per_dim(value: Value, n: int) -> Tuple[int, ...]:
     values = tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
     if len(values) != n:
         raise RuleError(f"{values} has {len(values)} values for {n} spatial dimensions")
@@ -84,7 +99,7 @@ def _same_pad(size: int, kernel: int, stride: int, dilation: int) -> Tuple[int, 
     return total // 2, total - total // 2
 
 
-def _torch_pad(padding, kernel: int, dilation: int) -> Tuple[int, int]:
+def _torch_pad(padding: Value, kernel: int, dilation: int) -> Tuple[int, int]:
     """PyTorch's padding of one dimension: a number pads both ends, 'same' puts the odd extra at the end."""
     if padding == "valid":
         return 0, 0
@@ -94,7 +109,9 @@ def _torch_pad(padding, kernel: int, dilation: int) -> Tuple[int, int]:
     return int(padding), int(padding)
 
 
-def _same_pads_differ(input_shape, kernel_size, stride, dilation, padding) -> bool:
+def _same_pads_differ(
+    input_shape: Optional[Tuple[int, ...]], kernel_size: Value, stride: Value, dilation: Value, padding: Value
+) -> bool:
     """Whether MindSpore's pad_mode='same' pads differently from PyTorch's ``padding`` for an input
     of ``input_shape`` (N, C, *spatial) with these PyTorch arguments; with ``input_shape`` None,
     whether it does for any input size. Equal pads give equal output sizes and values."""
@@ -118,7 +135,9 @@ def _same_pads_differ(input_shape, kernel_size, stride, dilation, padding) -> bo
     return False
 
 
-def _same_transpose_differs(kernel_size, stride, dilation, padding, output_padding) -> bool:
+def _same_transpose_differs(
+    kernel_size: Value, stride: Value, dilation: Value, padding: Value, output_padding: Value
+) -> bool:
     """Whether a MindSpore transposed convolution with pad_mode='same' (output = input x stride:
     the full result cropped floor(c/2) at the start and the rest at the end, or padded at the end
     where c < 0) differs from PyTorch's with ``padding``/``output_padding`` (crops p at the start,
@@ -133,11 +152,11 @@ def _same_transpose_differs(kernel_size, stride, dilation, padding, output_paddi
     return False
 
 
-def _first(value):
+def _first(value: Value) -> Value:
     return value[0] if isinstance(value, (tuple, list)) else value
 
 
-def _as_tuple(value):
+def _as_tuple(value: Value) -> Tuple[Value, ...]:
     return tuple(value) if isinstance(value, (tuple, list)) else (value,)
 
 
@@ -164,7 +183,7 @@ HELPERS: Dict[str, Callable[..., Any]] = {
     "same_transpose_differs": _same_transpose_differs,
 }
 
-_BINARY = {
+_BINARY: Dict[Type[ast.operator], Callable[[Value, Value], Value]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
@@ -173,8 +192,12 @@ _BINARY = {
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
 }
-_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_}
-_COMPARE = {
+_UNARY: Dict[Type[ast.unaryop], Callable[[Value], Value]] = {
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+    ast.Not: operator.not_,
+}
+_COMPARE: Dict[Type[ast.cmpop], Callable[[Value, Value], Value]] = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
     ast.Lt: operator.lt,
@@ -251,7 +274,7 @@ _ALLOWED = (
 )
 
 
-def _is_attribute_root(tree, name_node) -> bool:
+def _is_attribute_root(tree: ast.AST, name_node: ast.Name) -> bool:
     return any(isinstance(n, ast.Attribute) and n.value is name_node for n in ast.walk(tree))
 
 
@@ -274,40 +297,54 @@ def bare_names(source: str) -> FrozenSet[str]:
     )
 
 
-Lookup = Callable[[str], Any]
+# ``root.name`` -> its value; raises MissingArgument where there is none.
+Lookup = Callable[[str], Value]
 
 
-def evaluate(source: str, roots: Mapping[str, Lookup], names: Optional[Mapping[str, Any]] = None) -> Any:
+def attribute_lookup(obj: object) -> Lookup:
+    """A :data:`Lookup` of ``obj``'s attributes (a built layer, an optimizer): a missing one is a
+    :class:`MissingArgument` naming ``obj``'s type."""
+
+    def read(name: str) -> Value:
+        try:
+            return getattr(obj, name)
+        except AttributeError:
+            raise MissingArgument(type(obj).__name__, name) from None
+
+    return read
+
+
+def evaluate(source: str, roots: Mapping[str, Lookup], names: Optional[Mapping[str, Value]] = None) -> Value:
     """Evaluate ``source``; ``roots[r](name)`` supplies ``r.name`` (raising :class:`MissingArgument`
     when it has none) and ``names`` the bare names."""
     return _Evaluator(roots, dict(names or {})).visit(_parse(source).body)
 
 
 class _Evaluator:
-    def __init__(self, roots: Mapping[str, Lookup], names: Dict[str, Any]):
+    def __init__(self, roots: Mapping[str, Lookup], names: Dict[str, Value]) -> None:
         self.roots, self.names = roots, names
 
-    def visit(self, node):
-        method = getattr(self, f"_{type(node).__name__}", None)
+    def visit(self, node: ast.AST) -> Value:
+        method: Optional[Callable[[ast.AST], Value]] = getattr(self, f"_{type(node).__name__}", None)
         if method is None:
             raise RuleError(f"{type(node).__name__} is not allowed")
         return method(node)
 
-    def _Constant(self, node):
+    def _Constant(self, node: ast.Constant) -> Value:
         return node.value
 
-    def _Tuple(self, node):
+    def _Tuple(self, node: ast.Tuple) -> Tuple[Value, ...]:
         return tuple(self.visit(e) for e in node.elts)
 
-    def _List(self, node):
+    def _List(self, node: ast.List) -> List[Value]:
         return [self.visit(e) for e in node.elts]
 
-    def _Name(self, node):
+    def _Name(self, node: ast.Name) -> Value:
         if node.id in self.names:
             return self.names[node.id]
         raise RuleError(f"name {node.id!r} has no value here")
 
-    def _Attribute(self, node):
+    def _Attribute(self, node: ast.Attribute) -> Value:
         if isinstance(node.value, ast.Name) and node.value.id in self.roots:
             return self.roots[node.value.id](node.attr)
         if not isinstance(node.value, ast.Attribute) or node.attr.startswith("_"):
@@ -318,16 +355,16 @@ class _Evaluator:
         except AttributeError:
             raise MissingArgument(type(owner).__name__, node.attr) from None
 
-    def _Subscript(self, node):
+    def _Subscript(self, node: ast.Subscript) -> Value:
         return self.visit(node.value)[self.visit(node.slice)]
 
-    def _UnaryOp(self, node):
+    def _UnaryOp(self, node: ast.UnaryOp) -> Value:
         return _UNARY[type(node.op)](self.visit(node.operand))
 
-    def _BinOp(self, node):
+    def _BinOp(self, node: ast.BinOp) -> Value:
         return _BINARY[type(node.op)](self.visit(node.left), self.visit(node.right))
 
-    def _BoolOp(self, node):
+    def _BoolOp(self, node: ast.BoolOp) -> Value:
         value = None
         for item in node.values:
             value = self.visit(item)
@@ -337,7 +374,7 @@ class _Evaluator:
                 return value
         return value
 
-    def _Compare(self, node):
+    def _Compare(self, node: ast.Compare) -> bool:
         left = self.visit(node.left)
         for op, right_node in zip(node.ops, node.comparators):
             right = self.visit(right_node)
@@ -346,15 +383,16 @@ class _Evaluator:
             left = right
         return True
 
-    def _IfExp(self, node):
+    def _IfExp(self, node: ast.IfExp) -> Value:
         return self.visit(node.body) if self.visit(node.test) else self.visit(node.orelse)
 
-    def _Call(self, node):
-        helper = HELPERS[node.func.id]
+    def _Call(self, node: ast.Call) -> Value:
+        func = cast(ast.Name, node.func)  # check_expression admits a helper's name only
+        helper = HELPERS[func.id]
         args = [self.visit(a) for a in node.args]
         try:
             return helper(*args)
         except RuleError:
             raise
         except Exception as exc:  # a helper rejected its arguments
-            raise RuleError(f"{node.func.id}{tuple(args)!r} failed: {exc}") from None
+            raise RuleError(f"{func.id}{tuple(args)!r} failed: {exc}") from None

@@ -1,5 +1,5 @@
 """Registry records and their validation: one :class:`Entry` per known mismatch, loaded from
-``parity/data/mismatches/*.toml`` (the schema is documented in :mod:`parity.registry`).
+``parity/data/mismatches/*.toml`` (the schema is documented in docs/registry.md).
 
 Every problem is reported with the file and line of the entry's ``id = "..."`` (or of the offending
 key), all problems of a load at once, as a :class:`RegistryError`.
@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from ..errors import ParityUsageError
 from . import rules
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 __all__ = [
     "RegistryError",
@@ -57,8 +60,9 @@ class RegistryError(ParityUsageError):
     The message gives ``file:line`` for every problem."""
 
 
-def from_toml(value):
-    """TOML value -> Python: "None" -> None, arrays -> tuples (MindSpore validators want tuples)."""
+def from_toml(value: Any) -> Any:
+    """TOML value -> Python: "None" -> None, arrays -> tuples (MindSpore validators want tuples).
+    Any in, any out: what ``tomllib`` read, with those two changes at every depth."""
     if isinstance(value, str) and value == NONE:
         return None
     if isinstance(value, list):
@@ -132,12 +136,13 @@ class AmpPattern:
     after: bool = False
 
     def precisions(self, dtype: str) -> Tuple[str, str]:
-        return tuple(dtype if p == "half" else p for p in (self.mindspore, self.torch))
+        mindspore, torch = (dtype if p == "half" else p for p in (self.mindspore, self.torch))
+        return mindspore, torch
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One known mismatch. See :mod:`parity.registry` for the meaning of each field."""
+    """One known mismatch. See docs/registry.md for the meaning of each field."""
 
     id: str
     kind: str
@@ -207,7 +212,7 @@ class Entry:
         known = {a.torch: a.torch_default for a in self.arguments if a.torch and a.has_torch_default}
         known.update(defaults or {})
 
-        def torch_arg(name):
+        def torch_arg(name: str) -> rules.Value:
             if name in torch_kwargs:
                 return torch_kwargs[name]
             if name in known:
@@ -215,7 +220,7 @@ class Entry:
             raise rules.MissingArgument("torch", name)
 
         names = {"input_shape": tuple(input_shape)} if input_shape is not None else {}
-        result = {}
+        result: Dict[str, Any] = {}
         for key, source in self.rule.items():
             try:
                 result[key] = rules.evaluate(source, {"torch": torch_arg}, names)
@@ -223,16 +228,16 @@ class Entry:
                 raise RegistryError(f"{self.location}: entry {self.id!r}: rule {key} = {source!r} {exc}") from None
         return result
 
-    def to_mindspore_layout(self, leaf: str, array):
+    def to_mindspore_layout(self, leaf: str, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         """PyTorch's tensor ``leaf`` in MindSpore's layout (``layout = { leaf = "permute(1, 0)" }``)."""
         transform = self.layout.get(leaf)
         if not transform:
             return array
         return array.transpose(tuple(int(axis) for axis in re.findall(r"\d+", transform)))
 
-    def name_map(self, torch_names) -> Dict[str, str]:
+    def name_map(self, torch_names: Iterable[str]) -> Dict[str, str]:
         """``parity.check(name_map=...)`` for the renamed weights: full PyTorch name -> MindSpore name."""
-        found = {}
+        found: Dict[str, str] = {}
         for name in torch_names:
             prefix, _, leaf = name.rpartition(".")
             if leaf in self.weights:
@@ -263,8 +268,8 @@ class Availability:
         return f"{self.file}:{self.line}"
 
 
-def parse_versions(value, where: str, errors: List[str]) -> Dict[str, SpecifierSet]:
-    found = {}
+def parse_versions(value: object, where: str, errors: List[str]) -> Dict[str, SpecifierSet]:
+    found: Dict[str, SpecifierSet] = {}
     if not isinstance(value, dict):
         errors.append(f"{where}: versions must be a table {{ mindspore = '...', torch = '...' }}")
         return found
@@ -279,7 +284,7 @@ def parse_versions(value, where: str, errors: List[str]) -> Dict[str, SpecifierS
     return found
 
 
-def check_names(values, allowed: Tuple[str, ...], label: str, where: str, errors: List[str]) -> Tuple[str, ...]:
+def check_names(values: object, allowed: Tuple[str, ...], label: str, where: str, errors: List[str]) -> Tuple[str, ...]:
     if not isinstance(values, (list, tuple)) or not values:
         errors.append(f"{where}: {label} must be a non-empty list drawn from {list(allowed)}")
         return ()
@@ -289,7 +294,7 @@ def check_names(values, allowed: Tuple[str, ...], label: str, where: str, errors
     return tuple(v for v in values if v in allowed)
 
 
-def inspect_table(value, where: str, errors: List[str], root: str) -> Dict[str, str]:
+def inspect_table(value: object, where: str, errors: List[str], root: str) -> Dict[str, str]:
     """``["a", "b"]`` (read attributes as they are) or ``{a = "<expression>"}``."""
     if isinstance(value, list):
         value = {name: f"{root}.{name}" for name in value}

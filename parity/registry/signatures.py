@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from .schema import Argument, Entry
 
@@ -13,8 +13,13 @@ __all__ = ["parameters_of", "check_arguments", "check_rule_arguments", "document
 
 _EMPTY = inspect.Parameter.empty
 
+# What an entry's dotted path names: a class or a function of a framework.
+Api = Callable[..., Any]
+# The dotted path -> that class or function (imports its framework; raises where it does not exist).
+Resolve = Callable[[str], Api]
 
-def parameters_of(obj, method: str = "__init__") -> Dict[str, inspect.Parameter]:
+
+def parameters_of(obj: Api, method: str = "__init__") -> Dict[str, inspect.Parameter]:
     """The parameters of ``obj.method`` (a class) or ``obj`` (a function), looking through
     decorators that hide the signature behind ``*args, **kwargs`` (MindSpore's optimizers)."""
     function = getattr(obj, method, None) if inspect.isclass(obj) else obj
@@ -33,7 +38,7 @@ def parameters_of(obj, method: str = "__init__") -> Dict[str, inspect.Parameter]
     return params
 
 
-def _lookup(obj, name: str, forward: str) -> Optional[inspect.Parameter]:
+def _lookup(obj: Api, name: str, forward: str) -> Optional[inspect.Parameter]:
     for method in ("__init__", forward):
         found = parameters_of(obj, method).get(name)
         if found is not None:
@@ -52,7 +57,7 @@ def _same_default(stated: Any, actual: Any) -> bool:
     return stated == actual or str(stated) == str(actual)
 
 
-def _check_side(label: str, obj, name: str, stated_default, has_default: bool, forward: str) -> List[str]:
+def _check_side(label: str, obj: Api, name: str, stated_default: Any, has_default: bool, forward: str) -> List[str]:
     param = _lookup(obj, name, forward)
     if param is None:
         return [f"{label} has no argument {name!r}"]
@@ -63,16 +68,16 @@ def _check_side(label: str, obj, name: str, stated_default, has_default: bool, f
     return []
 
 
-def check_arguments(entry: Entry, resolve) -> List[str]:
+def check_arguments(entry: Entry, resolve: Resolve) -> List[str]:
     """Problems with the defaults ``entry.arguments`` state, against the installed signatures."""
-    problems = []
+    problems: List[str] = []
     for argument in entry.arguments:
         problems += _check_argument(entry, argument, resolve)
     return [f"{entry.location}: entry {entry.id!r}: {p}" for p in problems]
 
 
-def _check_argument(entry: Entry, argument: Argument, resolve) -> List[str]:
-    found = []
+def _check_argument(entry: Entry, argument: Argument, resolve: Resolve) -> List[str]:
+    found: List[str] = []
     if argument.torch:
         found += _check_side(
             entry.torch,
@@ -100,7 +105,7 @@ def _check_argument(entry: Entry, argument: Argument, resolve) -> List[str]:
     return found
 
 
-def check_rule_arguments(entry: Entry, resolve) -> List[str]:
+def check_rule_arguments(entry: Entry, resolve: Resolve) -> List[str]:
     """Every ``torch.<name>`` a rule reads is an argument of the PyTorch API."""
     from . import rules
 
@@ -112,7 +117,7 @@ def check_rule_arguments(entry: Entry, resolve) -> List[str]:
     ]
 
 
-def documented_platforms(obj) -> List[str]:
+def documented_platforms(obj: object) -> List[str]:
     """The platforms a MindSpore docstring lists under "Supported Platforms"."""
     match = re.search(r"Supported Platforms:\s*\n\s*(.*)", obj.__doc__ or "")
     return re.findall(r"``(\w+)``", match.group(1)) if match else []

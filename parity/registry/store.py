@@ -102,7 +102,7 @@ def installed_versions() -> Tuple[Optional[str], Optional[str]]:
     (read once per process: each lookup scans the installed distributions' metadata)."""
     from importlib import metadata
 
-    found = []
+    found: List[Optional[str]] = []
     for name in ("mindspore", "torch"):
         try:
             found.append(metadata.version(name))
@@ -122,7 +122,8 @@ def resolve_api(path: str) -> Optional[object]:
         return None
     import importlib
 
-    module_path, target = path, None
+    module_path: str = path
+    target: object = None
     parts: List[str] = []
     while module_path:
         try:

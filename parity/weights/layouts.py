@@ -10,11 +10,15 @@ region is the whole tensor or one :class:`Part` of it along an axis. Values cros
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import ParityUsageError
+
+if TYPE_CHECKING:
+    from ..backends import Slot
 
 __all__ = [
     "Fuse",
@@ -107,10 +111,10 @@ class Part:
     def _where(self, ndim: int) -> Tuple[slice, ...]:
         return (slice(None),) * self.axis + (slice(self.start, self.stop),) + (slice(None),) * (ndim - self.axis - 1)
 
-    def take(self, array: np.ndarray) -> np.ndarray:
+    def take(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         return array[self._where(array.ndim)]
 
-    def put(self, array: np.ndarray, value: np.ndarray) -> None:
+    def put(self, array: npt.NDArray[Any], value: npt.NDArray[Any]) -> None:
         array[self._where(array.ndim)] = value
 
     def shape(self, full: Tuple[int, ...]) -> Tuple[int, ...]:
@@ -141,19 +145,19 @@ class Pair:
         """Fused, split or transposed."""
         return self.ms_part is not None or self.torch_part is not None or self.axes is not None
 
-    def ms_region(self, array: np.ndarray) -> np.ndarray:
+    def ms_region(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         return self.ms_part.take(array) if self.ms_part else array
 
-    def torch_region(self, array: np.ndarray) -> np.ndarray:
+    def torch_region(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         return self.torch_part.take(array) if self.torch_part else array
 
-    def to_ms(self, torch_region: np.ndarray) -> np.ndarray:
+    def to_ms(self, torch_region: npt.NDArray[Any]) -> npt.NDArray[Any]:
         """The PyTorch region's values in the MindSpore region's layout."""
         moved = torch_region if self.axes is None else np.transpose(torch_region, self.axes)
         target = self.ms_part.shape(self.ms_shape) if self.ms_part else self.ms_shape
         return moved.reshape(target)
 
-    def to_torch(self, ms_region: np.ndarray) -> np.ndarray:
+    def to_torch(self, ms_region: npt.NDArray[Any]) -> npt.NDArray[Any]:
         """The MindSpore region's values in the PyTorch region's layout."""
         target = self.torch_part.shape(self.torch_shape) if self.torch_part else self.torch_shape
         if self.axes is None:
@@ -170,7 +174,7 @@ def by_torch_name(pairs: Iterable[Pair]) -> Dict[str, List[Pair]]:
     return groups
 
 
-def torch_layout(pairs: Sequence[Pair], ms_arrays: Mapping[str, np.ndarray]) -> np.ndarray:
+def torch_layout(pairs: Sequence[Pair], ms_arrays: Mapping[str, npt.NDArray[Any]]) -> npt.NDArray[Any]:
     """One PyTorch tensor's value as MindSpore holds it: its pairs' MindSpore regions, moved
     into the PyTorch layout (the parts of a fused PyTorch tensor joined)."""
     first = pairs[0]
@@ -179,6 +183,7 @@ def torch_layout(pairs: Sequence[Pair], ms_arrays: Mapping[str, np.ndarray]) -> 
     values = [p.to_torch(p.ms_region(ms_arrays[p.ms])) for p in pairs]
     whole = np.zeros(first.torch_shape, values[0].dtype)
     for pair, value in zip(pairs, values):
+        assert pair.torch_part is not None  # one PyTorch tensor in several pairs: each pair holds a part of it
         pair.torch_part.put(whole, value)
     return whole
 
@@ -205,17 +210,20 @@ def _axes(axes: Optional[Tuple[int, ...]], ndim: int, where: str) -> Tuple[int, 
     return tuple(axes)
 
 
-def squeezed(shape) -> Tuple[int, ...]:
+def squeezed(shape: Iterable[int]) -> Tuple[int, ...]:
     """``shape`` without its unit dimensions: shapes that agree so hold the same values in the same order."""
     return tuple(d for d in shape if d != 1)
 
 
-def layout_pairs(key, key_is_ms: bool, layout: Layout, key_slot, other, how: str = "name_map") -> List[Pair]:
+def layout_pairs(
+    key: str, key_is_ms: bool, layout: Layout, key_slot: Slot, other: Callable[[str], Slot], how: str = "name_map"
+) -> List[Pair]:
     """The pairs one ``name_map`` entry ``key: layout`` describes. ``key_slot`` is the key's slot;
     ``other(name)`` finds a slot of the other framework (raising when it does not exist)."""
     pieces = layout.parts if isinstance(layout, Fuse) else (layout,)
     where = f"name_map[{key!r}]"
-    found = []  # (slot, axes from the part's own layout to the key's layout, reshape allowed)
+    # (slot, axes from the part's own layout to the key's layout, reshape allowed)
+    found: List[Tuple[Slot, Optional[Tuple[int, ...]], bool]] = []
     for piece in pieces:
         name = piece if isinstance(piece, str) else piece.name
         slot = other(name)
@@ -233,7 +241,8 @@ def layout_pairs(key, key_is_ms: bool, layout: Layout, key_slot, other, how: str
             )
         return [_pair(key_slot, slot, key_is_ms, None, axes, how)]
     axis = layout.axis if layout.axis >= 0 else layout.axis + len(key_slot.shape)
-    total, parts = 0, []
+    total = 0
+    parts: List[Tuple[int, int]] = []
     for shape in shapes:
         if len(shape) != len(key_slot.shape) or not 0 <= axis < len(shape):
             raise ParityUsageError(
@@ -253,7 +262,9 @@ def layout_pairs(key, key_is_ms: bool, layout: Layout, key_slot, other, how: str
     ]
 
 
-def _pair(key_slot, slot, key_is_ms: bool, part: Optional[Part], axes, how: str) -> Pair:
+def _pair(
+    key_slot: Slot, slot: Slot, key_is_ms: bool, part: Optional[Part], axes: Optional[Tuple[int, ...]], how: str
+) -> Pair:
     """``axes`` takes the part's layout to the key's; a Pair's axes take PyTorch's to MindSpore's."""
     ms, torch = (key_slot, slot) if key_is_ms else (slot, key_slot)
     pair_axes = axes if key_is_ms or axes is None else _inverse(axes)

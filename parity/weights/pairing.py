@@ -5,11 +5,14 @@ help) for what is left. Used by :func:`parity.weights.transfer.map_weights`."""
 from __future__ import annotations
 
 import difflib
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Sequence, Set, Tuple
 
 from ..backends import Slot
 from ..errors import ParityUsageError
 from .layouts import Fuse, Pair, layout_pairs, squeezed
+
+# What a caller pairs a PyTorch slot and a MindSpore slot with: (PyTorch's, MindSpore's, how).
+Claim = Callable[[Slot, Slot, str], None]
 
 __all__ = ["RENAMES", "Index", "Unmapped", "fuse_automatically", "align_by_order", "compatible", "table", "row", "some"]
 
@@ -52,7 +55,14 @@ class Unmapped(ParityUsageError):
     or paired by name with another shape (``conflicts``: (MindSpore slot, PyTorch slot) pairs).
     Checkpoint conversion reports them as missing, unexpected and shape-mismatched keys."""
 
-    def __init__(self, message: str, *, ms=(), torch=(), conflicts=()):
+    def __init__(
+        self,
+        message: str,
+        *,
+        ms: Iterable[Slot] = (),
+        torch: Iterable[Slot] = (),
+        conflicts: Iterable[Tuple[Slot, Slot]] = (),
+    ) -> None:
         super().__init__(message)
         self.ms, self.torch, self.conflicts = list(ms), list(torch), list(conflicts)
 
@@ -84,7 +94,7 @@ def _kind(slot: Slot) -> Tuple[str, str]:
 class Index:
     """One side's slots by name and alias, and which of them are taken."""
 
-    def __init__(self, slots: List[Slot], label: str):
+    def __init__(self, slots: List[Slot], label: str) -> None:
         self.slots, self.label = slots, label
         self.by_name: Dict[str, Slot] = {}
         for slot in slots:
@@ -115,17 +125,20 @@ class Index:
 def table(rows: List[Tuple[str, str, str, str]]) -> str:
     header = ("side", "name", "shape", "dtype")
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(4)]
-    line = lambda r: "  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+
+    def line(r: Tuple[str, str, str, str]) -> str:
+        return "  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+
     return "\n".join([line(header)] + [line(r) for r in rows])
 
 
-def row(side: str, slot: Slot):
+def row(side: str, slot: Slot) -> Tuple[str, str, str, str]:
     return (side, slot.name, str(slot.shape), slot.dtype)
 
 
 def _sibling_runs(slots: List[Slot]) -> List[List[Slot]]:
     """Tensors of sibling layers with the same leaf, shape and layer type (q/k/v), two or more."""
-    runs: Dict[tuple, List[Slot]] = {}
+    runs: Dict[Tuple[str, str, Tuple[int, ...], str, bool], List[Slot]] = {}
     for s in slots:
         runs.setdefault(
             (s.layer.rpartition(".")[0], _canonical_leaf(s), s.shape, s.layer_type, s.trainable), []
@@ -139,7 +152,7 @@ def fuse_automatically(ms: Index, torch: Index) -> List[Pair]:
     found: List[Pair] = []
     for fused_side, split_side, fused_is_ms in ((ms, torch, True), (torch, ms, False)):
         runs = _sibling_runs(split_side.rest())
-        by_shape: Dict[tuple, Tuple[List[Slot], List[List[Slot]]]] = {}
+        by_shape: Dict[Tuple[Tuple[int, ...], str, bool], Tuple[List[Slot], List[List[Slot]]]] = {}
         for f in fused_side.rest():
             if not f.shape:
                 continue
@@ -167,10 +180,13 @@ def fuse_automatically(ms: Index, torch: Index) -> List[Pair]:
     return found
 
 
-def align_by_order(rest_ms: List[Slot], rest_torch: List[Slot], claim: Callable, ignored) -> None:
+def align_by_order(
+    rest_ms: List[Slot], rest_torch: List[Slot], claim: Claim, ignored: Sequence[Tuple[str, str]]
+) -> None:
     """Pair what names could not, in definition order: all of it in lockstep when leaf and shape
     agree all along, else kind by kind (layer class and shape); raise on what is left."""
-    left_ms, left_torch = [], []
+    left_ms: List[Slot] = []
+    left_torch: List[Slot] = []
     for trainable in (True, False):
         ms_group = [m for m in rest_ms if m.trainable == trainable]
         torch_group = [t for t in rest_torch if t.trainable == trainable]
@@ -180,7 +196,7 @@ def align_by_order(rest_ms: List[Slot], rest_torch: List[Slot], claim: Callable,
             for m, t in zip(ms_group, torch_group):
                 claim(t, m, "definition order")
             continue
-        kinds: Dict[tuple, Tuple[List[Slot], List[Slot]]] = {}
+        kinds: Dict[Tuple[str, str, Tuple[int, ...]], Tuple[List[Slot], List[Slot]]] = {}
         for side, group in ((0, ms_group), (1, torch_group)):
             for s in group:
                 kinds.setdefault(_kind(s) + (squeezed(s.shape),), ([], []))[side].append(s)
@@ -198,7 +214,7 @@ def align_by_order(rest_ms: List[Slot], rest_torch: List[Slot], claim: Callable,
         raise Unmapped(_unmapped_message(left_ms, left_torch, ignored), ms=left_ms, torch=left_torch)
 
 
-def _unmapped_message(left_ms: List[Slot], left_torch: List[Slot], ignored) -> str:
+def _unmapped_message(left_ms: List[Slot], left_torch: List[Slot], ignored: Sequence[Tuple[str, str]]) -> str:
     rows = [row("MindSpore", m) for m in left_ms] + [row("PyTorch", t) for t in left_torch]
     lines = [
         f"Unmapped parameters: in MindSpore only {[m.name for m in left_ms]}; "
@@ -225,7 +241,8 @@ def _suggestions(left_ms: List[Slot], left_torch: List[Slot]) -> List[str]:
     rows add up to a leftover of the other side (the first ones in definition order, where more
     siblings are left than it takes), then for each MindSpore leftover the PyTorch leftover of a
     fitting shape whose name is nearest."""
-    entries, used = [], set()
+    entries: List[str] = []
+    used: Set[str] = set()
     for fused_side, split_side in ((left_ms, left_torch), (left_torch, left_ms)):
         for f in fused_side:
             for run in _sibling_runs([s for s in split_side if s.name not in used]):

@@ -17,14 +17,15 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 import numpy as np
+import numpy.typing as npt
 
 from ..backends import Slot
 from ..errors import ParityUsageError
-from .layouts import Fuse, Pair, Reshape, Transpose, by_torch_name, layout_pairs, torch_layout
-from .pairing import RENAMES, Index, Unmapped, align_by_order, compatible, fuse_automatically, row, some, table
+from .layouts import Fuse, Layout, Pair, Reshape, Transpose, by_torch_name, layout_pairs, torch_layout
+from .pairing import RENAMES, Claim, Index, Unmapped, align_by_order, compatible, fuse_automatically, row, some, table
 
 __all__ = ["Pair", "WeightMap", "WeightReport", "map_weights", "copy_weights", "fill_weights"]
 
@@ -105,8 +106,13 @@ def _fusions(pairs: List[Pair], label: str) -> str:
 
 NameMap = Optional[object]  # dict, callable or list of (regex, replacement)
 
+# How copy_weights reads and writes a tensor: (model, or a dict of numpy arrays by name; name[, value]).
+# A model is a mindspore.nn.Cell or a torch.nn.Module; MindSpore has no type information.
+_Read = Callable[[Any, str], npt.NDArray[Any]]
+_Write = Callable[[Any, str, npt.NDArray[Any]], None]
 
-def _explicit(name_map, ms: Index, torch: Index) -> Tuple[Dict[str, str], List[Tuple[str, bool, object]]]:
+
+def _explicit(name_map: NameMap, ms: Index, torch: Index) -> Tuple[Dict[str, str], List[Tuple[str, bool, Layout]]]:
     """Plain entries {PyTorch name: MindSpore name}, and layout entries (key, key is MindSpore's, value)."""
     if name_map is None:
         return {}, []
@@ -115,7 +121,9 @@ def _explicit(name_map, ms: Index, torch: Index) -> Tuple[Dict[str, str], List[T
         found = {t: name_map(t) for t in torch_names}
         return {t: m for t, m in found.items() if m}, []
     if isinstance(name_map, dict):
-        plain, layouts, unknown = {}, [], []
+        plain: Dict[str, str] = {}
+        layouts: List[Tuple[str, bool, Layout]] = []
+        unknown: List[str] = []
         for key, value in name_map.items():
             if isinstance(value, (Fuse, Transpose, Reshape)):
                 layouts.append((key, _key_side(key, value, ms, torch), value))
@@ -137,11 +145,11 @@ def _explicit(name_map, ms: Index, torch: Index) -> Tuple[Dict[str, str], List[T
     )
 
 
-def _rules(name_map, torch_names: List[str]) -> Dict[str, str]:
+def _rules(name_map: Iterable[object], torch_names: List[str]) -> Dict[str, str]:
     """{PyTorch name: MindSpore name} from ``(regex, replacement)`` rules, the first rule that
     matches a name deciding. A rule that is malformed, or that decides no name (it matches none, or
     only names an earlier rule took), is an error naming it: a rule that does nothing is a typo."""
-    rules = []
+    rules: List[Tuple[re.Pattern[str], str]] = []
     for number, rule in enumerate(name_map, 1):
         if not (isinstance(rule, (list, tuple)) and len(rule) == 2 and all(isinstance(x, str) for x in rule)):
             raise ParityUsageError(f"name_map rule {number} {rule!r}: a rule is a (regex, replacement) pair of strings")
@@ -149,7 +157,8 @@ def _rules(name_map, torch_names: List[str]) -> Dict[str, str]:
             rules.append((re.compile(rule[0]), rule[1]))
         except re.error as exc:
             raise ParityUsageError(f"name_map rule {number} {tuple(rule)!r}: not a regular expression: {exc}") from None
-    result, used = {}, set()
+    result: Dict[str, str] = {}
+    used: Set[int] = set()
     for t in torch_names:
         for number, (pattern, replacement) in enumerate(rules, 1):
             if pattern.search(t):
@@ -173,7 +182,7 @@ def _rules(name_map, torch_names: List[str]) -> Dict[str, str]:
     return result
 
 
-def _key_side(key: str, value, ms: Index, torch: Index) -> bool:
+def _key_side(key: str, value: Layout, ms: Index, torch: Index) -> bool:
     """Is a layout entry's key a MindSpore name (its parts PyTorch names)? The side that has the
     key; for a name both sides have, the side that does not have the parts."""
     in_ms, in_torch = key in ms.by_name, key in torch.by_name
@@ -203,14 +212,14 @@ def _finder(key: str, own: Index, other: Index) -> Callable[[str], Slot]:
     return find
 
 
-def map_weights(ms_slots: List[Slot], torch_slots: List[Slot], name_map=None) -> WeightMap:
+def map_weights(ms_slots: List[Slot], torch_slots: List[Slot], name_map: NameMap = None) -> WeightMap:
     """Pair every MindSpore slot with PyTorch slots (or parts of them), or raise with a table."""
     ms, torch = Index(ms_slots, "MindSpore"), Index(torch_slots, "PyTorch")
     plain, layouts = _explicit(name_map, ms, torch)
     pairs: List[Pair] = []
     conflicts: List[Tuple[Slot, Slot]] = []
 
-    def claim(t: Slot, m: Slot, how: str):
+    def claim(t: Slot, m: Slot, how: str) -> None:
         if not compatible(t, m):
             conflicts.append((m, t))
             return
@@ -239,7 +248,7 @@ def map_weights(ms_slots: List[Slot], torch_slots: List[Slot], name_map=None) ->
     return WeightMap(pairs, ignored)
 
 
-def _layout_entry(key: str, key_is_ms: bool, value, ms: Index, torch: Index) -> List[Pair]:
+def _layout_entry(key: str, key_is_ms: bool, value: Layout, ms: Index, torch: Index) -> List[Pair]:
     """The pairs of one ``name_map`` entry whose value is a fuse/transpose/reshape; its tensors taken."""
     own, other = (ms, torch) if key_is_ms else (torch, ms)
     key_slot = own.get(key, "name_map")
@@ -250,9 +259,9 @@ def _layout_entry(key: str, key_is_ms: bool, value, ms: Index, torch: Index) -> 
     return found
 
 
-def _plain_entries(plain: Dict[str, str], torch_slots: List[Slot], ms: Index, claim: Callable) -> set:
+def _plain_entries(plain: Dict[str, str], torch_slots: List[Slot], ms: Index, claim: Claim) -> Set[str]:
     """Claim the ``name_map`` entries {PyTorch name: MindSpore name}; the PyTorch names they cover."""
-    named = set()
+    named: Set[str] = set()
     for t in torch_slots:
         target = plain.get(t.name) or next((plain[a] for a in t.aliases if a in plain), None)
         if target is None:
@@ -272,7 +281,7 @@ def _plain_entries(plain: Dict[str, str], torch_slots: List[Slot], ms: Index, cl
 
 def _ignore(torch: Index) -> List[Tuple[str, str]]:
     """PyTorch tensors left over that are no part of the model's state, set aside with the reason."""
-    ignored = []
+    ignored: List[Tuple[str, str]] = []
     for t in torch.rest():
         reason = TORCH_ONLY.get(t.leaf) or (NOT_PERSISTENT if not t.persistent else None)
         if reason:
@@ -281,7 +290,7 @@ def _ignore(torch: Index) -> List[Tuple[str, str]]:
     return ignored
 
 
-def copy_weights(wmap: WeightMap, src, dst, *, to_torch: bool) -> WeightReport:
+def copy_weights(wmap: WeightMap, src: object, dst: object, *, to_torch: bool) -> WeightReport:
     """Copy every mapped tensor from ``src`` to ``dst`` and verify each landed bit-identical.
     A destination tensor made of several parts is written once, all parts in place. ``src`` and
     ``dst`` are models, or dicts of numpy arrays by name (see :func:`_writer`)."""
@@ -291,7 +300,7 @@ def copy_weights(wmap: WeightMap, src, dst, *, to_torch: bool) -> WeightReport:
     read = _reader(src, ms_backend.read if to_torch else torch_backend.read)
     write = _writer(dst, torch_backend.write if to_torch else ms_backend.write)
     read_back = _reader(dst, torch_backend.read if to_torch else ms_backend.read)
-    sources: Dict[str, np.ndarray] = {}
+    sources: Dict[str, npt.NDArray[Any]] = {}
     targets: Dict[str, List[Pair]] = {}
     for pair in wmap.pairs:
         targets.setdefault(pair.torch if to_torch else pair.ms, []).append(pair)
@@ -299,7 +308,7 @@ def copy_weights(wmap: WeightMap, src, dst, *, to_torch: bool) -> WeightReport:
     for dst_name, pairs in targets.items():
         whole = pairs[0].torch_part is None if to_torch else pairs[0].ms_part is None
         value = None if whole else read_back(dst, dst_name)
-        pieces = []
+        pieces: List[Tuple[Pair, npt.NDArray[Any]]] = []
         for pair in pairs:
             src_name = pair.ms if to_torch else pair.torch
             if src_name not in sources:
@@ -313,7 +322,10 @@ def copy_weights(wmap: WeightMap, src, dst, *, to_torch: bool) -> WeightReport:
             if whole:
                 value = piece
             else:
-                (pair.torch_part if to_torch else pair.ms_part).put(value, piece.astype(value.dtype))
+                part = pair.torch_part if to_torch else pair.ms_part
+                assert part is not None and value is not None  # a destination of parts, read back above
+                part.put(value, piece.astype(value.dtype))
+        assert value is not None  # every destination has a pair
         write(dst, dst_name, value)
         landed = read_back(dst, dst_name)
         for pair, piece in pieces:
@@ -329,29 +341,29 @@ def copy_weights(wmap: WeightMap, src, dst, *, to_torch: bool) -> WeightReport:
     return WeightReport(wmap, direction, verified)
 
 
-def _reader(model, read: Callable) -> Callable:
+def _reader(model: object, read: _Read) -> _Read:
     """``read`` for a model; for a dict of numpy arrays by name (a checkpoint's tensors), a copy."""
     return (lambda arrays, name: np.array(arrays[name])) if isinstance(model, dict) else read
 
 
-def _writer(model, write: Callable) -> Callable:
+def _writer(model: object, write: _Write) -> _Write:
     """``write`` for a model; for a dict of arrays, the entry replaced in the entry's own dtype (a
     destination dict holds an array of the destination's dtype and shape under every name)."""
     if not isinstance(model, dict):
         return write
 
-    def put(arrays: Dict[str, np.ndarray], name: str, value: np.ndarray) -> None:
+    def put(arrays: Dict[str, npt.NDArray[Any]], name: str, value: npt.NDArray[Any]) -> None:
         arrays[name] = np.array(value, dtype=arrays[name].dtype)
 
     return put
 
 
-def fill_weights(wmap: WeightMap, ms_model, torch_model, value: float) -> WeightReport:
+def fill_weights(wmap: WeightMap, ms_model: object, torch_model: object, value: float) -> WeightReport:
     """Set every floating parameter and buffer on both sides to ``value``."""
     from ..backends import mindspore as ms_backend
     from ..backends import torch as torch_backend
 
-    filled = set()
+    filled: Set[Tuple[str, str]] = set()
     for pair in wmap.pairs:
         for backend, model, name, shape in (
             (ms_backend, ms_model, pair.ms, pair.ms_shape),

@@ -109,7 +109,10 @@ def load_name_map(path) -> Dict[str, object]:
     text = files.read_text(path, "name map", limit=64 * 1024 * 1024)
     try:
         if path.suffix == ".toml":
-            import tomllib
+            if sys.version_info >= (3, 11):
+                import tomllib
+            else:  # pragma: no cover - Python < 3.11
+                import tomli as tomllib
 
             data = tomllib.loads(text)
         else:
@@ -146,7 +149,9 @@ def _layout(value, where: str):
 def _map(ms_slots: List[Slot], torch_slots: List[Slot], name_map):
     """The weight map of what pairs, and what does not: (map, conflicts, MindSpore leftovers,
     PyTorch leftovers). Leftovers and conflicts come out of the map and it is made again."""
-    conflicts, left_ms, left_torch = [], [], []
+    conflicts: List[Tuple[Slot, Slot]] = []
+    left_ms: List[Slot] = []
+    left_torch: List[Slot] = []
     for _ in range(len(ms_slots) + len(torch_slots) + 1):
         try:
             return map_weights(ms_slots, torch_slots, name_map), conflicts, left_ms, left_torch

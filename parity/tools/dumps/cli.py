@@ -8,6 +8,7 @@ folder, an unreadable file, nothing paired, a bad name map or tolerance file).""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from ... import files
@@ -60,7 +61,10 @@ def load_tolerance(path) -> ToleranceSpec:
     text = files.read_text(path, "--tolerance", limit=1024 * 1024)
     try:
         if path.suffix == ".toml":
-            import tomllib
+            if sys.version_info >= (3, 11):
+                import tomllib
+            else:  # pragma: no cover - Python < 3.11
+                import tomli as tomllib
 
             data = tomllib.loads(text)
         else:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from ..convert.report import Key, keys
 from .files import Side, read_side
 from .names import LAYOUTS, entries_of, load_pairs
 from .summaries import is_summary_dump
+
+if TYPE_CHECKING:
+    from .statistics import SummaryComparison
 
 __all__ = ["compare_dumps", "DumpComparison", "DumpSide", "TensorRow", "load_pairs"]
 
@@ -123,7 +126,7 @@ class DumpComparison:
         return as_json(self)
 
 
-def compare_dumps(a, b, *, name_map=None, tolerance=None) -> DumpComparison:
+def compare_dumps(a, b, *, name_map=None, tolerance=None) -> Union[DumpComparison, SummaryComparison]:
     """Compare the tensors saved under ``a`` with those under ``b`` (see :mod:`parity.tools.dumps.compare`).
 
     * ``a``, ``b``: a folder or a file (``.npy``, ``.npz``, ``.ckpt``, ``.pth``/``.pt``/``.bin``,

@@ -321,7 +321,7 @@ def _data_names(value) -> List[str]:
 def _ordered(arrays: Dict[str, np.ndarray], found: List[Path], listed, source: str, notes: List[str]):
     """``arrays`` in execution order (see the module's docstring), and how it was decided."""
     if listed is not None:
-        position = {}
+        position: Dict[str, int] = {}
         for name in listed:
             position.setdefault(name, len(position))
         unlisted = [n for n in arrays if n not in position]

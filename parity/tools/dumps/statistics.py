@@ -113,7 +113,9 @@ class NodeRow:
     def status(self) -> str:
         if not self.passed:
             return "FAIL"
-        return {True: "same bits", False: "bits differ"}.get(self.same_bits, "within")
+        if self.same_bits is None:
+            return "within"
+        return "same bits" if self.same_bits else "bits differ"
 
 
 @dataclass
@@ -155,7 +157,8 @@ class SummaryComparison:
     def enclosing(self, row: NodeRow) -> List[Node]:
         """The reference's modules that enclose ``row``'s node, innermost first (construct.json)."""
         by_name = {r.reference.name: r.reference for r in self.rows}
-        chain, name = [], self.parents.get(row.reference.name)
+        chain: List[Node] = []
+        name = self.parents.get(row.reference.name)
         while name and len(chain) < 64:
             if name in by_name:
                 chain.append(by_name[name])

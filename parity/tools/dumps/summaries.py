@@ -206,12 +206,19 @@ def _summaries(value, slot: str = ""):
 
 def _summary(slot: str, value: dict) -> Summary:
     shape = tuple(int(n) for n in value.get("shape") or ())
-    stats = [_float(value.get(key)) for key in _STATS]
+    maximum, minimum, mean, norm = (_float(value.get(key)) for key in _STATS)
     checksum = value.get("md5")
     # A parameter gradient is listed as a one-element list under the parameter's name: weight.0.
     slot = slot[:-2] if slot.endswith(".0") and not slot.startswith(("input", "output")) else slot
     return Summary(
-        slot, normal_dtype(str(value.get("dtype", ""))), shape, *stats, checksum=str(checksum) if checksum else None
+        slot,
+        normal_dtype(str(value.get("dtype", ""))),
+        shape,
+        maximum,
+        minimum,
+        mean,
+        norm,
+        checksum=str(checksum) if checksum else None,
     )
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from types import FrameType
 from typing import List, Optional, Tuple
 
 from ...errors import ParityUsageError
@@ -195,7 +196,7 @@ class _Recorder:
         between, or for parity's own calls. A layer the root module is (or contains directly, as
         containers do) is placed at the factory."""
         containers = (self.torch.nn.Sequential, self.torch.nn.ModuleList, self.torch.nn.ModuleDict)
-        frame = sys._getframe(1)
+        frame: Optional[FrameType] = sys._getframe(1)
         while frame is not None:
             code = frame.f_code
             if code.co_filename == __file__:
@@ -213,7 +214,7 @@ class _Recorder:
     def function(self, func, kwargs) -> None:
         name = _api_name(self.torch, func)
         where = self._caller() if name else None
-        if where is not None:
+        if name and where is not None:
             keywords = tuple((k, v) for k, v in kwargs.items() if isinstance(v, _PLAIN))
             self.uses.append(Use(name, *where, RUNTIME_CALL, (), keywords))
 

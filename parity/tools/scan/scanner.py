@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, Union, cast
 
 from ... import files as safe_files
 from ...errors import ParityUsageError
@@ -99,7 +99,7 @@ def python_files(root: Path) -> List[Path]:
     """The ``.py`` files under ``root`` (``root`` itself when it is not a folder), in name order."""
     if not root.is_dir():
         return [root]
-    found = []
+    found: List[Path] = []
     for folder, subfolders, names in os.walk(root):
         subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in _SKIP_DIRS)
         found.extend(Path(folder) / name for name in sorted(names) if name.endswith(".py"))
@@ -148,7 +148,7 @@ def scan(
     return ScanReport(
         str(path),
         device,
-        tuple(versions),
+        cast(Tuple[Optional[str], Optional[str]], tuple(versions)),
         len(files),
         apis,
         tuple(skipped),

@@ -219,7 +219,7 @@ class _Finder(ast.NodeVisitor):
         self.methods = methods
         self.uses: List[Use] = []
 
-    def _add(self, api: str, node: ast.AST, how: str, call: Optional[ast.Call] = None) -> None:
+    def _add(self, api: str, node: ast.expr, how: str, call: Optional[ast.Call] = None) -> None:
         if api in NAMESPACES:
             return
         api = canonical(api)
@@ -232,7 +232,7 @@ class _Finder(ast.NodeVisitor):
         self.uses.append(Use(api, self.filename, node.lineno, how, args, keywords, spread))
 
     # Imports bind names; they are not uses.
-    def visit_Import(self, node: ast.Import) -> None:
+    def visit_Import(self, node: Union[ast.Import, ast.ImportFrom]) -> None:
         pass
 
     visit_ImportFrom = visit_Import
@@ -269,7 +269,7 @@ class _Finder(ast.NodeVisitor):
         for child in (*node.args, *node.keywords):
             self.visit(child)
 
-    def _type_check(self, node: ast.AST) -> None:
+    def _type_check(self, node: ast.expr) -> None:
         """``isinstance(m, (nn.Conv2d, nn.Linear))``: uses that construct nothing."""
         for item in node.elts if isinstance(node, ast.Tuple) else [node]:
             path = _resolve(item, self.names)
@@ -289,7 +289,7 @@ class _Finder(ast.NodeVisitor):
             self.visit(child)
 
     # Annotations are not uses: visit a function's decorators, defaults and body only.
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+    def visit_FunctionDef(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> None:
         defaults = [d for d in (*node.args.defaults, *node.args.kw_defaults) if d is not None]
         for child in (*node.decorator_list, *defaults, *node.body):
             self.visit(child)

@@ -34,7 +34,7 @@ import ast
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from ...errors import ParityInternalError
 from ...registry import rules
@@ -98,7 +98,11 @@ def _out_of_place(method: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def translation_tables(folder: Path = TRANSLATION_DIR) -> Tables:
-    layers, containers, optimizers, functions, methods = set(), {CUSTOM_MODULE}, set(), set(), set()
+    layers: Set[str] = set()
+    containers = {CUSTOM_MODULE}
+    optimizers: Set[str] = set()
+    functions: Set[str] = set()
+    methods: Set[str] = set()
     for path in sorted(folder.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         tables = _module_tables(tree)
@@ -147,12 +151,12 @@ def _module_tables(tree: ast.Module) -> Dict[str, Tuple[str, ...]]:
 
 
 def _decorator_classes(decorator: ast.Call, tables: Dict[str, Tuple[str, ...]], path: Path) -> List[str]:
-    found = []
+    found: List[str] = []
     for arg in decorator.args:
         if isinstance(arg, ast.Starred) and isinstance(arg.value, ast.Name) and arg.value.id in tables:
             found.extend(tables[arg.value.id])
-        elif (_dotted(arg) or "").startswith("torch."):
-            found.append(_dotted(arg))
+        elif (dotted := _dotted(arg) or "").startswith("torch."):
+            found.append(dotted)
         else:
             raise ParityInternalError(f"parity scan cannot read @translates(...) at {path}:{decorator.lineno}")
     return found
@@ -162,8 +166,9 @@ def _string_keys(tree: ast.Module, name: str) -> List[str]:
     """The string keys of a module-level ``name = {...}`` or ``name: Dict[...] = {...}``."""
     for node in tree.body:
         target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
-        if getattr(target, "id", "") == name and isinstance(getattr(node, "value", None), ast.Dict):
-            return [k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+        value = getattr(node, "value", None)
+        if getattr(target, "id", "") == name and isinstance(value, ast.Dict):
+            return [k.value for k in value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
     return []
 
 
