@@ -1,7 +1,8 @@
 """The framework adapters: tensors in and out as numpy, passes, layer capture, perturbation and
 training steps of each framework (:mod:`.mindspore`, :mod:`.torch`), their devices
 (:mod:`.device`), checkpoint files (:mod:`.checkpoints`) and layers fed the other side's inputs
-(:mod:`.replay`).
+(:mod:`.replay`). Both adapters satisfy :class:`.protocol.Framework`: a function both define
+takes the same arguments on both sides.
 
 Importing this package imports no framework: :mod:`.mindspore` and :mod:`.torch` do, and are
 imported when a check runs; :mod:`.device`, :mod:`.checkpoints` and :mod:`.replay` import one inside the function

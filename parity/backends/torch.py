@@ -108,7 +108,8 @@ def read(model, name: str, *, copy: bool = True) -> np.ndarray:
     return values.copy() if copy else values
 
 
-def write(model, name: str, array: np.ndarray) -> None:
+def write(model, name: str, array: np.ndarray, in_place: bool = False) -> None:
+    """Set a parameter or buffer; always into its own memory (``in_place`` is MindSpore's choice)."""
     target = _tensor(model, name)
     with torch.no_grad():
         target.copy_(from_numpy(array).to(target.dtype))
@@ -608,14 +609,14 @@ def dropout_layers(model) -> List[str]:
     ]
 
 
-def decode(model, ids: np.ndarray, *, past=None, use_cache: bool = False, device: str = "CPU"):
+def decode(model, ids: np.ndarray, *, cache=None, use_cache: bool = False, device: str = "CPU"):
     """One forward of a causal language model on the token ids ``ids`` (batch, length), without
     autograd: ``(logits of the last position as numpy (batch, vocab), the cache)``. With
     ``use_cache``, Hugging Face's convention: ``model(input_ids=ids, past_key_values=past,
-    use_cache=True)``, the cache read from the output's ``past_key_values``."""
+    use_cache=True)`` with ``past`` the ``cache`` given, the cache read from the output's ``past_key_values``."""
     tensor = from_numpy(ids).to(torch_device(device))
     with torch.no_grad():
-        raw = model(input_ids=tensor, past_key_values=past, use_cache=True) if use_cache else model(tensor)
+        raw = model(input_ids=tensor, past_key_values=cache, use_cache=True) if use_cache else model(tensor)
     cache = _field(raw, "past_key_values") if use_cache else None
     if use_cache and cache is None:
         raise ParityUsageError(f"PyTorch {type(model).__qualname__} returned no past_key_values with use_cache=True")

@@ -276,7 +276,7 @@ class _Decoder:
         new = sequence[:, self.fed :] if self.use_cache else sequence
         try:
             torch_logits, self.torch_cache = tb.decode(
-                self.torch_model, new, past=self.torch_cache, use_cache=self.use_cache, device=self.device
+                self.torch_model, new, cache=self.torch_cache, use_cache=self.use_cache, device=self.device
             )
         except ParityUsageError:
             raise
