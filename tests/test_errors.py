@@ -1,7 +1,6 @@
 """Every wrong call is a ParityUsageError that says what to write instead, never a deep framework
 traceback; frameworks that disagree are a ParityMismatch."""
 
-import sys
 import traceback
 
 import mindspore as ms
@@ -363,22 +362,3 @@ def test_a_structural_failure_is_reported_rather_than_the_globs_it_left_uncompar
             parity.randn((1, 3, 6, 6)),
             tolerance={"weight": parity.Tolerance(1e-4, 1e-4)},
         )
-
-
-def test_two_catalogue_files_with_one_module_name_are_not_confused(tmp_path, monkeypatch):
-    from parity.engine.case import load_cases
-
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.delitem(sys.modules, "samename_cases", raising=False)
-    for folder in ("a", "b"):
-        (tmp_path / folder).mkdir()
-        (tmp_path / folder / "samename_cases.py").write_text(
-            "from parity import ParityCase, randn\n"
-            f"Case_{folder} = ParityCase('Case_{folder}', mindspore='m:M', torch='t:T', inputs=randn((2,)))\n"
-        )
-    assert [c.name for c in load_cases(tmp_path / "a" / "samename_cases.py")] == ["Case_a"]
-    with pytest.raises(
-        ParityUsageError, match=r"module name 'samename_cases' is already taken by .*a.samename_cases\.py"
-    ):
-        load_cases(tmp_path / "b" / "samename_cases.py")
-    sys.modules.pop("samename_cases", None)
