@@ -281,31 +281,6 @@ def test_a_bad_seed_is_a_usage_error(seed):
         parity.check(dense(), linear(), X, seed=seed)
 
 
-# -- the command line --------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "value, why",
-    [("abc", "seed must be an integer, got 'abc'"), ("-3", "seed must be between 0 and 2\\*\\*63 - 1, got -3")],
-)
-def test_a_bad_parity_seed_on_the_command_line_is_a_usage_error(pytester, value, why):
-    from parity.options import SEED
-
-    pytester.makepyfile("def test_nothing(): pass")
-    result = pytester.runpytest(f"{SEED.flag}={value}")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.re_match_lines([f".*{SEED.flag}: {why}"])
-    assert "Traceback" not in result.stderr.str()
-
-
-@pytest.mark.parametrize("flag, value", [("--parity-mode", "fast"), ("--parity-device", "TPU")])
-def test_bad_choices_on_the_command_line_are_usage_errors(pytester, flag, value):
-    pytester.makepyfile("def test_nothing(): pass")
-    result = pytester.runpytest(f"{flag}={value}")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*argument {flag}: invalid choice: '{value}'*"])
-
-
 # -- tolerance globs that match no compared tensor ---------------------------------------------
 
 
