@@ -3,7 +3,7 @@
 #   make parity     the bundled parity catalogue (cases/)
 #   make test       the test suite
 #   make test-core  only the tests that need no framework (CORE_TESTS), in .venv-core, where neither
-#                   MindSpore nor PyTorch is installed: seconds, for changes to the judge, the
+#                   MindSpore nor PyTorch is installed: about 20 s, for changes to the judge, the
 #                   registry, the records and the report page
 #   make bench      the benchmark (benchmarks/)
 PYTHON ?= python3.11
