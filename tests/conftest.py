@@ -1,11 +1,11 @@
 """What every test here needs, and when the frameworks are imported.
 
 Two tiers. The folders named in FRAMEWORK_FREE hold the tests that need neither MindSpore nor
-PyTorch: ``make test-core`` runs them in an environment with neither installed. Every other test
-file needs both.
+PyTorch: ``make test-core`` runs them in an environment with neither installed. Any other test
+may need both.
 
-A session that collects framework-free folders only imports neither framework, and fails where
-one is imported anyway: a module that imports one at collection fails to collect, a test that
+A session whose paths all lie in those folders imports neither framework, and fails where one is
+imported anyway: a module that imports one at collection fails to collect, a test that
 imports one fails (an attempt counts, also one that raised ImportError or was caught: in an
 environment without the frameworks that would be a silent skip, and pytester's in-process runs
 count too). Any other session imports both frameworks, where installed, when collection starts
