@@ -1,11 +1,23 @@
-# The two commands of the README's quick start, and `make lint` (what CI runs first: ruff's lint and
-# format check, then mypy). Each creates .venv on first use and reuses it.
+# The README's quick start is `make parity` and `make test`; each creates .venv on first use and
+# reuses it.
+#   make parity     the bundled parity catalogue (cases/)
+#   make test       the test suite
+#   make test-core  only the tests that need no framework (CORE_TESTS), in .venv-core, where neither
+#                   MindSpore nor PyTorch is installed: about 20 s, for changes to the judge, the
+#                   registry, the records and the report page
+#   make lint       ruff's lint and format check, then mypy (CI runs it first)
+#   make bench      the benchmark (benchmarks/)
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+CORE_VENV := .venv-core
+CORE_BIN := $(CORE_VENV)/bin
+CORE_STAMP := $(CORE_VENV)/.installed
+# The framework-free tier: tests/conftest.py's FRAMEWORK_FREE names the same folders.
+CORE_TESTS := tests/engine tests/judge tests/nightly tests/plugin tests/registry tests/tools
 
-.PHONY: parity test lint bench clean
+.PHONY: parity test test-core lint bench clean
 
 $(STAMP): pyproject.toml constraints.txt constraints-common.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,6 +25,14 @@ $(STAMP): pyproject.toml constraints.txt constraints-common.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[frameworks,hypothesis,zoo,test,lint]" pytest-xdist
 	$(BIN)/python -m pip install --quiet -c constraints.txt --no-deps torchvision transformers mindone timm
 	touch $(STAMP)
+
+# The package and what the tests use (pytest, Hypothesis, xdist, playwright), pinned as for .venv,
+# but neither framework: the constraints pin their versions and install neither.
+$(CORE_STAMP): pyproject.toml constraints.txt constraints-common.txt
+	test -x $(CORE_BIN)/python || $(PYTHON) -m venv $(CORE_VENV)
+	$(CORE_BIN)/python -m pip install --quiet --upgrade "pip>=23"
+	$(CORE_BIN)/python -m pip install --quiet -c constraints.txt -e ".[hypothesis,test]" pytest-xdist
+	touch $(CORE_STAMP)
 
 parity: $(STAMP)
 	$(BIN)/python -m pytest --parity cases
@@ -25,8 +45,15 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+test-core: $(CORE_STAMP)
+	@$(CORE_BIN)/python -c "import importlib.util, sys; \
+		found = [n for n in ('mindspore', 'torch') if importlib.util.find_spec(n)]; \
+		found and sys.exit('$(CORE_VENV) can import ' + ' and '.join(found) + ': the framework-free' \
+		' tests run without either (make clean, then make test-core)')"
+	$(CORE_BIN)/python -m pytest $(CORE_TESTS)
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_check.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CORE_VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,28 +1,123 @@
-"""Import both frameworks before any in-process pytester run: pytester restores sys.modules
-afterwards, and torch cannot be imported twice in one process. Also the fixtures several
-modules share: the in-process Cell collection and the report page's headless browser."""
+"""What every test here needs, and when the frameworks are imported.
+
+Two tiers. The folders named in FRAMEWORK_FREE hold the tests that need neither MindSpore nor
+PyTorch: ``make test-core`` runs them in an environment with neither installed. Any other test
+may need both.
+
+A session whose paths all lie in those folders imports neither framework, and fails where one is
+imported anyway: a module that imports one at collection fails to collect, a test that
+imports one fails (an attempt counts, also one that raised ImportError or was caught: in an
+environment without the frameworks that would be a silent skip, and pytester's in-process runs
+count too). Any other session imports both frameworks, where installed, when collection starts
+and so before any in-process pytester run: pytester restores sys.modules afterwards, and torch
+cannot be imported twice in one process.
+
+Also the fixtures several modules share: the in-process Cell collection and the report page's
+headless browser."""
 
 import gc
+import importlib
+import importlib.util
 import os
 import shutil
 import sys
+from pathlib import Path
 
-import mindspore  # noqa: F401
 import pytest
-import torch  # noqa: F401
 
 # Hypothesis profiles for tests/test_properties.py (README: "Property-based checks").
 # "fast" is the default: the same few examples on every run, for `make test` and CI.
 # "thorough" is for nightly runs: pytest --hypothesis-profile=thorough (Hypothesis's own option).
-from hypothesis import settings  # noqa: E402
+from hypothesis import settings
 
 settings.register_profile("fast", max_examples=8, deadline=None, derandomize=True, database=None, print_blob=True)
 settings.register_profile("thorough", max_examples=200, deadline=None, print_blob=True)
+
+TESTS = Path(__file__).resolve().parent
+# The framework-free tier: these folders of tests/, as the Makefile's CORE_TESTS lists them.
+FRAMEWORK_FREE = ("engine", "judge", "nightly", "plugin", "registry", "tools")
+FRAMEWORKS = ("mindspore", "torch")
+GUARD = "framework-free"  # the name FrameworkFree is registered under
+
+
+def framework_free(path):
+    """Whether ``path`` lies in a framework-free folder."""
+    return any(Path(path).is_relative_to(TESTS / folder) for folder in FRAMEWORK_FREE)
 
 
 def pytest_configure(config):
     if not config.getoption("--hypothesis-profile"):  # the option, when given, was loaded by Hypothesis
         settings.load_profile("fast")
+    here = config.invocation_params.dir
+    if all(framework_free((here / arg.split("::")[0]).resolve()) for arg in config.args):
+        config.pluginmanager.register(FrameworkFree(), GUARD)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session):
+    """Before anything is collected (pytest's warning filters apply here): both frameworks, unless
+    this session is framework-free. Where one is not installed, the tests that import it fail to
+    collect, saying so."""
+    if session.config.pluginmanager.has_plugin(GUARD):
+        return
+    for name in FRAMEWORKS:
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name)
+
+
+class FrameworkFree:
+    """The guard of a framework-free session. As a meta path finder it finds nothing: it notes each
+    attempt to import a framework, and the collection report or test report of the phase in which
+    the attempt happened fails, naming it."""
+
+    def __init__(self):
+        self.attempts, self.seen = [], set()
+        sys.meta_path.insert(0, self)
+
+    def find_spec(self, name, path=None, target=None):
+        # Asked by an import (importlib's _find_spec called from _find_and_load_unlocked), not by
+        # importlib.util.find_spec: parity scan finds torch's source files without running them.
+        if name in FRAMEWORKS and sys._getframe(2).f_code.co_name == "_find_and_load_unlocked":
+            self.attempts.append(name)
+            self.seen.add(name)
+        return None
+
+    def fail(self, report, who):
+        """Fail ``report`` if a framework was asked for since the last report."""
+        attempts, self.attempts = self.attempts, []
+        if attempts and not report.failed:  # a failed import (no framework here) already says which
+            names = " and ".join(sorted(set(attempts)))
+            folders = " ".join(f"tests/{folder}" for folder in FRAMEWORK_FREE)
+            report.outcome = "failed"
+            report.longrepr = (
+                f"{who} imported {names}: the tests in {folders} run without either framework "
+                "(make test-core); a test that needs one belongs in a module at tests/"
+            )
+        return report
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_make_collect_report(self, collector):
+        return self.fail((yield), collector.nodeid or "collection")
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        return self.fail((yield), f"{item.nodeid} ({call.when})")
+
+    def pytest_collection_finish(self, session):
+        unseen = [name for name in FRAMEWORKS if name in sys.modules and name not in self.seen]
+        if unseen:  # imported before this guard was installed: by a plugin or a conftest
+            raise pytest.UsageError(f"{' and '.join(unseen)} imported before collecting framework-free tests")
+
+    def pytest_unconfigure(self, config):
+        sys.meta_path.remove(self)
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if hasattr(terminalreporter.config, "workerinput") or terminalreporter.config.getoption("dist", "no") != "no":
+            return  # under xdist each worker guards itself; their summaries are not shown
+        present = [name for name in FRAMEWORKS if name in sys.modules]
+        folders = " ".join(f"tests/{folder}" for folder in FRAMEWORK_FREE)
+        found = f"{' and '.join(present)} imported" if present else "neither mindspore nor torch was imported"
+        terminalreporter.write_line(f"framework-free ({folders}): {found}")
 
 
 @pytest.fixture
@@ -63,7 +158,8 @@ def _chromium(playwright):
 
 @pytest.fixture(scope="module")
 def browser():
-    """A headless Chromium for the report page's tests (tests/test_report_page.py, test_report_tree.py)."""
+    """A headless Chromium for the report page's tests (tests/test_report_page.py, test_report_tree.py,
+    nightly/test_tree.py)."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the `test` extra)")
     with sync_api.sync_playwright() as playwright:
         chromium = _chromium(playwright)

@@ -2,7 +2,9 @@
 fixes, drift, new and missing checks, another environment), also under xdist. Real pairs, run
 with pytester as in tests/test_plugin.py; the drift is real: PyTorch's GELU switches to its tanh
 approximation, which stays inside a loose tolerance and fails the default one. Issue 10's
-demonstration runs a small catalogue under xdist with one drift injected on the MindSpore side."""
+demonstration runs a small catalogue under xdist with one drift injected on the MindSpore side.
+The options' usage errors and the comparison's rules on records written by hand need no
+framework: tests/nightly/test_baseline.py."""
 
 import html.parser
 import json
@@ -195,30 +197,6 @@ def test_fixes_missing_and_uncollected_checks_and_a_baseline_from_another_enviro
     )
 
 
-@pytest.mark.parametrize(
-    "args, message",
-    [
-        ([f"{BASELINE}=base"], f"ERROR: {BASELINE} need {PARITY}: without it parity tests are skipped*"),
-        ([PARITY, f"{BASELINE}=nowhere"], f"ERROR: {BASELINE}: *nowhere does not exist*"),
-        ([PARITY, f"{BASELINE}=."], f"ERROR: {BASELINE}: * holds no {BASELINE_FILE}, nor folders holding one*"),
-        (
-            [PARITY, f"{SAVE_BASELINE}=x", f"{DRIFT}=1"],
-            f"ERROR: {DRIFT}: the drift factor must be a finite number greater than 1, got '1'",
-        ),
-        ([PARITY, f"{SAVE_BASELINE}=x", f"{DRIFT}=four"], f"ERROR: {DRIFT}: expected a number greater than 1*"),
-        (
-            [PARITY, f"{SAVE_BASELINE}=test_nothing.py"],
-            f"ERROR: {SAVE_BASELINE}: *test_nothing.py is a file; give a folder*",
-        ),
-    ],
-)
-def test_bad_options_are_usage_errors(pytester, args, message):
-    pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
-    result = pytester.runpytest("-p", "no:cacheprovider", *args)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([message])
-
-
 def test_under_xdist_the_controller_compares_and_saves_every_check_once(inner, pytester):
     pytest.importorskip("xdist")
     inner(f"{SAVE_BASELINE}=base", sometimes=True).assert_outcomes(passed=4)
@@ -336,7 +314,7 @@ def test_done_when_a_catalogue_run_under_xdist_reports_exactly_one_injected_drif
     """Issue 10's demonstration: a catalogue run under ``-n 2`` with ``--parity-report`` and a
     baseline from the same run with one drift injected reports that drift and nothing else, and
     ``parity report`` makes the page of it (loaded in a browser in tests/test_report_page.py). The
-    shards' union is the whole run: tests/test_shards.py::test_shards_are_disjoint_and_their_union_is_the_whole_run."""
+    shards' union is the whole run: tests/nightly/test_shards.py::test_shards_are_disjoint_and_their_union_is_the_whole_run."""
     pytest.importorskip("xdist")
     pytester.makefile(".toml", pyproject='[tool.pytest.ini_options]\nparity_cases = ["catalogue"]\n')
     pytester.mkdir("catalogue")
@@ -382,86 +360,3 @@ def test_done_when_a_catalogue_run_under_xdist_reports_exactly_one_injected_drif
     markdown = (pytester.path / "out.md").read_text(encoding="utf-8")
     assert len([line for line in markdown.splitlines() if line.startswith(f"| {nodeids[0]} |")]) == len(grew)
     assert not any(line.startswith(f"| {nodeid} |") for nodeid in nodeids[1:] for line in markdown.splitlines())
-
-
-def test_help_shows_the_baseline_options(pytester):
-    result = pytester.runpytest("--help")
-    result.stdout.fnmatch_lines(
-        [f"*{BASELINE}=DIR*", f"*{SAVE_BASELINE}=DIR*", f"*{DRIFT}=FACTOR*", f"*{DRIFT_FAILS}={{yes,no}}*"],
-        consecutive=False,
-    )
-
-
-# -- the comparison's rules, on records written here (the runs above measure real ones) ----------
-
-
-def record(nodeid, verdict, *tensors, error=None):
-    return {
-        "nodeid": nodeid,
-        "index": 0,
-        "verdict": verdict,
-        "worst_margin": max((t["margin"] for t in tensors), default=None),
-        "tensors": list(tensors),
-        "error": error,
-    }
-
-
-def tensor(margin, passed=None, name="output", tolerance=(1.3e-6, 1e-5)):
-    return {
-        "kind": "output",
-        "name": name,
-        "mode": "pynative",
-        "margin": margin,
-        "passed": margin <= 1 if passed is None else passed,
-        "tolerance": {"rtol": tolerance[0], "atol": tolerance[1]},
-    }
-
-
-def compared(before, after, **kwargs):
-    from parity.nightly import drift
-    from parity.nightly.runs import Run
-
-    return drift.compare(
-        Run({"created": "2026-01-01T00:00:00+00:00"}, before, ("base",)),
-        after,
-        {"created": "2026-01-02T00:00:00+00:00"},
-        **kwargs,
-    )
-
-
-def test_drift_is_growth_over_the_floor_and_a_tolerance_change_is_said():
-    tiny = compared([record("t::a", "pass", tensor(1e-9))], [record("t::a", "pass", tensor(1e-8))])
-    assert tiny.changes == []  # ten times larger, and far inside the tolerance: not drift
-    floored = compared([record("t::a", "pass", tensor(1e-9))], [record("t::a", "pass", tensor(4.1e-3))])
-    assert [c.kind for c in floored.changes] == ["drift"] and floored.changes[0].tensors[0].ratio == pytest.approx(4.1)
-    at_factor = compared([record("t::a", "pass", tensor(0.01))], [record("t::a", "pass", tensor(0.04))])
-    assert at_factor.changes == []  # "more than" the factor
-    loosened = compared(
-        [record("t::a", "pass", tensor(0.01))], [record("t::a", "pass", tensor(0.5, tolerance=(1e-3, 1e-3)))], factor=10
-    )
-    assert loosened.changes[0].line() == (
-        "DRIFT t::a: output 'output' [pynative] margin 0.5, 50x the baseline's 0.01; "
-        "tolerance changed (rtol 1.3e-06 atol 1e-05 -> rtol 0.001 atol 0.001)"
-    )
-
-
-def test_new_failures_count_errors_and_newly_failing_tensors_of_a_check_that_failed_before():
-    error = {"type": "ParityUsageError", "message": "..."}
-    found = compared(
-        [
-            record("t::a", "pass", tensor(0.1)),
-            record("t::b", "fail", tensor(2.0), tensor(0.5, name="x")),
-            record("t::c", "fail", tensor(3.0)),
-            record("t::d", "xfail", tensor(3.0)),
-        ],
-        [
-            record("t::a", "error", error=error),
-            record("t::b", "fail", tensor(2.0), tensor(1.5, name="x")),
-            record("t::c", "fail", tensor(9.0)),
-            record("t::d", "pass", tensor(0.2)),
-        ],
-    )
-    assert [(c.kind, c.label) for c in found.changes] == [("new failure", "t::a"), ("new failure", "t::b")]
-    assert found.changes[0].line() == "NEW FAILURE t::a: ParityUsageError (baseline: pass)"
-    assert found.changes[1].line() == "NEW FAILURE t::b: output 'x' [pynative] margin 1.5 (baseline 0.5, fail)"
-    assert found.regressions(drift_fails=False) == ["2 new failures"]

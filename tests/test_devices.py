@@ -36,7 +36,7 @@ from parity.engine.check import Settings, run_check
 from parity.errors import ParityMismatch, ParityUsageError
 from parity.judge import devices
 from parity.judge.tolerance import DTYPE_DEFAULTS, Tolerance, ToleranceSpec, resolve
-from parity.nightly.records import check_record, fingerprint
+from parity.nightly.records import check_record
 
 try:
     import tomllib
@@ -326,33 +326,7 @@ def test_every_precision_mode_mindspore_accepts_is_in_the_profile_data():
     assert accepted == listed
 
 
-def test_profile_numbers_are_the_dtype_defaults_of_the_narrower_types():
-    with devices.PROFILES_PATH.open("rb") as file:
-        data = tomllib.load(file)
-    for kind, entry in data["float32_computed_in"].items():
-        assert Tolerance(entry["rtol"], entry["atol"]) == DTYPE_DEFAULTS[kind], kind
-    narrower = set(data["Ascend"]["precision_mode"].values()) | {data["Ascend"]["hf32"], data["Ascend"]["unknown"]}
-    assert narrower - {"float32"} <= set(data["float32_computed_in"])
-
-
-# -- the fingerprint, the record and the message ----------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "device_name, torch_npu, expected",
-    [
-        ("Ascend", None, ("cpu", "PyTorch reference on CPU: torch_npu not installed")),
-        ("Ascend", "2.5.1", ("npu", "PyTorch reference on npu (torch_npu 2.5.1)")),
-        ("CPU", None, ("cpu", "PyTorch reference on CPU")),
-    ],
-)
-def test_the_fingerprint_states_where_the_reference_will_run(tmp_path, monkeypatch, device_name, torch_npu, expected):
-    from parity.nightly import environment
-
-    real = environment.versions
-    monkeypatch.setattr(environment, "versions", lambda: {**real(), "torch_npu": torch_npu})
-    found = fingerprint(root=tmp_path, device=device_name, seed=None, mode=None)["torch_reference"]
-    assert (found["device"], found["text"]) == expected
+# -- the record and the message ---------------------------------------------------------------
 
 
 class _Scale(msnn.Cell):

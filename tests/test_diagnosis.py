@@ -1,6 +1,7 @@
 """Likely causes without false leads: known mismatches judged on the shapes each layer saw, only
 at layers that can explain the divergence; registry hints on weights that cannot be paired; layer
-rows whose outputs differ in shape.
+rows whose outputs differ in shape. The helpers and the diagnosis's arithmetic on layer tables made
+by hand need no framework: tests/registry/test_diagnosis.py.
 
 The end-to-end regression is mindcv's ResNet-50 convention against torchvision's layout: the stem
 max-pool (``pad_mode='same'``) is the one cause, none of the 36 1x1 convolutions (``pad_mode='same'``
@@ -15,50 +16,14 @@ from mindspore import nn as msnn
 
 import parity
 from cases.models import resnet, resnet_mindcv
-from parity.engine import messages as report
 from parity.engine.check import Settings, run_check
-from parity.engine.localize import LayerTable, LayerVerdict
 from parity.registry import rules
-from parity.registry.diagnosis import Seen, diagnose, likely_causes, observed, parameter_causes
+from parity.registry.diagnosis import Seen, diagnose, likely_causes, parameter_causes
 
 same_pads_differ = rules.HELPERS["same_pads_differ"]
 
 
 # ---------------------------------------------------------------- MindSpore 'same' vs PyTorch padding
-
-
-@pytest.mark.parametrize(
-    "shape, kernel, stride, padding, differs",
-    [
-        ((2, 64, 32, 32), 3, 2, 1, True),  # 'same' pads (0, 1), PyTorch (1, 1): the ResNet stem max-pool
-        ((2, 64, 33, 33), 3, 2, 1, False),  # 'same' pads (1, 1) on an odd size
-        ((2, 8, 16, 16), (3, 3), (1, 1), (1, 1), False),
-        ((2, 8, 16, 16), (3, 3), (1, 1), (0, 0), True),
-        ((2, 8, 16, 16), (1, 1), (1, 1), (0, 0), False),
-        ((2, 8, 15, 16), (1, 1), (2, 2), (0, 0), False),  # a strided 1x1 kernel pads nothing either
-        ((2, 8, 16, 16), 2, 2, 0, False),
-        ((2, 8, 15, 15), 2, 2, 0, True),  # odd: 'same' keeps the last column, PyTorch drops it
-        ((2, 4, 10), (3,), (1,), "valid", True),
-        ((2, 4, 10), (4,), (1,), "same", False),  # PyTorch's own 'same' also puts the odd pad at the end
-    ],
-)
-def test_same_pads_differ_for_the_input_shape(shape, kernel, stride, padding, differs):
-    assert same_pads_differ(shape, kernel, stride, 1, padding) is differs
-
-
-@pytest.mark.parametrize(
-    "kernel, stride, padding, differs",
-    [
-        ((1, 1), (1, 1), (0, 0), False),
-        ((1, 1), (2, 2), (0, 0), False),
-        ((3, 3), (1, 1), (1, 1), False),
-        ((3, 3), (2, 2), (1, 1), True),  # for even sizes
-        ((2, 2), (2, 2), (0, 0), True),  # for odd sizes
-        ((3, 3), (1, 1), (0, 0), True),
-    ],
-)
-def test_same_pads_differ_for_some_input_when_the_shape_is_unknown(kernel, stride, padding, differs):
-    assert same_pads_differ(None, kernel, stride, (1, 1), padding) is differs
 
 
 def test_same_pads_differ_agrees_with_mindspore_and_pytorch():
@@ -179,56 +144,6 @@ def test_layers_pair_as_the_check_aligned_them():
     assert [(d.entry.id, d.path, d.ms_path) for d in found] == [("maxpool2d-pad-mode-same", "first", "pool_a")]
 
 
-def _verdict(path, status, shape, direction="forward", ms_path=None, fed=0.0):
-    """A verdict whose inputs are ``fed`` times their tolerance off (relative error as much)."""
-    return LayerVerdict(
-        direction,
-        path,
-        ms_path or path,
-        "Conv2d",
-        "Conv2d",
-        0,
-        fed,
-        fed,
-        0.0,
-        0.0,
-        0.0,
-        status=status,
-        in_shapes=(shape,),
-        ms_in_shapes=(shape,),
-    )
-
-
-def test_observed_collects_input_shapes_and_divergence():
-    table = LayerTable(
-        forward=[
-            _verdict("a", "ok", (1, 3, 8, 8)),
-            _verdict("a", "ok", (1, 3, 4, 4)),
-            _verdict("a", "ok", (1, 3, 8, 8)),
-            _verdict("b", "FAIL", (1, 4, 8, 8), ms_path="b_ms"),
-            _verdict("c", "downstream", (1, 4, 4, 4), fed=5),
-            _verdict("x", "unaligned", (1, 1)),
-        ],
-        backward=[_verdict("c", "FAIL", (1, 4, 4, 4), direction="backward")],
-    )
-    assert observed(table) == {
-        "a": Seen("a", ((1, 3, 8, 8), (1, 3, 4, 4)), False),
-        "b": Seen("b_ms", ((1, 4, 8, 8),), True),
-        "c": Seen("c", ((1, 4, 4, 4),), True),
-    }
-
-
-def test_a_layers_own_failing_tensors_count_only_where_what_flowed_in_agreed():
-    table = LayerTable(
-        forward=[_verdict("bn", "ok", (2, 4)), _verdict("fed", "downstream", (2, 4), fed=3)],
-        backward=[_verdict("bn", "ok", (2, 4), "backward", fed=3), _verdict("fed", "ok", (2, 4), "backward")],
-    )
-    seen = observed(table, [("bn", "buffer"), ("fed", "buffer"), ("fed", "param grad"), ("gone", "buffer")])
-    assert {p: s.diverged for p, s in seen.items()} == {"bn": True, "fed": False}
-    seen = observed(table, [("bn", "param grad")])  # its gradient flowed in already differing
-    assert not seen["bn"].diverged
-
-
 def test_running_statistics_of_a_layer_fed_alike_keep_its_cause():
     """Train mode, BatchNorm momentum: every layer's outputs agree, only the running statistics
     differ; the cause at that BatchNorm stays, the LeakyReLU's slope (seen to agree on positive
@@ -300,30 +215,6 @@ def test_parameter_causes_only_where_the_parameters_do_not_line_up():
 
 
 # ---------------------------------------------------------------- layer rows whose shapes differ
-
-
-def test_a_layer_row_with_different_output_shapes_says_so():
-    verdict = LayerVerdict(
-        "forward",
-        "pool",
-        "pool",
-        "MaxPool2d",
-        "MaxPool2d",
-        0,
-        0.0,
-        0.0,
-        float("inf"),
-        float("inf"),
-        float("inf"),
-        status="FAIL",
-        in_shapes=((2, 3, 8, 8),),
-        ms_in_shapes=((2, 3, 8, 8),),
-        out_shapes=((2, 3, 4, 4),),
-        ms_out_shapes=((2, 3, 7, 7),),
-    )
-    line = report.layer_lines([verdict], "forward")[1]
-    assert line.endswith("MaxPool2d              shapes differ: (2, 3, 7, 7) vs (2, 3, 4, 4)   <- first divergence")
-    assert "inf" not in line
 
 
 def test_a_failure_message_shows_the_shapes_a_layer_changed():

@@ -1,7 +1,6 @@
 """Every wrong call is a ParityUsageError that says what to write instead, never a deep framework
 traceback; frameworks that disagree are a ParityMismatch."""
 
-import sys
 import traceback
 
 import mindspore as ms
@@ -282,31 +281,6 @@ def test_a_bad_seed_is_a_usage_error(seed):
         parity.check(dense(), linear(), X, seed=seed)
 
 
-# -- the command line --------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "value, why",
-    [("abc", "seed must be an integer, got 'abc'"), ("-3", "seed must be between 0 and 2\\*\\*63 - 1, got -3")],
-)
-def test_a_bad_parity_seed_on_the_command_line_is_a_usage_error(pytester, value, why):
-    from parity.options import SEED
-
-    pytester.makepyfile("def test_nothing(): pass")
-    result = pytester.runpytest(f"{SEED.flag}={value}")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.re_match_lines([f".*{SEED.flag}: {why}"])
-    assert "Traceback" not in result.stderr.str()
-
-
-@pytest.mark.parametrize("flag, value", [("--parity-mode", "fast"), ("--parity-device", "TPU")])
-def test_bad_choices_on_the_command_line_are_usage_errors(pytester, flag, value):
-    pytester.makepyfile("def test_nothing(): pass")
-    result = pytester.runpytest(f"{flag}={value}")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*argument {flag}: invalid choice: '{value}'*"])
-
-
 # -- tolerance globs that match no compared tensor ---------------------------------------------
 
 
@@ -363,22 +337,3 @@ def test_a_structural_failure_is_reported_rather_than_the_globs_it_left_uncompar
             parity.randn((1, 3, 6, 6)),
             tolerance={"weight": parity.Tolerance(1e-4, 1e-4)},
         )
-
-
-def test_two_catalogue_files_with_one_module_name_are_not_confused(tmp_path, monkeypatch):
-    from parity.engine.case import load_cases
-
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.delitem(sys.modules, "samename_cases", raising=False)
-    for folder in ("a", "b"):
-        (tmp_path / folder).mkdir()
-        (tmp_path / folder / "samename_cases.py").write_text(
-            "from parity import ParityCase, randn\n"
-            f"Case_{folder} = ParityCase('Case_{folder}', mindspore='m:M', torch='t:T', inputs=randn((2,)))\n"
-        )
-    assert [c.name for c in load_cases(tmp_path / "a" / "samename_cases.py")] == ["Case_a"]
-    with pytest.raises(
-        ParityUsageError, match=r"module name 'samename_cases' is already taken by .*a.samename_cases\.py"
-    ):
-        load_cases(tmp_path / "b" / "samename_cases.py")
-    sys.modules.pop("samename_cases", None)

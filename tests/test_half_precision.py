@@ -17,8 +17,6 @@ import parity
 from parity import ParityMismatch, ParityUnsupported
 from parity.backends import mindspore as msb
 from parity.backends import torch as tb
-from parity.engine.inputs import materialize, per_side_inputs
-from parity.judge.golden import GOLDEN_FACTOR, golden_verdict
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -117,28 +115,6 @@ def test_cotangent_takes_each_sides_output_dtype():
         parity.check(cell.to_float(ms.float16), module, parity.randn((16, 32)), seed=3, localize=False)
     assert "Forward output dtypes differ: MindSpore float16 vs PyTorch float32" in str(caught.value)
     assert "MindSpore computes in float16, PyTorch in float32" in str(caught.value)
-
-
-def test_inputs_are_cast_per_side_with_the_same_values():
-    data = materialize((parity.randn((3, 5)), parity.randint((3,), 0, 4)), seed=1)
-    ms_data, torch_data, notes = per_side_inputs(data, "bfloat16", "float16")
-    assert ms_data.args[0].dtype == BF16 and torch_data.args[0].dtype == np.float16
-    assert np.array_equal(ms_data.args[0].astype(np.float64), torch_data.args[0].astype(np.float64))
-    assert ms_data.args[1].dtype == torch_data.args[1].dtype == np.int64  # integers as given
-    assert per_side_inputs(data, None, None) == (data, data, [])
-    assert "MindSpore computes in bfloat16, PyTorch in float16" in notes[0]
-    assert "MindSpore as bfloat16, to PyTorch as float16" in notes[1]
-
-
-def test_golden_judge_rule():
-    golden = np.linspace(-1.0, 1.0, 101)
-    torch_side = golden + 1e-4 * np.cos(np.arange(101))
-    close = golden_verdict(golden + 3e-4 * np.sin(np.arange(101)), torch_side, golden, "float16", 5.0)
-    assert close.passed and 0 < close.margin <= 1
-    far = golden_verdict(golden * 1.05, torch_side, golden, "float16", 50.0)
-    assert not far.passed and far.l2_margin > 1 and far.factor == GOLDEN_FACTOR
-    exact = golden_verdict(golden.astype(np.float16), golden.astype(np.float16), golden, "float16", 2.0)
-    assert exact.torch_error > 0 and exact.passed  # rounding to float16 itself is within the floor
 
 
 # -- bfloat16 ----------------------------------------------------------------------------------

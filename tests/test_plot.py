@@ -1,8 +1,7 @@
-"""parity.plot_training and ``parity run --plot``: the HTML file, read back with html.parser."""
+"""parity.plot_training and ``parity run --plot``: the HTML file, read back with html.parser. The
+margin chart's scale and the usage errors need no framework: tests/nightly/test_plot.py."""
 
-import math
 import sys
-from html.parser import HTMLParser
 
 import mindspore
 import pytest
@@ -10,7 +9,8 @@ import torch
 
 import parity
 from parity import cli
-from parity.nightly.plot import BOTTOM, HEIGHT, TOP, _margin_chart
+
+from nightly.test_plot import _points, _Svg  # the page's parser, shared with the plot's framework-free tests
 
 BATCHES = [(parity.randn((4, 4)), parity.randint((4,), 0, 3)), (parity.randn((4, 4)), parity.randint((4,), 0, 3))]
 
@@ -18,35 +18,6 @@ BATCHES = [(parity.randn((4, 4)), parity.randint((4,), 0, 3)), (parity.randn((4,
 def _net():
     torch.manual_seed(0)
     return torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.BatchNorm1d(6), torch.nn.ReLU(), torch.nn.Linear(6, 3))
-
-
-class _Svg(HTMLParser):
-    """Every element's attributes, by tag; the text of <td> cells; whether anything is left open."""
-
-    def __init__(self):
-        super().__init__()
-        self.tags, self.cells, self.open = {}, [], []
-        self._in_td = False
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.setdefault(tag, []).append(dict(attrs))
-        if tag not in ("meta", "line", "rect", "polyline", "circle"):
-            self.open.append(tag)
-        self._in_td = tag == "td"
-
-    def handle_startendtag(self, tag, attrs):
-        self.tags.setdefault(tag, []).append(dict(attrs))
-
-    def handle_endtag(self, tag):
-        if tag in ("meta", "line", "rect", "polyline", "circle"):
-            return
-        assert self.open and self.open[-1] == tag, f"</{tag}> closes <{self.open[-1] if self.open else None}>"
-        self.open.pop()
-        self._in_td = False
-
-    def handle_data(self, data):
-        if self._in_td:
-            self.cells.append(data)
 
 
 def _parse(path):
@@ -59,10 +30,6 @@ def _parse(path):
 
 def _series(page):
     return {p["data-series"]: p for p in page.tags["polyline"]}
-
-
-def _points(polyline):
-    return [tuple(map(float, xy.split(","))) for xy in polyline["points"].split()]
 
 
 @pytest.fixture(scope="module")
@@ -126,18 +93,6 @@ def test_plot_of_a_failed_check_marks_the_failing_steps_above_the_line(tmp_path)
     assert any(cell.startswith("FAIL ") for cell in page.cells)
 
 
-def test_margin_scale_is_logarithmic_and_an_exact_zero_sits_on_the_floor():
-    page = _Svg()
-    page.feed(_margin_chart([1, 2, 3, 4], [0.0, 1e-3, 1.0, 1e2], [False, False, False, True]))
-    (points,) = [_points(p) for p in page.tags["polyline"]]
-    ys = [y for _, y in points]
-    assert ys[0] == pytest.approx(HEIGHT - BOTTOM)  # 0: the bottom edge
-    assert ys[3] == pytest.approx(TOP)  # the greatest margin: the top edge
-    # one decade is one decade: 1e-3 -> 1 spans 3 of the 5 decades 1e-3 .. 1e2
-    assert (ys[1] - ys[2]) / (ys[1] - ys[3]) == pytest.approx(3 / 5)
-    assert not math.isclose(ys[0], ys[1])
-
-
 @pytest.mark.parametrize(
     "target, message",
     [
@@ -149,11 +104,6 @@ def test_plot_path_errors(passed, tmp_path, target, message):
     (tmp_path / "folder").mkdir()
     with pytest.raises(parity.ParityUsageError, match=message):
         parity.plot_training(passed, tmp_path / target)
-
-
-def test_plot_takes_a_training_result_only(tmp_path):
-    with pytest.raises(parity.ParityUsageError, match="takes the TrainingResult of parity.check_training"):
-        parity.plot_training({"ms_losses": [1.0]}, tmp_path / "loss.html")
 
 
 CATALOGUE = """
@@ -189,9 +139,3 @@ def test_cli_run_plot_writes_one_file_per_training_item(tmp_path, capsys, import
     assert [p.name for p in out.iterdir()] == ["Trains_training.html"]  # the forward item draws nothing
     assert f"plot {out / 'Trains_training.html'}" in capsys.readouterr().out
     assert len(_points(_series(_parse(out / "Trains_training.html"))["loss PyTorch"])) == 3
-
-
-def test_cli_plot_must_be_a_folder(tmp_path, capsys):
-    (tmp_path / "taken").write_text("")
-    assert cli.main(["run", str(tmp_path), "--plot", str(tmp_path / "taken")]) == 2
-    assert "--plot" in capsys.readouterr().err

@@ -1,25 +1,21 @@
-"""The pytest side, tested from outside with pytester: options, skipping without --parity, the
-fixture, the marker, the catalogue items, the summary, and xdist.
+"""The pytest side, tested from outside with pytester: the fixture, the marker and the catalogue
+running real checks, the summary, and xdist. The options and what happens without --parity or
+before a check runs need no framework: tests/plugin/.
 
 In-process runs share the frameworks tests/conftest.py imported; `runpytest_subprocess` is used
 where the environment matters (which modules get imported, xdist)."""
-
-import textwrap
 
 import hypothesis  # noqa: F401  imported here, the hypothesis plugin's import survives each in-process run
 import pytest
 
 from parity import options as opts
-from parity.plugin import SKIP_REASON
+
+from plugin.test_collection import BROKEN, CASES, FACTORIES, PYPROJECT, write_catalogue
 
 PARITY, SEED, MODE, DEVICE = opts.PARITY, opts.SEED.flag, opts.MODE.flag, opts.DEVICE.flag
 
 pytestmark = pytest.mark.usefixtures("collect_inner_cells")  # tests/conftest.py
 
-PYPROJECT = """
-[tool.pytest.ini_options]
-parity_cases = ["catalogue"]
-"""
 
 # Imports nothing heavy at module level: the framework imports live inside the tests.
 FIXTURE_TESTS = """
@@ -39,49 +35,7 @@ def test_fail(parity):
     parity.check(mindspore.nn.GELU(approximate=False), torch.nn.GELU(approximate="tanh"), parity.randn((2, 4)))
 """
 
-FACTORIES = """
-from parity import ParityCase, Tolerance, randn
 
-
-def ms_dense():
-    import mindspore
-
-    return mindspore.nn.Dense(4, 3)
-
-
-def torch_linear():
-    import torch
-
-    return torch.nn.Linear(4, 3)
-
-
-def ms_gelu():
-    import mindspore
-
-    return mindspore.nn.GELU(approximate=False)
-
-
-def torch_gelu():
-    import torch
-
-    return torch.nn.GELU(approximate="tanh")
-"""
-
-CASES = """
-Tiny = ParityCase("Tiny", mindspore=ms_dense, torch=torch_linear, inputs=randn((2, 4)), train=(False, True))
-
-Gelu = ParityCase("Gelu", mindspore=ms_gelu, torch=torch_gelu, inputs=randn((2, 8)),
-                  xfail="MindSpore GELU is exact here; PyTorch uses the tanh approximation")
-
-Fixed = ParityCase("Fixed", mindspore=ms_gelu, torch=torch_gelu, inputs=randn((2, 8)),
-                   tolerance=Tolerance(1e-2, 1e-2), xfail="stale: the tolerance already covers it")
-"""
-
-BROKEN = """
-Broken = ParityCase("Broken", mindspore=ms_gelu, torch=torch_gelu, inputs=randn((2, 8)))
-"""
-
-CATALOGUE = FACTORIES + CASES
 BROKEN_CATALOGUE = FACTORIES + BROKEN
 
 
@@ -105,100 +59,6 @@ def warm_frameworks():
 def project(pytester):
     pytester.makefile(".toml", pyproject=PYPROJECT)
     return pytester
-
-
-def write_catalogue(pytester, text=CATALOGUE):
-    pytester.mkdir("catalogue")
-    pytester.path.joinpath("catalogue", "tiny.py").write_text(textwrap.dedent(text))
-
-
-# -- without --parity --------------------------------------------------------------------------
-
-
-def test_parity_tests_are_skipped_without_the_flag(project):
-    project.makepyfile(
-        test_skip="""
-        import pytest
-
-        def test_fixture(parity):
-            raise AssertionError("must not run")
-
-        @pytest.mark.parity(tolerance=(1e-3, 1e-3))
-        def test_marked():
-            raise AssertionError("must not run")
-
-        def test_plain():
-            pass
-    """
-    )
-    result = project.runpytest("-rs", "--strict-markers")
-    result.assert_outcomes(passed=1, skipped=2)
-    assert "pytest --parity" in SKIP_REASON
-    result.stdout.fnmatch_lines_random(
-        [f"SKIPPED [[]1[]] test_skip.py: {SKIP_REASON}", f"SKIPPED [[]1[]] test_skip.py:*: {SKIP_REASON}"]
-    )
-
-
-def test_loading_the_plugin_imports_no_framework(project):
-    """A fresh process: the plugin is loaded, parity tests and a catalogue are collected and
-    skipped, and neither framework is imported."""
-    project.makeconftest("""
-        import sys
-        from pathlib import Path
-
-        def pytest_sessionfinish(session):
-            loaded = [name for name in ("parity.plugin", "mindspore", "torch") if name in sys.modules]
-            Path("modules.txt").write_text(" ".join(loaded))
-    """)
-    project.makepyfile(
-        test_light="""
-        import pytest
-
-        def test_fixture(parity):
-            pass
-
-        @pytest.mark.parity
-        def test_marked():
-            pass
-    """
-    )
-    write_catalogue(project)
-    result = project.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(skipped=3)
-    assert project.path.joinpath("modules.txt").read_text() == "parity.plugin"
-
-
-def test_help_shows_the_options(pytester):
-    result = pytester.runpytest("--help")
-    assert result.ret == 0
-    result.stdout.fnmatch_lines(
-        ["*MindSpore <-> PyTorch parity*", f"*{PARITY} *"] + [f"*{option.flag}*" for option in opts.OPTIONS],
-        consecutive=False,
-    )
-    text = result.stdout.str()
-    for option in opts.OPTIONS:
-        assert option.help.split(":")[0][:30] in text
-        for choice in option.choices or ():
-            assert choice in text
-    result.stdout.fnmatch_lines(["*parity_cases*"])
-
-
-def test_catalogue_without_the_flag_is_one_skipped_placeholder_and_is_not_imported(project):
-    write_catalogue(project, CATALOGUE + '\nraise RuntimeError("imported without --parity")\n')
-    result = project.runpytest("-rs", "-v")
-    result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(
-        [
-            "catalogue/tiny.py::[[]needs --parity[]] SKIPPED (parity catalogue: run w*",
-            "SKIPPED [[]1[]] *: parity catalogue: run with `pytest --parity` to build and compare these pairs",
-        ]
-    )
-
-
-def test_catalogue_placeholder_skip_points_at_the_catalogue_file(project):
-    write_catalogue(project)
-    result = project.runpytest("-rs")
-    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] catalogue/tiny.py*: parity catalogue: run with `pytest --parity`*"])
 
 
 # -- the fixture with --parity ----------------------------------------------------------------
@@ -332,22 +192,6 @@ def test_summary_of_an_output_structure_mismatch_names_it(project):
     result.stdout.fnmatch_lines(["*= parity summary =*", "* test_structure.py::test_structure: *structure*"])
 
 
-# -- the catalogue -----------------------------------------------------------------------------
-
-
-def test_catalogue_cases_are_items_per_variant(project):
-    write_catalogue(project)
-    result = project.runpytest(PARITY, "--collect-only", "-q")
-    result.stdout.fnmatch_lines(
-        [
-            "catalogue/tiny.py::Tiny[[]eval[]]",
-            "catalogue/tiny.py::Tiny[[]train[]]",
-            "catalogue/tiny.py::Gelu[[]eval[]]",
-            "catalogue/tiny.py::Fixed[[]eval[]]",
-        ]
-    )
-
-
 def test_catalogue_run_with_strict_xfail_and_summary(project):
     write_catalogue(project, FACTORIES + CASES + BROKEN)
     result = project.runpytest(PARITY, "-v", "-rX")
@@ -371,15 +215,6 @@ def test_catalogue_run_with_strict_xfail_and_summary(project):
             "ok    catalogue/tiny.py::Fixed[[]eval[]]: worst margin *",
             "FAIL  catalogue/tiny.py::Broken[[]eval[]]: worst margin *",
         ]
-    )
-
-
-def test_catalogue_case_names_must_be_unique(project):
-    write_catalogue(project, FACTORIES + BROKEN + BROKEN.replace("Broken = ", "Again = "))
-    result = project.runpytest(PARITY)
-    assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines(
-        ["*ERROR collecting catalogue/tiny.py*", "*case names must be unique, repeated: [[]'Broken'[]]*"]
     )
 
 

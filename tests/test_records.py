@@ -1,16 +1,14 @@
-"""--parity-report (JSON-lines records, also under xdist), the record loader, and what parity adds
-to pytest's JUnit XML. Real pairs, run with pytester as in tests/test_plugin.py."""
+"""--parity-report (JSON-lines records, also under xdist) and what parity adds to pytest's JUnit XML.
+Real pairs, run with pytester as in tests/test_plugin.py. The record loader and the environment
+record, which need no framework: tests/nightly/."""
 
 import json
-import subprocess
-import sys
 import textwrap
 import xml.etree.ElementTree as ET
 
 import pytest
 
 from parity import options as opts
-from parity.errors import ParityUsageError
 from parity.nightly.records import RECORD_KEY, SCHEMA, VERDICTS, read_records
 from parity.plugin import REPORT
 from parity.plugin.junit import PROPERTIES
@@ -341,88 +339,3 @@ def test_under_xdist_the_controller_writes_every_record_once(pytester):
     assert sorted(r["verdict"] for r in records).count("fail") == 2
     messages = [f.get("message") for f in ET.parse(pytester.path / "junit.xml").iter("failure")]
     assert len(messages) == 2 and all("\nLikely cause: " in m for m in messages)
-
-
-# -- the file and the loader ----------------------------------------------------------------------
-
-
-def test_a_report_in_a_missing_folder_is_a_usage_error(pytester):
-    result = pytester.runpytest(f"{REPORT}=nowhere/run.jsonl")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*{REPORT}: folder *nowhere does not exist*"])
-
-
-def write(path, *records):
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return path
-
-
-ENVIRONMENT = {"schema": SCHEMA, "type": "environment"}
-
-
-def test_read_records_restores_non_finite_numbers_and_skips_unknown_types(tmp_path):
-    check = {
-        "schema": SCHEMA,
-        "type": "check",
-        "nodeid": "t.py::t",
-        "verdict": "pass",
-        "worst_margin": "inf",
-        "tensors": [{"name": "nan", "margin": "inf", "max_abs": "nan", "tolerance": {"rtol": 0.0, "atol": 0.0}}],
-    }
-    environment, records = read_records(
-        write(tmp_path / "r.jsonl", ENVIRONMENT, check, {"schema": SCHEMA, "type": "later"})
-    )
-    assert environment == ENVIRONMENT and len(records) == 1
-    tensor = records[0]["tensors"][0]
-    assert records[0]["worst_margin"] == float("inf") and tensor["margin"] == float("inf")
-    assert tensor["max_abs"] != tensor["max_abs"] and tensor["name"] == "nan"
-
-
-@pytest.mark.parametrize(
-    "lines, complaint",
-    [
-        ([{"schema": 2, "type": "environment"}], "r.jsonl:1: record schema 2; this parity reads schema 1"),
-        ([ENVIRONMENT, ENVIRONMENT], "r.jsonl:2: a second environment record"),
-        ([{"schema": SCHEMA, "type": "check", "nodeid": "t.py::t", "verdict": "pass"}], "no environment record"),
-    ],
-)
-def test_read_records_rejects_what_is_not_one_run(tmp_path, lines, complaint):
-    with pytest.raises(ParityUsageError, match=complaint):
-        read_records(write(tmp_path / "r.jsonl", *lines))
-
-
-def test_the_fingerprint_imports_no_framework():
-    code = (
-        "import sys, pathlib; from parity.nightly.records import fingerprint; "
-        "fingerprint(root=pathlib.Path('.'), device='CPU', seed=None, mode=None); "
-        "print(sorted(n for n in ('mindspore', 'torch') if n in sys.modules))"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"
-
-
-def test_ascend_and_nvidia_versions_are_read_from_their_files(tmp_path, monkeypatch):
-    """No Ascend or NVIDIA host here: the readers meet files laid out as those installs write them."""
-    from parity.nightly import environment
-
-    toolkit = tmp_path / "ascend-toolkit" / "latest"
-    toolkit.mkdir(parents=True)
-    toolkit.joinpath("version.cfg").write_text("# version: 1.0\nruntime_running_version=[8.0.0.1:8.0.0]\n")
-    (tmp_path / "driver").mkdir()
-    tmp_path.joinpath("driver", "version.info").write_text("Version=24.1.rc2\nascendhal_version=7.35.23\n")
-    monkeypatch.setattr(environment, "_ASCEND", tmp_path)
-    found = environment.accelerator("Ascend")
-    assert (found["cann"], found["ascend_driver"], found["device"]) == ("8.0.0.1", "24.1.rc2", "Ascend")
-    toolkit.joinpath("compiler").mkdir()
-    toolkit.joinpath("compiler", "version.info").write_text("Version=8.0.0.2\nversion_dir=8.0.0\n")
-    assert environment.accelerator("Ascend")["cann"] == "8.0.0.2"
-
-    gpu = tmp_path / "nvidia" / "gpus" / "0000:00:05.0"
-    gpu.mkdir(parents=True)
-    gpu.joinpath("information").write_text("Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 33\n")
-    tmp_path.joinpath("nvidia", "version").write_text(
-        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n"
-    )
-    monkeypatch.setattr(environment, "_NVIDIA", tmp_path / "nvidia")
-    found = environment.accelerator("GPU")
-    assert (found["device_name"], found["nvidia_driver"]) == ("NVIDIA H100 80GB HBM3", "535.104.05")

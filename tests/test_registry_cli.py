@@ -1,25 +1,7 @@
-"""The two command lines: ``python -m parity.registry`` (data only) and
-``python -m parity.mismatch_checks`` (self-tests on the installed frameworks)."""
-
-import pytest
+"""``python -m parity.mismatch_checks``: self-tests on the installed frameworks. The registry's own
+command line, ``python -m parity.registry`` (data only), needs no framework: tests/registry/test_cli.py."""
 
 from parity.mismatch_checks.__main__ import main as checks_main
-from parity.registry import load
-from parity.registry.__main__ import main as registry_main
-
-
-def test_registry_check_and_list(capsys):
-    assert registry_main(["check"]) == 0
-    assert capsys.readouterr().out.startswith(f"{len(load())} entries and ")
-    assert registry_main(["list"]) == 0
-    assert "gelu-approximate-default" in capsys.readouterr().out
-
-
-def test_registry_no_longer_runs_self_tests(capsys):
-    with pytest.raises(SystemExit) as info:
-        registry_main(["selftest"])
-    assert info.value.code == 2
-    assert "invalid choice: 'selftest'" in capsys.readouterr().err
 
 
 def test_selftest_command_prints_one_line_per_entry_and_a_total(capsys):

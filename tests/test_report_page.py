@@ -1,6 +1,7 @@
 """``parity report``: shard reports merged into one run, the Markdown summary, and the HTML page
 loaded in a real headless browser (Chromium through playwright: skipped only when no browser can
-be had). The reports are real: pytester runs real pairs, as in tests/test_baseline.py."""
+be had). The reports are real: pytester runs real pairs, as in tests/test_baseline.py. The command
+line's usage errors need no run: tests/nightly/test_cli.py."""
 
 import datetime
 import json
@@ -10,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from parity import cli
 from parity import options as opts
 from parity.nightly.page import VERDICT_TEXT, cells
 from parity.nightly.records import read_records
 from parity.nightly.runs import BASELINE_FILE, check_key, check_label
 from parity.plugin import REPORT
+
+from nightly.test_cli import report  # `parity report` in this process
 
 PARITY = opts.PARITY
 
@@ -87,15 +89,6 @@ def inner(pytester, monkeypatch):
         return pytester.runpytest(PARITY, "-p", "no:cacheprovider", f"{REPORT}={report}", *args)
 
     return run
-
-
-def report(pytester, capsys, *args):
-    """``parity report`` in this process, from pytester's folder (its working folder): (exit status,
-    what it printed)."""
-    assert Path.cwd() == pytester.path
-    capsys.readouterr()
-    status = cli.main(["report", *[str(a) for a in args]])
-    return status, capsys.readouterr()
 
 
 def rewrite_environment(path, **changes):
@@ -224,40 +217,6 @@ def test_earlier_nights_make_the_margin_over_time_and_the_latest_older_baseline_
     assert sorted(rows) == sorted(by_run[0])
     for nodeid, values in rows.items():
         assert values == " ".join(repr(run[nodeid]) for run in by_run)
-
-
-@pytest.mark.parametrize(
-    "args, message",
-    [
-        (
-            ["run.jsonl"],
-            "parity report: nothing to write; give --html OUT.html, --markdown OUT.md or --save-baseline DIR",
-        ),
-        (["nowhere.jsonl", "--html", "x.html"], "nowhere.jsonl: no such report file"),
-        (
-            ["not_a_report.jsonl", "--html", "x.html"],
-            "not_a_report.jsonl:1: record schema None; this parity reads schema 1",
-        ),
-        (
-            ["run.jsonl", "--html", "no/such/folder/x.html"],
-            "--html no/such/folder/x.html: folder no/such/folder does not exist",
-        ),
-        (
-            ["run.jsonl", "--markdown", "x.md", "--drift", "0.5"],
-            "--drift: the drift factor must be a finite number greater than 1, got '0.5'",
-        ),
-        (["run.jsonl", "--markdown", "x.md", "--baseline", "."], "--baseline: . holds no baseline.jsonl*"),
-    ],
-)
-def test_bad_input_is_a_usage_error(pytester, capsys, args, message):
-    pytester.makefile(
-        ".jsonl",
-        run='{"schema": 1, "type": "environment", "created": "2026-01-01T00:00:00+00:00"}',
-        not_a_report='{"hello": 1}',
-    )
-    status, out = report(pytester, capsys, *args)
-    assert status == 2 and out.out == ""
-    assert re.fullmatch(re.escape(f"parity: error: {message}").replace(r"\*", ".*"), out.err.strip())
 
 
 # -- the page in a browser ----------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Regenerate the msprobe dumps beside this file (the fixtures of tests/test_compare_dumps_msprobe.py).
+"""Regenerate the msprobe dumps beside this file (the fixtures of tests/tools/test_msprobe_summaries.py).
 
 A small PyTorch model and its MindSpore counterpart, with the same weights and the same input, run
 one forward pass and one backward pass (of ``output.sum()``) under msprobe's ``PrecisionDebugger``

@@ -1,5 +1,6 @@
 """Seeded input specs: the same seed gives the same bits, every input has its own stream, and bad
-specs are usage errors. No framework is needed here."""
+specs are usage errors; half-precision pairs get each side's inputs in its own dtype. No framework
+is needed here."""
 
 import numpy as np
 import pytest
@@ -8,7 +9,7 @@ from hypothesis import strategies as st
 
 import parity
 from parity import ParityUsageError
-from parity.engine.inputs import materialize
+from parity.engine.inputs import materialize, per_side_inputs
 
 SEED = 1234
 
@@ -263,3 +264,17 @@ def test_inputs_of_other_types_are_usage_errors():
 def test_keyword_input_names_must_be_identifiers():
     with pytest.raises(ParityUsageError, match="identifiers"):
         materialize({"not a name": parity.randn((2,))}, SEED)
+
+
+def test_inputs_are_cast_per_side_with_the_same_values():
+    import ml_dtypes
+
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    data = materialize((parity.randn((3, 5)), parity.randint((3,), 0, 4)), seed=1)
+    ms_data, torch_data, notes = per_side_inputs(data, "bfloat16", "float16")
+    assert ms_data.args[0].dtype == bf16 and torch_data.args[0].dtype == np.float16
+    assert np.array_equal(ms_data.args[0].astype(np.float64), torch_data.args[0].astype(np.float64))
+    assert ms_data.args[1].dtype == torch_data.args[1].dtype == np.int64  # integers as given
+    assert per_side_inputs(data, None, None) == (data, data, [])
+    assert "MindSpore computes in bfloat16, PyTorch in float16" in notes[0]
+    assert "MindSpore as bfloat16, to PyTorch as float16" in notes[1]

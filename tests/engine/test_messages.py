@@ -9,6 +9,7 @@ import pytest
 import parity
 from parity.engine import messages as report
 from parity.engine.inputs import materialize
+from parity.engine.localize import LayerVerdict
 from parity.engine.result import Result
 from parity.judge.envelope import Envelope
 from parity.judge.metrics import Comparison, compare_arrays
@@ -295,3 +296,30 @@ def test_summary_flags_a_pass_that_needed_the_rounding_envelope():
         "Rounding envelope: every element inside it (allowed: tolerance + 2x PyTorch's "
         "own spread over 4 perturbed runs and float64; 0.3x allowed at worst)"
     )
+
+
+# -- a layer row whose output shapes differ ----------------------------------------------------
+
+
+def test_a_layer_row_with_different_output_shapes_says_so():
+    verdict = LayerVerdict(
+        "forward",
+        "pool",
+        "pool",
+        "MaxPool2d",
+        "MaxPool2d",
+        0,
+        0.0,
+        0.0,
+        float("inf"),
+        float("inf"),
+        float("inf"),
+        status="FAIL",
+        in_shapes=((2, 3, 8, 8),),
+        ms_in_shapes=((2, 3, 8, 8),),
+        out_shapes=((2, 3, 4, 4),),
+        ms_out_shapes=((2, 3, 7, 7),),
+    )
+    line = report.layer_lines([verdict], "forward")[1]
+    assert line.endswith("MaxPool2d              shapes differ: (2, 3, 7, 7) vs (2, 3, 4, 4)   <- first divergence")
+    assert "inf" not in line

@@ -1,0 +1,334 @@
+"""Per-layer localisation's arithmetic, on layer trees and arrays made here: layer alignment, verdicts,
+settling containers, the first divergence, the recordings and the localiser. The adapters' capture
+and ``parity.check(localize=...)`` on real pairs: tests/test_localize.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from parity import Tolerance
+from parity.engine.localize import (
+    AMPLIFICATION,
+    LayerVerdict,
+    Localizer,
+    Recording,
+    align_layers,
+    first_divergence,
+    judge,
+    settle,
+)
+
+# -- align_layers ------------------------------------------------------------------------------
+
+
+def kinds(*entries, root="Net"):
+    """{path: (class name, built-in)} in definition order, the root first as the adapters give it."""
+    return {"": (root, False), **{path: (name, builtin) for path, name, builtin in entries}}
+
+
+def test_align_keeps_known_pairs_and_pairs_their_parent():
+    ms_kinds = kinds(("blk", "MSBlock", False), ("blk.dense", "Dense", True))
+    torch_kinds = kinds(("layer", "Block", False), ("layer.proj", "Linear", True))
+    assert align_layers(ms_kinds, torch_kinds, {"blk.dense": "layer.proj"}) == {
+        "blk.dense": "layer.proj",
+        "blk": "layer",
+    }
+
+
+def test_align_drops_known_pairs_naming_missing_layers():
+    ms_kinds = kinds(("fc", "Dense", True))
+    torch_kinds = kinds(("fc", "Linear", True))
+    assert align_layers(ms_kinds, torch_kinds, {"fc": "gone", "gone": "fc"}) == {"fc": "fc"}
+
+
+def test_align_leaves_a_parent_whose_children_disagree_unpaired():
+    ms_kinds = kinds(("blk", "MSBlock", False), ("blk.a", "Dense", True), ("blk.b", "Dense", True))
+    torch_kinds = kinds(("x", "Block", False), ("x.a", "Linear", True), ("y", "Block", False), ("y.b", "Linear", True))
+    mapping = align_layers(ms_kinds, torch_kinds, {"blk.a": "x.a", "blk.b": "y.b"})
+    assert "blk" not in mapping
+    assert mapping == {"blk.a": "x.a", "blk.b": "y.b"}
+
+
+def test_align_pairs_differently_named_siblings_by_structure():
+    ms_kinds = kinds(("fc1", "Dense", True), ("act", "ReLU", True), ("fc2", "Dense", True))
+    torch_kinds = kinds(("fc1", "Linear", True), ("relu", "ReLU", True), ("fc2", "Linear", True))
+    mapping = align_layers(ms_kinds, torch_kinds, {"fc1": "fc1", "fc2": "fc2"})
+    assert mapping == {"fc1": "fc1", "fc2": "fc2", "act": "relu"}
+
+
+def test_align_pairs_sequential_cell_indices_with_ordered_dict_names():
+    ms_kinds = kinds(("body", "SequentialCell", True), ("body.0", "Conv2d", True), ("body.1", "ReLU", True))
+    torch_kinds = kinds(
+        ("features", "Sequential", True), ("features.conv", "Conv2d", True), ("features.relu", "ReLU", True)
+    )
+    assert align_layers(ms_kinds, torch_kinds, {}) == {
+        "body": "features",
+        "body.0": "features.conv",
+        "body.1": "features.relu",
+    }
+
+
+def test_align_counts_dense_and_linear_as_one_kind():
+    # Unequal counts: only layers of the same kind are paired, so Dense must meet Linear.
+    ms_kinds = kinds(("dense", "Dense", True))
+    torch_kinds = kinds(("drop", "Dropout", True), ("proj", "Linear", True))
+    assert align_layers(ms_kinds, torch_kinds, {}) == {"dense": "proj"}
+
+
+def test_align_refuses_to_zip_built_in_layers_of_different_kinds():
+    ms_kinds = kinds(("a", "ReLU", True), ("b", "Tanh", True))
+    torch_kinds = kinds(("x", "Tanh", True), ("y", "Tanh", True))
+    # Zipping would pair ReLU with Tanh: only the same-kind pairs, in order, remain.
+    assert align_layers(ms_kinds, torch_kinds, {}) == {"b": "x"}
+
+
+def test_align_zips_a_custom_layer_with_anything():
+    ms_kinds = kinds(("a", "MyAct", False), ("b", "Tanh", True))
+    torch_kinds = kinds(("x", "ReLU", True), ("y", "Tanh", True))
+    assert align_layers(ms_kinds, torch_kinds, {}) == {"a": "x", "b": "y"}
+
+
+def test_align_pairs_nothing_twice():
+    ms_kinds = kinds(
+        ("a", "MSBlock", False),
+        ("a.fc", "Dense", True),
+        ("b", "MSBlock", False),
+        ("b.fc", "Dense", True),
+        ("head", "Dense", True),
+    )
+    torch_kinds = kinds(
+        ("x", "Block", False), ("x.fc", "Linear", True), ("x.fc2", "Linear", True), ("head", "Linear", True)
+    )
+    mapping = align_layers(ms_kinds, torch_kinds, {"a.fc": "x.fc", "b.fc": "x.fc2", "head": "head"})
+    assert len(set(mapping.values())) == len(mapping)
+    assert mapping["a"] == "x"  # both parents vote for x: the first takes it ...
+    assert "b" not in mapping  # ... and the second finds it taken
+
+
+# -- judge -------------------------------------------------------------------------------------
+
+TOL = Tolerance(0.0, 1e-3)
+REF = np.array([3.0, 4.0])  # norm 5: an error of d on one element is a relative error of d / 5
+
+
+def judged(in_diff, out_diff, noise=0.0, tol=TOL):
+    ms_in, ms_out = REF + [in_diff, 0.0], REF + [out_diff, 0.0]
+    return judge("forward", "fc", "fc", "Dense", "Linear", 0, [ms_in], [ms_out], [REF], [REF], tol, noise=noise)
+
+
+def test_judge_agreeing_outputs_are_ok_up_to_a_margin_of_one():
+    at_limit = judged(0.0, 0.5, tol=Tolerance(0.0, 0.5))
+    assert at_limit.out_margin == 1.0 and at_limit.status == "ok"
+    assert judged(0.0, 0.5000001, tol=Tolerance(0.0, 0.5)).status == "FAIL"
+
+
+def test_judge_measures_relative_error_margin_and_greatest_difference():
+    verdict = judged(0.05, 0.5)
+    assert verdict.in_error == pytest.approx(0.05 / 5) and verdict.in_margin == pytest.approx(0.05 / 1e-3)
+    assert verdict.out_error == pytest.approx(0.5 / 5) and verdict.out_margin == pytest.approx(0.5 / 1e-3)
+    assert verdict.max_abs == pytest.approx(0.5)
+
+
+def test_judge_blames_a_layer_fed_agreeing_inputs():
+    assert judged(0.0, 0.01).status == "FAIL"
+
+
+def test_judge_blames_a_layer_fed_differing_inputs_only_for_amplification():
+    # in_error 0.01; out_error 0.08 is within AMPLIFICATION x 0.01, 0.12 is beyond it.
+    assert AMPLIFICATION == 10.0
+    assert judged(0.05, 0.4).status == "downstream"
+    assert judged(0.05, 0.6).status == "FAIL"
+
+
+def test_judge_adds_the_noise_floor_to_what_the_inputs_explain():
+    verdict = judged(0.05, 0.6, noise=0.05)  # 0.12 <= 10 x 0.01 + 0.05
+    assert verdict.status == "downstream" and verdict.noise == 0.05
+
+
+def test_judge_an_output_of_another_shape_fails_infinitely():
+    verdict = judge("forward", "fc", "fc", "Dense", "Linear", 0, [REF], [np.zeros(3)], [REF], [REF], TOL)
+    assert verdict.out_margin == float("inf") and verdict.status == "FAIL"
+
+
+# -- settle and first_divergence ---------------------------------------------------------------
+
+
+def verdict(path, status="ok", *, call=0, in_margin=0.0, in_error=0.0, in_noise=0.0):
+    return LayerVerdict(
+        "forward",
+        path,
+        path,
+        "Dense",
+        "Linear",
+        call,
+        in_error,
+        in_margin,
+        0.0,
+        0.0,
+        0.0,
+        status=status,
+        in_noise=in_noise,
+    )
+
+
+def test_settle_a_container_whose_child_failed_only_contains_it():
+    verdicts = [verdict("a.b.c", "FAIL"), verdict("a.b", "FAIL"), verdict("a", "FAIL")]
+    settle(verdicts)
+    assert [v.status for v in verdicts] == ["FAIL", "contains", "contains"]
+    assert first_divergence(verdicts)[0] is verdicts[0]
+
+
+def test_settle_a_sibling_with_a_longer_name_is_not_a_child():
+    verdicts = [verdict("blk2.fc", "FAIL"), verdict("blk", "FAIL")]
+    settle(verdicts)
+    assert [v.status for v in verdicts] == ["FAIL", "FAIL"]
+
+
+def test_settle_a_container_failing_with_agreeing_children_diverges_in_its_own_code():
+    verdicts = [verdict("blk.fc"), verdict("blk.act"), verdict("blk", "FAIL")]
+    settle(verdicts)
+    assert verdicts[-1].status == "FAIL"
+    where = "in the code of 'blk' between its sub-layers (after 'blk.act')"
+    assert verdicts[-1].note == where
+    assert first_divergence(verdicts) == (verdicts[-1], where)
+
+
+def test_settle_names_the_first_sub_layer_fed_a_differing_input():
+    verdicts = [
+        verdict("blk.fc"),
+        verdict("blk.act", "downstream", in_margin=5.0, in_error=0.1),
+        verdict("blk.out", "downstream", in_margin=5.0, in_error=0.1),
+        verdict("blk", "FAIL"),
+    ]
+    settle(verdicts)
+    assert verdicts[-1].note == "in the code of 'blk' between its sub-layers (after 'blk.fc', before 'blk.act')"
+
+
+def test_first_divergence_names_the_first_fail_with_its_types_and_call():
+    verdicts = [verdict("fc"), verdict("fc", "FAIL", call=1), verdict("head", "FAIL")]
+    assert first_divergence(verdicts) == (verdicts[1], "'fc (call 2)' (Dense <-> Linear)")
+
+
+def test_first_divergence_without_a_fail_points_between_two_layers():
+    verdicts = [verdict("A"), verdict("B", "downstream", in_margin=3.0, in_error=0.01), verdict("C", "downstream")]
+    assert first_divergence(verdicts) == (verdicts[1], "between 'A' and 'B' (functional code, no sub-layer)")
+
+
+def test_first_divergence_before_every_layer_is_in_the_inputs():
+    verdicts = [verdict("A", in_margin=3.0, in_error=0.01)]
+    assert first_divergence(verdicts) == (verdicts[0], "between the inputs and 'A' (functional code, no sub-layer)")
+
+
+def test_first_divergence_ignores_input_errors_within_their_noise_floor():
+    verdicts = [verdict("A"), verdict("B", in_margin=3.0, in_error=0.01, in_noise=0.02)]
+    assert first_divergence(verdicts) == (None, "")
+
+
+# -- Recording ---------------------------------------------------------------------------------
+
+
+def arrays(*values):
+    return [np.asarray(v, np.float32) for v in values]
+
+
+def test_recording_numbers_the_calls_of_each_path():
+    recording = Recording()
+    for path in ("act", "fc", "act"):
+        recording.forward(path, "ReLU", arrays(1), arrays(2))
+    assert [(c.path, c.call) for c in recording.calls] == [("act", 0), ("fc", 0), ("act", 1)]
+    assert recording.get("act", 1) is recording.calls[2]
+    assert recording.get("act", 2) is None
+
+
+def test_recording_backward_with_a_call_number_and_unmatched_paths():
+    recording = Recording()
+    recording.forward("act", "ReLU", arrays(1), arrays(2))
+    recording.forward("act", "ReLU", arrays(3), arrays(4))
+    recording.backward("act", arrays(10), arrays(20), call=0)
+    recording.backward("fc", arrays(30), arrays(40), call=0)
+    assert [(c.path, c.call) for c in recording.backward_order] == [("act", 0)]
+    assert recording.get("act", 0).grad_inputs == arrays(10)
+    assert recording.get("act", 1).grad_inputs is None
+    assert recording.unmatched == ["fc"]
+
+
+def test_recording_drops_the_arrays_once_its_callbacks_have_seen_them():
+    seen = []
+    recording = Recording(
+        on_forward=lambda c: seen.append((c.inputs, c.outputs)),
+        on_backward=lambda c: seen.append((c.grad_outputs, c.grad_inputs)),
+    )
+    recording.forward("fc", "Dense", arrays(1), arrays(2))
+    recording.backward("fc", arrays(3), arrays(4), call=0)
+    assert seen == [(arrays(1), arrays(2)), (arrays(4), arrays(3))]
+    call = recording.calls[0]
+    assert (call.inputs, call.outputs, call.grad_inputs, call.grad_outputs) == ([], [], [], [])
+
+
+def test_recording_without_callbacks_keeps_the_arrays():
+    recording = Recording()
+    recording.forward("fc", "Dense", arrays(1), arrays(2))
+    assert recording.calls[0].outputs == arrays(2)
+
+
+# -- Localizer ---------------------------------------------------------------------------------
+
+
+def torch_recorded(*paths):
+    recording = Recording()
+    for path in paths:
+        recording.forward(path, "Linear", [REF.copy()], [REF.copy()])
+    return recording
+
+
+def test_localizer_releases_a_torch_call_once_compared():
+    torch_recording = torch_recorded("t")
+    asked = []
+    localizer = Localizer(
+        torch_recording, {"m": "t", "m2": "t"}.get, lambda names, dtype: asked.append((names, dtype)) or TOL
+    )
+    ms_recording = Recording(localizer.on_forward, localizer.on_backward)
+    ms_recording.forward("m", "Dense", [REF.copy()], [REF + [0.1, 0.0]])
+    assert torch_recording.get("t", 0).inputs is None and torch_recording.get("t", 0).outputs is None
+    assert asked == [(("t", "m"), "float64")]
+    ms_recording.forward("m2", "Dense", [REF.copy()], [REF.copy()])  # aligned with the same torch call
+    first, second = localizer.forward
+    assert (first.path, first.ms_path, first.torch_type, first.status) == ("t", "m", "Linear", "FAIL")
+    assert (second.path, second.ms_path, second.status) == ("t", "m2", "unaligned")
+
+
+def test_localizer_a_layer_with_no_counterpart_is_unaligned_under_its_own_name():
+    localizer = Localizer(torch_recorded("t"), {}.get, lambda names, dtype: TOL)
+    Recording(localizer.on_forward).forward("extra", "Dropout", [REF], [REF])
+    assert [(v.path, v.ms_path, v.status) for v in localizer.forward] == [("extra", "extra", "unaligned")]
+
+
+def test_localizer_backward_compares_gradients_in_and_out():
+    torch_recording = torch_recorded("t")
+    torch_recording.backward("t", [REF.copy()], [REF.copy()], call=0)  # grad_inputs, grad_outputs
+    localizer = Localizer(torch_recording, {"m": "t"}.get, lambda names, dtype: TOL)
+    ms_recording = Recording(localizer.on_forward, localizer.on_backward)
+    ms_recording.forward("m", "Dense", [REF.copy()], [REF.copy()])
+    ms_recording.backward("m", [REF + [0.5, 0.0]], [REF.copy()], call=0)  # the gradient flowing out differs
+    assert [v.status for v in localizer.forward] == ["ok"]
+    (back,) = localizer.backward
+    assert (back.direction, back.status, back.in_error) == ("backward", "FAIL", 0.0)
+    assert back.out_error == pytest.approx(0.5 / 5)
+    assert torch_recording.get("t", 0).grad_inputs is None
+
+
+def test_localizer_records_float64_noise_floors_and_uses_them():
+    torch_recording = Recording()
+    torch_recording.forward("t", "Linear", [REF + [0.2, 0.0]], [REF + [0.0, 0.5]])  # float32, off float64
+    localizer = Localizer(torch_recording, {"m": "t"}.get, lambda names, dtype: TOL)
+    recording64 = localizer.float64_recording()
+    recording64.forward("t", "Linear", [REF.copy()], [REF.copy()])
+    factor = localizer.noise_factor
+    assert localizer.noise[("forward", "t", 0)] == pytest.approx((factor * 0.5 / 5, factor * 0.2 / 5))
+    assert (recording64.calls[0].inputs, recording64.calls[0].outputs) == ([], [])
+    # MindSpore as far off the float32 PyTorch output as the floor allows: downstream, not FAIL.
+    Recording(localizer.on_forward).forward("m", "Dense", [REF + [0.2, 0.0]], [REF + [0.0, 0.5] + [0.5, 0.0]])
+    (verdict,) = localizer.forward
+    assert verdict.noise == pytest.approx(factor * 0.1) and verdict.in_noise == pytest.approx(factor * 0.04)
+    assert verdict.status == "downstream"
