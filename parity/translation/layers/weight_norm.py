@@ -82,7 +82,7 @@ class _WeightNormed:
     _weight_norm_dim: Optional[int]
     _weight_norm_shape: Tuple[int, ...]
 
-    def construct(self, *args, **kwargs):
+    def construct(self, *args: Any, **kwargs: Any) -> Any:
         g, v = self._weight_norm_originals()
         weight = v * (g / _norm_except(v, self._weight_norm_dim))
         object.__setattr__(self, "weight", ops.reshape(weight, self._weight_norm_shape))
