@@ -17,6 +17,8 @@ the frameworks at the top of a module. May import: the backends, the weights and
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Tuple
+
 from ..errors import ParityInternalError, ParityUsageError
 from . import layers  # noqa: F401  (registers the layer builders)
 from .layers.table import Context, translated_names
@@ -24,12 +26,21 @@ from .modules import translate_module
 from .trace import wrapped  # noqa: F401  (registers its fallback in the call table)
 from .trace.concrete import GuardFailed, record_calls
 
+if TYPE_CHECKING:
+    import torch
+    from mindspore import nn
+
 __all__ = ["translate", "translated_names", "GuardFailed"]
 
 DEVICES = ("CPU", "GPU", "Ascend")
 
 
-def translate(torch_module, *, device: str = "CPU", example=None):
+def translate(
+    torch_module: torch.nn.Module,
+    *,
+    device: str = "CPU",
+    example: Optional[Tuple[Iterable[Any], Mapping[str, Any]]] = None,
+) -> nn.Cell:
     """Build the MindSpore Cell equivalent to ``torch_module`` for ``device``, with its weights,
     in the module's train/eval mode. ``example``: ``(args, kwargs)`` of PyTorch tensors to trace
     on (see :mod:`.trace.concrete`); without it, each ``forward`` is traced symbolically."""

@@ -9,7 +9,7 @@ import inspect
 import types
 from collections import OrderedDict
 from dataclasses import replace
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Tuple, Type
 
 import mindspore as ms
 import torch
@@ -26,7 +26,7 @@ _PLAIN = (bool, int, float, str, type(None))
 _TORCH_CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
 
 
-def translate_module(module, ctx: Context):
+def translate_module(module: torch.nn.Module, ctx: Context) -> nn.Cell:
     """The MindSpore Cell for ``module`` (recursively), without weights copied yet."""
     found = builder_for(module)
     if found is not None:
@@ -39,7 +39,7 @@ def translate_module(module, ctx: Context):
     return _custom(module, ctx)
 
 
-def _children(module) -> Dict[str, object]:
+def _children(module: torch.nn.Module) -> Dict[str, torch.nn.Module]:
     return dict(module.named_children())
 
 
@@ -199,7 +199,7 @@ def _refusal(functions: Dict[str, types.FunctionType]) -> str:
 
 def _plain_attributes(module) -> Dict[str, object]:
     """Numbers, strings and tuples of them that forward may read (``self.scale``, ``self.dim``)."""
-    found = {}
+    found: Dict[str, object] = {}
     for name, value in vars(module).items():
         if name.startswith("_") or name == "training":
             continue
@@ -271,13 +271,13 @@ class TorchForward(nn.Cell):
         "runs the PyTorch class's forward as it is, a Python function MindSpore's GRAPH compiler cannot compile"
     )
 
-    def __init__(self, torch_class: type, why: str = ""):
+    def __init__(self, torch_class: Type[torch.nn.Module], why: str = ""):
         super().__init__()
         self.torch_class = torch_name(torch_class)
         self._torch_forward = torch_class.forward
         self._why = why  # why forward was not traced
 
-    def construct(self, *args, **kwargs):
+    def construct(self, *args: Any, **kwargs: Any) -> Any:
         try:
             return self._torch_forward(self, *args, **kwargs)
         except (TypeError, ValueError, AttributeError, IndexError, RuntimeError) as exc:

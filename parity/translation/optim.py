@@ -21,12 +21,15 @@ PyTorch's names (``exp_avg``, ``momentum_buffer``...), so that training parity c
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
-from mindspore import Tensor, jit, mutable, ops
+from mindspore import Parameter, Tensor, jit, mutable, ops
 from mindspore.common import dtype as mstype
 
 from ..errors import ParityUnsupported
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "TorchFormulaOptimizer",
@@ -55,7 +58,7 @@ class TorchFormulaOptimizer:
     defaults: Dict[str, object] = {}
     state_keys: Tuple[str, ...] = ()
 
-    def __init__(self, params, **hyper):
+    def __init__(self, params: Iterable[Union[Parameter, Dict[str, Any]]], **hyper: Any):
         unknown = sorted(set(hyper) - set(self.defaults))
         if unknown:
             raise ParityUnsupported(
@@ -65,14 +68,14 @@ class TorchFormulaOptimizer:
         groups = params if params and isinstance(params[0], dict) else [{"params": params}]
         self.param_groups: List[dict] = [{**self.defaults, **hyper, **g, "params": list(g["params"])} for g in groups]
         self.parameters = [p for g in self.param_groups for p in g["params"]]
-        self.state: Dict[int, Dict[str, object]] = {id(p): {} for p in self.parameters}
+        self.state: Dict[int, Dict[str, Any]] = {id(p): {} for p in self.parameters}
         self._compiled: Optional[dict] = None
 
     def use_graph(self) -> None:
         """Run every later step as compiled graphs (MindSpore GRAPH mode), one per group."""
         self._compiled = {}
 
-    def __call__(self, grads) -> None:
+    def __call__(self, grads: Iterable[Tensor]) -> None:
         grads = list(grads)
         if len(grads) != len(self.parameters):
             raise ParityUnsupported(
@@ -129,7 +132,7 @@ class TorchFormulaOptimizer:
         """``kernel(param, grad, state_tensors, scalars) -> (new value, new state tensors)``."""
         raise NotImplementedError
 
-    def state_arrays(self, param, copy: bool = True) -> Dict[str, object]:
+    def state_arrays(self, param: Parameter, copy: bool = True) -> Dict[str, object]:
         """The state of ``param`` under PyTorch's names, as numpy (step counts as float32 scalars);
         ``copy=False``: views of the tensors held now (a step replaces them, the views keep them)."""
         import numpy as np
@@ -145,7 +148,7 @@ class TorchFormulaOptimizer:
             )
         return found
 
-    def lr_of(self, param) -> float:
+    def lr_of(self, param: Parameter) -> float:
         for group in self.param_groups:
             if any(p is param for p in group["params"]):
                 return float(group["lr"])
@@ -159,8 +162,8 @@ def _group_graph(kernel):
         new_values, new_held = (), ()
         for i in range(len(values)):
             value, tensors = kernel(values[i], grads[i], held[i], scalars)
-            new_values = new_values + (value,)
-            new_held = new_held + (tensors,)
+            new_values = new_values + (value,)  # type: ignore[assignment]  # the tuple grows; MindSpore compiles this source as written
+            new_held = new_held + (tensors,)  # type: ignore[assignment]  # the tuple grows; MindSpore compiles this source as written
         return new_values, new_held
 
     return jit(run)
@@ -197,7 +200,7 @@ class SGD(TorchFormulaOptimizer):
             tensors = ()
             if has_momentum:
                 buf = grad if first else held[0] * momentum + grad * undamped  # first: PyTorch's clone
-                tensors = (buf,)
+                tensors = (buf,)  # type: ignore[assignment]  # the tuple grows; MindSpore compiles this source as written
                 grad = grad + buf * momentum if nesterov else buf
             return param - grad * lr, tensors
 
@@ -264,7 +267,7 @@ class Adam(TorchFormulaOptimizer):
             second = exp_avg_sq
             if amsgrad:
                 second = ops.maximum(held[2], exp_avg_sq)
-                tensors = (exp_avg, exp_avg_sq, second)
+                tensors = (exp_avg, exp_avg_sq, second)  # type: ignore[assignment]  # the tuple grows; MindSpore compiles this source as written
             denom = ops.sqrt(second) / correction2_sqrt + eps
             return value - (exp_avg / denom) * step_size, tensors
 
@@ -310,7 +313,7 @@ class RMSprop(TorchFormulaOptimizer):
             tensors = (square_avg,)
             if centered:
                 grad_avg = held[1] + (grad - held[1]) * one_minus_alpha
-                tensors = (square_avg, grad_avg)
+                tensors = (square_avg, grad_avg)  # type: ignore[assignment]  # the tuple grows; MindSpore compiles this source as written
                 avg = ops.sqrt(square_avg - grad_avg * grad_avg) + eps
             else:
                 avg = ops.sqrt(square_avg) + eps
@@ -383,7 +386,9 @@ def _number(value):
     return float(value.item()) if hasattr(value, "item") else value
 
 
-def translate_optimizer(torch_optimizer, ms_params_of) -> TorchFormulaOptimizer:
+def translate_optimizer(
+    torch_optimizer: torch.optim.Optimizer, ms_params_of: Callable[[torch.nn.Parameter], Iterable[Parameter]]
+) -> TorchFormulaOptimizer:
     """The MindSpore counterpart of ``torch_optimizer``: the same class of formulas, the same
     groups with their own hyperparameters. ``ms_params_of(torch_param)`` gives the MindSpore
     Parameter(s) a PyTorch parameter is paired with."""
@@ -398,7 +403,8 @@ def translate_optimizer(torch_optimizer, ms_params_of) -> TorchFormulaOptimizer:
             "to compare your own MindSpore optimizer"
         )
     klass, keys = _TRANSLATIONS[name]
-    groups, placed = [], {}
+    groups: List[Dict[str, Any]] = []
+    placed: Dict[int, int] = {}  # id(MindSpore parameter) -> its group
     for index, group in enumerate(torch_optimizer.param_groups):
         missing = [k for k in keys if k not in group]
         if missing:

@@ -9,57 +9,57 @@ input rank) is refused. ``inplace=True`` is computed out of place, as every in-p
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Optional
 
-from mindspore import ops
+from mindspore import Tensor, ops
 
 from ..layers import activation
-from .arguments import ms_dtype
+from .arguments import Adapter, DType, Entry, ms_dtype
 
 __all__ = ["FUNCTIONS", "METHODS"]
 
 
-def relu(input, inplace=False):
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
     return ops.relu(input)
 
 
-def relu6(input, inplace=False):
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     return ops.relu6(input)
 
 
-def leaky_relu(input, negative_slope=0.01, inplace=False):
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     return ops.leaky_relu(input, float(negative_slope))
 
 
-def elu(input, alpha=1.0, inplace=False):
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return activation.elu_with_alpha(input, float(alpha))
 
 
-def gelu(input, approximate="none"):
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     return ops.gelu(input, approximate=approximate)
 
 
-def silu(input, inplace=False):
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
     return ops.silu(input)
 
 
-def hardswish(input, inplace=False):
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     return ops.hardswish(input)
 
 
-def hardsigmoid(input, inplace=False):
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     return ops.hardsigmoid(input)
 
 
-def sigmoid(input):
+def sigmoid(input: Tensor) -> Tensor:
     return ops.sigmoid(input)
 
 
-def tanh(input):
+def tanh(input: Tensor) -> Tensor:
     return activation.tanh(input)
 
 
-def softmax(input, dim=None, _stacklevel=3, dtype=None):
+def softmax(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3, dtype: Optional[DType] = None) -> Tensor:
     if dim is None:
         raise TypeError("softmax with dim=None (picked from the input rank) is not translated; pass dim")
     if dtype is not None:
@@ -67,7 +67,9 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     return ops.softmax(input, dim)
 
 
-def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+def log_softmax(
+    input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3, dtype: Optional[DType] = None
+) -> Tensor:
     if dim is None:
         raise TypeError("log_softmax with dim=None (picked from the input rank) is not translated; pass dim")
     if dtype is not None:
@@ -75,13 +77,13 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     return ops.log_softmax(input, dim)
 
 
-def dropout(input, p=0.5, training=True, inplace=False):
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     if not training or p == 0:
         return input
     return ops.dropout(input, p=p, training=True)
 
 
-FUNCTIONS: Dict[str, object] = {
+FUNCTIONS: Dict[str, Entry] = {
     "torch.relu": relu,
     "torch.sigmoid": sigmoid,
     "torch.tanh": tanh,
@@ -100,7 +102,7 @@ FUNCTIONS: Dict[str, object] = {
     "torch.nn.functional.log_softmax": log_softmax,
     "torch.nn.functional.dropout": dropout,
 }
-METHODS: Dict[str, object] = {
+METHODS: Dict[str, Adapter] = {
     "relu": relu,
     "sigmoid": sigmoid,
     "tanh": tanh,

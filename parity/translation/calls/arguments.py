@@ -10,19 +10,33 @@ only, not to a cast (``Tensor.to``, ``Tensor.type``, the ``dtype=`` of ``mean``,
 
 from __future__ import annotations
 
-from typing import Tuple
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import mindspore as ms
 import torch
 
+if TYPE_CHECKING:
+    from typing_extensions import TypeGuard
+
 __all__ = ["is_tensor", "as_shape", "ms_dtype", "made_dtype", "torch_dtype", "INTEGRAL", "DEVICE", "is_device"]
 
 
-def is_tensor(value) -> bool:
+# A dtype as PyTorch's calls give it (a torch dtype), or MindSpore's.
+DType = Union[torch.dtype, ms.dtype.Type]
+# A size as PyTorch's calls give it: an int for every dimension, or one per dimension.
+Size = Union[int, Tuple[int, ...], List[int]]
+# The call table's entries (see .table): an adapter takes PyTorch's arguments; a validator takes a
+# node's constant (args, kwargs) and says why the call cannot be translated (None: it can).
+Adapter = Callable[..., Any]
+Validator = Callable[[tuple, dict], Optional[str]]
+Entry = Union[Adapter, Tuple[Adapter, Validator]]
+
+
+def is_tensor(value: object) -> TypeGuard[ms.Tensor]:
     return isinstance(value, ms.Tensor)
 
 
-def as_shape(sizes) -> Tuple:
+def as_shape(sizes: Sequence[Any]) -> Tuple[int, ...]:
     """``view(2, 3)`` and ``view((2, 3))`` alike."""
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         return tuple(sizes[0])
@@ -44,7 +58,7 @@ _MADE_DTYPES = {**_DTYPES, "int16": ms.int16}
 INTEGRAL = (ms.int64, ms.int32, ms.int16, ms.int8, ms.uint8, ms.bool_)
 
 
-def ms_dtype(dtype):
+def ms_dtype(dtype: Optional[DType]) -> Optional[ms.dtype.Type]:
     """A torch dtype (or None, or already MindSpore's) as MindSpore's; refuses what has no counterpart."""
     if dtype is None or isinstance(dtype, ms.dtype.Type):
         return dtype
@@ -54,7 +68,7 @@ def ms_dtype(dtype):
     return _DTYPES[name]
 
 
-def made_dtype(dtype, default=None):
+def made_dtype(dtype: Optional[DType], default: Optional[ms.dtype.Type] = None) -> Optional[ms.dtype.Type]:
     """The dtype of a made tensor: a torch dtype (or already MindSpore's) as MindSpore's, ``default``
     for None."""
     if dtype is None:
@@ -70,7 +84,7 @@ def made_dtype(dtype, default=None):
 _TORCH_DTYPES = {mindspore_dtype: getattr(torch, name) for name, mindspore_dtype in _DTYPES.items()}
 
 
-def torch_dtype(tensor):
+def torch_dtype(tensor: ms.Tensor) -> torch.dtype:
     """A MindSpore tensor's dtype, as the torch dtype of the same name that the graph compares it with."""
     if tensor.dtype not in _TORCH_DTYPES:
         raise TypeError(f"dtype {tensor.dtype} has no PyTorch counterpart here")
@@ -88,5 +102,5 @@ class _Device:
 DEVICE = _Device()
 
 
-def is_device(value) -> bool:
+def is_device(value: object) -> bool:
     return isinstance(value, (_Device, torch.device, str, int)) and not isinstance(value, bool)

@@ -10,43 +10,44 @@ equation out. Comparisons as functions (``torch.eq``) are MindSpore's functions,
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Optional, Union
 
 import mindspore as ms
-from mindspore import ops
+from mindspore import Tensor, ops
 
+from .arguments import Adapter, Entry
 from .einsum import einsum
 
 __all__ = ["FUNCTIONS", "METHODS"]
 
 
-def add(input, other, *, alpha=1):
+def add(input: Tensor, other: Union[Tensor, float], *, alpha: float = 1) -> Tensor:
     return input + other if alpha == 1 else input + alpha * other
 
 
-def sub(input, other, *, alpha=1):
+def sub(input: Tensor, other: Union[Tensor, float], *, alpha: float = 1) -> Tensor:
     return input - other if alpha == 1 else input - alpha * other
 
 
-def mul(input, other):
+def mul(input: Tensor, other: Union[Tensor, float]) -> Tensor:
     return input * other
 
 
-def div(input, other, *, rounding_mode=None):
+def div(input: Tensor, other: Union[Tensor, float], *, rounding_mode: Optional[str] = None) -> Tensor:
     if rounding_mode is not None:
         raise TypeError(f"rounding_mode={rounding_mode!r} is not translated")
     return input / other
 
 
-def matmul(input, other):
+def matmul(input: Tensor, other: Tensor) -> Tensor:
     return ops.matmul(input, other)
 
 
-def bmm(input, mat2):
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     return ops.bmm(input, mat2)
 
 
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     return _scaled_sum(ops.matmul(mat1, mat2), input, beta, alpha)
 
 
@@ -57,19 +58,19 @@ def _scaled_sum(product, input, beta=1, alpha=1):
     return product + (input if beta == 1 else beta * input)
 
 
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     return _scaled_sum(ops.bmm(batch1, batch2), input, beta, alpha)
 
 
-def outer(input, vec2):
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
     return ops.outer(input, vec2)
 
 
-def pow_(input, exponent):
+def pow_(input: Tensor, exponent: Union[Tensor, float]) -> Tensor:
     return ops.pow(input, exponent)
 
 
-def clamp(input, min=None, max=None):
+def clamp(input: Tensor, min: Union[Tensor, float, None] = None, max: Union[Tensor, float, None] = None) -> Tensor:
     return ops.clamp(input, min, max)
 
 
@@ -89,7 +90,7 @@ def _binary(name):
     return compute
 
 
-FUNCTIONS: Dict[str, object] = {
+FUNCTIONS: Dict[str, Entry] = {
     "torch.add": add,
     "torch.sub": sub,
     "torch.mul": mul,
@@ -125,7 +126,7 @@ FUNCTIONS: Dict[str, object] = {
     "torch.logical_and": ops.logical_and,
     "torch.logical_or": ops.logical_or,
 }
-METHODS: Dict[str, object] = {
+METHODS: Dict[str, Adapter] = {
     "add": add,
     "sub": sub,
     "mul": mul,

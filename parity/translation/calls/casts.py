@@ -8,18 +8,26 @@ is where MindSpore's context puts it, and a traced value's ``.device`` reads as
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Optional
 
 import mindspore as ms
 import torch
-from mindspore import ops
+from mindspore import Tensor, ops
 
-from .arguments import is_device, is_tensor, ms_dtype
+from .arguments import Adapter, DType, Entry, is_device, is_tensor, ms_dtype
 
 __all__ = ["FUNCTIONS", "METHODS"]
 
 
-def to(input, *args, dtype=None, device=None, non_blocking=False, copy=False, memory_format=None):
+def to(
+    input: Tensor,
+    *args: object,
+    dtype: Optional[DType] = None,
+    device: object = None,
+    non_blocking: bool = False,
+    copy: bool = False,
+    memory_format: object = None,
+) -> Tensor:
     """``Tensor.to(dtype)``, ``to(other)``, ``to(device)``, ``to(device, dtype)``, ``to(dtype=...)``:
     a cast to the dtype; the device, ``non_blocking``, ``copy`` and ``memory_format`` change no value."""
     for arg in args:
@@ -35,19 +43,19 @@ def to(input, *args, dtype=None, device=None, non_blocking=False, copy=False, me
     return input if dtype is None or dtype == input.dtype else input.astype(dtype)
 
 
-def to_float(input, memory_format=None):
+def to_float(input: Tensor, memory_format: object = None) -> Tensor:
     return input.astype(ms.float32)
 
 
-def to_half(input, memory_format=None):
+def to_half(input: Tensor, memory_format: object = None) -> Tensor:
     return input.astype(ms.float16)
 
 
-def type_as(input, other):
+def type_as(input: Tensor, other: Tensor) -> Tensor:
     return input.astype(other.dtype)
 
 
-def type_(input, dtype=None, non_blocking=False):
+def type_(input: Tensor, dtype: Optional[DType] = None, non_blocking: bool = False) -> Tensor:
     if dtype is None:
         raise TypeError("Tensor.type() (the type's name) is not translated")
     return input.astype(ms_dtype(dtype))
@@ -60,18 +68,18 @@ def _cast(dtype):
     return cast
 
 
-def clone(input, *, memory_format=None):
+def clone(input: Tensor, *, memory_format: object = None) -> Tensor:
     return input.copy()
 
 
-def detach(input):
+def detach(input: Tensor) -> Tensor:
     return ops.stop_gradient(input)
 
 
-FUNCTIONS: Dict[str, object] = {
+FUNCTIONS: Dict[str, Entry] = {
     "torch.clone": clone,
 }
-METHODS: Dict[str, object] = {
+METHODS: Dict[str, Adapter] = {
     "to": to,
     "float": to_float,
     "half": to_half,

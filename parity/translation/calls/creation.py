@@ -8,20 +8,29 @@ value's (bool, int64 or float32); the ``_like`` forms the input's and ``new_*`` 
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Optional, Sequence, Union
 
 import mindspore as ms
 import numpy as np
-from mindspore import ops
+from mindspore import Tensor, ops
 
-from .arguments import as_shape, made_dtype, ms_dtype
+from .arguments import Adapter, DType, Entry, Size, as_shape, made_dtype, ms_dtype
 
 __all__ = ["FUNCTIONS", "METHODS"]
 
 
 def arange(
-    start, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False
-):
+    start: Union[float, Tensor],
+    end: Union[float, Tensor, None] = None,
+    step: Union[float, Tensor] = 1,
+    *,
+    out: object = None,
+    dtype: Optional[DType] = None,
+    layout: object = None,
+    device: object = None,
+    pin_memory: bool = False,
+    requires_grad: bool = False,
+) -> Tensor:
     if end is None:
         start, end = 0, start
     numbers = [v.item() if isinstance(v, ms.Tensor) else v for v in (start, end, step)]
@@ -29,7 +38,14 @@ def arange(
     return ops.arange(*numbers, dtype=made_dtype(dtype, ms.float32 if floats else ms.int64))
 
 
-def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+def tensor(
+    data: object,
+    *,
+    dtype: Optional[DType] = None,
+    device: object = None,
+    requires_grad: bool = False,
+    pin_memory: bool = False,
+) -> Tensor:
     """``torch.tensor`` of Python numbers: float32 where any is a float, int64 for ints, bool for bools."""
     if isinstance(data, ms.Tensor):
         return data.astype(made_dtype(dtype, data.dtype))
@@ -38,15 +54,41 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     return ms.Tensor(array, made_dtype(dtype, default))
 
 
-def ones(*size, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+def ones(
+    *size: Size,
+    out: object = None,
+    dtype: Optional[DType] = None,
+    layout: object = None,
+    device: object = None,
+    pin_memory: bool = False,
+    requires_grad: bool = False,
+) -> Tensor:
     return ops.ones(as_shape(size), made_dtype(dtype, ms.float32))
 
 
-def zeros(*size, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+def zeros(
+    *size: Size,
+    out: object = None,
+    dtype: Optional[DType] = None,
+    layout: object = None,
+    device: object = None,
+    pin_memory: bool = False,
+    requires_grad: bool = False,
+) -> Tensor:
     return ops.zeros(as_shape(size), made_dtype(dtype, ms.float32))
 
 
-def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+def full(
+    size: Sequence[int],
+    fill_value: float,
+    *,
+    out: object = None,
+    dtype: Optional[DType] = None,
+    layout: object = None,
+    device: object = None,
+    pin_memory: bool = False,
+    requires_grad: bool = False,
+) -> Tensor:
     if dtype is None:
         dtype = ms.bool_ if isinstance(fill_value, bool) else ms.int64 if isinstance(fill_value, int) else ms.float32
     else:
@@ -55,44 +97,84 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, pi
 
 
 def ones_like(
-    input, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False, memory_format=None
-):
+    input: Tensor,
+    *,
+    dtype: Optional[DType] = None,
+    layout: object = None,
+    device: object = None,
+    pin_memory: bool = False,
+    requires_grad: bool = False,
+    memory_format: object = None,
+) -> Tensor:
     return ops.ones(tuple(input.shape), made_dtype(dtype, input.dtype))
 
 
 def zeros_like(
-    input, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False, memory_format=None
-):
+    input: Tensor,
+    *,
+    dtype: Optional[DType] = None,
+    layout: object = None,
+    device: object = None,
+    pin_memory: bool = False,
+    requires_grad: bool = False,
+    memory_format: object = None,
+) -> Tensor:
     return ops.zeros(tuple(input.shape), made_dtype(dtype, input.dtype))
 
 
 def full_like(
-    input,
-    fill_value,
+    input: Tensor,
+    fill_value: float,
     *,
-    dtype=None,
-    layout=None,
-    device=None,
-    pin_memory=False,
-    requires_grad=False,
-    memory_format=None,
-):
+    dtype: Optional[DType] = None,
+    layout: object = None,
+    device: object = None,
+    pin_memory: bool = False,
+    requires_grad: bool = False,
+    memory_format: object = None,
+) -> Tensor:
     return ops.full(tuple(input.shape), fill_value, dtype=made_dtype(dtype, input.dtype))
 
 
-def new_zeros(self, *size, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+def new_zeros(
+    self: Tensor,
+    *size: Size,
+    dtype: Optional[DType] = None,
+    layout: object = None,
+    device: object = None,
+    pin_memory: bool = False,
+    requires_grad: bool = False,
+) -> Tensor:
     return ops.zeros(as_shape(size), made_dtype(dtype, self.dtype))
 
 
-def new_ones(self, *size, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+def new_ones(
+    self: Tensor,
+    *size: Size,
+    dtype: Optional[DType] = None,
+    layout: object = None,
+    device: object = None,
+    pin_memory: bool = False,
+    requires_grad: bool = False,
+) -> Tensor:
     return ops.ones(as_shape(size), made_dtype(dtype, self.dtype))
 
 
-def new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+def new_full(
+    self: Tensor,
+    size: Sequence[int],
+    fill_value: float,
+    *,
+    dtype: Optional[DType] = None,
+    layout: object = None,
+    device: object = None,
+    pin_memory: bool = False,
+    requires_grad: bool = False,
+) -> Tensor:
     return ops.full(tuple(size), fill_value, dtype=made_dtype(dtype, self.dtype))
 
 
-FUNCTIONS: Dict[str, object] = {
+FUNCTIONS: Dict[str, Entry] = {
     "torch.arange": arange,
     "torch.tensor": tensor,
     "torch.ones": ones,
@@ -102,7 +184,7 @@ FUNCTIONS: Dict[str, object] = {
     "torch.zeros_like": zeros_like,
     "torch.full_like": full_like,
 }
-METHODS: Dict[str, object] = {
+METHODS: Dict[str, Adapter] = {
     "new_zeros": new_zeros,
     "new_ones": new_ones,
     "new_full": new_full,

@@ -15,25 +15,26 @@ from __future__ import annotations
 
 import math
 import string
-from typing import List, Sequence, Tuple
+from typing import List, Sequence, Tuple, Union
 
-from mindspore import ops
+from mindspore import Tensor, ops
 
 __all__ = ["einsum"]
 
 _ELLIPSIS_LABELS = "".join(c for c in string.ascii_letters[::-1])  # drawn from the end, away from the user's
 
 
-def einsum(equation, *operands):
+def einsum(equation: str, *operands: Union[Tensor, Sequence[Tensor]]) -> Tensor:
     """``torch.einsum(equation, *operands)`` (or ``einsum(equation, [operands])``)."""
+    tensors: Sequence[Tensor] = operands
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
-        operands = tuple(operands[0])
-    inputs, output = _parse(equation.replace(" ", ""), [op.ndim for op in operands])
-    current, labels = operands[0], inputs[0]
+        tensors = tuple(operands[0])
+    inputs, output = _parse(equation.replace(" ", ""), [op.ndim for op in tensors])
+    current, labels = tensors[0], inputs[0]
     current, labels = _reduce(current, labels, set("".join(inputs[1:])) | set(output))
-    for index in range(1, len(operands)):
+    for index in range(1, len(tensors)):
         later = set("".join(inputs[index + 1 :])) | set(output)
-        other, other_labels = _reduce(operands[index], inputs[index], later | set(labels))
+        other, other_labels = _reduce(tensors[index], inputs[index], later | set(labels))
         current, labels = _contract(current, labels, other, other_labels, later)
     missing = set(labels) - set(output)
     if missing:

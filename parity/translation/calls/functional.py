@@ -20,20 +20,30 @@ What each adapter closes, as read from mindspore 2.10 on CPU:
 from __future__ import annotations
 
 import math
-from typing import Dict, Optional
+from typing import Dict, Optional, Sequence, Tuple, Union
 
 import mindspore as ms
 import numpy as np
-from mindspore import ops
+from mindspore import Tensor, ops
+
+from .arguments import Adapter, Entry, Size
 
 __all__ = ["FUNCTIONS", "METHODS"]
 
 
-def linear(input, weight, bias=None):
+def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     return ops.dense(input, weight, bias)
 
 
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+def embedding(
+    input: Tensor,
+    weight: Tensor,
+    padding_idx: Optional[int] = None,
+    max_norm: Optional[float] = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
     """Rows of ``weight``; the ``padding_idx`` row gets no gradient, as in PyTorch."""
     if max_norm is not None or scale_grad_by_freq:
         raise TypeError("embedding(max_norm=..., scale_grad_by_freq=True) is not translated")
@@ -43,7 +53,13 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     return ops.gather(weight, input, 0)
 
 
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+def layer_norm(
+    input: Tensor,
+    normalized_shape: Sequence[int],
+    weight: Optional[Tensor] = None,
+    bias: Optional[Tensor] = None,
+    eps: float = 1e-5,
+) -> Tensor:
     """The ``LayerNorm`` primitive ``nn.LayerNorm`` uses (``ops.layer_norm``'s kernel is not on CPU)."""
     shape = tuple(normalized_shape)
     axis = -len(shape)
@@ -52,7 +68,16 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return ops.LayerNorm(begin_norm_axis=axis, begin_params_axis=axis, epsilon=eps)(input, weight, bias)[0]
 
 
-def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+def batch_norm(
+    input: Tensor,
+    running_mean: Optional[Tensor],
+    running_var: Optional[Tensor],
+    weight: Optional[Tensor] = None,
+    bias: Optional[Tensor] = None,
+    training: bool = False,
+    momentum: Optional[float] = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
     if momentum is None:
         raise TypeError("batch_norm(momentum=None) (a cumulative moving average) has no MindSpore counterpart")
     channels = input.shape[1]
@@ -78,13 +103,19 @@ def _batch_statistics_norm(input, weight, bias, eps):
     return (input - mean) * ops.rsqrt(var + eps) * ops.reshape(weight, view) + ops.reshape(bias, view)
 
 
-def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+def group_norm(
+    input: Tensor, num_groups: int, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None, eps: float = 1e-5
+) -> Tensor:
     return ops.group_norm(input, num_groups, weight, bias, float(eps))
 
 
-def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: object = None) -> Tensor:
     norm = ops.norm(input, p, dim, True)
     return input / ops.clamp(norm, min=eps)
+
+
+# an adaptive pool's output size: one for every dimension or one per dimension, None keeping the input's
+_OutputSize = Union[int, None, Sequence[Optional[int]]]
 
 
 def _pooled_size(input, output_size, n):
@@ -92,17 +123,25 @@ def _pooled_size(input, output_size, n):
     return tuple(input.shape[-n + i] if s is None else s for i, s in enumerate(sizes))
 
 
-def adaptive_avg_pool2d(input, output_size):
+def adaptive_avg_pool2d(input: Tensor, output_size: _OutputSize) -> Tensor:
     return ops.adaptive_avg_pool2d(input, _pooled_size(input, output_size, 2))
 
 
-def adaptive_max_pool2d(input, output_size, return_indices=False):
+def adaptive_max_pool2d(
+    input: Tensor, output_size: _OutputSize, return_indices: bool = False
+) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     return ops.adaptive_max_pool2d(input, _pooled_size(input, output_size, 2), return_indices)
 
 
 def avg_pool2d(
-    input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None
-):
+    input: Tensor,
+    kernel_size: Size,
+    stride: Optional[Size] = None,
+    padding: Size = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: Optional[int] = None,
+) -> Tensor:
     return ops.avg_pool2d(
         input,
         kernel_size,
@@ -114,25 +153,33 @@ def avg_pool2d(
     )
 
 
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+def max_pool2d(
+    input: Tensor,
+    kernel_size: Size,
+    stride: Optional[Size] = None,
+    padding: Size = 0,
+    dilation: Size = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Union[Tensor, Tuple[Tensor, Tensor]]:
     return ops.max_pool2d(
         input, kernel_size, stride if stride else kernel_size, padding, dilation, return_indices, ceil_mode
     )
 
 
-def pad(input, pad, mode="constant", value=None):
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: Optional[float] = None) -> Tensor:
     return ops.pad(input, tuple(pad), mode, value)
 
 
 def interpolate(
-    input,
-    size=None,
-    scale_factor=None,
-    mode="nearest",
-    align_corners=None,
-    recompute_scale_factor=None,
-    antialias=False,
-):
+    input: Tensor,
+    size: Optional[Size] = None,
+    scale_factor: Union[float, Sequence[float], None] = None,
+    mode: str = "nearest",
+    align_corners: Optional[bool] = None,
+    recompute_scale_factor: Optional[bool] = None,
+    antialias: bool = False,
+) -> Tensor:
     if antialias:
         raise TypeError("interpolate(antialias=True) is not translated")
     if scale_factor is not None:  # MindSpore samples by the sizes: give it the size PyTorch makes
@@ -149,8 +196,15 @@ def interpolate(
 
 
 def scaled_dot_product_attention(
-    query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False
-):
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Optional[Tensor] = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: Optional[float] = None,
+    enable_gqa: bool = False,
+) -> Tensor:
     """softmax(q k^T * scale + mask) v, as PyTorch's reference implementation defines it: ``enable_gqa``
     repeats each key/value head for its group of query heads (``repeat_interleave``), and a query
     that may attend to nothing gets zeros, as PyTorch gives. Masked scores are filled with the
@@ -180,7 +234,7 @@ def scaled_dot_product_attention(
     return ops.matmul(weights, value)
 
 
-def stochastic_depth(input, p, mode, training=True):
+def stochastic_depth(input: Tensor, p: float, mode: str, training: bool = True) -> Tensor:
     return input  # the validator lets only the identity through
 
 
@@ -195,7 +249,7 @@ def _stochastic_depth_check(args, kwargs) -> Optional[str]:
     return None
 
 
-FUNCTIONS: Dict[str, object] = {
+FUNCTIONS: Dict[str, Entry] = {
     "torch.nn.functional.linear": linear,
     "torch.nn.functional.embedding": embedding,
     "torch.nn.functional.layer_norm": layer_norm,
@@ -211,4 +265,4 @@ FUNCTIONS: Dict[str, object] = {
     "torch.nn.functional.scaled_dot_product_attention": scaled_dot_product_attention,
     "torchvision.ops.stochastic_depth.stochastic_depth": (stochastic_depth, _stochastic_depth_check),
 }
-METHODS: Dict[str, object] = {}
+METHODS: Dict[str, Adapter] = {}

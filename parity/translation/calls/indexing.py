@@ -13,25 +13,25 @@ What each adapter closes, as read from mindspore 2.10 on CPU:
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Any, Dict, Union
 
 import mindspore as ms
-from mindspore import ops
+from mindspore import Tensor, ops
 
-from .arguments import INTEGRAL, is_tensor
+from .arguments import INTEGRAL, Adapter, Entry, is_tensor
 
 __all__ = ["FUNCTIONS", "METHODS"]
 
 
-def masked_fill(input, mask, value):
+def masked_fill(input: Tensor, mask: Tensor, value: Union[Tensor, float]) -> Tensor:
     return ops.masked_fill(input, mask, ms.Tensor(value, input.dtype) if not is_tensor(value) else value)
 
 
-def triu(input, diagonal=0):
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     return ops.triu(input, diagonal)
 
 
-def tril(input, diagonal=0):
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     return ops.tril(input, diagonal)
 
 
@@ -50,7 +50,9 @@ def _operand(value, other):
     return ms.Tensor(value, ms.float32 if isinstance(other, float) else _scalar_dtype(value))
 
 
-def where(condition, input=None, other=None):
+def where(
+    condition: Tensor, input: Union[Tensor, float, None] = None, other: Union[Tensor, float, None] = None
+) -> Tensor:
     if input is None and other is None:
         raise TypeError("torch.where(condition) (the indices of the true elements) is not translated")
     x, y = _operand(input, other), _operand(other, input)
@@ -59,15 +61,15 @@ def where(condition, input=None, other=None):
     return ops.where(condition, x, y)
 
 
-def gather(input, dim, index, *, sparse_grad=False):
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     return ops.gather_elements(input, dim, index)
 
 
-def index_select(input, dim, index):
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     return ops.gather(input, index, dim)
 
 
-def getitem(obj, index):
+def getitem(obj: Any, index: Any) -> Any:
     """``x[index]``; on a tensor, a slice with a step (``x[..., 1::2, 0::2, :]``) is taken with
     ``gather`` first: MindSpore's backward of such a slice fails on CPU (``StridedSliceGrad``:
     ``input memory out of bounds``) unless it starts at 0, and so does ``narrow``'s."""
@@ -93,14 +95,14 @@ def getitem(obj, index):
     return obj[tuple(plain)]
 
 
-def setitem(input, key, value):
+def setitem(input: Tensor, key: Any, value: Union[Tensor, float]) -> Tensor:
     """``input[key] = value``, computed on a copy: the graph reads the copy where PyTorch reads ``input``."""
     result = input.copy()
     result[key] = value
     return result
 
 
-FUNCTIONS: Dict[str, object] = {
+FUNCTIONS: Dict[str, Entry] = {
     "torch.where": where,
     "torch.gather": gather,
     "torch.index_select": index_select,
@@ -110,7 +112,7 @@ FUNCTIONS: Dict[str, object] = {
     "operator.getitem": getitem,
     "operator.setitem": setitem,
 }
-METHODS: Dict[str, object] = {
+METHODS: Dict[str, Adapter] = {
     "where": where,
     "gather": gather,
     "index_select": index_select,

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import builtins
 import operator
-from typing import Dict, Optional
+from typing import Any, Dict, Optional
 
 from mindspore import ops
 
-from .arguments import DEVICE, is_tensor, torch_dtype
+from .arguments import DEVICE, Adapter, Entry, is_tensor, torch_dtype
 
 __all__ = ["FUNCTIONS", "METHODS", "INPLACE_OPERATORS", "PYTHON_MODULES", "is_python"]
 
@@ -32,7 +32,7 @@ INPLACE_OPERATORS = {
 }
 
 
-def is_python(target) -> bool:
+def is_python(target: object) -> bool:
     """Whether a ``call_function`` target is one of Python's own (``operator``, ``math``, builtins)."""
     return (
         getattr(target, "__module__", None) in PYTHON_MODULES
@@ -40,12 +40,12 @@ def is_python(target) -> bool:
     )
 
 
-def assert_(condition, message):
+def assert_(condition: object, message: str) -> None:
     if not bool(condition):
         raise AssertionError(message)
 
 
-def assert_is_none(value, message):
+def assert_is_none(value: object, message: str) -> None:
     if value is not None:
         raise AssertionError(message)
 
@@ -71,7 +71,7 @@ def _getattr_check(args, kwargs) -> Optional[str]:
     return None
 
 
-def getattr_(obj, name, *default):
+def getattr_(obj: object, name: str, *default: object) -> Any:
     if is_tensor(obj):
         if name not in _ATTRIBUTES:
             raise TypeError(f"reading Tensor.{name} is not translated (only {', '.join(_ATTRIBUTES)})")
@@ -79,9 +79,9 @@ def getattr_(obj, name, *default):
     return builtins.getattr(obj, name, *default)
 
 
-FUNCTIONS: Dict[str, object] = {
+FUNCTIONS: Dict[str, Entry] = {
     "torch._assert": assert_,
     "torch.fx._symbolic_trace._assert_is_none": assert_is_none,
     "builtins.getattr": (getattr_, _getattr_check),
 }
-METHODS: Dict[str, object] = {}
+METHODS: Dict[str, Adapter] = {}

@@ -9,12 +9,12 @@ tensor is int64, as in PyTorch, and so are ``argmin``'s indices.
 from __future__ import annotations
 
 import collections
-from typing import Dict
+from typing import Dict, Optional, Sequence, Union
 
 import mindspore as ms
-from mindspore import ops
+from mindspore import Tensor, ops
 
-from .arguments import INTEGRAL, made_dtype, ms_dtype
+from .arguments import INTEGRAL, Adapter, DType, Entry, made_dtype, ms_dtype
 
 __all__ = ["FUNCTIONS", "METHODS"]
 
@@ -23,13 +23,17 @@ def _axes(dim):
     return tuple(dim) if isinstance(dim, list) else dim
 
 
-def mean(input, dim=None, keepdim=False, *, dtype=None):
+def mean(
+    input: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False, *, dtype: Optional[DType] = None
+) -> Tensor:
     if dtype is not None:
         input = input.astype(ms_dtype(dtype))
     return ops.mean(input, _axes(dim), keepdim)
 
 
-def sum_(input, dim=None, keepdim=False, *, dtype=None):
+def sum_(
+    input: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False, *, dtype: Optional[DType] = None
+) -> Tensor:
     if dtype is not None:
         input = input.astype(ms_dtype(dtype))
     return ops.sum(input, _axes(dim), keepdim)
@@ -53,7 +57,7 @@ def _extreme(name):
     return compute
 
 
-def argmax(input, dim=None, keepdim=False):
+def argmax(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
     return ops.argmax(input, dim, keepdim)
 
 
@@ -66,22 +70,24 @@ def _arg_reduce(reduce):
     return run
 
 
-def any_(input, dim=None, keepdim=False):
+def any_(input: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
     return ops.any(input, dim, keepdim)
 
 
-def all_(input, dim=None, keepdim=False):
+def all_(input: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
     return ops.all(input, dim, keepdim)
 
 
-def cumsum(input, dim, *, dtype=None):
+def cumsum(input: Tensor, dim: int, *, dtype: Optional[DType] = None) -> Tensor:
     if dtype is None and input.dtype in INTEGRAL:
         dtype = ms.int64
     dtype = made_dtype(dtype)
     return ops.cumsum(input if dtype is None else input.astype(dtype), dim)
 
 
-def diff(input, n=1, dim=-1, prepend=None, append=None):
+def diff(
+    input: Tensor, n: int = 1, dim: int = -1, prepend: Optional[Tensor] = None, append: Optional[Tensor] = None
+) -> Tensor:
     if prepend is not None or append is not None:
         input = ops.cat([t for t in (prepend, input, append) if t is not None], dim)
     for _ in range(n):
@@ -91,7 +97,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     return input
 
 
-FUNCTIONS: Dict[str, object] = {
+FUNCTIONS: Dict[str, Entry] = {
     "torch.mean": mean,
     "torch.sum": sum_,
     "torch.max": _extreme("max"),
@@ -103,7 +109,7 @@ FUNCTIONS: Dict[str, object] = {
     "torch.cumsum": cumsum,
     "torch.diff": diff,
 }
-METHODS: Dict[str, object] = {
+METHODS: Dict[str, Adapter] = {
     "mean": mean,
     "sum": sum_,
     "max": _extreme("max"),

@@ -14,38 +14,38 @@ What each adapter closes, as read from mindspore 2.10:
 from __future__ import annotations
 
 import math
-from typing import Dict
+from typing import Dict, Optional, Sequence, Tuple, Union
 
-from mindspore import ops
+from mindspore import Tensor, ops
 
-from .arguments import as_shape
+from .arguments import Adapter, Entry, Size, as_shape
 
 __all__ = ["FUNCTIONS", "METHODS"]
 
 
-def flatten(input, start_dim=0, end_dim=-1):
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if input.ndim == 0:
         return ops.reshape(input, (1,))
     return ops.flatten(input, start_dim=start_dim, end_dim=end_dim)
 
 
-def reshape(input, *shape):
+def reshape(input: Tensor, *shape: Size) -> Tensor:
     return ops.reshape(input, as_shape(shape))
 
 
-def permute(input, *dims):
+def permute(input: Tensor, *dims: Size) -> Tensor:
     return ops.permute(input, as_shape(dims))
 
 
-def transpose(input, dim0, dim1):
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     return ops.swapaxes(input, dim0, dim1)
 
 
-def unsqueeze(input, dim):
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
     return ops.unsqueeze(input, dim)
 
 
-def squeeze(input, dim=None):
+def squeeze(input: Tensor, dim: Union[int, Sequence[int], None] = None) -> Tensor:
     if dim is None:
         return ops.squeeze(input)
     dims = dim if isinstance(dim, (tuple, list)) else (dim,)
@@ -53,60 +53,66 @@ def squeeze(input, dim=None):
     return ops.squeeze(input, keep) if keep else input
 
 
-def expand(input, *sizes):
+def expand(input: Tensor, *sizes: Size) -> Tensor:
     return ops.broadcast_to(input, as_shape(sizes))
 
 
-def expand_as(input, other):
+def expand_as(input: Tensor, other: Tensor) -> Tensor:
     return ops.broadcast_to(input, other.shape)
 
 
-def size(input, dim=None):
+def size(input: Tensor, dim: Optional[int] = None) -> Union[int, Tuple[int, ...]]:
     return tuple(input.shape) if dim is None else input.shape[dim]
 
 
-def cat(tensors, dim=0):
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return ops.cat(list(tensors), dim)
 
 
-def stack(tensors, dim=0):
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return ops.stack(list(tensors), dim)
 
 
-def chunk(input, chunks, dim=0):
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> Tuple[Tensor, ...]:
     return ops.chunk(input, chunks, dim)
 
 
-def split(tensor, split_size_or_sections, dim=0):
+def split(tensor: Tensor, split_size_or_sections: Union[int, Sequence[int]], dim: int = 0) -> Tuple[Tensor, ...]:
     return ops.split(tensor, split_size_or_sections, dim)
 
 
-def unbind(input, dim=0):
+def unbind(input: Tensor, dim: int = 0) -> Tuple[Tensor, ...]:
     return ops.unbind(input, dim)
 
 
-def repeat(input, *sizes):
+def repeat(input: Tensor, *sizes: Size) -> Tensor:
     return ops.tile(input, as_shape(sizes))
 
 
-def contiguous(input, memory_format=None):
+def contiguous(input: Tensor, memory_format: object = None) -> Tensor:
     return input
 
 
-def dim(input):
+def dim(input: Tensor) -> int:
     return input.ndim
 
 
-def numel(input):
+def numel(input: Tensor) -> int:
     return int(math.prod(input.shape))
 
 
-def unflatten(input, dim, sizes):
+def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     dim = dim % input.ndim
     return ops.reshape(input, tuple(input.shape[:dim]) + tuple(sizes) + tuple(input.shape[dim + 1 :]))
 
 
-def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+def repeat_interleave(
+    input: Tensor,
+    repeats: Union[int, Tensor, None] = None,
+    dim: Optional[int] = None,
+    *,
+    output_size: Optional[int] = None,
+) -> Tensor:
     if repeats is None:
         raise TypeError("repeat_interleave(repeats) (one tensor: the indices repeated) is not translated")
     if dim is None:
@@ -114,7 +120,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     return ops.repeat_interleave(input, repeats, dim)
 
 
-def roll(input, shifts, dims=None):
+def roll(input: Tensor, shifts: Size, dims: Optional[Size] = None) -> Tensor:
     if dims is None:
         return ops.reshape(roll(ops.reshape(input, (-1,)), shifts, 0), input.shape)
     shifts = tuple(shifts) if isinstance(shifts, (tuple, list)) else (shifts,)
@@ -130,11 +136,11 @@ def roll(input, shifts, dims=None):
     return input
 
 
-def flip(input, dims):
+def flip(input: Tensor, dims: Union[int, Sequence[int]]) -> Tensor:
     return ops.flip(input, tuple(dims) if isinstance(dims, (tuple, list)) else (dims,))
 
 
-FUNCTIONS: Dict[str, object] = {
+FUNCTIONS: Dict[str, Entry] = {
     "torch.flatten": flatten,
     "torch.reshape": reshape,
     "torch.permute": permute,
@@ -154,7 +160,7 @@ FUNCTIONS: Dict[str, object] = {
     "torch.roll": roll,
     "torch.flip": flip,
 }
-METHODS: Dict[str, object] = {
+METHODS: Dict[str, Adapter] = {
     "view": reshape,
     "reshape": reshape,
     "permute": permute,

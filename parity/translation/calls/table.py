@@ -23,23 +23,23 @@ from __future__ import annotations
 import importlib
 import operator
 import sys
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from . import activations, arithmetic, casts, creation, functional, indexing, python, reductions, shapes
-from .arguments import is_tensor
+from .arguments import Adapter, Entry, Validator, is_tensor
 from .python import INPLACE_OPERATORS, is_python
 
 __all__ = ["TOPICS", "FUNCTIONS", "METHODS", "FALLBACKS", "function_for", "method_for", "is_inplace", "api_name"]
 
 TOPICS = (shapes, indexing, arithmetic, reductions, creation, casts, activations, functional, python)
 # PyTorch's dotted names; Tensor methods by name, a name ending in "_" (in place) mapping to the name without it.
-FUNCTIONS: Dict[str, object] = {name: entry for topic in TOPICS for name, entry in topic.FUNCTIONS.items()}
-METHODS: Dict[str, object] = {name: entry for topic in TOPICS for name, entry in topic.METHODS.items()}
+FUNCTIONS: Dict[str, Entry] = {name: entry for topic in TOPICS for name, entry in topic.FUNCTIONS.items()}
+METHODS: Dict[str, Adapter] = {name: entry for topic in TOPICS for name, entry in topic.METHODS.items()}
 
 # Asked, in order, for a call_function target the table does not hold: ``(adapter, validator)`` or None
 # (:mod:`parity.translation.trace.wrapped` registers the one for ``torch.fx.wrap``ped functions).
-FALLBACKS: List[Callable[[Callable], Optional[Tuple[Callable, Optional[Callable]]]]] = []
-_BY_ID: Dict[int, Tuple[Callable, Optional[Callable]]] = {}
+FALLBACKS: List[Callable[[Callable[..., Any]], Optional[Tuple[Adapter, Optional[Validator]]]]] = []
+_BY_ID: Dict[int, Tuple[Adapter, Optional[Validator]]] = {}
 _UNRESOLVED = set(FUNCTIONS)
 
 
@@ -54,7 +54,7 @@ def _resolve(name: str):
         return None
 
 
-def _index() -> Dict[int, Tuple[Callable, Optional[Callable]]]:
+def _index() -> Dict[int, Tuple[Adapter, Optional[Validator]]]:
     for name in sorted(_UNRESOLVED):
         target = _resolve(name)
         if target is not None:
@@ -64,7 +64,7 @@ def _index() -> Dict[int, Tuple[Callable, Optional[Callable]]]:
     return _BY_ID
 
 
-def function_for(target) -> Optional[Tuple[Callable, Optional[Callable]]]:
+def function_for(target: Callable[..., Any]) -> Optional[Tuple[Adapter, Optional[Validator]]]:
     """``(adapter, validator)`` for a ``call_function`` target, or None when it is not translated."""
     found = _index().get(id(target))
     if found is not None:
@@ -80,7 +80,7 @@ def function_for(target) -> Optional[Tuple[Callable, Optional[Callable]]]:
     return None
 
 
-def method_for(name: str) -> Optional[Callable]:
+def method_for(name: str) -> Optional[Adapter]:
     """The adapter for Tensor method ``name`` (``self`` first), or None."""
     plain = name[:-1] if name.endswith("_") and not name.endswith("__") else name
     entry = METHODS.get(plain)
@@ -95,21 +95,22 @@ def method_for(name: str) -> Optional[Callable]:
     return call
 
 
-def is_inplace(op: str, target, kwargs) -> bool:
+def is_inplace(op: str, target: Any, kwargs: Mapping[str, Any]) -> bool:
     """Whether the call modifies its first argument in PyTorch."""
     if op == "call_method":
         return target.endswith("_") and not target.endswith("__")
     return target in INPLACE_OPERATORS or target is operator.setitem or bool(kwargs.get("inplace", False))
 
 
-def api_name(op: str, target) -> str:
+def api_name(op: str, target: object) -> str:
     """How an error names the call: ``torch.flatten``, ``Tensor.view``, ``operator.add``."""
     if op == "call_method":
         return f"Tensor.{target}"
     for name in FUNCTIONS:
         if _resolve(name) is target:
             return name
-    module = getattr(target, "__module__", None) or getattr(getattr(target, "__self__", None), "__name__", "")
+    # __module__, or the owner's __name__: a str as a rule, though an object may hold anything there
+    module: Any = getattr(target, "__module__", None) or getattr(getattr(target, "__self__", None), "__name__", "")
     module = {
         "torch._C._nn": "torch.nn.functional",
         "torch._C._VariableFunctions": "torch",

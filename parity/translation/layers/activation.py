@@ -27,8 +27,10 @@ MindSpore facts (mindspore 2.10, ``mindspore/nn/layer/activation.py``):
 
 from __future__ import annotations
 
+from typing import Union
+
 import torch
-from mindspore import nn, ops
+from mindspore import Tensor, nn, ops
 
 from .table import Context, translates
 
@@ -41,14 +43,14 @@ _SELU_SCALE = 1.0507009873554805
 _TANH_CLAMP = 9.0  # tanh(9) rounds to 1.0 in float32
 
 
-def tanh(x):
+def tanh(x: Tensor) -> Tensor:
     """tanh(x) as sinh/cosh of x clamped to [-9, 9]: within 1.3e-7 of the exact value (its gradient
     within 3e-7), where MindSpore's CPU ``ops.tanh`` is off by up to 1e-4."""
     clamped = ops.clamp(x, -_TANH_CLAMP, _TANH_CLAMP)
     return ops.sinh(clamped) / ops.cosh(clamped)
 
 
-def elu_with_alpha(x, alpha: float = 1.0):
+def elu_with_alpha(x: Tensor, alpha: float = 1.0) -> Tensor:
     """ELU for any alpha from primitives (the ``Elu`` kernel accepts only alpha=1.0)."""
     return ops.where(x > 0, x, alpha * (ops.exp(ops.minimum(x, 0.0)) - 1.0))
 
@@ -60,21 +62,21 @@ class ELU(nn.Cell):
         super().__init__()
         self.alpha = float(alpha)
 
-    def construct(self, x):
+    def construct(self, x: Tensor) -> Tensor:
         return elu_with_alpha(x, self.alpha)
 
 
 class Tanh(nn.Cell):
     """``torch.nn.Tanh`` as accurate as PyTorch's on CPU: :func:`tanh` (``nn.Tanh`` is off by 1e-4)."""
 
-    def construct(self, x):
+    def construct(self, x: Tensor) -> Tensor:
         return tanh(x)
 
 
 class Tanhshrink(nn.Cell):
     """``torch.nn.Tanhshrink``, x - tanh(x), on the accurate :func:`tanh`."""
 
-    def construct(self, x):
+    def construct(self, x: Tensor) -> Tensor:
         return x - tanh(x)
 
 
@@ -82,7 +84,7 @@ class Mish(nn.Cell):
     """``torch.nn.Mish``, x * tanh(softplus(x)), on the accurate :func:`tanh` (``nn.Mish``'s CPU
     gradient is off by up to 9e-4)."""
 
-    def construct(self, x):
+    def construct(self, x: Tensor) -> Tensor:
         return x * tanh(ops.softplus(x))
 
 
@@ -90,7 +92,7 @@ class SELU(nn.Cell):
     """``torch.nn.SELU`` built from differentiable primitives: ``nn.SeLU``'s gradient is wrong for
     negative inputs."""
 
-    def construct(self, x):
+    def construct(self, x: Tensor) -> Tensor:
         return _SELU_SCALE * ops.where(x > 0, x, _SELU_ALPHA * (ops.exp(ops.minimum(x, 0.0)) - 1.0))
 
 
@@ -101,7 +103,7 @@ class Softplus(nn.Cell):
         super().__init__()
         self.beta, self.threshold = beta, threshold
 
-    def construct(self, x):
+    def construct(self, x: Tensor) -> Tensor:
         return ops.softplus(x, self.beta, self.threshold)
 
 
@@ -125,69 +127,69 @@ _AXIS = {torch.nn.Softmax: nn.Softmax, torch.nn.LogSoftmax: nn.LogSoftmax, torch
 
 
 @translates(*_PLAIN)
-def plain(module, ctx: Context):
-    return _PLAIN[ctx.kind]()
+def plain(module: torch.nn.Module, ctx: Context) -> nn.Cell:
+    return _PLAIN[ctx.layer_class]()
 
 
 @translates(*_AXIS)
-def softmax(module, ctx: Context):
+def softmax(module: Union[torch.nn.Softmax, torch.nn.LogSoftmax, torch.nn.Softmin], ctx: Context) -> nn.Cell:
     ctx.require(
         module.dim is not None,
         "dim=None (picked from the input rank, deprecated in PyTorch) has no MindSpore counterpart; pass dim",
     )
-    return _AXIS[ctx.kind](axis=module.dim)
+    return _AXIS[ctx.layer_class](axis=module.dim)
 
 
 @translates(torch.nn.GLU)
-def glu(module, ctx: Context):
+def glu(module: torch.nn.GLU, ctx: Context) -> nn.Cell:
     return nn.GLU(axis=module.dim)
 
 
 @translates(torch.nn.LeakyReLU)
-def leaky_relu(module, ctx: Context):
+def leaky_relu(module: torch.nn.LeakyReLU, ctx: Context) -> nn.Cell:
     return nn.LeakyReLU(alpha=float(module.negative_slope))
 
 
 @translates(torch.nn.PReLU)
-def prelu(module, ctx: Context):
+def prelu(module: torch.nn.PReLU, ctx: Context) -> nn.Cell:
     return nn.PReLUExt(num_parameters=module.num_parameters, init=float(module.init))
 
 
 @translates(torch.nn.ELU)
-def elu(module, ctx: Context):
+def elu(module: torch.nn.ELU, ctx: Context) -> nn.Cell:
     return nn.ELU(alpha=1.0) if module.alpha == 1.0 else ELU(float(module.alpha))
 
 
 @translates(torch.nn.CELU)
-def celu(module, ctx: Context):
+def celu(module: torch.nn.CELU, ctx: Context) -> nn.Cell:
     return nn.CELU(alpha=float(module.alpha))
 
 
 @translates(torch.nn.GELU)
-def gelu(module, ctx: Context):
+def gelu(module: torch.nn.GELU, ctx: Context) -> nn.Cell:
     return nn.GELU(approximate=module.approximate == "tanh")
 
 
 @translates(torch.nn.Softplus)
-def softplus(module, ctx: Context):
+def softplus(module: torch.nn.Softplus, ctx: Context) -> nn.Cell:
     return Softplus(float(module.beta), float(module.threshold))
 
 
 @translates(torch.nn.Hardtanh)
-def hardtanh(module, ctx: Context):
+def hardtanh(module: torch.nn.Hardtanh, ctx: Context) -> nn.Cell:
     return nn.Hardtanh(min_val=float(module.min_val), max_val=float(module.max_val))
 
 
 @translates(torch.nn.Hardshrink)
-def hardshrink(module, ctx: Context):
+def hardshrink(module: torch.nn.Hardshrink, ctx: Context) -> nn.Cell:
     return nn.HShrink(lambd=float(module.lambd))
 
 
 @translates(torch.nn.Softshrink)
-def softshrink(module, ctx: Context):
+def softshrink(module: torch.nn.Softshrink, ctx: Context) -> nn.Cell:
     return nn.SoftShrink(lambd=float(module.lambd))
 
 
 @translates(torch.nn.Threshold)
-def threshold(module, ctx: Context):
+def threshold(module: torch.nn.Threshold, ctx: Context) -> nn.Cell:
     return nn.Threshold(module.threshold, module.value)

@@ -20,10 +20,12 @@ MindSpore facts (mindspore 2.10, ``mindspore/nn/layer/transformer.py``, a port o
 
 from __future__ import annotations
 
+from typing import Optional, Tuple
+
 import mindspore as ms
 import torch
 import torch.nn.functional as F
-from mindspore import nn, ops
+from mindspore import Tensor, nn, ops
 
 from .table import Context, translates
 
@@ -40,15 +42,15 @@ class MultiheadAttention(nn.MultiheadAttention):
 
     def construct(
         self,
-        query,
-        key,
-        value,
-        key_padding_mask=None,
-        need_weights=True,
-        attn_mask=None,
-        average_attn_weights=True,
-        is_causal=False,
-    ):
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        key_padding_mask: Optional[Tensor] = None,
+        need_weights: bool = True,
+        attn_mask: Optional[Tensor] = None,
+        average_attn_weights: bool = True,
+        is_causal: bool = False,
+    ) -> Tuple[Tensor, Optional[Tensor]]:
         if is_causal:
             if attn_mask is None:
                 raise ValueError("MultiheadAttention: is_causal=True needs attn_mask (PyTorch raises too)")
@@ -72,7 +74,7 @@ class MultiheadAttention(nn.MultiheadAttention):
 
 
 @translates(torch.nn.MultiheadAttention)
-def multihead_attention(module, ctx: Context):
+def multihead_attention(module: torch.nn.MultiheadAttention, ctx: Context) -> nn.Cell:
     return MultiheadAttention(
         module.embed_dim,
         module.num_heads,
@@ -111,12 +113,12 @@ def _layer_kwargs(module, ctx: Context) -> dict:
 
 
 @translates(torch.nn.TransformerEncoderLayer)
-def encoder_layer(module, ctx: Context):
+def encoder_layer(module: torch.nn.TransformerEncoderLayer, ctx: Context) -> nn.Cell:
     return nn.TransformerEncoderLayer(**_layer_kwargs(module, ctx))
 
 
 @translates(torch.nn.TransformerDecoderLayer)
-def decoder_layer(module, ctx: Context):
+def decoder_layer(module: torch.nn.TransformerDecoderLayer, ctx: Context) -> nn.Cell:
     return nn.TransformerDecoderLayer(**_layer_kwargs(module, ctx))
 
 
@@ -134,10 +136,10 @@ def _stack(module, ctx: Context, layer_type, stack_type):
 
 
 @translates(torch.nn.TransformerEncoder)
-def encoder(module, ctx: Context):
+def encoder(module: torch.nn.TransformerEncoder, ctx: Context) -> nn.Cell:
     return _stack(module, ctx, torch.nn.TransformerEncoderLayer, nn.TransformerEncoder)
 
 
 @translates(torch.nn.TransformerDecoder)
-def decoder(module, ctx: Context):
+def decoder(module: torch.nn.TransformerDecoder, ctx: Context) -> nn.Cell:
     return _stack(module, ctx, torch.nn.TransformerDecoderLayer, nn.TransformerDecoder)

@@ -19,10 +19,10 @@ MindSpore facts this relies on (mindspore 2.10, ``mindspore/nn/layer/conv.py``):
 
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import Dict, List, Tuple, Union
 
 import torch
-from mindspore import nn, ops
+from mindspore import Tensor, nn, ops
 
 from .table import Context, ntuple, single, translates
 
@@ -33,21 +33,21 @@ class PaddedConv1d(nn.Conv1d):
     """``nn.Conv1d`` after ``ops.pad(x, torch_pads, mode)`` (one class per rank, no mixin: GRAPH
     mode resolves ``super()`` against the instance's own class)."""
 
-    def construct(self, x):
+    def construct(self, x: Tensor) -> Tensor:
         return super().construct(ops.pad(x, self.torch_pads, mode=self.torch_padding_mode))
 
 
 class PaddedConv2d(nn.Conv2d):
     """``nn.Conv2d`` after ``ops.pad(x, torch_pads, mode)``."""
 
-    def construct(self, x):
+    def construct(self, x: Tensor) -> Tensor:
         return super().construct(ops.pad(x, self.torch_pads, mode=self.torch_padding_mode))
 
 
 class PaddedConv3d(nn.Conv3d):
     """``nn.Conv3d`` after ``ops.pad(x, torch_pads, mode)``."""
 
-    def construct(self, x):
+    def construct(self, x: Tensor) -> Tensor:
         return super().construct(ops.pad(x, self.torch_pads, mode=self.torch_padding_mode))
 
 
@@ -55,7 +55,7 @@ class Conv1dTransposeCropped(nn.Conv2dTranspose):
     """``ConvTranspose1d`` with ``output_padding``: ``nn.Conv1dTranspose`` has none and pads only
     symmetrically, so this runs ``nn.Conv2dTranspose`` over a unit height with a shorter end crop."""
 
-    def construct(self, x):
+    def construct(self, x: Tensor) -> Tensor:
         return super().construct(x.expand_dims(2)).squeeze(2)
 
 
@@ -89,7 +89,9 @@ def _sides(module, nd: int) -> List[Tuple[int, int]]:
 
 
 def _common(module, nd: int) -> dict:
-    sizes = {k: ntuple(getattr(module, k), nd) for k in ("kernel_size", "stride", "dilation")}
+    sizes: Dict[str, Union[int, Tuple[int, ...]]] = {
+        k: ntuple(getattr(module, k), nd) for k in ("kernel_size", "stride", "dilation")
+    }
     if nd == 1:
         sizes = {k: single(v) for k, v in sizes.items()}
     return dict(
@@ -102,9 +104,9 @@ def _common(module, nd: int) -> dict:
 
 
 @translates(*_CONV)
-def conv(module, ctx: Context):
+def conv(module: Union[torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d], ctx: Context) -> nn.Cell:
     nd = len(module.kernel_size)
-    plain, padded = _CONV[ctx.kind]
+    plain, padded = _CONV[ctx.layer_class]
     kwargs = _common(module, nd)
     if module.padding_mode == "zeros":
         if isinstance(module.padding, str):
@@ -115,7 +117,7 @@ def conv(module, ctx: Context):
         not (mode == "reflect" and nd == 3 and ctx.device == "CPU"),
         "padding_mode='reflect' needs a 5-d reflect pad, which MindSpore's ops.pad lacks on CPU",
     )
-    cell = padded(pad_mode="valid", **kwargs)
+    cell: nn.Cell = padded(pad_mode="valid", **kwargs)
     cell.torch_pads = tuple(p for pair in reversed(_sides(module, nd)) for p in pair)
     cell.torch_padding_mode = mode
     return cell
@@ -135,7 +137,9 @@ def _transposed_padding(module, ctx: Context, nd: int):
 
 
 @translates(*_TRANSPOSED)
-def conv_transpose(module, ctx: Context):
+def conv_transpose(
+    module: Union[torch.nn.ConvTranspose1d, torch.nn.ConvTranspose2d, torch.nn.ConvTranspose3d], ctx: Context
+) -> nn.Cell:
     nd = len(module.kernel_size)
     kwargs = _common(module, nd)
     sides, extra = _transposed_padding(module, ctx, nd)
@@ -150,4 +154,4 @@ def conv_transpose(module, ctx: Context):
         kwargs["output_padding"] = extra
     if nd == 1:
         return nn.Conv1dTranspose(pad_mode="pad", padding=sides[0][0], **kwargs)
-    return _TRANSPOSED[ctx.kind](pad_mode="pad", padding=_per_side(sides, nd), **kwargs)
+    return _TRANSPOSED[ctx.layer_class](pad_mode="pad", padding=_per_side(sides, nd), **kwargs)

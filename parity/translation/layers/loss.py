@@ -24,6 +24,8 @@ MindSpore facts (mindspore 2.10, ``mindspore/nn/loss/loss.py``):
 
 from __future__ import annotations
 
+from typing import Optional, Union
+
 import mindspore as ms
 import torch
 from mindspore import nn
@@ -37,7 +39,7 @@ class CrossEntropyLossInt64(nn.CrossEntropyLoss):
     """``nn.CrossEntropyLoss`` that takes PyTorch's ``int64`` class indices (cast to the ``int32``
     MindSpore's kernel wants); also the known-mismatch registry's fix."""
 
-    def construct(self, logits, labels):
+    def construct(self, logits: ms.Tensor, labels: ms.Tensor) -> ms.Tensor:
         if labels.dtype == ms.int64:
             labels = labels.astype(ms.int32)
         return super().construct(logits, labels)
@@ -49,13 +51,15 @@ class BCEWithLogitsLoss(nn.Cell):
     first batch's element count in PYNATIVE); also the known-mismatch registry's fix. Not a
     subclass: the registry's diagnosis tells it from the Cell it replaces."""
 
-    def __init__(self, reduction: str = "mean", weight=None, pos_weight=None):
+    def __init__(
+        self, reduction: str = "mean", weight: Optional[ms.Tensor] = None, pos_weight: Optional[ms.Tensor] = None
+    ):
         super().__init__()
         if reduction not in ("none", "mean", "sum"):
             raise ValueError(f"reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
         self.reduction, self.weight, self.pos_weight = reduction, weight, pos_weight
 
-    def construct(self, input, target):
+    def construct(self, input: ms.Tensor, target: ms.Tensor) -> ms.Tensor:
         each = "none" if self.reduction == "mean" else self.reduction
         loss = ms.ops.binary_cross_entropy_with_logits(input, target, self.weight, self.pos_weight, each)
         return loss.mean() if self.reduction == "mean" else loss
@@ -77,18 +81,19 @@ _NO_CPU_KERNEL = (torch.nn.SoftMarginLoss, torch.nn.TripletMarginLoss)
 
 def _require_kernel(module, ctx: Context) -> None:
     ctx.require(
-        not (ctx.kind in _NO_CPU_KERNEL and ctx.device == "CPU"), f"MindSpore has no CPU kernel for {ctx.kind.__name__}"
+        not (ctx.kind in _NO_CPU_KERNEL and ctx.device == "CPU"),
+        f"MindSpore has no CPU kernel for {ctx.layer_class.__name__}",
     )
 
 
 @translates(*_REDUCTION_ONLY)
-def reduction_only(module, ctx: Context):
+def reduction_only(module: Union[torch.nn.MSELoss, torch.nn.L1Loss, torch.nn.SoftMarginLoss], ctx: Context) -> nn.Cell:
     _require_kernel(module, ctx)
-    return _REDUCTION_ONLY[ctx.kind](reduction=module.reduction)
+    return _REDUCTION_ONLY[ctx.layer_class](reduction=module.reduction)
 
 
 @translates(torch.nn.CrossEntropyLoss)
-def cross_entropy(module, ctx: Context):
+def cross_entropy(module: torch.nn.CrossEntropyLoss, ctx: Context) -> nn.Cell:
     cell = CrossEntropyLossInt64(
         ignore_index=module.ignore_index, reduction=module.reduction, label_smoothing=float(module.label_smoothing)
     )
@@ -96,60 +101,60 @@ def cross_entropy(module, ctx: Context):
 
 
 @translates(torch.nn.NLLLoss)
-def nll(module, ctx: Context):
+def nll(module: torch.nn.NLLLoss, ctx: Context) -> nn.Cell:
     return _with_buffers(nn.NLLLoss(ignore_index=module.ignore_index, reduction=module.reduction), module)
 
 
 @translates(torch.nn.SmoothL1Loss)
-def smooth_l1(module, ctx: Context):
+def smooth_l1(module: torch.nn.SmoothL1Loss, ctx: Context) -> nn.Cell:
     if module.beta == 0:  # PyTorch: "beta=0 is equivalent to L1Loss"; MindSpore refuses beta=0 when it runs
         return nn.L1Loss(reduction=module.reduction)
     return nn.SmoothL1Loss(beta=float(module.beta), reduction=module.reduction)
 
 
 @translates(torch.nn.HuberLoss)
-def huber(module, ctx: Context):
+def huber(module: torch.nn.HuberLoss, ctx: Context) -> nn.Cell:
     return nn.HuberLoss(reduction=module.reduction, delta=float(module.delta))
 
 
 @translates(torch.nn.BCELoss)
-def bce(module, ctx: Context):
+def bce(module: torch.nn.BCELoss, ctx: Context) -> nn.Cell:
     return _with_buffers(nn.BCELoss(reduction=module.reduction), module)
 
 
 @translates(torch.nn.BCEWithLogitsLoss)
-def bce_with_logits(module, ctx: Context):
+def bce_with_logits(module: torch.nn.BCEWithLogitsLoss, ctx: Context) -> nn.Cell:
     return _with_buffers(BCEWithLogitsLoss(reduction=module.reduction), module, ("weight", "pos_weight"))
 
 
 @translates(torch.nn.MultiLabelSoftMarginLoss)
-def multilabel_soft_margin(module, ctx: Context):
+def multilabel_soft_margin(module: torch.nn.MultiLabelSoftMarginLoss, ctx: Context) -> nn.Cell:
     return _with_buffers(nn.MultiLabelSoftMarginLoss(reduction=module.reduction), module)
 
 
 @translates(torch.nn.KLDivLoss)
-def kl_div(module, ctx: Context):
+def kl_div(module: torch.nn.KLDivLoss, ctx: Context) -> nn.Cell:
     ctx.require(not module.log_target, "log_target=True: MindSpore's nn.KLDivLoss takes probabilities only")
     return nn.KLDivLoss(reduction=module.reduction)
 
 
 @translates(torch.nn.CosineEmbeddingLoss)
-def cosine_embedding(module, ctx: Context):
+def cosine_embedding(module: torch.nn.CosineEmbeddingLoss, ctx: Context) -> nn.Cell:
     return nn.CosineEmbeddingLoss(margin=float(module.margin), reduction=module.reduction)
 
 
 @translates(torch.nn.MarginRankingLoss)
-def margin_ranking(module, ctx: Context):
+def margin_ranking(module: torch.nn.MarginRankingLoss, ctx: Context) -> nn.Cell:
     return nn.MarginRankingLoss(margin=float(module.margin), reduction=module.reduction)
 
 
 @translates(torch.nn.HingeEmbeddingLoss)
-def hinge_embedding(module, ctx: Context):
+def hinge_embedding(module: torch.nn.HingeEmbeddingLoss, ctx: Context) -> nn.Cell:
     return nn.HingeEmbeddingLoss(margin=float(module.margin), reduction=module.reduction)
 
 
 @translates(torch.nn.TripletMarginLoss)
-def triplet_margin(module, ctx: Context):
+def triplet_margin(module: torch.nn.TripletMarginLoss, ctx: Context) -> nn.Cell:
     _require_kernel(module, ctx)
     ctx.require(float(module.p).is_integer(), f"p={module.p}: nn.TripletMarginLoss takes an integer norm degree")
     return nn.TripletMarginLoss(
@@ -162,18 +167,18 @@ def triplet_margin(module, ctx: Context):
 
 
 @translates(torch.nn.MultiMarginLoss)
-def multi_margin(module, ctx: Context):
+def multi_margin(module: torch.nn.MultiMarginLoss, ctx: Context) -> nn.Cell:
     cell = nn.MultiMarginLoss(p=module.p, margin=float(module.margin), reduction=module.reduction)
     return _with_buffers(cell, module)
 
 
 @translates(torch.nn.PoissonNLLLoss)
-def poisson_nll(module, ctx: Context):
+def poisson_nll(module: torch.nn.PoissonNLLLoss, ctx: Context) -> nn.Cell:
     return nn.PoissonNLLLoss(
         log_input=module.log_input, full=module.full, eps=float(module.eps), reduction=module.reduction
     )
 
 
 @translates(torch.nn.GaussianNLLLoss)
-def gaussian_nll(module, ctx: Context):
+def gaussian_nll(module: torch.nn.GaussianNLLLoss, ctx: Context) -> nn.Cell:
     return nn.GaussianNLLLoss(full=module.full, eps=float(module.eps), reduction=module.reduction)

@@ -22,8 +22,10 @@ MindSpore facts (mindspore 2.10, ``mindspore/nn/layer/normalization.py``):
 
 from __future__ import annotations
 
+from typing import Union
+
 import torch
-from mindspore import nn
+from mindspore import Tensor, nn
 
 from .table import Context, as_constant, translates
 
@@ -44,7 +46,7 @@ _INSTANCE = {
 class LayerNormTrailing(nn.LayerNorm):
     """``nn.LayerNorm`` over the trailing ``len(normalized_shape)`` axes of an input of any rank."""
 
-    def construct(self, x):
+    def construct(self, x: Tensor) -> Tensor:
         shape = x.shape
         flat = x.reshape(shape[: len(shape) - len(self.normalized_shape)] + (-1,))
         y, _, _ = self.layer_norm(flat, self.gamma.reshape(-1).astype(x.dtype), self.beta.reshape(-1).astype(x.dtype))
@@ -57,10 +59,13 @@ def _stats_owner(cell):
 
 
 @translates(*_BATCH)
-def batch_norm(module, ctx: Context):
-    ctx.require(module.momentum is not None, "momentum=None (a cumulative moving average) has no MindSpore counterpart")
+def batch_norm(
+    module: Union[torch.nn.BatchNorm1d, torch.nn.BatchNorm2d, torch.nn.BatchNorm3d], ctx: Context
+) -> nn.Cell:
+    if module.momentum is None:
+        raise ctx.unsupported("momentum=None (a cumulative moving average) has no MindSpore counterpart")
     tracking = module.track_running_stats
-    cell = _BATCH[ctx.kind](
+    cell = _BATCH[ctx.layer_class](
         module.num_features,
         eps=float(module.eps),
         momentum=1.0 - module.momentum,
@@ -76,7 +81,7 @@ def batch_norm(module, ctx: Context):
 
 
 @translates(torch.nn.LayerNorm)
-def layer_norm(module, ctx: Context):
+def layer_norm(module: torch.nn.LayerNorm, ctx: Context) -> nn.Cell:
     cell_type = nn.LayerNorm if len(module.normalized_shape) == 1 else LayerNormTrailing
     cell = cell_type(
         tuple(module.normalized_shape), begin_norm_axis=-1, begin_params_axis=-1, epsilon=float(module.eps)
@@ -89,7 +94,7 @@ def layer_norm(module, ctx: Context):
 
 
 @translates(torch.nn.GroupNorm)
-def group_norm(module, ctx: Context):
+def group_norm(module: torch.nn.GroupNorm, ctx: Context) -> nn.Cell:
     cell = nn.GroupNorm(module.num_groups, module.num_channels, eps=float(module.eps), affine=module.affine)
     if not module.affine:
         as_constant(cell, ("gamma", "beta"))
@@ -97,7 +102,9 @@ def group_norm(module, ctx: Context):
 
 
 @translates(*_INSTANCE)
-def instance_norm(module, ctx: Context):
+def instance_norm(
+    module: Union[torch.nn.InstanceNorm1d, torch.nn.InstanceNorm2d, torch.nn.InstanceNorm3d], ctx: Context
+) -> nn.Cell:
     ctx.require(
         not module.track_running_stats,
         "track_running_stats=True: MindSpore's InstanceNorm always normalises with the instance "
@@ -106,7 +113,7 @@ def instance_norm(module, ctx: Context):
     if ctx.device == "CPU":
         cell = nn.GroupNorm(module.num_features, module.num_features, eps=float(module.eps), affine=module.affine)
     else:
-        cell = _INSTANCE[ctx.kind](
+        cell = _INSTANCE[ctx.layer_class](
             module.num_features, eps=float(module.eps), momentum=float(module.momentum or 0.1), affine=module.affine
         )
         as_constant(cell, ("moving_mean", "moving_variance"))

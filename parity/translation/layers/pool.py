@@ -12,10 +12,12 @@ of the output size (PyTorch does not), so the 1-d adaptive pools run the 2-d Cel
 
 from __future__ import annotations
 
-import torch
-from mindspore import nn
+from typing import Dict, Tuple, Union, cast
 
-from .table import Context, ntuple, single, translates
+import torch
+from mindspore import Tensor, nn
+
+from .table import Context, Size, ntuple, single, translates
 
 __all__ = ["AdaptiveAvgPool1dAnyLength", "AdaptiveMaxPool1dAnyLength"]
 
@@ -23,14 +25,14 @@ __all__ = ["AdaptiveAvgPool1dAnyLength", "AdaptiveMaxPool1dAnyLength"]
 class AdaptiveAvgPool1dAnyLength(nn.AdaptiveAvgPool2d):
     """``torch.nn.AdaptiveAvgPool1d`` for any input length: the 2-d Cell over ``(N, C, 1, L)``."""
 
-    def construct(self, x):
+    def construct(self, x: Tensor) -> Tensor:
         return super().construct(x.expand_dims(-2)).squeeze(-2)
 
 
 class AdaptiveMaxPool1dAnyLength(nn.AdaptiveMaxPool2d):
     """``torch.nn.AdaptiveMaxPool1d`` for any input length; indices into ``1 x L`` are indices into ``L``."""
 
-    def construct(self, x):
+    def construct(self, x: Tensor) -> Union[Tensor, Tuple[Tensor, Tensor]]:
         out = super().construct(x.expand_dims(-2))
         if self.return_indices:
             return out[0].squeeze(-2), out[1].squeeze(-2)
@@ -61,7 +63,7 @@ _DIMS = {
 def _sizes(module, nd: int, names) -> dict:
     """Window arguments as MindSpore takes them: ints for 1-d Cells, tuples otherwise (PyTorch
     already stores ``stride=None`` as the kernel size)."""
-    found = {}
+    found: Dict[str, Union[int, Tuple[int, ...]]] = {}
     for name in names:
         value = ntuple(getattr(module, name), nd)
         found[name] = single(value) if nd == 1 else value
@@ -69,8 +71,8 @@ def _sizes(module, nd: int, names) -> dict:
 
 
 @translates(*_MAX)
-def max_pool(module, ctx: Context):
-    nd = _DIMS[ctx.kind]
+def max_pool(module: Union[torch.nn.MaxPool1d, torch.nn.MaxPool2d, torch.nn.MaxPool3d], ctx: Context) -> nn.Cell:
+    nd = _DIMS[ctx.layer_class]
     kwargs = _sizes(module, nd, ("kernel_size", "stride", "padding", "dilation"))
     plain = (
         not any(ntuple(module.padding, nd))
@@ -79,13 +81,15 @@ def max_pool(module, ctx: Context):
         and not module.return_indices
     )
     if plain:
-        return _MAX[ctx.kind](kernel_size=kwargs["kernel_size"], stride=kwargs["stride"], pad_mode="valid")
-    return _MAX[ctx.kind](pad_mode="pad", ceil_mode=module.ceil_mode, return_indices=module.return_indices, **kwargs)
+        return _MAX[ctx.layer_class](kernel_size=kwargs["kernel_size"], stride=kwargs["stride"], pad_mode="valid")
+    return _MAX[ctx.layer_class](
+        pad_mode="pad", ceil_mode=module.ceil_mode, return_indices=module.return_indices, **kwargs
+    )
 
 
 @translates(*_AVG)
-def avg_pool(module, ctx: Context):
-    nd = _DIMS[ctx.kind]
+def avg_pool(module: Union[torch.nn.AvgPool1d, torch.nn.AvgPool2d, torch.nn.AvgPool3d], ctx: Context) -> nn.Cell:
+    nd = _DIMS[ctx.layer_class]
     kwargs = _sizes(module, nd, ("kernel_size", "stride", "padding"))
     divisor = getattr(module, "divisor_override", None)
     if nd == 1:
@@ -95,20 +99,25 @@ def avg_pool(module, ctx: Context):
     # PyTorch ignores count_include_pad once divisor_override is set; MindSpore's gradient does
     # not (it divides windows over the padding by their real count), so pass True there.
     include_pad = True if divisor is not None else module.count_include_pad
-    return _AVG[ctx.kind](pad_mode="pad", ceil_mode=module.ceil_mode, count_include_pad=include_pad, **kwargs)
+    return _AVG[ctx.layer_class](pad_mode="pad", ceil_mode=module.ceil_mode, count_include_pad=include_pad, **kwargs)
 
 
 @translates(*_ADAPTIVE)
-def adaptive_pool(module, ctx: Context):
+def adaptive_pool(
+    module: Union[torch.nn.modules.pooling._AdaptiveAvgPoolNd, torch.nn.modules.pooling._AdaptiveMaxPoolNd],
+    ctx: Context,
+) -> nn.Cell:
     size = module.output_size
-    cell_type = _ADAPTIVE[ctx.kind]
+    cell_type = _ADAPTIVE[ctx.layer_class]
     if cell_type in (AdaptiveAvgPool1dAnyLength, AdaptiveMaxPool1dAnyLength):
-        size = (1, single(size))
+        size = (1, single(cast(Size, size)))  # a 1-d pool's: an int or (int,), never None
     if getattr(module, "return_indices", False):
         return cell_type(size, return_indices=True)
     return cell_type(size)
 
 
 @translates(*_LP)
-def lp_pool(module, ctx: Context):
-    return _LP[ctx.kind](float(module.norm_type), module.kernel_size, stride=module.stride, ceil_mode=module.ceil_mode)
+def lp_pool(module: Union[torch.nn.LPPool1d, torch.nn.LPPool2d], ctx: Context) -> nn.Cell:
+    return _LP[ctx.layer_class](
+        float(module.norm_type), module.kernel_size, stride=module.stride, ceil_mode=module.ceil_mode
+    )

@@ -12,6 +12,8 @@ projections) has no counterpart. Inter-layer ``dropout`` is random: compare in e
 
 from __future__ import annotations
 
+from typing import Any, Dict, Union
+
 import torch
 from mindspore import nn
 
@@ -23,9 +25,9 @@ _CELLS = {torch.nn.RNN: nn.RNN, torch.nn.LSTM: nn.LSTM, torch.nn.GRU: nn.GRU}
 
 
 @translates(*_CELLS)
-def recurrent(module, ctx: Context):
+def recurrent(module: Union[torch.nn.RNN, torch.nn.LSTM, torch.nn.GRU], ctx: Context) -> nn.Cell:
     ctx.require_default("proj_size", 0, "MindSpore's nn.LSTM has no projection")
-    kwargs = dict(
+    kwargs: Dict[str, Any] = dict(
         num_layers=module.num_layers,
         has_bias=module.bias,
         batch_first=module.batch_first,
@@ -34,4 +36,4 @@ def recurrent(module, ctx: Context):
     )
     if ctx.kind is torch.nn.RNN:
         kwargs["nonlinearity"] = module.nonlinearity
-    return _CELLS[ctx.kind](module.input_size, module.hidden_size, **kwargs)
+    return _CELLS[ctx.layer_class](module.input_size, module.hidden_size, **kwargs)

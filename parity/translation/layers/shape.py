@@ -16,9 +16,10 @@ small Cell over ``ops.pad(mode="circular")`` stands in).
 from __future__ import annotations
 
 import math
+from typing import Sequence, Tuple, Union
 
 import torch
-from mindspore import nn, ops
+from mindspore import Tensor, nn, ops
 
 from .table import Context, translates
 
@@ -28,11 +29,11 @@ __all__ = ["CircularPad", "LinearUpsample"]
 class CircularPad(nn.Cell):
     """``torch.nn.CircularPad1d/2d/3d``: mindspore.nn has no circular padding Cell."""
 
-    def __init__(self, padding):
+    def __init__(self, padding: Sequence[int]) -> None:
         super().__init__()
         self.padding = tuple(padding)
 
-    def construct(self, x):
+    def construct(self, x: Tensor) -> Tensor:
         return ops.pad(x, self.padding, mode="circular")
 
 
@@ -58,13 +59,18 @@ class LinearUpsample(nn.Cell):
     length of 1, where MindSpore returns the first element (``align_corners=True`` arithmetic) and
     PyTorch interpolates at the centre, source coordinate ``length / 2 - 0.5``."""
 
-    def __init__(self, upsample, size, scale):
+    def __init__(
+        self,
+        upsample: nn.Cell,
+        size: Union[int, Tuple[int, ...], None],
+        scale: Union[float, Tuple[float, ...], None],
+    ) -> None:
         super().__init__()
         self.upsample = upsample
         self.size = size[0] if isinstance(size, tuple) else size
         self.scale = scale[0] if isinstance(scale, tuple) else scale
 
-    def construct(self, x):
+    def construct(self, x: Tensor) -> Tensor:
         length = x.shape[-1]
         out_length = self.size if self.size is not None else math.floor(length * self.scale)
         if out_length != 1:
@@ -77,7 +83,7 @@ class LinearUpsample(nn.Cell):
 
 
 @translates(torch.nn.Upsample)
-def upsample(module, ctx: Context):
+def upsample(module: torch.nn.Upsample, ctx: Context) -> nn.Cell:
     scale, recompute = _scale(module, ctx)
     size = tuple(module.size) if isinstance(module.size, (tuple, list)) else module.size
     cell = nn.Upsample(
@@ -93,7 +99,7 @@ def upsample(module, ctx: Context):
 
 
 @translates(torch.nn.UpsamplingNearest2d, torch.nn.UpsamplingBilinear2d)
-def upsampling_2d(module, ctx: Context):
+def upsampling_2d(module: torch.nn.Upsample, ctx: Context) -> nn.Cell:
     return upsample(module, ctx)
 
 
@@ -116,32 +122,34 @@ _EDGE = {
 
 
 @translates(*_CONSTANT)
-def constant_pad(module, ctx: Context):
+def constant_pad(module: torch.nn.modules.padding._ConstantPadNd, ctx: Context) -> nn.Cell:
     if ctx.kind is torch.nn.ZeroPad2d:
         return nn.ZeroPad2d(tuple(module.padding))
-    return _CONSTANT[ctx.kind](tuple(module.padding), float(module.value))
+    return _CONSTANT[ctx.layer_class](tuple(module.padding), float(module.value))
 
 
 @translates(*_EDGE)
-def edge_pad(module, ctx: Context):
-    return _EDGE[ctx.kind](tuple(module.padding))
+def edge_pad(
+    module: Union[torch.nn.modules.padding._ReflectionPadNd, torch.nn.modules.padding._ReplicationPadNd], ctx: Context
+) -> nn.Cell:
+    return _EDGE[ctx.layer_class](tuple(module.padding))
 
 
 @translates(torch.nn.CircularPad1d, torch.nn.CircularPad2d, torch.nn.CircularPad3d)
-def circular_pad(module, ctx: Context):
+def circular_pad(module: torch.nn.modules.padding._CircularPadNd, ctx: Context) -> nn.Cell:
     return CircularPad(module.padding)
 
 
 @translates(torch.nn.PixelShuffle)
-def pixel_shuffle(module, ctx: Context):
+def pixel_shuffle(module: torch.nn.PixelShuffle, ctx: Context) -> nn.Cell:
     return nn.PixelShuffle(module.upscale_factor)
 
 
 @translates(torch.nn.PixelUnshuffle)
-def pixel_unshuffle(module, ctx: Context):
+def pixel_unshuffle(module: torch.nn.PixelUnshuffle, ctx: Context) -> nn.Cell:
     return nn.PixelUnshuffle(module.downscale_factor)
 
 
 @translates(torch.nn.ChannelShuffle)
-def channel_shuffle(module, ctx: Context):
+def channel_shuffle(module: torch.nn.ChannelShuffle, ctx: Context) -> nn.Cell:
     return nn.ChannelShuffle(module.groups)

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import types
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Type, TypeVar, Union
 
 import mindspore as ms
 import numpy as np
 
-from ...errors import ParityUnsupported
+from ...errors import ParityInternalError, ParityUnsupported
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "Context",
@@ -33,8 +36,12 @@ __all__ = [
     "torch_name",
 ]
 
-Builder = Callable[[object, "Context"], object]
+# build(module, ctx) -> the mindspore.nn.Cell; ``module`` is an instance of the class it is registered for
+Builder = Callable[[Any, "Context"], Any]
+_Registered = TypeVar("_Registered", bound=Builder)
 _BUILDERS: Dict[type, Builder] = {}
+# a size as PyTorch's layers store it: an int, or one per dimension
+Size = Union[int, Tuple[int, ...], List[int]]
 
 
 def torch_name(klass: type) -> str:
@@ -53,17 +60,25 @@ class Context:
 
     path: str
     device: str
-    module: object = None
+    module: Optional[torch.nn.Module] = None
     kind: Optional[type] = None
-    examples: Optional[dict] = None  # id(submodule) -> [(args, kwargs)] of its calls on the example inputs
+    # id(submodule) -> [(args, kwargs)] of its calls on the example inputs
+    examples: Optional[Dict[int, List[Tuple[tuple, dict]]]] = None
 
-    def child(self, name: str, module) -> "Context":
+    def child(self, name: str, module: torch.nn.Module) -> "Context":
         return Context(f"{self.path}.{name}" if self.path else name, self.device, module, examples=self.examples)
 
     @property
     def where(self) -> str:
         shown = self.path or "<root>"
         return f"{shown} ({torch_name(type(self.module))})"
+
+    @property
+    def layer_class(self) -> Type[Any]:
+        """``kind`` where a builder reads it, which :func:`builder_for`'s caller always sets."""
+        if self.kind is None:
+            raise ParityInternalError(f"{self.where}: a layer builder ran without the class it builds for")
+        return self.kind
 
     def unsupported(self, reason: str) -> ParityUnsupported:
         """The error a builder raises: names the path and the type, then why."""
@@ -80,7 +95,7 @@ class Context:
         if not condition:
             raise self.unsupported(reason)
 
-    def require_default(self, attr: str, default, why: str = "") -> None:
+    def require_default(self, attr: str, default: object, why: str = "") -> None:
         """Refuse a PyTorch argument that has no MindSpore counterpart unless it has its default."""
         value = getattr(self.module, attr, default)
         if value != default:
@@ -88,10 +103,10 @@ class Context:
             raise self.unsupported(f"{attr}={value!r} has no MindSpore counterpart{extra}")
 
 
-def translates(*classes: type) -> Callable[[Builder], Builder]:
+def translates(*classes: type) -> Callable[[_Registered], _Registered]:
     """Register ``build`` for these PyTorch classes (and user subclasses that only configure them)."""
 
-    def register(build: Builder) -> Builder:
+    def register(build: _Registered) -> _Registered:
         for klass in classes:
             _BUILDERS[klass] = build
         return build
@@ -99,21 +114,21 @@ def translates(*classes: type) -> Callable[[Builder], Builder]:
     return register
 
 
-_CONDITIONAL: List[Tuple[Callable[[object], bool], Builder]] = []
+_CONDITIONAL: List[Tuple[Callable[[Any], bool], Builder]] = []
 
 
-def translates_when(condition: Callable[[object], bool]) -> Callable[[Builder], Builder]:
+def translates_when(condition: Callable[[Any], bool]) -> Callable[[_Registered], _Registered]:
     """Register ``build`` for any module ``condition(module)`` holds for, asked before the class
     table: a state a class does not show (a weight-norm parametrization or hook on a Conv1d)."""
 
-    def register(build: Builder) -> Builder:
+    def register(build: _Registered) -> _Registered:
         _CONDITIONAL.append((condition, build))
         return build
 
     return register
 
 
-def builder_for(module) -> Optional[Tuple[type, Builder]]:
+def builder_for(module: torch.nn.Module) -> Optional[Tuple[type, Builder]]:
     """``(kind, builder)`` for the module's class or, for a user subclass that only configures a
     registered layer (``class MyConv(nn.Conv2d)`` defining nothing but ``__init__``), that layer's;
     first, a builder registered with :func:`translates_when` whose condition holds."""
@@ -146,7 +161,7 @@ def translated_names() -> Tuple[str, ...]:
     return tuple(sorted(torch_name(k) for k in _BUILDERS))
 
 
-def ntuple(value, n: int) -> Tuple[int, ...]:
+def ntuple(value: Size, n: int) -> Tuple[int, ...]:
     """PyTorch stores most sizes as tuples already; accept ints too."""
     if isinstance(value, (tuple, list)):
         if len(value) == 1 and n > 1:
@@ -155,12 +170,12 @@ def ntuple(value, n: int) -> Tuple[int, ...]:
     return (value,) * n
 
 
-def single(value):
+def single(value: Size) -> int:
     """``(3,)`` -> ``3``: the 1-d layers of MindSpore take ints."""
     return value[0] if isinstance(value, (tuple, list)) else value
 
 
-def as_constant(cell, names: Iterable[str]) -> None:
+def as_constant(cell: ms.nn.Cell, names: Iterable[str]) -> None:
     """Turn parameters that PyTorch does not have (an affine-free norm's gamma, a stats-free
     BatchNorm's moving mean) into constant tensors, so that the parameter lists line up."""
     for name in names:
@@ -169,7 +184,7 @@ def as_constant(cell, names: Iterable[str]) -> None:
         setattr(cell, name, ms.Tensor(np.array(value)))
 
 
-def as_parameter(cell, name: str, tensor) -> None:
+def as_parameter(cell: ms.nn.Cell, name: str, tensor: torch.Tensor) -> None:
     """Hold a PyTorch buffer that a MindSpore Cell keeps as a plain attribute (a loss's ``weight``)
     as a non-trainable parameter of the same name, so that the buffer pairs with it."""
     array = tensor.detach().cpu().numpy().copy()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 from collections import OrderedDict
+from typing import Any, Optional, Tuple, Type
 
 import mindspore as ms
 import torch
@@ -46,7 +47,7 @@ def _hook(module):
 class WeightNormOriginals(nn.Cell):
     """``parametrizations.weight``: ``original0`` (g) and ``original1`` (v) under PyTorch's names."""
 
-    def __init__(self, g, v):
+    def __init__(self, g: ms.Parameter, v: ms.Parameter) -> None:
         super().__init__()
         self.original0, self.original1 = g, v
 
@@ -72,12 +73,20 @@ class _WeightNormed:
         "sets its weight, computed from g and v, as a Python attribute before each call, "
         "which MindSpore's GRAPH compiler cannot compile"
     )
+    # set on the layer by weight_norm() below: g and v (the hook's weight_g and weight_v, or the
+    # parametrization's originals) and where the weight's norm is taken
+    weight_g: ms.Parameter
+    weight_v: ms.Parameter
+    parametrizations: _Parametrizations
+    _weight_norm_hooked: bool
+    _weight_norm_dim: Optional[int]
+    _weight_norm_shape: Tuple[int, ...]
 
-    def construct(self, *args, **kwargs):
+    def construct(self, *args: Any, **kwargs: Any) -> Any:
         g, v = self._weight_norm_originals()
         weight = v * (g / _norm_except(v, self._weight_norm_dim))
         object.__setattr__(self, "weight", ops.reshape(weight, self._weight_norm_shape))
-        return super().construct(*args, **kwargs)
+        return super().construct(*args, **kwargs)  # type: ignore[misc]  # a mixin: the layer's class has it
 
     def _weight_norm_originals(self):
         if self._weight_norm_hooked:
@@ -96,10 +105,11 @@ def _dim(value, ndim: int):
     return None if value is None or value == -1 else value % ndim
 
 
-def _plain(module, parametrized: bool):
+def _plain(module: Any, parametrized: bool) -> torch.nn.Module:
     """The layer as it would be without weight norm, its weight the computed one; the user's module
     is left as it is (removing the parametrization from a deep copy would change the original's class)."""
-    klass = type(module).__mro__[1] if parametrized else type(module)
+    # parametrize made the module's class a subclass of the layer's: its first base
+    klass: Type[torch.nn.Module] = type(module).__mro__[1] if parametrized else type(module)
     plain = klass.__new__(klass)
     plain.__dict__.update(module.__dict__)
     plain._parameters = OrderedDict((k, p) for k, p in module._parameters.items() if k not in ("weight_g", "weight_v"))
@@ -111,7 +121,7 @@ def _plain(module, parametrized: bool):
 
 
 @translates_when(lambda module: _parametrized(module) or _hook(module) is not None)
-def weight_norm(module, ctx: Context):
+def weight_norm(module: Any, ctx: Context) -> nn.Cell:  # a layer with attributes its type does not show
     from ..modules import translate_module
 
     hook = _hook(module)

@@ -32,7 +32,7 @@ import traceback
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, TypeVar, Union
 
 import torch
 import torch.fx
@@ -48,14 +48,16 @@ _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # 
 _SCALARS = (type(None), bool, int, float, str)
 _HOST_READS = ("device", "is_cuda", "is_mps", "is_meta", "is_sparse", "is_quantized", "layout")
 _GUARDED_READS = ("dtype", "ndim")
-_UNINITIALIZED = torch.nn.parameter.UninitializedTensorMixin  # a lazy layer's: nothing to keep
+# a lazy layer's: nothing to keep (torch.nn.parameter has it, its .pyi does not)
+_UNINITIALIZED = torch.nn.parameter.UninitializedTensorMixin  # type: ignore[attr-defined]
+_Decided = TypeVar("_Decided")
 
 
 class GuardFailed(ParityUsageError):
     """A translated Cell called with inputs for which a decision its trace took goes the other way."""
 
 
-def is_constant(value) -> bool:
+def is_constant(value: object) -> bool:
     """A value a trace bakes in: None, a bool, a number, a string, or a tuple/list of them."""
     if isinstance(value, (tuple, list)):
         return all(is_constant(v) for v in value)
@@ -71,7 +73,7 @@ class Guard:
     expected: Any
     where: str
 
-    def actual(self, value):
+    def actual(self, value: Any) -> Any:
         if self.kind == "bool":
             return bool(value)
         if self.kind == "int":
@@ -82,7 +84,7 @@ class Guard:
             return len(value)
         return value
 
-    def check(self, value) -> None:
+    def check(self, value: Any) -> None:
         found = self.actual(value)
         if found != self.expected:
             raise GuardFailed(
@@ -121,7 +123,7 @@ class _Valued:
     def value(self):
         return self.node.meta[_VALUE]
 
-    @property
+    @property  # type: ignore[misc]  # read-only: a proxy's class is the class of its value
     def __class__(self):  # isinstance(proxy, tuple / ModelOutput) answers as the value
         value = self.value
         # A tensor's proxy stays a proxy: PyTorch's C++ takes whatever isinstance calls a Tensor for
@@ -137,7 +139,7 @@ class _Valued:
         if isinstance(value, torch.Tensor) and name in _GUARDED_READS:
             read = self.tracer.create_proxy("call_function", getattr, (self, name), {})
             return self.tracer.decide(read, name, getattr(value, name))
-        return ValuedAttribute(self, name)
+        return ValuedAttribute(self, name)  # type: ignore[arg-type]  # the mixin of Proxy classes only
 
     def __bool__(self) -> bool:
         return self.tracer.decide(self, "bool", bool(self.value))
@@ -154,11 +156,11 @@ class _Valued:
     def __len__(self) -> int:
         return self.tracer.decide(self, "len", len(self.value))
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         value = self.value
         if isinstance(value, dict):
             return iter(list(value))
-        return iter([self[i] for i in range(len(self))])
+        return iter([self[i] for i in range(len(self))])  # type: ignore[index]  # Proxy's, set at import
 
     def keys(self):
         return list(self.value.keys())
@@ -174,7 +176,7 @@ class ValuedProxy(_Valued, Proxy):
 
 class ValuedAttribute(_Valued, Attribute):
     @property
-    def value(self):
+    def value(self) -> Any:
         return getattr(self.root.value, self.attr)
 
 
@@ -198,7 +200,12 @@ class ConcreteTracer(torch.fx.Tracer):
     """Traces ``root_fn`` (a function of the placeholders ``values`` names) with every submodule a
     leaf, evaluating each node in PyTorch as it is recorded; ``guards`` holds the decisions taken."""
 
-    def __init__(self, root_fn: Callable, values: Dict[str, Any], calls: Dict[int, list] = None):
+    def __init__(
+        self,
+        root_fn: Callable,
+        values: Dict[str, Any],
+        calls: Optional[Dict[int, List[Tuple[tuple, dict]]]] = None,
+    ):
         """``calls``: where each child's call in the trace is added (``id(child) -> [(args, kwargs)]``):
         the program calls its children as the trace did, which is not always as the module's own run
         did (transformers builds a mask under a trace where it would pass None)."""
@@ -208,18 +215,25 @@ class ConcreteTracer(torch.fx.Tracer):
         self.proxy_buffer_attributes = True
         self.root_fn, self.values = root_fn, values
         self.guards: List[Guard] = []
-        self.output_class = None
+        self.output_class: Optional[type] = None
         self._evaluating = 0
 
-    def is_leaf_module(self, module, qualname) -> bool:
+    def is_leaf_module(self, module: torch.nn.Module, qualname: str) -> bool:
         return True
 
-    def trace(self, root, concrete_args=None):
+    def trace(
+        self, root: Union[torch.nn.Module, Callable[..., Any]], concrete_args: Optional[Dict[str, Any]] = None
+    ) -> torch.fx.Graph:
         with _stand_ins(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the Module's own warnings were the example run's to give
             return super().trace(root, concrete_args)
 
-    def create_args_for_root(self, root_fn, is_module, concrete_args=None):
+    def create_args_for_root(
+        self,
+        root_fn: Callable[..., Any],
+        is_module: bool,
+        concrete_args: Union[Dict[str, Any], Tuple[Any, ...], None] = None,
+    ) -> Tuple[Any, List[Any]]:
         traced, args = super().create_args_for_root(self.root_fn, is_module, concrete_args)
 
         def recorded(*inputs):  # the graph keeps a dict's subclass (a ModelOutput) as a plain dict
@@ -229,34 +243,45 @@ class ConcreteTracer(torch.fx.Tracer):
 
         return recorded, args
 
-    def proxy(self, node):
+    def proxy(self, node: torch.fx.Node) -> ValuedProxy:
         return ValuedProxy(node, self)
 
-    def create_arg(self, a):
+    def create_arg(self, a: Any) -> torch.fx.node.Argument:
         if issubclass(type(a), Proxy):
             return a.node
         return super().create_arg(a)
 
-    def getattr(self, attr, attr_val, parameter_proxy_cache):
+    def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: Dict[str, Proxy]) -> Any:
         if self._evaluating:  # a child computing its value reads its own weights
             return attr_val
         return super().getattr(attr, attr_val, parameter_proxy_cache)
 
-    def call_module(self, m, forward, args, kwargs):
+    def call_module(
+        self, m: torch.nn.Module, forward: Callable[..., Any], args: Tuple[Any, ...], kwargs: Dict[str, Any]
+    ) -> Any:
         if self._evaluating:  # a child's own children, run for the value
             return forward(*args, **kwargs)
         return super().call_module(m, forward, args, kwargs)
 
-    def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None, proxy_factory_fn=None):
+    def create_proxy(
+        self,
+        kind: str,
+        target: torch.fx.node.Target,
+        args: Tuple[Any, ...],
+        kwargs: Dict[str, Any],
+        name: Optional[str] = None,
+        type_expr: Optional[Any] = None,
+        proxy_factory_fn: Optional[Callable[[torch.fx.Node], Proxy]] = None,
+    ) -> Any:  # the proxy; a child's tuple or list output: one of proxies, as unpacking reads it
         proxy = super().create_proxy(kind, target, args, kwargs, name, type_expr, proxy_factory_fn)
         if kind == "output":
             return proxy
         value = proxy.node.meta[_VALUE] = self._evaluate(kind, target, args, kwargs)
         if kind == "call_module" and type(value) in (tuple, list):  # type(out) is tuple holds, as unpacking does
-            return type(value)(proxy[i] for i in range(len(value)))
+            return type(value)(proxy[i] for i in range(len(value)))  # type: ignore[index]  # Proxy's, set at import
         return proxy
 
-    def decide(self, proxy, kind: str, value):
+    def decide(self, proxy: Proxy, kind: str, value: _Decided) -> _Decided:
         self.guards.append(Guard(proxy.node.name, kind, value, _decision_place()))
         return value
 
@@ -388,7 +413,7 @@ def _copied(value):
     return value
 
 
-def record_calls(module, args: tuple, kwargs: dict) -> Dict[int, List[Tuple[tuple, dict]]]:
+def record_calls(module: torch.nn.Module, args: tuple, kwargs: dict) -> Dict[int, List[Tuple[tuple, dict]]]:
     """Runs ``module(*args, **kwargs)`` once (no gradients, PyTorch's random state and the Module's
     parameters and buffers left as they were) and returns, per submodule (by ``id``), the arguments
     of each of its calls. Raises what ``forward`` raises: the example inputs do not fit the Module."""
@@ -409,7 +434,7 @@ def record_calls(module, args: tuple, kwargs: dict) -> Dict[int, List[Tuple[tupl
 
 
 @contextmanager
-def kept_state(module):
+def kept_state(module: torch.nn.Module) -> Iterator[None]:
     """PyTorch's random state and the Module's parameters and buffers, restored afterwards (a child
     run for its value in train mode updates BatchNorm's statistics and draws dropout masks)."""
     saved = {
@@ -430,14 +455,18 @@ def kept_state(module):
 # --- a call, as placeholders and constants ----------------------------------------------------
 
 
-def call_slots(signature: inspect.Signature, args: tuple, kwargs: dict):
+def call_slots(
+    signature: inspect.Signature, args: tuple, kwargs: dict
+) -> Tuple[tuple, List[Tuple[str, Any]], Dict[str, Any]]:
     """``(key, slots, constants)`` of a call of ``forward`` (``signature`` without ``self``): ``slots`` is
     ``[(name, value)]``, a placeholder per value that is not a constant (a ``*args`` item or a
     ``**kwargs`` entry gets one of its own); ``key`` is the call's shape with its constants, one
     program per key. Raises TypeError where the call does not bind."""
     bound = signature.bind(*args, **kwargs)
     bound.apply_defaults()
-    key, slots, constants = [], [], {}
+    key: List[tuple] = []
+    slots: List[Tuple[str, Any]] = []
+    constants: Dict[str, Any] = {}
     for name, value in bound.arguments.items():
         kind = signature.parameters[name].kind
         if kind is inspect.Parameter.VAR_POSITIONAL:
@@ -460,7 +489,9 @@ def _key(value):
     return tuple(_key(v) for v in value) if isinstance(value, (tuple, list)) else (type(value).__name__, value)
 
 
-def root_function(forward: Callable, signature: inspect.Signature, key: tuple, constants: Dict[str, Any]):
+def root_function(
+    forward: Callable, signature: inspect.Signature, key: tuple, constants: Dict[str, Any]
+) -> Tuple[Callable[..., Any], List[str]]:
     """A function of ``self`` and the key's placeholders that calls ``forward`` with the call the key
     describes (its ``constants`` baked in), for the tracer to trace, and the placeholders' names."""
     slots = [entry[1] for entry in key if len(entry) == 2]

@@ -41,7 +41,7 @@ import os
 import re
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import mindspore as ms
 import torch
@@ -67,7 +67,7 @@ class TraceFailed(Exception):
 class _Tracer(torch.fx.Tracer):
     """Every submodule is a leaf: the graph holds only the traced Module's own code."""
 
-    def __init__(self, extra: Dict[str, Any] = None):
+    def __init__(self, extra: Optional[Dict[str, Any]] = None):
         super().__init__()
         self.record_stack_traces = True
         self.proxy_buffer_attributes = True  # self.pe[:n] with n traced: the buffer must be a node too
@@ -103,7 +103,7 @@ def _bind_var_keyword(forward: Callable, extra: Dict[str, Any]) -> Callable:
         shown.insert(keyword_only[0], "*")
     passed = [names[0]] + [f"{name}={name}" for name in names[1:]]  # self, then the rest by name
     source = f"def forward({', '.join(shown)}):\n    return _parity_forward({', '.join(passed)}, **_parity_extra)\n"
-    namespace = {
+    namespace: Dict[str, Any] = {
         "_parity_forward": forward,
         "_parity_extra": dict(extra),
         "_parity_defaults": {p.name: p.default for p in params},
@@ -117,7 +117,7 @@ def _bind_var_keyword(forward: Callable, extra: Dict[str, Any]) -> Callable:
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)')
 
 
-def _user_frame(frames: List[Tuple[str, int, str]]) -> str:
+def _user_frame(frames: Sequence[Tuple[str, Optional[int], str]]) -> str:
     """``file:line`` of the innermost frame outside PyTorch's own package and this one, with its code."""
     for filename, line, code in reversed(frames):
         if not os.path.abspath(filename).startswith((_TORCH_DIR, _HERE)):
@@ -155,7 +155,7 @@ def _signature(module) -> inspect.Signature:
     return signature.replace(parameters=list(signature.parameters.values())[1:])  # self
 
 
-def _refuse_var_positional(signature: inspect.Signature, ctx: Context = None) -> None:
+def _refuse_var_positional(signature: inspect.Signature, ctx: Optional[Context] = None) -> None:
     """A symbolic trace cannot bind ``*args`` (a trace on example inputs binds each item)."""
     if any(p.kind is p.VAR_POSITIONAL for p in signature.parameters.values()):
         why = "forward takes *args, which a trace without example inputs cannot bind"
@@ -168,7 +168,11 @@ def _var_keyword(signature: inspect.Signature):
 
 
 def _trace(
-    module, training: bool, concrete: Dict[str, Any], extra: Dict[str, Any] = None, tracer: torch.fx.Tracer = None
+    module,
+    training: bool,
+    concrete: Dict[str, Any],
+    extra: Optional[Dict[str, Any]] = None,
+    tracer: Optional[torch.fx.Tracer] = None,
 ) -> torch.fx.Graph:
     """``extra``: what ``forward``'s ``**kwargs`` receives (constants only), where it has one.
     ``tracer``: a :class:`ConcreteTracer` on example values, instead of a symbolic trace."""
@@ -188,9 +192,10 @@ def _trace(
         # torch.fx keeps the tensors forward made as constants on the Module (_tensor_constant0):
         # they move to the graph, and the user's Module is left as it was
         made = {name: vars(module).pop(name) for name in set(vars(module)) - before}
-    graph.parity_constants = made
-    graph.parity_output_class = getattr(tracer, "output_class", None)
-    graph.parity_guards = list(getattr(tracer, "guards", ()))
+    # parity's own attributes on the Graph, which _Program reads
+    graph.parity_constants = made  # type: ignore[attr-defined]
+    graph.parity_output_class = getattr(tracer, "output_class", None)  # type: ignore[attr-defined]
+    graph.parity_guards = list(getattr(tracer, "guards", ()))  # type: ignore[attr-defined]
     return graph
 
 
@@ -205,7 +210,7 @@ def _first_line(exc: BaseException) -> str:
 @dataclass
 class _Step:
     node: torch.fx.Node
-    run: Callable  # the adapter or child Cell of a call, the reader of a get_attr; None otherwise
+    run: Optional[Callable]  # the adapter or child Cell of a call, the reader of a get_attr; None otherwise
     inplace: bool = False
     where: str = ""
 
@@ -232,8 +237,8 @@ class _Program:
         if node.op in ("placeholder", "output"):
             return _Step(node, None)
         if node.op == "get_attr":
-            if node.target in self.graph.parity_constants:
-                constant = _ms_constant(self.graph.parity_constants[node.target])
+            if node.target in self.graph.parity_constants:  # type: ignore[attr-defined]  # set by _trace
+                constant = _ms_constant(self.graph.parity_constants[node.target])  # type: ignore[attr-defined]
                 return _Step(node, lambda: constant)
             return _Step(node, _attribute(node.target, cell, module))
         if node.op == "call_module":
@@ -267,13 +272,13 @@ class _Program:
             if node.op == "placeholder":
                 env[node.name] = next(places)
             elif node.op == "output":
-                return _structured(self.graph.parity_output_class, torch.fx.node.map_arg(node.args[0], value))
+                return _structured(self.graph.parity_output_class, torch.fx.node.map_arg(node.args[0], value))  # type: ignore[attr-defined]  # set by _trace
             elif node.op == "get_attr":
-                env[node.name] = step.run()
+                env[node.name] = step.run()  # type: ignore[misc]  # None only for placeholders and the output
             else:
                 args = torch.fx.node.map_arg(node.args, value)
                 kwargs = torch.fx.node.map_arg(node.kwargs, value)
-                env[node.name] = step.run(*args, **kwargs) if node.op == "call_module" else _call(step, args, kwargs)
+                env[node.name] = step.run(*args, **kwargs) if node.op == "call_module" else _call(step, args, kwargs)  # type: ignore[misc]  # a child Cell
                 if step.inplace and node.args and isinstance(node.args[0], torch.fx.Node):
                     env[node.args[0].name] = env[node.name]  # later reads see the "modified" tensor
                     _write_back(cell, node.args[0], env[node.name])
@@ -287,7 +292,7 @@ def _write_back(cell, source: torch.fx.Node, value) -> None:
     Parameter too, as PyTorch updates the buffer."""
     if source.op != "get_attr" or not isinstance(value, ms.Tensor):
         return
-    owner_path, _, leaf = source.target.rpartition(".")
+    owner_path, _, leaf = cast(str, source.target).rpartition(".")  # a get_attr's target: the attribute's path
     held = getattr(cell.cell_at(owner_path) if owner_path else cell, leaf, None)
     if isinstance(held, ms.Parameter) and not held.requires_grad and tuple(held.shape) == tuple(value.shape):
         ms.ops.assign(held, value.astype(held.dtype))
@@ -330,7 +335,7 @@ def _constants(node) -> Tuple[tuple, dict]:
 
 def _call(step: _Step, args, kwargs):
     try:
-        return step.run(*args, **kwargs)
+        return step.run(*args, **kwargs)  # type: ignore[misc]  # a call's step has its adapter
     except AssertionError:
         raise
     except (TypeError, ValueError, RuntimeError, IndexError) as exc:
@@ -402,12 +407,12 @@ class GraphForward(nn.Cell):
         "which MindSpore's GRAPH compiler cannot compile"
     )
 
-    def __init__(self, module, ctx: Context):
+    def __init__(self, module: torch.nn.Module, ctx: Context):
         super().__init__()
         self.torch_class = torch_name(type(module))
         object.__setattr__(self, "_source", _Source(module, ctx))
 
-    def cell_at(self, path: str):
+    def cell_at(self, path: str) -> nn.Cell:
         found = self
         for part in path.split(".") if path else ():
             cells = found.name_cells()
@@ -416,7 +421,7 @@ class GraphForward(nn.Cell):
             found = cells[part]
         return found
 
-    def construct(self, *args, **kwargs):
+    def construct(self, *args: Any, **kwargs: Any) -> Any:
         return self._source.run(self, args, kwargs)
 
     def extend_repr(self) -> str:
@@ -455,7 +460,9 @@ class _Source:
             if p.default is not p.empty and is_constant(p.default)
         }
 
-    def program(self, cell, training: bool, concrete: Dict[str, Any], extra: Dict[str, Any] = None) -> _Program:
+    def program(
+        self, cell, training: bool, concrete: Dict[str, Any], extra: Optional[Dict[str, Any]] = None
+    ) -> _Program:
         """``extra``: the constants ``**kwargs`` receives (``{}`` where forward has one and none is given)."""
         _refuse_var_positional(self.signature)
         if extra is None and self.var_keyword:
@@ -532,7 +539,7 @@ def _shown_args(concrete: Dict[str, Any]) -> str:
 
 
 def graph_cell(
-    module, ctx: Context, children: Dict[str, Any], tensors: Callable, *, defer: bool = False
+    module: torch.nn.Module, ctx: Context, children: Dict[str, Any], tensors: Callable, *, defer: bool = False
 ) -> GraphForward:
     """The :class:`GraphForward` Cell for ``module``, its children already translated and
     ``tensors(cell)`` giving it the Module's own parameters and buffers. The programs for both modes
@@ -551,7 +558,8 @@ def graph_cell(
     for name, child in children.items():
         cell.insert_child_to_cell(name, child)
     tensors(cell)
-    source, failed = cell._source, []
+    source = cell._source
+    failed: List[Exception] = []
     if ctx.examples is not None:
         for key in source.examples:
             failed = []

@@ -23,7 +23,7 @@ import operator
 import os
 import re
 import warnings
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 import mindspore as ms
 import torch
@@ -47,7 +47,7 @@ _TORCH_DTYPES = {
 }
 
 
-def is_wrapped(target) -> bool:
+def is_wrapped(target: object) -> bool:
     """Whether ``target`` is a Python function registered with ``torch.fx.wrap``."""
     registered = getattr(torch.fx._symbolic_trace, "_wrapped_fns_to_patch", {})
     keys = registered.keys() if isinstance(registered, dict) else [(id(g), name) for g, name in registered]
@@ -115,7 +115,7 @@ class WrappedCall:
         self.signature = inspect.signature(function)
         self.programs: Dict[tuple, "_Program"] = {}
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
         arguments = dict(bound.arguments)
@@ -159,7 +159,7 @@ class WrappedCall:
             f"def forward({', '.join(names)}):\n"  # named so: torch.fx records stacks from a forward down
             f"    return _parity_function({', '.join(f'{n}={n}' for n in names)}, **_parity_constants)\n"
         )
-        namespace = {"_parity_function": self.function, "_parity_constants": dict(constants)}
+        namespace: Dict[str, Any] = {"_parity_function": self.function, "_parity_constants": dict(constants)}
         exec(source, namespace)  # noqa: S102  (names are the function's own parameters: identifiers)
         return namespace["forward"]
 
@@ -192,13 +192,13 @@ class _Program:
         if node.op in ("placeholder", "output"):
             return None
         if node.op == "get_attr":  # a tensor the function made from constants: captured on the tracer's root
-            value = getattr(root, node.target)
+            value = getattr(root, cast(str, node.target))  # the attribute's name
             constant = ms.Tensor(value.detach().cpu().numpy().copy())
             return lambda: constant
         if node.op == "call_method":
-            adapter = calls.method_for(node.target)
+            adapter = calls.method_for(cast(str, node.target))  # the method's name
         elif node.op == "call_function":
-            found = calls.function_for(node.target)
+            found = calls.function_for(cast(Callable[..., Any], node.target))
             adapter = found[0] if found else None
             why = found[1](node.args, dict(node.kwargs)) if found and found[1] else None
             if why:
@@ -214,16 +214,16 @@ class _Program:
         value = lambda n: env[n.name]  # noqa: E731
         for node, adapter, inplace in self.steps:
             if node.op == "placeholder":
-                env[node.name] = arguments[node.target.lstrip("*")]
+                env[node.name] = arguments[cast(str, node.target).lstrip("*")]  # the parameter's name
             elif node.op == "output":
                 return torch.fx.node.map_arg(node.args[0], value)
             elif node.op == "get_attr":
-                env[node.name] = adapter()
+                env[node.name] = adapter()  # type: ignore[misc]  # None only for placeholders and the output
             else:
                 args = torch.fx.node.map_arg(node.args, value)
                 kwargs = torch.fx.node.map_arg(node.kwargs, value)
                 try:
-                    env[node.name] = adapter(*args, **kwargs)
+                    env[node.name] = adapter(*args, **kwargs)  # type: ignore[misc]  # a call's adapter
                 except (TypeError, ValueError, RuntimeError, IndexError) as exc:
                     first = (str(exc).strip().splitlines() or [""])[0]
                     raise TypeError(
@@ -235,7 +235,7 @@ class _Program:
         raise TypeError(f"the trace of {self.name} has no output")
 
 
-def wrapped_adapter(target) -> Optional[Tuple[Callable, None]]:
+def wrapped_adapter(target: Callable[..., Any]) -> Optional[Tuple[Callable, None]]:
     """``(adapter, None)`` for a ``torch.fx.wrap``ped function, as the call table's ``function_for`` gives."""
     if not is_wrapped(target):
         return None
