@@ -9,7 +9,7 @@ import functools
 import importlib
 import weakref
 from collections import Counter
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 import mindspore as ms
 import numpy as np
@@ -510,7 +510,8 @@ class TrainStep:
         self, model, loss_fn, optimizer, *, accumulate: int, clip_grad_norm: Optional[float], mode: str, scaler=None
     ):
         self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
-        self.scaler, self.scaling = scaler, None
+        self.scaler = scaler
+        self.scaling: Optional[Tuple[float, bool]] = None  # (scale used, skipped) of the last step
         self.params = list(optimizer.parameters)
         by_id = {id(p): n for n, p in _parameters(model).items()}
         unknown = [p.name for p in self.params if id(p) not in by_id]
@@ -566,6 +567,7 @@ class TrainStep:
                 loss = loss if self.scaler is None else loss[1]
                 total = loss if total is None else total + loss
                 grads = list(part) if grads is None else [g + p for g, p in zip(grads, part)]
+            assert grads is not None, "a step takes at least one micro-batch"
             finite = True
             if self.scaler is not None:  # as MindSpore's mixed-precision guide writes the step
                 scale_used = _scale_value(self.scaler)

@@ -7,7 +7,7 @@ import copy
 import functools
 import math
 import weakref
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -483,7 +483,8 @@ class TrainStep:
         self, model, loss_fn, optimizer, *, accumulate: int, clip_grad_norm, device: str, cast=None, scaler=None
     ):
         self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
-        self.scaler, self.scaling = scaler, None  # a torch.amp.GradScaler; (scale used, skipped) of the last step
+        self.scaler = scaler  # a torch.amp.GradScaler
+        self.scaling: Optional[Tuple[float, bool]] = None  # (scale used, skipped) of the last step
         self.accumulate, self.clip, self.cast = accumulate, clip_grad_norm, cast
         self.device = torch_device(device)
         self.names = {id(p): n for n, p in model.named_parameters()}
