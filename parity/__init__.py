@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from ._moved import install as _install_moved
 from .engine.case import TRANSLATE, ParityCase, Training
 from .errors import ParityError, ParityInternalError, ParityMismatch, ParityNoRepro, ParityUnsupported, ParityUsageError
 from .judge.tolerance import Tolerance
@@ -47,7 +46,6 @@ __all__ = [
     "ShapesResult",
 ]
 __version__ = "0.1.0"
-_install_moved()  # the flat layout's import paths, for one release (parity._moved)
 
 
 def constant(value: float):

@@ -30,21 +30,20 @@ FRAMEWORKS = ("mindspore", "torch")
 ALLOWED = {
     "errors": set(),
     "files": {"errors"},
-    "_moved": set(),
     "options": {"errors"},
     "judge": {"errors"},
     "backends": {"judge", "errors"},
     "registry": {"judge", "errors"},
-    "weights": {"judge", "backends", "errors", "_moved"},
+    "weights": {"judge", "backends", "errors"},
     "translation": {"backends", "weights", "errors"},
     "engine": {"judge", "weights", "backends", "registry", "translation", "options", "errors"},
     "mismatch_checks": {"engine", "judge", "weights", "backends", "registry", "translation", "errors"},
-    "nightly": {"engine", "judge", "options", "errors", "files", "_moved", "parity"},
+    "nightly": {"engine", "judge", "options", "errors", "files", "parity"},
     "plugin": {"engine", "nightly", "registry", "translation", "judge", "options", "errors", "files"},
     "tools": {"engine", "weights", "judge", "registry", "backends", "errors", "files"},
     "strategies": {"engine", "errors"},
     "cli": {"engine", "nightly", "tools", "options", "errors", "files"},
-    "parity": {"engine", "judge", "tools", "translation", "weights", "nightly", "errors", "_moved"},
+    "parity": {"engine", "judge", "tools", "translation", "weights", "nightly", "errors"},
 }
 # Where a framework may be imported at the top of a module; everywhere else above the judge only
 # inside a function, so that importing parity (and loading the plugin) imports neither.
@@ -55,7 +54,7 @@ FRAMEWORK_AT_TOP = (
     "parity.mismatch_checks.amp_pairs",
     "parity.mismatch_checks.llm_pairs",
 )
-NO_FRAMEWORK_AT_ALL = ("judge", "registry", "nightly", "plugin", "options", "errors", "files", "_moved")
+NO_FRAMEWORK_AT_ALL = ("judge", "registry", "nightly", "plugin", "options", "errors", "files")
 
 
 def _module_name(path: Path) -> str:
@@ -302,38 +301,3 @@ def test_importing_parity_and_the_registry_loads_no_framework():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]", out.stdout
-
-
-@pytest.mark.parametrize(
-    "old, new, name",
-    [
-        ("parity.runner", "parity.engine.check", "run_check"),
-        ("parity.compare", "parity.judge.envelope", "envelope_metrics"),
-        ("parity.tolerance", "parity.judge.tolerance", "Tolerance"),
-        ("parity.scan_ast", "parity.tools.scan.source", None),
-        ("parity.training", "parity.engine.training.loop", "batch_list"),
-    ],
-)
-def test_the_flat_layouts_paths_still_import_with_a_warning(old, new, name):
-    code = (
-        "import importlib, warnings\nwarnings.simplefilter('error')\n"
-        f"try:\n    importlib.import_module({old!r})\nexcept DeprecationWarning as w:\n    print('warned:', w)\n"
-        "warnings.simplefilter('ignore')\n"
-        f"old = importlib.import_module({old!r}); new = importlib.import_module({new!r})\n"
-        + (f"print(getattr(old, {name!r}) is getattr(new, {name!r}))\n" if name else "print(old is new)\n")
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
-    assert out.returncode == 0, out.stderr
-    lines = out.stdout.strip().splitlines()
-    assert lines[0].startswith(f"warned: {old} moved to ") and new.rsplit(".", 1)[0] in lines[0]
-    assert lines[-1] == "True"
-
-
-def test_old_names_read_through_the_new_packages_warn():
-    with pytest.warns(DeprecationWarning, match=r"parity\.weights\.WeightReport moved to parity\.weights\.transfer"):
-        from parity.weights import WeightReport
-    from parity.weights.transfer import WeightReport as moved
-
-    assert WeightReport is moved
-    with pytest.raises(AttributeError):
-        parity.weights.no_such_name  # noqa: B018
