@@ -42,7 +42,7 @@ def _workloads():
 
     from cases.faults import catalogue
     from cases.models.zoo_compat import import_quietly
-    from parity.engine.case import build
+    from parity.catalogue import build
 
     timm = import_quietly("timm")
     vit = import_quietly("mindcv.models.vit")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .engine.case import TRANSLATE, ParityCase, Training
+from .catalogue import TRANSLATE, ParityCase, Training
 from .errors import ParityError, ParityInternalError, ParityMismatch, ParityNoRepro, ParityUnsupported, ParityUsageError
 from .judge.tolerance import Tolerance
 

@@ -157,7 +157,7 @@ def _scan(args) -> int:
 
 
 def _variants(paths: List[str], keyword: str):
-    from .engine.case import iter_case_files, load_cases
+    from .catalogue import iter_case_files, load_cases
 
     for root in paths:
         if not Path(root).exists():
@@ -170,8 +170,8 @@ def _variants(paths: List[str], keyword: str):
 
 
 def _run_one(path, variant, args) -> str:
+    from .catalogue import build
     from .engine import messages as report
-    from .engine.case import build
     from .engine.check import Settings
 
     case = variant.case

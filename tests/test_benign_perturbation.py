@@ -22,7 +22,7 @@ from cases import seeds
 from cases.faults import catalogue
 from cases.training import loops
 from parity.backends import mindspore as msb
-from parity.engine.case import build
+from parity.catalogue import build
 from parity.engine.training.loop import run_training
 
 ULPS = 4.0

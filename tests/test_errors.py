@@ -366,7 +366,7 @@ def test_a_structural_failure_is_reported_rather_than_the_globs_it_left_uncompar
 
 
 def test_two_catalogue_files_with_one_module_name_are_not_confused(tmp_path, monkeypatch):
-    from parity.engine.case import load_cases
+    from parity.catalogue import load_cases
 
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.delitem(sys.modules, "samename_cases", raising=False)

@@ -37,13 +37,14 @@ ALLOWED = {
     "weights": {"judge", "backends", "errors"},
     "translation": {"backends", "weights", "errors"},
     "engine": {"judge", "weights", "backends", "registry", "translation", "options", "errors"},
+    "catalogue": {"engine", "backends", "registry", "errors"},
     "mismatch_checks": {"engine", "judge", "weights", "backends", "registry", "translation", "errors"},
     "nightly": {"engine", "judge", "options", "errors", "files", "parity"},
-    "plugin": {"engine", "nightly", "registry", "translation", "judge", "options", "errors", "files"},
+    "plugin": {"catalogue", "engine", "nightly", "registry", "translation", "judge", "options", "errors", "files"},
     "tools": {"engine", "weights", "judge", "registry", "backends", "errors", "files"},
     "strategies": {"engine", "errors"},
-    "cli": {"engine", "nightly", "tools", "options", "errors", "files"},
-    "parity": {"engine", "judge", "tools", "translation", "weights", "nightly", "errors"},
+    "cli": {"catalogue", "engine", "nightly", "tools", "options", "errors", "files"},
+    "parity": {"catalogue", "engine", "judge", "tools", "translation", "weights", "nightly", "errors"},
 }
 # Where a framework may be imported at the top of a module; everywhere else above the judge only
 # inside a function, so that importing parity (and loading the plugin) imports neither.
@@ -54,7 +55,7 @@ FRAMEWORK_AT_TOP = (
     "parity.mismatch_checks.amp_pairs",
     "parity.mismatch_checks.llm_pairs",
 )
-NO_FRAMEWORK_AT_ALL = ("judge", "registry", "nightly", "plugin", "options", "errors", "files")
+NO_FRAMEWORK_AT_ALL = ("judge", "registry", "nightly", "plugin", "catalogue", "options", "errors", "files")
 
 
 def _module_name(path: Path) -> str:

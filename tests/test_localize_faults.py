@@ -16,7 +16,7 @@ import parity
 from cases.faults import catalogue, models
 from parity import ParityMismatch, ParityUsageError
 from parity.backends import mindspore as msb
-from parity.engine.case import build
+from parity.catalogue import build
 
 FAULTS = {fault.name: fault for fault in catalogue.FAULTS}
 

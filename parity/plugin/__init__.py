@@ -115,7 +115,7 @@ def pytest_configure(config):
 
 
 def pytest_collect_file(file_path: Path, parent):
-    from ..engine.case import looks_like_case_file
+    from ..catalogue import looks_like_case_file
 
     if file_path.suffix != ".py" or file_path.name == "conftest.py":
         return None

@@ -72,7 +72,7 @@ class CaseFile(pytest.File):
         if not self.config.getoption(opts.PARITY):
             yield SkippedCases.from_parent(self, name="[needs --parity]")
             return
-        from ..engine.case import load_cases
+        from ..catalogue import load_cases
 
         try:
             cases = load_cases(self.path)
@@ -113,7 +113,7 @@ class CaseItem(pytest.Item):
         self.variant = variant
 
     def runtest(self):
-        from ..engine.case import build
+        from ..catalogue import build
 
         case = self.variant.case
         location = f"{self.path.relative_to(self.config.rootpath) if self.path.is_relative_to(self.config.rootpath) else self.path}:{case.line}"
@@ -142,7 +142,7 @@ class FixtureChecker:
     """What the ``parity`` fixture returns: ``check`` bound to the session and the marker, and
     the input specs, so that a test needs no second import of the package."""
 
-    from ..engine.case import TRANSLATE
+    from ..catalogue import TRANSLATE
     from ..judge.tolerance import Tolerance
 
     randn, uniform, randint = (

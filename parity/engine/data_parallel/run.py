@@ -58,19 +58,19 @@ _KINDS = {"loss": "loss", "grad": "param grad", "param": "parameter", "buffer": 
 
 def _dotted(factory, label: str, allow_translate: bool = False) -> str:
     """``"package.module:Name"`` for a factory the workers can import."""
-    from ..case import TRANSLATE, _resolve
+    from ..factories import TRANSLATE, resolve
 
     if allow_translate and factory == TRANSLATE:
         return TRANSLATE
     if isinstance(factory, str) and ":" in factory:
-        _resolve(factory, f"{WHERE} {label}")
+        resolve(factory, f"{WHERE} {label}")
         return factory
     if callable(factory):
         module, name = getattr(factory, "__module__", None), getattr(factory, "__qualname__", "")
         if module and module != "__main__" and "<" not in name:
             path = f"{module}:{name}"
             try:
-                if _resolve(path, label) is factory:
+                if resolve(path, label) is factory:
                     return path
             except ParityUsageError:
                 pass

@@ -76,9 +76,9 @@ def _shard(job, framework: str, rank: int, world: int, rows: int) -> np.ndarray:
     path = job["shard"][framework]
     if path is None:
         return np.asarray(strided(rank, world, rows), np.int64)
-    from ..case import _resolve
+    from ..factories import resolve
 
-    picked = _resolve(path, f"check_data_parallel() shard ({framework})")(rank, world, rows)
+    picked = resolve(path, f"check_data_parallel() shard ({framework})")(rank, world, rows)
     try:
         index = np.asarray(list(picked), np.int64)
     except (TypeError, ValueError):
@@ -103,10 +103,10 @@ def _inputs(batch: Dict[str, np.ndarray], rows: np.ndarray):
 
 
 def _build(path: str, label: str):
-    from ..case import _resolve
+    from ..factories import resolve
 
     try:
-        return _resolve(path, f"check_data_parallel() {label}")()
+        return resolve(path, f"check_data_parallel() {label}")()
     except ParityUsageError:
         raise
     except Exception as exc:  # the user's factory failed: say which, without a deep traceback
@@ -130,9 +130,9 @@ def torch_model(job, arrays):
 
 def torch_optimizer(job, model):
     """The PyTorch optimizer the caller's factory built, again over ``model``'s parameters."""
-    from ..case import _resolve
+    from ..factories import resolve
 
-    klass = _resolve(job["optimizer"]["class"], "check_data_parallel() optimizer")
+    klass = resolve(job["optimizer"]["class"], "check_data_parallel() optimizer")
     named = dict(model.named_parameters())
     groups = [{**hyper, "params": [named[n] for n in names]} for names, hyper in job["optimizer"]["groups"]]
     accepted = inspect.signature(klass).parameters
@@ -143,8 +143,8 @@ def mindspore_model(job, torch_module, arrays):
     """MindSpore's model (built or translated) with PyTorch's initial weights, and the weight map."""
     from ...backends import mindspore as msb
     from ...weights.transfer import copy_weights
-    from ..case import TRANSLATE
     from ..causes import map_pair_weights
+    from ..factories import TRANSLATE
 
     msb.prepare(seed=job["seed"], device=job["device"])
     if job["mindspore"] == TRANSLATE:

@@ -444,13 +444,13 @@ def _verify(model, backend, expected: Dict[str, np.ndarray], report: ConversionR
 def build_model(spec: str, option: str, framework: str):
     """Call the factory ``package.module:factory`` named on the command line (the working folder
     importable), and check that it made a model of ``framework``."""
-    from ...engine.case import _resolve
+    from ...engine.factories import resolve
 
     if ":" not in spec:
         raise ParityUsageError(f"{option} {spec}: give package.module:factory")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    factory = _resolve(spec, option)
+    factory = resolve(spec, option)
     try:
         model = factory()
     except ParityUsageError:
