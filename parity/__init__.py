@@ -50,7 +50,7 @@ __version__ = "0.1.0"
 
 def constant(value: float):
     """``weights=parity.constant(0.1)``: every floating weight and buffer on both sides set to ``value``."""
-    from .engine.check import Constant
+    from .engine.settings import Constant
 
     return Constant(float(value))
 
@@ -332,7 +332,7 @@ def transfer_weights(src, dst, *, name_map=None):
     Module, either way round) and verify the copy. ``name_map`` maps PyTorch names to MindSpore
     names, or names one tensor made of several of the other side's (``parity.fuse``), transposed
     (``parity.transpose``) or reshaped (``parity.reshape``). Returns a :class:`WeightReport`."""
-    from .engine.check import transfer
+    from .engine.pairing import transfer
 
     return transfer(src, dst, name_map=name_map)
 
@@ -343,7 +343,7 @@ _LAZY = {
     "randint": "engine.inputs",
     "Result": "engine.result",
     "WeightReport": "weights.transfer",
-    "TrainingResult": "engine.training",
+    "TrainingResult": "engine.training.result",
     "plot_training": "nightly.plot",
     "fuse": "weights.layouts",
     "transpose": "weights.layouts",

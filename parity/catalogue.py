@@ -225,7 +225,7 @@ def build(case: ParityCase, *, device: str = "CPU", seed: int = 1234) -> Tuple[A
 
     msb.prepare(seed=seed, device=device)
     tb.prepare(seed=seed, device=device)
-    made = []
+    made: List[Any] = []
     for label, factory, kwargs in (
         ("torch", case.torch, case.torch_kwargs),
         ("mindspore", case.mindspore, case.ms_kwargs),

@@ -290,7 +290,7 @@ def test_importing_parity_and_the_registry_loads_no_framework():
         "parity.judge.envelope",
         "parity.judge.golden",
         "parity.nightly.records",
-        "parity.engine.check",
+        "parity.engine.settings",
         "parity.engine.training",
         "parity.tools.scan.scanner",
     ]

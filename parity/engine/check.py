@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import traceback
-from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import List
 
 from ..backends import amp as amp_backend
 from ..backends import framework_of
+from ..backends import mindspore as msb
+from ..backends import torch as tb
+from ..backends.device import setup as device_setup
 from ..errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from ..judge.devices import profile as device_profile
 from ..judge.dtypes import is_floating, narrowest
@@ -17,62 +19,22 @@ from ..judge.golden import judge_golden, near_golden
 from ..judge.metrics import compare_pair
 from ..judge.tolerance import ToleranceSpec, check_globs_used
 from ..options import MODE, parse_seed
-from ..weights.transfer import WeightReport, copy_weights, fill_weights, map_weights
+from ..registry import installed_versions, load
 from . import messages as report
 from .amp import parse as parse_amp
 from .amp import precision_causes, precision_rows, rewrite_cause
-from .causes import failure_causes, map_pair_weights, own_error_causes, refuse_unsupported_dtype
+from .causes import failure_causes, own_error_causes
 from .inputs import materialize, per_side_inputs
 from .localize import first_nonfinite
 from .outputs import nothing_compared, outputs_compared
 from .own import measure_own_errors
+from .pairing import map_pair_weights, refuse_unsupported_dtype, set_weights, snapshot
 from .passes import Passes
 from .repro import Source, offer
 from .result import Result
+from .settings import DEFAULT_SEED, DEVICES, LOCALIZE, MODES, REFERENCES, WEIGHTS, Constant, Settings, check_choice
 
-__all__ = ["Settings", "Constant", "run_check", "DEFAULT_SEED", "MODES", "DEVICES"]
-
-DEFAULT_SEED = 1234
-MODES = ("pynative", "graph", "both")
-DEVICES = ("CPU", "GPU", "Ascend")
-WEIGHTS = ("copy", "copy_to_torch", "as_is")
-REFERENCES = (None, "float64")
-LOCALIZE = ("auto", True, False)
-
-
-@dataclass(frozen=True)
-class Constant:
-    """``weights=parity.constant(0.1)``: every floating weight and buffer on both sides set to value."""
-
-    value: float
-
-    def __str__(self):
-        return f"constant({self.value:g})"
-
-
-@dataclass(frozen=True)
-class Settings:
-    """How a run behaves (decided by the command line or the caller), and where it comes from."""
-
-    seed: Optional[int] = None
-    mode: Optional[str] = None
-    device: str = "CPU"
-    tolerances: Tuple[ToleranceSpec, ...] = ()  # most specific first, after the call's own
-    case: str = ""
-    location: str = ""
-    reproduce: str = ""  # command prefix; the seed is appended
-    verbose: int = 0  # pytest -v count: 2 and more show every layer
-    repro_dir: Optional[str] = None  # where a failure writes its standalone repro (--parity-repro)
-
-    @property
-    def resolved_seed(self) -> int:
-        return self.seed if self.seed is not None else DEFAULT_SEED
-
-
-def check_choice(label: str, value, choices, where: str):
-    if value not in choices:
-        shown = ", ".join(repr(c) for c in choices)
-        raise ParityUsageError(f"{where}: unknown {label} {value!r}; expected one of {shown}")
+__all__ = ["run_check", "check_pair", "refuse_graph_mode"]
 
 
 def check_pair(ms_cell, torch_module) -> None:
@@ -95,8 +57,6 @@ def refuse_graph_mode(ms_cell, mode: str, settings: Settings, where: str) -> Non
     deep inside MindSpore with a message that would read as a problem of the inputs."""
     if mode not in ("graph", "both"):
         return
-    from ..backends import mindspore as msb
-
     found = msb.pynative_only(ms_cell)
     if not found:
         return
@@ -119,9 +79,6 @@ def run_check(ms_cell, torch_module, inputs, **options) -> Result:
     were when the check returns or raises."""
     __tracebackhide__ = True
     check_pair(ms_cell, torch_module)
-    from ..backends import mindspore as msb
-    from ..backends import torch as tb
-
     restore_ms, restore_torch = msb.train_flags(ms_cell), tb.train_flags(torch_module)
     try:
         return _run_check(ms_cell, torch_module, inputs, **options)
@@ -175,10 +132,6 @@ def _run_check(
     seed = seed if seed is not None else settings.seed if settings.seed is not None else DEFAULT_SEED
     chain = (ToleranceSpec.parse(tolerance),) + settings.tolerances
 
-    from ..backends import mindspore as msb
-    from ..backends import torch as tb
-    from ..backends.device import setup as device_setup
-
     msb.prepare(seed=seed, device=settings.device)
     tb.prepare(seed=seed, device=settings.device)
     setup = device_setup(settings.device)
@@ -198,7 +151,7 @@ def _run_check(
     if spec is not None:  # each side casts where its mixed-precision lists say
         precision_notes = [f"mixed precision: {spec}; every floating tensor judged against the float64 golden"]
     modes = ("pynative", "graph") if mode == "both" else (mode,)
-    restore = _snapshot(ms_cell, torch_module, wmap)
+    restore = snapshot(ms_cell, torch_module, wmap)
     options = dict(
         grads=grads,
         train=train,
@@ -327,8 +280,6 @@ def _amp_pair(ms_cell, torch_module, spec):
     were), and a function making the region PyTorch's forward passes run in."""
     if spec is None:
         return ms_cell, torch_module, contextlib.nullcontext
-    from ..backends import torch as tb
-
     try:
         ms_amp = amp_backend.mixed_precision(ms_cell, spec.level, spec.dtype)
     except Exception as exc:  # the rewrite rejected the Cell's code (O1 and nn.LSTMCell: a NameError)
@@ -359,8 +310,6 @@ def _amp_causes(result, spec) -> List[str]:
 
 def _amp_entries(spec) -> list:
     """The registry's ``precision`` entries for this level and the installed versions."""
-    from ..registry import installed_versions, load
-
     versions = installed_versions()
     return [
         e
@@ -372,8 +321,6 @@ def _amp_entries(spec) -> list:
 def _execute(ms_cell, torch_module, data, wmap, chain, modes, *, capture, reference, judge=True, **options):
     """PyTorch once (and in float64 for ``reference``), MindSpore once per mode; the compared pairs
     (judged against the rounding envelope too, unless ``judge`` is False: a pass for layers only)."""
-    from ..backends import torch as tb
-
     check_dtype = options.pop("check_dtype")
     run = Passes(ms_cell, torch_module, data, wmap, chain, capture=capture, **options)
     reference_module = tb.float64_copy(torch_module) if reference == "float64" else None
@@ -426,48 +373,3 @@ def _judge_half(run, comparisons, references) -> None:
     ]
     if close:
         run.judge(judge_golden, close, references)
-
-
-def _snapshot(ms_cell, torch_module, wmap):
-    """Every non-trainable tensor on both sides (running statistics), and a function restoring them."""
-    from ..backends import mindspore as msb
-    from ..backends import torch as tb
-
-    saved = [
-        (backend, model, name, backend.read(model, name))
-        for pair in wmap.pairs
-        if not pair.trainable
-        for backend, model, name in ((msb, ms_cell, pair.ms), (tb, torch_module, pair.torch))
-    ]
-
-    def restore():
-        for backend, model, name, value in saved:
-            backend.write(model, name, value)
-
-    return restore
-
-
-def set_weights(weights, wmap, ms_cell, torch_module) -> WeightReport:
-    if isinstance(weights, Constant):
-        return fill_weights(wmap, ms_cell, torch_module, weights.value)
-    if weights == "copy":
-        return copy_weights(wmap, torch_module, ms_cell, to_torch=False)
-    if weights == "copy_to_torch":
-        return copy_weights(wmap, ms_cell, torch_module, to_torch=True)
-    return WeightReport(wmap, "as is")
-
-
-def transfer(src, dst, *, name_map=None) -> WeightReport:
-    """See :func:`parity.transfer_weights`."""
-    src_kind, dst_kind = framework_of(src), framework_of(dst)
-    if {src_kind, dst_kind} != {"mindspore", "torch"}:
-        raise ParityUsageError(
-            "transfer_weights(src, dst) needs one mindspore.nn.Cell and one torch.nn.Module, got "
-            f"{type(src).__qualname__} ({src_kind or 'neither'}) and {type(dst).__qualname__} ({dst_kind or 'neither'})"
-        )
-    from ..backends import mindspore as msb
-    from ..backends import torch as tb
-
-    ms_model, torch_model = (src, dst) if src_kind == "mindspore" else (dst, src)
-    wmap = map_weights(msb.slots(ms_model), tb.slots(torch_model), name_map)
-    return copy_weights(wmap, src, dst, to_torch=src_kind == "mindspore")

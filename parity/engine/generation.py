@@ -26,11 +26,12 @@ from ..judge.metrics import ArrayPair, Comparison, compare_pair
 from ..judge.tolerance import ToleranceSpec
 from ..options import parse_seed
 from . import messages as report
-from .causes import map_pair_weights
-from .check import DEFAULT_SEED, Settings, check_pair, set_weights
+from .check import check_pair
 from .inputs import Inputs, materialize
+from .pairing import map_pair_weights, set_weights
 from .passes import draw_seed
 from .result import Verdicts
+from .settings import DEFAULT_SEED, Settings
 from .side_errors import framework_error
 
 __all__ = ["GenerationResult", "GenerationStep", "TokenDifference", "run_generation"]

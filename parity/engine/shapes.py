@@ -15,9 +15,10 @@ from typing import List, Optional, Sequence, Tuple
 from ..errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from ..options import parse_seed
 from . import messages as report
-from .check import DEFAULT_SEED, MODES, Settings, check_choice, check_pair, run_check
+from .check import check_pair, run_check
 from .inputs import materialize
 from .result import Verdicts
+from .settings import DEFAULT_SEED, MODES, Settings, check_choice
 
 __all__ = ["ShapeCheck", "ShapesResult", "run_shapes", "signature_of"]
 

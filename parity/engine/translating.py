@@ -18,7 +18,7 @@ def run_translate(torch_module, inputs=None, *, device: str = "CPU", seed=None, 
     if inputs is None:
         return translate(torch_module, device=device)
     from ..backends import torch as tb
-    from .check import DEFAULT_SEED
+    from .settings import DEFAULT_SEED
 
     seed = parse_seed(seed, "translate(seed=...)")
     seed = seed if seed is not None else default_seed if default_seed is not None else DEFAULT_SEED

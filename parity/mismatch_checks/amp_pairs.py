@@ -55,7 +55,8 @@ def amp_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *, d
     """ "precision" where the layer ran in the precisions ``entry.amp`` states (with ``after``: its
     output's dtype, what the next layer runs in), "agrees" where both sides ran it alike (stale),
     "raises" where the level cannot convert the Cell."""
-    from parity.engine.check import Settings, run_check
+    from parity.engine.check import run_check
+    from parity.engine.settings import Settings
 
     two = len(inputs) == 2
     torch_module = (_Module2 if two else _Module1)(resolve(entry.torch)(**spec.torch_kwargs))

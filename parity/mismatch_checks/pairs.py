@@ -149,7 +149,8 @@ def flush_mindspore() -> None:
 def module_pair(
     entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *, fixed: bool, device: str, seed: int
 ) -> Measurement:
-    from ..engine.check import Settings, run_check
+    from ..engine.check import run_check
+    from ..engine.settings import Settings
 
     torch_module = resolve(spec.torch_api or entry.torch)(**spec.torch_kwargs)
     try:
@@ -269,7 +270,7 @@ def loss_training_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, *,
     state or parameters: values)."""
     import torch
 
-    from ..engine.check import Settings
+    from ..engine.settings import Settings
     from ..engine.training.loop import run_training
     from ..translation import translate
 
@@ -469,7 +470,8 @@ def schedule_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device:
 
 def check_available(record, *, device: str = "CPU", seed: int = 1234) -> Measurement:
     """Run an ``[[available]]`` record: the API must build, run and agree with PyTorch."""
-    from ..engine.check import Settings, run_check
+    from ..engine.check import run_check
+    from ..engine.settings import Settings
 
     with quiet():
         torch_module = resolve(record.torch)(**record.kwargs)

@@ -33,10 +33,10 @@ from . import environment
 from .schema import check_fields
 
 if TYPE_CHECKING:
-    from ..engine.check import Settings
     from ..engine.generation import GenerationResult
     from ..engine.localize import LayerTable, LayerVerdict
     from ..engine.result import Result, WeightReport
+    from ..engine.settings import Settings
     from ..engine.shapes import ShapeCheck, ShapesResult
     from ..engine.training.result import TrainingResult
     from ..judge.envelope import Envelope

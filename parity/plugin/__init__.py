@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from .. import options as opts
+from ..engine.settings import DEFAULT_SEED
 from ..errors import ParityUsageError
 from ..nightly import baseline as nightly
 from ..nightly import records
@@ -290,8 +291,6 @@ class _ReportWriter:
     def _lost(self, nodeid, verdict, message, worker):
         self.running.pop(nodeid, None)
         self.lost.append((nodeid, verdict))
-        from ..engine.check import DEFAULT_SEED
-
         seed = opts.parse_seed(self.config.getoption(opts.SEED.dest), opts.SEED.flag)
         self.file.write(
             records.lost_record(

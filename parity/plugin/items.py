@@ -10,7 +10,7 @@ import pytest
 from .. import options as opts
 from ..engine import inputs as input_specs
 from ..engine import messages as report
-from ..engine.check import Settings, run_check
+from ..engine.settings import Constant, Settings
 from ..errors import ParityError, ParityMismatch, ParityUnsupported, ParityUsageError
 from ..judge.tolerance import ToleranceSpec
 from ..nightly import records
@@ -153,8 +153,6 @@ class FixtureChecker:
 
     @staticmethod
     def constant(value: float):
-        from ..engine.check import Constant
-
         return Constant(float(value))
 
     def __init__(self, request):
@@ -177,6 +175,8 @@ class FixtureChecker:
 
     def _check(self, ms_cell, torch_module, inputs, **kwargs):
         __tracebackhide__ = True
+        from ..engine.check import run_check
+
         return self._run(run_check, "check", dict(self._defaults), ms_cell, torch_module, inputs, **kwargs)
 
     def _run(self, engine, call, defaults, ms_cell, torch_module, data, **kwargs):

@@ -36,7 +36,7 @@ from ...judge.metrics import ArrayPair, compare_pair
 from ...judge.tolerance import ToleranceSpec
 from ...options import MODE, parse_seed
 from .. import messages as report
-from ..check import Settings
+from ..settings import Settings
 from . import worker
 from .launch import LABELS, WHERE, Launch, environment, missing_launchers, wait_all
 from .result import PAIRS, RUNS, DataParallelResult, DataParallelStep, failure_message

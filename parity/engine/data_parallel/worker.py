@@ -143,8 +143,8 @@ def mindspore_model(job, torch_module, arrays):
     """MindSpore's model (built or translated) with PyTorch's initial weights, and the weight map."""
     from ...backends import mindspore as msb
     from ...weights.transfer import copy_weights
-    from ..causes import map_pair_weights
     from ..factories import TRANSLATE
+    from ..pairing import map_pair_weights
 
     msb.prepare(seed=job["seed"], device=job["device"])
     if job["mindspore"] == TRANSLATE:

@@ -8,8 +8,3 @@ training), ``reruns`` (PyTorch's training again for the judges), ``result`` and 
 May import: the judge, the weights, the backends, the registry, the translation, and the engine's
 check modules (settings, passes, causes, inputs).
 """
-
-from .loop import run_training
-from .result import STAGES, TrainingResult, TrainingStep
-
-__all__ = ["STAGES", "TrainingResult", "TrainingStep", "run_training"]

@@ -12,8 +12,8 @@ from ...errors import ParityUsageError
 from ...judge.dtypes import cast, is_floating, narrowest, round_through
 from ...judge.golden import GOLDEN_FACTOR
 from ...judge.metrics import Comparison
-from ..causes import refuse_unsupported_dtype
 from ..inputs import per_side_inputs
+from ..pairing import refuse_unsupported_dtype
 from .optimizers import type_name
 from .result import TrainingResult
 

@@ -22,9 +22,10 @@ from ...judge.golden import judge_golden, near_golden
 from ...judge.tolerance import ToleranceSpec, check_globs_used
 from ...options import parse_seed
 from .. import messages as report
-from ..causes import map_pair_weights
-from ..check import DEFAULT_SEED, Settings, check_choice, check_pair, refuse_graph_mode, set_weights
+from ..check import check_pair, refuse_graph_mode
 from ..inputs import Inputs, materialize, seeded_stream
+from ..pairing import map_pair_weights, set_weights
+from ..settings import DEFAULT_SEED, Settings, check_choice
 from ..side_errors import side_step
 from .half import half_causes, half_notes, half_precision, halved, in_half, per_side
 from .lockstep import Lockstep
