@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Iterable, List, Optional
 
 from . import options as opts
 from .catalogue import build, iter_case_files, load_cases
-from .engine import messages
+from .engine.diagnosis import messages
 from .engine.settings import Settings
 from .engine.training.result import TrainingResult
 from .errors import ParityMismatch, ParityUnsupported, ParityUsageError

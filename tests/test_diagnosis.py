@@ -15,9 +15,9 @@ from mindspore import nn as msnn
 
 import parity
 from cases.models import resnet, resnet_mindcv
-from parity.engine import messages as report
 from parity.engine.check import run_check
-from parity.engine.localize import LayerTable, LayerVerdict
+from parity.engine.diagnosis import messages as report
+from parity.engine.diagnosis.verdicts import LayerTable, LayerVerdict
 from parity.engine.settings import Settings
 from parity.registry import rules
 from parity.registry.diagnosis import Seen, diagnose, likely_causes, observed, parameter_causes

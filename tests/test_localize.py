@@ -17,16 +17,10 @@ import parity
 from parity import ParityMismatch, ParityUsageError, Tolerance
 from parity.backends import mindspore as msb
 from parity.backends import torch as tb
-from parity.engine.localize import (
-    AMPLIFICATION,
-    LayerVerdict,
-    Localizer,
-    Recording,
-    align_layers,
-    first_divergence,
-    judge,
-    settle,
-)
+from parity.engine.diagnosis.alignment import align_layers
+from parity.engine.diagnosis.recording import Localizer, Recording
+from parity.engine.diagnosis.verdicts import AMPLIFICATION, LayerVerdict, first_divergence, settle
+from parity.engine.diagnosis.verdicts import compare_call as judge
 
 FAULT = 1.01  # a 1% error: hundreds of times the float32 tolerance on these tiny nets
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import parity
-from parity.engine import messages as report
+from parity.engine.diagnosis import messages as report
 from parity.engine.inputs import materialize
 from parity.engine.result import Result
 from parity.judge.envelope import Envelope

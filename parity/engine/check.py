@@ -20,17 +20,17 @@ from ..judge.metrics import compare_pair
 from ..judge.tolerance import ToleranceSpec, check_globs_used
 from ..options import MODE, parse_seed
 from ..registry import installed_versions, load
-from . import messages as report
 from .amp import parse as parse_amp
 from .amp import precision_causes, precision_rows, rewrite_cause
-from .causes import failure_causes, own_error_causes
+from .diagnosis import messages
+from .diagnosis.causes import failure_causes, own_error_causes
+from .diagnosis.own import measure_own_errors
+from .diagnosis.repro import Source, offer
+from .diagnosis.verdicts import first_nonfinite
 from .inputs import materialize, per_side_inputs
-from .localize import first_nonfinite
 from .outputs import nothing_compared, outputs_compared
-from .own import measure_own_errors
 from .pairing import map_pair_weights, refuse_unsupported_dtype, set_weights, snapshot
 from .passes import Passes
-from .repro import Source, offer
 from .result import Result
 from .settings import DEFAULT_SEED, DEVICES, LOCALIZE, MODES, REFERENCES, WEIGHTS, Constant, Settings, check_choice
 
@@ -212,7 +212,7 @@ def _run_check(
         reference=reference,
         case=settings.case,
         location=settings.location,
-        reproduce=report.reproduce_line(settings.reproduce, seed),
+        reproduce=messages.reproduce_line(settings.reproduce, seed),
         notes=data.notes() + precision_notes + run.notes,
         problem=run.structure or "",
         device_setup=setup,
@@ -261,7 +261,7 @@ def _run_check(
                 restore,
                 settings.case,
             )
-        message = report.failure_message(result, likely_causes=causes, verbose=settings.verbose)
+        message = messages.failure_message(result, likely_causes=causes, verbose=settings.verbose)
         if settings.repro_dir is not None:
             message = _with_line(message, offer(result, settings.repro_dir))
         raise ParityMismatch(message, result, causes)

@@ -25,8 +25,8 @@ from ..judge.envelope import NOISE_FACTOR, Candidate, judge_envelope, near
 from ..judge.metrics import ArrayPair, Comparison, compare_pair
 from ..judge.tolerance import ToleranceSpec
 from ..options import parse_seed
-from . import messages as report
 from .check import check_pair
+from .diagnosis import messages
 from .inputs import Inputs, materialize
 from .pairing import map_pair_weights, set_weights
 from .passes import draw_seed
@@ -112,7 +112,7 @@ class GenerationResult(Verdicts):
         worst = self.worst
         parts = [
             f"{len(self.steps)} steps x {len(self.steps[0].torch_tokens) if self.steps else 0} rows",
-            f"worst logits at step {self.comparisons.index(worst) + 1}, {report.fmt(worst.margin)}x allowed"
+            f"worst logits at step {self.comparisons.index(worst) + 1}, {messages.fmt(worst.margin)}x allowed"
             if worst is not None
             else "nothing compared",
         ]
@@ -242,7 +242,7 @@ def _run(
         use_cache,
         wreport,
         differences,
-        reproduce=report.reproduce_line(settings.reproduce, seed, "parity.check_generation"),
+        reproduce=messages.reproduce_line(settings.reproduce, seed, "parity.check_generation"),
     )
     if settings.mode == "both":
         result.notes.append(
@@ -352,7 +352,7 @@ def _localise(ms_model, torch_model, wmap, chain, steps, prompt, first, seed, de
     side, as a failing check localises); None where the capture itself fails."""
     from ..backends import mindspore as msb
     from ..backends import torch as tb
-    from .localize import Recording
+    from .diagnosis.recording import Recording
     from .passes import Passes
 
     step = first[0]
@@ -400,10 +400,10 @@ def failure_message(result: GenerationResult, first: Tuple[int, Optional[int]]) 
         d = next(d for d in result.differences if (d.step, d.row) == (step, row))
         lines.append(
             f"Tokens: MindSpore {d.ms_token}, PyTorch {d.torch_token}; PyTorch's logits of the two are "
-            f"{report.fmt(d.gap)} apart, beyond the {report.fmt(d.allowed)} that the tolerance and PyTorch's "
+            f"{messages.fmt(d.gap)} apart, beyond the {messages.fmt(d.allowed)} that the tolerance and PyTorch's "
             "rounding envelope allow them (no near-tie)"
         )
-    lines += report._metrics(c) + [f"Tolerance: {c.tolerance_source} ({c.tolerance})"]
+    lines += messages._metrics(c) + [f"Tolerance: {c.tolerance_source} ({c.tolerance})"]
     layer_lines = _layer_lines(result)
     if layer_lines:
         lines += [""] + layer_lines
@@ -415,7 +415,7 @@ def failure_message(result: GenerationResult, first: Tuple[int, Optional[int]]) 
     ]
     lines += [
         f"Near-tie: step {t.step}, row {t.row}: MindSpore {t.ms_token}, PyTorch {t.torch_token}, PyTorch's "
-        f"logits {report.fmt(t.gap)} apart, within {report.fmt(t.allowed)}"
+        f"logits {messages.fmt(t.gap)} apart, within {messages.fmt(t.allowed)}"
         for t in result.near_ties
     ]
     lines += ["", f"Weights: {result.weights}", f"Prompt: {result.prompt}"]
@@ -434,4 +434,4 @@ def _layer_lines(result: GenerationResult) -> List[str]:
         f"Layer: first divergence at the forward output of {where}"
         if where.startswith("'")
         else f"Layer: first divergence {where}"
-    ] + report.layer_lines(result.layers.forward, "forward")
+    ] + messages.layer_lines(result.layers.forward, "forward")

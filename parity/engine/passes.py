@@ -18,12 +18,14 @@ from ..judge.dtypes import cast, eps
 from ..judge.metrics import ArrayPair
 from ..judge.tolerance import resolve
 from ..weights.layouts import by_torch_name, ms_label, torch_layout
-from . import messages as report
-from .inputs import Inputs, _normal, _unit_floats, seeded_stream
-from .localize import LayerTable, Localizer, Recording, align_layers, settle
+from .diagnosis import messages
+from .diagnosis.alignment import align_layers
+from .diagnosis.recording import Localizer, Recording
+from .diagnosis.verdicts import LayerTable, settle
+from .inputs import Inputs, normal_floats, seeded_stream, unit_floats
 from .side_errors import backward, run_side
 
-__all__ = ["Passes", "buffers_of", "perturbed_inputs", "draw_seed"]
+__all__ = ["Passes", "buffers_of", "perturbed_inputs", "draw_seed", "seeded_cotangents"]
 
 
 def perturbed_inputs(data: Inputs, seed: int, draw: int, ulps: float) -> Inputs:
@@ -32,7 +34,7 @@ def perturbed_inputs(data: Inputs, seed: int, draw: int, ulps: float) -> Inputs:
     def move(name, array):
         if not is_float(array) or array.dtype.kind == "c" or array.size == 0:
             return array
-        u = _unit_floats(seeded_stream(seed, f"envelope:{draw}:{name}"), array.size).reshape(array.shape)
+        u = unit_floats(seeded_stream(seed, f"envelope:{draw}:{name}"), array.size).reshape(array.shape)
         step = eps(array.dtype) * ulps * np.where(u < 0.5, -1.0, 1.0)
         return (array * (1.0 + step)).astype(array.dtype)
 
@@ -108,7 +110,7 @@ class Passes:
         self.torch_side = run_side(self._torch_pass, "PyTorch")
         self._changed(self.torch_side, "PyTorch")
         self.torch_buffers = buffers_of(tb, self.torch_module, self.wmap, "torch") if self.train else {}
-        self.cotangents = _cotangents(self.torch_side, self.seed)
+        self.cotangents = seeded_cotangents(self.torch_side, self.seed)
 
     def _torch_backward(self):
         if self.torch_grads is None:
@@ -268,7 +270,7 @@ _GRADIENTS = ("input grad", "param grad")
 
 def _layer_alignment(ms_cell, torch_module, wmap):
     """MindSpore layer path -> PyTorch layer path: same path, else as the weight map paired them,
-    else by structure (see :func:`parity.engine.localize.align_layers`)."""
+    else by structure (see :func:`parity.engine.diagnosis.alignment.align_layers`)."""
     from ..backends import mindspore as msb
     from ..backends import torch as tb
 
@@ -301,14 +303,14 @@ def _unused_note(candidates, spreads) -> Optional[str]:
     )
 
 
-def _cotangents(torch_side, seed: int) -> Dict[str, np.ndarray]:
+def seeded_cotangents(torch_side, seed: int) -> Dict[str, np.ndarray]:
     """A seeded N(0, 1) cotangent for every floating output: the VJP direction, never ``.sum()``."""
     cots = {}
     for path, value in torch_side.values:
         if is_float(value):
             count = int(value.size)
             cots[path] = (
-                _normal(seeded_stream(seed, f"cotangent:{path}"), count).reshape(value.shape).astype(value.dtype)
+                normal_floats(seeded_stream(seed, f"cotangent:{path}"), count).reshape(value.shape).astype(value.dtype)
             )
     return cots
 
@@ -334,7 +336,7 @@ def _structure_problem(ms_side, torch_side) -> Optional[str]:
     same structure: outputs are matched by path)."""
     ms_paths, torch_paths = [p for p, _ in ms_side.values], [p for p, _ in torch_side.values]
     if sorted(ms_paths) != sorted(torch_paths) or len(set(ms_paths)) != len(ms_paths):
-        return report.structure_message(ms_paths, torch_paths)
+        return messages.structure_message(ms_paths, torch_paths)
     return None
 
 

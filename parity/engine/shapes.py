@@ -14,8 +14,8 @@ from typing import List, Optional, Sequence, Tuple
 
 from ..errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from ..options import parse_seed
-from . import messages as report
 from .check import check_pair, run_check
+from .diagnosis import messages
 from .inputs import materialize
 from .result import Verdicts
 from .settings import DEFAULT_SEED, MODES, Settings, check_choice
@@ -48,7 +48,7 @@ class ShapeCheck:
         if self.error:
             figure = f"raised: {self.error.splitlines()[0]}"
         else:
-            figure = f"worst margin {report.fmt(self.result.worst_margin)}x allowed"
+            figure = f"worst margin {messages.fmt(self.result.worst_margin)}x allowed"
         graph = (
             ""
             if self.compiled is None
@@ -104,7 +104,7 @@ class ShapesResult(Verdicts):
         text = (
             f"{'ok' if not failing else 'FAIL'}: mindspore {self.ms_type} <-> torch {self.torch_type} over "
             f"{len(self.shapes)} input shapes ({', '.join(self.modes)}); worst margin "
-            f"{report.fmt(self.worst_margin)}x allowed"
+            f"{messages.fmt(self.worst_margin)}x allowed"
         )
         text += f"; failing: {', '.join(f'[{s.index}]' for s in failing)}" if failing else ""
         return text + (

@@ -18,7 +18,7 @@ from parity.mismatch_checks.pairs import Measurement, _inputs, _raised, flush_mi
 from parity.registry.schema import Entry, SelfTestSpec
 
 if TYPE_CHECKING:
-    from parity.engine.localize import LayerTable
+    from parity.engine.diagnosis.verdicts import LayerTable
 
 __all__ = ["amp_pair"]
 

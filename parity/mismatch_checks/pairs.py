@@ -194,7 +194,7 @@ def dtype_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *,
 
     from ..backends import mindspore as msb
     from ..engine import inputs as parity_inputs
-    from ..engine.passes import _cotangents
+    from ..engine.passes import seeded_cotangents
     from ..judge.dtypes import cast, is_floating
 
     msb.prepare(seed=seed, device=device)
@@ -209,10 +209,10 @@ def dtype_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *,
     )
     try:
         side = msb.Pass(cell, data, grads=spec.grads, mode=spec.ms_mode)
-        # the attribute engine.passes._cotangents reads a pass's outputs from
+        # the attribute engine.passes.seeded_cotangents reads a pass's outputs from
         side.values = side.outputs()  # type: ignore[attr-defined]
         if spec.grads:
-            side.backward(_cotangents(side, seed), [])
+            side.backward(seeded_cotangents(side, seed), [])
     except Exception as exc:  # the missing kernel
         flush_mindspore()
         return _raised(exc)

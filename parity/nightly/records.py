@@ -33,8 +33,8 @@ from . import environment
 from .schema import check_fields
 
 if TYPE_CHECKING:
+    from ..engine.diagnosis.verdicts import LayerTable, LayerVerdict
     from ..engine.generation import GenerationResult
-    from ..engine.localize import LayerTable, LayerVerdict
     from ..engine.result import Result, WeightReport
     from ..engine.settings import Settings
     from ..engine.shapes import ShapeCheck, ShapesResult
@@ -230,7 +230,7 @@ def _first_divergence(layers: Optional[LayerTable]) -> Optional[Dict[str, Any]]:
 
 
 def _own(verdict: LayerVerdict) -> Dict[str, Any]:
-    """A layer's own error (fed PyTorch's inputs; see parity.engine.own), where it was measured."""
+    """A layer's own error (fed PyTorch's inputs; see parity.engine.diagnosis.own), where it was measured."""
     return {
         "own_error": getattr(verdict, "own_error", None),
         "own_margin": getattr(verdict, "own_margin", None),
@@ -247,7 +247,7 @@ def _own_errors(layers: Optional[LayerTable]) -> Optional[List[Dict[str, Any]]]:
 
 
 def _first_nonfinite(result: CheckResult) -> Optional[Dict[str, Any]]:
-    origin = getattr(result, "first_nonfinite", None)  # parity.engine.localize.NonFiniteOrigin
+    origin = getattr(result, "first_nonfinite", None)  # parity.engine.diagnosis.verdicts.NonFiniteOrigin
     if origin is None:
         return None
     record: Dict[str, Any] = origin.as_dict()

@@ -9,7 +9,7 @@ import pytest
 
 from .. import options as opts
 from ..engine import inputs as input_specs
-from ..engine import messages as report
+from ..engine.diagnosis import messages
 from ..engine.settings import Constant, Settings
 from ..errors import ParityError, ParityMismatch, ParityUnsupported, ParityUsageError
 from ..judge.tolerance import ToleranceSpec
@@ -126,10 +126,10 @@ class CaseItem(pytest.Item):
             try:
                 result = self.variant.run(ms_cell, torch_module, settings)
             except ParityMismatch as exc:
-                self._parity_summary = report.summary_line(self.nodeid, exc.result, expected=bool(case.xfail))
+                self._parity_summary = messages.summary_line(self.nodeid, exc.result, expected=bool(case.xfail))
                 raise
             recorded.result = result
-        self._parity_summary = report.summary_line(self.nodeid, result)
+        self._parity_summary = messages.summary_line(self.nodeid, result)
 
     def repr_failure(self, excinfo):
         return _short_failure(excinfo) or super().repr_failure(excinfo)
@@ -192,11 +192,11 @@ class FixtureChecker:
             try:
                 result = engine(ms_cell, torch_module, data, settings=settings, **{**defaults, **kwargs})
             except ParityMismatch as exc:
-                node._parity_summary = report.summary_line(node.nodeid, exc.result)
+                node._parity_summary = messages.summary_line(node.nodeid, exc.result)
                 raise
             recorded.result = result
         self.results.append(result)
-        node._parity_summary = report.summary_line(node.nodeid, result)
+        node._parity_summary = messages.summary_line(node.nodeid, result)
         return result
 
     def check_training(self, ms_cell, torch_module, batches, *, acknowledge=(), **kwargs):

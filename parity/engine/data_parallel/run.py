@@ -35,7 +35,7 @@ from ...judge.envelope import Candidate, judge_envelope, near
 from ...judge.metrics import ArrayPair, compare_pair
 from ...judge.tolerance import ToleranceSpec
 from ...options import MODE, parse_seed
-from .. import messages as report
+from ..diagnosis import messages
 from ..settings import Settings
 from . import worker
 from .launch import LABELS, WHERE, Launch, environment, missing_launchers, wait_all
@@ -357,7 +357,7 @@ def _judge(job_dir: str, workers: int, steps: int, chain, arrays, sync_free_norm
                 if off and not any(f"{label} worker {rank}'s" in a for a in agreement):
                     agreement.append(
                         f"{label} worker {rank}'s parameters left worker 0's at step {step + 1} "
-                        f"('{off[0].name}', {report.fmt(off[0].margin)}x allowed): the workers did not "
+                        f"('{off[0].name}', {messages.fmt(off[0].margin)}x allowed): the workers did not "
                         "apply the same all-reduced gradients"
                     )
         losses = {run: float(records[run]["loss"]["loss"]) for run in RUNS}
@@ -520,7 +520,7 @@ def run_data_parallel(
         shard_found,
         agreement,
         notes,
-        report.reproduce_line(settings.reproduce, seed, "parity.check_data_parallel"),
+        messages.reproduce_line(settings.reproduce, seed, "parity.check_data_parallel"),
         seconds,
     )
     if not result.passed:

@@ -21,8 +21,8 @@ from ...judge.envelope import Candidate, judge_envelope, near
 from ...judge.golden import judge_golden, near_golden
 from ...judge.tolerance import ToleranceSpec, check_globs_used
 from ...options import parse_seed
-from .. import messages as report
 from ..check import check_pair, refuse_graph_mode
+from ..diagnosis import messages
 from ..inputs import Inputs, materialize, seeded_stream
 from ..pairing import map_pair_weights, set_weights
 from ..settings import DEFAULT_SEED, Settings, check_choice
@@ -317,7 +317,7 @@ def _run_training(
         mode,
         case=settings.case,
         location=settings.location,
-        reproduce=report.reproduce_line(settings.reproduce, seed, "parity.check_training"),
+        reproduce=messages.reproduce_line(settings.reproduce, seed, "parity.check_training"),
         notes=[f"optimizer lint: {finding}" for finding in findings] + notes,
         device_setup=setup,
     )

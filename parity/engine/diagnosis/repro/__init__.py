@@ -10,12 +10,13 @@ sub-module that does; its inputs shrunk while it fails the same way.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from ...errors import ParityNoRepro
-from ...judge.envelope import NOISE_FACTOR
-from ...judge.tolerance import resolve
+from ....errors import ParityNoRepro
+from ....judge.envelope import NOISE_FACTOR
+from ....judge.tolerance import resolve
 from . import render
 from .capture import Source, as_found, capture, failure_of, kind_of, shrink
 from .constructors import CannotRebuild
@@ -144,8 +145,6 @@ def _where(part) -> str:
 
 def _user_paths(part) -> List[str]:
     """Where the user modules the file imports are found (the path entry above their top package)."""
-    import importlib
-
     paths = []
     for recipe in (part.ms_recipe, part.torch_recipe):
         if not recipe.builtin:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import List
 
-from ..registry.diagnosis import UNSUPPORTED, diagnose, likely_causes, observed
+from ...registry.diagnosis import UNSUPPORTED, diagnose, likely_causes, observed
 
 __all__ = ["failure_causes", "own_error_causes"]
 

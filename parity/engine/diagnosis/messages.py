@@ -1,8 +1,11 @@
-"""Text only: failure messages, layer tables and summary lines. Numbers come from ``compare``."""
+"""Text only: failure messages, layer tables and summary lines. The numbers come from the judge
+(:mod:`parity.judge`) and the layer verdicts (:mod:`.verdicts`); nothing here computes one."""
 
 from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
+
+from .verdicts import first_divergence
 
 __all__ = [
     "failure_message",
@@ -150,7 +153,7 @@ _SIDES = {
 
 
 def nonfinite_lines(origin) -> List[str]:
-    """Where NaN/Inf first appeared on one side only (a :class:`parity.engine.localize.NonFiniteOrigin`)."""
+    """Where NaN/Inf first appeared on one side only (a :class:`parity.engine.diagnosis.verdicts.NonFiniteOrigin`)."""
     if origin is None:
         return []
     if origin.step is not None:  # a training check: a step and stage, the tensors before it
@@ -240,8 +243,6 @@ def _shape(shape) -> str:
 
 def layer_lines(verdicts, direction: str, *, verbose: int = 0) -> List[str]:
     """The compact table around the first divergence (every layer with ``-vv``)."""
-    from .localize import first_divergence
-
     first, _ = first_divergence(verdicts)
     if first is None:
         return []
