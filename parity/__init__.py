@@ -257,7 +257,7 @@ def check_generation(
       ``past_key_values``, MindSpore's this convention (``cache`` None at the first step), and each
       step feeds the newest token only.
     """
-    from .engine.generation import run_generation
+    from .engine.generation.run import run_generation
 
     return run_generation(
         ms_model,
@@ -281,7 +281,7 @@ def check_shapes(ms_cell, torch_module, inputs, **check_options):
     (``Cell.set_inputs``, a dimension that varies among the entries being ``None``) and run on every
     shape. Returns a :class:`ShapesResult`; raises :class:`ParityMismatch` naming each shape for
     which MindSpore computes differently, fails, or compiles again."""
-    from .engine.shapes import run_shapes
+    from .engine.shapes.run import run_shapes
 
     return run_shapes(ms_cell, torch_module, inputs, **check_options)
 
@@ -353,8 +353,8 @@ _LAZY = {
     "DataParallelResult": "engine.data_parallel.result",
     "amp": "engine.amp",
     "Amp": "engine.amp",
-    "GenerationResult": "engine.generation",
-    "ShapesResult": "engine.shapes",
+    "GenerationResult": "engine.generation.result",
+    "ShapesResult": "engine.shapes.result",
 }
 
 

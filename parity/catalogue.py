@@ -92,7 +92,7 @@ class Variant:
                 **case.training.kwargs(f"case {case.name!r}"),
             )
         if case.shapes is not None:
-            from .engine.shapes import run_shapes
+            from .engine.shapes.run import run_shapes
 
             return run_shapes(
                 ms_cell, torch_module, case.shapes, train=self.train, settings=settings, **case.check_kwargs()

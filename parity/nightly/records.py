@@ -34,10 +34,10 @@ from .schema import check_fields
 
 if TYPE_CHECKING:
     from ..engine.diagnosis.verdicts import LayerTable, LayerVerdict
-    from ..engine.generation import GenerationResult
+    from ..engine.generation.result import GenerationResult
     from ..engine.result import Result, WeightReport
     from ..engine.settings import Settings
-    from ..engine.shapes import ShapeCheck, ShapesResult
+    from ..engine.shapes.result import ShapeCheck, ShapesResult
     from ..engine.training.result import TrainingResult
     from ..judge.envelope import Envelope
     from ..judge.golden import Golden
@@ -421,9 +421,9 @@ def _shapes_fields(result: ShapesResult) -> Dict[str, Any]:
 def _result_fields(result: CheckResult) -> Dict[str, Any]:
     if isinstance(result, DataParallelResult):
         return _parallel_fields(result)
-    if hasattr(result, "signature"):  # parity.engine.shapes.ShapesResult
+    if hasattr(result, "signature"):  # parity.engine.shapes.result.ShapesResult
         return _shapes_fields(cast("ShapesResult", result))
-    if hasattr(result, "use_cache"):  # parity.engine.generation.GenerationResult
+    if hasattr(result, "use_cache"):  # parity.engine.generation.result.GenerationResult
         return _generation_fields(cast("GenerationResult", result))
     training = hasattr(result, "steps")
     # typed views of the one result: only the one that ``training`` names is read

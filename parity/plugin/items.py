@@ -234,7 +234,7 @@ class FixtureChecker:
         """:func:`parity.check_generation` with this session's seed, mode and device, and the
         marker's ``tolerance``, ``weights`` and ``name_map``."""
         __tracebackhide__ = True
-        from ..engine.generation import run_generation
+        from ..engine.generation.run import run_generation
 
         defaults = {k: v for k, v in self._defaults.items() if k in _GENERATION_MARKER_KEYS}
         return self._run(run_generation, "check_generation", defaults, ms_model, torch_model, prompt, **kwargs)
@@ -243,7 +243,7 @@ class FixtureChecker:
         """:func:`parity.check_shapes` with this session's seed, mode and device, and the marker's
         arguments (as :meth:`check` takes them)."""
         __tracebackhide__ = True
-        from ..engine.shapes import run_shapes
+        from ..engine.shapes.run import run_shapes
 
         with acknowledged(self._request.node, tuple(acknowledge)):
             return self._run(run_shapes, "check_shapes", dict(self._defaults), ms_cell, torch_module, inputs, **kwargs)

@@ -190,7 +190,7 @@ def failure_message(result: DataParallelResult) -> str:
         lines += [f"Divergence: first at step {step} of {len(result.steps)}, {pair}, {where(c)}", ""]
         if c.problem is None:
             run, reference = pair.split(" vs ")
-            lines += messages._metrics(c, (run, reference)) + [f"Tolerance: {c.tolerance_source} ({c.tolerance})"]
+            lines += messages.metric_lines(c, (run, reference)) + [f"Tolerance: {c.tolerance_source} ({c.tolerance})"]
         else:
             lines.append(
                 f"{c.problem.capitalize()}s differ: {c.ms_shape or c.ms_dtype} vs {c.torch_shape or c.torch_dtype}"

@@ -14,6 +14,8 @@ __all__ = [
     "summary_line",
     "result_line",
     "fmt",
+    "metric_lines",
+    "layer_lines",
     "device_lines",
     "own_error_lines",
     "nonfinite_lines",
@@ -90,7 +92,7 @@ def _headline(c) -> str:
     return _HEADLINE
 
 
-def _metrics(c, sides: Tuple[str, str] = ("MindSpore", "PyTorch")) -> List[str]:
+def metric_lines(c, sides: Tuple[str, str] = ("MindSpore", "PyTorch")) -> List[str]:
     """The figures of a failing tensor; ``sides`` names the two compared (a data-parallel pair's
     run and reference)."""
     if c.problem is not None:
@@ -301,7 +303,7 @@ def failure_message(result, *, likely_causes: Sequence[str] = (), verbose: int =
         lines.append(f"Compared:   {_where(first, modes)}")
     if first.problem is None:
         figures = [f"In {first.mode} mode:"] if len(modes) > 1 else []
-        lines += [""] + figures + _metrics(first) + [f"Tolerance: {first.tolerance_source} ({first.tolerance})"]
+        lines += [""] + figures + metric_lines(first) + [f"Tolerance: {first.tolerance_source} ({first.tolerance})"]
     lines += ["", f"Compared tensors ({len(failures)} of {len(result.comparisons)} failed):"] + _kind_table(result)
     lines += _also_failing(result, first)
     lines.append("")

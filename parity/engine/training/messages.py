@@ -65,7 +65,7 @@ def failure_message(result: TrainingResult, likely_causes=()) -> str:
     if first.kind == "loss scale":
         lines.append(f"Loss scaling: {skip_message(result[step].scales, result[step].skipped)}")
     elif first.problem is None:
-        lines += messages._metrics(first) + [f"Tolerance: {first.tolerance_source} ({first.tolerance})"]
+        lines += messages.metric_lines(first) + [f"Tolerance: {first.tolerance_source} ({first.tolerance})"]
     else:
         lines.append(
             f"{first.problem.capitalize()}s differ: MindSpore {first.ms_shape or first.ms_dtype} vs "
