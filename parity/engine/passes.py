@@ -12,8 +12,11 @@ import dataclasses
 from typing import Dict, List, Optional
 
 import numpy as np
+import torch
 
 from ..backends import is_float
+from ..backends import mindspore as msb
+from ..backends import torch as tb
 from ..judge.dtypes import cast, eps
 from ..judge.metrics import ArrayPair
 from ..judge.tolerance import resolve
@@ -62,9 +65,6 @@ class Passes:
         amp=None,
         keep_layers=False,
     ):
-        from ..backends import mindspore as msb
-        from ..backends import torch as tb
-
         self.ms_cell, self.torch_module, self.data, self.wmap = ms_cell, torch_module, data, wmap
         self.ms_data = ms_data if ms_data is not None else data  # each side's inputs in its own dtype
         self.grads, self.train, self.seed, self.device = grads, train, seed, device
@@ -96,8 +96,6 @@ class Passes:
         return self._stack.__exit__(*exc_info)
 
     def _torch_pass(self):
-        from ..backends import torch as tb
-
         if self.torch_recording is not None:
             self.torch_layers = self._stack.enter_context(
                 tb.capture(self.torch_module, self.torch_recording, backward=self.backward_layers)
@@ -105,8 +103,6 @@ class Passes:
         return tb.Pass(self.torch_module, self.data, grads=self.grads, device=self.device)
 
     def torch_forward(self) -> None:
-        from ..backends import torch as tb
-
         self.torch_side = run_side(self._torch_pass, "PyTorch")
         self._changed(self.torch_side, "PyTorch")
         self.torch_buffers = buffers_of(tb, self.torch_module, self.wmap, "torch") if self.train else {}
@@ -120,8 +116,6 @@ class Passes:
         return self.torch_grads
 
     def ms_pass(self, mode: str, *, compare: bool = True) -> None:
-        from ..backends import mindspore as msb
-
         for name, value in self.ms_start.items():
             msb.write(self.ms_cell, name, value)
         hooks = self.localizer is not None and mode == "pynative"
@@ -207,8 +201,6 @@ class Passes:
         reruns made here: the float64 pass from the same start (``references`` where it ran
         already; kept there for the next judge), and the passes with every input, weight, layer
         output and gradient moved as each rerun asks, with the same dropout masks as the first run."""
-        from ..backends import torch as tb
-
         after = tb.buffers(self.torch_module)
 
         def rerun(spec):
@@ -252,8 +244,6 @@ class Passes:
 
     def float64_reference(self, module64):
         """The float64 PyTorch pass; its layers too, as the localiser's noise floor."""
-        from ..backends import torch as tb
-
         capture = contextlib.nullcontext()
         if self.localizer is not None:
             if self.grads:
@@ -271,9 +261,6 @@ _GRADIENTS = ("input grad", "param grad")
 def _layer_alignment(ms_cell, torch_module, wmap):
     """MindSpore layer path -> PyTorch layer path: same path, else as the weight map paired them,
     else by structure (see :func:`parity.engine.diagnosis.alignment.align_layers`)."""
-    from ..backends import mindspore as msb
-    from ..backends import torch as tb
-
     ms_kinds, torch_kinds = msb.layer_kinds(ms_cell), tb.layer_kinds(torch_module)
     known = {path: path for path in ms_kinds if path and path in torch_kinds}
     for pair in wmap.pairs:
@@ -399,10 +386,6 @@ def draw_seed(seed: int, draw: int) -> int:
 def _reference_values(module, data, grads, device, cotangents, wmap, train, cast=None):
     """The same forward and VJP on the PyTorch side again (in float64 with ``cast``), keyed like
     ``ArrayPair.key``."""
-    import torch
-
-    from ..backends import torch as tb
-
     dtype = getattr(torch, cast) if cast else None
     label = f"PyTorch {cast}" if cast else "PyTorch (rounding envelope)"
     side = run_side(lambda: tb.Pass(module, data, grads=grads, device=device, cast=dtype), label)

@@ -28,15 +28,24 @@ from collections import Counter
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
+import torch
 
 from ...backends import framework_of
+from ...backends import mindspore as msb
+from ...backends import torch as tb
 from ...errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from ...judge.envelope import Candidate, judge_envelope, near
 from ...judge.metrics import ArrayPair, compare_pair
 from ...judge.tolerance import ToleranceSpec
 from ...options import MODE, parse_seed
+from ...registry import diagnose
 from ..diagnosis import messages
+from ..factories import TRANSLATE, resolve
 from ..settings import Settings
+from ..side_errors import framework_error
+from ..training.loop import batch_list, refuse_dropout
+from ..training.optimizers import Optimizers, Schedulers, losses_of
+from ..training.reruns import TorchReruns
 from . import worker
 from .launch import LABELS, WHERE, Launch, environment, missing_launchers, wait_all
 from .result import PAIRS, RUNS, DataParallelResult, DataParallelStep, failure_message
@@ -58,8 +67,6 @@ _KINDS = {"loss": "loss", "grad": "param grad", "param": "parameter", "buffer": 
 
 def _dotted(factory, label: str, allow_translate: bool = False) -> str:
     """``"package.module:Name"`` for a factory the workers can import."""
-    from ..factories import TRANSLATE, resolve
-
     if allow_translate and factory == TRANSLATE:
         return TRANSLATE
     if isinstance(factory, str) and ":" in factory:
@@ -96,8 +103,6 @@ def _positive(value, label: str, least: int) -> int:
 
 
 def _batches(batches, steps: int, workers: int, seed: int):
-    from ..training.loop import batch_list
-
     try:
         data, described = batch_list(batches, steps, seed)
     except ParityUsageError as exc:
@@ -127,8 +132,6 @@ def _batches(batches, steps: int, workers: int, seed: int):
 
 
 def _optimizer_spec(optimizer, module) -> Dict[str, object]:
-    import torch
-
     built = optimizer(module.parameters())
     if not isinstance(built, torch.optim.Optimizer):
         raise ParityUsageError(
@@ -179,11 +182,6 @@ def _check_call(ms_factory, torch_factory, batches, loss, optimizer, steps, work
 
 def _write_job(job_dir: str, job: dict, arrays: Dict[str, np.ndarray], optimizer) -> Dict[str, object]:
     """Build both models here (usage errors before any worker trains), then write the job."""
-    from ...backends import mindspore as msb
-    from ...backends import torch as tb
-    from ..training.loop import refuse_dropout
-    from ..training.optimizers import Optimizers, losses_of
-
     module = worker.torch_model(job, {})
     if framework_of(module) != "torch":
         raise ParityUsageError(
@@ -214,8 +212,6 @@ def _write_job(job_dir: str, job: dict, arrays: Dict[str, np.ndarray], optimizer
 def _refuse_unsupported(cell, module, device: str) -> None:
     """Layers the registry knows not to run on ``device`` (SyncBatchNorm on CPU): refused before
     any worker trains, rather than crashing every worker."""
-    from ...registry import diagnose
-
     found = [d for d in diagnose(cell, module, device=device) if d.entry.kind == "unsupported"]
     if found:
         raise ParityUnsupported(
@@ -229,8 +225,6 @@ def _refuse_unsupported(cell, module, device: str) -> None:
 
 def _batch_norms(module) -> List[str]:
     """Paths of batch-norm layers that normalise each worker's shard on its own (not SyncBatchNorm)."""
-    import torch
-
     return [
         name
         for name, m in module.named_modules()
@@ -391,10 +385,6 @@ def _judge_in_envelope(close, built, loss, optimizer, arrays, steps: int, seed: 
     the single ones by the order their gradients are summed in (the all-reduce), a rounding-level
     difference as well; under Adam a gradient at rounding level (a bias before a batch norm) takes
     either sign in every run, and the envelope sees it do so."""
-    from ...backends import torch as tb
-    from ..training.optimizers import Optimizers, Schedulers
-    from ..training.reruns import TorchReruns
-
     module, wmap = built
     data = []
     for step in range(steps):
@@ -418,16 +408,12 @@ def _judge_in_envelope(close, built, loss, optimizer, arrays, steps: int, seed: 
 
 def _single(job_dir: str, framework: str) -> None:
     """The single-process run of ``framework``, here; what the framework raises becomes a usage error."""
-    from ..side_errors import framework_error
-
     try:
         worker.run(job_dir, framework, 0, 1, parallel=False)
     except ParityUsageError:
         raise
     except Exception as exc:
         if framework == "mindspore":
-            from ...backends import mindspore as msb
-
             msb.recover()
         raise framework_error(LABELS[framework], exc, "the single-process training run") from None
 

@@ -21,7 +21,9 @@ import copy
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
+import torch
 
+from ...backends import torch as tb
 from ...judge.envelope import HEADROOM, STAGES, Candidate, first_pair_spread, judge_first_pair
 from .reruns import TorchReruns
 
@@ -33,10 +35,6 @@ class _Run:
     the next step it will take."""
 
     def __init__(self, reruns: TorchReruns, spec):
-        import torch
-
-        from ...backends import torch as tb
-
         self.module = copy.deepcopy(reruns.module)  # after a step of PyTorch's: no gradients held (TrainStep.step)
         tb.restore_state(self.module, reruns.start)
         self.trainer, self.scheduler = reruns.trainer(self.module)
@@ -54,8 +52,6 @@ class _Run:
 
     def advance(self, reruns: TorchReruns, step: int, wanted) -> Dict:
         """Take the steps up to ``step``; its values at ``wanted``, as views valid until the next step."""
-        import torch
-
         saved = torch.get_rng_state()
         torch.set_rng_state(self.rng)
         try:

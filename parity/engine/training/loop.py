@@ -15,6 +15,9 @@ from typing import List, Tuple
 
 import numpy as np
 
+from ...backends import mindspore as msb
+from ...backends import torch as tb
+from ...backends.device import setup as device_setup
 from ...errors import ParityMismatch, ParityUsageError
 from ...judge.devices import profile as device_profile
 from ...judge.envelope import Candidate, judge_envelope, near
@@ -68,9 +71,6 @@ def run_training(
     before the first step."""
     __tracebackhide__ = True
     check_pair(ms_cell, torch_module)
-    from ...backends import mindspore as msb
-    from ...backends import torch as tb
-
     restore_ms, restore_torch = msb.train_flags(ms_cell), tb.train_flags(torch_module)
     try:
         return _run_training(
@@ -175,10 +175,6 @@ def _run_training(
     seed = parse_seed(seed, "check_training(seed=...)")
     seed = seed if seed is not None else settings.seed if settings.seed is not None else DEFAULT_SEED
     chain = (ToleranceSpec.parse(tolerance, source="check_training(tolerance=...)"),) + settings.tolerances
-    from ...backends import mindspore as msb
-    from ...backends import torch as tb
-    from ...backends.device import setup as device_setup
-
     msb.prepare(seed=seed, device=settings.device)
     tb.prepare(seed=seed, device=settings.device)
     setup = device_setup(settings.device)
@@ -343,8 +339,6 @@ class _EarlierMode:
     @contextlib.contextmanager
     def own_weights(self, ms_cell):
         """The block runs on this mode's weights; the last mode's are back after it."""
-        from ...backends import mindspore as msb
-
         held = msb.state_of(ms_cell)  # the last mode's (before the first step: the start, which both share)
         if self.parked is not None:
             msb.restore_state(ms_cell, self.parked)

@@ -7,6 +7,8 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
+from ...registry import diagnosis
+from ...registry.optimizers import optimizer_causes
 from ..diagnosis import messages
 from .loss_scale import fmt_scale, skip_causes, skip_message
 from .result import STAGES, TrainingResult, TrainingStep, where
@@ -113,8 +115,6 @@ def scale_note(steps: List[TrainingStep]) -> List[str]:
 
 def optimizer_likely_causes(ms_opt, torch_opt, device) -> List[str]:
     """The registry's entries this pair of optimizers hits (never raises)."""
-    from ...registry.optimizers import optimizer_causes
-
     try:
         return optimizer_causes(ms_opt, torch_opt, device=device)
     except Exception:  # the registry helps the message; it never hides the failure
@@ -136,8 +136,6 @@ def labels_seen(data) -> Optional[Tuple[int, ...]]:
 def loss_causes(ms_loss, torch_loss, device, mode, labels=None) -> List[str]:
     """The registry's entries the pair of losses is built to hit, given the ``labels`` it saw
     (never raises: see likely_causes)."""
-    from ...registry import diagnosis
-
     if not hasattr(ms_loss, "cells_and_names"):  # a function: nothing to inspect
         return []
     return diagnosis.likely_causes(

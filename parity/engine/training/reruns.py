@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import Dict
 
+import torch
+
+from ...backends import torch as tb
 from ..inputs import seeded_stream
 from ..passes import perturbed_inputs
 from .steps import stepped, torch_arrays, torch_record
@@ -32,8 +35,6 @@ class TorchReruns:
         names any. A step depends on the steps before it only, so the run stops there. ``views``:
         values the next step overwrites (see :func:`torch_record`), for a caller done with each
         step's before asking for the next."""
-        from ...backends import torch as tb
-
         tb.restore_state(self.module, self.start, cast or dtype)
         if hasattr(self.loss_fn, "to"):
             tb.cast_module(self.loss_fn, cast or dtype)
@@ -44,8 +45,6 @@ class TorchReruns:
 
     def trainer(self, module, cast=None):
         """(PyTorch's training step over ``module``, its scheduler), each fresh from the factories."""
-        from ...backends import torch as tb
-
         optimizer = self.optimizers.torch(module)
         scheduler = self.schedulers.torch(optimizer)
         return tb.TrainStep(
@@ -76,8 +75,6 @@ class TorchReruns:
         verdicts, each rerun asked for made here; then PyTorch's module and loss are as before."""
         if not candidates:
             return
-        from ...backends import torch as tb
-
         after = tb.state_of(self.module)
         dtype = next((str(p.dtype).replace("torch.", "") for p in self.module.parameters()), "float32")
 
@@ -107,6 +104,4 @@ class TorchReruns:
 def _dtype(name):
     if name is None:
         return None
-    import torch
-
     return getattr(torch, name)
