@@ -214,6 +214,97 @@ def test_at_most_twelve_modules_directly_in_parity():
     assert len(top) <= MAX_TOP_LEVEL, top
 
 
+def test_the_engine_holds_at_most_fifteen_modules_directly():
+    """The engine's top is the path every check takes; what runs on a failure is in diagnosis/, each
+    variant of the check in a package of its own."""
+    top = sorted(p.name for p in (PACKAGE / "engine").glob("*.py"))
+    assert len(top) <= MAX_IN_ENGINE, top
+
+
+def _function_imports(tree: ast.AST):
+    """Every import statement inside a function (or a method) of ``tree``."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for inner in ast.walk(node):
+                if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                    yield node.name, inner
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "engine").rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_function_in_the_engine_imports_a_backend_the_translation_or_a_framework(path):
+    """The engine's modules import what a check runs on at their top; its framework-free modules
+    never import it (see test_frameworks_are_imported_where_allowed)."""
+    module, found = _module_name(path), []
+    for function, node in _function_imports(ast.parse(path.read_text(encoding="utf-8"))):
+        source = ast.unparse(node)
+        names = imported_names(source, module, is_package=path.name == "__init__.py")
+        heavy = [
+            n for n in names if n.startswith(("parity.backends", "parity.translation")) or n.split(".")[0] in FRAMEWORKS
+        ]
+        if heavy:
+            found.append(f"{function}: {source}")
+    assert found == [], f"{module} imports inside functions: {found}"
+
+
+def test_the_function_import_scan_can_fail():
+    source = "def f():\n    from ..backends import torch as tb\n    import torch\n"
+    assert [name for name, _ in _function_imports(ast.parse(source))] == ["f", "f"]
+
+
+def _private_imports(source: str, module: str, *, is_package: bool = False):
+    """``from parity.x import _name``, and ``alias._name`` where ``alias`` is a parity module the
+    source imported: another module's private names."""
+    package = module if is_package else module.rpartition(".")[0]
+    tree = ast.parse(source)
+    found, aliases = [], {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = package
+            for _ in range(node.level - 1):
+                base = base.rpartition(".")[0]
+            target = (f"{base}.{node.module}" if node.module else base) if node.level else (node.module or "")
+            if target != "parity" and not target.startswith("parity."):
+                continue
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"from {target} import {alias.name}")
+                if _real_module(f"{target}.{alias.name}") == f"{target}.{alias.name}":
+                    aliases[alias.asname or alias.name] = f"{target}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("parity.") and alias.asname:
+                    aliases[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
+            found.append(f"{aliases[node.value.id]}.{node.attr}")
+    return sorted(set(found))
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_imports_another_modules_private_name(path):
+    """A name with a leading underscore is its module's own; one another module needs is public."""
+    found = _private_imports(
+        path.read_text(encoding="utf-8"), _module_name(path), is_package=path.name == "__init__.py"
+    )
+    assert found == [], f"{_module_name(path)} uses private names of other modules: {found}"
+
+
+def test_the_private_name_scan_can_fail():
+    source = (
+        "from .inputs import _normal, seeded_stream\nfrom .diagnosis import messages as report\nreport._metrics(1)\n"
+    )
+    assert _private_imports(source, "parity.engine.passes") == [
+        "from parity.engine.inputs import _normal",
+        "parity.engine.diagnosis.messages._metrics",
+    ]
+
+
 @pytest.mark.parametrize(
     "folder", sorted({p.parent for p in PACKAGE.rglob("*.py")}), ids=lambda p: str(p.relative_to(ROOT))
 )
@@ -308,7 +399,7 @@ def test_self_tests_sit_above_registry_and_engine():
     assert any(n.startswith("parity.engine") for n in names) and any(n.startswith("parity.registry") for n in names)
 
 
-def test_importing_parity_and_the_registry_loads_no_framework():
+def test_importing_parity_the_registry_and_the_framework_free_engine_loads_no_framework():
     modules = [_module_name(p) for p in sorted((PACKAGE / "registry").glob("*.py")) if p.name != "__main__.py"]
     modules += [
         "parity",
@@ -316,10 +407,12 @@ def test_importing_parity_and_the_registry_loads_no_framework():
         "parity.judge.envelope",
         "parity.judge.golden",
         "parity.nightly.records",
-        "parity.engine.settings",
-        "parity.engine.training",
+        "parity.nightly.plot",
+        "parity.catalogue",
+        "parity.cli",
         "parity.tools.scan.scanner",
     ]
+    modules += _framework_free_engine()
     code = (
         "import sys\n"
         + "".join(f"import {m}\n" for m in modules)

@@ -269,7 +269,7 @@ def test_the_option_refuses_a_file(pytester):
 def test_the_target_is_a_layer_with_its_own_error_where_the_table_tells_them_apart():
     from types import SimpleNamespace
 
-    from parity.engine.diagnosis.repro import choose_target
+    from parity.engine.diagnosis.repro.cut import choose_target
     from parity.engine.diagnosis.verdicts import LayerTable, LayerVerdict
 
     def verdict(path, status, **extra):

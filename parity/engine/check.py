@@ -25,7 +25,8 @@ from .amp import precision_causes, precision_rows, rewrite_cause
 from .diagnosis import messages
 from .diagnosis.causes import failure_causes, own_error_causes
 from .diagnosis.own import measure_own_errors
-from .diagnosis.repro import Source, offer
+from .diagnosis.repro.capture import Source
+from .diagnosis.repro.cut import offer
 from .diagnosis.verdicts import first_nonfinite
 from .inputs import materialize, per_side_inputs
 from .outputs import nothing_compared, outputs_compared

@@ -72,7 +72,7 @@ class Result(Verdicts):
     # parity.engine.amp.PrecisionRow per layer of a mixed-precision check (amp=...) whose layers were captured
     precisions: Optional[list] = None
     repro: Optional[str] = None  # the standalone repro's test file, once written (write_repro)
-    # parity.engine.diagnosis.repro.Source: the pair as checked, kept by a failed check for write_repro
+    # parity.engine.diagnosis.repro.capture.Source: the pair as checked, kept by a failed check for write_repro
     repro_source: Optional[object] = field(default=None, repr=False, compare=False)
     # parity.engine.diagnosis.verdicts.NonFiniteOrigin: the first layer where NaN/Inf appeared on one side only
     first_nonfinite: Optional[object] = None
@@ -87,7 +87,7 @@ class Result(Verdicts):
         MindSpore, PyTorch, numpy and pytest alone. Returns the test file's path (also kept in
         ``repro``); raises :class:`parity.ParityNoRepro` saying why where none can be written."""
         # Here, not at the top: nightly reads Result without a framework, and the repro runs both.
-        from .diagnosis.repro import write_repro
+        from .diagnosis.repro.cut import write_repro
 
         return write_repro(self, directory, timeout=timeout)
 

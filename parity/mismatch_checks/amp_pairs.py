@@ -14,7 +14,7 @@ import torch
 from mindspore import nn
 
 from parity.errors import ParityMismatch, ParityUsageError
-from parity.mismatch_checks.pairs import Measurement, _inputs, _raised, flush_mindspore, resolve
+from parity.mismatch_checks.pairs import Measurement, flush_mindspore, input_specs, raised_measurement, resolve
 from parity.registry.schema import Entry, SelfTestSpec
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def amp_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *, d
         result = run_check(
             ms_cell,
             torch_module,
-            _inputs(inputs),
+            input_specs(inputs),
             grads=spec.grads,
             localize=True,
             amp=spec.amp,
@@ -75,7 +75,7 @@ def amp_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *, d
         result = exc.result
     except ParityUsageError as exc:  # ParityUnsupported: the level's rewrite fails on this Cell
         flush_mindspore()
-        raised = _raised(exc)
+        raised = raised_measurement(exc)
         error = next(
             (line.strip() for line in str(exc).splitlines() if re.match(r"\s*\w+(Error|Exception): ", line)), ""
         )

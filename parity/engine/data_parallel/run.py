@@ -389,7 +389,7 @@ def _judge_in_envelope(close, built, loss, optimizer, arrays, steps: int, seed: 
     data = []
     for step in range(steps):
         batch = worker.batch_arrays(arrays, step)
-        data.append(worker._inputs(batch, np.arange(batch["target"].shape[0])))
+        data.append(worker.batch_rows(batch, np.arange(batch["target"].shape[0])))
     reruns = TorchReruns(
         module,
         loss,

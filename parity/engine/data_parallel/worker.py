@@ -107,7 +107,8 @@ def _shard(job, framework: str, rank: int, world: int, rows: int) -> np.ndarray:
     return index
 
 
-def _inputs(batch: Dict[str, np.ndarray], rows: np.ndarray):
+def batch_rows(batch: Dict[str, np.ndarray], rows: np.ndarray):
+    """The inputs and the target of rows ``rows`` of a global batch (as :func:`batch_arrays` reads it)."""
     args = tuple(batch[f"arg{i}"][rows] for i in range(sum(k.startswith("arg") for k in batch)))
     kwargs = {k[3:]: v[rows] for k, v in batch.items() if k.startswith("kw:")}
     return Inputs(args, kwargs, {}), batch["target"][rows]
@@ -230,7 +231,7 @@ def _micro(job, arrays, framework, step, rank, world):
     batch = batch_arrays(arrays, step)
     rows = batch["target"].shape[0]
     index = _shard(job, framework, rank, world, rows) if world > 1 else np.arange(rows)
-    inputs, target = _inputs(batch, index)
+    inputs, target = batch_rows(batch, index)
     return (inputs, target), row_keys([a for _, a in inputs.named()] + [target])
 
 

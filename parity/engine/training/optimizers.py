@@ -88,7 +88,7 @@ class Optimizers:
         names = {id(p): n for n, p in self.torch_module.named_parameters()}
 
         def ms_params_of(torch_param):
-            return [msb._parameter(self.ms_cell, n) for n in by_torch.get(names.get(id(torch_param)), [])]
+            return [msb.parameter(self.ms_cell, n) for n in by_torch.get(names.get(id(torch_param)), [])]
 
         built = translate_optimizer(torch_optimizer, ms_params_of)
         return built, f"{type_name(torch_optimizer)} (translated: {type(built).__module__}.{type(built).__name__})"
