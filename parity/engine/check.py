@@ -193,7 +193,7 @@ def _run_check(
                 chain,
                 ("pynative",),
                 capture=True,
-                judge=False,
+                reruns=False,
                 keep_layers=True,
                 **options,
             )[0]
@@ -319,9 +319,9 @@ def _amp_entries(spec) -> list:
     ]
 
 
-def _execute(ms_cell, torch_module, data, wmap, chain, modes, *, capture, reference, judge=True, **options):
+def _execute(ms_cell, torch_module, data, wmap, chain, modes, *, capture, reference, reruns=True, **options):
     """PyTorch once (and in float64 for ``reference``), MindSpore once per mode; the compared pairs
-    (judged against the rounding envelope too, unless ``judge`` is False: a pass for layers only)."""
+    (judged against the rounding envelope too, unless ``reruns`` is False: a pass for layers only)."""
     check_dtype = options.pop("check_dtype")
     run = Passes(ms_cell, torch_module, data, wmap, chain, capture=capture, **options)
     reference_module = tb.float64_copy(torch_module) if reference == "float64" else None
@@ -333,16 +333,16 @@ def _execute(ms_cell, torch_module, data, wmap, chain, modes, *, capture, refere
             if run.structure is not None:
                 break
         comparisons = [compare_pair(p, chain, check_dtype) for p in run.pairs]
-        if judge:
-            _judge_close_ones(run, comparisons, references)
-            _judge_half(run, comparisons, references)
+        if reruns:
+            _close_ones_to_envelope(run, comparisons, references)
+            _halves_to_golden(run, comparisons, references)
         if run.localizer is not None and "pynative" not in modes:
             run.localize_in_pynative()
     run.notes += run.changed_notes()
     return run, comparisons
 
 
-def _judge_close_ones(run, comparisons, references) -> None:
+def _close_ones_to_envelope(run, comparisons, references) -> None:
     """Tensors within HEADROOM of their tolerance (or beyond it) are judged against PyTorch's own
     rounding envelope; the rest keep the plain verdict and pay nothing."""
     close = [
@@ -351,7 +351,7 @@ def _judge_close_ones(run, comparisons, references) -> None:
         if near(c, pair.torch.dtype.kind == "f") and not _half_judged(run, c)
     ]
     if close:
-        run.judge(judge_envelope, close, references)
+        run.rerun_for(judge_envelope, close, references)
 
 
 def _half_pair(ms_dtype: str, torch_dtype: str) -> bool:
@@ -363,7 +363,7 @@ def _half_judged(run, c) -> bool:
     return _half_pair(c.ms_dtype, c.torch_dtype) or (run.amp is not None and is_floating(c.torch_dtype))
 
 
-def _judge_half(run, comparisons, references) -> None:
+def _halves_to_golden(run, comparisons, references) -> None:
     """Half-precision tensors within HEADROOM of their tolerance (or beyond it) are judged against
     the float64 golden (see :mod:`parity.judge.golden`); the golden is the ``reference="float64"``
     pass where one ran."""
@@ -373,4 +373,4 @@ def _judge_half(run, comparisons, references) -> None:
         if near_golden(c) and _half_judged(run, c)
     ]
     if close:
-        run.judge(judge_golden, close, references)
+        run.rerun_for(judge_golden, close, references)

@@ -195,8 +195,8 @@ class Passes:
         settle(self.localizer.backward)
         return LayerTable(self.localizer.forward, self.localizer.backward)
 
-    def judge(self, judge, candidates, references) -> None:
-        """Have ``judge`` (:func:`parity.judge.envelope.judge_envelope` or
+    def rerun_for(self, decide, candidates, references) -> None:
+        """Have ``decide`` (:func:`parity.judge.envelope.judge_envelope` or
         :func:`parity.judge.golden.judge_golden`) give ``candidates`` their verdicts, PyTorch's
         reruns made here: the float64 pass from the same start (``references`` where it ran
         already; kept there for the next judge), and the passes with every input, weight, layer
@@ -236,7 +236,7 @@ class Passes:
                     self.train,
                 ).items()
 
-        spreads = judge(candidates, rerun)
+        spreads = decide(candidates, rerun)
         tb.set_buffers(self.torch_module, after)
         note = _unused_note(candidates, spreads)
         if note:

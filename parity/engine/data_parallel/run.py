@@ -317,7 +317,7 @@ def _compare_records(run: dict, reference: dict, label: str, chain, skip_buffers
     return found
 
 
-def _judge(job_dir: str, workers: int, steps: int, chain, arrays, sync_free_norms: List[str]):
+def _compare_runs(job_dir: str, workers: int, steps: int, chain, arrays, sync_free_norms: List[str]):
     """The steps compared by tolerance, the row and agreement findings, and the tensors near or
     beyond their tolerance, as envelope candidates keyed (step, key), each with PyTorch single's value
     there, around which the rounding envelope is drawn."""
@@ -361,7 +361,7 @@ def _judge(job_dir: str, workers: int, steps: int, chain, arrays, sync_free_norm
 
 def _compare_step(records: Dict[str, dict], pairs, chain, step: int, close: list):
     """Step ``step``'s (0-based) comparisons per pair "run vs reference", by tolerance; the ones near
-    or beyond it are added to ``close`` as envelope candidates (see :func:`_judge`)."""
+    or beyond it are added to ``close`` as envelope candidates (see :func:`_envelope_verdicts`)."""
     compared = {
         f"{run} vs {ref}": _compare_records(records[run], records[ref], f"{run} vs {ref}", chain, False)
         for run, ref in pairs
@@ -378,7 +378,7 @@ def _compare_step(records: Dict[str, dict], pairs, chain, step: int, close: list
     return {label: [c for _, c in found] for label, found in compared.items()}
 
 
-def _judge_in_envelope(close, built, loss, optimizer, arrays, steps: int, seed: int, device: str) -> None:
+def _envelope_verdicts(close, built, loss, optimizer, arrays, steps: int, seed: int, device: str) -> None:
     """Give the tensors near or beyond their tolerance their rounding-envelope verdict: PyTorch's
     single-process training again from the same start (:class:`parity.engine.training.loop.TorchReruns`), its
     spread around PyTorch single's values standing for every run's. The parallel runs differ from
@@ -403,7 +403,7 @@ def _judge_in_envelope(close, built, loss, optimizer, arrays, steps: int, seed: 
         seed,
         tb.state_of(module),
     )
-    reruns.judge(judge_envelope, close, dtype=np.float64)
+    reruns.rerun_for(judge_envelope, close, dtype=np.float64)
 
 
 def _single(job_dir: str, framework: str) -> None:
@@ -473,12 +473,12 @@ def run_data_parallel(
         seconds["single runs"] = round(time.monotonic() - launches[0].started - seconds["job"], 1)
         wait_all(launches)
         seconds.update({f"{launch.label} workers": round(launch.seconds, 1) for launch in launches})
-        result_steps, shard_found, agreement, close = _judge(
+        result_steps, shard_found, agreement, close = _compare_runs(
             job_dir, workers, steps, chain, arrays, labels["sync_free_norms"]
         )
         if close:
             started_envelope = time.monotonic()
-            _judge_in_envelope(close, built, loss, optimizer, arrays, steps, seed, settings.device)
+            _envelope_verdicts(close, built, loss, optimizer, arrays, steps, seed, settings.device)
             seconds["rounding envelope"] = round(time.monotonic() - started_envelope, 1)
     finally:
         for launch in launches:

@@ -105,7 +105,7 @@ def measure_own_errors(run, table, chain) -> None:
     ]
     comparisons = {key: compare_pair(pair, chain, False) for key, pair in pairs}
     errors = {key: pair_metrics(pair.ms, pair.torch, comparisons[key].tolerance)[0] for key, pair in pairs}
-    _judge(run, feeds, grad_feeds, dict(pairs), comparisons)
+    _own_envelope(run, feeds, grad_feeds, dict(pairs), comparisons)
     tb.set_buffers(run.torch_module, torch_after)
     table.own_measured = True
     table.own_errors = (
@@ -179,7 +179,7 @@ def _code_pairs(run, verdicts, found, kind: str):
     return pairs
 
 
-def _judge(run, feeds, grad_feeds, pairs: Dict, comparisons: Dict) -> None:
+def _own_envelope(run, feeds, grad_feeds, pairs: Dict, comparisons: Dict) -> None:
     """The rounding envelope for the own outputs beyond their tolerance (the envelope can only
     clear them; one within it is within bounds already): PyTorch's layers fed the same inputs
     again, in float64 and moved by a few ulps."""

@@ -136,7 +136,7 @@ def _run(
         ms_pick, torch_pick = ms_logits.argmax(axis=-1), torch_logits.argmax(axis=-1)
         spread = None
         if near(c, torch_logits.dtype.kind == "f") or (ms_pick != torch_pick).any():
-            spread = _judge(c, pair, torch_model, sequence, seed, settings.device)
+            spread = _envelope_spread(c, pair, torch_model, sequence, seed, settings.device)
         differences += _differences(step, c, torch_logits, ms_pick, torch_pick, spread)
         steps.append(GenerationStep(step, c, ms_pick.tolist(), torch_pick.tolist()))
         sequence = np.concatenate([sequence, torch_pick[:, None].astype(np.int64)], axis=1)
@@ -204,7 +204,7 @@ class _Decoder:
         return ms_logits, torch_logits
 
 
-def _judge(c: Comparison, pair: ArrayPair, torch_model, sequence: np.ndarray, seed: int, device: str):
+def _envelope_spread(c: Comparison, pair: ArrayPair, torch_model, sequence: np.ndarray, seed: int, device: str):
     """Judge the step's logits against PyTorch's rounding envelope (whatever their margin: a token
     that differs needs the spread), and return the spread."""
     tolerance_margin, judged = c.margin, near(c, True)

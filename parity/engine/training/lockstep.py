@@ -88,7 +88,7 @@ class Lockstep:
         self.spreads: Dict = {}  # their spreads
         self.given: List[Candidate] = []  # where the pair could not be run: every candidate, for the runs after
 
-    def judge(self, step: int, candidates: List[Candidate]) -> None:
+    def first_pair(self, step: int, candidates: List[Candidate]) -> None:
         """Judge step ``step``'s near tensors on the first pair (keyed ``(step, key)``); keep the open ones."""
         if not candidates:
             return
@@ -135,11 +135,11 @@ class Lockstep:
         """Let the copies go (the runs after the main one need their memory)."""
         self.runs = None
 
-    def finish(self, judge) -> None:
-        """The later stages for the tensors still open, from the start: ``judge`` is
+    def finish(self, decide) -> None:
+        """The later stages for the tensors still open, from the start: ``decide`` is
         :func:`parity.judge.envelope.judge_envelope`."""
         self.release()
         if self.given:
-            self.reruns.judge(judge, self.given, dtype=np.float64)
+            self.reruns.rerun_for(decide, self.given, dtype=np.float64)
         if self.kept:
-            self.reruns.judge(judge, self.kept, dtype=np.float64, spreads=self.spreads, start=1)
+            self.reruns.rerun_for(decide, self.kept, dtype=np.float64, spreads=self.spreads, start=1)

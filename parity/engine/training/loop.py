@@ -278,7 +278,7 @@ def _run_training(
             runs[step] = None
         trained.append(comparisons)
         if not scaling.active:
-            lockstep.judge(
+            lockstep.first_pair(
                 step,
                 [
                     Candidate((step, pair.key), c, pair.ms, pair.torch)
@@ -295,7 +295,7 @@ def _run_training(
     check_globs_used(chain[0], [n for s in trained for c in s for n in (c.name, c.ms_name, c.torch_name)])
     if not scaling.active:  # the envelope's reruns take no loss scaler: tolerance alone
         lockstep.release()
-        reruns.judge(judge_golden, halves)
+        reruns.rerun_for(judge_golden, halves)
         lockstep.finish(judge_envelope)
     notes = half_notes(half, ms_cell, wmap) + lockstep.notes()
     result = TrainingResult(

@@ -69,8 +69,8 @@ class TorchReruns:
         record = torch_record(trainer, micro, trainer.model, self.wmap, perturb, cast, wanted, views)
         return torch_arrays(stepped(record, scheduler), self.wmap)
 
-    def judge(self, judge, candidates, **options) -> None:
-        """Have ``judge`` (:func:`parity.judge.envelope.judge_envelope` or
+    def rerun_for(self, decide, candidates, **options) -> None:
+        """Have ``decide`` (:func:`parity.judge.envelope.judge_envelope` or
         :func:`parity.judge.golden.judge_golden`) give ``candidates`` (keyed ``(step, key)``) their
         verdicts, each rerun asked for made here; then PyTorch's module and loss are as before."""
         if not candidates:
@@ -94,7 +94,7 @@ class TorchReruns:
                         yield (step, key), found[key]
 
         try:
-            judge(candidates, rerun, **options)
+            decide(candidates, rerun, **options)
         finally:
             tb.restore_state(self.module, after, dtype)
             if hasattr(self.loss_fn, "to"):
