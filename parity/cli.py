@@ -1,4 +1,4 @@
-"""``parity``: list or run the catalogue without pytest, through the same runner.
+"""``parity``: list or run the catalogue without pytest, through the same engine as the plugin.
 
     parity list [PATH ...]
     parity run [PATH ...] [-k TEXT] [--parity-seed N] [--parity-mode MODE] [--parity-device DEV] [--plot DIR]

@@ -68,7 +68,7 @@ class Passes:
         self.ms_cell, self.torch_module, self.data, self.wmap = ms_cell, torch_module, data, wmap
         self.ms_data = ms_data if ms_data is not None else data  # each side's inputs in its own dtype
         self.grads, self.train, self.seed, self.device = grads, train, seed, device
-        self.amp = amp  # parity.amp.Amp of a mixed-precision pair
+        self.amp = amp  # parity.engine.amp.Amp of a mixed-precision pair
         self.trainable = wmap.trainable_pairs()
         self.pairs: List[ArrayPair] = []
         self.structure: Optional[str] = None  # set when the two sides return different output structures

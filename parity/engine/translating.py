@@ -1,5 +1,5 @@
 """``parity.translate`` with example inputs: the inputs drawn as :func:`parity.check` draws them,
-handed to the translation as PyTorch tensors to trace on (:mod:`parity.translation.concrete`)."""
+handed to the translation as PyTorch tensors to trace on (:mod:`parity.translation.trace.concrete`)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ _GENERATION_MARKER_KEYS = {"tolerance", "weights", "name_map"}  # what check_gen
 
 
 def settings_for(config, nodeid: str, location: str, tolerances=()) -> Settings:
-    """The session's settings (seed, mode, device) as the runner takes them."""
+    """The session's settings (seed, mode, device) as the engine's checks take them."""
     seed = opts.parse_seed(config.getoption(opts.SEED.dest), opts.SEED.flag)
     mode = config.getoption(opts.MODE.dest)
     device = config.getoption(opts.DEVICE.dest)

@@ -380,7 +380,7 @@ def _compare_step(records: Dict[str, dict], pairs, chain, step: int, close: list
 
 def _envelope_verdicts(close, built, loss, optimizer, arrays, steps: int, seed: int, device: str) -> None:
     """Give the tensors near or beyond their tolerance their rounding-envelope verdict: PyTorch's
-    single-process training again from the same start (:class:`parity.engine.training.loop.TorchReruns`), its
+    single-process training again from the same start (:class:`parity.engine.training.reruns.TorchReruns`), its
     spread around PyTorch single's values standing for every run's. The parallel runs differ from
     the single ones by the order their gradients are summed in (the all-reduce), a rounding-level
     difference as well; under Adam a gradient at rounding level (a bias before a batch norm) takes

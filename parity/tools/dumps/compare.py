@@ -6,7 +6,7 @@ TroubleShooter and msprobe dump folders, MindSpore checkpoints, PyTorch state di
 pairs the tensors with :func:`parity.weights.transfer.map_weights` (same name, the known renames such as
 ``gamma``/``weight``, a name map, fused or split tensors, then definition order by kind and shape,
 the order being each side's execution order), and compares every pair with
-:func:`parity.engine.check.compare_pair`. There is no model to run, so no rounding envelope: each tensor is
+:func:`parity.judge.metrics.compare_pair`. There is no model to run, so no rounding envelope: each tensor is
 judged by its tolerance alone.
 
 One side is the reference, as PyTorch is in ``check``: relative differences are taken against
