@@ -58,7 +58,7 @@ def profile_check(run_check: Callable) -> dict:
     from parity.backends import mindspore as msb
     from parity.backends import torch as tb
     from parity.engine import check as runner
-    from parity.engine import localize
+    from parity.engine.diagnosis import recording, verdicts
 
     phases: List[tuple] = []  # (label, start, end)
     spent: Dict[str, List[float]] = {}  # label -> [seconds, calls]
@@ -122,12 +122,15 @@ def profile_check(run_check: Callable) -> dict:
         ),
         ((hooks.LayerHooks, "pre_hook"), accumulate("both sides: pre-hooks (input views, tensor hooks)")),
         ((hooks.LayerHooks, "forward_hook"), accumulate("both sides: forward hooks")),
-        ((localize.Localizer, "on_forward"), accumulate("layer comparisons, forward (Localizer.on_forward)")),
-        ((localize.Localizer, "on_backward"), accumulate("layer comparisons, backward (Localizer.on_backward)")),
-        ((localize, "_pair_metrics"), accumulate("  of which localize._pair_metrics (error, margin, max |diff|)")),
-        ((localize, "_margin"), accumulate("  of which localize._margin (float64 diff / allowed)")),
-        ((localize, "_error"), accumulate("  of which localize._error (relative L2 error)")),
-        ((localize.Recording, "__init__"), keep_recordings),
+        ((recording.Localizer, "on_forward"), accumulate("layer comparisons, forward (Localizer.on_forward)")),
+        ((recording.Localizer, "on_backward"), accumulate("layer comparisons, backward (Localizer.on_backward)")),
+        ((verdicts, "_pair_metrics"), accumulate("  of which verdicts._pair_metrics (error, margin, max |diff|)")),
+        ((verdicts, "_margin"), accumulate("  of which verdicts._margin (float64 diff / allowed)")),
+        (
+            (verdicts, "worst_relative_error"),
+            accumulate("  of which verdicts.worst_relative_error (relative L2 error)"),
+        ),
+        ((recording.Recording, "__init__"), keep_recordings),
     ]
     targets = {key: wrap for key, wrap in wanted if key[0] is not None and hasattr(*key)}
     sampler = _Sampler()

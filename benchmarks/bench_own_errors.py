@@ -1,4 +1,4 @@
-"""What measuring each layer's own error costs a failing check (``parity.engine.own``): the same
+"""What measuring each layer's own error costs a failing check (``parity.engine.diagnosis.own``): the same
 failing ``parity.check`` with and without it, interleaved, in time and in peak memory; and a
 passing check, which must not measure it at all.
 
@@ -10,7 +10,7 @@ Run from the repository root::
 Workloads (failing checks, ``localize="auto"``): mindcv's ViT as shipped against timm's (LayerNorm
 epsilon and GELU approximation differ), and the fault catalogue's ResNet with its BatchNorm epsilon
 fault (eval) and its BatchNorm momentum fault (train). "without" replaces
-:func:`parity.engine.own.measure_own_errors` by a function doing nothing, so both variants run the
+:func:`parity.engine.diagnosis.own.measure_own_errors` by a function doing nothing, so both variants run the
 same check, its localisation included. Variants alternate order across repeats, after one warm-up
 check each. Reported per workload: the median wall time and process CPU time of each, their ratio
 (target: at most 1.30), the ratio within the same checks (their CPU time over the same less the CPU
@@ -42,7 +42,7 @@ def _workloads():
 
     from cases.faults import catalogue
     from cases.models.zoo_compat import import_quietly
-    from parity.engine.case import build
+    from parity.catalogue import build
 
     timm = import_quietly("timm")
     vit = import_quietly("mindcv.models.vit")

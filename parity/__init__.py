@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from ._moved import install as _install_moved
-from .engine.case import TRANSLATE, ParityCase, Training
+from .catalogue import TRANSLATE, ParityCase, Training
 from .errors import ParityError, ParityInternalError, ParityMismatch, ParityNoRepro, ParityUnsupported, ParityUsageError
 from .judge.tolerance import Tolerance
 
@@ -47,12 +46,11 @@ __all__ = [
     "ShapesResult",
 ]
 __version__ = "0.1.0"
-_install_moved()  # the flat layout's import paths, for one release (parity._moved)
 
 
 def constant(value: float):
     """``weights=parity.constant(0.1)``: every floating weight and buffer on both sides set to ``value``."""
-    from .engine.check import Constant
+    from .engine.settings import Constant
 
     return Constant(float(value))
 
@@ -259,7 +257,7 @@ def check_generation(
       ``past_key_values``, MindSpore's this convention (``cache`` None at the first step), and each
       step feeds the newest token only.
     """
-    from .engine.generation import run_generation
+    from .engine.generation.run import run_generation
 
     return run_generation(
         ms_model,
@@ -283,7 +281,7 @@ def check_shapes(ms_cell, torch_module, inputs, **check_options):
     (``Cell.set_inputs``, a dimension that varies among the entries being ``None``) and run on every
     shape. Returns a :class:`ShapesResult`; raises :class:`ParityMismatch` naming each shape for
     which MindSpore computes differently, fails, or compiles again."""
-    from .engine.shapes import run_shapes
+    from .engine.shapes.run import run_shapes
 
     return run_shapes(ms_cell, torch_module, inputs, **check_options)
 
@@ -334,7 +332,7 @@ def transfer_weights(src, dst, *, name_map=None):
     Module, either way round) and verify the copy. ``name_map`` maps PyTorch names to MindSpore
     names, or names one tensor made of several of the other side's (``parity.fuse``), transposed
     (``parity.transpose``) or reshaped (``parity.reshape``). Returns a :class:`WeightReport`."""
-    from .engine.check import transfer
+    from .engine.pairing import transfer
 
     return transfer(src, dst, name_map=name_map)
 
@@ -345,7 +343,7 @@ _LAZY = {
     "randint": "engine.inputs",
     "Result": "engine.result",
     "WeightReport": "weights.transfer",
-    "TrainingResult": "engine.training",
+    "TrainingResult": "engine.training.result",
     "plot_training": "nightly.plot",
     "fuse": "weights.layouts",
     "transpose": "weights.layouts",
@@ -355,8 +353,8 @@ _LAZY = {
     "DataParallelResult": "engine.data_parallel.result",
     "amp": "engine.amp",
     "Amp": "engine.amp",
-    "GenerationResult": "engine.generation",
-    "ShapesResult": "engine.shapes",
+    "GenerationResult": "engine.generation.result",
+    "ShapesResult": "engine.shapes.result",
 }
 
 

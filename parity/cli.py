@@ -1,4 +1,4 @@
-"""``parity``: list or run the catalogue without pytest, through the same runner.
+"""``parity``: list or run the catalogue without pytest, through the same engine as the plugin.
 
     parity list [PATH ...]
     parity run [PATH ...] [-k TEXT] [--parity-seed N] [--parity-mode MODE] [--parity-device DEV] [--plot DIR]
@@ -29,6 +29,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, List, Optional
 
 from . import options as opts
+from .catalogue import build, iter_case_files, load_cases
+from .engine.diagnosis import messages
+from .engine.settings import Settings
+from .engine.training.result import TrainingResult
 from .errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from .nightly import cli as report_cli
 from .tools.dumps import cli as dumps_cli
@@ -157,8 +161,6 @@ def _scan(args) -> int:
 
 
 def _variants(paths: List[str], keyword: str):
-    from .engine.case import iter_case_files, load_cases
-
     for root in paths:
         if not Path(root).exists():
             raise ParityUsageError(f"no such case file or folder: {root}")
@@ -170,10 +172,6 @@ def _variants(paths: List[str], keyword: str):
 
 
 def _run_one(path, variant, args) -> str:
-    from .engine import messages as report
-    from .engine.case import build
-    from .engine.check import Settings
-
     case = variant.case
     nodeid = f"{path}::{variant.id}"
     settings = Settings(
@@ -196,7 +194,7 @@ def _run_one(path, variant, args) -> str:
     if case.xfail:
         raise ParityMismatch(f"{nodeid} passed although marked xfail ({case.xfail}): remove the xfail")
     _plot(args.plot, variant, result)
-    return report.summary_line(nodeid, result)
+    return messages.summary_line(nodeid, result)
 
 
 def _plot_folder(folder: Optional[str]) -> None:
@@ -209,8 +207,6 @@ def _plot_folder(folder: Optional[str]) -> None:
 
 def _plot(folder: Optional[str], variant, result) -> None:
     """Write a training item's picture, when ``--plot`` asked for one and the item trained."""
-    from .engine.training.loop import TrainingResult
-
     if folder is None or not isinstance(result, TrainingResult):
         return
     from .nightly.plot import plot_training

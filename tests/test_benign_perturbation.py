@@ -22,7 +22,7 @@ from cases import seeds
 from cases.faults import catalogue
 from cases.training import loops
 from parity.backends import mindspore as msb
-from parity.engine.case import build
+from parity.catalogue import build
 from parity.engine.training.loop import run_training
 
 ULPS = 4.0
@@ -120,7 +120,7 @@ def test_the_perturbation_is_real_and_the_envelope_is_what_passes_it():
     grad = result["input[0]"]
     assert grad.noise_judged and grad.envelope.tolerance_margin > 10 and grad.envelope.flips > 0
     assert grad.margin <= 1.0
-    line = parity.engine.messages.summary_line("Network[train]", result)
+    line = parity.engine.diagnosis.messages.summary_line("Network[train]", result)
     assert "noise-judged" in line and "rounding envelope" in line
 
 

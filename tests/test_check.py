@@ -481,7 +481,7 @@ def test_str_of_a_result_is_one_line_with_verdict_worst_tensor_and_divergence():
         "ok: mindspore Dense <-> torch Linear (eval, pynative); 4 of 4 tensors within tolerance; worst "
     )
     worst = result.worst
-    assert f"worst {worst.kind} '{worst.name}' at {parity.engine.messages.fmt(worst.margin)}x allowed" in text
+    assert f"worst {worst.kind} '{worst.name}' at {parity.engine.diagnosis.messages.fmt(worst.margin)}x allowed" in text
     assert repr(result).startswith("Result(ms_type='Dense'")  # the full record stays in repr
 
     with pytest.raises(ParityMismatch) as info:

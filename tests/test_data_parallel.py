@@ -170,9 +170,9 @@ def _single_runs(job_dir, *, ms_lr=None, ms_loss=None):
     steps of MindSpore single vs PyTorch single judged as the check judges them."""
     import pickle
 
-    from parity.engine.check import Settings
     from parity.engine.data_parallel import run as distributed
     from parity.engine.data_parallel import worker
+    from parity.engine.settings import Settings
     from parity.judge.tolerance import ToleranceSpec
 
     job, arrays, _ = distributed._check_call(

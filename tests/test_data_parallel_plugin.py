@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from parity import options as opts
-from parity.engine import messages as report
 from parity.engine.data_parallel import launch
 from parity.engine.data_parallel.result import PAIRS, DataParallelResult, DataParallelStep, failure_message
+from parity.engine.diagnosis import messages as report
 from parity.judge.envelope import Envelope
 from parity.judge.metrics import ArrayPair, compare_pair
 from parity.judge.tolerance import ToleranceSpec

@@ -31,8 +31,9 @@ from mindspore import nn as msnn
 
 import parity
 from parity.backends import device
-from parity.engine import messages as report
-from parity.engine.check import Settings, run_check
+from parity.engine.check import run_check
+from parity.engine.diagnosis import messages as report
+from parity.engine.settings import Settings
 from parity.errors import ParityMismatch, ParityUsageError
 from parity.judge import devices
 from parity.judge.tolerance import DTYPE_DEFAULTS, Tolerance, ToleranceSpec, resolve

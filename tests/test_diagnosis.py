@@ -16,7 +16,8 @@ from mindspore import nn as msnn
 
 import parity
 from cases.models import resnet, resnet_mindcv
-from parity.engine.check import Settings, run_check
+from parity.engine.check import run_check
+from parity.engine.settings import Settings
 from parity.registry import rules
 from parity.registry.diagnosis import Seen, diagnose, likely_causes, parameter_causes
 

@@ -240,8 +240,8 @@ def test_the_readme_example():
 
 
 def test_a_session_in_both_modes_decodes_in_pynative_and_says_so():
-    from parity.engine.check import Settings
-    from parity.engine.generation import run_generation
+    from parity.engine.generation.run import run_generation
+    from parity.engine.settings import Settings
 
     ms_model, torch_model = _pair()
     result = run_generation(ms_model, torch_model, PROMPT, max_new_tokens=1, settings=Settings(mode="both"))

@@ -30,32 +30,53 @@ FRAMEWORKS = ("mindspore", "torch")
 ALLOWED = {
     "errors": set(),
     "files": {"errors"},
-    "_moved": set(),
     "options": {"errors"},
     "judge": {"errors"},
     "backends": {"judge", "errors"},
     "registry": {"judge", "errors"},
-    "weights": {"judge", "backends", "errors", "_moved"},
+    "weights": {"judge", "backends", "errors"},
     "translation": {"backends", "weights", "errors"},
     "engine": {"judge", "weights", "backends", "registry", "translation", "options", "errors"},
+    "catalogue": {"engine", "backends", "registry", "errors"},
     "mismatch_checks": {"engine", "judge", "weights", "backends", "registry", "translation", "errors"},
-    "nightly": {"engine", "judge", "options", "errors", "files", "_moved", "parity"},
-    "plugin": {"engine", "nightly", "registry", "translation", "judge", "options", "errors", "files"},
+    "nightly": {"engine", "judge", "options", "errors", "files", "parity"},
+    "plugin": {"catalogue", "engine", "nightly", "registry", "translation", "judge", "options", "errors", "files"},
     "tools": {"engine", "weights", "judge", "registry", "backends", "errors", "files"},
     "strategies": {"engine", "errors"},
-    "cli": {"engine", "nightly", "tools", "options", "errors", "files"},
-    "parity": {"engine", "judge", "tools", "translation", "weights", "nightly", "errors", "_moved"},
+    "cli": {"catalogue", "engine", "nightly", "tools", "options", "errors", "files"},
+    "parity": {"catalogue", "engine", "judge", "tools", "translation", "weights", "nightly", "errors"},
 }
 # Where a framework may be imported at the top of a module; everywhere else above the judge only
-# inside a function, so that importing parity (and loading the plugin) imports neither.
+# inside a function, so that importing parity (and loading the plugin) imports neither. The engine
+# runs checks: its modules import the backends (and, where they use one directly, a framework) at
+# their top, but for those below, which import no framework at all.
 FRAMEWORK_AT_TOP = (
     "parity.backends.mindspore",
     "parity.backends.torch",
     "parity.translation",
     "parity.mismatch_checks.amp_pairs",
     "parity.mismatch_checks.llm_pairs",
+    "parity.engine",
 )
-NO_FRAMEWORK_AT_ALL = ("judge", "registry", "nightly", "plugin", "options", "errors", "files", "_moved")
+NO_FRAMEWORK_AT_ALL = ("judge", "registry", "nightly", "plugin", "catalogue", "options", "errors", "files")
+# The engine's modules that import no framework, directly or through another module: the plugin,
+# the catalogue, the command line, the strategies and the nightly reports import them at their
+# top. Every package's __init__ too (see _framework_free_engine).
+ENGINE_FRAMEWORK_FREE = (
+    "parity.engine.settings",
+    "parity.engine.factories",
+    "parity.engine.inputs",
+    "parity.engine.result",
+    "parity.engine.amp",
+    "parity.engine.outputs",
+    "parity.engine.diagnosis.messages",
+    "parity.engine.diagnosis.verdicts",
+    "parity.engine.training.result",
+    "parity.engine.data_parallel.result",
+    "parity.engine.generation.result",
+    "parity.engine.shapes.result",
+)
+MAX_IN_ENGINE = 15  # modules directly in parity/engine/, __init__ counted: the path every check takes
 
 
 def _module_name(path: Path) -> str:
@@ -93,6 +114,11 @@ def _imports(path: Path, *, top_only: bool = False):
     return imported_names(
         path.read_text(encoding="utf-8"), _module_name(path), is_package=path.name == "__init__.py", top_only=top_only
     )
+
+
+def _framework_free_engine():
+    packages = [_module_name(p) for p in sorted((PACKAGE / "engine").rglob("__init__.py"))]
+    return packages + list(ENGINE_FRAMEWORK_FREE)
 
 
 def _unit(module: str) -> str:
@@ -149,7 +175,7 @@ def test_imports_run_down_the_table(path):
 def test_frameworks_are_imported_where_allowed(path):
     module = _module_name(path)
     frameworks = lambda names: sorted({n for n in names if n.split(".")[0] in FRAMEWORKS})  # noqa: E731
-    if _unit(module) in NO_FRAMEWORK_AT_ALL:
+    if _unit(module) in NO_FRAMEWORK_AT_ALL or module in _framework_free_engine():
         assert frameworks(_imports(path)) == [], f"{module} imports a framework"
     elif not module.startswith(FRAMEWORK_AT_TOP):
         assert frameworks(_imports(path, top_only=True)) == [], (
@@ -186,6 +212,97 @@ def test_no_import_circle():
 def test_at_most_twelve_modules_directly_in_parity():
     top = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert len(top) <= MAX_TOP_LEVEL, top
+
+
+def test_the_engine_holds_at_most_fifteen_modules_directly():
+    """The engine's top is the path every check takes; what runs on a failure is in diagnosis/, each
+    variant of the check in a package of its own."""
+    top = sorted(p.name for p in (PACKAGE / "engine").glob("*.py"))
+    assert len(top) <= MAX_IN_ENGINE, top
+
+
+def _function_imports(tree: ast.AST):
+    """Every import statement inside a function (or a method) of ``tree``."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for inner in ast.walk(node):
+                if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                    yield node.name, inner
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "engine").rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_function_in_the_engine_imports_a_backend_the_translation_or_a_framework(path):
+    """The engine's modules import what a check runs on at their top; its framework-free modules
+    never import it (see test_frameworks_are_imported_where_allowed)."""
+    module, found = _module_name(path), []
+    for function, node in _function_imports(ast.parse(path.read_text(encoding="utf-8"))):
+        source = ast.unparse(node)
+        names = imported_names(source, module, is_package=path.name == "__init__.py")
+        heavy = [
+            n for n in names if n.startswith(("parity.backends", "parity.translation")) or n.split(".")[0] in FRAMEWORKS
+        ]
+        if heavy:
+            found.append(f"{function}: {source}")
+    assert found == [], f"{module} imports inside functions: {found}"
+
+
+def test_the_function_import_scan_can_fail():
+    source = "def f():\n    from ..backends import torch as tb\n    import torch\n"
+    assert [name for name, _ in _function_imports(ast.parse(source))] == ["f", "f"]
+
+
+def _private_imports(source: str, module: str, *, is_package: bool = False):
+    """``from parity.x import _name``, and ``alias._name`` where ``alias`` is a parity module the
+    source imported: another module's private names."""
+    package = module if is_package else module.rpartition(".")[0]
+    tree = ast.parse(source)
+    found, aliases = [], {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = package
+            for _ in range(node.level - 1):
+                base = base.rpartition(".")[0]
+            target = (f"{base}.{node.module}" if node.module else base) if node.level else (node.module or "")
+            if target != "parity" and not target.startswith("parity."):
+                continue
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"from {target} import {alias.name}")
+                if _real_module(f"{target}.{alias.name}") == f"{target}.{alias.name}":
+                    aliases[alias.asname or alias.name] = f"{target}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("parity.") and alias.asname:
+                    aliases[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
+            found.append(f"{aliases[node.value.id]}.{node.attr}")
+    return sorted(set(found))
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_imports_another_modules_private_name(path):
+    """A name with a leading underscore is its module's own; one another module needs is public."""
+    found = _private_imports(
+        path.read_text(encoding="utf-8"), _module_name(path), is_package=path.name == "__init__.py"
+    )
+    assert found == [], f"{_module_name(path)} uses private names of other modules: {found}"
+
+
+def test_the_private_name_scan_can_fail():
+    source = (
+        "from .inputs import _normal, seeded_stream\nfrom .diagnosis import messages as report\nreport._metrics(1)\n"
+    )
+    assert _private_imports(source, "parity.engine.passes") == [
+        "from parity.engine.inputs import _normal",
+        "parity.engine.diagnosis.messages._metrics",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -282,7 +399,7 @@ def test_self_tests_sit_above_registry_and_engine():
     assert any(n.startswith("parity.engine") for n in names) and any(n.startswith("parity.registry") for n in names)
 
 
-def test_importing_parity_and_the_registry_loads_no_framework():
+def test_importing_parity_the_registry_and_the_framework_free_engine_loads_no_framework():
     modules = [_module_name(p) for p in sorted((PACKAGE / "registry").glob("*.py")) if p.name != "__main__.py"]
     modules += [
         "parity",
@@ -290,10 +407,12 @@ def test_importing_parity_and_the_registry_loads_no_framework():
         "parity.judge.envelope",
         "parity.judge.golden",
         "parity.nightly.records",
-        "parity.engine.check",
-        "parity.engine.training",
+        "parity.nightly.plot",
+        "parity.catalogue",
+        "parity.cli",
         "parity.tools.scan.scanner",
     ]
+    modules += _framework_free_engine()
     code = (
         "import sys\n"
         + "".join(f"import {m}\n" for m in modules)
@@ -302,38 +421,3 @@ def test_importing_parity_and_the_registry_loads_no_framework():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]", out.stdout
-
-
-@pytest.mark.parametrize(
-    "old, new, name",
-    [
-        ("parity.runner", "parity.engine.check", "run_check"),
-        ("parity.compare", "parity.judge.envelope", "envelope_metrics"),
-        ("parity.tolerance", "parity.judge.tolerance", "Tolerance"),
-        ("parity.scan_ast", "parity.tools.scan.source", None),
-        ("parity.training", "parity.engine.training.loop", "batch_list"),
-    ],
-)
-def test_the_flat_layouts_paths_still_import_with_a_warning(old, new, name):
-    code = (
-        "import importlib, warnings\nwarnings.simplefilter('error')\n"
-        f"try:\n    importlib.import_module({old!r})\nexcept DeprecationWarning as w:\n    print('warned:', w)\n"
-        "warnings.simplefilter('ignore')\n"
-        f"old = importlib.import_module({old!r}); new = importlib.import_module({new!r})\n"
-        + (f"print(getattr(old, {name!r}) is getattr(new, {name!r}))\n" if name else "print(old is new)\n")
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
-    assert out.returncode == 0, out.stderr
-    lines = out.stdout.strip().splitlines()
-    assert lines[0].startswith(f"warned: {old} moved to ") and new.rsplit(".", 1)[0] in lines[0]
-    assert lines[-1] == "True"
-
-
-def test_old_names_read_through_the_new_packages_warn():
-    with pytest.warns(DeprecationWarning, match=r"parity\.weights\.WeightReport moved to parity\.weights\.transfer"):
-        from parity.weights import WeightReport
-    from parity.weights.transfer import WeightReport as moved
-
-    assert WeightReport is moved
-    with pytest.raises(AttributeError):
-        parity.weights.no_such_name  # noqa: B018

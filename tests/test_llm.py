@@ -13,7 +13,7 @@ import torch
 
 import parity
 from parity import ParityMismatch
-from parity.engine.case import build
+from parity.catalogue import build
 
 if importlib.util.find_spec("transformers") is None:
     pytest.skip("transformers is not installed (make, or pip install -e .[zoo])", allow_module_level=True)

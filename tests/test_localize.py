@@ -18,7 +18,7 @@ import parity
 from parity import ParityMismatch, ParityUsageError
 from parity.backends import mindspore as msb
 from parity.backends import torch as tb
-from parity.engine.localize import Recording
+from parity.engine.diagnosis.recording import Recording
 
 FAULT = 1.01  # a 1% error: hundreds of times the float32 tolerance on these tiny nets
 

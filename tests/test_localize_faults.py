@@ -16,7 +16,7 @@ import parity
 from cases.faults import catalogue, models
 from parity import ParityMismatch, ParityUsageError
 from parity.backends import mindspore as msb
-from parity.engine.case import build
+from parity.catalogue import build
 
 FAULTS = {fault.name: fault for fault in catalogue.FAULTS}
 
@@ -88,7 +88,7 @@ def _localised(fault, result, message) -> _Outcome:
     return _Outcome(fault, verdict.path if verdict is not None else "", where)
 
 
-# Where each fault's own error lies, fed PyTorch's inputs (see parity.engine.own): the layer itself,
+# Where each fault's own error lies, fed PyTorch's inputs (see parity.engine.diagnosis.own): the layer itself,
 # else the model's own code (""): a fault in the code between its layers, or in a layer that cannot
 # be fed (a custom bprop: its backward runs in the code between 'layer1' and 'layer2').
 _OWNER = {"TransformerPositionalShift": "", "ResNetCustomBprop": ""}

@@ -19,7 +19,8 @@ import parity
 from parity import ParityMismatch
 from parity.backends import mindspore as msb
 from parity.backends import torch as tb
-from parity.engine.localize import Recording, by_name
+from parity.engine.diagnosis.alignment import by_name
+from parity.engine.diagnosis.recording import Recording
 
 WIDTH = 4
 

@@ -15,7 +15,7 @@ import parity
 from cases.faults import catalogue
 from parity import ParityMismatch
 from parity.backends import mindspore as msb
-from parity.engine.case import build
+from parity.catalogue import build
 from parity.nightly.records import _result_fields
 
 FAULTS = {fault.name: fault for fault in catalogue.FAULTS}

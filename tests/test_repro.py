@@ -18,7 +18,7 @@ import torch
 
 import parity
 from cases.faults.models import ms_resnet, torch_resnet
-from parity.engine.repro import render
+from parity.engine.diagnosis.repro import render
 from parity.options import PARITY, REPRO
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -269,8 +269,8 @@ def test_the_option_refuses_a_file(pytester):
 def test_the_target_is_a_layer_with_its_own_error_where_the_table_tells_them_apart():
     from types import SimpleNamespace
 
-    from parity.engine.localize import LayerTable, LayerVerdict
-    from parity.engine.repro import choose_target
+    from parity.engine.diagnosis.repro.cut import choose_target
+    from parity.engine.diagnosis.verdicts import LayerTable, LayerVerdict
 
     def verdict(path, status, **extra):
         found = LayerVerdict("forward", path, path, "T", "T", 0, 0.0, 0.0, 0.0, 2.0, 1.0, status=status)
@@ -294,7 +294,7 @@ def test_the_target_is_a_layer_with_its_own_error_where_the_table_tells_them_apa
 
 
 def test_the_carried_passes_name_gradients_alike_on_both_sides():
-    from parity.engine.repro import standalone
+    from parity.engine.diagnosis.repro import standalone
 
     torch.manual_seed(0)
     linear, dense = torch.nn.Linear(3, 2), mindspore.nn.Dense(3, 2)
@@ -343,7 +343,7 @@ def test_the_carried_passes_name_gradients_alike_on_both_sides():
     ],
 )
 def test_a_framework_layer_is_written_as_its_class_and_the_arguments_it_keeps(framework, layer, call):
-    from parity.engine.repro.constructors import recipe_of
+    from parity.engine.diagnosis.repro.constructors import recipe_of
 
     recipe = recipe_of(layer(), framework)
     assert recipe.call == call and recipe.builtin
@@ -352,7 +352,7 @@ def test_a_framework_layer_is_written_as_its_class_and_the_arguments_it_keeps(fr
 
 
 def test_a_container_or_an_argument_not_kept_cannot_be_rebuilt():
-    from parity.engine.repro.constructors import CannotRebuild, recipe_of
+    from parity.engine.diagnosis.repro.constructors import CannotRebuild, recipe_of
 
     with pytest.raises(CannotRebuild, match=r"Sequential\(\) takes \*args \(a container's layers\)"):
         recipe_of(torch.nn.Sequential(torch.nn.ReLU()), "torch")

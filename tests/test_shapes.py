@@ -11,7 +11,7 @@ from mindspore import ops
 import parity
 from parity import ParityMismatch, ParityUsageError
 from parity.engine.inputs import materialize
-from parity.engine.shapes import signature_of
+from parity.engine.shapes.run import signature_of
 
 SHAPES = [parity.randn((1, 5, 8)), parity.randn((3, 12, 8)), parity.randn((2, 17, 8))]
 

@@ -236,8 +236,8 @@ class _CountingLoss(torch.nn.CrossEntropyLoss):
 
 
 def test_a_training_case_with_such_an_optimizer_is_refused_before_any_step():
-    from parity.engine.case import build
-    from parity.engine.check import Settings
+    from parity.catalogue import build
+    from parity.engine.settings import Settings
 
     loss = _CountingLoss()
     case = parity.ParityCase(

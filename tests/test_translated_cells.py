@@ -18,7 +18,8 @@ import torch
 import parity
 from parity import ParityUnsupported
 from parity.backends import mindspore as msb
-from parity.engine.check import Settings, run_check
+from parity.engine.check import run_check
+from parity.engine.settings import Settings
 
 _ZOO = [p for p in ("torchvision", "timm") if importlib.util.find_spec(p) is None]
 needs_zoo = pytest.mark.skipif(bool(_ZOO), reason=f"the zoo packages are not installed: {_ZOO}")

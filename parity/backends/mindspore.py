@@ -131,7 +131,7 @@ def _parameters(model) -> Dict[str, object]:
     return table
 
 
-def _parameter(model, name: str):
+def parameter(model, name: str):
     """One Parameter by path, from a table built once per Cell (rebuilt when the name is new)."""
     table = _TABLES.get(model)
     if table is None or name not in table:
@@ -178,11 +178,11 @@ def _dtype_name(dtype) -> str:
 
 
 def read(model, name: str, *, copy: bool = True) -> np.ndarray:  # copy=False: a view (see TrainStep.state)
-    return to_numpy(_parameter(model, name)).copy() if copy else to_numpy(_parameter(model, name))
+    return to_numpy(parameter(model, name)).copy() if copy else to_numpy(parameter(model, name))
 
 
 def write(model, name: str, array: np.ndarray, in_place: bool = False) -> None:
-    param = _parameter(model, name)
+    param = parameter(model, name)
     array = np.asarray(array)
     array = array if array.flags.c_contiguous else array.copy()  # (ascontiguousarray makes 0-d 1-d)
     value = ms.Tensor(array, dtype=param.dtype)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import traceback
-from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import List
 
 from ..backends import amp as amp_backend
 from ..backends import framework_of
+from ..backends import mindspore as msb
+from ..backends import torch as tb
+from ..backends.device import setup as device_setup
 from ..errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from ..judge.devices import profile as device_profile
 from ..judge.dtypes import is_floating, narrowest
@@ -17,62 +19,23 @@ from ..judge.golden import judge_golden, near_golden
 from ..judge.metrics import compare_pair
 from ..judge.tolerance import ToleranceSpec, check_globs_used
 from ..options import MODE, parse_seed
-from ..weights.transfer import WeightReport, copy_weights, fill_weights, map_weights
-from . import messages as report
+from ..registry import installed_versions, load
 from .amp import parse as parse_amp
 from .amp import precision_causes, precision_rows, rewrite_cause
-from .causes import failure_causes, map_pair_weights, own_error_causes, refuse_unsupported_dtype
+from .diagnosis import messages
+from .diagnosis.causes import failure_causes, own_error_causes
+from .diagnosis.own import measure_own_errors
+from .diagnosis.repro.capture import Source
+from .diagnosis.repro.cut import offer
+from .diagnosis.verdicts import first_nonfinite
 from .inputs import materialize, per_side_inputs
-from .localize import first_nonfinite
 from .outputs import nothing_compared, outputs_compared
-from .own import measure_own_errors
+from .pairing import map_pair_weights, refuse_unsupported_dtype, set_weights, snapshot
 from .passes import Passes
-from .repro import Source, offer
 from .result import Result
+from .settings import DEFAULT_SEED, DEVICES, LOCALIZE, MODES, REFERENCES, WEIGHTS, Constant, Settings, check_choice
 
-__all__ = ["Settings", "Constant", "run_check", "DEFAULT_SEED", "MODES", "DEVICES"]
-
-DEFAULT_SEED = 1234
-MODES = ("pynative", "graph", "both")
-DEVICES = ("CPU", "GPU", "Ascend")
-WEIGHTS = ("copy", "copy_to_torch", "as_is")
-REFERENCES = (None, "float64")
-LOCALIZE = ("auto", True, False)
-
-
-@dataclass(frozen=True)
-class Constant:
-    """``weights=parity.constant(0.1)``: every floating weight and buffer on both sides set to value."""
-
-    value: float
-
-    def __str__(self):
-        return f"constant({self.value:g})"
-
-
-@dataclass(frozen=True)
-class Settings:
-    """How a run behaves (decided by the command line or the caller), and where it comes from."""
-
-    seed: Optional[int] = None
-    mode: Optional[str] = None
-    device: str = "CPU"
-    tolerances: Tuple[ToleranceSpec, ...] = ()  # most specific first, after the call's own
-    case: str = ""
-    location: str = ""
-    reproduce: str = ""  # command prefix; the seed is appended
-    verbose: int = 0  # pytest -v count: 2 and more show every layer
-    repro_dir: Optional[str] = None  # where a failure writes its standalone repro (--parity-repro)
-
-    @property
-    def resolved_seed(self) -> int:
-        return self.seed if self.seed is not None else DEFAULT_SEED
-
-
-def check_choice(label: str, value, choices, where: str):
-    if value not in choices:
-        shown = ", ".join(repr(c) for c in choices)
-        raise ParityUsageError(f"{where}: unknown {label} {value!r}; expected one of {shown}")
+__all__ = ["run_check", "check_pair", "refuse_graph_mode"]
 
 
 def check_pair(ms_cell, torch_module) -> None:
@@ -95,8 +58,6 @@ def refuse_graph_mode(ms_cell, mode: str, settings: Settings, where: str) -> Non
     deep inside MindSpore with a message that would read as a problem of the inputs."""
     if mode not in ("graph", "both"):
         return
-    from ..backends import mindspore as msb
-
     found = msb.pynative_only(ms_cell)
     if not found:
         return
@@ -119,9 +80,6 @@ def run_check(ms_cell, torch_module, inputs, **options) -> Result:
     were when the check returns or raises."""
     __tracebackhide__ = True
     check_pair(ms_cell, torch_module)
-    from ..backends import mindspore as msb
-    from ..backends import torch as tb
-
     restore_ms, restore_torch = msb.train_flags(ms_cell), tb.train_flags(torch_module)
     try:
         return _run_check(ms_cell, torch_module, inputs, **options)
@@ -175,10 +133,6 @@ def _run_check(
     seed = seed if seed is not None else settings.seed if settings.seed is not None else DEFAULT_SEED
     chain = (ToleranceSpec.parse(tolerance),) + settings.tolerances
 
-    from ..backends import mindspore as msb
-    from ..backends import torch as tb
-    from ..backends.device import setup as device_setup
-
     msb.prepare(seed=seed, device=settings.device)
     tb.prepare(seed=seed, device=settings.device)
     setup = device_setup(settings.device)
@@ -198,7 +152,7 @@ def _run_check(
     if spec is not None:  # each side casts where its mixed-precision lists say
         precision_notes = [f"mixed precision: {spec}; every floating tensor judged against the float64 golden"]
     modes = ("pynative", "graph") if mode == "both" else (mode,)
-    restore = _snapshot(ms_cell, torch_module, wmap)
+    restore = snapshot(ms_cell, torch_module, wmap)
     options = dict(
         grads=grads,
         train=train,
@@ -239,7 +193,7 @@ def _run_check(
                 chain,
                 ("pynative",),
                 capture=True,
-                judge=False,
+                reruns=False,
                 keep_layers=True,
                 **options,
             )[0]
@@ -259,7 +213,7 @@ def _run_check(
         reference=reference,
         case=settings.case,
         location=settings.location,
-        reproduce=report.reproduce_line(settings.reproduce, seed),
+        reproduce=messages.reproduce_line(settings.reproduce, seed),
         notes=data.notes() + precision_notes + run.notes,
         problem=run.structure or "",
         device_setup=setup,
@@ -308,7 +262,7 @@ def _run_check(
                 restore,
                 settings.case,
             )
-        message = report.failure_message(result, likely_causes=causes, verbose=settings.verbose)
+        message = messages.failure_message(result, likely_causes=causes, verbose=settings.verbose)
         if settings.repro_dir is not None:
             message = _with_line(message, offer(result, settings.repro_dir))
         raise ParityMismatch(message, result, causes)
@@ -327,8 +281,6 @@ def _amp_pair(ms_cell, torch_module, spec):
     were), and a function making the region PyTorch's forward passes run in."""
     if spec is None:
         return ms_cell, torch_module, contextlib.nullcontext
-    from ..backends import torch as tb
-
     try:
         ms_amp = amp_backend.mixed_precision(ms_cell, spec.level, spec.dtype)
     except Exception as exc:  # the rewrite rejected the Cell's code (O1 and nn.LSTMCell: a NameError)
@@ -359,8 +311,6 @@ def _amp_causes(result, spec) -> List[str]:
 
 def _amp_entries(spec) -> list:
     """The registry's ``precision`` entries for this level and the installed versions."""
-    from ..registry import installed_versions, load
-
     versions = installed_versions()
     return [
         e
@@ -369,11 +319,9 @@ def _amp_entries(spec) -> list:
     ]
 
 
-def _execute(ms_cell, torch_module, data, wmap, chain, modes, *, capture, reference, judge=True, **options):
+def _execute(ms_cell, torch_module, data, wmap, chain, modes, *, capture, reference, reruns=True, **options):
     """PyTorch once (and in float64 for ``reference``), MindSpore once per mode; the compared pairs
-    (judged against the rounding envelope too, unless ``judge`` is False: a pass for layers only)."""
-    from ..backends import torch as tb
-
+    (judged against the rounding envelope too, unless ``reruns`` is False: a pass for layers only)."""
     check_dtype = options.pop("check_dtype")
     run = Passes(ms_cell, torch_module, data, wmap, chain, capture=capture, **options)
     reference_module = tb.float64_copy(torch_module) if reference == "float64" else None
@@ -385,16 +333,16 @@ def _execute(ms_cell, torch_module, data, wmap, chain, modes, *, capture, refere
             if run.structure is not None:
                 break
         comparisons = [compare_pair(p, chain, check_dtype) for p in run.pairs]
-        if judge:
-            _judge_close_ones(run, comparisons, references)
-            _judge_half(run, comparisons, references)
+        if reruns:
+            _close_ones_to_envelope(run, comparisons, references)
+            _halves_to_golden(run, comparisons, references)
         if run.localizer is not None and "pynative" not in modes:
             run.localize_in_pynative()
     run.notes += run.changed_notes()
     return run, comparisons
 
 
-def _judge_close_ones(run, comparisons, references) -> None:
+def _close_ones_to_envelope(run, comparisons, references) -> None:
     """Tensors within HEADROOM of their tolerance (or beyond it) are judged against PyTorch's own
     rounding envelope; the rest keep the plain verdict and pay nothing."""
     close = [
@@ -403,7 +351,7 @@ def _judge_close_ones(run, comparisons, references) -> None:
         if near(c, pair.torch.dtype.kind == "f") and not _half_judged(run, c)
     ]
     if close:
-        run.judge(judge_envelope, close, references)
+        run.rerun_for(judge_envelope, close, references)
 
 
 def _half_pair(ms_dtype: str, torch_dtype: str) -> bool:
@@ -415,7 +363,7 @@ def _half_judged(run, c) -> bool:
     return _half_pair(c.ms_dtype, c.torch_dtype) or (run.amp is not None and is_floating(c.torch_dtype))
 
 
-def _judge_half(run, comparisons, references) -> None:
+def _halves_to_golden(run, comparisons, references) -> None:
     """Half-precision tensors within HEADROOM of their tolerance (or beyond it) are judged against
     the float64 golden (see :mod:`parity.judge.golden`); the golden is the ``reference="float64"``
     pass where one ran."""
@@ -425,49 +373,4 @@ def _judge_half(run, comparisons, references) -> None:
         if near_golden(c) and _half_judged(run, c)
     ]
     if close:
-        run.judge(judge_golden, close, references)
-
-
-def _snapshot(ms_cell, torch_module, wmap):
-    """Every non-trainable tensor on both sides (running statistics), and a function restoring them."""
-    from ..backends import mindspore as msb
-    from ..backends import torch as tb
-
-    saved = [
-        (backend, model, name, backend.read(model, name))
-        for pair in wmap.pairs
-        if not pair.trainable
-        for backend, model, name in ((msb, ms_cell, pair.ms), (tb, torch_module, pair.torch))
-    ]
-
-    def restore():
-        for backend, model, name, value in saved:
-            backend.write(model, name, value)
-
-    return restore
-
-
-def set_weights(weights, wmap, ms_cell, torch_module) -> WeightReport:
-    if isinstance(weights, Constant):
-        return fill_weights(wmap, ms_cell, torch_module, weights.value)
-    if weights == "copy":
-        return copy_weights(wmap, torch_module, ms_cell, to_torch=False)
-    if weights == "copy_to_torch":
-        return copy_weights(wmap, ms_cell, torch_module, to_torch=True)
-    return WeightReport(wmap, "as is")
-
-
-def transfer(src, dst, *, name_map=None) -> WeightReport:
-    """See :func:`parity.transfer_weights`."""
-    src_kind, dst_kind = framework_of(src), framework_of(dst)
-    if {src_kind, dst_kind} != {"mindspore", "torch"}:
-        raise ParityUsageError(
-            "transfer_weights(src, dst) needs one mindspore.nn.Cell and one torch.nn.Module, got "
-            f"{type(src).__qualname__} ({src_kind or 'neither'}) and {type(dst).__qualname__} ({dst_kind or 'neither'})"
-        )
-    from ..backends import mindspore as msb
-    from ..backends import torch as tb
-
-    ms_model, torch_model = (src, dst) if src_kind == "mindspore" else (dst, src)
-    wmap = map_weights(msb.slots(ms_model), tb.slots(torch_model), name_map)
-    return copy_weights(wmap, src, dst, to_torch=src_kind == "mindspore")
+        run.rerun_for(judge_golden, close, references)

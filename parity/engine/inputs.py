@@ -17,7 +17,17 @@ import numpy as np
 from ..errors import ParityUsageError
 from ..judge.dtypes import cast, is_floating, round_through
 
-__all__ = ["InputSpec", "randn", "uniform", "randint", "Inputs", "materialize", "seeded_stream"]
+__all__ = [
+    "InputSpec",
+    "randn",
+    "uniform",
+    "randint",
+    "Inputs",
+    "materialize",
+    "seeded_stream",
+    "unit_floats",
+    "normal_floats",
+]
 
 _FLOATS = ("float16", "float32", "float64", "bfloat16")
 _INTS = ("int8", "int16", "int32", "int64", "uint8", "bool")
@@ -29,17 +39,17 @@ def seeded_stream(seed: int, key: str) -> np.random.PCG64:
     return np.random.PCG64(np.random.SeedSequence(int(seed), spawn_key=spawn_key))
 
 
-def _unit_floats(stream: np.random.PCG64, count: int) -> np.ndarray:
+def unit_floats(stream: np.random.PCG64, count: int) -> np.ndarray:
     """``count`` float64 values in [0, 1) from the top 53 bits of each raw draw."""
     raw = stream.random_raw(count).astype(np.uint64)
     return (raw >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
 
 
-def _normal(stream: np.random.PCG64, count: int) -> np.ndarray:
+def normal_floats(stream: np.random.PCG64, count: int) -> np.ndarray:
     """Box-Muller on our own uniforms: a fixed recipe, unlike numpy's ziggurat."""
     half = (count + 1) // 2
-    u1 = 1.0 - _unit_floats(stream, half)  # (0, 1]: log is finite
-    u2 = _unit_floats(stream, half)
+    u1 = 1.0 - unit_floats(stream, half)  # (0, 1]: log is finite
+    u2 = unit_floats(stream, half)
     radius = np.sqrt(-2.0 * np.log(u1))
     angle = 2.0 * np.pi * u2
     return np.concatenate([radius * np.cos(angle), radius * np.sin(angle)])[:count]
@@ -81,7 +91,7 @@ class _Normal(InputSpec):
 
     def generate(self, stream):
         count = int(np.prod(self.shape, dtype=np.int64))
-        return self._cast(self.mean + self.std * _normal(stream, count))
+        return self._cast(self.mean + self.std * normal_floats(stream, count))
 
     def __str__(self):
         return f"{self.dtype}{list(self.shape)} ~ N({self.mean:g}, {self.std:g})"
@@ -96,7 +106,7 @@ class _Uniform(InputSpec):
 
     def generate(self, stream):
         count = int(np.prod(self.shape, dtype=np.int64))
-        values = self._cast(self.low + (self.high - self.low) * _unit_floats(stream, count))
+        values = self._cast(self.low + (self.high - self.low) * unit_floats(stream, count))
         # Rounding to a narrow dtype can reach ``high``: keep the interval half-open.
         below = np.nextafter(np.asarray(self.high, values.dtype), np.asarray(self.low, values.dtype))
         return np.minimum(values, below)

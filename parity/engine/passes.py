@@ -12,18 +12,23 @@ import dataclasses
 from typing import Dict, List, Optional
 
 import numpy as np
+import torch
 
 from ..backends import is_float
+from ..backends import mindspore as msb
+from ..backends import torch as tb
 from ..judge.dtypes import cast, eps
 from ..judge.metrics import ArrayPair
 from ..judge.tolerance import resolve
 from ..weights.layouts import by_torch_name, ms_label, torch_layout
-from . import messages as report
-from .inputs import Inputs, _normal, _unit_floats, seeded_stream
-from .localize import LayerTable, Localizer, Recording, align_layers, settle
+from .diagnosis import messages
+from .diagnosis.alignment import align_layers
+from .diagnosis.recording import Localizer, Recording
+from .diagnosis.verdicts import LayerTable, settle
+from .inputs import Inputs, normal_floats, seeded_stream, unit_floats
 from .side_errors import backward, run_side
 
-__all__ = ["Passes", "buffers_of", "perturbed_inputs", "draw_seed"]
+__all__ = ["Passes", "buffers_of", "perturbed_inputs", "draw_seed", "seeded_cotangents"]
 
 
 def perturbed_inputs(data: Inputs, seed: int, draw: int, ulps: float) -> Inputs:
@@ -32,7 +37,7 @@ def perturbed_inputs(data: Inputs, seed: int, draw: int, ulps: float) -> Inputs:
     def move(name, array):
         if not is_float(array) or array.dtype.kind == "c" or array.size == 0:
             return array
-        u = _unit_floats(seeded_stream(seed, f"envelope:{draw}:{name}"), array.size).reshape(array.shape)
+        u = unit_floats(seeded_stream(seed, f"envelope:{draw}:{name}"), array.size).reshape(array.shape)
         step = eps(array.dtype) * ulps * np.where(u < 0.5, -1.0, 1.0)
         return (array * (1.0 + step)).astype(array.dtype)
 
@@ -60,13 +65,10 @@ class Passes:
         amp=None,
         keep_layers=False,
     ):
-        from ..backends import mindspore as msb
-        from ..backends import torch as tb
-
         self.ms_cell, self.torch_module, self.data, self.wmap = ms_cell, torch_module, data, wmap
         self.ms_data = ms_data if ms_data is not None else data  # each side's inputs in its own dtype
         self.grads, self.train, self.seed, self.device = grads, train, seed, device
-        self.amp = amp  # parity.amp.Amp of a mixed-precision pair
+        self.amp = amp  # parity.engine.amp.Amp of a mixed-precision pair
         self.trainable = wmap.trainable_pairs()
         self.pairs: List[ArrayPair] = []
         self.structure: Optional[str] = None  # set when the two sides return different output structures
@@ -94,8 +96,6 @@ class Passes:
         return self._stack.__exit__(*exc_info)
 
     def _torch_pass(self):
-        from ..backends import torch as tb
-
         if self.torch_recording is not None:
             self.torch_layers = self._stack.enter_context(
                 tb.capture(self.torch_module, self.torch_recording, backward=self.backward_layers)
@@ -103,12 +103,10 @@ class Passes:
         return tb.Pass(self.torch_module, self.data, grads=self.grads, device=self.device)
 
     def torch_forward(self) -> None:
-        from ..backends import torch as tb
-
         self.torch_side = run_side(self._torch_pass, "PyTorch")
         self._changed(self.torch_side, "PyTorch")
         self.torch_buffers = buffers_of(tb, self.torch_module, self.wmap, "torch") if self.train else {}
-        self.cotangents = _cotangents(self.torch_side, self.seed)
+        self.cotangents = seeded_cotangents(self.torch_side, self.seed)
 
     def _torch_backward(self):
         if self.torch_grads is None:
@@ -118,8 +116,6 @@ class Passes:
         return self.torch_grads
 
     def ms_pass(self, mode: str, *, compare: bool = True) -> None:
-        from ..backends import mindspore as msb
-
         for name, value in self.ms_start.items():
             msb.write(self.ms_cell, name, value)
         hooks = self.localizer is not None and mode == "pynative"
@@ -199,14 +195,12 @@ class Passes:
         settle(self.localizer.backward)
         return LayerTable(self.localizer.forward, self.localizer.backward)
 
-    def judge(self, judge, candidates, references) -> None:
-        """Have ``judge`` (:func:`parity.judge.envelope.judge_envelope` or
+    def rerun_for(self, decide, candidates, references) -> None:
+        """Have ``decide`` (:func:`parity.judge.envelope.judge_envelope` or
         :func:`parity.judge.golden.judge_golden`) give ``candidates`` their verdicts, PyTorch's
         reruns made here: the float64 pass from the same start (``references`` where it ran
         already; kept there for the next judge), and the passes with every input, weight, layer
         output and gradient moved as each rerun asks, with the same dropout masks as the first run."""
-        from ..backends import torch as tb
-
         after = tb.buffers(self.torch_module)
 
         def rerun(spec):
@@ -242,7 +236,7 @@ class Passes:
                     self.train,
                 ).items()
 
-        spreads = judge(candidates, rerun)
+        spreads = decide(candidates, rerun)
         tb.set_buffers(self.torch_module, after)
         note = _unused_note(candidates, spreads)
         if note:
@@ -250,8 +244,6 @@ class Passes:
 
     def float64_reference(self, module64):
         """The float64 PyTorch pass; its layers too, as the localiser's noise floor."""
-        from ..backends import torch as tb
-
         capture = contextlib.nullcontext()
         if self.localizer is not None:
             if self.grads:
@@ -268,10 +260,7 @@ _GRADIENTS = ("input grad", "param grad")
 
 def _layer_alignment(ms_cell, torch_module, wmap):
     """MindSpore layer path -> PyTorch layer path: same path, else as the weight map paired them,
-    else by structure (see :func:`parity.engine.localize.align_layers`)."""
-    from ..backends import mindspore as msb
-    from ..backends import torch as tb
-
+    else by structure (see :func:`parity.engine.diagnosis.alignment.align_layers`)."""
     ms_kinds, torch_kinds = msb.layer_kinds(ms_cell), tb.layer_kinds(torch_module)
     known = {path: path for path in ms_kinds if path and path in torch_kinds}
     for pair in wmap.pairs:
@@ -301,14 +290,14 @@ def _unused_note(candidates, spreads) -> Optional[str]:
     )
 
 
-def _cotangents(torch_side, seed: int) -> Dict[str, np.ndarray]:
+def seeded_cotangents(torch_side, seed: int) -> Dict[str, np.ndarray]:
     """A seeded N(0, 1) cotangent for every floating output: the VJP direction, never ``.sum()``."""
     cots = {}
     for path, value in torch_side.values:
         if is_float(value):
             count = int(value.size)
             cots[path] = (
-                _normal(seeded_stream(seed, f"cotangent:{path}"), count).reshape(value.shape).astype(value.dtype)
+                normal_floats(seeded_stream(seed, f"cotangent:{path}"), count).reshape(value.shape).astype(value.dtype)
             )
     return cots
 
@@ -334,7 +323,7 @@ def _structure_problem(ms_side, torch_side) -> Optional[str]:
     same structure: outputs are matched by path)."""
     ms_paths, torch_paths = [p for p, _ in ms_side.values], [p for p, _ in torch_side.values]
     if sorted(ms_paths) != sorted(torch_paths) or len(set(ms_paths)) != len(ms_paths):
-        return report.structure_message(ms_paths, torch_paths)
+        return messages.structure_message(ms_paths, torch_paths)
     return None
 
 
@@ -397,10 +386,6 @@ def draw_seed(seed: int, draw: int) -> int:
 def _reference_values(module, data, grads, device, cotangents, wmap, train, cast=None):
     """The same forward and VJP on the PyTorch side again (in float64 with ``cast``), keyed like
     ``ArrayPair.key``."""
-    import torch
-
-    from ..backends import torch as tb
-
     dtype = getattr(torch, cast) if cast else None
     label = f"PyTorch {cast}" if cast else "PyTorch (rounding envelope)"
     side = run_side(lambda: tb.Pass(module, data, grads=grads, device=device, cast=dtype), label)

@@ -7,6 +7,7 @@ from typing import List, Optional, Tuple
 
 from ..judge.metrics import Comparison
 from ..weights.transfer import WeightReport
+from .diagnosis.messages import result_line
 
 __all__ = ["Result", "Steps", "Verdicts"]
 
@@ -65,15 +66,15 @@ class Result(Verdicts):
     case: str = ""
     location: str = ""
     notes: List[str] = field(default_factory=list)
-    layers: Optional[object] = None  # parity.engine.localize.LayerTable, when layers were captured
+    layers: Optional[object] = None  # parity.engine.diagnosis.verdicts.LayerTable, when layers were captured
     problem: str = ""  # a structural failure found before any value was compared
     device_setup: Optional[object] = None  # parity.judge.devices.DeviceSetup: where both sides ran
-    # parity.amp.PrecisionRow per layer of a mixed-precision check (amp=...) whose layers were captured
+    # parity.engine.amp.PrecisionRow per layer of a mixed-precision check (amp=...) whose layers were captured
     precisions: Optional[list] = None
     repro: Optional[str] = None  # the standalone repro's test file, once written (write_repro)
-    # parity.engine.repro.Source: the pair as checked, kept by a failed check for write_repro
+    # parity.engine.diagnosis.repro.capture.Source: the pair as checked, kept by a failed check for write_repro
     repro_source: Optional[object] = field(default=None, repr=False, compare=False)
-    # parity.engine.localize.NonFiniteOrigin: the first layer where NaN/Inf appeared on one side only
+    # parity.engine.diagnosis.verdicts.NonFiniteOrigin: the first layer where NaN/Inf appeared on one side only
     first_nonfinite: Optional[object] = None
 
     @property
@@ -85,7 +86,8 @@ class Result(Verdicts):
         test file and one data file reproducing the divergence of its smallest failing part with
         MindSpore, PyTorch, numpy and pytest alone. Returns the test file's path (also kept in
         ``repro``); raises :class:`parity.ParityNoRepro` saying why where none can be written."""
-        from .repro import write_repro
+        # Here, not at the top: nightly reads Result without a framework, and the repro runs both.
+        from .diagnosis.repro.cut import write_repro
 
         return write_repro(self, directory, timeout=timeout)
 
@@ -102,6 +104,4 @@ class Result(Verdicts):
     def __str__(self) -> str:
         """One line: the verdict, the worst tensor and its margin, and the first divergence; the
         full record is ``repr`` and the fields."""
-        from .messages import result_line
-
         return result_line(self)

@@ -14,6 +14,7 @@ import re
 import sys
 import traceback
 
+from ..backends import mindspore as msb
 from ..errors import ParityUnsupported, ParityUsageError
 
 __all__ = ["missing_kernel", "run_side", "backward", "side_step", "framework_error"]
@@ -108,8 +109,6 @@ def backward(side, cotangents, params, label: str):
 
 def _recover(label: str) -> None:
     if label == "MindSpore":
-        from ..backends import mindspore as msb
-
         msb.recover()
 
 

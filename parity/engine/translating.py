@@ -1,10 +1,13 @@
 """``parity.translate`` with example inputs: the inputs drawn as :func:`parity.check` draws them,
-handed to the translation as PyTorch tensors to trace on (:mod:`parity.translation.concrete`)."""
+handed to the translation as PyTorch tensors to trace on (:mod:`parity.translation.trace.concrete`)."""
 
 from __future__ import annotations
 
+from ..backends import torch as tb
 from ..options import parse_seed
+from ..translation import translate
 from .inputs import materialize, per_side_inputs
+from .settings import DEFAULT_SEED
 
 __all__ = ["run_translate"]
 
@@ -13,13 +16,8 @@ def run_translate(torch_module, inputs=None, *, device: str = "CPU", seed=None, 
     """See :func:`parity.translate`. ``inputs`` as :func:`parity.check` takes them, drawn under ``seed``
     (else ``default_seed``, else check's default), so that ``check`` with the same inputs and seed
     runs the very values the trace saw."""
-    from ..translation import translate
-
     if inputs is None:
         return translate(torch_module, device=device)
-    from ..backends import torch as tb
-    from .check import DEFAULT_SEED
-
     seed = parse_seed(seed, "translate(seed=...)")
     seed = seed if seed is not None else default_seed if default_seed is not None else DEFAULT_SEED
     data = materialize(inputs, seed)

@@ -1,6 +1,6 @@
 """Numbers only: flatten outputs into named pairs and measure how far apart they are.
 
-Nothing here formats a message (see :mod:`parity.engine.messages`), so wording can change without
+Nothing here formats a message (see :mod:`parity.engine.diagnosis.messages`), so wording can change without
 touching the numerics.
 """
 

@@ -14,11 +14,11 @@ import torch
 from mindspore import nn
 
 from parity.errors import ParityMismatch, ParityUsageError
-from parity.mismatch_checks.pairs import Measurement, _inputs, _raised, flush_mindspore, resolve
+from parity.mismatch_checks.pairs import Measurement, flush_mindspore, input_specs, raised_measurement, resolve
 from parity.registry.schema import Entry, SelfTestSpec
 
 if TYPE_CHECKING:
-    from parity.engine.localize import LayerTable
+    from parity.engine.diagnosis.verdicts import LayerTable
 
 __all__ = ["amp_pair"]
 
@@ -55,7 +55,8 @@ def amp_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *, d
     """ "precision" where the layer ran in the precisions ``entry.amp`` states (with ``after``: its
     output's dtype, what the next layer runs in), "agrees" where both sides ran it alike (stale),
     "raises" where the level cannot convert the Cell."""
-    from parity.engine.check import Settings, run_check
+    from parity.engine.check import run_check
+    from parity.engine.settings import Settings
 
     two = len(inputs) == 2
     torch_module = (_Module2 if two else _Module1)(resolve(entry.torch)(**spec.torch_kwargs))
@@ -64,7 +65,7 @@ def amp_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *, d
         result = run_check(
             ms_cell,
             torch_module,
-            _inputs(inputs),
+            input_specs(inputs),
             grads=spec.grads,
             localize=True,
             amp=spec.amp,
@@ -74,7 +75,7 @@ def amp_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *, d
         result = exc.result
     except ParityUsageError as exc:  # ParityUnsupported: the level's rewrite fails on this Cell
         flush_mindspore()
-        raised = _raised(exc)
+        raised = raised_measurement(exc)
         error = next(
             (line.strip() for line in str(exc).splitlines() if re.match(r"\s*\w+(Error|Exception): ", line)), ""
         )

@@ -35,6 +35,8 @@ __all__ = [
     "flush_mindspore",
     "first_shape",
     "dtype_pair",
+    "raised_measurement",
+    "input_specs",
 ]
 
 _T = TypeVar("_T")
@@ -94,7 +96,7 @@ _NOISE = re.compile(
 )
 
 
-def _raised(exc: BaseException) -> Measurement:
+def raised_measurement(exc: BaseException) -> Measurement:
     """A failure to build or run: the most telling line as detail, the whole text for ``raises``."""
     text = str(exc)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
@@ -108,7 +110,7 @@ def _raised(exc: BaseException) -> Measurement:
     return Measurement("raises", None, line if len(line) <= 100 else line[:97] + "...", f"{type(exc).__name__}: {text}")
 
 
-def _inputs(specs: Sequence[Mapping[str, Any]]):
+def input_specs(specs: Sequence[Mapping[str, Any]]):
     from ..engine import inputs as parity_inputs
 
     made = []
@@ -149,13 +151,14 @@ def flush_mindspore() -> None:
 def module_pair(
     entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *, fixed: bool, device: str, seed: int
 ) -> Measurement:
-    from ..engine.check import Settings, run_check
+    from ..engine.check import run_check
+    from ..engine.settings import Settings
 
     torch_module = resolve(spec.torch_api or entry.torch)(**spec.torch_kwargs)
     try:
         ms_cell = resolve(api)(**ms_kwargs)
     except Exception as exc:  # the naive MindSpore construction is rejected
-        return _raised(exc)
+        return raised_measurement(exc)
     name_map = _weights_map(entry) if fixed and entry.weights else None
     weights = "copy" if fixed else spec.weights
     mode = (spec.fixed_ms_mode or spec.ms_mode) if fixed else spec.ms_mode
@@ -163,7 +166,7 @@ def module_pair(
         result = run_check(
             ms_cell,
             torch_module,
-            _inputs(inputs),
+            input_specs(inputs),
             weights=weights,
             grads=spec.grads,
             train=spec.train,
@@ -179,7 +182,7 @@ def module_pair(
         if text.startswith(("Unmapped parameters", "Parameter shapes differ")):
             return Measurement("params", None, _params_detail(text), text)
         if "raised during" in text:
-            return _raised(exc)
+            return raised_measurement(exc)
         return Measurement("usage", None, text.splitlines()[0][:100], text)
     values = [c.max_abs for c in result.comparisons if c.problem is None and c.max_abs is not None]
     return Measurement("agrees", max(values, default=0.0), "agrees")
@@ -193,28 +196,28 @@ def dtype_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *,
 
     from ..backends import mindspore as msb
     from ..engine import inputs as parity_inputs
-    from ..engine.passes import _cotangents
+    from ..engine.passes import seeded_cotangents
     from ..judge.dtypes import cast, is_floating
 
     msb.prepare(seed=seed, device=device)
     try:
         cell = resolve(api)(**ms_kwargs).to_float(getattr(ms, spec.dtype))
     except Exception as exc:  # the construction is rejected
-        return _raised(exc)
+        return raised_measurement(exc)
     cell.set_train(spec.train)
-    data = parity_inputs.materialize(_inputs(inputs), seed)
+    data = parity_inputs.materialize(input_specs(inputs), seed)
     data = parity_inputs.Inputs(
         tuple(cast(a, spec.dtype) if is_floating(a.dtype) else a for a in data.args), {}, data.descriptions
     )
     try:
         side = msb.Pass(cell, data, grads=spec.grads, mode=spec.ms_mode)
-        # the attribute engine.passes._cotangents reads a pass's outputs from
+        # the attribute engine.passes.seeded_cotangents reads a pass's outputs from
         side.values = side.outputs()  # type: ignore[attr-defined]
         if spec.grads:
-            side.backward(_cotangents(side, seed), [])
+            side.backward(seeded_cotangents(side, seed), [])
     except Exception as exc:  # the missing kernel
         flush_mindspore()
-        return _raised(exc)
+        return raised_measurement(exc)
     return Measurement("agrees", 0.0, f"runs in {spec.dtype}")
 
 
@@ -269,18 +272,18 @@ def loss_training_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, *,
     state or parameters: values)."""
     import torch
 
-    from ..engine.check import Settings
+    from ..engine.settings import Settings
     from ..engine.training.loop import run_training
     from ..translation import translate
 
-    batches = [_inputs(batch) for batch in _given(spec.batches)]
+    batches = [input_specs(batch) for batch in _given(spec.batches)]
     torch.manual_seed(seed)
     features = _given(first_shape(_given(spec.batches)[0]))[-1]
     model = torch.nn.Linear(features, features)
     try:
         ms_loss = resolve(api)(**ms_kwargs)
     except Exception as exc:  # the naive MindSpore construction is rejected
-        return _raised(exc)
+        return raised_measurement(exc)
     torch_loss = resolve(entry.torch)(**spec.torch_kwargs)
     try:
         result = run_training(
@@ -296,7 +299,7 @@ def loss_training_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, *,
         return _classify_training(exc.result)
     except ParityUsageError as exc:
         flush_mindspore()
-        return _raised(exc)
+        return raised_measurement(exc)
     values = [c.max_abs for c in result.comparisons if c.problem is None and c.max_abs is not None]
     return Measurement("agrees", max(values, default=0.0), "agrees")
 
@@ -393,7 +396,7 @@ def optimizer_pair(
         ms_final = ms_param.asnumpy()
     except Exception as exc:  # no kernel, or the arguments are rejected
         flush_mindspore()
-        return _raised(exc)
+        return raised_measurement(exc)
     torch_param = torch.nn.Parameter(torch.from_numpy(start.copy()))
     torch_opt = resolve(entry.torch)([torch_param], **spec.torch_kwargs)
     for grad in grads:
@@ -425,7 +428,7 @@ def clip_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device: str
         ms_out = [t.asnumpy() for t in resolve(api)(tuple(ms.Tensor(g) for g in grads), **ms_kwargs)]
     except Exception as exc:  # no kernel, or the arguments are rejected
         flush_mindspore()
-        return _raised(exc)
+        return raised_measurement(exc)
     params = [torch.nn.Parameter(torch.zeros(shape)) for _ in grads]
     for param, grad in zip(params, grads):
         param.grad = torch.from_numpy(grad.copy())
@@ -446,7 +449,7 @@ def schedule_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device:
     try:
         ms_lrs = [float(v) for v in resolve(api)(**ms_kwargs)]
     except Exception as exc:  # the arguments are rejected
-        return _raised(exc)
+        return raised_measurement(exc)
     param = torch.nn.Parameter(torch.zeros(1))
     optimizer = torch.optim.SGD([param], lr=float(_given(spec.optimizer).get("lr", 0.1)))
     scheduler = resolve(entry.torch)(optimizer, **spec.torch_kwargs)
@@ -469,19 +472,20 @@ def schedule_pair(entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, device:
 
 def check_available(record, *, device: str = "CPU", seed: int = 1234) -> Measurement:
     """Run an ``[[available]]`` record: the API must build, run and agree with PyTorch."""
-    from ..engine.check import Settings, run_check
+    from ..engine.check import run_check
+    from ..engine.settings import Settings
 
     with quiet():
         torch_module = resolve(record.torch)(**record.kwargs)
         ms_cell = resolve(record.mindspore)(**record.kwargs)
         try:
             result = run_check(
-                ms_cell, torch_module, _inputs(record.inputs), settings=Settings(seed=seed, device=device)
+                ms_cell, torch_module, input_specs(record.inputs), settings=Settings(seed=seed, device=device)
             )
         except ParityMismatch as exc:
             return _classify(exc)
         except ParityUsageError as exc:
             flush_mindspore()
-            return _raised(exc)
+            return raised_measurement(exc)
     values = [c.max_abs for c in result.comparisons if c.problem is None and c.max_abs is not None]
     return Measurement("agrees", max(values, default=0.0), "agrees")

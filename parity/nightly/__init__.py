@@ -10,22 +10,3 @@ May import: the judge, the engine's result types (to turn a result into a record
 hooks of records, baselines and shards), :mod:`parity.options` and :mod:`parity.errors`. Never a
 framework: a report is made on a machine without one.
 """
-
-from .._moved import old_names as _old_names
-
-# The flat layout's parity.nightly module: its public names now live in .baseline (see parity._moved).
-__getattr__ = _old_names(
-    __name__,
-    "baseline",
-    (
-        "BASELINE",
-        "SAVE_BASELINE",
-        "DRIFT",
-        "DRIFT_FAILS",
-        "Baseline",
-        "add_options",
-        "register",
-        "wants_records",
-        "parse_factor",
-    ),
-)

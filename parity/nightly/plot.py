@@ -47,7 +47,7 @@ td.fail{color:#d62728;font-weight:bold}.legend span{display:inline-block;margin-
 def plot_training(result: object, path: Union[str, "os.PathLike[str]"]) -> Path:
     """Write the loss curves and per-step margins of ``result`` (a :class:`parity.TrainingResult`,
     passed or from ``ParityMismatch.result``) to the HTML file ``path``; returns its path."""
-    from ..engine.training.loop import TrainingResult
+    from ..engine.training.result import TrainingResult
 
     if not isinstance(result, TrainingResult):
         raise ParityUsageError(
@@ -265,7 +265,7 @@ def _margin_chart(steps: Sequence[int], margins: Sequence[float], failing: Seque
 
 
 def _table(result: TrainingResult) -> str:
-    from ..engine.training import STAGES
+    from ..engine.training.result import STAGES
 
     stages = list(STAGES)[1:]
     head = "".join(f"<th>{escape(h)}</th>" for h in ["step", "loss MindSpore", "loss PyTorch", *stages])

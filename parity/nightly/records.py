@@ -33,11 +33,11 @@ from . import environment
 from .schema import check_fields
 
 if TYPE_CHECKING:
-    from ..engine.check import Settings
-    from ..engine.generation import GenerationResult
-    from ..engine.localize import LayerTable, LayerVerdict
+    from ..engine.diagnosis.verdicts import LayerTable, LayerVerdict
+    from ..engine.generation.result import GenerationResult
     from ..engine.result import Result, WeightReport
-    from ..engine.shapes import ShapeCheck, ShapesResult
+    from ..engine.settings import Settings
+    from ..engine.shapes.result import ShapeCheck, ShapesResult
     from ..engine.training.result import TrainingResult
     from ..judge.envelope import Envelope
     from ..judge.golden import Golden
@@ -230,7 +230,7 @@ def _first_divergence(layers: Optional[LayerTable]) -> Optional[Dict[str, Any]]:
 
 
 def _own(verdict: LayerVerdict) -> Dict[str, Any]:
-    """A layer's own error (fed PyTorch's inputs; see parity.engine.own), where it was measured."""
+    """A layer's own error (fed PyTorch's inputs; see parity.engine.diagnosis.own), where it was measured."""
     return {
         "own_error": getattr(verdict, "own_error", None),
         "own_margin": getattr(verdict, "own_margin", None),
@@ -247,7 +247,7 @@ def _own_errors(layers: Optional[LayerTable]) -> Optional[List[Dict[str, Any]]]:
 
 
 def _first_nonfinite(result: CheckResult) -> Optional[Dict[str, Any]]:
-    origin = getattr(result, "first_nonfinite", None)  # parity.engine.localize.NonFiniteOrigin
+    origin = getattr(result, "first_nonfinite", None)  # parity.engine.diagnosis.verdicts.NonFiniteOrigin
     if origin is None:
         return None
     record: Dict[str, Any] = origin.as_dict()
@@ -421,9 +421,9 @@ def _shapes_fields(result: ShapesResult) -> Dict[str, Any]:
 def _result_fields(result: CheckResult) -> Dict[str, Any]:
     if isinstance(result, DataParallelResult):
         return _parallel_fields(result)
-    if hasattr(result, "signature"):  # parity.engine.shapes.ShapesResult
+    if hasattr(result, "signature"):  # parity.engine.shapes.result.ShapesResult
         return _shapes_fields(cast("ShapesResult", result))
-    if hasattr(result, "use_cache"):  # parity.engine.generation.GenerationResult
+    if hasattr(result, "use_cache"):  # parity.engine.generation.result.GenerationResult
         return _generation_fields(cast("GenerationResult", result))
     training = hasattr(result, "steps")
     # typed views of the one result: only the one that ``training`` names is read

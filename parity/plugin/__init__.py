@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from .. import options as opts
+from ..engine.settings import DEFAULT_SEED
 from ..errors import ParityUsageError
 from ..nightly import baseline as nightly
 from ..nightly import records
@@ -115,7 +116,7 @@ def pytest_configure(config):
 
 
 def pytest_collect_file(file_path: Path, parent):
-    from ..engine.case import looks_like_case_file
+    from ..catalogue import looks_like_case_file
 
     if file_path.suffix != ".py" or file_path.name == "conftest.py":
         return None
@@ -290,8 +291,6 @@ class _ReportWriter:
     def _lost(self, nodeid, verdict, message, worker):
         self.running.pop(nodeid, None)
         self.lost.append((nodeid, verdict))
-        from ..engine.check import DEFAULT_SEED
-
         seed = opts.parse_seed(self.config.getoption(opts.SEED.dest), opts.SEED.flag)
         self.file.write(
             records.lost_record(

@@ -9,8 +9,8 @@ import pytest
 
 from .. import options as opts
 from ..engine import inputs as input_specs
-from ..engine import messages as report
-from ..engine.check import Settings, run_check
+from ..engine.diagnosis import messages
+from ..engine.settings import Constant, Settings
 from ..errors import ParityError, ParityMismatch, ParityUnsupported, ParityUsageError
 from ..judge.tolerance import ToleranceSpec
 from ..nightly import records
@@ -22,7 +22,7 @@ _GENERATION_MARKER_KEYS = {"tolerance", "weights", "name_map"}  # what check_gen
 
 
 def settings_for(config, nodeid: str, location: str, tolerances=()) -> Settings:
-    """The session's settings (seed, mode, device) as the runner takes them."""
+    """The session's settings (seed, mode, device) as the engine's checks take them."""
     seed = opts.parse_seed(config.getoption(opts.SEED.dest), opts.SEED.flag)
     mode = config.getoption(opts.MODE.dest)
     device = config.getoption(opts.DEVICE.dest)
@@ -72,7 +72,7 @@ class CaseFile(pytest.File):
         if not self.config.getoption(opts.PARITY):
             yield SkippedCases.from_parent(self, name="[needs --parity]")
             return
-        from ..engine.case import load_cases
+        from ..catalogue import load_cases
 
         try:
             cases = load_cases(self.path)
@@ -113,7 +113,7 @@ class CaseItem(pytest.Item):
         self.variant = variant
 
     def runtest(self):
-        from ..engine.case import build
+        from ..catalogue import build
 
         case = self.variant.case
         location = f"{self.path.relative_to(self.config.rootpath) if self.path.is_relative_to(self.config.rootpath) else self.path}:{case.line}"
@@ -126,10 +126,10 @@ class CaseItem(pytest.Item):
             try:
                 result = self.variant.run(ms_cell, torch_module, settings)
             except ParityMismatch as exc:
-                self._parity_summary = report.summary_line(self.nodeid, exc.result, expected=bool(case.xfail))
+                self._parity_summary = messages.summary_line(self.nodeid, exc.result, expected=bool(case.xfail))
                 raise
             recorded.result = result
-        self._parity_summary = report.summary_line(self.nodeid, result)
+        self._parity_summary = messages.summary_line(self.nodeid, result)
 
     def repr_failure(self, excinfo):
         return _short_failure(excinfo) or super().repr_failure(excinfo)
@@ -142,7 +142,7 @@ class FixtureChecker:
     """What the ``parity`` fixture returns: ``check`` bound to the session and the marker, and
     the input specs, so that a test needs no second import of the package."""
 
-    from ..engine.case import TRANSLATE
+    from ..catalogue import TRANSLATE
     from ..judge.tolerance import Tolerance
 
     randn, uniform, randint = (
@@ -153,8 +153,6 @@ class FixtureChecker:
 
     @staticmethod
     def constant(value: float):
-        from ..engine.check import Constant
-
         return Constant(float(value))
 
     def __init__(self, request):
@@ -177,6 +175,8 @@ class FixtureChecker:
 
     def _check(self, ms_cell, torch_module, inputs, **kwargs):
         __tracebackhide__ = True
+        from ..engine.check import run_check
+
         return self._run(run_check, "check", dict(self._defaults), ms_cell, torch_module, inputs, **kwargs)
 
     def _run(self, engine, call, defaults, ms_cell, torch_module, data, **kwargs):
@@ -192,11 +192,11 @@ class FixtureChecker:
             try:
                 result = engine(ms_cell, torch_module, data, settings=settings, **{**defaults, **kwargs})
             except ParityMismatch as exc:
-                node._parity_summary = report.summary_line(node.nodeid, exc.result)
+                node._parity_summary = messages.summary_line(node.nodeid, exc.result)
                 raise
             recorded.result = result
         self.results.append(result)
-        node._parity_summary = report.summary_line(node.nodeid, result)
+        node._parity_summary = messages.summary_line(node.nodeid, result)
         return result
 
     def check_training(self, ms_cell, torch_module, batches, *, acknowledge=(), **kwargs):
@@ -234,7 +234,7 @@ class FixtureChecker:
         """:func:`parity.check_generation` with this session's seed, mode and device, and the
         marker's ``tolerance``, ``weights`` and ``name_map``."""
         __tracebackhide__ = True
-        from ..engine.generation import run_generation
+        from ..engine.generation.run import run_generation
 
         defaults = {k: v for k, v in self._defaults.items() if k in _GENERATION_MARKER_KEYS}
         return self._run(run_generation, "check_generation", defaults, ms_model, torch_model, prompt, **kwargs)
@@ -243,7 +243,7 @@ class FixtureChecker:
         """:func:`parity.check_shapes` with this session's seed, mode and device, and the marker's
         arguments (as :meth:`check` takes them)."""
         __tracebackhide__ = True
-        from ..engine.shapes import run_shapes
+        from ..engine.shapes.run import run_shapes
 
         with acknowledged(self._request.node, tuple(acknowledge)):
             return self._run(run_shapes, "check_shapes", dict(self._defaults), ms_cell, torch_module, inputs, **kwargs)

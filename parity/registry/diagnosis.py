@@ -31,7 +31,7 @@ Model = Any
 
 
 class VerdictView(Protocol):
-    """What :func:`observed` reads of a layer call's verdict (``parity.engine.localize.LayerVerdict``)."""
+    """What :func:`observed` reads of a layer call's verdict (``parity.engine.diagnosis.verdicts.LayerVerdict``)."""
 
     @property
     def direction(self) -> str: ...
@@ -54,7 +54,7 @@ class VerdictView(Protocol):
 
 
 class LayerTableView(Protocol):
-    """A check's layer table (``parity.engine.localize.LayerTable``), as :func:`observed` reads it."""
+    """A check's layer table (``parity.engine.diagnosis.verdicts.LayerTable``), as :func:`observed` reads it."""
 
     @property
     def forward(self) -> Sequence[VerdictView]: ...

@@ -6,21 +6,3 @@ of the other side's, transposed or reshaped (:mod:`.layouts`: ``parity.fuse``/``
 
 May import: the judge, the backends (lazily) and :mod:`parity.errors`.
 """
-
-from .._moved import old_names as _old_names
-
-# The flat layout's parity.weights module: its public names now live in .transfer (see parity._moved).
-__getattr__ = _old_names(
-    __name__,
-    "transfer",
-    (
-        "Pair",
-        "WeightMap",
-        "WeightReport",
-        "map_weights",
-        "copy_weights",
-        "fill_weights",
-        "TORCH_ONLY",
-        "NOT_PERSISTENT",
-    ),
-)

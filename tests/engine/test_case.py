@@ -1,4 +1,4 @@
-"""Catalogue cases (``parity.engine.case``) as written and loaded, without a framework: ``parity list``
+"""Catalogue cases (``parity.catalogue``) as written and loaded, without a framework: ``parity list``
 reads the catalogue importing neither, a dotted path needs its colon, a case is located at the line
 that made it, and two case files of one module name are not confused. Training cases' losses and
 optimizers built from their paths: tests/test_listing.py."""
@@ -70,7 +70,7 @@ def test_a_case_made_through_a_helper_is_located_at_the_line_that_called_it(tmp_
 
 
 def test_two_catalogue_files_with_one_module_name_are_not_confused(tmp_path, monkeypatch):
-    from parity.engine.case import load_cases
+    from parity.catalogue import load_cases
 
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.delitem(sys.modules, "samename_cases", raising=False)

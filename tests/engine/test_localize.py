@@ -8,16 +8,10 @@ import numpy as np
 import pytest
 
 from parity import Tolerance
-from parity.engine.localize import (
-    AMPLIFICATION,
-    LayerVerdict,
-    Localizer,
-    Recording,
-    align_layers,
-    first_divergence,
-    judge,
-    settle,
-)
+from parity.engine.diagnosis.alignment import align_layers
+from parity.engine.diagnosis.recording import Localizer, Recording
+from parity.engine.diagnosis.verdicts import AMPLIFICATION, LayerVerdict, first_divergence, settle
+from parity.engine.diagnosis.verdicts import compare_call as judge
 
 # -- align_layers ------------------------------------------------------------------------------
 

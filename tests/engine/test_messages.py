@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import parity
-from parity.engine import messages as report
+from parity.engine.diagnosis import messages as report
+from parity.engine.diagnosis.verdicts import LayerVerdict
 from parity.engine.inputs import materialize
-from parity.engine.localize import LayerVerdict
 from parity.engine.result import Result
 from parity.judge.envelope import Envelope
 from parity.judge.metrics import Comparison, compare_arrays

@@ -4,7 +4,7 @@ tensor failed in. Results are built from real arrays, as the runner builds them 
 import numpy as np
 import pytest
 
-from parity.engine import messages as report
+from parity.engine.diagnosis import messages as report
 from parity.engine.result import Result
 from parity.judge.metrics import Comparison, compare_arrays
 from parity.judge.tolerance import resolve

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from parity.engine.localize import LayerTable, LayerVerdict
+from parity.engine.diagnosis.verdicts import LayerTable, LayerVerdict
 from parity.registry import rules
 from parity.registry.diagnosis import Seen, observed
 

@@ -9,6 +9,7 @@ caller's folder and everything started can be stopped by id.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shlex
@@ -20,6 +21,8 @@ import sys
 import sysconfig
 import time
 from typing import Dict, List, Optional, Sequence
+
+import torch.distributed as dist
 
 from ...errors import ParityUsageError
 from . import worker
@@ -44,15 +47,11 @@ def _find_msrun() -> Optional[str]:
 
 def missing_launchers() -> List[str]:
     """What this machine lacks to run a data-parallel check, in words (empty: nothing)."""
-    import importlib.util
-
     missing = []
     if importlib.util.find_spec("mindspore") is None:
         missing.append("MindSpore is not installed")
     elif _find_msrun() is None:
         missing.append(f"MindSpore's launcher msrun is neither in {_interpreter_scripts()} nor on PATH")
-    import torch.distributed as dist
-
     if not dist.is_available():
         missing.append("this PyTorch build has no torch.distributed")
     elif not dist.is_gloo_available():

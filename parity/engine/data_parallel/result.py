@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ...judge.metrics import Comparison
-from .. import messages as report
+from ..diagnosis import messages
 from ..result import Steps, Verdicts
 
 __all__ = ["DataParallelResult", "DataParallelStep", "RUNS", "PAIRS", "disagreeing", "failure_message"]
@@ -102,7 +102,7 @@ class DataParallelResult(Steps, Verdicts):
         )
         worst = self.worst
         parts = (
-            [f"worst {worst.kind} '{worst.name}' ({worst.mode}) at {report.fmt(worst.margin)}x allowed"]
+            [f"worst {worst.kind} '{worst.name}' ({worst.mode}) at {messages.fmt(worst.margin)}x allowed"]
             if worst is not None
             else []
         )
@@ -149,7 +149,7 @@ def pair_table(result: DataParallelResult) -> List[str]:
             group = s.pairs[pair]
             worst = max(group, key=lambda c: c.margin)
             failed |= not all(c.passed for c in group)
-            cells.append(f"step {s.step} {report.fmt(worst.margin)}x '{worst.name}'")
+            cells.append(f"step {s.step} {messages.fmt(worst.margin)}x '{worst.name}'")
         lines.append(f"  {'FAIL' if failed else 'ok':<5} {pair:<{width}}  " + "; ".join(cells))
     return lines
 
@@ -190,7 +190,7 @@ def failure_message(result: DataParallelResult) -> str:
         lines += [f"Divergence: first at step {step} of {len(result.steps)}, {pair}, {where(c)}", ""]
         if c.problem is None:
             run, reference = pair.split(" vs ")
-            lines += report._metrics(c, (run, reference)) + [f"Tolerance: {c.tolerance_source} ({c.tolerance})"]
+            lines += messages.metric_lines(c, (run, reference)) + [f"Tolerance: {c.tolerance_source} ({c.tolerance})"]
         else:
             lines.append(
                 f"{c.problem.capitalize()}s differ: {c.ms_shape or c.ms_dtype} vs {c.torch_shape or c.torch_dtype}"

@@ -28,15 +28,24 @@ from collections import Counter
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
+import torch
 
 from ...backends import framework_of
+from ...backends import mindspore as msb
+from ...backends import torch as tb
 from ...errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from ...judge.envelope import Candidate, judge_envelope, near
 from ...judge.metrics import ArrayPair, compare_pair
 from ...judge.tolerance import ToleranceSpec
 from ...options import MODE, parse_seed
-from .. import messages as report
-from ..check import Settings
+from ...registry import diagnose
+from ..diagnosis import messages
+from ..factories import TRANSLATE, resolve
+from ..settings import Settings
+from ..side_errors import framework_error
+from ..training.loop import batch_list, refuse_dropout
+from ..training.optimizers import Optimizers, Schedulers, losses_of
+from ..training.reruns import TorchReruns
 from . import worker
 from .launch import LABELS, WHERE, Launch, environment, missing_launchers, wait_all
 from .result import PAIRS, RUNS, DataParallelResult, DataParallelStep, failure_message
@@ -58,19 +67,17 @@ _KINDS = {"loss": "loss", "grad": "param grad", "param": "parameter", "buffer": 
 
 def _dotted(factory, label: str, allow_translate: bool = False) -> str:
     """``"package.module:Name"`` for a factory the workers can import."""
-    from ..case import TRANSLATE, _resolve
-
     if allow_translate and factory == TRANSLATE:
         return TRANSLATE
     if isinstance(factory, str) and ":" in factory:
-        _resolve(factory, f"{WHERE} {label}")
+        resolve(factory, f"{WHERE} {label}")
         return factory
     if callable(factory):
         module, name = getattr(factory, "__module__", None), getattr(factory, "__qualname__", "")
         if module and module != "__main__" and "<" not in name:
             path = f"{module}:{name}"
             try:
-                if _resolve(path, label) is factory:
+                if resolve(path, label) is factory:
                     return path
             except ParityUsageError:
                 pass
@@ -96,8 +103,6 @@ def _positive(value, label: str, least: int) -> int:
 
 
 def _batches(batches, steps: int, workers: int, seed: int):
-    from ..training.loop import batch_list
-
     try:
         data, described = batch_list(batches, steps, seed)
     except ParityUsageError as exc:
@@ -127,8 +132,6 @@ def _batches(batches, steps: int, workers: int, seed: int):
 
 
 def _optimizer_spec(optimizer, module) -> Dict[str, object]:
-    import torch
-
     built = optimizer(module.parameters())
     if not isinstance(built, torch.optim.Optimizer):
         raise ParityUsageError(
@@ -179,11 +182,6 @@ def _check_call(ms_factory, torch_factory, batches, loss, optimizer, steps, work
 
 def _write_job(job_dir: str, job: dict, arrays: Dict[str, np.ndarray], optimizer) -> Dict[str, object]:
     """Build both models here (usage errors before any worker trains), then write the job."""
-    from ...backends import mindspore as msb
-    from ...backends import torch as tb
-    from ..training.loop import refuse_dropout
-    from ..training.optimizers import Optimizers, losses_of
-
     module = worker.torch_model(job, {})
     if framework_of(module) != "torch":
         raise ParityUsageError(
@@ -214,8 +212,6 @@ def _write_job(job_dir: str, job: dict, arrays: Dict[str, np.ndarray], optimizer
 def _refuse_unsupported(cell, module, device: str) -> None:
     """Layers the registry knows not to run on ``device`` (SyncBatchNorm on CPU): refused before
     any worker trains, rather than crashing every worker."""
-    from ...registry import diagnose
-
     found = [d for d in diagnose(cell, module, device=device) if d.entry.kind == "unsupported"]
     if found:
         raise ParityUnsupported(
@@ -229,8 +225,6 @@ def _refuse_unsupported(cell, module, device: str) -> None:
 
 def _batch_norms(module) -> List[str]:
     """Paths of batch-norm layers that normalise each worker's shard on its own (not SyncBatchNorm)."""
-    import torch
-
     return [
         name
         for name, m in module.named_modules()
@@ -323,7 +317,7 @@ def _compare_records(run: dict, reference: dict, label: str, chain, skip_buffers
     return found
 
 
-def _judge(job_dir: str, workers: int, steps: int, chain, arrays, sync_free_norms: List[str]):
+def _compare_runs(job_dir: str, workers: int, steps: int, chain, arrays, sync_free_norms: List[str]):
     """The steps compared by tolerance, the row and agreement findings, and the tensors near or
     beyond their tolerance, as envelope candidates keyed (step, key), each with PyTorch single's value
     there, around which the rounding envelope is drawn."""
@@ -357,7 +351,7 @@ def _judge(job_dir: str, workers: int, steps: int, chain, arrays, sync_free_norm
                 if off and not any(f"{label} worker {rank}'s" in a for a in agreement):
                     agreement.append(
                         f"{label} worker {rank}'s parameters left worker 0's at step {step + 1} "
-                        f"('{off[0].name}', {report.fmt(off[0].margin)}x allowed): the workers did not "
+                        f"('{off[0].name}', {messages.fmt(off[0].margin)}x allowed): the workers did not "
                         "apply the same all-reduced gradients"
                     )
         losses = {run: float(records[run]["loss"]["loss"]) for run in RUNS}
@@ -367,7 +361,7 @@ def _judge(job_dir: str, workers: int, steps: int, chain, arrays, sync_free_norm
 
 def _compare_step(records: Dict[str, dict], pairs, chain, step: int, close: list):
     """Step ``step``'s (0-based) comparisons per pair "run vs reference", by tolerance; the ones near
-    or beyond it are added to ``close`` as envelope candidates (see :func:`_judge`)."""
+    or beyond it are added to ``close`` as envelope candidates (see :func:`_envelope_verdicts`)."""
     compared = {
         f"{run} vs {ref}": _compare_records(records[run], records[ref], f"{run} vs {ref}", chain, False)
         for run, ref in pairs
@@ -384,22 +378,18 @@ def _compare_step(records: Dict[str, dict], pairs, chain, step: int, close: list
     return {label: [c for _, c in found] for label, found in compared.items()}
 
 
-def _judge_in_envelope(close, built, loss, optimizer, arrays, steps: int, seed: int, device: str) -> None:
+def _envelope_verdicts(close, built, loss, optimizer, arrays, steps: int, seed: int, device: str) -> None:
     """Give the tensors near or beyond their tolerance their rounding-envelope verdict: PyTorch's
-    single-process training again from the same start (:class:`parity.engine.training.loop.TorchReruns`), its
+    single-process training again from the same start (:class:`parity.engine.training.reruns.TorchReruns`), its
     spread around PyTorch single's values standing for every run's. The parallel runs differ from
     the single ones by the order their gradients are summed in (the all-reduce), a rounding-level
     difference as well; under Adam a gradient at rounding level (a bias before a batch norm) takes
     either sign in every run, and the envelope sees it do so."""
-    from ...backends import torch as tb
-    from ..training.optimizers import Optimizers, Schedulers
-    from ..training.reruns import TorchReruns
-
     module, wmap = built
     data = []
     for step in range(steps):
         batch = worker.batch_arrays(arrays, step)
-        data.append(worker._inputs(batch, np.arange(batch["target"].shape[0])))
+        data.append(worker.batch_rows(batch, np.arange(batch["target"].shape[0])))
     reruns = TorchReruns(
         module,
         loss,
@@ -413,21 +403,17 @@ def _judge_in_envelope(close, built, loss, optimizer, arrays, steps: int, seed: 
         seed,
         tb.state_of(module),
     )
-    reruns.judge(judge_envelope, close, dtype=np.float64)
+    reruns.rerun_for(judge_envelope, close, dtype=np.float64)
 
 
 def _single(job_dir: str, framework: str) -> None:
     """The single-process run of ``framework``, here; what the framework raises becomes a usage error."""
-    from ..side_errors import framework_error
-
     try:
         worker.run(job_dir, framework, 0, 1, parallel=False)
     except ParityUsageError:
         raise
     except Exception as exc:
         if framework == "mindspore":
-            from ...backends import mindspore as msb
-
             msb.recover()
         raise framework_error(LABELS[framework], exc, "the single-process training run") from None
 
@@ -487,12 +473,12 @@ def run_data_parallel(
         seconds["single runs"] = round(time.monotonic() - launches[0].started - seconds["job"], 1)
         wait_all(launches)
         seconds.update({f"{launch.label} workers": round(launch.seconds, 1) for launch in launches})
-        result_steps, shard_found, agreement, close = _judge(
+        result_steps, shard_found, agreement, close = _compare_runs(
             job_dir, workers, steps, chain, arrays, labels["sync_free_norms"]
         )
         if close:
             started_envelope = time.monotonic()
-            _judge_in_envelope(close, built, loss, optimizer, arrays, steps, seed, settings.device)
+            _envelope_verdicts(close, built, loss, optimizer, arrays, steps, seed, settings.device)
             seconds["rounding envelope"] = round(time.monotonic() - started_envelope, 1)
     finally:
         for launch in launches:
@@ -520,7 +506,7 @@ def run_data_parallel(
         shard_found,
         agreement,
         notes,
-        report.reproduce_line(settings.reproduce, seed, "parity.check_data_parallel"),
+        messages.reproduce_line(settings.reproduce, seed, "parity.check_data_parallel"),
         seconds,
     )
     if not result.passed:

@@ -15,6 +15,7 @@ job folder.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import inspect
 import os
@@ -25,9 +26,23 @@ import time
 import traceback
 from typing import Dict, List, Sequence
 
+import mindspore as ms
 import numpy as np
+import torch.distributed as dist
+from mindspore import communication, nn
+from torch.nn.parallel import DistributedDataParallel
 
+from ...backends import mindspore as msb
+from ...backends import torch as tb
 from ...errors import ParityUsageError
+from ...translation import translate
+from ...weights.layouts import by_torch_name, torch_layout
+from ...weights.transfer import copy_weights
+from ..factories import TRANSLATE, resolve
+from ..inputs import Inputs
+from ..pairing import map_pair_weights
+from ..passes import buffers_of
+from ..training.optimizers import Optimizers, losses_of
 
 JOB = "job.pkl"
 ARRAYS = "arrays.npz"
@@ -76,9 +91,7 @@ def _shard(job, framework: str, rank: int, world: int, rows: int) -> np.ndarray:
     path = job["shard"][framework]
     if path is None:
         return np.asarray(strided(rank, world, rows), np.int64)
-    from ..case import _resolve
-
-    picked = _resolve(path, f"check_data_parallel() shard ({framework})")(rank, world, rows)
+    picked = resolve(path, f"check_data_parallel() shard ({framework})")(rank, world, rows)
     try:
         index = np.asarray(list(picked), np.int64)
     except (TypeError, ValueError):
@@ -94,19 +107,16 @@ def _shard(job, framework: str, rank: int, world: int, rows: int) -> np.ndarray:
     return index
 
 
-def _inputs(batch: Dict[str, np.ndarray], rows: np.ndarray):
-    from ..inputs import Inputs
-
+def batch_rows(batch: Dict[str, np.ndarray], rows: np.ndarray):
+    """The inputs and the target of rows ``rows`` of a global batch (as :func:`batch_arrays` reads it)."""
     args = tuple(batch[f"arg{i}"][rows] for i in range(sum(k.startswith("arg") for k in batch)))
     kwargs = {k[3:]: v[rows] for k, v in batch.items() if k.startswith("kw:")}
     return Inputs(args, kwargs, {}), batch["target"][rows]
 
 
 def _build(path: str, label: str):
-    from ..case import _resolve
-
     try:
-        return _resolve(path, f"check_data_parallel() {label}")()
+        return resolve(path, f"check_data_parallel() {label}")()
     except ParityUsageError:
         raise
     except Exception as exc:  # the user's factory failed: say which, without a deep traceback
@@ -117,8 +127,6 @@ def _build(path: str, label: str):
 
 def torch_model(job, arrays):
     """PyTorch's model with the job's initial weights, in train mode."""
-    from ...backends import torch as tb
-
     tb.prepare(seed=job["seed"], device=job["device"])
     model = _build(job["torch"], "torch_factory")
     for key in arrays:
@@ -130,9 +138,7 @@ def torch_model(job, arrays):
 
 def torch_optimizer(job, model):
     """The PyTorch optimizer the caller's factory built, again over ``model``'s parameters."""
-    from ..case import _resolve
-
-    klass = _resolve(job["optimizer"]["class"], "check_data_parallel() optimizer")
+    klass = resolve(job["optimizer"]["class"], "check_data_parallel() optimizer")
     named = dict(model.named_parameters())
     groups = [{**hyper, "params": [named[n] for n in names]} for names, hyper in job["optimizer"]["groups"]]
     accepted = inspect.signature(klass).parameters
@@ -141,15 +147,8 @@ def torch_optimizer(job, model):
 
 def mindspore_model(job, torch_module, arrays):
     """MindSpore's model (built or translated) with PyTorch's initial weights, and the weight map."""
-    from ...backends import mindspore as msb
-    from ...weights.transfer import copy_weights
-    from ..case import TRANSLATE
-    from ..causes import map_pair_weights
-
     msb.prepare(seed=job["seed"], device=job["device"])
     if job["mindspore"] == TRANSLATE:
-        from ...translation import translate
-
         cell = translate(torch_module, device=job["device"])
     else:
         cell = _build(job["mindspore"], "ms_factory")
@@ -177,11 +176,6 @@ class _Applied:
 
 
 def _train_mindspore(job, arrays, rank, world, parallel, record):
-    from ...backends import mindspore as msb
-    from ...weights.layouts import by_torch_name, torch_layout
-    from ..passes import buffers_of
-    from ..training.optimizers import Optimizers, losses_of
-
     module = torch_model(job, arrays)
     cell, wmap = mindspore_model(job, module, arrays)
     ms_loss, _, _ = losses_of(job["loss"], job["device"])
@@ -189,9 +183,6 @@ def _train_mindspore(job, arrays, rank, world, parallel, record):
     ms_opt, _ = Optimizers(lambda params: torch_opt, cell, module).mindspore(torch_opt, wmap)
     reducer = None
     if parallel:
-        import mindspore as ms
-        from mindspore import nn
-
         ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL, gradients_mean=True)
         reducer = nn.DistributedGradReducer(ms_opt.parameters)
     applied = _Applied(ms_opt, reducer)
@@ -213,14 +204,10 @@ def _train_mindspore(job, arrays, rank, world, parallel, record):
 
 
 def _train_torch(job, arrays, rank, world, parallel, record):
-    from ...backends import torch as tb
-
     module = torch_model(job, arrays)
     optimizer = torch_optimizer(job, module)
     stepped = module
     if parallel:
-        from torch.nn.parallel import DistributedDataParallel
-
         stepped = DistributedDataParallel(module)
     trainer = tb.TrainStep(stepped, job["loss"], optimizer, accumulate=1, clip_grad_norm=None, device=job["device"])
     trainable = [n for n, p in module.named_parameters() if p.requires_grad]
@@ -244,7 +231,7 @@ def _micro(job, arrays, framework, step, rank, world):
     batch = batch_arrays(arrays, step)
     rows = batch["target"].shape[0]
     index = _shard(job, framework, rank, world, rows) if world > 1 else np.arange(rows)
-    inputs, target = _inputs(batch, index)
+    inputs, target = batch_rows(batch, index)
     return (inputs, target), row_keys([a for _, a in inputs.named()] + [target])
 
 
@@ -309,21 +296,14 @@ def _join_mindspore():
     """(rank, world) of this msrun worker once MindSpore's CPU collective backend (mccl) is up;
     None for msrun's scheduler, whose work is done when ``init`` returns."""
     _wait_for_scheduler()
-    import mindspore as ms
-    from mindspore.communication import get_group_size, get_rank, init
-
     ms.set_device("CPU")
-    init("mccl")
+    communication.init("mccl")
     if os.environ.get("MS_ROLE") == "MS_SCHED":
         return None
-    return get_rank(), get_group_size()
+    return communication.get_rank(), communication.get_group_size()
 
 
 def _join_torch(job_dir: str):
-    import datetime
-
-    import torch.distributed as dist
-
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     dist.init_process_group(
         "gloo",
@@ -353,8 +333,6 @@ def main(argv: Sequence[str]) -> int:
         _report(job_dir, framework, rank, _described(exc))
         return 1
     if framework == "torch":  # leave together: a peer that closes its sockets while the other still
-        import torch.distributed as dist  # uses them can abort it ("terminate called" from gloo)
-
         try:  # the results are written: a failure to leave costs nothing
             dist.barrier()
             dist.destroy_process_group()

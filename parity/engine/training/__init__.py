@@ -6,10 +6,7 @@ Modules: ``loop`` (the steps, side by side), ``steps`` (what one step left, comp
 (optimizers, schedulers, losses and their translation), ``loss_scale``, ``half`` (half-precision
 training), ``reruns`` (PyTorch's training again for the judges), ``result`` and ``messages``.
 May import: the judge, the weights, the backends, the registry, the translation, and the engine's
-check modules (settings, passes, causes, inputs).
+check modules (check, settings, pairing, passes, inputs, side_errors, diagnosis). Only ``result``
+is framework-free (``parity.TrainingResult``, the nightly records and plots read it); this
+``__init__`` imports nothing.
 """
-
-from .loop import run_training
-from .result import STAGES, TrainingResult, TrainingStep
-
-__all__ = ["STAGES", "TrainingResult", "TrainingStep", "run_training"]

@@ -8,12 +8,14 @@ from typing import List, Optional
 import numpy as np
 
 from ...backends import amp as amp_backend
+from ...backends import mindspore as msb
+from ...backends import torch as tb
 from ...errors import ParityUsageError
 from ...judge.dtypes import cast, is_floating, narrowest, round_through
 from ...judge.golden import GOLDEN_FACTOR
 from ...judge.metrics import Comparison
-from ..causes import refuse_unsupported_dtype
 from ..inputs import per_side_inputs
+from ..pairing import refuse_unsupported_dtype
 from .optimizers import type_name
 from .result import TrainingResult
 
@@ -23,9 +25,6 @@ __all__ = ["half_precision", "per_side", "in_half", "halved", "half_notes", "hal
 def half_precision(ms_cell, torch_module, device: str, loss_scale) -> Optional[str]:
     """The half dtype both sides compute in (None: float32), once the pair is known to train in
     one precision with kernels for it; else a usage error (or ParityUnsupported) before any step."""
-    from ...backends import mindspore as msb
-    from ...backends import torch as tb
-
     ms_dtype, torch_dtype = msb.compute_dtype(ms_cell), tb.compute_dtype(torch_module)
     # a Cell whose own flag is unset holds its precision in its layers: auto_mixed_precision's
     # wrapper (its loss and output run in float32), or to_float on some layers
@@ -95,8 +94,6 @@ def halved(c: Comparison) -> bool:
 def half_notes(half: Optional[str], ms_cell, wmap) -> List[str]:
     if half is None:
         return []
-    from ...backends import mindspore as msb
-
     notes = [
         f"half precision: both sides train in {half}, inputs and floating targets given to each as {half} (the "
         "same values); a tensor above half its tolerance is judged against PyTorch's training in float64 "

@@ -21,7 +21,9 @@ import copy
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
+import torch
 
+from ...backends import torch as tb
 from ...judge.envelope import HEADROOM, STAGES, Candidate, first_pair_spread, judge_first_pair
 from .reruns import TorchReruns
 
@@ -33,10 +35,6 @@ class _Run:
     the next step it will take."""
 
     def __init__(self, reruns: TorchReruns, spec):
-        import torch
-
-        from ...backends import torch as tb
-
         self.module = copy.deepcopy(reruns.module)  # after a step of PyTorch's: no gradients held (TrainStep.step)
         tb.restore_state(self.module, reruns.start)
         self.trainer, self.scheduler = reruns.trainer(self.module)
@@ -54,8 +52,6 @@ class _Run:
 
     def advance(self, reruns: TorchReruns, step: int, wanted) -> Dict:
         """Take the steps up to ``step``; its values at ``wanted``, as views valid until the next step."""
-        import torch
-
         saved = torch.get_rng_state()
         torch.set_rng_state(self.rng)
         try:
@@ -92,7 +88,7 @@ class Lockstep:
         self.spreads: Dict = {}  # their spreads
         self.given: List[Candidate] = []  # where the pair could not be run: every candidate, for the runs after
 
-    def judge(self, step: int, candidates: List[Candidate]) -> None:
+    def first_pair(self, step: int, candidates: List[Candidate]) -> None:
         """Judge step ``step``'s near tensors on the first pair (keyed ``(step, key)``); keep the open ones."""
         if not candidates:
             return
@@ -139,11 +135,11 @@ class Lockstep:
         """Let the copies go (the runs after the main one need their memory)."""
         self.runs = None
 
-    def finish(self, judge) -> None:
-        """The later stages for the tensors still open, from the start: ``judge`` is
+    def finish(self, decide) -> None:
+        """The later stages for the tensors still open, from the start: ``decide`` is
         :func:`parity.judge.envelope.judge_envelope`."""
         self.release()
         if self.given:
-            self.reruns.judge(judge, self.given, dtype=np.float64)
+            self.reruns.rerun_for(decide, self.given, dtype=np.float64)
         if self.kept:
-            self.reruns.judge(judge, self.kept, dtype=np.float64, spreads=self.spreads, start=1)
+            self.reruns.rerun_for(decide, self.kept, dtype=np.float64, spreads=self.spreads, start=1)

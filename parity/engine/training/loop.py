@@ -15,16 +15,20 @@ from typing import List, Tuple
 
 import numpy as np
 
+from ...backends import mindspore as msb
+from ...backends import torch as tb
+from ...backends.device import setup as device_setup
 from ...errors import ParityMismatch, ParityUsageError
 from ...judge.devices import profile as device_profile
 from ...judge.envelope import Candidate, judge_envelope, near
 from ...judge.golden import judge_golden, near_golden
 from ...judge.tolerance import ToleranceSpec, check_globs_used
 from ...options import parse_seed
-from .. import messages as report
-from ..causes import map_pair_weights
-from ..check import DEFAULT_SEED, Settings, check_choice, check_pair, refuse_graph_mode, set_weights
+from ..check import check_pair, refuse_graph_mode
+from ..diagnosis import messages
 from ..inputs import Inputs, materialize, seeded_stream
+from ..pairing import map_pair_weights, set_weights
+from ..settings import DEFAULT_SEED, Settings, check_choice
 from ..side_errors import side_step
 from .half import half_causes, half_notes, half_precision, halved, in_half, per_side
 from .lockstep import Lockstep
@@ -67,9 +71,6 @@ def run_training(
     before the first step."""
     __tracebackhide__ = True
     check_pair(ms_cell, torch_module)
-    from ...backends import mindspore as msb
-    from ...backends import torch as tb
-
     restore_ms, restore_torch = msb.train_flags(ms_cell), tb.train_flags(torch_module)
     try:
         return _run_training(
@@ -174,10 +175,6 @@ def _run_training(
     seed = parse_seed(seed, "check_training(seed=...)")
     seed = seed if seed is not None else settings.seed if settings.seed is not None else DEFAULT_SEED
     chain = (ToleranceSpec.parse(tolerance, source="check_training(tolerance=...)"),) + settings.tolerances
-    from ...backends import mindspore as msb
-    from ...backends import torch as tb
-    from ...backends.device import setup as device_setup
-
     msb.prepare(seed=seed, device=settings.device)
     tb.prepare(seed=seed, device=settings.device)
     setup = device_setup(settings.device)
@@ -281,7 +278,7 @@ def _run_training(
             runs[step] = None
         trained.append(comparisons)
         if not scaling.active:
-            lockstep.judge(
+            lockstep.first_pair(
                 step,
                 [
                     Candidate((step, pair.key), c, pair.ms, pair.torch)
@@ -298,7 +295,7 @@ def _run_training(
     check_globs_used(chain[0], [n for s in trained for c in s for n in (c.name, c.ms_name, c.torch_name)])
     if not scaling.active:  # the envelope's reruns take no loss scaler: tolerance alone
         lockstep.release()
-        reruns.judge(judge_golden, halves)
+        reruns.rerun_for(judge_golden, halves)
         lockstep.finish(judge_envelope)
     notes = half_notes(half, ms_cell, wmap) + lockstep.notes()
     result = TrainingResult(
@@ -316,7 +313,7 @@ def _run_training(
         mode,
         case=settings.case,
         location=settings.location,
-        reproduce=report.reproduce_line(settings.reproduce, seed, "parity.check_training"),
+        reproduce=messages.reproduce_line(settings.reproduce, seed, "parity.check_training"),
         notes=[f"optimizer lint: {finding}" for finding in findings] + notes,
         device_setup=setup,
     )
@@ -342,8 +339,6 @@ class _EarlierMode:
     @contextlib.contextmanager
     def own_weights(self, ms_cell):
         """The block runs on this mode's weights; the last mode's are back after it."""
-        from ...backends import mindspore as msb
-
         held = msb.state_of(ms_cell)  # the last mode's (before the first step: the start, which both share)
         if self.parked is not None:
             msb.restore_state(ms_cell, self.parked)

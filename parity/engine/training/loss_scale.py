@@ -19,8 +19,11 @@ from __future__ import annotations
 from typing import Optional, Tuple
 
 import numpy as np
+import torch
+from mindspore import amp
 
 from ...errors import ParityUsageError
+from ...registry import load
 
 __all__ = ["LossScaling", "REGISTRY_DEFAULTS", "skip_causes"]
 
@@ -64,8 +67,6 @@ class LossScaling:
         """A fresh GradScaler from the factory (None without loss scaling)."""
         if not self.active:
             return None
-        import torch
-
         built = _call(self.torch_factory, "the PyTorch scaler factory")
         if not isinstance(built, torch.amp.GradScaler):
             raise ParityUsageError(
@@ -115,8 +116,6 @@ def _call(factory, label: str):
 def translate_grad_scaler(scaler):
     """``mindspore.amp.DynamicLossScaler`` with ``scaler``'s arithmetic (see the module docstring);
     a usage error names what has no MindSpore counterpart."""
-    from mindspore import amp
-
     init, growth = float(scaler.get_scale()), float(scaler.get_growth_factor())
     backoff, interval = float(scaler.get_backoff_factor()), int(scaler.get_growth_interval())
     problems = []
@@ -200,8 +199,6 @@ def skip_causes(first_scales: Optional[Tuple[float, float]], at_step: int, scale
 
 def _registry_cause(entry_id: str) -> str:
     try:
-        from ...registry import load
-
         entry = load().get(entry_id)
     except Exception:  # the registry helps the message; it never hides the failure
         return ""

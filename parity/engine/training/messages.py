@@ -7,7 +7,9 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from .. import messages as report
+from ...registry import diagnosis
+from ...registry.optimizers import optimizer_causes
+from ..diagnosis import messages
 from .loss_scale import fmt_scale, skip_causes, skip_message
 from .result import STAGES, TrainingResult, TrainingStep, where
 
@@ -42,7 +44,7 @@ def step_table(result: TrainingResult) -> List[str]:
                 continue
             worst, failed = found
             status = "FAIL" if failed else "ok"
-            cells.append(f"{status + ' ' + report.fmt(worst.margin) + 'x ' + worst.name:<30.30}")
+            cells.append(f"{status + ' ' + messages.fmt(worst.margin) + 'x ' + worst.name:<30.30}")
         loss_flag = "" if all(c.passed for c in s.stage("loss")) else " FAIL"
         lines.append(f"  {s.step:<5} {s.ms_loss:<15.7g} {s.torch_loss:<15.7g} " + " ".join(cells) + loss_flag)
     return lines
@@ -54,18 +56,18 @@ def failure_message(result: TrainingResult, likely_causes=()) -> str:
     if result.case:
         lines.append(f"Case:       {result.case}" + (f"  ({result.location})" if result.location else ""))
     lines += [f"Pair:       mindspore {result.ms_type} <-> torch {result.torch_type} (train mode, {result.mode})"]
-    lines += report.device_lines(result.device_setup)
+    lines += messages.device_lines(result.device_setup)
     lines += [
         f"Optimizer:  {result.optimizer}",
         f"Loss:       {result.loss}",
         f"Divergence: first at step {step} of {len(result.steps)}, stage "
         f"'{next(k for k, v in STAGES.items() if v == first.kind)}', {where(first)}",
     ]
-    lines += report.nonfinite_lines(result.first_nonfinite) + [""]
+    lines += messages.nonfinite_lines(result.first_nonfinite) + [""]
     if first.kind == "loss scale":
         lines.append(f"Loss scaling: {skip_message(result[step].scales, result[step].skipped)}")
     elif first.problem is None:
-        lines += report._metrics(first) + [f"Tolerance: {first.tolerance_source} ({first.tolerance})"]
+        lines += messages.metric_lines(first) + [f"Tolerance: {first.tolerance_source} ({first.tolerance})"]
     else:
         lines.append(
             f"{first.problem.capitalize()}s differ: MindSpore {first.ms_shape or first.ms_dtype} vs "
@@ -113,8 +115,6 @@ def scale_note(steps: List[TrainingStep]) -> List[str]:
 
 def optimizer_likely_causes(ms_opt, torch_opt, device) -> List[str]:
     """The registry's entries this pair of optimizers hits (never raises)."""
-    from ...registry.optimizers import optimizer_causes
-
     try:
         return optimizer_causes(ms_opt, torch_opt, device=device)
     except Exception:  # the registry helps the message; it never hides the failure
@@ -136,8 +136,6 @@ def labels_seen(data) -> Optional[Tuple[int, ...]]:
 def loss_causes(ms_loss, torch_loss, device, mode, labels=None) -> List[str]:
     """The registry's entries the pair of losses is built to hit, given the ``labels`` it saw
     (never raises: see likely_causes)."""
-    from ...registry import diagnosis
-
     if not hasattr(ms_loss, "cells_and_names"):  # a function: nothing to inspect
         return []
     return diagnosis.likely_causes(

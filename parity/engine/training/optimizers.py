@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from typing import List
 
+import torch
+
 from ...backends import framework_of
+from ...backends import mindspore as msb
 from ...errors import ParityUsageError
+from ...registry.optimizers import lint_optimizer
+from ...translation import translate
+from ...translation.optim import translate_optimizer
 
 __all__ = ["Optimizers", "Schedulers", "losses_of", "type_name", "lint_ms_optimizer"]
 
@@ -25,8 +31,6 @@ def losses_of(loss, device: str):
             f"check_training(): loss must be a PyTorch loss Module (translated to MindSpore) or "
             f"a pair (ms_loss, torch_loss), got {type_name(loss)}"
         )
-    from ...translation import translate
-
     ms_loss = translate(loss, device=device)
     return ms_loss, loss, f"{type_name(ms_loss)} <-> {type_name(loss)} (translated)"
 
@@ -61,8 +65,6 @@ class Optimizers:
 
     def torch(self, module=None):
         """PyTorch's optimizer over ``module``'s parameters (the checked module's by default)."""
-        import torch
-
         built = self.torch_factory((module if module is not None else self.torch_module).parameters())
         if not isinstance(built, torch.optim.Optimizer):
             raise ParityUsageError(
@@ -80,16 +82,13 @@ class Optimizers:
                     "not a mindspore.nn.Optimizer"
                 )
             return built, f"{type_name(built)} <-> {type_name(torch_optimizer)} (given pair)"
-        from ...backends import mindspore as msb
-        from ...translation.optim import translate_optimizer
-
         by_torch = {}
         for pair in wmap.trainable_pairs():
             by_torch.setdefault(pair.torch, []).append(pair.ms)
         names = {id(p): n for n, p in self.torch_module.named_parameters()}
 
         def ms_params_of(torch_param):
-            return [msb._parameter(self.ms_cell, n) for n in by_torch.get(names.get(id(torch_param)), [])]
+            return [msb.parameter(self.ms_cell, n) for n in by_torch.get(names.get(id(torch_param)), [])]
 
         built = translate_optimizer(torch_optimizer, ms_params_of)
         return built, f"{type_name(torch_optimizer)} (translated: {type(built).__module__}.{type(built).__name__})"
@@ -97,8 +96,6 @@ class Optimizers:
 
 def lint_ms_optimizer(ms_opt, acknowledge, device) -> List[str]:
     """The registry's findings on the built MindSpore optimizer, before any step (see run_training)."""
-    from ...registry.optimizers import lint_optimizer
-
     findings = [str(issue) for issue in lint_optimizer(ms_opt, acknowledge or (), device=device)]
     if findings and acknowledge is not None:
         raise ParityUsageError(
@@ -141,8 +138,6 @@ class Schedulers:
     def torch(self, optimizer):
         if self.torch_factory is None:
             return None
-        import torch
-
         built = self.torch_factory(optimizer)
         if not isinstance(built, torch.optim.lr_scheduler.LRScheduler) or isinstance(
             built, torch.optim.lr_scheduler.ReduceLROnPlateau
@@ -158,8 +153,6 @@ class Schedulers:
         """A PyTorch optimizer of the same class and groups over stand-in parameters."""
         if not self.driven:
             return None
-        import torch
-
         groups = [
             {**{k: v for k, v in g.items() if k != "params"}, "params": [torch.zeros(1, requires_grad=True)]}
             for g in torch_optimizer.param_groups

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import Dict
 
+import torch
+
+from ...backends import torch as tb
 from ..inputs import seeded_stream
 from ..passes import perturbed_inputs
 from .steps import stepped, torch_arrays, torch_record
@@ -32,8 +35,6 @@ class TorchReruns:
         names any. A step depends on the steps before it only, so the run stops there. ``views``:
         values the next step overwrites (see :func:`torch_record`), for a caller done with each
         step's before asking for the next."""
-        from ...backends import torch as tb
-
         tb.restore_state(self.module, self.start, cast or dtype)
         if hasattr(self.loss_fn, "to"):
             tb.cast_module(self.loss_fn, cast or dtype)
@@ -44,8 +45,6 @@ class TorchReruns:
 
     def trainer(self, module, cast=None):
         """(PyTorch's training step over ``module``, its scheduler), each fresh from the factories."""
-        from ...backends import torch as tb
-
         optimizer = self.optimizers.torch(module)
         scheduler = self.schedulers.torch(optimizer)
         return tb.TrainStep(
@@ -70,14 +69,12 @@ class TorchReruns:
         record = torch_record(trainer, micro, trainer.model, self.wmap, perturb, cast, wanted, views)
         return torch_arrays(stepped(record, scheduler), self.wmap)
 
-    def judge(self, judge, candidates, **options) -> None:
-        """Have ``judge`` (:func:`parity.judge.envelope.judge_envelope` or
+    def rerun_for(self, decide, candidates, **options) -> None:
+        """Have ``decide`` (:func:`parity.judge.envelope.judge_envelope` or
         :func:`parity.judge.golden.judge_golden`) give ``candidates`` (keyed ``(step, key)``) their
         verdicts, each rerun asked for made here; then PyTorch's module and loss are as before."""
         if not candidates:
             return
-        from ...backends import torch as tb
-
         after = tb.state_of(self.module)
         dtype = next((str(p.dtype).replace("torch.", "") for p in self.module.parameters()), "float32")
 
@@ -97,7 +94,7 @@ class TorchReruns:
                         yield (step, key), found[key]
 
         try:
-            judge(candidates, rerun, **options)
+            decide(candidates, rerun, **options)
         finally:
             tb.restore_state(self.module, after, dtype)
             if hasattr(self.loss_fn, "to"):
@@ -107,6 +104,4 @@ class TorchReruns:
 def _dtype(name):
     if name is None:
         return None
-    import torch
-
     return getattr(torch, name)

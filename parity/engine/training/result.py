@@ -7,7 +7,8 @@ from typing import List, Optional, Tuple
 
 from ...judge.metrics import Comparison
 from ...weights.transfer import WeightReport
-from .. import messages as report
+from ..diagnosis import messages
+from ..diagnosis.verdicts import NonFiniteOrigin
 from ..result import Steps, Verdicts
 
 __all__ = ["STAGES", "TrainingStep", "TrainingResult", "where"]
@@ -117,11 +118,9 @@ class TrainingResult(Steps, Verdicts):
 
     @property
     def first_nonfinite(self):
-        """Where NaN/Inf first appeared on one side only (a :class:`parity.engine.localize.NonFiniteOrigin`
+        """Where NaN/Inf first appeared on one side only (a :class:`parity.engine.diagnosis.verdicts.NonFiniteOrigin`
         with its step and stage; ``direction`` ``"forward"`` for the loss and running statistics,
         ``"backward"`` for gradients, ``"optimizer"`` for its state and the updated parameters), or None."""
-        from ..localize import NonFiniteOrigin
-
         earlier = False  # a tensor compared before had NaN/Inf (on both sides alike)
         for s in self.steps:
             for c in s.comparisons:
@@ -148,7 +147,7 @@ class TrainingResult(Steps, Verdicts):
         parts = [f"{total - len(failures)} of {total} tensors within tolerance"]
         worst = self.worst
         if worst is not None:
-            parts.append(f"worst {worst.kind} '{worst.name}' at {report.fmt(worst.margin)}x allowed")
+            parts.append(f"worst {worst.kind} '{worst.name}' at {messages.fmt(worst.margin)}x allowed")
         if self.noise_judged:
             parts.append(
                 f"{len(self.noise_judged)} noise-judged (beyond the tolerance, inside PyTorch's rounding envelope)"

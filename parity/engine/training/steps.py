@@ -9,6 +9,8 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
+from ...backends import mindspore as msb
+from ...backends import torch as tb
 from ...judge.dtypes import is_half
 from ...judge.metrics import ArrayPair, compare_pair
 from ...judge.tolerance import Tolerance, ToleranceSpec
@@ -57,8 +59,6 @@ def ms_launch(trainer, micro):
 def ms_collect(trainer, launched, ms_cell, wmap, views=False) -> Dict[Tuple[str, str], object]:
     """:func:`ms_record` of a step :func:`ms_launch` handed to MindSpore, once it has run; ``views``:
     the parameters and optimizer state as views, for a caller done with them before the next step."""
-    from ...backends import mindspore as msb
-
     lrs, pending = launched
     loss, grads = trainer.collect(pending)
     return {
@@ -79,8 +79,6 @@ def torch_record(trainer, micro, torch_module, wmap, perturb=None, cast=None, wa
     the parameters, statistics and optimizer state as views of PyTorch's tensors rather than
     copies, for a caller done with them before the next step (the gradients, which the step
     moves or clips after reading them, are copies all the same)."""
-    from ...backends import torch as tb
-
     lrs = trainer.lrs()
     if wanted is None:
         loss, grads = trainer.step(micro, perturb)

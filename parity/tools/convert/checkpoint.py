@@ -30,7 +30,15 @@ from ...weights.pairing import Unmapped
 from ...weights.transfer import NOT_PERSISTENT, WeightMap, copy_weights, map_weights
 from .report import ConversionError, ConversionReport, Key, keys
 
-__all__ = ["convert_checkpoint", "ConversionReport", "ConversionError", "Key", "state_slots", "load_name_map"]
+__all__ = [
+    "convert_checkpoint",
+    "ConversionReport",
+    "ConversionError",
+    "Key",
+    "state_slots",
+    "load_name_map",
+    "map_with_leftovers",
+]
 
 TORCH_SUFFIXES = (".pth", ".pt", ".bin", ".safetensors")
 MS_SUFFIXES = (".ckpt", ".safetensors")
@@ -146,7 +154,7 @@ def _layout(value, where: str):
 # -- mapping ---------------------------------------------------------------------------------------
 
 
-def _map(ms_slots: List[Slot], torch_slots: List[Slot], name_map):
+def map_with_leftovers(ms_slots: List[Slot], torch_slots: List[Slot], name_map):
     """The weight map of what pairs, and what does not: (map, conflicts, MindSpore leftovers,
     PyTorch leftovers). Leftovers and conflicts come out of the map and it is made again."""
     conflicts: List[Tuple[Slot, Slot]] = []
@@ -237,7 +245,7 @@ def convert_checkpoint(
     target_slots = backend.slots(model)
     to_ms = target == "mindspore"
     ms_slots, torch_slots = (target_slots, source_slots) if to_ms else (source_slots, target_slots)
-    wmap, conflicts, left_ms, left_torch = _map(ms_slots, torch_slots, name_map)
+    wmap, conflicts, left_ms, left_torch = map_with_leftovers(ms_slots, torch_slots, name_map)
     left_model, left_source = (left_ms, left_torch) if to_ms else (left_torch, left_ms)
     direction = "PyTorch -> MindSpore" if to_ms else "MindSpore -> PyTorch"
     report = ConversionReport(
@@ -444,13 +452,13 @@ def _verify(model, backend, expected: Dict[str, np.ndarray], report: ConversionR
 def build_model(spec: str, option: str, framework: str):
     """Call the factory ``package.module:factory`` named on the command line (the working folder
     importable), and check that it made a model of ``framework``."""
-    from ...engine.case import _resolve
+    from ...engine.factories import resolve
 
     if ":" not in spec:
         raise ParityUsageError(f"{option} {spec}: give package.module:factory")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    factory = _resolve(spec, option)
+    factory = resolve(spec, option)
     try:
         model = factory()
     except ParityUsageError:

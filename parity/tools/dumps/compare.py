@@ -6,7 +6,7 @@ TroubleShooter and msprobe dump folders, MindSpore checkpoints, PyTorch state di
 pairs the tensors with :func:`parity.weights.transfer.map_weights` (same name, the known renames such as
 ``gamma``/``weight``, a name map, fused or split tensors, then definition order by kind and shape,
 the order being each side's execution order), and compares every pair with
-:func:`parity.engine.check.compare_pair`. There is no model to run, so no rounding envelope: each tensor is
+:func:`parity.judge.metrics.compare_pair`. There is no model to run, so no rounding envelope: each tensor is
 judged by its tolerance alone.
 
 One side is the reference, as PyTorch is in ``check``: relative differences are taken against
@@ -29,7 +29,7 @@ from ...errors import ParityUsageError
 from ...judge.metrics import ArrayPair, Comparison, compare_pair
 from ...judge.tolerance import ToleranceSpec, check_globs_used
 from ...weights.layouts import by_torch_name, torch_layout
-from ..convert.checkpoint import _map, state_slots
+from ..convert.checkpoint import map_with_leftovers, state_slots
 from ..convert.report import Key, keys
 from .files import Side, read_side
 from .names import LAYOUTS, entries_of, load_pairs
@@ -169,7 +169,7 @@ def compare_dumps(a, b, *, name_map=None, tolerance=None) -> Union[DumpCompariso
     mapping = {(x if ref_is_a else y): (y if ref_is_a else x) for x, y in entries}
     if isinstance(name_map, dict):
         mapping.update({k: v for k, v in name_map.items() if isinstance(v, LAYOUTS)})
-    wmap, conflicts, left_other, left_ref = _map(
+    wmap, conflicts, left_other, left_ref = map_with_leftovers(
         state_slots(other.arrays, "mindspore", other.tied), state_slots(ref.arrays, "torch", ref.tied), mapping or None
     )
     rows = _rows(wmap, conflicts, ref, other, ref_is_a, spec)

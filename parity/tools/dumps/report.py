@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Dict, List
 
-from ...engine.messages import fmt
+from ...engine.diagnosis.messages import fmt
 
 __all__ = ["text", "as_json", "unpaired_lines", "SCHEMA"]
 

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from ...engine.messages import fmt
+from ...engine.diagnosis.messages import fmt
 from ...errors import ParityUsageError
 from ...judge.tolerance import Tolerance, ToleranceSpec, check_globs_used, resolve
 from .summaries import Node, Summary, SummaryDump, read_summary

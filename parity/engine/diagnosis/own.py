@@ -24,12 +24,18 @@ import contextlib
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
-from ..judge.envelope import Candidate, judge_envelope, near
-from ..judge.metrics import ArrayPair, compare_pair
-from .localize import LayerVerdict, pair_metrics
-from .passes import buffers_of, draw_seed, perturbed_inputs
-from .side_errors import backward as side_backward
-from .side_errors import run_side
+import torch
+
+from ...backends import mindspore as msb
+from ...backends import replay
+from ...backends import torch as tb
+from ...judge.envelope import Candidate, judge_envelope, near
+from ...judge.metrics import ArrayPair, compare_pair
+from ..inputs import Inputs
+from ..passes import buffers_of, draw_seed, perturbed_inputs
+from ..side_errors import backward as side_backward
+from ..side_errors import run_side
+from .verdicts import LayerVerdict, pair_metrics
 
 __all__ = ["OwnError", "measure_own_errors"]
 
@@ -53,11 +59,7 @@ def measure_own_errors(run, table, chain) -> None:
     """Feed every aligned layer call PyTorch's inputs (``run``: the check's captured
     :class:`parity.engine.passes.Passes`, its PyTorch recording still holding its arrays), judge
     each layer's own output (and gradient), and set ``own_*`` on ``table``'s verdicts and
-    ``table.own_errors`` (causes left empty: see :func:`parity.engine.causes.own_error_causes`)."""
-    from ..backends import mindspore as msb
-    from ..backends import torch as tb
-    from ..backends.replay import fed
-
+    ``table.own_errors`` (causes left empty: see :func:`parity.engine.diagnosis.causes.own_error_causes`)."""
     forward = table.first("forward")[0] is not None
     # Backward where the first divergence is there: after a forward divergence every gradient
     # differs downstream of it, and the forward's own errors name the cause (at a third of the cost).
@@ -70,7 +72,7 @@ def measure_own_errors(run, table, chain) -> None:
     torch_after = tb.buffers(run.torch_module)
     for name, value in run.ms_start.items():
         msb.write(run.ms_cell, name, value)
-    with fed(run.ms_cell, feeds, framework="mindspore", grads=grad_feeds) as got:
+    with replay.fed(run.ms_cell, feeds, framework="mindspore", grads=grad_feeds) as got:
         side = run_side(
             lambda: msb.Pass(run.ms_cell, run.ms_data, grads=backward, mode="pynative"), "MindSpore (layers fed)"
         )
@@ -103,7 +105,7 @@ def measure_own_errors(run, table, chain) -> None:
     ]
     comparisons = {key: compare_pair(pair, chain, False) for key, pair in pairs}
     errors = {key: pair_metrics(pair.ms, pair.torch, comparisons[key].tolerance)[0] for key, pair in pairs}
-    _judge(run, feeds, grad_feeds, dict(pairs), comparisons)
+    _own_envelope(run, feeds, grad_feeds, dict(pairs), comparisons)
     tb.set_buffers(run.torch_module, torch_after)
     table.own_measured = True
     table.own_errors = (
@@ -116,8 +118,6 @@ def measure_own_errors(run, table, chain) -> None:
 def _feeds(run, verdicts: List[LayerVerdict], direction: str):
     """(MindSpore path, call) -> what flows into its aligned PyTorch call in ``direction``: its
     inputs forward, the gradient arriving at its outputs backward."""
-    from ..backends.replay import Feed
-
     feeds = {}
     for v in verdicts:
         ref = run.torch_recording.get(v.path, v.call) if v.status != "unaligned" else None
@@ -125,13 +125,13 @@ def _feeds(run, verdicts: List[LayerVerdict], direction: str):
             continue
         if direction == "backward":
             if ref.grad_outputs is not None and ref.grad_inputs is not None:
-                feeds[(v.ms_path, v.call)] = Feed(tuple(ref.grad_outputs), None, tuple(ref.grad_inputs))
+                feeds[(v.ms_path, v.call)] = replay.Feed(tuple(ref.grad_outputs), None, tuple(ref.grad_inputs))
             continue
         if ref.inputs is None or ref.outputs is None:
             continue
         ms_call = run.ms_recording.get(v.ms_path, v.call) if run.ms_recording is not None else None
         named = ref.keywords or (ms_call is not None and ms_call.keywords)
-        feeds[(v.ms_path, v.call)] = Feed(
+        feeds[(v.ms_path, v.call)] = replay.Feed(
             tuple(ref.inputs), tuple(ref.input_names) if named and ref.input_names else None, tuple(ref.outputs)
         )
     return feeds
@@ -179,7 +179,7 @@ def _code_pairs(run, verdicts, found, kind: str):
     return pairs
 
 
-def _judge(run, feeds, grad_feeds, pairs: Dict, comparisons: Dict) -> None:
+def _own_envelope(run, feeds, grad_feeds, pairs: Dict, comparisons: Dict) -> None:
     """The rounding envelope for the own outputs beyond their tolerance (the envelope can only
     clear them; one within it is within bounds already): PyTorch's layers fed the same inputs
     again, in float64 and moved by a few ulps."""
@@ -226,9 +226,6 @@ def _by_torch_path(run, feeds):
 def _rerun(run, feeds, grad_feeds, spec, keep):
     """PyTorch's model fed ``feeds`` (and ``grad_feeds``) again as ``spec`` asks: in float64, or
     with its weights, layer outputs and the fed tensors moved by ``spec.ulps``."""
-    from ..backends import torch as tb
-    from ..backends.replay import fed
-
     if spec.cast is not None:
         if getattr(run, "_own_module64", None) is None:
             run._own_module64 = tb.float64_copy(run.torch_module)
@@ -240,9 +237,11 @@ def _rerun(run, feeds, grad_feeds, spec, keep):
     tb.set_buffers(module, run.torch_start)
     tb.prepare(seed=run.seed, device=run.device)
     grads = grad_feeds is not None
-    with perturb, fed(module, feeds, framework="torch", grads=grad_feeds, keep=keep) as got:
+    with perturb, replay.fed(module, feeds, framework="torch", grads=grad_feeds, keep=keep) as got:
         side = run_side(
-            lambda: tb.Pass(module, run.data, grads=grads, device=run.device, cast=_float64() if spec.cast else None),
+            lambda: tb.Pass(
+                module, run.data, grads=grads, device=run.device, cast=torch.float64 if spec.cast else None
+            ),
             "PyTorch (layers fed)",
         )
         statistics = buffers_of(tb, module, run.wmap, "torch") if run.train else {}
@@ -265,9 +264,6 @@ def _rerun(run, feeds, grad_feeds, spec, keep):
 
 def _moved(feeds, seed: int, spec):
     """``feeds`` with every floating array moved by ``spec.ulps`` (seeded by ``spec.draw``)."""
-    from ..backends.replay import Feed
-    from .inputs import Inputs
-
     if feeds is None:
         return None
     moved = {}
@@ -276,7 +272,7 @@ def _moved(feeds, seed: int, spec):
             None if a is None else perturbed_inputs(Inputs((a,), {}, {}), seed, spec.draw, spec.ulps).args[0]
             for a in feed.arrays
         )
-        moved[key] = Feed(arrays, feed.names)
+        moved[key] = replay.Feed(arrays, feed.names)
     return moved
 
 
@@ -353,9 +349,3 @@ def _buffer_errors(comparisons: Dict) -> List[OwnError]:
             seen.add(key[1])
             found.append(OwnError(key[1], "buffer", label=key[1], margin=c.margin))
     return found
-
-
-def _float64():
-    import torch
-
-    return torch.float64

@@ -1,21 +1,22 @@
-"""Catalogue records: a ``ParityCase`` names how to build both sides, the inputs and the
-expectations; the plugin and the CLI turn each into one item per variant (eval/train)."""
+"""The catalogue's declarations: a ``ParityCase`` names how to build both sides, the inputs and the
+expectations; the plugin and the CLI turn each into one item per variant (eval/train).
+
+``import parity`` imports this module: it imports the engine's framework-free
+:mod:`parity.engine.factories` at its top, and everything that runs a check or builds a side
+(the engine, the backends, the registry) inside the function that needs it."""
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..errors import ParityUsageError
+from .engine.factories import TRANSLATE, Factory, resolve
+from .errors import ParityUsageError
 
 __all__ = ["ParityCase", "Training", "Variant", "TRANSLATE", "load_cases", "build"]
-
-Factory = Union[str, Callable[..., Any]]
-TRANSLATE = "translate"  # ParityCase(mindspore=TRANSLATE): the MindSpore side is parity.translate(torch side)
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ class Variant:
         __tracebackhide__ = True
         case = self.case
         if case.training is not None:
-            from .training.loop import run_training
+            from .engine.training.loop import run_training
 
             return run_training(
                 ms_cell,
@@ -91,12 +92,12 @@ class Variant:
                 **case.training.kwargs(f"case {case.name!r}"),
             )
         if case.shapes is not None:
-            from .shapes import run_shapes
+            from .engine.shapes.run import run_shapes
 
             return run_shapes(
                 ms_cell, torch_module, case.shapes, train=self.train, settings=settings, **case.check_kwargs()
             )
-        from .check import run_check
+        from .engine.check import run_check
 
         return run_check(ms_cell, torch_module, case.inputs, train=self.train, settings=settings, **case.check_kwargs())
 
@@ -173,7 +174,7 @@ class ParityCase:
 
     def lint(self, *, device: str = "CPU") -> List[str]:
         """What the registry says is wrong with how this case builds its MindSpore side."""
-        from ..registry import lint
+        from .registry import lint
 
         api = self.mindspore if isinstance(self.mindspore, (str, type)) and self.mindspore != TRANSLATE else ""
         kwargs = self.ms_kwargs if api else {}
@@ -201,26 +202,13 @@ class ParityCase:
         }
 
 
-def _resolve(factory: Factory, where: str) -> Callable[..., Any]:
-    if callable(factory):
-        return factory
-    module_name, _, attr = factory.partition(":")
-    try:
-        target = importlib.import_module(module_name)
-        for part in attr.split("."):
-            target = getattr(target, part)
-    except (ImportError, AttributeError) as exc:
-        raise ParityUsageError(f"{where}: cannot import {factory!r}: {exc}") from None
-    return target
-
-
 def _lazy(value: Any, where: str, *, call: bool = False) -> Any:
     """``value`` with a dotted path (alone or as half of a pair) imported, and called when ``call``."""
     if isinstance(value, (tuple, list)) and any(isinstance(v, str) for v in value):
         return tuple(_lazy(v, where, call=call) for v in value)
     if not isinstance(value, str):
         return value
-    target = _resolve(value, where)
+    target = resolve(value, where)
     if not call:
         return target
     try:
@@ -232,18 +220,18 @@ def _lazy(value: Any, where: str, *, call: bool = False) -> Any:
 def build(case: ParityCase, *, device: str = "CPU", seed: int = 1234) -> Tuple[Any, Any]:
     """Construct the MindSpore and the PyTorch side of ``case``, both frameworks seeded first so
     that initial weights (and a reproduce command) are the same on every run."""
-    from ..backends import mindspore as msb
-    from ..backends import torch as tb
+    from .backends import mindspore as msb
+    from .backends import torch as tb
 
     msb.prepare(seed=seed, device=device)
     tb.prepare(seed=seed, device=device)
-    made = []
+    made: List[Any] = []
     for label, factory, kwargs in (
         ("torch", case.torch, case.torch_kwargs),
         ("mindspore", case.mindspore, case.ms_kwargs),
     ):
         if factory == TRANSLATE:  # traced on the case's inputs, drawn as its check draws them
-            from .translating import run_translate
+            from .engine.translating import run_translate
 
             inputs = case.inputs
             if inputs is None and case.training is not None:  # a training case: its first batch's inputs
@@ -252,7 +240,7 @@ def build(case: ParityCase, *, device: str = "CPU", seed: int = 1234) -> Tuple[A
             continue
         where = f"case {case.name!r} {label}"
         try:
-            made.append(_resolve(factory, where)(**dict(kwargs)))
+            made.append(resolve(factory, where)(**dict(kwargs)))
         except ParityUsageError:
             raise
         except Exception as exc:  # the user's factory failed: say which, without a deep traceback

@@ -9,9 +9,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+import mindspore
 import numpy as np
+import torch
 
-from ..localize import Recording
+from ....backends import mindspore as msb
+from ....backends import torch as tb
+from ...passes import seeded_cotangents
+from ...side_errors import run_side
+from ..recording import Recording
 from . import standalone
 from .constructors import CannotRebuild, Recipe, recipe_of
 
@@ -63,11 +69,6 @@ class Part:
 def as_found(source: Source):
     """Leave both models as they were: train flags, PyTorch's buffers, MindSpore's parameters
     that are not trained (the cut runs PyTorch again and the rebuilt layers' checks reload weights)."""
-    import mindspore
-
-    from ...backends import mindspore as msb
-    from ...backends import torch as tb
-
     flags = msb.train_flags(source.ms_cell), tb.train_flags(source.torch_module)
     torch_buffers = tb.buffers(source.torch_module)
     ms_state = [
@@ -84,9 +85,6 @@ def as_found(source: Source):
 
 
 def load_weights(ms_layer, torch_layer, ms_weights, torch_weights, train) -> None:
-    import mindspore
-    import torch
-
     for name, param in ms_layer.parameters_and_names():
         param.set_data(mindspore.Tensor(ms_weights[name]))
     torch_layer.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in torch_weights.items()})
@@ -125,10 +123,6 @@ def _params(wmap, ms_path: str, torch_path: str) -> List[Tuple[str, str]]:
 def _caught(source: Source, torch_path: str, call: int):
     """PyTorch's inputs of call ``call`` of ``torch_path`` and the gradients of its outputs (None
     where gradients are not compared), from one more pass of the whole PyTorch side."""
-    from ...backends import torch as tb
-    from ..passes import _cotangents
-    from ..side_errors import run_side
-
     source.restore()
     tb.prepare(seed=source.seed, device=source.device)
     tb.set_train(source.torch_module, source.train)
@@ -138,7 +132,7 @@ def _caught(source: Source, torch_path: str, call: int):
         side = run_side(
             lambda: tb.Pass(source.torch_module, source.data, grads=source.grads, device=source.device), "PyTorch"
         )
-        cots = _cotangents(side, source.seed) if source.grads else None
+        cots = seeded_cotangents(side, source.seed) if source.grads else None
         return list(source.data.args), (list(cots.values()) if cots else None)
     kept: Dict[str, object] = {}
 
@@ -162,7 +156,7 @@ def _caught(source: Source, torch_path: str, call: int):
                 f"'{torch_path}' is called with keyword arguments; a repro feeds positional inputs only"
             )
         if source.grads:
-            side.backward(_cotangents(side, source.seed), [])
+            side.backward(seeded_cotangents(side, source.seed), [])
     cots = kept.get("cots")
     return kept["inputs"], (cots if cots and all(c is not None for c in cots) else None)
 
@@ -238,12 +232,8 @@ def _run(side: str, layer, part: Part) -> Dict[str, np.ndarray]:
 def _restore(layer, weights, framework: str) -> None:
     """Put the statistics a training pass moved back where they were."""
     if framework == "torch":
-        import torch
-
         layer.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in weights.items()})
         return
-    import mindspore
-
     for name, param in layer.parameters_and_names():
         param.set_data(mindspore.Tensor(weights[name]))
 

@@ -1,31 +1,30 @@
 """The functions a standalone repro file carries: copied into it verbatim, and called here too while
 the repro is made (so that the file judges as its maker did).
 
-They need numpy, and each framework inside the function that runs it; never parity. The file's
-constants (``RTOL``, ``ATOL``, ``NOISE_FACTOR``) are passed in as arguments here.
+They need ``copy``, numpy and the frameworks, which the file imports at its top as this module
+does; never parity. The file's constants (``RTOL``, ``ATOL``, ``NOISE_FACTOR``) are passed in as
+arguments here.
 """
 
 from __future__ import annotations
 
+import copy
+
+import mindspore
 import numpy as np
+import torch
 
 __all__ = ["ms_forward", "torch_forward", "ms_pass", "torch_pass", "judge", "FORWARD", "BACKWARD"]
 
 
 def ms_forward(cell, inputs):
     """MindSpore's outputs."""
-    import mindspore
-
     out = cell(*[mindspore.Tensor(a) for a in inputs])
     return {f"output[{i}]": o.asnumpy() for i, o in enumerate(out if isinstance(out, (tuple, list)) else [out])}
 
 
 def torch_forward(module, inputs, float64=False):
     """PyTorch's outputs; module and floating inputs in float64 with ``float64``."""
-    import copy
-
-    import torch
-
     module = copy.deepcopy(module).double() if float64 else module
     out = module(*[torch.tensor(a, dtype=torch.float64 if float64 and a.dtype.kind == "f" else None) for a in inputs])
     return {f"output[{i}]": o.detach().numpy() for i, o in enumerate(out if isinstance(out, (tuple, list)) else [out])}
@@ -33,8 +32,6 @@ def torch_forward(module, inputs, float64=False):
 
 def ms_pass(cell, inputs, cotangents, params):
     """MindSpore's outputs, and with cotangents the gradients of the inputs and of params ((ms, torch) names)."""
-    import mindspore
-
     named = dict(cell.parameters_and_names())
     weights = [named[m] for m, _ in params] or None
     out, vjp = mindspore.vjp(cell, *[mindspore.Tensor(a) for a in inputs], weights=weights)
@@ -52,10 +49,6 @@ def ms_pass(cell, inputs, cotangents, params):
 
 def torch_pass(module, inputs, cotangents, params, float64=False):
     """PyTorch's outputs, and with cotangents the same gradients; all in float64 with ``float64``."""
-    import copy
-
-    import torch
-
     module = copy.deepcopy(module).double() if float64 else module
     cast = lambda a: torch.tensor(a, dtype=torch.float64 if float64 and a.dtype.kind == "f" else None)  # noqa: E731
     xs = [cast(a).requires_grad_(bool(cotangents) and a.dtype.kind == "f") for a in inputs]

@@ -1,8 +1,11 @@
-"""Text only: failure messages, layer tables and summary lines. Numbers come from ``compare``."""
+"""Text only: failure messages, layer tables and summary lines. The numbers come from the judge
+(:mod:`parity.judge`) and the layer verdicts (:mod:`.verdicts`); nothing here computes one."""
 
 from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
+
+from .verdicts import first_divergence
 
 __all__ = [
     "failure_message",
@@ -11,6 +14,8 @@ __all__ = [
     "summary_line",
     "result_line",
     "fmt",
+    "metric_lines",
+    "layer_lines",
     "device_lines",
     "own_error_lines",
     "nonfinite_lines",
@@ -87,7 +92,7 @@ def _headline(c) -> str:
     return _HEADLINE
 
 
-def _metrics(c, sides: Tuple[str, str] = ("MindSpore", "PyTorch")) -> List[str]:
+def metric_lines(c, sides: Tuple[str, str] = ("MindSpore", "PyTorch")) -> List[str]:
     """The figures of a failing tensor; ``sides`` names the two compared (a data-parallel pair's
     run and reference)."""
     if c.problem is not None:
@@ -150,7 +155,7 @@ _SIDES = {
 
 
 def nonfinite_lines(origin) -> List[str]:
-    """Where NaN/Inf first appeared on one side only (a :class:`parity.engine.localize.NonFiniteOrigin`)."""
+    """Where NaN/Inf first appeared on one side only (a :class:`parity.engine.diagnosis.verdicts.NonFiniteOrigin`)."""
     if origin is None:
         return []
     if origin.step is not None:  # a training check: a step and stage, the tensors before it
@@ -240,8 +245,6 @@ def _shape(shape) -> str:
 
 def layer_lines(verdicts, direction: str, *, verbose: int = 0) -> List[str]:
     """The compact table around the first divergence (every layer with ``-vv``)."""
-    from .localize import first_divergence
-
     first, _ = first_divergence(verdicts)
     if first is None:
         return []
@@ -300,7 +303,7 @@ def failure_message(result, *, likely_causes: Sequence[str] = (), verbose: int =
         lines.append(f"Compared:   {_where(first, modes)}")
     if first.problem is None:
         figures = [f"In {first.mode} mode:"] if len(modes) > 1 else []
-        lines += [""] + figures + _metrics(first) + [f"Tolerance: {first.tolerance_source} ({first.tolerance})"]
+        lines += [""] + figures + metric_lines(first) + [f"Tolerance: {first.tolerance_source} ({first.tolerance})"]
     lines += ["", f"Compared tensors ({len(failures)} of {len(result.comparisons)} failed):"] + _kind_table(result)
     lines += _also_failing(result, first)
     lines.append("")

@@ -77,20 +77,12 @@ def _docstring(part: Part, *, case: str, seed: int, failure: str, test_file: str
 
 
 def _carried(function) -> List[str]:
-    """A function of :mod:`.standalone` as the file carries it: the frameworks and ``copy`` are
-    imported at the file's top, and only the judgement keeps its docstring."""
+    """A function of :mod:`.standalone` as the file carries it (the file imports ``copy`` and the
+    frameworks at its top, as :mod:`.standalone` does); only the judgement keeps its docstring."""
     lines = inspect.getsource(function).rstrip().splitlines()
-    kept, skip_blank = [], False
-    for i, line in enumerate(lines):
-        if re.fullmatch(r"    import (mindspore|torch|copy)", line):
-            skip_blank = True
-            continue
-        if (skip_blank and not line.strip()) or (i == 1 and function is not standalone.judge and '"""' in line):
-            skip_blank = False
-            continue
-        skip_blank = False
-        kept.append(line)
-    return kept
+    if function is not standalone.judge and '"""' in lines[1]:
+        del lines[1]
+    return lines
 
 
 def file_text(

@@ -14,116 +14,31 @@ reported, not a failure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 import numpy as np
 
-from ..errors import ParityInternalError, ParityMismatch, ParityUsageError
-from ..judge.devices import profile as device_profile
-from ..judge.envelope import NOISE_FACTOR, Candidate, judge_envelope, near
-from ..judge.metrics import ArrayPair, Comparison, compare_pair
-from ..judge.tolerance import ToleranceSpec
-from ..options import parse_seed
-from . import messages as report
-from .causes import map_pair_weights
-from .check import DEFAULT_SEED, Settings, check_pair, set_weights
-from .inputs import Inputs, materialize
-from .passes import draw_seed
-from .result import Verdicts
-from .side_errors import framework_error
+from ...backends import mindspore as msb
+from ...backends import torch as tb
+from ...backends.device import setup as device_setup
+from ...errors import ParityInternalError, ParityMismatch, ParityUsageError
+from ...judge.devices import profile as device_profile
+from ...judge.envelope import NOISE_FACTOR, Candidate, judge_envelope, near
+from ...judge.metrics import ArrayPair, Comparison, compare_pair
+from ...judge.tolerance import ToleranceSpec
+from ...options import parse_seed
+from ..check import check_pair
+from ..diagnosis import messages
+from ..diagnosis.recording import Recording
+from ..inputs import Inputs, materialize
+from ..pairing import map_pair_weights, set_weights
+from ..passes import Passes, draw_seed
+from ..settings import DEFAULT_SEED, Settings
+from ..side_errors import framework_error
+from .messages import failure_message
+from .result import GenerationResult, GenerationStep, TokenDifference
 
-__all__ = ["GenerationResult", "GenerationStep", "TokenDifference", "run_generation"]
-
-
-@dataclass(frozen=True)
-class TokenDifference:
-    """A token the sides chose differently. It is a near-tie, reported and not a failure, where
-    PyTorch's own rounding could have chosen either: the gap between PyTorch's logits of the two
-    tokens is within what the tolerance and PyTorch's rounding envelope allow the two logits."""
-
-    step: int
-    row: int
-    ms_token: int
-    torch_token: int
-    gap: float  # PyTorch's logit of its token minus its logit of MindSpore's
-    allowed: float  # how far the two logits may move: their allowances added
-
-    @property
-    def near_tie(self) -> bool:
-        return self.gap <= self.allowed
-
-
-@dataclass
-class GenerationStep:
-    """One decoding step: the last position's logits compared, and each side's tokens (per row)."""
-
-    step: int
-    comparison: Comparison
-    ms_tokens: List[int]
-    torch_tokens: List[int]
-
-
-@dataclass
-class GenerationResult(Verdicts):
-    """Everything a generation check compared, step by step (steps counted from 1)."""
-
-    ms_type: str
-    torch_type: str
-    steps: List[GenerationStep]
-    prompt: str
-    seed: int
-    use_cache: bool
-    weights: object
-    differences: List[TokenDifference] = field(default_factory=list)
-    reproduce: str = ""
-    notes: List[str] = field(default_factory=list)
-    layers: Optional[object] = None  # the layer table of the first failing step, when it was localised
-
-    @property
-    def comparisons(self) -> List[Comparison]:
-        return [s.comparison for s in self.steps]
-
-    @property
-    def ms_tokens(self) -> np.ndarray:
-        """MindSpore's chosen tokens, (batch, steps)."""
-        return np.array([s.ms_tokens for s in self.steps], np.int64).T
-
-    @property
-    def torch_tokens(self) -> np.ndarray:
-        """PyTorch's chosen tokens, (batch, steps)."""
-        return np.array([s.torch_tokens for s in self.steps], np.int64).T
-
-    @property
-    def near_ties(self) -> List[TokenDifference]:
-        return [d for d in self.differences if d.near_tie]
-
-    @property
-    def first_difference(self) -> Optional[Tuple[int, int]]:
-        """(step, row) of the first token the sides chose differently (a near-tie too), or None."""
-        return (self.differences[0].step, self.differences[0].row) if self.differences else None
-
-    @property
-    def passed(self) -> bool:
-        return all(c.passed for c in self.comparisons) and all(d.near_tie for d in self.differences)
-
-    def __str__(self) -> str:
-        worst = self.worst
-        parts = [
-            f"{len(self.steps)} steps x {len(self.steps[0].torch_tokens) if self.steps else 0} rows",
-            f"worst logits at step {self.comparisons.index(worst) + 1}, {report.fmt(worst.margin)}x allowed"
-            if worst is not None
-            else "nothing compared",
-        ]
-        if self.near_ties:
-            parts.append(
-                f"{len(self.near_ties)} near-tie(s), first at step {self.near_ties[0].step}, "
-                f"row {self.near_ties[0].row}"
-            )
-        return (
-            f"{'ok' if self.passed else 'FAIL'}: mindspore {self.ms_type} <-> torch {self.torch_type} "
-            f"(greedy, {'with' if self.use_cache else 'without'} cache); " + "; ".join(parts)
-        )
+__all__ = ["run_generation"]
 
 
 def run_generation(
@@ -144,9 +59,6 @@ def run_generation(
     left in the mode they were in."""
     __tracebackhide__ = True
     check_pair(ms_model, torch_model)
-    from ..backends import mindspore as msb
-    from ..backends import torch as tb
-
     restore_ms, restore_torch = msb.train_flags(ms_model), tb.train_flags(torch_model)
     try:
         return _run(
@@ -202,10 +114,6 @@ def _run(
     ms_model, torch_model, prompt, max_new_tokens, weights, name_map, tolerance, seed, use_cache, ms_step, settings
 ) -> GenerationResult:
     __tracebackhide__ = True
-    from ..backends import mindspore as msb
-    from ..backends import torch as tb
-    from ..backends.device import setup as device_setup
-
     _validate(max_new_tokens, use_cache, ms_step)
     seed = parse_seed(seed, "check_generation(seed=...)")
     seed = seed if seed is not None else settings.seed if settings.seed is not None else DEFAULT_SEED
@@ -228,7 +136,7 @@ def _run(
         ms_pick, torch_pick = ms_logits.argmax(axis=-1), torch_logits.argmax(axis=-1)
         spread = None
         if near(c, torch_logits.dtype.kind == "f") or (ms_pick != torch_pick).any():
-            spread = _judge(c, pair, torch_model, sequence, seed, settings.device)
+            spread = _envelope_spread(c, pair, torch_model, sequence, seed, settings.device)
         differences += _differences(step, c, torch_logits, ms_pick, torch_pick, spread)
         steps.append(GenerationStep(step, c, ms_pick.tolist(), torch_pick.tolist()))
         sequence = np.concatenate([sequence, torch_pick[:, None].astype(np.int64)], axis=1)
@@ -241,7 +149,7 @@ def _run(
         use_cache,
         wreport,
         differences,
-        reproduce=report.reproduce_line(settings.reproduce, seed, "parity.check_generation"),
+        reproduce=messages.reproduce_line(settings.reproduce, seed, "parity.check_generation"),
     )
     if settings.mode == "both":
         result.notes.append(
@@ -270,9 +178,6 @@ class _Decoder:
         self.fed = 0  # tokens each cache holds
 
     def step(self, sequence: np.ndarray):
-        from ..backends import mindspore as msb
-        from ..backends import torch as tb
-
         new = sequence[:, self.fed :] if self.use_cache else sequence
         try:
             torch_logits, self.torch_cache = tb.decode(
@@ -299,11 +204,9 @@ class _Decoder:
         return ms_logits, torch_logits
 
 
-def _judge(c: Comparison, pair: ArrayPair, torch_model, sequence: np.ndarray, seed: int, device: str):
+def _envelope_spread(c: Comparison, pair: ArrayPair, torch_model, sequence: np.ndarray, seed: int, device: str):
     """Judge the step's logits against PyTorch's rounding envelope (whatever their margin: a token
     that differs needs the spread), and return the spread."""
-    from ..backends import torch as tb
-
     tolerance_margin, judged = c.margin, near(c, True)
     state = {}
 
@@ -349,11 +252,6 @@ def _first_failure(result: GenerationResult) -> Tuple[int, Optional[int]]:
 def _localise(ms_model, torch_model, wmap, chain, steps, prompt, first, seed, device, ms_step):
     """The layer table of the failing step's forward on its whole sequence (one captured pass per
     side, as a failing check localises); None where the capture itself fails."""
-    from ..backends import mindspore as msb
-    from ..backends import torch as tb
-    from .localize import Recording
-    from .passes import Passes
-
     step = first[0]
     tokens = np.array([s.torch_tokens for s in steps[: step - 1]], np.int64).T.reshape(prompt.shape[0], step - 1)
     sequence = np.concatenate([prompt, tokens], axis=1)
@@ -373,64 +271,3 @@ def _localise(ms_model, torch_model, wmap, chain, steps, prompt, first, seed, de
     except Exception:  # localisation helps the message; it never hides the failure
         msb.recover()
         return None
-
-
-def failure_message(result: GenerationResult, first: Tuple[int, Optional[int]]) -> str:
-    step, row = first
-    s = result.steps[step - 1]
-    c = s.comparison
-    if row is not None:
-        a, b = s.torch_tokens[row], s.ms_tokens[row]
-        headline = (
-            f"MindSpore and PyTorch do not generate the same! Step {step}, row {row}: MindSpore chose token "
-            f"{b}, PyTorch token {a}"
-        )
-    else:
-        headline = f"MindSpore and PyTorch do not generate the same! The logits of step {step} are not close"
-    lines = [
-        headline,
-        "",
-        f"Pair:       mindspore {result.ms_type} <-> torch {result.torch_type} (eval mode, "
-        f"greedy, {'with' if result.use_cache else 'without'} cache)",
-        f"Divergence: first at step {step} of {len(result.steps)}" + (f", row {row}" if row is not None else ""),
-        "",
-    ]
-    if row is not None:
-        d = next(d for d in result.differences if (d.step, d.row) == (step, row))
-        lines.append(
-            f"Tokens: MindSpore {d.ms_token}, PyTorch {d.torch_token}; PyTorch's logits of the two are "
-            f"{report.fmt(d.gap)} apart, beyond the {report.fmt(d.allowed)} that the tolerance and PyTorch's "
-            "rounding envelope allow them (no near-tie)"
-        )
-    lines += report._metrics(c) + [f"Tolerance: {c.tolerance_source} ({c.tolerance})"]
-    layer_lines = _layer_lines(result)
-    if layer_lines:
-        lines += [""] + layer_lines
-    lines += [
-        "",
-        "Tokens (rows x steps):",
-        f"  MindSpore {result.ms_tokens.tolist()}",
-        f"  PyTorch   {result.torch_tokens.tolist()}",
-    ]
-    lines += [
-        f"Near-tie: step {t.step}, row {t.row}: MindSpore {t.ms_token}, PyTorch {t.torch_token}, PyTorch's "
-        f"logits {report.fmt(t.gap)} apart, within {report.fmt(t.allowed)}"
-        for t in result.near_ties
-    ]
-    lines += ["", f"Weights: {result.weights}", f"Prompt: {result.prompt}"]
-    lines += [f"Note: {note}" for note in result.notes]
-    return "\n".join(lines + ["", f"Reproduce: {result.reproduce}"])
-
-
-def _layer_lines(result: GenerationResult) -> List[str]:
-    """The failing step's first divergent layer and the table around it, from its captured pass."""
-    if result.layers is None:
-        return []
-    verdict, where = result.layers.first("forward")
-    if verdict is None:
-        return ["Layers: every captured layer agrees on this step's sequence"]
-    return [
-        f"Layer: first divergence at the forward output of {where}"
-        if where.startswith("'")
-        else f"Layer: first divergence {where}"
-    ] + report.layer_lines(result.layers.forward, "forward")

@@ -1,26 +1,22 @@
-"""Standalone repros: the smallest part of a failed pair that still fails, written as a test file
-and one data file that need only MindSpore, PyTorch, numpy and pytest.
-
-:func:`choose_target` picks the layer (:mod:`.capture` catches its inputs, output gradient and
-weights and proves the layers built again from :mod:`.constructors`' recipes compute what the
-check's did; :mod:`.standalone` holds the functions the file carries; :mod:`.render` writes and
-runs it). The layer itself when it fails on PyTorch's inputs, else its smallest enclosing
-sub-module that does; its inputs shrunk while it fails the same way.
-"""
+"""A repro cut from a failed check: :func:`choose_target` picks the layer, :func:`write_repro`
+captures it (:mod:`.capture`), shrinks its inputs while it fails the same way, writes the test file
+and its data (:mod:`.render`) and runs it once before it is offered; :func:`offer` is the
+message's ``Repro:`` line for ``--parity-repro``."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from ...errors import ParityNoRepro
-from ...judge.envelope import NOISE_FACTOR
-from ...judge.tolerance import resolve
+from ....errors import ParityNoRepro
+from ....judge.envelope import NOISE_FACTOR
+from ....judge.tolerance import resolve
 from . import render
 from .capture import Source, as_found, capture, failure_of, kind_of, shrink
 from .constructors import CannotRebuild
 
-__all__ = ["Source", "choose_target", "write_repro", "offer", "RUN_TIMEOUT"]
+__all__ = ["choose_target", "write_repro", "offer", "RUN_TIMEOUT"]
 
 RUN_TIMEOUT = 180.0  # seconds for the one run of the written file: two framework imports and one layer
 
@@ -144,8 +140,6 @@ def _where(part) -> str:
 
 def _user_paths(part) -> List[str]:
     """Where the user modules the file imports are found (the path entry above their top package)."""
-    import importlib
-
     paths = []
     for recipe in (part.ms_recipe, part.torch_recipe):
         if not recipe.builtin:

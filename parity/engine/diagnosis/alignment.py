@@ -1,0 +1,134 @@
+"""Which layer of one side is which of the other: MindSpore layer paths paired with PyTorch's
+(:func:`align_layers`), and the tensors of one layer call paired by argument name where either
+side was given keywords (:func:`by_name`)."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+__all__ = ["align_layers", "by_name"]
+
+
+def by_name(ms: Sequence, ms_names: Optional[Sequence[str]], ref: Sequence, ref_names: Optional[Sequence[str]]):
+    """The tensors of one layer call's two sides to compare, paired by name, for a call that
+    either side gave keyword arguments: tensors are named by argument (``hidden_states``,
+    ``position_embeddings[0]``...; a positional argument by its parameter's name), the names
+    both sides have are compared in PyTorch's order, and a name one side alone has
+    (transformers' ``position_ids``, ``cache_position``) is not. By position where a side has no
+    names or the two share none."""
+    ms_named = dict(zip(ms_names or (), ms))
+    common = [name for name in ref_names or () if name in ms_named]
+    if not common:
+        return ms, ref
+    ref_named = dict(zip(ref_names, ref))
+    return [ms_named[name] for name in common], [ref_named[name] for name in common]
+
+
+# mindspore.nn classes named differently from their torch.nn counterparts (lower case).
+_SAME_KIND = {
+    "dense": "linear",
+    "sequentialcell": "sequential",
+    "celllist": "modulelist",
+    "celldict": "moduledict",
+    "conv1dtranspose": "convtranspose1d",
+    "conv2dtranspose": "convtranspose2d",
+    "conv3dtranspose": "convtranspose3d",
+    "hsigmoid": "hardsigmoid",
+    "hswish": "hardswish",
+    "hshrink": "hardshrink",
+    "softshrink": "softshrink",
+    "fastgelu": "gelu",
+    "logsoftmax": "logsoftmax",
+}
+
+
+def _kind(ms_name: str) -> str:
+    name = ms_name.lower()
+    return _SAME_KIND.get(name, name)
+
+
+def align_layers(
+    ms_kinds: Dict[str, Tuple[str, bool]], torch_kinds: Dict[str, Tuple[str, bool]], known: Dict[str, str]
+) -> Dict[str, str]:
+    """MindSpore layer path -> PyTorch layer path.
+
+    ``known`` holds what names and weights already paired. Parents of paired layers are paired
+    too, when all their paired children lie under one PyTorch layer. Then, under each paired
+    parent (the roots included, and a wrapper whose paired children all lie under one layer on the
+    other side), the children still unpaired are paired by structure, in definition order: all of
+    them in order when both sides have as many, each pair is two containers or two leaves, and no
+    two built-in layers of different kinds would meet; else those of the same kind, in order.
+    ``*_kinds`` map a path to (class name, whether the class is the framework's own), in
+    definition order."""
+    mapping = {m: t for m, t in known.items() if m in ms_kinds and t in torch_kinds}
+    frames = _pair_parents(mapping, torch_kinds)
+    taken = set(mapping.values())
+    order = {path: i for i, path in enumerate(ms_kinds)}
+    queue = [("", "")] + sorted(list(mapping.items()) + frames, key=lambda item: order[item[0]])
+    containers = ({_parent(p) for p in ms_kinds if p}, {_parent(p) for p in torch_kinds if p})
+    expanded = set()
+    while queue:
+        parent = queue.pop(0)
+        if parent in expanded:
+            continue
+        expanded.add(parent)
+        ms_kids = [c for c in _children(ms_kinds, parent[0]) if c not in mapping]
+        torch_kids = [c for c in _children(torch_kinds, parent[1]) if c not in taken]
+        for m, t in _match(ms_kids, torch_kids, ms_kinds, torch_kinds, containers):
+            mapping[m] = t
+            taken.add(t)
+            queue.append((m, t))
+    return mapping
+
+
+def _parent(path: str) -> str:
+    return path.rpartition(".")[0]
+
+
+def _children(kinds, parent: str) -> List[str]:
+    return [p for p in kinds if p and _parent(p) == parent]
+
+
+def _pair_parents(mapping: Dict[str, str], torch_kinds) -> List[Tuple[str, str]]:
+    """Pair each MindSpore parent whose paired descendants all lie under one PyTorch layer with
+    it (unless that layer is paired already); return every such (parent, layer) as a frame for
+    structural pairing, paired or not."""
+    votes: Dict[str, set] = {}
+    for m, t in mapping.items():
+        while m:
+            m, t = _parent(m), (_parent(t) if t else None)
+            if t is None:
+                break
+            votes.setdefault(m, set()).add(t)
+    taken = set(mapping.values())
+    frames = []
+    for m, ts in votes.items():
+        if not m or m in mapping or len(ts) != 1:
+            continue
+        t = next(iter(ts))
+        frames.append((m, t))
+        if t and t not in taken and t in torch_kinds:
+            mapping[m] = t
+            taken.add(t)
+    return frames
+
+
+def _match(ms_kids: List[str], torch_kids: List[str], ms_kinds, torch_kinds, containers) -> List[Tuple[str, str]]:
+    def same(m, t):
+        return _kind(ms_kinds[m][0]) == torch_kinds[t][0].lower()
+
+    def fits(m, t):
+        if (m in containers[0]) != (t in containers[1]):
+            return False
+        return same(m, t) or not (ms_kinds[m][1] and torch_kinds[t][1])
+
+    if ms_kids and len(ms_kids) == len(torch_kids) and all(fits(m, t) for m, t in zip(ms_kids, torch_kids)):
+        return list(zip(ms_kids, torch_kids))
+    pairs, start = [], 0
+    for m in ms_kids:
+        for j in range(start, len(torch_kids)):
+            if same(m, torch_kids[j]):
+                pairs.append((m, torch_kids[j]))
+                start = j + 1
+                break
+    return pairs
