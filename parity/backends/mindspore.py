@@ -482,6 +482,15 @@ def perturbed(model, *, seed: int, ulps: float):
             handle.remove()
 
 
+# Every loss scaler a training step was built with, alive until the process ends. A scaler's
+# scale() and unscale() pass its ``scale_value`` Parameter to functions MindSpore compiles once
+# (``mindspore.amp._grad_unscale_map``), whose compile cache knows a Parameter argument by its
+# ``id()`` and keeps the graph with the Parameter's data: a later scaler whose Parameter landed at a
+# freed one's address ran the earlier graph, unscaling by the earlier scaler's last scale (2**15
+# after its overflow step, for 2**16: gradients twice PyTorch's). A kept scaler's address is never
+# taken again. A few bytes each.
+_SCALERS_KEPT: List[object] = []
+
 # Training: one step is value_and_grad over the optimizer's parameters, then the optimizer.
 # State that classic optimizers keep, by attribute, under PyTorch's state names (per class:
 # ``accum`` is SGD's momentum buffer but Adagrad's sum of squares).
@@ -511,6 +520,8 @@ class TrainStep:
     ):
         self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
         self.scaler, self.scaling = scaler, None
+        if scaler is not None:
+            _SCALERS_KEPT.append(scaler)
         self.params = list(optimizer.parameters)
         by_id = {id(p): n for n, p in _parameters(model).items()}
         unknown = [p.name for p in self.params if id(p) not in by_id]
