@@ -1,11 +1,14 @@
 """Import both frameworks before any in-process pytester run: pytester restores sys.modules
 afterwards, and torch cannot be imported twice in one process. Also the fixtures several
-modules share: the in-process Cell collection and the report page's headless browser."""
+modules share: the in-process Cell collection and the report page's headless browser; and
+PARITY_TEST_PERTURB_ULPS, which runs the suite as on another CPU (CONTRIBUTING.md)."""
 
+import functools
 import gc
 import os
 import shutil
 import sys
+import zlib
 
 import mindspore  # noqa: F401
 import pytest
@@ -23,6 +26,58 @@ settings.register_profile("thorough", max_examples=200, deadline=None, print_blo
 def pytest_configure(config):
     if not config.getoption("--hypothesis-profile"):  # the option, when given, was loaded by Hypothesis
         settings.load_profile("fast")
+    config.addinivalue_line(
+        "markers",
+        "unperturbed(reason): the test needs MindSpore's own bits (bit identity, a fault's exact "
+        "margins); PARITY_TEST_PERTURB_ULPS leaves it alone",
+    )
+
+
+# -- PARITY_TEST_PERTURB_ULPS=4: every MindSpore pass parity runs, as on another CPU -----------------
+
+PERTURB_ULPS = float(os.environ.get("PARITY_TEST_PERTURB_ULPS") or 0)
+
+
+def _perturbing(seed: int, ulps: float) -> pytest.MonkeyPatch:
+    """Every PYNATIVE MindSpore pass parity runs (a check's forward and VJP, a training step, a
+    decoding step) with each leaf sub-Cell's outputs and the gradients flowing into them moved by up
+    to ``ulps`` units in the last place (:func:`parity.backends.mindspore.perturbed`): MindSpore as
+    another CPU's kernels may round. Each pass starts from ``seed``, so the same pass rounds the same
+    way every time, as on a real CPU. GRAPH mode runs no hooks: its passes stay as they are."""
+    from parity.backends import mindspore as msb
+
+    def wrap(run, model_of, mode_of):
+        @functools.wraps(run)
+        def perturbed_run(*args, **kwargs):
+            if mode_of(args, kwargs) == "graph":
+                return run(*args, **kwargs)
+            with msb.perturbed(model_of(args, kwargs), seed=seed, ulps=ulps):
+                return run(*args, **kwargs)
+
+        return perturbed_run
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(msb.Pass, "__init__", wrap(msb.Pass.__init__, lambda a, k: a[1], lambda a, k: k.get("mode")))
+    patch.setattr(msb.TrainStep, "launch", wrap(msb.TrainStep.launch, lambda a, k: a[0].model, lambda a, k: a[0].mode))
+    patch.setattr(msb, "decode", wrap(msb.decode, lambda a, k: a[0], lambda a, k: k.get("mode", "pynative")))
+    return patch
+
+
+@pytest.fixture(autouse=True)
+def _perturbed_mindspore(request):
+    """With PARITY_TEST_PERTURB_ULPS set, the test's MindSpore passes are perturbed (see
+    :func:`_perturbing`), seeded by its node id; ``@pytest.mark.unperturbed("why")`` exempts it."""
+    marker = request.node.get_closest_marker("unperturbed")
+    if marker is not None and not (marker.args or marker.kwargs.get("reason")):
+        pytest.fail("@pytest.mark.unperturbed needs its reason: unperturbed('why MindSpore's own bits')")
+    if not PERTURB_ULPS or marker is not None:
+        yield
+        return
+    patch = _perturbing(zlib.crc32(request.node.nodeid.encode()), PERTURB_ULPS)
+    try:
+        yield
+    finally:
+        patch.undo()
 
 
 @pytest.fixture
