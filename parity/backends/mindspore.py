@@ -446,14 +446,16 @@ def _jitter(tensor, rng: np.random.Generator, ulps: float):
     if not isinstance(tensor, ms.Tensor) or not ms.ops.is_floating_point(tensor) or tensor.size == 0:
         return tensor
     eps = _EPS.get(tensor.dtype, 2.0**-23) * ulps
-    element = ms.Tensor(rng.uniform(-eps, eps, tensor.shape), tensor.dtype)
-    layer = ms.Tensor(rng.uniform(-eps, eps, tensor.shape), tensor.dtype)
-    finite = ms.ops.isfinite(tensor)
-    kept = ms.ops.where(finite, ms.ops.stop_gradient(tensor), ms.ops.zeros_like(tensor))
+    # bfloat16's noise is drawn in float32 (MindSpore's CPU has no bfloat16 isfinite), then rounded to it
+    work = tensor.astype(ms.float32) if tensor.dtype == ms.bfloat16 else tensor
+    element = ms.Tensor(rng.uniform(-eps, eps, tensor.shape), work.dtype)
+    layer = ms.Tensor(rng.uniform(-eps, eps, tensor.shape), work.dtype)
+    finite = ms.ops.isfinite(work)
+    kept = ms.ops.where(finite, ms.ops.stop_gradient(work), ms.ops.zeros_like(work))
     scale = ms.ops.sqrt(ms.ops.mean(ms.ops.square(kept)))
     # Exact zeros (a ReLU's, a mask's) are exact on every CPU, and NaN/Inf stay: computed values move.
-    noise = (element * ms.ops.abs(kept) + layer * scale) * ms.ops.not_equal(kept, 0).astype(tensor.dtype)
-    return tensor + noise
+    noise = (element * ms.ops.abs(kept) + layer * scale) * ms.ops.not_equal(kept, 0).astype(work.dtype)
+    return tensor + (noise if work is tensor else noise.astype(tensor.dtype))
 
 
 @contextlib.contextmanager
@@ -467,7 +469,11 @@ def perturbed(model, *, seed: int, ulps: float):
         def move(tensor):
             moved = _jitter(tensor, rng, ulps)
             if moved is not tensor:
-                moved.register_hook(lambda grad: _jitter(grad, rng, ulps))
+                try:
+                    moved.register_hook(lambda grad: _jitter(grad, rng, ulps))
+                except RuntimeError as exc:  # a value no gradient flows into (made of constants, or under no_grad)
+                    if "requires grad is false" not in str(exc):
+                        raise
             return moved
 
         if isinstance(output, (tuple, list)):
