@@ -406,16 +406,16 @@ def test_a_network_trained_in_graph_mode_is_not_kept_alive():
     assert alive() is None
 
 
-def _loss_off_at(step):
-    """MindSpore's side of ``torch.nn.CrossEntropyLoss()`` whose value, not its gradient, is off by
-    1 at step ``step`` (from 0) alone: that step's loss certainly fails, on every CPU, and nothing
-    else of the training moves (PYNATIVE: the function runs once a step)."""
+def _ms_loss_changed_at(step, change):
+    """MindSpore's side of ``torch.nn.CrossEntropyLoss()``, its value passed through ``change`` at
+    step ``step`` (from 0) alone: a fault there, certain on every CPU, and nowhere else (PYNATIVE:
+    the function runs once a step)."""
     cross_entropy, calls = parity.translate(torch.nn.CrossEntropyLoss()), []
 
     def loss(logits, labels):
         calls.append(None)
         value = cross_entropy(logits, labels)
-        return value + 1.0 if len(calls) == step + 1 else value
+        return change(value) if len(calls) == step + 1 else value
 
     return loss
 
@@ -450,7 +450,7 @@ def test_the_envelopes_reruns_stop_at_the_last_step_still_open(monkeypatch):
             BATCHES,
             steps=3,
             optimizer=lambda p: torch.optim.SGD(p, lr=0.1),
-            loss=(_loss_off_at(1), torch.nn.CrossEntropyLoss()),
+            loss=(_ms_loss_changed_at(1, lambda value: value + 1.0), torch.nn.CrossEntropyLoss()),  # not its gradient
         )
     result = info.value.result
     step, first = result.first_failure
@@ -495,8 +495,9 @@ def _verdicts(result):
     ]
 
 
-def _tight_training(model, optimizer):
-    tight = parity.Tolerance(rtol=1e-9, atol=1e-9)  # every tensor to the envelope, some beyond its first pair
+def _tight_training(model, optimizer, ms_loss=None):
+    tight = parity.Tolerance(rtol=1e-9, atol=1e-9)  # every tensor to the envelope
+    loss = torch.nn.CrossEntropyLoss()
     try:
         return parity.check_training(
             parity.translate(model),
@@ -505,7 +506,7 @@ def _tight_training(model, optimizer):
             tolerance=tight,
             steps=3,
             optimizer=optimizer,
-            loss=torch.nn.CrossEntropyLoss(),
+            loss=loss if ms_loss is None else (ms_loss, loss),
         )
     except parity.ParityMismatch as exc:
         return exc.result
@@ -520,10 +521,11 @@ def test_the_first_pair_beside_the_main_run_gives_the_verdicts_of_the_runs_after
     from parity.engine.training import lockstep
 
     rmsprop = lambda p: torch.optim.RMSprop(p, lr=1e-2, momentum=0.5)  # noqa: E731
-    beside = _tight_training(_net(), rmsprop)
+    # MindSpore's gradients 1% larger at step 2 of 3: its optimizer state is open through every
+    # stage on every CPU, so the later stages run too, for tensors of a step before the last: values
+    # the steps after it overwrite on the checked module
+    beside = _tight_training(_net(), rmsprop, _ms_loss_changed_at(1, lambda value: value * 1.01))
     assert not any("rounding envelope: its first runs" in n for n in beside.notes)
-    # later stages too, for a parameter or an optimizer state of a step before the last: values the
-    # steps after it overwrite on the checked module
     assert any(
         c.envelope is not None and c.envelope.draws > 2 and c.kind in ("parameter", "optimizer state")
         for step in beside.steps[:-1]
@@ -534,7 +536,7 @@ def test_the_first_pair_beside_the_main_run_gives_the_verdicts_of_the_runs_after
         raise TypeError("cannot pickle 'generator' object")
 
     monkeypatch.setattr(lockstep.copy, "deepcopy", refuse)
-    after = _tight_training(_net(), rmsprop)
+    after = _tight_training(_net(), rmsprop, _ms_loss_changed_at(1, lambda value: value * 1.01))
     monkeypatch.setattr(lockstep.copy, "deepcopy", copy.deepcopy)
     assert _verdicts(after) == _verdicts(beside)
     note = next(n for n in after.notes if "rounding envelope: its first runs" in n)
