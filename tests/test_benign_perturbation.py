@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 
 import mindspore  # noqa: F401  (both frameworks before parity, as everywhere in tests/)
+import numpy as np
 import pytest
 import torch  # noqa: F401
 
@@ -161,8 +162,6 @@ def test_the_perturbation_moves_bfloat16_and_values_no_gradient_flows_into(dtype
     """bfloat16 moves too (its noise drawn in float32: MindSpore's CPU has no bfloat16 isfinite),
     and a layer's value outside autograd is moved, its gradient hook left out, in a VJP as in a
     plain forward."""
-    import numpy as np
-
     cell = _WithTable()
     x = mindspore.Tensor(np.linspace(-1.0, 1.0, 16, dtype=np.float32).reshape(2, 8)).astype(getattr(mindspore, dtype))
     plain = cell(x).astype(mindspore.float32).asnumpy()
