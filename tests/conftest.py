@@ -13,14 +13,18 @@ and so before any in-process pytester run: pytester restores sys.modules afterwa
 cannot be imported twice in one process.
 
 Also the fixtures several modules share: the in-process Cell collection and the report page's
-headless browser."""
+headless browser; and PARITY_TEST_PERTURB_ULPS, which runs the suite as on another CPU
+(CONTRIBUTING.md)."""
 
+import contextlib
+import functools
 import gc
 import importlib
 import importlib.util
 import os
 import shutil
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -48,6 +52,11 @@ def framework_free(path):
 def pytest_configure(config):
     if not config.getoption("--hypothesis-profile"):  # the option, when given, was loaded by Hypothesis
         settings.load_profile("fast")
+    config.addinivalue_line(
+        "markers",
+        "unperturbed(reason): the test needs MindSpore's own bits (bit identity, a fault's exact "
+        "margins); PARITY_TEST_PERTURB_ULPS leaves it alone",
+    )
     here = config.invocation_params.dir
     if all(framework_free((here / arg.split("::")[0]).resolve()) for arg in config.args):
         config.pluginmanager.register(FrameworkFree(), GUARD)
@@ -118,6 +127,77 @@ class FrameworkFree:
         folders = " ".join(f"tests/{folder}" for folder in FRAMEWORK_FREE)
         found = f"{' and '.join(present)} imported" if present else "neither mindspore nor torch was imported"
         terminalreporter.write_line(f"framework-free ({folders}): {found}")
+
+
+# -- PARITY_TEST_PERTURB_ULPS=4: every MindSpore pass parity runs, as on another CPU -----------------
+
+PERTURB_ULPS = float(os.environ.get("PARITY_TEST_PERTURB_ULPS") or 0)
+# Half precision moves by half an ulp of its dtype: about two roundings more per layer, what the golden
+# judge is measured against (parity.judge.golden); a few ulps of float16 would be a real difference.
+_HALF_ULPS = 0.5
+
+
+def _perturbing(seed: int, ulps: float) -> pytest.MonkeyPatch:
+    """Every PYNATIVE MindSpore pass parity runs (a check's forward and VJP, a training step, a
+    decoding step) with each leaf sub-Cell's outputs and the gradients flowing into them moved by up
+    to ``ulps`` units in the last place (:func:`parity.backends.mindspore.perturbed`), half precision
+    by half an ulp: MindSpore as another CPU's kernels may round. Each pass starts from ``seed``, so
+    the same pass rounds the same way every time, as on a real CPU. GRAPH mode runs no hooks: its
+    passes stay as they are; so does a model the test perturbs itself (its seeds are the point)."""
+    import mindspore as ms
+
+    from parity.backends import mindspore as msb
+
+    jitter, perturbed, own = msb._jitter, msb.perturbed, set()
+
+    def half_aware(tensor, rng, amount):
+        half = isinstance(tensor, ms.Tensor) and tensor.dtype in (ms.float16, ms.bfloat16)
+        return jitter(tensor, rng, min(amount, _HALF_ULPS) if half else amount)
+
+    @contextlib.contextmanager
+    def tests_own(model, **kwargs):
+        own.add(id(model))
+        try:
+            with perturbed(model, **kwargs):
+                yield
+        finally:
+            own.discard(id(model))
+
+    def wrap(run, model_of, mode_of):
+        @functools.wraps(run)
+        def perturbed_run(*args, **kwargs):
+            model = model_of(args, kwargs)
+            if mode_of(args, kwargs) == "graph" or id(model) in own:
+                return run(*args, **kwargs)
+            with perturbed(model, seed=seed, ulps=ulps):
+                return run(*args, **kwargs)
+
+        return perturbed_run
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(msb, "_jitter", half_aware)
+    patch.setattr(msb, "perturbed", tests_own)
+    patch.setattr(msb.Pass, "__init__", wrap(msb.Pass.__init__, lambda a, k: a[1], lambda a, k: k.get("mode")))
+    patch.setattr(msb.TrainStep, "launch", wrap(msb.TrainStep.launch, lambda a, k: a[0].model, lambda a, k: a[0].mode))
+    patch.setattr(msb, "decode", wrap(msb.decode, lambda a, k: a[0], lambda a, k: k.get("mode", "pynative")))
+    return patch
+
+
+@pytest.fixture(autouse=True)
+def _perturbed_mindspore(request):
+    """With PARITY_TEST_PERTURB_ULPS set, the test's MindSpore passes are perturbed (see
+    :func:`_perturbing`), seeded by its node id; ``@pytest.mark.unperturbed("why")`` exempts it."""
+    marker = request.node.get_closest_marker("unperturbed")
+    if marker is not None and not (marker.args or marker.kwargs.get("reason")):
+        pytest.fail("@pytest.mark.unperturbed needs its reason: unperturbed('why MindSpore's own bits')")
+    if not PERTURB_ULPS or marker is not None or framework_free(request.node.path):
+        yield
+        return
+    patch = _perturbing(zlib.crc32(request.node.nodeid.encode()), PERTURB_ULPS)
+    try:
+        yield
+    finally:
+        patch.undo()
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 
 import mindspore  # noqa: F401  (both frameworks before parity, as everywhere in tests/)
+import numpy as np
 import pytest
 import torch  # noqa: F401
 
@@ -135,3 +136,40 @@ def test_a_passing_check_names_no_divergent_layer_on_another_cpu():
     pool = next(v for v in result.layers.backward if v.path == "features.3")
     assert pool.status == "noise" and pool.out_margin > 10 and "rounding envelope" in pool.note
     assert result.layers.first("backward") == (None, "")
+
+
+class _Scaled(mindspore.nn.Cell):
+    def construct(self, x):
+        return x * 3.0
+
+
+class _Table(mindspore.nn.Cell):
+    def construct(self, x):  # made of constants, as a rotary table is: no gradient flows into it
+        return mindspore.ops.cos(mindspore.ops.arange(x.shape[-1]).astype(mindspore.float32)).astype(x.dtype)
+
+
+class _WithTable(mindspore.nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.scaled, self.table = _Scaled(), _Table()
+
+    def construct(self, x):
+        return self.scaled(x) + self.table(x)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_perturbation_moves_bfloat16_and_values_no_gradient_flows_into(dtype):
+    """bfloat16 moves too (its noise drawn in float32: MindSpore's CPU has no bfloat16 isfinite),
+    and a layer's value outside autograd is moved, its gradient hook left out, in a VJP as in a
+    plain forward."""
+    cell = _WithTable()
+    x = mindspore.Tensor(np.linspace(-1.0, 1.0, 16, dtype=np.float32).reshape(2, 8)).astype(getattr(mindspore, dtype))
+    plain = cell(x).astype(mindspore.float32).asnumpy()
+    with msb.perturbed(cell, seed=1, ulps=ULPS):
+        moved, vjp = mindspore.vjp(cell, x)
+        forward = cell(x)
+    grad = vjp(mindspore.Tensor(np.ones(moved.shape, np.float32)).astype(moved.dtype))[0]
+    assert moved.dtype == forward.dtype == grad.dtype == x.dtype
+    assert (moved.astype(mindspore.float32).asnumpy() != plain).any()
+    eps = np.finfo(np.float32).eps if dtype == "float32" else 2.0**-7
+    assert np.abs(moved.astype(mindspore.float32).asnumpy() - plain).max() <= 8 * ULPS * eps * np.abs(plain).max()

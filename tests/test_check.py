@@ -227,11 +227,11 @@ def test_a_scaled_weight_is_caught_in_outputs_and_grads():
 
 
 def test_gradients_use_a_random_cotangent_not_a_sum():
-    """Forward outputs agree exactly; only a non-uniform cotangent reveals the reversed gradient."""
+    """Forward outputs agree; only a non-uniform cotangent reveals the reversed gradient."""
     with pytest.raises(ParityMismatch) as info:
         parity.check(MSDenseFlipGrad(), TorchLinear(), parity.randn((2, 4)))
     result = info.value.result
-    assert result["output"].passed and result["output"].max_abs == 0.0
+    assert result["output"].passed  # exact here, by a few ulps on another CPU
     assert {c.kind for c in result.failures} == {"input grad", "param grad"}
     assert result.failures[0].name == "input[0]"  # first in execution order
     assert "gradient of input 'input[0]'" in str(info.value)

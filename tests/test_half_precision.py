@@ -150,6 +150,7 @@ class TorchElementwise(torch.nn.Module):
         return (x * self.scale + self.shift - y) / (y * y + 2.0) - x
 
 
+@pytest.mark.unperturbed("elementwise bfloat16 rounds alike on every CPU: bit identity is the point")
 def test_bfloat16_elementwise_pair_is_bit_identical():
     torch.manual_seed(0)
     module = TorchElementwise()

@@ -43,7 +43,8 @@ def test_the_pair_maps_every_weight_by_hugging_face_names():
 def test_the_pair_agrees_with_every_layer_compared_keywords_included():
     result = _check(llm.LlamaHF, localize=True)
     assert result.worst_margin < 1.0
-    assert {v.status for v in result.layers.forward + result.layers.backward} == {"ok"}
+    # a layer beyond the tolerance by another CPU's rounding reads "noise" (the check passed)
+    assert {v.status for v in result.layers.forward + result.layers.backward} <= {"ok", "noise"}
     attention = next(v for v in result.layers.forward if v.path == "model.layers.0.self_attn")
     # Called with keywords only: hidden_states, the additive mask, cos and sin, compared by name;
     # transformers' position_ids and cache_position have no MindSpore counterpart.

@@ -80,10 +80,19 @@ def outcomes(pytestconfig):
 # -- every injected fault is named exactly ----------------------------------------------------
 
 
+def _statistic_line(result, message: str) -> str:
+    """The line of a message that names a failing running statistic: the Divergence line, unless a
+    layer's output or gradient beyond the tolerance took it (by rounding alone on another CPU: a
+    ReLU's output at 1.02x, MindSpore moved by 4 ulps), then the Compared line (the first failure)."""
+    layers_differ = any(result.layers.first(direction)[0] is not None for direction in ("forward", "backward"))
+    prefix = "Compared: " if layers_differ else "Divergence: "
+    return next(line for line in message.splitlines() if line.startswith(prefix))
+
+
 def _localised(fault, result, message) -> _Outcome:
     if fault.direction == "buffer":
         buffers = [c for c in result.failures if c.kind == "buffer"]
-        return _Outcome(fault, buffers[0].layer if buffers else "", _divergence_line(message))
+        return _Outcome(fault, buffers[0].layer if buffers else "", _statistic_line(result, message))
     verdict, where = result.layers.first(fault.direction)
     return _Outcome(fault, verdict.path if verdict is not None else "", where)
 
@@ -115,7 +124,7 @@ def test_the_injected_fault_is_localised_to_its_layer(fault, outcomes):
     result, message = info.value.result, str(info.value)
     outcome = outcomes[fault.name] = _localised(fault, result, message)
 
-    line = _divergence_line(message)
+    line = _statistic_line(result, message) if fault.direction == "buffer" else _divergence_line(message)
     if fault.direction == "backward":  # the forward pass agrees: the backward table is the one shown
         assert result.layers.first("forward") == (None, "")
         assert line.startswith("Divergence: first at gradient flowing back out of ")
@@ -175,7 +184,8 @@ def test_a_clean_network_passes_and_blames_no_layer(case, train):
     for direction in ("forward", "backward"):
         verdicts = getattr(result.layers, direction)
         assert verdicts, f"no {direction} layers captured"
-        assert [v.label for v in verdicts if v.status != "ok"] == []
+        # beyond the tolerance by another CPU's rounding, a layer reads "noise" (the check passed)
+        assert [v.label for v in verdicts if v.status not in ("ok", "noise")] == []
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,9 @@
 real frameworks. An outlier batch (inputs of order 3e16) makes float32 gradients of order 1e32:
 scaled by 2**24 they overflow, scaled by 2**16 they do not."""
 
+import gc
+import weakref
+
 import mindspore
 import numpy as np
 import pytest
@@ -86,6 +89,24 @@ def test_alike_scalers_with_an_outlier_that_overflows_at_both_scales():
     result = _train(lambda: torch.amp.GradScaler("cpu"), steps=3, batches=larger)  # PyTorch's defaults, both sides
     assert result.passed and [s.skipped for s in result.steps] == [(False, False), (True, True), (False, False)]
     assert result[3].scales == (2.0**15, 2.0**15)
+
+
+def test_a_mindspore_scaler_outlives_its_check():
+    """MindSpore compiles a scaler's unscale once and knows its scale Parameter by ``id()``, keeping
+    the Parameter's data with the graph: a scaler freed after one check could hand its address, and
+    its last scale, to the next check's scaler, whose gradients then came out twice PyTorch's now
+    and then (the outlier test above, one run in ten in one process). Every scaler is kept."""
+    built = []
+
+    def ms_factory():
+        built.append(mindspore.amp.DynamicLossScaler(scale_value=2**16, scale_factor=2, scale_window=2000))
+        return built[-1]
+
+    _train((ms_factory, lambda: torch.amp.GradScaler("cpu")), steps=1)
+    kept = [weakref.ref(scaler) for scaler in built]
+    built.clear()
+    gc.collect()
+    assert kept and all(ref() is not None for ref in kept)
 
 
 @pytest.mark.parametrize(

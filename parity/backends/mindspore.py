@@ -446,14 +446,16 @@ def _jitter(tensor, rng: np.random.Generator, ulps: float):
     if not isinstance(tensor, ms.Tensor) or not ms.ops.is_floating_point(tensor) or tensor.size == 0:
         return tensor
     eps = _EPS.get(tensor.dtype, 2.0**-23) * ulps
-    element = ms.Tensor(rng.uniform(-eps, eps, tensor.shape), tensor.dtype)
-    layer = ms.Tensor(rng.uniform(-eps, eps, tensor.shape), tensor.dtype)
-    finite = ms.ops.isfinite(tensor)
-    kept = ms.ops.where(finite, ms.ops.stop_gradient(tensor), ms.ops.zeros_like(tensor))
+    # bfloat16's noise is drawn in float32 (MindSpore's CPU has no bfloat16 isfinite), then rounded to it
+    work = tensor.astype(ms.float32) if tensor.dtype == ms.bfloat16 else tensor
+    element = ms.Tensor(rng.uniform(-eps, eps, tensor.shape), work.dtype)
+    layer = ms.Tensor(rng.uniform(-eps, eps, tensor.shape), work.dtype)
+    finite = ms.ops.isfinite(work)
+    kept = ms.ops.where(finite, ms.ops.stop_gradient(work), ms.ops.zeros_like(work))
     scale = ms.ops.sqrt(ms.ops.mean(ms.ops.square(kept)))
     # Exact zeros (a ReLU's, a mask's) are exact on every CPU, and NaN/Inf stay: computed values move.
-    noise = (element * ms.ops.abs(kept) + layer * scale) * ms.ops.not_equal(kept, 0).astype(tensor.dtype)
-    return tensor + noise
+    noise = (element * ms.ops.abs(kept) + layer * scale) * ms.ops.not_equal(kept, 0).astype(work.dtype)
+    return tensor + (noise if work is tensor else noise.astype(tensor.dtype))
 
 
 @contextlib.contextmanager
@@ -467,7 +469,11 @@ def perturbed(model, *, seed: int, ulps: float):
         def move(tensor):
             moved = _jitter(tensor, rng, ulps)
             if moved is not tensor:
-                moved.register_hook(lambda grad: _jitter(grad, rng, ulps))
+                try:
+                    moved.register_hook(lambda grad: _jitter(grad, rng, ulps))
+                except RuntimeError as exc:  # a value no gradient flows into (made of constants, or under no_grad)
+                    if "requires grad is false" not in str(exc):
+                        raise
             return moved
 
         if isinstance(output, (tuple, list)):
@@ -481,6 +487,15 @@ def perturbed(model, *, seed: int, ulps: float):
         for handle in handles:
             handle.remove()
 
+
+# Every loss scaler a training step was built with, alive until the process ends. A scaler's
+# scale() and unscale() pass its ``scale_value`` Parameter to functions MindSpore compiles once
+# (``mindspore.amp._grad_unscale_map``), whose compile cache knows a Parameter argument by its
+# ``id()`` and keeps the graph with the Parameter's data: a later scaler whose Parameter landed at a
+# freed one's address ran the earlier graph, unscaling by the earlier scaler's last scale (2**15
+# after its overflow step, for 2**16: gradients twice PyTorch's). A kept scaler's address is never
+# taken again. A few bytes each.
+_SCALERS_KEPT: List[object] = []
 
 # Training: one step is value_and_grad over the optimizer's parameters, then the optimizer.
 # State that classic optimizers keep, by attribute, under PyTorch's state names (per class:
@@ -512,6 +527,8 @@ class TrainStep:
         self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
         self.scaler = scaler
         self.scaling: Optional[Tuple[float, bool]] = None  # (scale used, skipped) of the last step
+        if scaler is not None:
+            _SCALERS_KEPT.append(scaler)
         self.params = list(optimizer.parameters)
         by_id = {id(p): n for n, p in _parameters(model).items()}
         unknown = [p.name for p in self.params if id(p) not in by_id]
