@@ -30,9 +30,7 @@ from typing import TYPE_CHECKING, Iterable, List, Optional
 
 from . import options as opts
 from .catalogue import build, iter_case_files, load_cases
-from .engine.diagnosis import messages
 from .engine.settings import Settings
-from .engine.training.result import TrainingResult
 from .errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from .nightly import cli as report_cli
 from .tools.dumps import cli as dumps_cli
@@ -194,6 +192,8 @@ def _run_one(path, variant, args) -> str:
     if case.xfail:
         raise ParityMismatch(f"{nodeid} passed although marked xfail ({case.xfail}): remove the xfail")
     _plot(args.plot, variant, result)
+    from .engine.diagnosis import messages  # numpy: not for the commands that need no framework
+
     return messages.summary_line(nodeid, result)
 
 
@@ -207,9 +207,13 @@ def _plot_folder(folder: Optional[str]) -> None:
 
 def _plot(folder: Optional[str], variant, result) -> None:
     """Write a training item's picture, when ``--plot`` asked for one and the item trained."""
-    if folder is None or not isinstance(result, TrainingResult):
+    if folder is None:
         return
+    from .engine.training.result import TrainingResult
     from .nightly.plot import plot_training
+
+    if not isinstance(result, TrainingResult):
+        return
 
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", variant.id).strip("_") + ".html"
     print(f"plot {plot_training(result, Path(folder) / name)}", flush=True)

@@ -196,7 +196,7 @@ def _single_runs(job_dir, *, ms_lr=None, ms_loss=None):
         records = {run: distributed._record(found, step) for run, found in runs.items()}
         steps.append(distributed._compare_step(records, (PAIRS[0],), chain, step, close)[" vs ".join(PAIRS[0])])
     before = max(c.margin for group in steps for c in group)
-    distributed._judge_in_envelope(close, built, ADAM["loss"], ADAM["optimizer"], arrays, 2, 1234, "CPU")
+    distributed._envelope_verdicts(close, built, ADAM["loss"], ADAM["optimizer"], arrays, 2, 1234, "CPU")
     return before, [c for group in steps for c in group]
 
 

@@ -5,7 +5,7 @@ the entry has a fix; when it has none, the mismatch shows (or translate refuses 
 import pytest
 
 import parity
-from parity.mismatch_checks.pairs import _inputs, resolve
+from parity.mismatch_checks.pairs import input_specs, resolve
 from parity.registry import load
 
 
@@ -31,7 +31,7 @@ def _translate_and_check(entry):
         parity.check_training(
             parity.translate(model),
             model,
-            [_inputs(b) for b in spec.batches],
+            [input_specs(b) for b in spec.batches],
             loss=module,
             steps=len(spec.batches),
             optimizer=lambda p: torch.optim.SGD(p, lr=0.1),
@@ -39,7 +39,7 @@ def _translate_and_check(entry):
         return
     cell = parity.translate(module)
     parity.check(
-        cell, module, _inputs(spec.fixed_inputs or spec.inputs), train=spec.train, grads=spec.grads, reference="float64"
+        cell, module, input_specs(spec.fixed_inputs or spec.inputs), train=spec.train, grads=spec.grads, reference="float64"
     )
 
 
