@@ -39,7 +39,12 @@ def _translate_and_check(entry):
         return
     cell = parity.translate(module)
     parity.check(
-        cell, module, input_specs(spec.fixed_inputs or spec.inputs), train=spec.train, grads=spec.grads, reference="float64"
+        cell,
+        module,
+        input_specs(spec.fixed_inputs or spec.inputs),
+        train=spec.train,
+        grads=spec.grads,
+        reference="float64",
     )
 
 
