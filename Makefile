@@ -5,6 +5,9 @@
 #   make test-core  only the tests that need no framework (CORE_TESTS), in .venv-core, where neither
 #                   MindSpore nor PyTorch is installed: about 20 s, for changes to the judge, the
 #                   registry, the records and the report page
+#   make test-slow  only the tests marked slow (make test skips them, saying so)
+#   make test-perturbed  the test suite as on another CPU: every MindSpore pass parity runs moved by
+#                   4 ulps (PARITY_TEST_PERTURB_ULPS), so a test that leans on this CPU's rounding fails here
 #   make lint       ruff's lint and format check, then mypy (CI runs it first)
 #   make bench      the benchmark (benchmarks/)
 PYTHON ?= python3.11
@@ -17,7 +20,7 @@ CORE_STAMP := $(CORE_VENV)/.installed
 # The framework-free tier: tests/conftest.py's FRAMEWORK_FREE names the same folders.
 CORE_TESTS := tests/engine tests/judge tests/nightly tests/plugin tests/registry tests/tools
 
-.PHONY: parity test test-core lint bench clean
+.PHONY: parity test test-slow test-perturbed test-core lint bench clean
 
 $(STAMP): pyproject.toml constraints.txt constraints-common.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,6 +42,13 @@ parity: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2
+
+# pytest's exit status 5 is "no test collected": none is marked slow.
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -n 2 --run-slow -m slow || test $$? -eq 5
+
+test-perturbed: $(STAMP)
+	PARITY_TEST_PERTURB_ULPS=4 $(BIN)/python -m pytest -n 2
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -13,8 +13,9 @@ and so before any in-process pytester run: pytester restores sys.modules afterwa
 cannot be imported twice in one process.
 
 Also the fixtures several modules share: the in-process Cell collection and the report page's
-headless browser; and PARITY_TEST_PERTURB_ULPS, which runs the suite as on another CPU
-(CONTRIBUTING.md)."""
+headless browser; PARITY_TEST_PERTURB_ULPS, which runs the suite as on another CPU
+(CONTRIBUTING.md); and the ``slow`` marker: such tests run only with ``--run-slow`` (``make
+test-slow``, which CI runs), and say so where they are skipped."""
 
 import contextlib
 import functools
@@ -49,7 +50,12 @@ def framework_free(path):
     return any(Path(path).is_relative_to(TESTS / folder) for folder in FRAMEWORK_FREE)
 
 
+def pytest_addoption(parser):
+    parser.addoption("--run-slow", action="store_true", help="also run the tests marked slow (make test-slow)")
+
+
 def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: over about ten seconds; runs with --run-slow (make test-slow, and in CI)")
     if not config.getoption("--hypothesis-profile"):  # the option, when given, was loaded by Hypothesis
         settings.load_profile("fast")
     config.addinivalue_line(
@@ -60,6 +66,15 @@ def pytest_configure(config):
     here = config.invocation_params.dir
     if all(framework_free((here / arg.split("::")[0]).resolve()) for arg in config.args):
         config.pluginmanager.register(FrameworkFree(), GUARD)
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--run-slow"):
+        return
+    skip = pytest.mark.skip(reason="slow: runs with --run-slow (make test-slow, and in CI)")
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(skip)
 
 
 @pytest.hookimpl(tryfirst=True)
