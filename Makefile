@@ -6,6 +6,8 @@
 #                   MindSpore nor PyTorch is installed: about 20 s, for changes to the judge, the
 #                   registry, the records and the report page
 #   make lint       ruff's lint and format check, then mypy (CI runs it first)
+#   make docs       the documentation site (docs/, Sphinx + MyST + furo) into docs/_build/html, with
+#                   warnings as errors and every cross-reference checked
 #   make bench      the benchmark (benchmarks/)
 PYTHON ?= python3.11
 VENV := .venv
@@ -17,12 +19,12 @@ CORE_STAMP := $(CORE_VENV)/.installed
 # The framework-free tier: tests/conftest.py's FRAMEWORK_FREE names the same folders.
 CORE_TESTS := tests/engine tests/judge tests/nightly tests/plugin tests/registry tests/tools
 
-.PHONY: parity test test-core lint bench clean
+.PHONY: parity test test-core lint docs bench clean
 
 $(STAMP): pyproject.toml constraints.txt constraints-common.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=23"
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[frameworks,hypothesis,zoo,test,lint]" pytest-xdist
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[frameworks,hypothesis,zoo,test,lint,docs]" pytest-xdist
 	$(BIN)/python -m pip install --quiet -c constraints.txt --no-deps torchvision transformers mindone timm
 	touch $(STAMP)
 
@@ -45,6 +47,9 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+docs: $(STAMP)
+	$(BIN)/python -m sphinx -W -n --keep-going -q -b html docs docs/_build/html
+
 test-core: $(CORE_STAMP)
 	@$(CORE_BIN)/python -c "import importlib.util, sys; \
 		found = [n for n in ('mindspore', 'torch') if importlib.util.find_spec(n)]; \
@@ -56,4 +61,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_check.py
 
 clean:
-	rm -rf $(VENV) $(CORE_VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CORE_VENV) build dist docs/_build *.egg-info .pytest_cache .mypy_cache .ruff_cache
