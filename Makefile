@@ -9,6 +9,8 @@
 #   make test-perturbed  the test suite as on another CPU: every MindSpore pass parity runs moved by
 #                   4 ulps (PARITY_TEST_PERTURB_ULPS), so a test that leans on this CPU's rounding fails here
 #   make lint       ruff's lint and format check, then mypy (CI runs it first)
+#   make docs       the documentation site (docs/, Sphinx + MyST + furo) into docs/_build/html, with
+#                   warnings as errors and every cross-reference checked
 #   make bench      the benchmark (benchmarks/)
 PYTHON ?= python3.11
 VENV := .venv
@@ -20,12 +22,12 @@ CORE_STAMP := $(CORE_VENV)/.installed
 # The framework-free tier: tests/conftest.py's FRAMEWORK_FREE names the same folders.
 CORE_TESTS := tests/engine tests/judge tests/nightly tests/plugin tests/registry tests/tools
 
-.PHONY: parity test test-slow test-perturbed test-core lint bench clean
+.PHONY: parity test test-slow test-perturbed test-core lint docs bench clean
 
 $(STAMP): pyproject.toml constraints.txt constraints-common.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=23"
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[frameworks,hypothesis,zoo,test,lint]" pytest-xdist
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[frameworks,hypothesis,zoo,test,lint,docs]" pytest-xdist
 	$(BIN)/python -m pip install --quiet -c constraints.txt --no-deps torchvision transformers mindone timm
 	touch $(STAMP)
 
@@ -55,6 +57,9 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+docs: $(STAMP)
+	$(BIN)/python -m sphinx -W -n --keep-going -q -b html docs docs/_build/html
+
 test-core: $(CORE_STAMP)
 	@$(CORE_BIN)/python -c "import importlib.util, sys; \
 		found = [n for n in ('mindspore', 'torch') if importlib.util.find_spec(n)]; \
@@ -66,4 +71,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_check.py
 
 clean:
-	rm -rf $(VENV) $(CORE_VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CORE_VENV) build dist docs/_build *.egg-info .pytest_cache .mypy_cache .ruff_cache

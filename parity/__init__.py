@@ -82,7 +82,7 @@ def check(
     * ``inputs``: an array or spec (``parity.randn(...)``), a tuple of them, or a dict of keyword inputs.
     * ``tolerance``: ``Tolerance(rtol, atol)``, or ``{"*": ..., "features.3.*": ...}`` name-glob overrides.
     * A tensor above half its tolerance is judged again against PyTorch's own rounding envelope
-      (mirrored perturbed runs plus float64; see the README, "How a tensor is judged").
+      (mirrored perturbed runs plus float64; see docs/explanation/judging.md).
       ``reference="float64"``: run the float64 pass up front and give the localiser per-layer
       float64 noise floors.
     * ``localize``: capture every sub-layer's inputs, outputs and gradients on both sides in the

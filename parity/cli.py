@@ -7,6 +7,8 @@
                    [--allow-cast] [--force]
     parity report RUN.jsonl [RUN2.jsonl ...] [--baseline DIR] [--html OUT.html] [--markdown OUT.md] [--save-baseline DIR]
     parity compare-dumps A B [--json] [--name-map FILE] [--tolerance FILE]
+    parity doctor
+    parity --version
 
 ``--plot DIR`` writes each training item's loss curves and per-step margins to ``DIR/<item>.html``
 (:func:`parity.plot_training`), whether it passed or failed.
@@ -17,7 +19,8 @@ that do not parse are listed as skipped), 2 on a usage error. ``parity convert``
 (:mod:`parity.tools.convert.checkpoint`) exits 0 once the file is written and verified, 2 when nothing was written.
 ``parity report`` (:mod:`parity.nightly.cli`) exits 0 once written, 1 when a check failed or drifted.
 ``parity compare-dumps`` (:mod:`parity.tools.dumps.cli`) exits 0 when every paired tensor agrees, 1 when
-some differ, 2 on a usage error.
+some differ, 2 on a usage error. ``parity doctor`` (:mod:`parity.tools.doctor.cli`) exits 0 when checks can
+run in this environment, 1 when they cannot.
 """
 
 from __future__ import annotations
@@ -28,11 +31,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, List, Optional
 
+from . import __version__
 from . import options as opts
 from .catalogue import build, iter_case_files, load_cases
 from .engine.settings import Settings
 from .errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from .nightly import cli as report_cli
+from .tools.doctor import cli as doctor_cli
 from .tools.dumps import cli as dumps_cli
 
 if TYPE_CHECKING:
@@ -41,6 +46,7 @@ if TYPE_CHECKING:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="parity", description="MindSpore <-> PyTorch parity catalogue")
+    parser.add_argument("--version", action="version", version=f"parity {__version__} (pytest-parity)")
     commands = parser.add_subparsers(dest="command", required=True)
     for name, text in (("list", "list the catalogue's items"), ("run", "run the catalogue's items")):
         command = commands.add_parser(name, help=text)
@@ -63,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     report_cli.add_parser(commands)
     _convert_parser(commands)
     dumps_cli.add_parser(commands)
+    doctor_cli.add_parser(commands)
     return parser
 
 
@@ -229,6 +236,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             return report_cli.main(args)
         if args.command == "compare-dumps":
             return dumps_cli.main(args)
+        if args.command == "doctor":
+            return doctor_cli.main(args, __version__)
         if args.command == "convert":
             from .tools.convert.checkpoint import run_command
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-# Hypothesis profiles for tests/test_properties.py (README: "Property-based checks").
+# Hypothesis profiles for tests/test_properties.py (docs/how-to/property-based.md).
 # "fast" is the default: the same few examples on every run, for `make test` and CI.
 # "thorough" is for nightly runs: pytest --hypothesis-profile=thorough (Hypothesis's own option).
 from hypothesis import settings

@@ -43,7 +43,7 @@ ALLOWED = {
     "plugin": {"catalogue", "engine", "nightly", "registry", "translation", "judge", "options", "errors", "files"},
     "tools": {"engine", "weights", "judge", "registry", "backends", "errors", "files"},
     "strategies": {"engine", "errors"},
-    "cli": {"catalogue", "engine", "nightly", "tools", "options", "errors", "files"},
+    "cli": {"catalogue", "engine", "nightly", "tools", "options", "errors", "files", "parity"},
     "parity": {"catalogue", "engine", "judge", "tools", "translation", "weights", "nightly", "errors"},
 }
 # Where a framework may be imported at the top of a module; everywhere else above the judge only

@@ -22,7 +22,7 @@ FAULTS = {fault.name: fault for fault in catalogue.FAULTS}
 
 
 def _readme_vit_example():
-    """The README's example ("Each layer's own error"), run as written."""
+    """The documentation's example (docs/explanation/localisation.md, "Each layer's own error"), run as written."""
     import re
     from pathlib import Path
 
@@ -30,11 +30,12 @@ def _readme_vit_example():
 
     import_quietly("timm")  # first, quietly: torchvision 0.28 needs a shim on CPU torch (see zoo_compat)
     import_quietly("mindcv.models.vit")
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Each layer's own error") :]
+    page = Path(__file__).parents[1] / "docs" / "explanation" / "localisation.md"
+    readme = page.read_text(encoding="utf-8")
+    section = readme[readme.index("## Each layer's own error") :]
     source = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     scope = {}
-    exec(compile(source, "README.md", "exec"), scope)
+    exec(compile(source, str(page), "exec"), scope)
     return scope["info"].value
 
 

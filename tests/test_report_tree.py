@@ -83,7 +83,9 @@ def test_the_readme_example_writes_the_tree(pytester, capsys):
     from parity import options as opts
     from parity.plugin import REPORT
 
-    readme = (Path(parity.__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(parity.__file__).resolve().parents[1] / "docs" / "tutorials" / "nightly.md").read_text(
+        encoding="utf-8"
+    )
     section = readme[readme.index("### The model tree of a failing check") :]
     source = section[section.index("```python\n# test_block.py\n") + len("```python\n") :]
     pytester.makepyfile(test_block=source[: source.index("```")])

@@ -22,6 +22,7 @@ from parity.engine.diagnosis.repro import render
 from parity.options import PARITY, REPRO
 
 ROOT = Path(__file__).resolve().parents[1]
+PAGE = "docs/how-to/repro-files.md"
 pytestmark = pytest.mark.usefixtures("collect_inner_cells")
 
 
@@ -78,9 +79,9 @@ def _run_standalone(path: Path, env: dict) -> subprocess.CompletedProcess:
 
 
 def _readme_example() -> str:
-    """The README's example under "A standalone repro", as written."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## A standalone repro") :]
+    """The example of docs/how-to/repro-files.md, as written."""
+    text = (ROOT / PAGE).read_text(encoding="utf-8")
+    section = text[text.index("# A standalone repro") :]
     return section[
         section.index("```python\n") + len("```python\n") : section.index("```\n", section.index("```python"))
     ]
@@ -90,7 +91,7 @@ def test_the_readme_example_turns_the_mindcv_stem_into_a_small_max_pool_pair(tmp
     # mindcv's ResNet stem (max-pool pad_mode="same") against torchvision's (padding=1)
     monkeypatch.chdir(tmp_path)
     scope = {}
-    exec(compile(_readme_example(), "README.md", "exec"), scope)
+    exec(compile(_readme_example(), PAGE, "exec"), scope)
     path = Path(scope["path"]).resolve()
     assert path == tmp_path / "repros" / "SequentialCell_3" / "test_SequentialCell_3.py"
     assert scope["result"].repro == str(scope["path"])
@@ -103,10 +104,10 @@ def test_the_readme_example_turns_the_mindcv_stem_into_a_small_max_pool_pair(tmp
     with np.load(path.parent / render.DATA_FILE, allow_pickle=False) as data:
         assert data.files == ["input[0]"]  # a max-pool has no weights
         shape = data["input[0]"].shape
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / PAGE).read_text(encoding="utf-8")
     lines = len(text.splitlines())
     assert lines < 65 and size < 100_000
-    # the figures the README gives are this run's
+    # the figures the page gives are this run's
     assert f"pair of\n{lines} lines with an input of shape `{shape}`, shrunk from `(2, 8, 16, 16)`" in readme
     assert "shrunk from (2, 8, 16, 16)" in text and size < 1000
     run = _run_standalone(path, _without_parity(tmp_path))

@@ -234,9 +234,10 @@ def test_runtime_usage_errors(tmp_path, capsys, argv, message):
 
 
 def test_the_readme_example_is_what_the_command_prints(tmp_path, monkeypatch, capsys):
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### `parity scan`") :]
-    source = section[section.index("For this `net.py`:\n\n```python\n") + len("For this `net.py`:\n\n```python\n") :]
+    readme = (ROOT / "docs" / "how-to" / "scan.md").read_text(encoding="utf-8")
+    section = readme[readme.index("# `parity scan`") :]
+    opening = "For this `net.py`:\n\n<!-- example: run by tests/test_scan.py -->\n\n```python\n"
+    source = section[section.index(opening) + len(opening) :]
     source = source[: source.index("```")]
     shown = section[section.index("```text\n$ parity scan net.py\n") + len("```text\n$ parity scan net.py\n") :]
     shown = shown[: shown.index("```")]

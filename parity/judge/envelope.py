@@ -3,7 +3,7 @@
 A tensor within ``HEADROOM`` of its tolerance (or beyond it) is judged again against how far
 PyTorch's own result moves when every input, weight, layer output and gradient is moved by
 ``ENVELOPE_ULPS`` units in the last place, in ``ENVELOPE_DRAWS`` seeded runs (mirrored pairs, +u
-and -u) plus one in float64 (see the README, "How a tensor is judged"). MindSpore passes where it
+and -u) plus one in float64 (see docs/explanation/judging.md). MindSpore passes where it
 lies within the tolerance plus ``NOISE_FACTOR`` times that spread, element by element, or, where
 the elements outside are ones PyTorch's runs flipped save a few, as a whole. A real fault is orders
 of magnitude above.

@@ -1,4 +1,4 @@
-"""The golden judge of half precision (see the README, "Half precision").
+"""The golden judge of half precision (see docs/how-to/half-precision.md).
 
 A tensor computed in float16 or bfloat16 above half the dtype's ``assert_close`` tolerance is judged
 against a float64 run of PyTorch's module (the golden): MindSpore's error against it may be at most
@@ -33,7 +33,7 @@ __all__ = [
 
 # MindSpore's error against the float64 golden may be this many times PyTorch's own (relative L2
 # norm, and greatest element over the tensor's greatest magnitude). Measured in float16 (an MLP, a
-# CNN and a CNN with BatchNorm, LayerNorm and GELU; 8 seeds each; README, "Half precision"):
+# CNN and a CNN with BatchNorm, LayerNorm and GELU; 8 seeds each; docs/how-to/half-precision.md):
 # identical networks at most 2.1x (L2) and 2.6x (greatest element); MindSpore moved by half an ulp
 # at every layer output and gradient (about two roundings more per layer) at most 5.2x and 5.5x;
 # a wrong activation 25x (L2, median over the tensors) and up to 6000x.

@@ -42,7 +42,7 @@ STATUSES = ("ok", "stale", "unexpected", "fix-failed", "outside-range", "not-app
 
 @dataclass(frozen=True)
 class SelfTestOutcome:
-    """One entry's self-test: ``status`` is one of :data:`STATUSES`; ``before``/``after`` are the
+    """One entry's self-test: ``status`` is one of :data:`~parity.mismatch_checks.selftests.STATUSES`; ``before``/``after`` are the
     measured differences of the naive and the fixed pair, as the document shows them."""
 
     entry_id: str

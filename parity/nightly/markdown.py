@@ -21,8 +21,8 @@ _ENTITY = re.compile(r"&(?=#?\w+;)")  # what would be read as a character refere
 
 
 def _text(value: Any) -> str:
-    """``value`` as inert text on one line: no HTML (GitHub renders HTML in Markdown, and a test id
-    may hold ``<img onerror=...>``): each ``<`` that would open a tag and each ``&`` that would start
+    """``value`` as inert text on one line: no HTML (GitHub renders HTML in Markdown, and any field of
+    a record, a test id, a message, a cause or a version, may hold ``<img onerror=...>``): each ``<`` that would open a tag and each ``&`` that would start
     an entity escaped, the rest as written (``GELU <-> GELU``); pipes escaped so that a table cell
     stays one cell."""
     flat = " ".join(str(value if value is not None else "-").split())
@@ -36,7 +36,7 @@ def _cell(value: Any) -> str:
 
 def _table(head: List[str], rows: List[List[Any]], more: int) -> List[str]:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]  # every cell escaped
     return lines + ([f"\n... and {more} more (see the HTML report)"] if more > 0 else [])
 
 
@@ -54,9 +54,11 @@ def render(run: Run, comparison: Optional[Comparison] = None) -> str:
     lines = [
         f"## Parity report: {_text(run.label)}",
         "",
-        f"**{counts(run.checks)}**; MindSpore {versions.get('mindspore')}, PyTorch {versions.get('torch')}, "
-        f"{env.get('device')} ({env.get('device_name') or 'name unknown'}); "
-        f"{len(run.sources)} report file{'' if len(run.sources) == 1 else 's'}",
+        _text(
+            f"**{counts(run.checks)}**; MindSpore {versions.get('mindspore')}, PyTorch {versions.get('torch')}, "
+            f"{env.get('device')} ({env.get('device_name') or 'name unknown'}); "
+            f"{len(run.sources)} report file{'' if len(run.sources) == 1 else 's'}"
+        ),
         "",
     ]
     notes = list(run.notes)

@@ -31,7 +31,7 @@ Model = Any
 
 
 class VerdictView(Protocol):
-    """What :func:`observed` reads of a layer call's verdict (``parity.engine.diagnosis.verdicts.LayerVerdict``)."""
+    """What :func:`~parity.registry.diagnosis.observed` reads of a layer call's verdict (``parity.engine.diagnosis.verdicts.LayerVerdict``)."""
 
     @property
     def direction(self) -> str: ...
@@ -54,7 +54,7 @@ class VerdictView(Protocol):
 
 
 class LayerTableView(Protocol):
-    """A check's layer table (``parity.engine.diagnosis.verdicts.LayerTable``), as :func:`observed` reads it."""
+    """A check's layer table (``parity.engine.diagnosis.verdicts.LayerTable``), as :func:`~parity.registry.diagnosis.observed` reads it."""
 
     @property
     def forward(self) -> Sequence[VerdictView]: ...
@@ -142,7 +142,7 @@ def diagnose(
     Layers are paired as ``seen`` pairs them, then by attribute path, then (per entry) in
     definition order. An entry whose ``inspect.when`` holds for the instances ranks high; one whose
     ``when`` is false is left out; an unsupported API on ``device`` ranks medium; otherwise the
-    layer types' presence ranks low. ``seen`` (PyTorch layer path -> :class:`Seen`) holds what
+    layer types' presence ranks low. ``seen`` (PyTorch layer path -> :class:`~parity.registry.diagnosis.Seen`) holds what
     the layers saw in a check: a ``when`` that reads ``input_shape`` is judged on each layer's
     input shapes; without them ``input_shape`` is None and ``when`` says whether some input would
     show the mismatch (a 1x1 convolution with stride 1 pads nothing under any convention).
@@ -194,7 +194,7 @@ def likely_causes(
 ) -> List[str]:
     """``Likely cause:`` lines for a failure message: the diagnoses at or above ``threshold`` that
     can explain the failure, each with its fix, those at layer ``at`` (the first divergence) first.
-    With ``seen`` (see :func:`diagnose`, :func:`observed`), conditions are judged on the shapes the
+    With ``seen`` (see :func:`diagnose`, :func:`~parity.registry.diagnosis.observed`), conditions are judged on the shapes the
     layers saw, and where some layer diverged, a layer seen to agree explains nothing and is left
     out. ``labels``: see :func:`diagnose`; ``found``: its result, where it ran already. Never
     raises: a failing diagnosis must not hide the failure it explains."""
@@ -259,7 +259,7 @@ def _can_explain(diagnosis: Diagnosis, seen: Mapping[str, Seen]) -> bool:
 
 
 def observed(layers: LayerTableView, failed: Iterable[Tuple[str, str]] = ()) -> Dict[str, Seen]:
-    """:class:`Seen` per PyTorch layer path, from a check's layer table (``.forward`` and
+    """:class:`~parity.registry.diagnosis.Seen` per PyTorch layer path, from a check's layer table (``.forward`` and
     ``.backward`` verdicts with ``path``, ``ms_path``, ``status``, input margins and shapes) and
     the failing tensors that belong to a layer, as ``(layer, kind)`` (``"param grad"``,
     ``"buffer"``). A layer diverged where a divergence starts (``FAIL``, or ``contains`` one), or

@@ -232,7 +232,7 @@ def test_an_expired_entry_of_a_passing_test_is_still_reported(project):
 
 
 def test_the_readme_example_is_a_valid_entry(tmp_path):
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).parents[2] / "docs" / "tutorials" / "nightly.md").read_text(encoding="utf-8")
     example = re.search(r"```toml\n(\[\[quarantine\]\]\n.*?)```", readme, re.S)[1]
     tmp_path.joinpath("q.toml").write_text(example)
     loaded = quarantine.load(tmp_path / "q.toml", today=datetime.date(2025, 12, 31))

@@ -212,8 +212,8 @@ def test_a_single_dump_json_file_is_read(tmp_path):
 
 
 def test_the_readme_example_is_what_the_command_prints(monkeypatch, capsys):
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### msprobe's statistics and md5 dumps") :]
+    readme = (ROOT / "docs" / "how-to" / "compare-dumps.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## msprobe's statistics and md5 dumps") :]
     command = "```text\n$ parity compare-dumps "
     shown = section[section.index(command) + len(command) :]
     shown = shown[: shown.index("```")]

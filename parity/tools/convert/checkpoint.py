@@ -2,14 +2,14 @@
 
 ``convert_checkpoint("model.pth", cell, "model.ckpt")`` reads a PyTorch state dict (``.pth``,
 ``.pt``, ``.bin`` or ``.safetensors``), pairs its tensors with ``cell``'s by
-:func:`parity.weights.transfer.map_weights` (renames, fused/split q/k/v, definition order, ``name_map``),
+``parity.weights.transfer.map_weights`` (renames, fused/split q/k/v, definition order, ``name_map``),
 lays every value out as MindSpore holds it, writes a MindSpore checkpoint (``.ckpt`` or
 ``.safetensors``) under the names ``load_param_into_net`` matches, reloads it into ``cell`` and
 verifies every tensor bit for bit. With a PyTorch Module in place of the Cell it runs the other
 way (``.ckpt``/``.safetensors`` in, ``.pth``/``.pt``/``.bin``/``.safetensors`` out).
 
 Nothing is written when a tensor is unaccounted for (missing, unexpected or of another shape),
-unless ``allow_missing``; the :class:`ConversionReport` lists them with the nearest names.
+unless ``allow_missing``; the :class:`~parity.ConversionReport` lists them with the nearest names.
 """
 
 from __future__ import annotations

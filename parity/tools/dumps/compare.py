@@ -1,12 +1,12 @@
 """``parity compare-dumps A B``: two sets of saved tensors paired by name as ``check`` pairs
 weights, and compared with ``check``'s metrics and tolerances.
 
-:func:`compare_dumps` reads each side (:mod:`parity.tools.dumps.files`: folders of ``.npy``/``.npz``,
+:func:`~parity.compare_dumps` reads each side (``parity.tools.dumps.files``: folders of ``.npy``/``.npz``,
 TroubleShooter and msprobe dump folders, MindSpore checkpoints, PyTorch state dicts, safetensors),
-pairs the tensors with :func:`parity.weights.transfer.map_weights` (same name, the known renames such as
+pairs the tensors with ``parity.weights.transfer.map_weights`` (same name, the known renames such as
 ``gamma``/``weight``, a name map, fused or split tensors, then definition order by kind and shape,
 the order being each side's execution order), and compares every pair with
-:func:`parity.judge.metrics.compare_pair`. There is no model to run, so no rounding envelope: each tensor is
+``parity.judge.metrics.compare_pair``. There is no model to run, so no rounding envelope: each tensor is
 judged by its tolerance alone.
 
 One side is the reference, as PyTorch is in ``check``: relative differences are taken against

@@ -245,7 +245,7 @@ def _key(key) -> dict:
 
 
 def as_json(result) -> dict:
-    """The comparison as JSON (schema 1): see the README, "Comparing saved tensors"."""
+    """The comparison as JSON (schema 1): see docs/how-to/compare-dumps.md."""
     first = result.first_mismatch
     return {
         "schema": SCHEMA,

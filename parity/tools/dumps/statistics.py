@@ -1,4 +1,4 @@
-"""``parity compare-dumps`` on msprobe's summary dumps: two sides' nodes (:mod:`.summaries`)
+"""``parity compare-dumps`` on msprobe's summary dumps: two sides' nodes (``parity.tools.dumps.summaries``)
 paired by module path, direction and call, and each tensor's statistics judged against the bounds
 that an element-wise comparison within tolerance would imply.
 

@@ -1,5 +1,6 @@
-"""The README's examples, run as written (the fixture example is in test_plugin.py, the standalone
-repro's in test_repro.py)."""
+"""Examples of the documentation (docs/how-to/translate.md, docs/explanation/registry.md), with what
+they say they print or raise. Every example of the site also runs as written, from its page:
+tests/docsite/test_examples.py."""
 
 import pytest
 import torch
