@@ -62,7 +62,25 @@ def test_the_site_has_examples():
     assert sum(len(examples(p)) for p in pages()) >= 20
 
 
-@pytest.mark.parametrize("page", [p for p in pages() if examples(p)], ids=_name)
+# Pages whose examples train, launch workers or run Hypothesis take over ten seconds each.
+SLOW_PAGES = (
+    "docs/how-to/data-parallel.md",
+    "docs/how-to/tolerances.md",
+    "docs/how-to/property-based.md",
+    "docs/explanation/registry.md",
+    "docs/tutorials/llm-port.md",
+    "docs/tutorials/resnet-migration.md",
+)
+
+
+def _pages():
+    for page in pages():
+        if examples(page):
+            slow = _name(page) in SLOW_PAGES
+            yield pytest.param(page, id=_name(page), marks=[pytest.mark.slow] if slow else [])
+
+
+@pytest.mark.parametrize("page", list(_pages()))
 def test_every_example_on_the_page_runs(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
