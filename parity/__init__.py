@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .catalogue import TRANSLATE, ParityCase, Training
+from .engine.settings import CheckOptions
 from .errors import ParityError, ParityInternalError, ParityMismatch, ParityNoRepro, ParityUnsupported, ParityUsageError
 from .judge.tolerance import Tolerance
 
@@ -60,17 +61,17 @@ def check(
     torch_module,
     inputs,
     *,
-    weights="copy",
-    grads=True,
-    train=False,
-    ms_mode="pynative",
-    tolerance=None,
-    name_map=None,
-    seed=None,
-    reference=None,
-    check_dtype=True,
-    localize="auto",
-    amp=None,
+    weights=CheckOptions.weights,
+    grads=CheckOptions.grads,
+    train=CheckOptions.train,
+    ms_mode=CheckOptions.ms_mode,
+    tolerance=CheckOptions.tolerance,
+    name_map=CheckOptions.name_map,
+    seed=CheckOptions.seed,
+    reference=CheckOptions.reference,
+    check_dtype=CheckOptions.check_dtype,
+    localize=CheckOptions.localize,
+    amp=CheckOptions.amp,
 ):
     """Run ``ms_cell`` and ``torch_module`` on the same seeded inputs with the same weights, and
     compare forward outputs, input gradients, parameter gradients and (in train mode) running
@@ -121,16 +122,16 @@ def check_training(
     *,
     loss,
     optimizer,
-    steps=3,
-    lr_scheduler=None,
-    clip_grad_norm=None,
-    loss_scale=None,
-    accumulate=1,
-    weights="copy",
-    ms_mode="pynative",
-    tolerance=None,
-    name_map=None,
-    seed=None,
+    steps=CheckOptions.steps,
+    lr_scheduler=CheckOptions.lr_scheduler,
+    clip_grad_norm=CheckOptions.clip_grad_norm,
+    loss_scale=CheckOptions.loss_scale,
+    accumulate=CheckOptions.accumulate,
+    weights=CheckOptions.weights,
+    ms_mode=CheckOptions.ms_mode,
+    tolerance=CheckOptions.tolerance,
+    name_map=CheckOptions.name_map,
+    seed=CheckOptions.seed,
 ):
     """Train ``ms_cell`` and ``torch_module`` from the same weights on the same batches for
     ``steps`` optimizer steps and compare, step by step: the loss, every parameter gradient, the
@@ -182,13 +183,13 @@ def check_data_parallel(
     *,
     loss,
     optimizer,
-    steps=2,
-    workers=2,
-    shard=None,
-    tolerance=None,
-    name_map=None,
-    seed=None,
-    timeout=300.0,
+    steps=CheckOptions.data_parallel_steps,
+    workers=CheckOptions.workers,
+    shard=CheckOptions.shard,
+    tolerance=CheckOptions.tolerance,
+    name_map=CheckOptions.name_map,
+    seed=CheckOptions.seed,
+    timeout=CheckOptions.timeout,
 ):
     """Train the same model on each global batch in one process and across ``workers`` processes
     (each on its shard, gradients all-reduced as a mean), in MindSpore (under ``msrun``, backend
@@ -230,13 +231,13 @@ def check_generation(
     torch_model,
     prompt,
     *,
-    max_new_tokens=8,
-    weights="copy",
-    name_map=None,
-    tolerance=None,
-    seed=None,
-    use_cache=False,
-    ms_step=None,
+    max_new_tokens=CheckOptions.max_new_tokens,
+    weights=CheckOptions.weights,
+    name_map=CheckOptions.name_map,
+    tolerance=CheckOptions.tolerance,
+    seed=CheckOptions.seed,
+    use_cache=CheckOptions.use_cache,
+    ms_step=CheckOptions.ms_step,
 ):
     """Decode greedily on both sides from the same ``prompt`` (int64 token ids, a batch of rows:
     an array or ``parity.randint((batch, length), 0, vocab)``) for ``max_new_tokens`` steps, from the

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .engine.factories import TRANSLATE, Factory, resolve
+from .engine.settings import CheckOptions
 from .errors import ParityUsageError
 
 __all__ = ["ParityCase", "Training", "Variant", "TRANSLATE", "load_cases", "build"]
@@ -35,10 +36,10 @@ class Training:
     batches: Any
     loss: Any
     optimizer: Any
-    steps: int = 3
-    clip_grad_norm: Optional[float] = None
-    accumulate: int = 1
-    lr_scheduler: Any = None
+    steps: int = CheckOptions.steps
+    clip_grad_norm: Optional[float] = CheckOptions.clip_grad_norm
+    accumulate: int = CheckOptions.accumulate
+    lr_scheduler: Any = CheckOptions.lr_scheduler
 
     def __post_init__(self):
         for label in ("loss", "optimizer", "lr_scheduler"):
@@ -121,13 +122,13 @@ class ParityCase:
     inputs: Any = None
     ms_kwargs: Mapping[str, Any] = field(default_factory=dict)
     torch_kwargs: Mapping[str, Any] = field(default_factory=dict)
-    weights: Any = "copy"
-    grads: bool = True
-    train: Union[bool, Tuple[bool, ...]] = False
-    tolerance: Any = None
-    name_map: Any = None
-    reference: Optional[str] = None
-    ms_mode: Optional[str] = None
+    weights: Any = CheckOptions.weights
+    grads: bool = CheckOptions.grads
+    train: Union[bool, Tuple[bool, ...]] = CheckOptions.train
+    tolerance: Any = CheckOptions.tolerance
+    name_map: Any = CheckOptions.name_map
+    reference: Optional[str] = CheckOptions.reference
+    ms_mode: Optional[str] = None  # None: the session's --parity-mode, else CheckOptions.ms_mode
     xfail: Optional[str] = None
     acknowledge: Tuple[str, ...] = ()  # known-mismatch ids this case knowingly exhibits or relies on
     training: Optional[Training] = None

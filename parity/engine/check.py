@@ -33,7 +33,18 @@ from .outputs import nothing_compared, outputs_compared
 from .pairing import map_pair_weights, refuse_unsupported_dtype, set_weights, snapshot
 from .passes import Passes
 from .result import Result
-from .settings import DEFAULT_SEED, DEVICES, LOCALIZE, MODES, REFERENCES, WEIGHTS, Constant, Settings, check_choice
+from .settings import (
+    DEFAULT_SEED,
+    DEVICES,
+    LOCALIZE,
+    MODES,
+    REFERENCES,
+    WEIGHTS,
+    CheckOptions,
+    Constant,
+    Settings,
+    check_choice,
+)
 
 __all__ = ["run_check", "check_pair", "refuse_graph_mode"]
 
@@ -101,23 +112,23 @@ def _run_check(
     torch_module,
     inputs,
     *,
-    weights="copy",
-    grads=True,
-    train=False,
-    ms_mode=None,
-    tolerance=None,
-    name_map=None,
-    seed=None,
-    reference=None,
-    check_dtype=True,
-    localize="auto",
-    amp=None,
+    weights=CheckOptions.weights,
+    grads=CheckOptions.grads,
+    train=CheckOptions.train,
+    ms_mode=CheckOptions.ms_mode,
+    tolerance=CheckOptions.tolerance,
+    name_map=CheckOptions.name_map,
+    seed=CheckOptions.seed,
+    reference=CheckOptions.reference,
+    check_dtype=CheckOptions.check_dtype,
+    localize=CheckOptions.localize,
+    amp=CheckOptions.amp,
     settings: Settings = Settings(),
 ) -> Result:
     """See :func:`parity.check`."""
     __tracebackhide__ = True  # a failing test shows its own line and the message, not parity's frames
     check_pair(ms_cell, torch_module)
-    mode = settings.mode or ms_mode or "pynative"  # the command line decides how the run behaves
+    mode = settings.mode or ms_mode or CheckOptions.ms_mode  # the command line decides how the run behaves
     check_choice("ms_mode", mode, MODES, "check()")
     check_choice("reference", reference, REFERENCES, "check()")
     refuse_graph_mode(ms_cell, mode, settings, "check()")

@@ -1,16 +1,17 @@
 """How a check runs, as the command line or the caller decide it: :class:`Settings`, the
+defaults of every option of the check family (:class:`CheckOptions`), the
 ``weights=parity.constant(...)`` value (:class:`Constant`), and the choices a check's arguments
 take. The plugin imports this module when it loads: it imports no framework."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple, Union
 
 from ..errors import ParityUsageError
 from ..judge.tolerance import ToleranceSpec
 
-__all__ = ["Settings", "Constant", "check_choice", "DEFAULT_SEED", "MODES", "DEVICES"]
+__all__ = ["Settings", "CheckOptions", "Constant", "check_choice", "DEFAULT_SEED", "MODES", "DEVICES"]
 
 DEFAULT_SEED = 1234
 MODES = ("pynative", "graph", "both")
@@ -28,6 +29,45 @@ class Constant:
 
     def __str__(self):
         return f"constant({self.value:g})"
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """Every option of the check family (:func:`parity.check`, :func:`parity.check_training`,
+    :func:`parity.check_data_parallel`, :func:`parity.check_generation`, :func:`parity.check_shapes`)
+    with its default, written here once: the public functions, the engine's entry points and the
+    catalogue's :class:`parity.ParityCase` and :class:`parity.Training` take their defaults from
+    these fields (``CheckOptions.grads`` is the default itself), and ``tests/test_options.py``
+    fails where a signature gives another. What each option means: the public functions' docstrings."""
+
+    # every check
+    weights: Any = "copy"
+    tolerance: Any = None
+    name_map: Any = None
+    seed: Optional[int] = None
+    ms_mode: str = "pynative"  # a session's --parity-mode overrides it
+    # check and check_shapes
+    grads: bool = True
+    train: bool = False
+    reference: Optional[str] = None
+    check_dtype: bool = True
+    localize: Union[str, bool] = "auto"
+    amp: Any = None
+    # check_training
+    steps: int = 3
+    lr_scheduler: Any = None
+    clip_grad_norm: Optional[float] = None
+    loss_scale: Any = None
+    accumulate: int = 1
+    # check_data_parallel (its ``steps``: data_parallel_steps)
+    data_parallel_steps: int = 2
+    workers: int = 2
+    shard: Any = None
+    timeout: float = 300.0
+    # check_generation
+    max_new_tokens: int = 8
+    use_cache: bool = False
+    ms_step: Any = None
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from ...options import MODE, parse_seed
 from ...registry import diagnose
 from ..diagnosis import messages
 from ..factories import TRANSLATE, resolve
-from ..settings import Settings
+from ..settings import CheckOptions, Settings
 from ..side_errors import framework_error
 from ..training.loop import batch_list, refuse_dropout
 from ..training.optimizers import Optimizers, Schedulers, losses_of
@@ -425,13 +425,13 @@ def run_data_parallel(
     *,
     loss,
     optimizer,
-    steps: int = 2,
-    workers: int = 2,
-    shard=None,
-    tolerance=None,
-    name_map=None,
-    seed=None,
-    timeout: float = 300.0,
+    steps: int = CheckOptions.data_parallel_steps,
+    workers: int = CheckOptions.workers,
+    shard=CheckOptions.shard,
+    tolerance=CheckOptions.tolerance,
+    name_map=CheckOptions.name_map,
+    seed=CheckOptions.seed,
+    timeout: float = CheckOptions.timeout,
     settings: Settings = Settings(),
 ) -> DataParallelResult:
     """See :func:`parity.check_data_parallel`."""

@@ -33,7 +33,7 @@ from ..diagnosis.recording import Recording
 from ..inputs import Inputs, materialize
 from ..pairing import map_pair_weights, set_weights
 from ..passes import Passes, draw_seed
-from ..settings import DEFAULT_SEED, Settings
+from ..settings import DEFAULT_SEED, CheckOptions, Settings
 from ..side_errors import framework_error
 from .messages import failure_message
 from .result import GenerationResult, GenerationStep, TokenDifference
@@ -46,13 +46,13 @@ def run_generation(
     torch_model,
     prompt,
     *,
-    max_new_tokens: int = 8,
-    weights="copy",
-    name_map=None,
-    tolerance=None,
-    seed=None,
-    use_cache=False,
-    ms_step=None,
+    max_new_tokens: int = CheckOptions.max_new_tokens,
+    weights=CheckOptions.weights,
+    name_map=CheckOptions.name_map,
+    tolerance=CheckOptions.tolerance,
+    seed=CheckOptions.seed,
+    use_cache=CheckOptions.use_cache,
+    ms_step=CheckOptions.ms_step,
     settings: Settings = Settings(),
 ) -> GenerationResult:
     """See :func:`parity.check_generation`. Both models are put in eval mode for the check and

@@ -16,7 +16,7 @@ from ...errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from ...options import parse_seed
 from ..check import check_pair, run_check
 from ..inputs import materialize
-from ..settings import DEFAULT_SEED, MODES, Settings, check_choice
+from ..settings import DEFAULT_SEED, MODES, CheckOptions, Settings, check_choice
 from .result import ShapeCheck, ShapesResult
 
 __all__ = ["run_shapes", "signature_of"]
@@ -65,7 +65,7 @@ def run_shapes(ms_cell, torch_module, inputs: Sequence, *, settings: Settings = 
         )
     if "inputs" in options:
         raise ParityUsageError("check_shapes(): give the shapes as the third argument, a list of inputs")
-    mode = settings.mode or options.get("ms_mode") or "pynative"
+    mode = settings.mode or options.get("ms_mode") or CheckOptions.ms_mode
     check_choice("ms_mode", mode, MODES, "check_shapes()")
     seed = parse_seed(options.get("seed"), "check_shapes(seed=...)")
     seed = seed if seed is not None else settings.seed if settings.seed is not None else DEFAULT_SEED

@@ -28,7 +28,7 @@ from ..check import check_pair, refuse_graph_mode
 from ..diagnosis import messages
 from ..inputs import Inputs, materialize, seeded_stream
 from ..pairing import map_pair_weights, set_weights
-from ..settings import DEFAULT_SEED, Settings, check_choice
+from ..settings import DEFAULT_SEED, CheckOptions, Settings, check_choice
 from ..side_errors import side_step
 from .half import half_causes, half_notes, half_precision, halved, in_half, per_side
 from .lockstep import Lockstep
@@ -51,16 +51,16 @@ def run_training(
     *,
     loss,
     optimizer,
-    steps: int = 3,
-    lr_scheduler=None,
-    clip_grad_norm=None,
-    loss_scale=None,
-    accumulate: int = 1,
-    weights="copy",
-    ms_mode="pynative",
-    tolerance=None,
-    name_map=None,
-    seed=None,
+    steps: int = CheckOptions.steps,
+    lr_scheduler=CheckOptions.lr_scheduler,
+    clip_grad_norm=CheckOptions.clip_grad_norm,
+    loss_scale=CheckOptions.loss_scale,
+    accumulate: int = CheckOptions.accumulate,
+    weights=CheckOptions.weights,
+    ms_mode=CheckOptions.ms_mode,
+    tolerance=CheckOptions.tolerance,
+    name_map=CheckOptions.name_map,
+    seed=CheckOptions.seed,
     acknowledge=None,
     settings: Settings = Settings(),
 ) -> TrainingResult:
@@ -169,7 +169,7 @@ def _run_training(
     settings,
 ) -> TrainingResult:
     __tracebackhide__ = True
-    mode = settings.mode or ms_mode or "pynative"
+    mode = settings.mode or ms_mode or CheckOptions.ms_mode
     _validate(steps, accumulate, clip_grad_norm, mode)
     refuse_graph_mode(ms_cell, mode, settings, "check_training()")
     seed = parse_seed(seed, "check_training(seed=...)")
