@@ -2,10 +2,30 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
+
 from .catalogue import TRANSLATE, ParityCase, Training
 from .engine.settings import CheckOptions
 from .errors import ParityError, ParityInternalError, ParityMismatch, ParityNoRepro, ParityUnsupported, ParityUsageError
 from .judge.tolerance import Tolerance
+
+if TYPE_CHECKING:
+    import os
+
+    from .engine.amp import Amp
+    from .engine.data_parallel.result import DataParallelResult
+    from .engine.generation.result import GenerationResult
+    from .engine.result import Result
+    from .engine.settings import Constant
+    from .engine.shapes.result import ShapesResult
+    from .engine.training.result import TrainingResult
+    from .judge.tolerance import ToleranceLike
+    from .tools.convert.checkpoint import ConversionReport
+    from .tools.dumps.compare import DumpComparison
+    from .tools.dumps.statistics import SummaryComparison
+    from .weights.transfer import NameMap, WeightReport
+
+    Path = Union[str, "os.PathLike[str]"]
 
 __all__ = [
     "check",
@@ -49,7 +69,7 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def constant(value: float):
+def constant(value: float) -> Constant:
     """``weights=parity.constant(0.1)``: every floating weight and buffer on both sides set to ``value``."""
     from .engine.settings import Constant
 
@@ -57,22 +77,22 @@ def constant(value: float):
 
 
 def check(
-    ms_cell,
-    torch_module,
-    inputs,
+    ms_cell: Any,
+    torch_module: Any,
+    inputs: Any,
     *,
-    weights=CheckOptions.weights,
-    grads=CheckOptions.grads,
-    train=CheckOptions.train,
-    ms_mode=CheckOptions.ms_mode,
-    tolerance=CheckOptions.tolerance,
-    name_map=CheckOptions.name_map,
-    seed=CheckOptions.seed,
-    reference=CheckOptions.reference,
-    check_dtype=CheckOptions.check_dtype,
-    localize=CheckOptions.localize,
-    amp=CheckOptions.amp,
-):
+    weights: Union[str, Constant] = CheckOptions.weights,
+    grads: bool = CheckOptions.grads,
+    train: bool = CheckOptions.train,
+    ms_mode: str = CheckOptions.ms_mode,
+    tolerance: ToleranceLike = CheckOptions.tolerance,
+    name_map: NameMap = CheckOptions.name_map,
+    seed: Optional[int] = CheckOptions.seed,
+    reference: Optional[str] = CheckOptions.reference,
+    check_dtype: bool = CheckOptions.check_dtype,
+    localize: Union[str, bool] = CheckOptions.localize,
+    amp: Union[None, str, Amp] = CheckOptions.amp,
+) -> Result:
     """Run ``ms_cell`` and ``torch_module`` on the same seeded inputs with the same weights, and
     compare forward outputs, input gradients, parameter gradients and (in train mode) running
     statistics. Returns a :class:`Result`; raises :class:`ParityMismatch` when anything is out
@@ -116,23 +136,23 @@ def check(
 
 
 def check_training(
-    ms_cell,
-    torch_module,
-    batches,
+    ms_cell: Any,
+    torch_module: Any,
+    batches: Any,
     *,
-    loss,
-    optimizer,
-    steps=CheckOptions.steps,
-    lr_scheduler=CheckOptions.lr_scheduler,
-    clip_grad_norm=CheckOptions.clip_grad_norm,
-    loss_scale=CheckOptions.loss_scale,
-    accumulate=CheckOptions.accumulate,
-    weights=CheckOptions.weights,
-    ms_mode=CheckOptions.ms_mode,
-    tolerance=CheckOptions.tolerance,
-    name_map=CheckOptions.name_map,
-    seed=CheckOptions.seed,
-):
+    loss: Any,
+    optimizer: Any,
+    steps: int = CheckOptions.steps,
+    lr_scheduler: Any = CheckOptions.lr_scheduler,
+    clip_grad_norm: Optional[float] = CheckOptions.clip_grad_norm,
+    loss_scale: Any = CheckOptions.loss_scale,
+    accumulate: int = CheckOptions.accumulate,
+    weights: Union[str, Constant] = CheckOptions.weights,
+    ms_mode: str = CheckOptions.ms_mode,
+    tolerance: ToleranceLike = CheckOptions.tolerance,
+    name_map: NameMap = CheckOptions.name_map,
+    seed: Optional[int] = CheckOptions.seed,
+) -> TrainingResult:
     """Train ``ms_cell`` and ``torch_module`` from the same weights on the same batches for
     ``steps`` optimizer steps and compare, step by step: the loss, every parameter gradient, the
     optimizer state (moments, momentum buffers, step counts, learning rates), the parameters after
@@ -177,20 +197,20 @@ def check_training(
 
 
 def check_data_parallel(
-    ms_factory,
-    torch_factory,
-    batches,
+    ms_factory: Any,
+    torch_factory: Any,
+    batches: Any,
     *,
-    loss,
-    optimizer,
-    steps=CheckOptions.data_parallel_steps,
-    workers=CheckOptions.workers,
-    shard=CheckOptions.shard,
-    tolerance=CheckOptions.tolerance,
-    name_map=CheckOptions.name_map,
-    seed=CheckOptions.seed,
-    timeout=CheckOptions.timeout,
-):
+    loss: Any,
+    optimizer: Any,
+    steps: int = CheckOptions.data_parallel_steps,
+    workers: int = CheckOptions.workers,
+    shard: Any = CheckOptions.shard,
+    tolerance: ToleranceLike = CheckOptions.tolerance,
+    name_map: NameMap = CheckOptions.name_map,
+    seed: Optional[int] = CheckOptions.seed,
+    timeout: float = CheckOptions.timeout,
+) -> DataParallelResult:
     """Train the same model on each global batch in one process and across ``workers`` processes
     (each on its shard, gradients all-reduced as a mean), in MindSpore (under ``msrun``, backend
     ``mccl``) and in PyTorch (``torch.distributed`` over gloo, ``DistributedDataParallel``), from
@@ -227,18 +247,18 @@ def check_data_parallel(
 
 
 def check_generation(
-    ms_model,
-    torch_model,
-    prompt,
+    ms_model: Any,
+    torch_model: Any,
+    prompt: Any,
     *,
-    max_new_tokens=CheckOptions.max_new_tokens,
-    weights=CheckOptions.weights,
-    name_map=CheckOptions.name_map,
-    tolerance=CheckOptions.tolerance,
-    seed=CheckOptions.seed,
-    use_cache=CheckOptions.use_cache,
-    ms_step=CheckOptions.ms_step,
-):
+    max_new_tokens: int = CheckOptions.max_new_tokens,
+    weights: Union[str, Constant] = CheckOptions.weights,
+    name_map: NameMap = CheckOptions.name_map,
+    tolerance: ToleranceLike = CheckOptions.tolerance,
+    seed: Optional[int] = CheckOptions.seed,
+    use_cache: bool = CheckOptions.use_cache,
+    ms_step: Optional[Callable[..., Any]] = CheckOptions.ms_step,
+) -> GenerationResult:
     """Decode greedily on both sides from the same ``prompt`` (int64 token ids, a batch of rows:
     an array or ``parity.randint((batch, length), 0, vocab)``) for ``max_new_tokens`` steps, from the
     same weights, and compare the last position's logits at every step by tolerance and, near or
@@ -274,7 +294,7 @@ def check_generation(
     )
 
 
-def check_shapes(ms_cell, torch_module, inputs, **check_options):
+def check_shapes(ms_cell: Any, torch_module: Any, inputs: Sequence[Any], **check_options: Any) -> ShapesResult:
     """:func:`check` over several input shapes: ``inputs`` is a list, one entry per shape, each as
     :func:`check` takes inputs (``[parity.randn((1, 5, 8)), parity.randn((3, 17, 8))]``); the other
     keyword arguments are :func:`check`'s. Every shape is judged as :func:`check` judges it. In
@@ -287,7 +307,16 @@ def check_shapes(ms_cell, torch_module, inputs, **check_options):
     return run_shapes(ms_cell, torch_module, inputs, **check_options)
 
 
-def convert_checkpoint(src, model, dst=None, *, name_map=None, allow_missing=False, allow_cast=False, force=False):
+def convert_checkpoint(
+    src: Path,
+    model: Any,
+    dst: Optional[Path] = None,
+    *,
+    name_map: NameMap = None,
+    allow_missing: bool = False,
+    allow_cast: bool = False,
+    force: bool = False,
+) -> ConversionReport:
     """Convert the checkpoint ``src`` for ``model`` and write it to ``dst``, through the weight map
     :func:`check` uses; reload it into ``model`` and verify every tensor bit for bit. ``model`` is a
     MindSpore Cell (``src`` a PyTorch ``.pth``/``.pt``/``.bin``/``.safetensors``, ``dst`` a ``.ckpt``
@@ -301,7 +330,9 @@ def convert_checkpoint(src, model, dst=None, *, name_map=None, allow_missing=Fal
     return _convert(src, model, dst, name_map=name_map, allow_missing=allow_missing, allow_cast=allow_cast, force=force)
 
 
-def compare_dumps(a, b, *, name_map=None, tolerance=None):
+def compare_dumps(
+    a: Path, b: Path, *, name_map: NameMap = None, tolerance: ToleranceLike = None
+) -> Union[DumpComparison, SummaryComparison]:
     """Compare two sets of saved tensors (folders of ``.npy``/``.npz`` files, TroubleShooter and
     msprobe dumps, MindSpore ``.ckpt``, PyTorch ``.pth``/``.pt``/``.bin``, ``.safetensors``, or one
     such file each), paired by name as :func:`check` pairs weights and judged with its metrics and
@@ -314,7 +345,7 @@ def compare_dumps(a, b, *, name_map=None, tolerance=None):
     return _compare_dumps(a, b, name_map=name_map, tolerance=tolerance)
 
 
-def translate(torch_module, inputs=None, *, device: str = "CPU", seed=None):
+def translate(torch_module: Any, inputs: Any = None, *, device: str = "CPU", seed: Optional[int] = None) -> Any:
     """Build the MindSpore counterpart of ``torch_module`` with equivalent arguments and the same
     weights. Raises :class:`ParityUnsupported` naming what cannot be translated: every blocker in the
     model at once, grouped by what blocks, with the modules each blocks.
@@ -328,7 +359,7 @@ def translate(torch_module, inputs=None, *, device: str = "CPU", seed=None):
     return run_translate(torch_module, inputs, device=device, seed=seed)
 
 
-def transfer_weights(src, dst, *, name_map=None):
+def transfer_weights(src: Any, dst: Any, *, name_map: NameMap = None) -> WeightReport:
     """Copy every parameter and buffer from ``src`` to ``dst`` (a MindSpore Cell and a PyTorch
     Module, either way round) and verify the copy. ``name_map`` maps PyTorch names to MindSpore
     names, or names one tensor made of several of the other side's (``parity.fuse``), transposed
@@ -359,7 +390,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     """Numpy-backed names load on first use, so that loading the pytest plugin stays cheap."""
     if name in _LAZY:
         import importlib

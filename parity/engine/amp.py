@@ -50,7 +50,9 @@ class Amp:
 
 def amp(level: str, *, dtype: str = "float16", torch: str = "autocast") -> Amp:
     """``check(..., amp=parity.amp("O2", dtype="bfloat16", torch="half"))``: see :class:`Amp`."""
-    return parse(Amp(level, dtype, torch), "parity.amp()")
+    spec = parse(Amp(level, dtype, torch), "parity.amp()")
+    assert spec is not None  # an Amp is never None
+    return spec
 
 
 def parse(value, where: str) -> Optional[Amp]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import traceback
-from typing import List
+from typing import Any, List, Tuple
 
 from ..backends import amp as amp_backend
 from ..backends import framework_of
@@ -142,7 +142,7 @@ def _run_check(
         )
     seed = parse_seed(seed, "check(seed=...)")
     seed = seed if seed is not None else settings.seed if settings.seed is not None else DEFAULT_SEED
-    chain = (ToleranceSpec.parse(tolerance),) + settings.tolerances
+    chain: Tuple[Any, ...] = (ToleranceSpec.parse(tolerance),) + settings.tolerances
 
     msb.prepare(seed=seed, device=settings.device)
     tb.prepare(seed=seed, device=settings.device)

@@ -23,7 +23,7 @@ def resolve(factory: Factory, where: str) -> Callable[..., Any]:
         return factory
     module_name, _, attr = factory.partition(":")
     try:
-        target = importlib.import_module(module_name)
+        target: Any = importlib.import_module(module_name)
         for part in attr.split("."):
             target = getattr(target, part)
     except (ImportError, AttributeError) as exc:

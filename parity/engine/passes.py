@@ -276,7 +276,7 @@ def _unused_note(candidates, spreads) -> Optional[str]:
     for c in candidates:
         spread = (spreads or {}).get(c.key)
         count = getattr(spread, "unused_count", 0)
-        if count:
+        if count and spread is not None:
             found.append(f"{c.key[1]!r} ({count} of {c.comparison.total})")
             runs += [r for r in spread.unused_runs if r not in runs]
     if not found:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 
 from ..judge.metrics import Comparison
 from ..weights.transfer import WeightReport
@@ -16,7 +16,10 @@ class Verdicts:
     """What any record of compared tensors (``comparisons``) offers: its failures, the tensors
     that passed on the rounding envelope, and the worst one."""
 
-    comparisons: List[Comparison]
+    if TYPE_CHECKING:  # a field of some records, a property of others
+
+        @property
+        def comparisons(self) -> List[Comparison]: ...
 
     @property
     def failures(self) -> List[Comparison]:
@@ -40,6 +43,8 @@ class Verdicts:
 
 class Steps:
     """A record of N steps (``steps``, each with its ``step`` number): ``record[k]`` is step k."""
+
+    steps: Sequence[Any]
 
     def __getitem__(self, step: int):
         """Step ``step`` (counted from 1, as messages count them)."""

@@ -267,7 +267,7 @@ class Candidate:
     and ``base``, the value of PyTorch's own run that the reruns' spread is drawn around (PyTorch's
     value, unless another reference run stands for it)."""
 
-    key: Hashable
+    key: Any  # hashable: a name, or a tuple the caller indexes (("forward", path, ...), (step, name))
     comparison: Comparison
     ms: npt.NDArray[Any]
     torch: npt.NDArray[Any]

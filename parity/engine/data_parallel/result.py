@@ -89,8 +89,8 @@ class DataParallelResult(Steps, Verdicts):
     def disagreeing(self) -> str:
         """Which of the four runs disagree, in words ("" when every pair agrees)."""
         return disagreeing(
-            [tuple(p.split(" vs ")) for p in self.failing_pairs],
-            [tuple(p.split(" vs ")) for p in (self.steps[0].pairs if self.steps else ())],
+            [_runs_of(p) for p in self.failing_pairs],
+            [_runs_of(p) for p in (self.steps[0].pairs if self.steps else ())],
         )
 
     def __str__(self) -> str:
@@ -114,9 +114,15 @@ class DataParallelResult(Steps, Verdicts):
         return "; ".join([head] + parts)
 
 
-def disagreeing(failing: Sequence[Tuple[str, str]], compared: Sequence[Tuple[str, str]]) -> str:
+def _runs_of(pair: str) -> Tuple[str, str]:
+    """The two runs of a pair's label ("MindSpore single vs PyTorch single")."""
+    first, _, second = pair.partition(" vs ")
+    return first, second
+
+
+def disagreeing(failing_pairs: Sequence[Tuple[str, str]], compared_pairs: Sequence[Tuple[str, str]]) -> str:
     """Name the runs that disagree from the pairs that failed among those compared."""
-    failing, compared = set(failing), set(compared)
+    failing, compared = set(failing_pairs), set(compared_pairs)
     if not failing:
         return ""
     runs = {r for pair in compared for r in pair}

@@ -25,7 +25,7 @@ import shutil
 import tempfile
 import time
 from collections import Counter
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -118,6 +118,7 @@ def _batches(batches, steps: int, workers: int, seed: int):
                 f"{[np.shape(a) for a in named]}"
             )
         (size,) = rows
+        assert size is not None  # None was refused above
         if size % workers:
             raise ParityUsageError(
                 f"{WHERE}: the global batch of step {step + 1} has {size} rows, which {workers} "
@@ -180,7 +181,9 @@ def _check_call(ms_factory, torch_factory, batches, loss, optimizer, steps, work
     return job, arrays, described
 
 
-def _write_job(job_dir: str, job: dict, arrays: Dict[str, np.ndarray], optimizer) -> Dict[str, object]:
+def _write_job(
+    job_dir: str, job: dict, arrays: Dict[str, np.ndarray], optimizer
+) -> Tuple[Dict[str, Any], Tuple[Any, Any]]:
     """Build both models here (usage errors before any worker trains), then write the job."""
     module = worker.torch_model(job, {})
     if framework_of(module) != "torch":
@@ -235,11 +238,12 @@ def _batch_norms(module) -> List[str]:
 def shard_findings(label: str, global_keys: np.ndarray, worker_keys: Sequence[np.ndarray], step: int) -> List[str]:
     """What went wrong with the rows ``label``'s workers trained on at ``step`` (1-based)."""
     expected = Counter(global_keys.tolist())
-    row_of = {}
+    row_of: Dict[Any, int] = {}
     for index, key in enumerate(global_keys.tolist()):
         row_of.setdefault(key, index)
     rows = len(global_keys)
-    found, total = [], Counter()
+    found: List[str] = []
+    total: Counter = Counter()
     for rank, keys in enumerate(worker_keys):
         seen = Counter(keys.tolist())
         total += seen
@@ -287,8 +291,8 @@ def _runs(job_dir: str, workers: int):
     return single, parallel
 
 
-def _record(found: Dict[str, np.ndarray], step: int, loss: Optional[float] = None) -> Dict[str, object]:
-    record = {kind: _entries(found, kind, step) for kind in ("grad", "param", "buffer")}
+def _record(found: Dict[str, np.ndarray], step: int, loss: Optional[float] = None) -> Dict[str, Dict[str, Any]]:
+    record: Dict[str, Dict[str, Any]] = {kind: _entries(found, kind, step) for kind in ("grad", "param", "buffer")}
     record["loss"] = {"loss": np.float32(found[f"loss/{step}"] if loss is None else loss)}
     return record
 
@@ -322,12 +326,15 @@ def _compare_runs(job_dir: str, workers: int, steps: int, chain, arrays, sync_fr
     beyond their tolerance, as envelope candidates keyed (step, key), each with PyTorch single's value
     there, around which the rounding envelope is drawn."""
     single, parallel = _runs(job_dir, workers)
-    shard, agreement, result_steps, close = [], [], [], []
+    shard: List[str] = []
+    agreement: List[str] = []
+    result_steps: List[DataParallelStep] = []
+    close: List[Candidate] = []
     pairs = PAIRS if not sync_free_norms else (PAIRS[0], PAIRS[3])
     for step in range(steps):
         batch = worker.batch_arrays(arrays, step)
         global_keys = worker.row_keys(list(batch.values()))
-        records = {}
+        records: Dict[str, Dict[str, Dict[str, Any]]] = {}
         for fw in worker.FRAMEWORKS:
             label = LABELS[fw]
             found = [

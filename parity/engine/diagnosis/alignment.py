@@ -20,7 +20,7 @@ def by_name(ms: Sequence, ms_names: Optional[Sequence[str]], ref: Sequence, ref_
     common = [name for name in ref_names or () if name in ms_named]
     if not common:
         return ms, ref
-    ref_named = dict(zip(ref_names, ref))
+    ref_named = dict(zip(ref_names or (), ref))
     return [ms_named[name] for name in common], [ref_named[name] for name in common]
 
 
@@ -94,6 +94,7 @@ def _pair_parents(mapping: Dict[str, str], torch_kinds) -> List[Tuple[str, str]]
     it (unless that layer is paired already); return every such (parent, layer) as a frame for
     structural pairing, paired or not."""
     votes: Dict[str, set] = {}
+    t: Optional[str]
     for m, t in mapping.items():
         while m:
             m, t = _parent(m), (_parent(t) if t else None)

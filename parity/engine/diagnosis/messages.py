@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .verdicts import first_divergence
 
@@ -209,7 +209,7 @@ def own_error_lines(layers) -> List[str]:
             + unfed_line
             + [""]
         )
-    rows = {}  # one row per layer: its own figures in each direction
+    rows: Dict[str, list] = {}  # one row per layer: its own figures in each direction
     for e in own:
         rows.setdefault(e.label or e.layer, []).append(e)
     count = f"{len(rows)} layer{'s' if len(rows) > 1 else ''}"
@@ -382,7 +382,7 @@ def reproduce_line(prefix: str, seed: int, call: str = "parity.check") -> str:
     return f"{call}(..., seed={seed})"
 
 
-def summary_line(name: str, result: Optional[object], error: str = "", *, expected: bool = False) -> str:
+def summary_line(name: str, result: Optional[Any], error: str = "", *, expected: bool = False) -> str:
     """One line of the run summary: status, case, worst margin. ``expected``: a strict xfail."""
     status = "xfail" if expected else "FAIL "
     if result is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
@@ -135,12 +135,13 @@ class Localizer:
                 0.0,
                 status="unaligned",
             )
+        assert ref is not None and path is not None  # ref_out came from ref, aligned at path
         outs = [a for a in ref_out if a is not None]
         tol = self.resolve_tol((path, call.path), str(outs[0].dtype) if outs else "float32")
         noise, in_noise = self.noise.get((direction, path, call.call), (0.0, 0.0))
         if call.keywords or ref.keywords:
             if direction == "forward":
-                ms_in, ref_in = by_name(ms_in, call.input_names, ref_in, ref.input_names)
+                ms_in, ref_in = by_name(ms_in, call.input_names, cast(Sequence[Any], ref_in), ref.input_names)
             else:
                 ms_out, ref_out = by_name(ms_out, call.grad_input_names, ref_out, ref.grad_input_names)
         verdict = compare_call(

@@ -85,7 +85,7 @@ class LayerVerdict:
 
 
 class Metrics:
-    """(relative L2 error, greatest |diff| / allowed, greatest |diff|) of one array pair, in the
+    """(relative L2 error, greatest |diff| / allowed, greatest |diff|, non-finite flags) of one array pair, in the
     arrays' own precision, remembered for the last few pairs: a tensor flows out of a layer, out of
     its container and into the next layer, and is measured once."""
 
@@ -93,7 +93,7 @@ class Metrics:
         self._memo: "OrderedDict[tuple, tuple]" = OrderedDict()
         self._size = size
 
-    def __call__(self, a: np.ndarray, b: np.ndarray, tol: Tolerance) -> Tuple[float, float, float]:
+    def __call__(self, a: np.ndarray, b: np.ndarray, tol: Tolerance) -> Tuple[float, float, float, int]:
         key = (id(a), id(b), tol)
         if key in self._memo:
             return self._memo[key][2]

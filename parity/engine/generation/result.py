@@ -5,7 +5,7 @@ read it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
@@ -58,7 +58,7 @@ class GenerationResult(Verdicts):
     differences: List[TokenDifference] = field(default_factory=list)
     reproduce: str = ""
     notes: List[str] = field(default_factory=list)
-    layers: Optional[object] = None  # the layer table of the first failing step, when it was localised
+    layers: Optional[Any] = None  # the layer table of the first failing step, when it was localised
 
     @property
     def comparisons(self) -> List[Comparison]:

@@ -14,7 +14,7 @@ reported, not a failure.
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -208,7 +208,7 @@ def _envelope_spread(c: Comparison, pair: ArrayPair, torch_model, sequence: np.n
     """Judge the step's logits against PyTorch's rounding envelope (whatever their margin: a token
     that differs needs the spread), and return the spread."""
     tolerance_margin, judged = c.margin, near(c, True)
-    state = {}
+    state: Dict[str, Any] = {}
 
     def rerun(spec):
         if spec.cast is not None:

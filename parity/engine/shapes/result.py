@@ -4,7 +4,7 @@ the nightly records read it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from ..diagnosis import messages
 from ..result import Verdicts
@@ -19,7 +19,7 @@ class ShapeCheck:
 
     index: int
     inputs: str
-    result: Optional[object] = None
+    result: Optional[Any] = None  # the shape's Result
     error: str = ""
     compiled: Optional[int] = None
     message: str = ""  # a failed check's message
@@ -37,6 +37,7 @@ class ShapeCheck:
         if self.error:
             figure = f"raised: {self.error.splitlines()[0]}"
         else:
+            assert self.result is not None  # a shape that raised nothing has its result
             figure = f"worst margin {messages.fmt(self.result.worst_margin)}x allowed"
         graph = (
             ""

@@ -94,7 +94,8 @@ class Lockstep:
             return
         if self.runs is None and self.why_not is None:
             try:
-                self.runs = tuple(_Run(self.reruns, spec) for spec in STAGES[0])
+                first, second = (_Run(self.reruns, spec) for spec in STAGES[0])
+                self.runs = (first, second)
             except _CannotCopy as exc:
                 self.why_not = str(exc)
             except Exception as exc:  # noqa: BLE001 - deepcopy of a user's module: any failure means "not here"

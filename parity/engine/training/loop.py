@@ -11,7 +11,7 @@ the parameters after the update, and the running statistics.
 from __future__ import annotations
 
 import contextlib
-from typing import List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -195,7 +195,9 @@ def _run_training(
     torch_opt = optimizers.torch()
     torch_scaler = scaling.torch()
     modes = ["pynative", "graph"] if mode == "both" else [mode]
-    ms_runs, findings, earlier = {}, None, []
+    ms_runs: Dict[str, List[Any]] = {}
+    findings: Optional[List[str]] = None
+    earlier: List[Any] = []
     for ms_mode_now in modes:  # every MindSpore run from the same start, before PyTorch's scheduler moves an lr
         shadow = schedulers.shadow(torch_opt)
         ms_opt, opt_label = optimizers.mindspore(torch_opt, wmap)
@@ -314,7 +316,7 @@ def _run_training(
         case=settings.case,
         location=settings.location,
         reproduce=messages.reproduce_line(settings.reproduce, seed, "parity.check_training"),
-        notes=[f"optimizer lint: {finding}" for finding in findings] + notes,
+        notes=[f"optimizer lint: {finding}" for finding in findings or ()] + notes,
         device_setup=setup,
     )
     result.notes += scale_note(result.steps)

@@ -51,7 +51,9 @@ def step_table(result: TrainingResult) -> List[str]:
 
 
 def failure_message(result: TrainingResult, likely_causes=()) -> str:
-    step, first = result.first_failure
+    failure = result.first_failure
+    assert failure is not None  # a failure message is made for a failed result
+    step, first = failure
     lines = [f"MindSpore and PyTorch do not train the same! First at step {step}, {where(first)}", ""]
     if result.case:
         lines.append(f"Case:       {result.case}" + (f"  ({result.location})" if result.location else ""))
@@ -87,7 +89,7 @@ def failure_message(result: TrainingResult, likely_causes=()) -> str:
 
 def _scale_cell(s: TrainingStep) -> str:
     """A step's loss scales, and which side skipped its update."""
-    if s.scales is None:
+    if s.scales is None or s.skipped is None:
         return "-"
     flag = lambda skipped: " skip" if skipped else ""  # noqa: E731
     status = "FAIL" if s.skipped[0] != s.skipped[1] else "ok"
@@ -105,7 +107,7 @@ def scale_causes(result: TrainingResult) -> List[str]:
 def scale_note(steps: List[TrainingStep]) -> List[str]:
     """A note where the loss scales differ but no step was skipped on one side only."""
     differ = next((s for s in steps if s.scales is not None and s.scales[0] != s.scales[1]), None)
-    if differ is None or any(s.skipped[0] != s.skipped[1] for s in steps):
+    if differ is None or differ.scales is None or any(s.skipped and s.skipped[0] != s.skipped[1] for s in steps):
         return []
     return [
         f"loss scales differ from step {differ.step} (MindSpore {fmt_scale(differ.scales[0])}, PyTorch "

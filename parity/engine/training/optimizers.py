@@ -3,7 +3,7 @@ a pair the caller gives; the learning-rate schedule driven from PyTorch's schedu
 
 from __future__ import annotations
 
-from typing import List
+from typing import Any, List
 
 import torch
 
@@ -132,6 +132,8 @@ class Schedulers:
                 "optimizer=(ms_factory, torch_factory) give lr_scheduler=(ms_factory, "
                 "torch_factory), ms_factory None where the MindSpore optimizer schedules itself"
             )
+        self.ms_factory: Any
+        self.torch_factory: Any
         self.ms_factory, self.torch_factory = spec if self.pair else (None, spec)
         self.driven = spec is not None and not self.pair
 

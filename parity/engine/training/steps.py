@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
@@ -46,7 +46,7 @@ def _master(pair) -> bool:
     return pair.ms.dtype.name == "float32" and is_half(pair.torch.dtype)
 
 
-def ms_record(trainer, micro, ms_cell, wmap) -> Dict[Tuple[str, str], object]:
+def ms_record(trainer, micro, ms_cell, wmap) -> Dict[Any, Any]:
     """What one MindSpore step left, keyed (stage, MindSpore name); state by (stage, name, key)."""
     return ms_collect(trainer, ms_launch(trainer, micro), ms_cell, wmap)
 
@@ -56,7 +56,7 @@ def ms_launch(trainer, micro):
     return trainer.lrs(), trainer.launch(micro)
 
 
-def ms_collect(trainer, launched, ms_cell, wmap, views=False) -> Dict[Tuple[str, str], object]:
+def ms_collect(trainer, launched, ms_cell, wmap, views=False) -> Dict[Any, Any]:
     """:func:`ms_record` of a step :func:`ms_launch` handed to MindSpore, once it has run; ``views``:
     the parameters and optimizer state as views, for a caller done with them before the next step."""
     lrs, pending = launched
@@ -110,7 +110,7 @@ def torch_record(trainer, micro, torch_module, wmap, perturb=None, cast=None, wa
 
 def torch_arrays(record, wmap) -> Dict[Tuple[str, str], np.ndarray]:
     """A PyTorch record flattened to Comparison keys (kind, PyTorch name)."""
-    found = {("loss", "loss"): np.asarray(record[("loss", "loss")])}
+    found: Dict[Tuple[str, str], Any] = {("loss", "loss"): np.asarray(record[("loss", "loss")])}
     for name in by_torch_name(wmap.trainable_pairs()):
         if name in record["grads"]:
             found[("param grad", name)] = record["grads"][name]

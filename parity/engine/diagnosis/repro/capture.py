@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import mindspore
 import numpy as np
@@ -28,16 +28,16 @@ __all__ = ["Source", "Part", "as_found", "capture", "failure_of", "kind_of", "sh
 class Source:
     """What a failed check keeps for its repro: the pair as checked and how it was checked."""
 
-    ms_cell: object
-    torch_module: object
-    data: object  # parity.engine.inputs.Inputs, PyTorch's
+    ms_cell: Any
+    torch_module: Any
+    data: Any  # parity.engine.inputs.Inputs, PyTorch's
     chain: tuple  # the tolerance chain
     seed: int
     train: bool
     grads: bool
     device: str
-    wmap: object  # parity.weights.transfer.WeightMap
-    restore: object  # puts back the running statistics the check started from
+    wmap: Any  # parity.weights.transfer.WeightMap
+    restore: Any  # puts back the running statistics the check started from
     case: str = ""
 
 
@@ -134,7 +134,7 @@ def _caught(source: Source, torch_path: str, call: int):
         )
         cots = seeded_cotangents(side, source.seed) if source.grads else None
         return list(source.data.args), (list(cots.values()) if cots else None)
-    kept: Dict[str, object] = {}
+    kept: Dict[str, Any] = {}
 
     def forward(c):  # the recording drops the arrays once this returns
         if c.key == (torch_path, call):

@@ -32,7 +32,7 @@ def slug(text: str) -> str:
 def data_arrays(part: Part) -> Dict[str, np.ndarray]:
     arrays = {f"input[{i}]": a for i, a in enumerate(part.inputs)}
     if part.backward:
-        arrays.update({f"cotangent[{i}]": c for i, c in enumerate(part.cotangents)})
+        arrays.update({f"cotangent[{i}]": c for i, c in enumerate(part.cotangents or ())})
     arrays.update({f"ms:{k}": v for k, v in part.ms_weights.items()})
     arrays.update({f"pt:{k}": v for k, v in part.torch_weights.items()})
     return arrays
@@ -104,7 +104,7 @@ def file_text(
     ]
     extra = ""
     if part.backward:
-        names = (f"cotangent[{i}]" for i in range(len(part.cotangents)))
+        names = (f"cotangent[{i}]" for i in range(len(part.cotangents or ())))
         lines += [
             f"COTANGENTS = [{', '.join(f'DATA[{k!r}]' for k in names)}]",
             f"PARAMS = {part.params!r}  # (MindSpore, PyTorch) names of the weights whose gradients are compared",
