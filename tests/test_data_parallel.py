@@ -318,3 +318,16 @@ def test_a_torch_worker_that_aborts_after_writing_its_results_has_lost_nothing(t
 def test_a_torch_worker_that_aborts_before_its_results_fails_the_check_showing_its_log(tmp_path):
     with pytest.raises(parity.ParityUsageError, match=r"a PyTorch worker failed.\nEnd of torch-1.log:\n    terminate"):
         _aborting_workers(tmp_path, [True, False]).done()
+
+
+def test_the_workers_import_path_holds_no_package_folder(tmp_path, monkeypatch):
+    """MindSpore's amp O1 rewrite leaves mindspore/nn/layer on sys.path; first on a worker's
+    PYTHONPATH its math.py stood for `math`, and every MindSpore worker failed to start."""
+    import mindspore.nn
+
+    layer = os.path.dirname(mindspore.nn.layer.__file__)
+    monkeypatch.setattr("sys.path", [*__import__("sys").path, layer])
+    paths = launch.environment(str(tmp_path))["PYTHONPATH"].split(os.pathsep)
+    assert layer not in paths
+    assert all(not os.path.isfile(os.path.join(p, "__init__.py")) for p in paths)
+    assert os.path.dirname(os.path.dirname(parity.__file__)) in paths  # the roots stay

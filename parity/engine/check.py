@@ -127,7 +127,6 @@ def _run_check(
 ) -> Result:
     """See :func:`parity.check`."""
     __tracebackhide__ = True  # a failing test shows its own line and the message, not parity's frames
-    check_pair(ms_cell, torch_module)
     mode = settings.mode or ms_mode or CheckOptions.ms_mode  # the command line decides how the run behaves
     check_choice("ms_mode", mode, MODES, "check()")
     check_choice("reference", reference, REFERENCES, "check()")
@@ -212,6 +211,32 @@ def _run_check(
     layers = layered.layer_verdicts() if layered is not None else None
     if layered is not None and layered is not run:
         run.notes += [note for note in layered.notes if note not in run.notes]
+    problem = run.structure or ""
+    passed = not problem and all(c.passed for c in comparisons)  # Result.passed, before the Result
+    compared, finite_notes = outputs_compared(run.pairs)
+    if passed and not compared:
+        raise ParityUsageError(nothing_compared(run.pairs, data))
+    precisions = None
+    if spec is not None and layers is not None:
+        precisions = precision_rows(layers.forward, amp_backend.half_casts(ms_cell, spec.dtype))
+    if passed and layers is not None:
+        layers.passed_within_noise()
+    nonfinite, own_notes = None, []
+    if not passed and layers is not None and not problem:
+        nonfinite = first_nonfinite(layers.forward, layers.backward)
+        try:
+            with region():  # each layer fed PyTorch's inputs: its own error, apart from what flowed in
+                measure_own_errors(layered, layers, chain)
+        except Exception as exc:  # the own errors help the message; they never hide the failure
+            own_notes.append(
+                f"each layer's own error was not measured: {type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''}"
+            )
+    repro_source = None
+    if not passed and spec is None:  # what write_repro rebuilds the pair from
+        repro_source = Source(
+            ms_cell, torch_module, torch_data, chain, seed, train, grads, settings.device, wmap, restore, settings.case
+        )
     result = Result(
         ms_type=type(user_cell).__name__,
         torch_type=type(torch_module).__name__,
@@ -225,32 +250,17 @@ def _run_check(
         case=settings.case,
         location=settings.location,
         reproduce=messages.reproduce_line(settings.reproduce, seed),
-        notes=data.notes() + precision_notes + run.notes,
-        problem=run.structure or "",
+        notes=data.notes() + precision_notes + run.notes + finite_notes + own_notes,
+        layers=layers,
+        problem=problem,
         device_setup=setup,
+        precisions=precisions,
+        repro_source=repro_source,
+        first_nonfinite=nonfinite,
     )
-    result.layers = layers
-    compared, finite_notes = outputs_compared(run.pairs)
-    result.notes += finite_notes
-    if result.passed and not compared:
-        raise ParityUsageError(nothing_compared(run.pairs, data))
-    if spec is not None and layers is not None:
-        result.precisions = precision_rows(layers.forward, amp_backend.half_casts(ms_cell, spec.dtype))
-    if result.passed and layers is not None:
-        layers.passed_within_noise()
-    if not result.passed and layers is not None and not result.problem:
-        result.first_nonfinite = first_nonfinite(layers.forward, layers.backward)
-        try:
-            with region():  # each layer fed PyTorch's inputs: its own error, apart from what flowed in
-                measure_own_errors(layered, layers, chain)
-        except Exception as exc:  # the own errors help the message; they never hide the failure
-            result.notes.append(
-                f"each layer's own error was not measured: {type(exc).__name__}: "
-                f"{str(exc).splitlines()[0] if str(exc) else ''}"
-            )
+    diagnoses = None
+    if not passed and layers is not None and not problem:
         diagnoses = own_error_causes(ms_cell, torch_module, result, settings.device, modes[-1])
-    else:
-        diagnoses = None
     if layered is not None:
         layered.torch_recording = None  # PyTorch's layer arrays, kept until now
     if not result.passed:
@@ -259,20 +269,6 @@ def _run_check(
             causes += list(dict.fromkeys(c for e in layers.own_errors for c in e.causes if c not in causes))
         if spec is not None:
             causes = _amp_causes(result, spec) + causes
-        else:
-            result.repro_source = Source(
-                ms_cell,
-                torch_module,
-                torch_data,
-                chain,
-                seed,
-                train,
-                grads,
-                settings.device,
-                wmap,
-                restore,
-                settings.case,
-            )
         message = messages.failure_message(result, likely_causes=causes, verbose=settings.verbose)
         if settings.repro_dir is not None:
             message = _with_line(message, offer(result, settings.repro_dir))

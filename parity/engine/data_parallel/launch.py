@@ -67,7 +67,8 @@ def _free_port() -> int:
 
 def environment(job_dir: str) -> Dict[str, str]:
     """The workers' environment: this interpreter as ``python`` first on PATH (msrun starts
-    ``python``), this process's import path, quiet MindSpore logs, one thread per worker."""
+    ``python``), this process's import path (its roots: not a package's own folder), quiet MindSpore
+    logs, one thread per worker."""
     shims = os.path.join(job_dir, "bin")
     os.makedirs(shims, exist_ok=True)
     shim = os.path.join(shims, "python")
@@ -75,6 +76,10 @@ def environment(job_dir: str) -> Dict[str, str]:
         handle.write(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
     os.chmod(shim, 0o755)
     paths = [os.path.abspath(p or os.getcwd()) for p in sys.path if p is not None]
+    # A package's own folder is no root to import from, and first on a worker's path it shadows the
+    # standard library: MindSpore's mixed-precision rewrite (amp O1) leaves mindspore/nn/layer, whose
+    # math.py then stands for `math`.
+    paths = [p for p in paths if not os.path.isfile(os.path.join(p, "__init__.py"))]
     env = dict(
         os.environ,
         PATH=shims + os.pathsep + os.environ.get("PATH", ""),
