@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
 from .catalogue import TRANSLATE, ParityCase, Training
 from .errors import ParityError, ParityInternalError, ParityMismatch, ParityNoRepro, ParityUnsupported, ParityUsageError
 from .judge.tolerance import Tolerance
 
 __all__ = [
     "check",
+    "record",
     "constant",
     "transfer_weights",
     "Result",
@@ -58,7 +61,7 @@ def constant(value: float):
 def check(
     ms_cell,
     torch_module,
-    inputs,
+    inputs=None,
     *,
     weights="copy",
     grads=True,
@@ -80,6 +83,9 @@ def check(
     * ``weights``: ``"copy"`` (PyTorch -> MindSpore), ``"copy_to_torch"``, ``parity.constant(v)``,
       or ``"as_is"``.
     * ``inputs``: an array or spec (``parity.randn(...)``), a tuple of them, or a dict of keyword inputs.
+    * ``torch_module`` may be the path of a reference :func:`record` wrote: PyTorch's side is then
+      read from it (PyTorch is not imported), on the recorded inputs (``inputs=None``; inputs
+      given must be those recorded), seed, ``grads`` and ``train``.
     * ``tolerance``: ``Tolerance(rtol, atol)``, or ``{"*": ..., "features.3.*": ...}`` name-glob overrides.
     * A tensor above half its tolerance is judged again against PyTorch's own rounding envelope
       (mirrored perturbed runs plus float64; see the README, "How a tensor is judged").
@@ -94,6 +100,29 @@ def check(
       ``.half()`` copy), judged against the float64 golden; ``Result.precisions`` says which
       precision each layer ran in on each side, and a failure names a layer where they differ.
     """
+    if isinstance(torch_module, (str, os.PathLike)):  # a recorded reference (see parity.record)
+        from .engine.reference.replay import run_reference
+
+        return run_reference(
+            ms_cell,
+            torch_module,
+            inputs,
+            weights=weights,
+            grads=grads,
+            train=train,
+            ms_mode=ms_mode,
+            tolerance=tolerance,
+            name_map=name_map,
+            seed=seed,
+            reference=reference,
+            check_dtype=check_dtype,
+            localize=localize,
+            amp=amp,
+        )
+    if inputs is None:
+        raise ParityUsageError(
+            "check(ms_cell, torch_module, inputs): inputs are required (a recorded reference holds its own)"
+        )
     from .engine.check import run_check
 
     return run_check(
@@ -111,6 +140,46 @@ def check(
         check_dtype=check_dtype,
         localize=localize,
         amp=amp,
+    )
+
+
+def record(
+    torch_module,
+    inputs,
+    path,
+    *,
+    grads=True,
+    train=False,
+    seed=None,
+    tolerance=None,
+    reference=None,
+    layers=True,
+    force=False,
+):
+    """Run PyTorch's side of a check once and write it to the folder ``path`` (``reference.json``
+    and ``reference.safetensors``), so that ``parity.check(ms_cell, path)`` checks a MindSpore Cell
+    against it later without PyTorch. Recorded: the weights (by PyTorch's names), the seeded
+    inputs, the outputs, the input and parameter gradients (``grads``), the running statistics
+    (``train``), every run of the rounding envelope, each layer call's inputs, outputs and
+    gradients (``layers``: what a failure's first divergence needs) with their float64 noise
+    floors, ``tolerance``, the environment, and a key over the module's weights, its classes'
+    source, the inputs and PyTorch's version. Returns the folder's path.
+
+    ``inputs``, ``seed``, ``grads``, ``train``, ``tolerance`` and ``reference`` are :func:`check`'s;
+    a check against the reference takes the recorded ones (and refuses others it is given)."""
+    from .engine.reference.record import run_record
+
+    return run_record(
+        torch_module,
+        inputs,
+        path,
+        grads=grads,
+        train=train,
+        seed=seed,
+        tolerance=tolerance,
+        reference=reference,
+        layers=layers,
+        force=force,
     )
 
 

@@ -1,0 +1,260 @@
+"""``parity.record``: PyTorch's side of a check, run once and written down (see :mod:`.store`).
+
+Everything a check asks of PyTorch is recorded, computed as the check computes it: the weights
+(by PyTorch's names) and the inputs drawn from the seed; the forward's outputs, the seeded
+cotangents, the input and parameter gradients and, in train mode, the running statistics; every
+run of the rounding envelope (:data:`parity.judge.envelope.RERUNS`, each for every tensor: which
+tensors a check sends to the envelope depends on MindSpore's values); each layer call's inputs,
+outputs and gradients as the localiser captures them, with the per-layer float64 noise floors;
+and the tolerance the check was given, the environment and the content key.
+"""
+
+from __future__ import annotations
+
+import inspect
+import platform
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+import numpy as np
+import torch
+
+from ...backends import framework_of
+from ...backends import torch as tb
+from ...backends.device import torch_reference
+from ...errors import ParityUsageError
+from ...judge.envelope import RERUNS
+from ...judge.golden import GOLDEN_RERUNS
+from ...judge.tolerance import ToleranceSpec
+from ...options import parse_seed
+from ..diagnosis.recording import Localizer, Recording
+from ..inputs import Inputs, materialize, per_side_inputs
+from ..passes import draw_seed, perturbed_inputs, seeded_cotangents
+from ..settings import DEFAULT_SEED, REFERENCES, Settings, check_choice
+from ..side_errors import backward, run_side
+from .store import Arrays, array_chunks, calls_to_json, digest, key_of, write_reference
+
+__all__ = ["run_record", "key_parts", "code_digests", "tolerance_json"]
+
+
+def run_record(
+    torch_module,
+    inputs,
+    path,
+    *,
+    grads: bool = True,
+    train: bool = False,
+    seed=None,
+    tolerance=None,
+    reference=None,
+    layers: bool = True,
+    force: bool = False,
+    settings: Settings = Settings(),
+) -> Path:
+    """See :func:`parity.record`."""
+    if framework_of(torch_module) != "torch":
+        raise ParityUsageError(
+            f"record(): torch_module must be a torch.nn.Module, got "
+            f"{type(torch_module).__module__}.{type(torch_module).__qualname__}"
+        )
+    check_choice("reference", reference, REFERENCES, "record()")
+    seed = parse_seed(seed, "record(seed=...)")
+    seed = seed if seed is not None else settings.seed if settings.seed is not None else DEFAULT_SEED
+    spec = ToleranceSpec.parse(tolerance)
+    restore = tb.train_flags(torch_module)
+    try:
+        manifest, arrays = _record(torch_module, inputs, seed, bool(grads), bool(train), settings.device, layers)
+    finally:
+        restore()
+    manifest["options"] = {"seed": seed, "grads": bool(grads), "train": bool(train), "reference": reference}
+    manifest["tolerance"] = tolerance_json(spec)
+    manifest["case"] = settings.case
+    return write_reference(path, manifest, arrays, force=force)
+
+
+def tolerance_json(spec: ToleranceSpec) -> Dict[str, Any]:
+    pair = lambda tol: None if tol is None else [tol.rtol, tol.atol]  # noqa: E731
+    return {
+        "default": pair(spec.default),
+        "overrides": [[g, pair(t)] for g, t in spec.overrides],
+        "source": spec.source,
+    }
+
+
+def code_digests(module) -> Dict[str, str]:
+    """Per class in ``module``'s tree defined outside torch, the digest of its source (of every
+    class it derives from outside torch too): a change to a forward shows as its class."""
+    found: Dict[str, str] = {}
+    for sub in module.modules():
+        for klass in type(sub).__mro__:
+            name = f"{klass.__module__}.{klass.__qualname__}"
+            if klass.__module__.split(".")[0] in ("torch", "builtins") or name in found:
+                continue
+            try:
+                source = inspect.getsource(klass)
+            except (OSError, TypeError):  # a class made at run time: its name stands for it
+                source = f"<no source: {name}>"
+            found[name] = digest([source.encode()])
+    return found
+
+
+def key_parts(module, data: Inputs) -> Tuple[Dict[str, str], Dict[str, str]]:
+    """The parts of the content key (``weights``, ``code``, ``inputs``, ``torch``), and the per-class
+    code digests (to name what changed)."""
+    slots = tb.slots(module)
+    weights = digest(array_chunks((s.name, tb.read(module, s.name)) for s in slots))
+    classes = code_digests(module)
+    parts = {
+        "weights": weights,
+        "code": digest(f"{name}={value}".encode() for name, value in sorted(classes.items())),
+        "inputs": digest(array_chunks(data.named())),
+        "torch": str(torch.__version__),
+    }
+    return parts, classes
+
+
+def _record(module, inputs, seed: int, grads: bool, train: bool, device: str, layers: bool):
+    tb.prepare(seed=seed, device=device)
+    arrays = Arrays()
+    slots = tb.slots(module)
+    data = materialize(inputs, seed)
+    parts, classes = key_parts(module, data)
+    weights = arrays.put_named((s.name, tb.read(module, s.name)) for s in slots)
+    tb.set_train(module, train)
+    dtype = tb.compute_dtype(module)
+    torch_data = per_side_inputs(data, dtype, dtype)[1]
+    trainable = [s.name for s in slots if s.trainable]
+    kept = [s.name for s in slots if not s.trainable]
+    start = tb.buffers(module)
+    side = run_side(lambda: tb.Pass(module, torch_data, grads=grads, device=device), "PyTorch")
+    cotangents = seeded_cotangents(side, seed)
+    statistics = [(name, tb.read(module, name)) for name in kept] if train else []
+    result = backward(side, cotangents, trainable, "PyTorch") if grads else None
+    manifest: Dict[str, Any] = {
+        "key": key_of(parts),
+        "parts": parts,
+        "classes": classes,
+        "module": f"{type(module).__module__}.{type(module).__qualname__}",
+        "torch_type": type(module).__name__,
+        "slots": [_slot_json(s) for s in slots],
+        "layer_kinds": [[path, kind[0], kind[1]] for path, kind in tb.layer_kinds(module).items()],
+        "compute_dtype": dtype,
+        "weights": weights,
+        "start": arrays.put_named(start.items()),
+        "inputs": arrays.put_named(data.named()),
+        "descriptions": data.descriptions,
+        "keywords": sorted(data.kwargs),
+        "torch_inputs": arrays.put_named(torch_data.named()),
+        "outputs": arrays.put_named(side.values),
+        "changed": list(getattr(side, "changed", ())),
+        "cotangents": arrays.put_named(cotangents.items()),
+        "trainable": trainable,
+        "input_grads": arrays.put_named(result.inputs.items()) if result is not None else None,
+        "param_grads": arrays.put_named((n, result.params[n]) for n in trainable) if result is not None else None,
+        "statistics": arrays.put_named(statistics),
+        "environment": _environment(device, getattr(sys.modules.get("parity"), "__version__", "")),
+    }
+    after = tb.buffers(module)
+    context = (torch_data, seed, grads, train, device, start, kept, trainable, cotangents)
+    specs = list(RERUNS) + ([s for s in GOLDEN_RERUNS if s.cast is None] if dtype is not None else [])
+    manifest["reruns"] = [_rerun(module, spec, context, arrays) for spec in specs]
+    tb.set_buffers(module, after)
+    if layers:
+        manifest["layers"], manifest["noise"] = _layers(
+            module, torch_data, seed, grads, device, start, trainable, arrays
+        )
+    return manifest, arrays
+
+
+def _slot_json(slot) -> Dict[str, Any]:
+    return {
+        "name": slot.name,
+        "shape": list(slot.shape),
+        "dtype": slot.dtype,
+        "trainable": slot.trainable,
+        "layer": slot.layer,
+        "layer_type": slot.layer_type,
+        "aliases": list(slot.aliases),
+        "persistent": slot.persistent,
+    }
+
+
+def _environment(device: str, version: str) -> Dict[str, Any]:
+    label, note, name, flags = torch_reference(device)
+    return {
+        "parity": version,
+        "torch": str(torch.__version__),
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "device": device,
+        "torch_device": label,
+        "torch_note": note,
+        "torch_name": name,
+        "torch_precision": [[k, v] for k, v in flags],
+        "argv": sys.argv[:1],
+    }
+
+
+def _values(module, data, grads, device, cotangents, trainable, train, kept, cast=None) -> List[Tuple[str, str, Any]]:
+    """PyTorch's forward and VJP again (as :mod:`parity.engine.passes` reruns it): (kind, name, array)."""
+    dtype = getattr(torch, cast) if cast else None
+    label = f"PyTorch {cast}" if cast else "PyTorch (rounding envelope)"
+    side = run_side(lambda: tb.Pass(module, data, grads=grads, device=device, cast=dtype), label)
+    found = [("output", path, value) for path, value in side.values]
+    if grads:
+        result = backward(side, cotangents, trainable, label)
+        found += [("input grad", k, v) for k, v in result.inputs.items()]
+        found += [("param grad", k, v) for k, v in result.params.items()]
+    if train:
+        found += [("buffer", name, tb.read(module, name)) for name in kept]
+    return found
+
+
+def _rerun(module, spec, context, arrays: Arrays) -> Dict[str, Any]:
+    """One run of the envelope's, for every tensor."""
+    data, seed, grads, train, device, start, kept, trainable, cotangents = context
+    if spec.cast is not None:
+        module64 = tb.float64_copy(module)
+        tb.set_buffers(module64, start)
+        found = _values(module64, data, grads, device, cotangents, trainable, train, kept, cast=spec.cast)
+    else:
+        tb.set_buffers(module, start)
+        tb.prepare(seed=seed, device=device)  # the same dropout masks as the first run
+        with tb.perturbed(module, seed=draw_seed(seed, spec.draw), ulps=spec.ulps):
+            moved = perturbed_inputs(data, seed, spec.draw, spec.ulps)
+            found = _values(module, moved, grads, device, cotangents, trainable, train, kept)
+    return {
+        "cast": spec.cast,
+        "draw": spec.draw,
+        "ulps": spec.ulps,
+        "values": [[kind, name, arrays.put(value)] for kind, name, value in found],
+    }
+
+
+def _layers(module, data, seed, grads, device, start, trainable, arrays: Arrays):
+    """Every layer call captured as the localiser captures it (one more pass from the start), and
+    each call's float64 noise floors."""
+    tb.set_buffers(module, start)
+    tb.prepare(seed=seed, device=device)
+    recording = Recording()
+    module64 = tb.float64_copy(module)
+    with tb.capture(module, recording, backward=grads) as layers:
+        side = run_side(lambda: tb.Pass(module, data, grads=grads, device=device), "PyTorch")
+        cotangents = seeded_cotangents(side, seed)
+        if grads:
+            backward(side, cotangents, trainable, "PyTorch")
+            layers.flush()
+    localizer = Localizer(recording, lambda path: path, None, keep=True)
+    with tb.capture(module64, localizer.float64_recording(), backward=grads):
+        side64 = run_side(
+            lambda: tb.Pass(module64, data, grads=grads, device=device, cast=torch.float64), "PyTorch float64"
+        )
+        if grads:
+            backward(side64, cotangents, trainable, "PyTorch float64")
+    noise = [
+        [direction, path, call, floors[0], floors[1]] for (direction, path, call), floors in localizer.noise.items()
+    ]
+    return calls_to_json(recording, arrays), noise

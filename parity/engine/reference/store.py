@@ -1,0 +1,225 @@
+"""A recorded reference on disk: a folder holding ``reference.json`` (the manifest: what was run,
+how, on what, and the names of the arrays) and ``reference.safetensors`` (the arrays), and the
+content key that says whether a reference still stands for a module.
+
+Framework-free: numpy, ``safetensors.numpy`` and the standard library. bfloat16 arrays are stored
+as their raw 16 bits (safetensors' numpy reader has no bfloat16) and viewed back from the dtype the
+manifest keeps for every array.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ...errors import ParityUsageError
+from ...files import private_folder, publish, read_bytes
+from ...judge.dtypes import bfloat16
+from ..diagnosis.recording import LayerCall, Recording
+
+__all__ = [
+    "FORMAT",
+    "MANIFEST",
+    "TENSORS",
+    "Arrays",
+    "Reference",
+    "digest",
+    "key_of",
+    "write_reference",
+    "read_reference",
+    "calls_to_json",
+    "recording_from",
+]
+
+FORMAT = 1
+MANIFEST = "reference.json"
+TENSORS = "reference.safetensors"
+_WHAT = "reference"
+_MANIFEST_LIMIT = 256 << 20
+
+
+class Arrays:
+    """The arrays of a reference being written, each under a short key; one array object held in
+    several places (a layer's output that is the next layer's input) is stored once."""
+
+    def __init__(self) -> None:
+        self.arrays: Dict[str, np.ndarray] = {}
+        self.dtypes: Dict[str, str] = {}
+        self._seen: Dict[int, str] = {}
+        self._kept: List[Any] = []  # the arrays seen, kept alive so that their ids stay theirs
+
+    def put(self, array: Optional[np.ndarray]) -> Optional[str]:
+        """The key of ``array`` (None for None)."""
+        if array is None:
+            return None
+        known = self._seen.get(id(array))
+        if known is not None:
+            return known
+        key = f"a{len(self.arrays)}"
+        self._seen[id(array)] = key
+        self._kept.append(array)
+        value = np.asarray(array)
+        self.dtypes[key] = value.dtype.name
+        if value.dtype.name == "bfloat16":
+            value = value.view(np.uint16)
+        self.arrays[key] = value if value.flags.c_contiguous else value.copy()
+        return key
+
+    def put_all(self, arrays: Optional[Sequence[Optional[np.ndarray]]]) -> Optional[List[Optional[str]]]:
+        return None if arrays is None else [self.put(a) for a in arrays]
+
+    def put_named(self, named: Iterable[Tuple[str, np.ndarray]]) -> List[Tuple[str, Optional[str]]]:
+        return [(name, self.put(a)) for name, a in named]
+
+
+@dataclass
+class Reference:
+    """A reference read back: its manifest and its arrays by key."""
+
+    path: Path
+    manifest: Dict[str, Any]
+    arrays: Dict[str, np.ndarray] = field(repr=False)
+
+    def array(self, key: Optional[str]) -> Optional[np.ndarray]:
+        if key is None:
+            return None
+        return self.arrays[key]
+
+    def named(self, section: str) -> List[Tuple[str, np.ndarray]]:
+        """(name, array) of a manifest section written by :meth:`Arrays.put_named`."""
+        return [(name, self.arrays[key]) for name, key in self.manifest[section]]
+
+    def __getitem__(self, name: str) -> Any:
+        return self.manifest[name]
+
+
+def digest(chunks: Iterable[bytes]) -> str:
+    """The SHA-256 of ``chunks``, each length-prefixed (so that no two sequences hash alike)."""
+    h = hashlib.sha256()
+    for chunk in chunks:
+        h.update(len(chunk).to_bytes(8, "little"))
+        h.update(chunk)
+    return h.hexdigest()
+
+
+def array_chunks(named: Iterable[Tuple[str, np.ndarray]]) -> Iterable[bytes]:
+    """Each array's name, dtype, shape and bytes, for :func:`digest`."""
+    for name, array in named:
+        value = np.ascontiguousarray(array)
+        yield f"{name}|{value.dtype.name}|{list(value.shape)}".encode()
+        yield value.view(np.uint8).tobytes() if value.size else b""
+
+
+def key_of(parts: Mapping[str, str]) -> str:
+    """The reference's key: the digest of its parts' digests (weights, code, inputs, torch version)."""
+    return digest(f"{name}={parts[name]}".encode() for name in sorted(parts))
+
+
+def write_reference(path, manifest: Dict[str, Any], arrays: Arrays, *, force: bool = False) -> Path:
+    """Write the folder ``path`` (made if missing; its parent must exist): the arrays first, then
+    the manifest, each through a private file moved into place."""
+    from safetensors.numpy import save
+
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise ParityUsageError(f"{_WHAT} {folder}: not a folder; give the path of a folder to write the reference into")
+    if not folder.parent.is_dir():
+        raise ParityUsageError(f"{_WHAT} {folder}: folder {folder.parent} does not exist")
+    folder.mkdir(exist_ok=True)
+    manifest = dict(manifest, format=FORMAT, dtypes=arrays.dtypes)
+    with private_folder(folder / TENSORS, _WHAT, force=force) as private:
+        written = private / TENSORS
+        written.write_bytes(save(arrays.arrays, metadata={"format": str(FORMAT), "key": manifest.get("key", "")}))
+        publish(written, folder / TENSORS, _WHAT)
+    with private_folder(folder / MANIFEST, _WHAT, force=force) as private:
+        written = private / MANIFEST
+        written.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        publish(written, folder / MANIFEST, _WHAT)
+    return folder
+
+
+def read_reference(path) -> Reference:
+    """Read the reference folder ``path``; a missing, partial or foreign one is a usage error
+    saying which file and why."""
+    from safetensors.numpy import load
+
+    folder = Path(path)
+    if not folder.is_dir():
+        raise ParityUsageError(
+            f"{_WHAT} {folder}: no such folder; record one with parity.record(torch_module, inputs, {str(folder)!r}) "
+            "or pytest --parity --parity-record=DIR"
+        )
+    try:
+        manifest = json.loads(read_bytes(folder / MANIFEST, _WHAT, limit=_MANIFEST_LIMIT).decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ParityUsageError(f"{_WHAT} {folder / MANIFEST}: not a reference manifest: {exc}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        found = manifest.get("format") if isinstance(manifest, dict) else None
+        raise ParityUsageError(
+            f"{_WHAT} {folder / MANIFEST}: format {found!r}, this parity reads format {FORMAT}; record it again"
+        )
+    try:
+        raw = load(read_bytes(folder / TENSORS, _WHAT))
+    except ParityUsageError:
+        raise
+    except Exception as exc:  # safetensors' own errors: a truncated or foreign file
+        raise ParityUsageError(f"{_WHAT} {folder / TENSORS}: cannot be read: {type(exc).__name__}: {exc}") from None
+    dtypes = manifest.get("dtypes", {})
+    missing = sorted(set(dtypes) - set(raw))
+    if missing:
+        raise ParityUsageError(
+            f"{_WHAT} {folder / TENSORS}: {len(missing)} arrays the manifest names are missing "
+            f"(first {missing[0]!r}): the two files come from different recordings; record it again"
+        )
+    arrays = {key: raw[key].view(bfloat16()) if dtypes[key] == "bfloat16" else raw[key] for key in dtypes}
+    return Reference(folder, manifest, arrays)
+
+
+def calls_to_json(recording: Recording, arrays: Arrays) -> List[Dict[str, Any]]:
+    """Every layer call of ``recording`` (forward order), its arrays put in ``arrays``."""
+    return [
+        {
+            "path": c.path,
+            "type": c.type,
+            "call": c.call,
+            "inputs": arrays.put_all(c.inputs),
+            "outputs": arrays.put_all(c.outputs),
+            "grad_outputs": arrays.put_all(c.grad_outputs),
+            "grad_inputs": arrays.put_all(c.grad_inputs),
+            "input_names": list(c.input_names) if c.input_names is not None else None,
+            "grad_input_names": list(c.grad_input_names) if c.grad_input_names is not None else None,
+            "keywords": c.keywords,
+        }
+        for c in recording.calls
+    ]
+
+
+def recording_from(reference: Reference, section: str = "layers") -> Recording:
+    """The recorded layer calls as a :class:`Recording` (arrays read from ``reference``)."""
+
+    def arrays(keys: Optional[List[Optional[str]]]) -> Optional[List[Any]]:
+        return None if keys is None else [reference.array(k) for k in keys]
+
+    recording = Recording()
+    for item in reference.manifest.get(section) or []:
+        names = item["input_names"]
+        grad_names = item["grad_input_names"]
+        call = LayerCall(
+            item["path"],
+            item["type"],
+            item["call"],
+            arrays(item["inputs"]),
+            arrays(item["outputs"]),
+            arrays(item["grad_outputs"]),
+            arrays(item["grad_inputs"]),
+            tuple(names) if names is not None else None,
+            tuple(grad_names) if grad_names is not None else None,
+            item["keywords"],
+        )
+        recording.add(call)
+    return recording
