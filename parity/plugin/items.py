@@ -89,7 +89,7 @@ class CaseFile(pytest.File):
         for case in cases:
             for variant in case.variants():
                 item = CaseItem.from_parent(self, name=variant.id, variant=variant)
-                if case.xfail:
+                if case.xfail and self.config.getoption(opts.RECORD.dest) is None:  # recording is no check
                     item.add_marker(
                         pytest.mark.xfail(reason=case.xfail, raises=(ParityMismatch, ParityUnsupported), strict=True)
                     )
@@ -118,18 +118,67 @@ class CaseItem(pytest.Item):
         case = self.variant.case
         location = f"{self.path.relative_to(self.config.rootpath) if self.path.is_relative_to(self.config.rootpath) else self.path}:{case.line}"
         settings = settings_for(self.config, self.nodeid, location)
+        record, reference = opts.parse_reference_dirs(
+            self.config.getoption(opts.RECORD.dest),
+            self.config.getoption(opts.REFERENCE.dest),
+            self.config.invocation_params.dir,
+        )
+        if record is not None:
+            self._record(record / self.reference_folder(), settings)
+            return
         with (
             acknowledged(self, case.acknowledge),
             records.recording(self, settings, call="case", case=case.name) as recorded,
         ):
-            ms_cell, torch_module = build(case, device=settings.device, seed=settings.resolved_seed)
             try:
-                result = self.variant.run(ms_cell, torch_module, settings)
+                if reference is not None:
+                    result = self._against(reference, settings)
+                else:
+                    ms_cell, torch_module = build(case, device=settings.device, seed=settings.resolved_seed)
+                    result = self.variant.run(ms_cell, torch_module, settings)
             except ParityMismatch as exc:
                 self._parity_summary = messages.summary_line(self.nodeid, exc.result, expected=bool(case.xfail))
                 raise
             recorded.result = result
         self._parity_summary = messages.summary_line(self.nodeid, result)
+
+    def _record(self, path, settings) -> None:
+        """``--parity-record``: PyTorch's side of this case, written to ``path``."""
+        from ..catalogue import build
+
+        why = self.variant.unrecordable()
+        if why is not None:
+            pytest.skip(f"not recorded: {why}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _, torch_module = build(self.variant.case, device=settings.device, seed=settings.resolved_seed)
+        self.variant.record(torch_module, settings, path)
+        self._parity_summary = f"rec   {self.nodeid}: recorded into {path}"
+
+    def _against(self, root, settings):
+        """``--parity-reference``: this case's MindSpore side against its PyTorch side recorded under ``root``."""
+        from ..catalogue import build_mindspore
+
+        why = self.variant.unrecordable()
+        if why is not None:
+            pytest.skip(f"no recorded reference: {why}")
+        path = root / self.reference_folder()
+        if not path.is_dir():
+            raise ParityUsageError(
+                f"no recorded reference for {self.nodeid}: {path} does not exist. Record it first: "
+                f"pytest --parity {opts.RECORD.flag}={root} {self.nodeid.split('::')[0]}"
+            )
+        ms_cell = build_mindspore(self.variant.case, device=settings.device, seed=settings.resolved_seed)
+        return self.variant.run_recorded(ms_cell, path, settings)
+
+    def reference_folder(self) -> str:
+        """This item's folder under ``--parity-record``/``--parity-reference``: the case file's path
+        from the root without ``.py`` (``cases/models/conv``), then the item's name, in safe characters."""
+        root = self.config.rootpath
+        where = (
+            self.path.relative_to(root).with_suffix("").as_posix() if self.path.is_relative_to(root) else self.path.stem
+        )
+        text = f"{where}/{self.name}"
+        return "".join(c if c.isalnum() or c in "._-/" else "_" for c in text)
 
     def repr_failure(self, excinfo):
         return _short_failure(excinfo) or super().repr_failure(excinfo)
