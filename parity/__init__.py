@@ -11,6 +11,7 @@ from .judge.tolerance import Tolerance
 __all__ = [
     "check",
     "record",
+    "recorded",
     "constant",
     "transfer_weights",
     "Result",
@@ -85,7 +86,8 @@ def check(
     * ``inputs``: an array or spec (``parity.randn(...)``), a tuple of them, or a dict of keyword inputs.
     * ``torch_module`` may be the path of a reference :func:`record` wrote: PyTorch's side is then
       read from it (PyTorch is not imported), on the recorded inputs (``inputs=None``; inputs
-      given must be those recorded), seed, ``grads`` and ``train``.
+      given must be those recorded), seed, ``grads`` and ``train``. ``parity.recorded(path,
+      torch_module)`` refuses it where the module no longer is what was recorded.
     * ``tolerance``: ``Tolerance(rtol, atol)``, or ``{"*": ..., "features.3.*": ...}`` name-glob overrides.
     * A tensor above half its tolerance is judged again against PyTorch's own rounding envelope
       (mirrored perturbed runs plus float64; see the README, "How a tensor is judged").
@@ -100,13 +102,17 @@ def check(
       ``.half()`` copy), judged against the float64 golden; ``Result.precisions`` says which
       precision each layer ran in on each side, and a failure names a layer where they differ.
     """
-    if isinstance(torch_module, (str, os.PathLike)):  # a recorded reference (see parity.record)
+    from .engine.reference import Recorded
+
+    if isinstance(torch_module, (str, os.PathLike, Recorded)):  # a recorded reference (see parity.record)
         from .engine.reference.replay import run_reference
 
+        given = torch_module if isinstance(torch_module, Recorded) else Recorded(torch_module)
         return run_reference(
             ms_cell,
-            torch_module,
+            given.path,
             inputs,
+            torch_module=given.torch_module,
             weights=weights,
             grads=grads,
             train=train,
@@ -407,6 +413,7 @@ def transfer_weights(src, dst, *, name_map=None):
 
 
 _LAZY = {
+    "recorded": "engine.reference",
     "randn": "engine.inputs",
     "uniform": "engine.inputs",
     "randint": "engine.inputs",

@@ -129,12 +129,16 @@ class Variant:
             settings=settings,
         )
 
-    def run_recorded(self, ms_cell, path, settings):
-        """This variant's check of ``ms_cell`` against the reference recorded at ``path``."""
+    def run_recorded(self, ms_cell, path, settings, torch_module=None):
+        """This variant's check of ``ms_cell`` against the reference recorded at ``path`` (refused
+        where ``torch_module``, when given, is no longer what was recorded)."""
         __tracebackhide__ = True
         from .engine.reference.replay import run_reference
 
-        return run_reference(ms_cell, path, None, train=self.train, settings=settings, **self.case.check_kwargs())
+        kwargs = self.case.check_kwargs()
+        return run_reference(
+            ms_cell, path, None, train=self.train, settings=settings, torch_module=torch_module, **kwargs
+        )
 
 
 @dataclass(frozen=True)

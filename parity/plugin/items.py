@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import shlex
+import sys
 
 import pytest
 
@@ -156,7 +157,7 @@ class CaseItem(pytest.Item):
 
     def _against(self, root, settings):
         """``--parity-reference``: this case's MindSpore side against its PyTorch side recorded under ``root``."""
-        from ..catalogue import build_mindspore
+        from ..catalogue import build, build_mindspore
 
         why = self.variant.unrecordable()
         if why is not None:
@@ -167,8 +168,11 @@ class CaseItem(pytest.Item):
                 f"no recorded reference for {self.nodeid}: {path} does not exist. Record it first: "
                 f"pytest --parity {opts.RECORD.flag}={root} {self.nodeid.split('::')[0]}"
             )
-        ms_cell = build_mindspore(self.variant.case, device=settings.device, seed=settings.resolved_seed)
-        return self.variant.run_recorded(ms_cell, path, settings)
+        case, seed = self.variant.case, settings.resolved_seed
+        if sys.modules.get("torch") is None:  # PyTorch is not here (or not imported): MindSpore's side alone
+            return self.variant.run_recorded(build_mindspore(case, device=settings.device, seed=seed), path, settings)
+        ms_cell, torch_module = build(case, device=settings.device, seed=seed)  # a stale reference is refused
+        return self.variant.run_recorded(ms_cell, path, settings, torch_module)
 
     def reference_folder(self) -> str:
         """This item's folder under ``--parity-record``/``--parity-reference``: the case file's path

@@ -52,7 +52,8 @@ def run_record(
     force: bool = False,
     settings: Settings = Settings(),
 ) -> Path:
-    """See :func:`parity.record`."""
+    """See :func:`parity.record`. The module's train flags, weights and buffers are as they were
+    when it returns or raises."""
     if framework_of(torch_module) != "torch":
         raise ParityUsageError(
             f"record(): torch_module must be a torch.nn.Module, got "
@@ -62,11 +63,12 @@ def run_record(
     seed = parse_seed(seed, "record(seed=...)")
     seed = seed if seed is not None else settings.seed if settings.seed is not None else DEFAULT_SEED
     spec = ToleranceSpec.parse(tolerance)
-    restore = tb.train_flags(torch_module)
+    restore, state = tb.train_flags(torch_module), tb.state_of(torch_module)
     try:
         manifest, arrays = _record(torch_module, inputs, seed, bool(grads), bool(train), settings.device, layers)
-    finally:
+    finally:  # the module as it was: its train flags, and the statistics its passes updated
         restore()
+        tb.restore_state(torch_module, state)
     manifest["options"] = {"seed": seed, "grads": bool(grads), "train": bool(train), "reference": reference}
     manifest["tolerance"] = tolerance_json(spec)
     manifest["case"] = settings.case
