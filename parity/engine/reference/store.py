@@ -13,12 +13,12 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ...errors import ParityUsageError
-from ...files import private_folder, publish, read_bytes
+from ...files import private_folder, publish, read_bytes, regular_size
 from ...judge.dtypes import bfloat16
 from ..diagnosis.recording import LayerCall, Recording
 
@@ -83,7 +83,7 @@ class Reference:
 
     path: Path
     manifest: Dict[str, Any]
-    arrays: Dict[str, np.ndarray] = field(repr=False)
+    arrays: Mapping[str, np.ndarray] = field(repr=False)
 
     def array(self, key: Optional[str]) -> Optional[np.ndarray]:
         if key is None:
@@ -144,10 +144,9 @@ def write_reference(path, manifest: Dict[str, Any], arrays: Arrays, *, force: bo
 
 
 def read_reference(path) -> Reference:
-    """Read the reference folder ``path``; a missing, partial or foreign one is a usage error
-    saying which file and why."""
-    from safetensors.numpy import load
-
+    """Read the reference folder ``path``: its manifest now, each array when first asked for (a
+    check reads the envelope's runs only for the tensors it sends there). A missing, partial or
+    foreign reference is a usage error saying which file and why."""
     folder = Path(path)
     if not folder.is_dir():
         raise ParityUsageError(
@@ -163,21 +162,46 @@ def read_reference(path) -> Reference:
         raise ParityUsageError(
             f"{_WHAT} {folder / MANIFEST}: format {found!r}, this parity reads format {FORMAT}; record it again"
         )
-    try:
-        raw = load(read_bytes(folder / TENSORS, _WHAT))
-    except ParityUsageError:
-        raise
-    except Exception as exc:  # safetensors' own errors: a truncated or foreign file
-        raise ParityUsageError(f"{_WHAT} {folder / TENSORS}: cannot be read: {type(exc).__name__}: {exc}") from None
-    dtypes = manifest.get("dtypes", {})
-    missing = sorted(set(dtypes) - set(raw))
-    if missing:
-        raise ParityUsageError(
-            f"{_WHAT} {folder / TENSORS}: {len(missing)} arrays the manifest names are missing "
-            f"(first {missing[0]!r}): the two files come from different recordings; record it again"
-        )
-    arrays = {key: raw[key].view(bfloat16()) if dtypes[key] == "bfloat16" else raw[key] for key in dtypes}
-    return Reference(folder, manifest, arrays)
+    return Reference(folder, manifest, _Lazy(folder / TENSORS, manifest.get("dtypes", {}), manifest.get("key")))
+
+
+class _Lazy(Mapping[str, np.ndarray]):
+    """The arrays of ``reference.safetensors`` by key, each read (and kept) when first asked for."""
+
+    def __init__(self, path: Path, dtypes: Mapping[str, str], key: Optional[str]):
+        from safetensors import safe_open
+
+        regular_size(path, _WHAT)  # a regular file: nothing else is opened
+        try:
+            self._file = safe_open(str(path), framework="numpy")
+            stored, written_for = set(self._file.keys()), (self._file.metadata() or {}).get("key")
+        except Exception as exc:  # safetensors' own errors: a truncated or foreign file
+            raise ParityUsageError(f"{_WHAT} {path}: cannot be read: {type(exc).__name__}: {exc}") from None
+        missing = sorted(set(dtypes) - stored)
+        if missing or written_for != key:
+            raise ParityUsageError(
+                f"{_WHAT} {path}: the arrays were written for another manifest"
+                f"{f' ({len(missing)} missing, first {missing[0]!r})' if missing else ''}: the two files come "
+                "from different recordings; record it again"
+            )
+        self._dtypes = dict(dtypes)
+        self._read: Dict[str, np.ndarray] = {}
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        found = self._read.get(key)
+        if found is None:
+            if key not in self._dtypes:
+                raise KeyError(key)
+            found = self._file.get_tensor(key)
+            found = found.view(bfloat16()) if self._dtypes[key] == "bfloat16" else found
+            self._read[key] = found
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._dtypes)
+
+    def __len__(self) -> int:
+        return len(self._dtypes)
 
 
 def calls_to_json(recording: Recording, arrays: Arrays) -> List[Dict[str, Any]]:
