@@ -252,3 +252,30 @@ def test_the_catalogue_records_then_checks_without_torch(nets, pytester, monkeyp
     missing = pytester.runpytest_subprocess(opts.PARITY, f"{opts.REFERENCE.flag}={refs}", "-p", "no:cacheprovider")
     missing.assert_outcomes(passed=1, failed=1, xfailed=1)
     missing.stdout.fnmatch_lines(["*no recorded reference for cases/more.py::Unrecorded[[]eval[]]*--parity-record*"])
+
+
+def _message(exc) -> str:
+    return "\n".join(line for line in str(exc).splitlines() if not line.startswith("Note:"))
+
+
+@SAME_BITS
+@pytest.mark.parametrize("fault", ["padding"])
+def test_own_errors_and_causes_as_live(fault, tmp_path):
+    """A localised fault of the catalogue's ResNet: the recorded check's message is the live one,
+    own errors included, and with the module given its likely causes too."""
+    from cases.faults import models
+    from cases.faults.catalogue import RESNET_INPUT
+
+    module = models.torch_resnet()
+    path = parity.record(module, RESNET_INPUT, tmp_path / "ref")
+    found = []
+    for target, inputs in ((module, RESNET_INPUT), (parity.recorded(path, module), None), (path, None)):
+        with pytest.raises(parity.ParityMismatch) as caught:
+            parity.check(models.ms_resnet(fault), target, inputs)
+        found.append(caught.value)
+    live, with_module, alone = found
+    assert _message(with_module) == _message(live) and with_module.likely_causes == live.likely_causes
+    assert alone.result.layers.own_errors == [
+        e.__class__(**{**e.__dict__, "causes": ()}) for e in live.result.layers.own_errors
+    ]
+    assert live.result.layers.own_errors and _verdicts(alone.result) == _verdicts(live.result)

@@ -15,6 +15,7 @@ import inspect
 import platform
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Dict, List, Tuple
 
 import numpy as np
@@ -28,6 +29,8 @@ from ...judge.envelope import RERUNS
 from ...judge.golden import GOLDEN_RERUNS
 from ...judge.tolerance import ToleranceSpec
 from ...options import parse_seed
+from ..diagnosis.feeding import torch_feeds
+from ..diagnosis.own import rerun_fed
 from ..diagnosis.recording import Localizer, Recording
 from ..inputs import Inputs, materialize, per_side_inputs
 from ..passes import draw_seed, perturbed_inputs, seeded_cotangents
@@ -163,9 +166,8 @@ def _record(module, inputs, seed: int, grads: bool, train: bool, device: str, la
     manifest["reruns"] = [_rerun(module, spec, context, arrays) for spec in specs]
     tb.set_buffers(module, after)
     if layers:
-        manifest["layers"], manifest["noise"] = _layers(
-            module, torch_data, seed, grads, device, start, trainable, arrays
-        )
+        found = _layers(module, torch_data, seed, grads, device, start, trainable, arrays)
+        manifest["layers"], manifest["noise"], manifest["own_reruns"] = found
     return manifest, arrays
 
 
@@ -259,4 +261,36 @@ def _layers(module, data, seed, grads, device, start, trainable, arrays: Arrays)
     noise = [
         [direction, path, call, floors[0], floors[1]] for (direction, path, call), floors in localizer.noise.items()
     ]
-    return calls_to_json(recording, arrays), noise
+    own = _own_reruns(module, recording, data, seed, grads, device, start, cotangents, arrays)
+    return calls_to_json(recording, arrays), noise, own
+
+
+def _own_reruns(module, recording, data, seed, grads, device, start, cotangents, arrays: Arrays):
+    """The envelope's runs of each layer's own error (:func:`parity.engine.diagnosis.own.rerun_fed`):
+    PyTorch with every layer call fed its recorded inputs (and, with ``grads``, the gradients at its
+    outputs), each call's values kept, one run per :data:`RERUNS` spec."""
+    feeds, grad_feeds = torch_feeds(recording, grads)
+    kept = [s.name for s in tb.slots(module) if not s.trainable]
+    run = SimpleNamespace(
+        torch_module=module,
+        seed=seed,
+        torch_start=start,
+        device=device,
+        data=data,
+        train=module.training,
+        cotangents=cotangents,
+        wmap=SimpleNamespace(pairs=[SimpleNamespace(torch=name, trainable=False) for name in kept]),
+    )
+    found = []
+    for spec in RERUNS:
+        values = rerun_fed(run, feeds, grad_feeds, spec, None)
+        found.append(
+            {
+                "cast": spec.cast,
+                "draw": spec.draw,
+                "ulps": spec.ulps,
+                "values": [[*key, arrays.put(np.asarray(value))] for key, value in values if value is not None],
+            }
+        )
+    tb.set_buffers(module, start)
+    return found

@@ -27,6 +27,8 @@ from ...judge.tolerance import ToleranceSpec, check_globs_used
 from ...options import parse_seed
 from ...weights.transfer import copy_weights, map_weights
 from ..diagnosis import messages
+from ..diagnosis.causes import failure_causes, own_error_causes
+from ..diagnosis.feeding import measure
 from ..diagnosis.verdicts import first_nonfinite
 from ..inputs import materialize, per_side_inputs
 from ..outputs import nothing_compared, outputs_compared
@@ -238,12 +240,36 @@ def _run(
         raise ParityUsageError(nothing_compared(run.pairs, data))
     if result.passed and layers is not None:
         layers.passed_within_noise()
+    diagnoses = None
     if not result.passed and layers is not None and not result.problem:
         result.first_nonfinite = first_nonfinite(layers.forward, layers.backward)
+        try:  # each layer fed PyTorch's recorded inputs: its own error, apart from what flowed in
+            measure(layered, layers, chain, lambda feeds, grad_feeds, spec, keep: side.own_rerun(spec, keep))
+        except Exception as exc:  # the own errors help the message; they never hide the failure
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            result.notes.append(f"each layer's own error was not measured: {type(exc).__name__}: {first}")
+        if torch_module is not None:
+            diagnoses = own_error_causes(ms_cell, torch_module, result, settings.device, modes[-1])
     if not result.passed:
-        message = messages.failure_message(result, likely_causes=[], verbose=settings.verbose)
-        raise ParityMismatch(message, result, [])
+        causes = _causes(ms_cell, torch_module, result, settings.device, modes[-1], diagnoses)
+        message = messages.failure_message(result, likely_causes=causes, verbose=settings.verbose)
+        raise ParityMismatch(message, result, causes)
     return result
+
+
+def _causes(ms_cell, torch_module, result, device: str, mode: str, diagnoses) -> List[str]:
+    """The registry's likely causes, as a live check finds them: they are read from the PyTorch
+    module's layers, so only where it was given (``parity.recorded(path, torch_module)``)."""
+    if torch_module is None:
+        result.notes.append(
+            "the known-mismatch registry's likely causes read PyTorch's layers: give the module too "
+            "(parity.recorded(path, torch_module)) to have them"
+        )
+        return []
+    causes = failure_causes(ms_cell, torch_module, result, device, mode, diagnoses)
+    if result.layers is not None:
+        causes += list(dict.fromkeys(c for e in result.layers.own_errors for c in e.causes if c not in causes))
+    return causes
 
 
 def _execute(ms_cell, side, wmap, chain, modes, *, capture, keep, reference, check_dtype, reruns=True, **options):

@@ -122,7 +122,8 @@ class RecordedTorch:
             if (run["cast"], run["draw"], float(run["ulps"])) == (spec.cast, spec.draw, float(spec.ulps)):
                 return [((kind, name), self.reference.arrays[key]) for kind, name, key in run["values"]]
         raise ParityUsageError(
-            f"reference {self.reference.path}: PyTorch's run {spec} was not recorded; record the reference again"
+            f"reference {self.reference.path}: PyTorch's run ({_run_label(spec)}) was not recorded; record the "
+            "reference again"
         )
 
     # -- the layers -------------------------------------------------------------------------------------
@@ -133,5 +134,24 @@ class RecordedTorch:
     def recording(self) -> Recording:
         return recording_from(self.reference)
 
+    def own_rerun(self, spec: Rerun, keep) -> List[Tuple[tuple, np.ndarray]]:
+        """A run of the envelope's for each layer's own error, as recorded (every call fed), the
+        values of the calls in ``keep`` (PyTorch path, call) and the running statistics."""
+        for run in self.manifest.get("own_reruns") or []:
+            if (run["cast"], run["draw"], float(run["ulps"])) == (spec.cast, spec.draw, float(spec.ulps)):
+                return [
+                    (tuple(key), self.reference.arrays[array])
+                    for *key, array in run["values"]
+                    if key[0] == "buffer" or keep is None or (key[1], key[2]) in keep
+                ]
+        raise ParityUsageError(
+            f"reference {self.reference.path}: PyTorch's run ({_run_label(spec)}) of the layers fed was not "
+            "recorded; record the reference again"
+        )
+
     def noise(self) -> Dict[Tuple[str, str, int], Tuple[float, float]]:
         return {(d, path, call): (out, inp) for d, path, call, out, inp in self.manifest.get("noise") or []}
+
+
+def _run_label(spec: Rerun) -> str:
+    return spec.cast if spec.cast is not None else f"draw {spec.draw}, {spec.ulps:+g} ulps"
