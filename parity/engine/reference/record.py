@@ -16,7 +16,7 @@ import platform
 import sys
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -29,6 +29,9 @@ from ...judge.envelope import RERUNS
 from ...judge.golden import GOLDEN_RERUNS
 from ...judge.tolerance import ToleranceSpec
 from ...options import parse_seed
+from ...registry import load
+from ...registry.rules import referenced
+from ...registry.store import resolve_api
 from ..diagnosis.feeding import torch_feeds
 from ..diagnosis.own import rerun_fed
 from ..diagnosis.recording import Localizer, Recording
@@ -144,6 +147,7 @@ def _record(module, inputs, seed: int, grads: bool, train: bool, device: str, la
         "torch_type": type(module).__name__,
         "slots": [_slot_json(s) for s in slots],
         "layer_kinds": [[path, kind[0], kind[1]] for path, kind in tb.layer_kinds(module).items()],
+        "layer_facts": layer_facts(module),
         "compute_dtype": dtype,
         "weights": weights,
         "start": arrays.put_named(start.items()),
@@ -169,6 +173,47 @@ def _record(module, inputs, seed: int, grads: bool, train: bool, device: str, la
         found = _layers(module, torch_data, seed, grads, device, start, trainable, arrays)
         manifest["layers"], manifest["noise"], manifest["own_reruns"] = found
     return manifest, arrays
+
+
+def layer_facts(module) -> Optional[Dict[str, Any]]:
+    """Per layer of ``module`` (by path), what the known-mismatch registry reads of it: its class
+    name, the registry's PyTorch APIs it is an instance of, and the attributes their rules read
+    (None where the registry cannot be loaded: the likely causes then need the module)."""
+    try:
+        entries = load().entries
+    except Exception:  # the registry helps a failure's message; it never stops a recording
+        return None
+    apis: Dict[str, type] = {}
+    names: Dict[str, set] = {}
+    for entry in entries:
+        klass = resolve_api(entry.torch) if entry.torch else None
+        if not isinstance(klass, type):
+            continue
+        apis[entry.torch] = klass
+        sources = [entry.when, *entry.inspect_torch.values(), *entry.inspect_fix.values()]
+        names.setdefault(entry.torch, set()).update(n for text in sources if text for n in referenced(text, "torch"))
+    found = {}
+    for path, layer in module.named_modules():
+        mine = [api for api, klass in apis.items() if isinstance(layer, klass)]
+        attributes = {}
+        for name in sorted({n for api in mine for n in names[api]}):
+            try:
+                attributes[name] = _fact(getattr(layer, name))
+            except AttributeError:  # the rule says it is missing, as it would of the module
+                continue
+        found[path] = {"type": type(layer).__name__, "apis": mine, "attributes": attributes}
+    return found
+
+
+def _fact(value) -> Any:
+    """An attribute's value in JSON: a tuple marked as one, an object by its type."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, tuple):
+        return {"tuple": [_fact(v) for v in value]}
+    if isinstance(value, list):
+        return [_fact(v) for v in value]
+    return {"object": type(value).__name__}
 
 
 def _slot_json(slot) -> Dict[str, Any]:

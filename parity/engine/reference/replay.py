@@ -248,22 +248,24 @@ def _run(
         except Exception as exc:  # the own errors help the message; they never hide the failure
             first = str(exc).splitlines()[0] if str(exc) else ""
             result.notes.append(f"each layer's own error was not measured: {type(exc).__name__}: {first}")
-        if torch_module is not None:
-            diagnoses = own_error_causes(ms_cell, torch_module, result, settings.device, modes[-1])
+        layers_of = torch_module if torch_module is not None else side.module_view()
+        if layers_of is not None:
+            diagnoses = own_error_causes(ms_cell, layers_of, result, settings.device, modes[-1])
     if not result.passed:
-        causes = _causes(ms_cell, torch_module, result, settings.device, modes[-1], diagnoses)
+        layers_of = torch_module if torch_module is not None else side.module_view()
+        causes = _causes(ms_cell, layers_of, result, settings.device, modes[-1], diagnoses)
         message = messages.failure_message(result, likely_causes=causes, verbose=settings.verbose)
         raise ParityMismatch(message, result, causes)
     return result
 
 
 def _causes(ms_cell, torch_module, result, device: str, mode: str, diagnoses) -> List[str]:
-    """The registry's likely causes, as a live check finds them: they are read from the PyTorch
-    module's layers, so only where it was given (``parity.recorded(path, torch_module)``)."""
+    """The registry's likely causes, as a live check finds them, read from PyTorch's layers: the
+    module's where it was given, else as recorded."""
     if torch_module is None:
         result.notes.append(
-            "the known-mismatch registry's likely causes read PyTorch's layers: give the module too "
-            "(parity.recorded(path, torch_module)) to have them"
+            "the known-mismatch registry's likely causes read PyTorch's layers, which this reference does not "
+            "hold: record it again, or give the module too (parity.recorded(path, torch_module))"
         )
         return []
     causes = failure_causes(ms_cell, torch_module, result, device, mode, diagnoses)

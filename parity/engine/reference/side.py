@@ -16,7 +16,7 @@ from ..diagnosis.recording import Recording
 from ..inputs import Inputs
 from .store import Reference, read_reference, recording_from
 
-__all__ = ["RecordedTorch", "RecordedPass"]
+__all__ = ["RecordedTorch", "RecordedPass", "RecordedModule"]
 
 NAME = "torch"
 LABEL = "PyTorch (recorded)"
@@ -149,9 +149,74 @@ class RecordedTorch:
             "recorded; record the reference again"
         )
 
+    def module_view(self) -> Optional["RecordedModule"]:
+        """PyTorch's layers as the known-mismatch registry reads them, or None where not recorded."""
+        facts = self.manifest.get("layer_facts")
+        if facts is None:
+            return None
+        return RecordedModule(facts, self.manifest["parts"]["torch"])
+
     def noise(self) -> Dict[Tuple[str, str, int], Tuple[float, float]]:
         return {(d, path, call): (out, inp) for d, path, call, out, inp in self.manifest.get("noise") or []}
 
 
 def _run_label(spec: Rerun) -> str:
     return spec.cast if spec.cast is not None else f"draw {spec.draw}, {spec.ulps:+g} ulps"
+
+
+class _Api(type):
+    """A PyTorch API of the registry's, standing in for its class: a recorded layer is an instance
+    where it was one when recorded."""
+
+    api: str
+
+    def __instancecheck__(cls, obj: object) -> bool:
+        return cls.api in getattr(obj, "parity_apis", ())
+
+
+class _Layer:
+    """A recorded layer: the registry's APIs it is an instance of, and the attributes its rules read."""
+
+    parity_apis: Tuple[str, ...] = ()
+
+
+class _Opaque:
+    """An attribute value that is no plain value (a tensor, a dtype): only its type is known."""
+
+    def __init__(self, type_name: str):
+        self.type_name = type_name
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name}>"
+
+
+def _value(fact: Any) -> Any:
+    if isinstance(fact, dict):
+        return tuple(_value(v) for v in fact["tuple"]) if "tuple" in fact else _Opaque(fact["object"])
+    if isinstance(fact, list):
+        return [_value(v) for v in fact]
+    return fact
+
+
+class RecordedModule:
+    """The recorded PyTorch module as :func:`parity.registry.diagnose` reads one: ``named_modules``,
+    and (``parity_resolve``, ``parity_torch_version``) the classes and the version it stands for."""
+
+    def __init__(self, facts: Dict[str, Any], torch_version: str):
+        self.parity_torch_version = torch_version
+        self._apis: Dict[str, type] = {}
+        self._layers: List[Tuple[str, _Layer]] = []
+        for path, item in facts.items():
+            layer = type(item["type"], (_Layer,), {})()
+            layer.parity_apis = tuple(item["apis"])
+            for name, fact in item["attributes"].items():
+                setattr(layer, name, _value(fact))
+            self._layers.append((path, layer))
+
+    def named_modules(self) -> List[Tuple[str, _Layer]]:
+        return list(self._layers)
+
+    def parity_resolve(self, api: str) -> type:
+        if api not in self._apis:
+            self._apis[api] = _Api(api.rpartition(".")[2], (), {"api": api})
+        return self._apis[api]
