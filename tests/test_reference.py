@@ -278,3 +278,19 @@ def test_own_errors_and_causes_as_live(tmp_path):
     for recorded in found[1:]:
         assert _message(recorded) == _message(live) and recorded.likely_causes == live.likely_causes
         assert recorded.result.layers.own_errors == live.result.layers.own_errors
+
+
+def test_unpaired_weights_name_the_same_cause(tmp_path):
+    """MindSpore's Conv2d has no bias by default: the weights cannot be paired, and the usage error
+    names the registry's cause from the recorded layers as from the module."""
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU())
+    inputs = parity.randn((1, 3, 5, 5))
+    path = parity.record(module, inputs, tmp_path / "ref")
+    found = []
+    for target, given in ((module, inputs), (path, None)):
+        cell = mindspore.nn.SequentialCell(mindspore.nn.Conv2d(3, 4, 3, pad_mode="pad", padding=1), mindspore.nn.ReLU())
+        with pytest.raises(parity.ParityUsageError, match="conv2d-has-bias-default") as caught:
+            parity.check(cell, target, given)
+        found.append(str(caught.value))
+    assert found[0] == found[1]

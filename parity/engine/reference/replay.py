@@ -25,7 +25,8 @@ from ...judge.golden import judge_golden, near_golden
 from ...judge.metrics import compare_pair
 from ...judge.tolerance import ToleranceSpec, check_globs_used
 from ...options import parse_seed
-from ...weights.transfer import copy_weights, map_weights
+from ...registry.diagnosis import parameter_causes
+from ...weights.transfer import TORCH_ONLY, copy_weights, map_weights
 from ..diagnosis import messages
 from ..diagnosis.causes import failure_causes, own_error_causes
 from ..diagnosis.feeding import measure
@@ -182,7 +183,7 @@ def _run(
     msb.prepare(seed=seed, device=settings.device)
     setup = _setup(settings.device, side.manifest["environment"])
     chain += (device_profile(setup),)
-    wmap = map_weights(msb.slots(ms_cell), side.slots(), name_map)
+    wmap = _weight_map(ms_cell, side, torch_module, name_map, settings.device)
     dtypes = {"ms": msb.compute_dtype(ms_cell), "torch": side.compute_dtype()}
     wreport = copy_weights(wmap, side.weights, ms_cell, to_torch=False)
     msb.set_train(ms_cell, train)
@@ -257,6 +258,25 @@ def _run(
         message = messages.failure_message(result, likely_causes=causes, verbose=settings.verbose)
         raise ParityMismatch(message, result, causes)
     return result
+
+
+def _weight_map(ms_cell, side: RecordedTorch, torch_module, name_map, device: str):
+    """:func:`map_weights` over the recorded slots; where parameters cannot be paired, the usage
+    error names the known mismatches that explain it, as :func:`parity.engine.pairing.map_pair_weights` does."""
+    __tracebackhide__ = True
+    ms_slots, torch_slots = msb.slots(ms_cell), side.slots()
+    try:
+        return map_weights(ms_slots, torch_slots, name_map)
+    except ParityUsageError as exc:
+        layers_of = torch_module if torch_module is not None else side.module_view()
+        causes = (
+            parameter_causes(ms_cell, layers_of, ms_slots, torch_slots, device=device, ignore=TORCH_ONLY)
+            if layers_of is not None
+            else []
+        )
+        if not causes:
+            raise
+        raise ParityUsageError("\n".join([str(exc), ""] + [f"Likely cause: {c}" for c in causes])) from None
 
 
 def _causes(ms_cell, torch_module, result, device: str, mode: str, diagnoses) -> List[str]:
