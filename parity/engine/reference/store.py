@@ -98,6 +98,19 @@ class Reference:
         return self.manifest[name]
 
 
+def _safetensors() -> Any:
+    """The safetensors package, or a usage error saying how to install it."""
+    try:
+        import safetensors
+        import safetensors.numpy
+    except ImportError:
+        raise ParityUsageError(
+            "recorded references are stored with safetensors, which is not installed: "
+            "pip install 'pytest-parity[reference]' (or safetensors)"
+        ) from None
+    return safetensors
+
+
 def digest(chunks: Iterable[bytes]) -> str:
     """The SHA-256 of ``chunks``, each length-prefixed (so that no two sequences hash alike)."""
     h = hashlib.sha256()
@@ -123,8 +136,7 @@ def key_of(parts: Mapping[str, str]) -> str:
 def write_reference(path, manifest: Dict[str, Any], arrays: Arrays, *, force: bool = False) -> Path:
     """Write the folder ``path`` (made if missing; its parent must exist): the arrays first, then
     the manifest, each through a private file moved into place."""
-    from safetensors.numpy import save
-
+    save = _safetensors().numpy.save
     folder = Path(path)
     if folder.exists() and not folder.is_dir():
         raise ParityUsageError(f"{_WHAT} {folder}: not a folder; give the path of a folder to write the reference into")
@@ -169,8 +181,7 @@ class _Lazy(Mapping[str, np.ndarray]):
     """The arrays of ``reference.safetensors`` by key, each read (and kept) when first asked for."""
 
     def __init__(self, path: Path, dtypes: Mapping[str, str], key: Optional[str]):
-        from safetensors import safe_open
-
+        safe_open = _safetensors().safe_open
         regular_size(path, _WHAT)  # a regular file: nothing else is opened
         try:
             self._file = safe_open(str(path), framework="numpy")
