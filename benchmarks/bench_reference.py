@@ -7,13 +7,15 @@ Run from the repository root::
 
 Workloads: ``mlp``, a 30-layer tanh MLP (translated) whose tensors go to the rounding envelope;
 ``resnet_float64``, the catalogue's small ResNet with ``reference="float64"``; ``resnet_fault``, a
-failing check (cases/faults: layer2.bn2's eps) whose layers are localised. For each, PyTorch's
+failing check (cases/faults: layer2.bn2's eps) whose layers are localised; ``convnet``, a plain CNN
+whose MindSpore side is defined without torch, so that its recorded check runs as on a runner
+without PyTorch. For each, PyTorch's
 side is recorded once (``parity.record``), then (a) ``parity.check(ms_cell, torch_module, inputs)``
 and (b) ``parity.check(ms_cell, path)`` are timed in one process, interleaved, each warmed up once
 (MindSpore compiles and initialises on first use); the median of b/a is printed (target <= 0.6x)
 in wall and CPU time. Then one check each way in a fresh process, imports included: its wall time
-and peak RSS (the workloads' model modules define both sides, so torch is imported in both; the
-difference is what PyTorch's passes hold and cost). The reference's size on disk too. A
+and peak RSS, and whether torch was imported (the catalogue's model modules define both sides, so
+there torch is imported either way; ``convnet``'s recorded check imports none). The reference's size on disk too. A
 measurement, not a test: nothing here asserts on a time.
 """
 
@@ -63,25 +65,56 @@ def build(name: str):
         module = resolve("cases.faults.models:torch_resnet", name)()
         cell = resolve("cases.faults.models:ms_resnet", name)(fault="bn_eps")
         return cell, module, parity.randn((2, 3, 8, 8)), {}
+    if name == "convnet":  # a plain CNN whose MindSpore side imports no torch (see build_mindspore)
+        module = _torch_convnet()
+        return build_mindspore(name), module, parity.randn((8, 3, 32, 32)), {}
     raise SystemExit(f"unknown workload {name!r}")
 
 
-WORKLOADS = ("mlp", "resnet_float64", "resnet_fault")
+def build_mindspore(name: str):
+    """The MindSpore side alone, where it needs no torch (None elsewhere): a runner without PyTorch."""
+    if name != "convnet":
+        return None
+    from mindspore import nn
+
+    layers = []
+    for width_in, width in ((3, 32), (32, 64), (64, 64)):
+        conv = nn.Conv2d(width_in, width, 3, pad_mode="pad", padding=1, has_bias=True)
+        layers += [conv, nn.BatchNorm2d(width, momentum=0.9), nn.ReLU(), nn.MaxPool2d(2, 2)]
+    return nn.SequentialCell(*layers, nn.Flatten(), nn.Dense(64 * 4 * 4, 10))
+
+
+def _torch_convnet():
+    import torch
+
+    layers = []
+    for width_in, width in ((3, 32), (32, 64), (64, 64)):
+        layers += [torch.nn.Conv2d(width_in, width, 3, padding=1), torch.nn.BatchNorm2d(width)]
+        layers += [torch.nn.ReLU(), torch.nn.MaxPool2d(2, 2)]
+    return torch.nn.Sequential(*layers, torch.nn.Flatten(), torch.nn.Linear(64 * 4 * 4, 10)).eval()
+
+
+WORKLOADS = ("mlp", "resnet_float64", "resnet_fault", "convnet")
 
 # One check in a fresh process, imports included; prints its wall time and peak RSS in MiB.
 _PROBE = """
 import json, resource, sys, time
 started = time.perf_counter()
 sys.path.insert(0, sys.argv[3])
-from bench_reference import build
-import parity
 variant, name, ref = sys.argv[1], sys.argv[2], sys.argv[4]
-cell, module, inputs, kwargs = build(name)
+from bench_reference import build, build_mindspore
+import parity
+cell = build_mindspore(name) if variant == "recorded" else None
+if cell is None:
+    cell, module, inputs, kwargs = build(name)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 try:
     parity.check(cell, ref) if variant == "recorded" else parity.check(cell, module, inputs, **kwargs)
 except parity.ParityMismatch:
     pass
-print(time.perf_counter() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+torch = "torch" in sys.modules
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(time.perf_counter() - started, peak, peak - before, torch)
 """
 
 
@@ -92,7 +125,8 @@ def _time(run):
 
 
 def _probe(variant: str, name: str, ref: Path):
-    """(wall seconds, peak RSS MiB) of one check in a fresh process."""
+    """(wall seconds, peak RSS MiB, how much of it the check added once the pair was built, whether
+    torch was imported) of one check in a fresh process."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(
         [sys.executable, "-c", _PROBE, variant, name, str(Path(__file__).parent), str(ref)],
@@ -104,8 +138,8 @@ def _probe(variant: str, name: str, ref: Path):
     )
     if done.returncode:
         raise RuntimeError(done.stderr[-2000:])
-    wall, peak = done.stdout.strip().splitlines()[-1].split()
-    return float(wall), float(peak)
+    wall, peak, grown, torch = done.stdout.strip().splitlines()[-1].split()
+    return float(wall), float(peak), float(grown), torch == "True"
 
 
 def _check(run) -> None:
@@ -162,10 +196,14 @@ def main() -> None:
             results.append(found)
             memory = ""
             if "process_live" in found:
-                (a_wall, a_peak), (b_wall, b_peak) = found["process_live"], found["process_recorded"]
+                (a_wall, a_peak, a_grown, _), (b_wall, b_peak, b_grown, torch) = (
+                    found["process_live"],
+                    found["process_recorded"],
+                )
                 memory = (
-                    f"; a fresh process, imports included: {b_wall:.1f} s vs {a_wall:.1f} s, "
-                    f"peak RSS {b_peak:.0f} vs {a_peak:.0f} MiB"
+                    f"; a fresh process, imports included: {b_wall:.1f} s vs {a_wall:.1f} s ({b_wall / a_wall:.2f}x), "
+                    f"peak RSS {b_peak:.0f} vs {a_peak:.0f} MiB (the check's own growth {b_grown:.0f} vs "
+                    f"{a_grown:.0f} MiB), torch {'imported' if torch else 'not imported'}"
                 )
             print(
                 f"{name}: recorded check / live check = {found['ratio_wall']:.2f}x wall "
