@@ -160,6 +160,7 @@ def record(
     tolerance=None,
     reference=None,
     layers=True,
+    weights="copy",
     force=False,
 ):
     """Run PyTorch's side of a check once and write it to the folder ``path`` (``reference.json``
@@ -171,8 +172,10 @@ def record(
     floors, ``tolerance``, the environment, and a key over the module's weights, its classes'
     source, the inputs and PyTorch's version. Returns the folder's path.
 
-    ``inputs``, ``seed``, ``grads``, ``train``, ``tolerance`` and ``reference`` are :func:`check`'s;
-    a check against the reference takes the recorded ones (and refuses others it is given)."""
+    ``inputs``, ``seed``, ``grads``, ``train``, ``tolerance``, ``reference`` and ``weights``
+    (``"copy"``, ``"as_is"`` or ``parity.constant(v)``) are :func:`check`'s; a check against the
+    reference takes the recorded ones (and refuses others it is given). ``force``: replace a
+    read-only reference."""
     from .engine.reference.record import run_record
 
     return run_record(
@@ -185,6 +188,7 @@ def record(
         tolerance=tolerance,
         reference=reference,
         layers=layers,
+        weights=weights,
         force=force,
     )
 

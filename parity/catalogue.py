@@ -108,8 +108,8 @@ class Variant:
             return "a training case (parity.check_training) runs PyTorch at every step: it is checked live only"
         if self.case.shapes is not None:
             return "a case of several shapes (parity.check_shapes) is checked live only"
-        if self.case.weights != "copy":
-            return f"weights={self.case.weights!r}: a recorded reference holds PyTorch's weights, copied to MindSpore"
+        if self.case.weights == "copy_to_torch":
+            return "weights='copy_to_torch' sets PyTorch's weights from MindSpore's: it is checked live only"
         return None
 
     def record(self, torch_module, settings, path):
@@ -125,6 +125,7 @@ class Variant:
             train=self.train,
             tolerance=case.tolerance,
             reference=case.reference,
+            weights=case.weights,
             force=True,
             settings=settings,
         )

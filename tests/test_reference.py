@@ -294,3 +294,18 @@ def test_unpaired_weights_name_the_same_cause(tmp_path):
             parity.check(cell, target, given)
         found.append(str(caught.value))
     assert found[0] == found[1]
+
+
+@SAME_BITS
+def test_constant_weights_as_recorded(nets, tmp_path):
+    _, ms_nets, torch_nets = nets
+    module = _torch_net(torch_nets)
+    before = module.fc.weight.detach().clone()
+    path = parity.record(module, INPUTS, tmp_path / "ref", weights=parity.constant(0.1))
+    assert torch.equal(module.fc.weight, before)  # the module is left as it was
+    live = parity.check(ms_nets.MSNet(), module, INPUTS, weights=parity.constant(0.1))
+    replayed = parity.check(ms_nets.MSNet(), path)
+    assert str(replayed.weights) == str(live.weights) and str(live.weights).startswith("8/8 tensors")
+    assert _verdicts(replayed) == _verdicts(live)
+    with pytest.raises(parity.ParityUsageError, match="was recorded with weights=Constant"):
+        parity.check(ms_nets.MSNet(), path, weights="as_is")

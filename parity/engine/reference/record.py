@@ -32,12 +32,13 @@ from ...options import parse_seed
 from ...registry import load
 from ...registry.rules import referenced
 from ...registry.store import resolve_api
+from ...weights.transfer import TORCH_ONLY
 from ..diagnosis.feeding import torch_feeds
 from ..diagnosis.own import rerun_fed
 from ..diagnosis.recording import Localizer, Recording
 from ..inputs import Inputs, materialize, per_side_inputs
 from ..passes import draw_seed, perturbed_inputs, seeded_cotangents
-from ..settings import DEFAULT_SEED, REFERENCES, Settings, check_choice
+from ..settings import DEFAULT_SEED, REFERENCES, Constant, Settings, check_choice
 from ..side_errors import backward, run_side
 from .store import Arrays, array_chunks, calls_to_json, digest, key_of, write_reference
 
@@ -55,6 +56,7 @@ def run_record(
     tolerance=None,
     reference=None,
     layers: bool = True,
+    weights="copy",
     force: bool = False,
     settings: Settings = Settings(),
 ) -> Path:
@@ -66,16 +68,28 @@ def run_record(
             f"{type(torch_module).__module__}.{type(torch_module).__qualname__}"
         )
     check_choice("reference", reference, REFERENCES, "record()")
+    if not isinstance(weights, Constant) and weights not in ("copy", "as_is"):
+        raise ParityUsageError(
+            f"record(): weights={weights!r}; a reference holds PyTorch's side, so its weights are PyTorch's "
+            "('copy', copied to MindSpore when checked; 'as_is') or parity.constant(value) on both sides"
+        )
+    fill = weights.value if isinstance(weights, Constant) else None
     seed = parse_seed(seed, "record(seed=...)")
     seed = seed if seed is not None else settings.seed if settings.seed is not None else DEFAULT_SEED
     spec = ToleranceSpec.parse(tolerance)
     restore, state = tb.train_flags(torch_module), tb.state_of(torch_module)
     try:
-        manifest, arrays = _record(torch_module, inputs, seed, bool(grads), bool(train), settings.device, layers)
+        manifest, arrays = _record(torch_module, inputs, seed, bool(grads), bool(train), settings.device, layers, fill)
     finally:  # the module as it was: its train flags, and the statistics its passes updated
         restore()
         tb.restore_state(torch_module, state)
-    manifest["options"] = {"seed": seed, "grads": bool(grads), "train": bool(train), "reference": reference}
+    manifest["options"] = {
+        "seed": seed,
+        "grads": bool(grads),
+        "train": bool(train),
+        "reference": reference,
+        "weights": {"constant": fill} if fill is not None else weights,
+    }
     manifest["tolerance"] = tolerance_json(spec)
     manifest["case"] = settings.case
     return write_reference(path, manifest, arrays, force=force)
@@ -122,12 +136,24 @@ def key_parts(module, data: Inputs) -> Tuple[Dict[str, str], Dict[str, str]]:
     return parts, classes
 
 
-def _record(module, inputs, seed: int, grads: bool, train: bool, device: str, layers: bool):
+def _fill(module, value: float) -> None:
+    """Every floating tensor a check pairs set to ``value``, as ``weights=parity.constant(value)``
+    sets PyTorch's (:func:`parity.weights.transfer.fill_weights`): not those a weight map leaves out."""
+    for slot in tb.slots(module):
+        if slot.persistent and slot.leaf not in TORCH_ONLY:
+            current = tb.read(module, slot.name)
+            if current.dtype.kind == "f":
+                tb.write(module, slot.name, np.full(slot.shape, value, current.dtype))
+
+
+def _record(module, inputs, seed: int, grads: bool, train: bool, device: str, layers: bool, fill):
     tb.prepare(seed=seed, device=device)
     arrays = Arrays()
     slots = tb.slots(module)
     data = materialize(inputs, seed)
     parts, classes = key_parts(module, data)
+    if fill is not None:
+        _fill(module, fill)
     weights = arrays.put_named((s.name, tb.read(module, s.name)) for s in slots)
     tb.set_train(module, train)
     dtype = tb.compute_dtype(module)

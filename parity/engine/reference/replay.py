@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+import numpy as np
+
 from ...backends import framework_of
 from ...backends import mindspore as msb
 from ...backends.device import ascend_precision, gpu_precision
@@ -26,7 +28,8 @@ from ...judge.metrics import compare_pair
 from ...judge.tolerance import ToleranceSpec, check_globs_used
 from ...options import parse_seed
 from ...registry.diagnosis import parameter_causes
-from ...weights.transfer import TORCH_ONLY, copy_weights, map_weights
+from ...weights.layouts import by_torch_name, torch_layout
+from ...weights.transfer import TORCH_ONLY, WeightReport, copy_weights, map_weights
 from ..diagnosis import messages
 from ..diagnosis.causes import failure_causes, own_error_causes
 from ..diagnosis.feeding import measure
@@ -34,7 +37,7 @@ from ..diagnosis.verdicts import first_nonfinite
 from ..inputs import materialize, per_side_inputs
 from ..outputs import nothing_compared, outputs_compared
 from ..result import Result
-from ..settings import DEVICES, LOCALIZE, MODES, REFERENCES, Settings, check_choice
+from ..settings import DEVICES, LOCALIZE, MODES, REFERENCES, Constant, Settings, check_choice
 from .passes import RecordedPasses
 from .side import RecordedTorch
 from .store import array_chunks, digest
@@ -155,11 +158,7 @@ def _run(
     __tracebackhide__ = True
     if amp is not None:
         raise ParityUnsupported(f"{WHERE}: amp= needs PyTorch to run under autocast: check the live module")
-    if weights != "copy":
-        raise ParityUsageError(
-            f"{WHERE}: weights={weights!r}; a recorded reference holds PyTorch's weights, copied to MindSpore "
-            "(weights='copy') as a live check copies them"
-        )
+    weights = _recorded_weights(side, weights)
     mode = settings.mode or ms_mode or "pynative"
     check_choice("ms_mode", mode, MODES, "check()")
     check_choice("reference", reference, REFERENCES, "check()")
@@ -185,7 +184,7 @@ def _run(
     chain += (device_profile(setup),)
     wmap = _weight_map(ms_cell, side, torch_module, name_map, settings.device)
     dtypes = {"ms": msb.compute_dtype(ms_cell), "torch": side.compute_dtype()}
-    wreport = copy_weights(wmap, side.weights, ms_cell, to_torch=False)
+    wreport = _set_weights(weights, wmap, ms_cell, side)
     msb.set_train(ms_cell, train)
     data = side.inputs()
     ms_data, torch_data, precision_notes = per_side_inputs(data, dtypes["ms"], dtypes["torch"])
@@ -258,6 +257,42 @@ def _run(
         message = messages.failure_message(result, likely_causes=causes, verbose=settings.verbose)
         raise ParityMismatch(message, result, causes)
     return result
+
+
+def _recorded_weights(side: RecordedTorch, weights):
+    """How the check sets the weights: as recorded ('copy', 'as_is' or a constant); the call's
+    ``weights`` other than its default must say the same."""
+    recorded = side.options().get("weights", "copy")
+    recorded = Constant(recorded["constant"]) if isinstance(recorded, dict) else recorded
+    if weights != "copy" and weights != recorded:
+        raise ParityUsageError(
+            f"{WHERE}: weights={weights!r}, but {side.reference.path} was recorded with weights={recorded!r}; "
+            "a reference holds PyTorch's side as its weights were then: record it again with these weights"
+        )
+    return recorded
+
+
+def _set_weights(weights, wmap, ms_cell, side: RecordedTorch) -> WeightReport:
+    """MindSpore's weights set as a live check sets them, PyTorch's side recorded: copied from the
+    recorded ones, filled with the constant (and verified against PyTorch's recorded filling), or
+    left as built."""
+    if weights == "copy":
+        return copy_weights(wmap, side.weights, ms_cell, to_torch=False)
+    if weights == "as_is":
+        return WeightReport(wmap, "as is")
+    filled = set()
+    for pair in wmap.pairs:
+        if pair.ms not in filled:
+            filled.add(pair.ms)
+            current = msb.read(ms_cell, pair.ms)
+            if current.dtype.kind == "f":
+                msb.write(ms_cell, pair.ms, np.full(pair.ms_shape, weights.value, current.dtype))
+    verified = 0
+    for torch_name, pairs in by_torch_name(wmap.pairs).items():
+        ms_arrays = {p.ms: msb.read(ms_cell, p.ms) for p in pairs}
+        if np.array_equal(torch_layout(pairs, ms_arrays), side.weights[torch_name]):
+            verified += len(pairs)
+    return WeightReport(wmap, f"constant {weights.value:g}", verified)
 
 
 def _weight_map(ms_cell, side: RecordedTorch, torch_module, name_map, device: str):
