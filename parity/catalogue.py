@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 from .engine.factories import TRANSLATE, Factory, resolve
 from .errors import ParityUnsupported, ParityUsageError
 
-__all__ = ["ParityCase", "Training", "Variant", "TRANSLATE", "load_cases", "build", "build_mindspore"]
+__all__ = ["ParityCase", "Training", "Variant", "TRANSLATE", "load_cases", "build", "build_mindspore", "build_torch"]
 
 
 @dataclass(frozen=True)
@@ -302,6 +302,21 @@ def build_mindspore(case: ParityCase, *, device: str = "CPU", seed: int = 1234) 
     where = f"case {case.name!r} mindspore"
     try:
         return resolve(case.mindspore, where)(**dict(case.ms_kwargs))
+    except ParityUsageError:
+        raise
+    except Exception as exc:  # the user's factory failed: say which, without a deep traceback
+        raise ParityUsageError(f"{where}: building failed: {type(exc).__name__}: {exc}") from None
+
+
+def build_torch(case: ParityCase, *, device: str = "CPU", seed: int = 1234) -> Any:
+    """Construct the PyTorch side of ``case`` alone (what ``--parity-record`` records), seeded as
+    :func:`build` seeds it."""
+    from .backends import torch as tb
+
+    tb.prepare(seed=seed, device=device)
+    where = f"case {case.name!r} torch"
+    try:
+        return resolve(case.torch, where)(**dict(case.torch_kwargs))
     except ParityUsageError:
         raise
     except Exception as exc:  # the user's factory failed: say which, without a deep traceback

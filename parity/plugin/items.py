@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import shlex
 import sys
 
@@ -11,6 +12,7 @@ import pytest
 from .. import options as opts
 from ..engine import inputs as input_specs
 from ..engine.diagnosis import messages
+from ..engine.factories import TRANSLATE
 from ..engine.settings import Constant, Settings
 from ..errors import ParityError, ParityMismatch, ParityUnsupported, ParityUsageError
 from ..judge.tolerance import ToleranceSpec
@@ -44,6 +46,19 @@ def settings_for(config, nodeid: str, location: str, tolerances=()) -> Settings:
         verbose=config.get_verbosity(),
         repro_dir=repro_dir,
     )
+
+
+def _torch_at_hand(*, translated: bool) -> bool:
+    """Whether a check against a reference builds PyTorch's side too (to refuse a stale reference):
+    where PyTorch is imported already, or the MindSpore side is translated from it and it imports."""
+    if sys.modules.get("torch") is not None:
+        return True
+    if not translated:
+        return False
+    try:  # a translated case needs it to build its MindSpore side: installed, and not blocked
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):  # ValueError: sys.modules["torch"] is None
+        return False
 
 
 def _short_failure(excinfo):
@@ -90,7 +105,10 @@ class CaseFile(pytest.File):
         for case in cases:
             for variant in case.variants():
                 item = CaseItem.from_parent(self, name=variant.id, variant=variant)
-                if case.xfail and self.config.getoption(opts.RECORD.dest) is None:  # recording is no check
+                if case.xfail and self.config.getoption(opts.RECORD.dest) is not None:
+                    # Recording is no check: an expected failure may record (a pass) or fail to (xfail).
+                    item.add_marker(pytest.mark.xfail(reason=case.xfail, strict=False))
+                elif case.xfail:
                     item.add_marker(
                         pytest.mark.xfail(reason=case.xfail, raises=(ParityMismatch, ParityUnsupported), strict=True)
                     )
@@ -145,13 +163,13 @@ class CaseItem(pytest.Item):
 
     def _record(self, path, settings) -> None:
         """``--parity-record``: PyTorch's side of this case, written to ``path``."""
-        from ..catalogue import build
+        from ..catalogue import build_torch
 
         why = self.variant.unrecordable()
         if why is not None:
             pytest.skip(f"not recorded: {why}")
         path.parent.mkdir(parents=True, exist_ok=True)
-        _, torch_module = build(self.variant.case, device=settings.device, seed=settings.resolved_seed)
+        torch_module = build_torch(self.variant.case, device=settings.device, seed=settings.resolved_seed)
         self.variant.record(torch_module, settings, path)
         self._parity_summary = f"rec   {self.nodeid}: recorded into {path}"
 
@@ -162,16 +180,18 @@ class CaseItem(pytest.Item):
         why = self.variant.unrecordable()
         if why is not None:
             pytest.skip(f"no recorded reference: {why}")
+        case, seed = self.variant.case, settings.resolved_seed
+        torch_module = None  # built where PyTorch is at hand, so that a stale reference is refused
+        if _torch_at_hand(translated=case.mindspore == TRANSLATE):
+            ms_cell, torch_module = build(case, device=settings.device, seed=seed)
+        else:  # MindSpore's side alone
+            ms_cell = build_mindspore(case, device=settings.device, seed=seed)
         path = root / self.reference_folder()
         if not path.is_dir():
             raise ParityUsageError(
                 f"no recorded reference for {self.nodeid}: {path} does not exist. Record it first: "
                 f"pytest --parity {opts.RECORD.flag}={root} {self.nodeid.split('::')[0]}"
             )
-        case, seed = self.variant.case, settings.resolved_seed
-        if sys.modules.get("torch") is None:  # PyTorch is not here (or not imported): MindSpore's side alone
-            return self.variant.run_recorded(build_mindspore(case, device=settings.device, seed=seed), path, settings)
-        ms_cell, torch_module = build(case, device=settings.device, seed=seed)  # a stale reference is refused
         return self.variant.run_recorded(ms_cell, path, settings, torch_module)
 
     def reference_folder(self) -> str:
