@@ -164,8 +164,8 @@ def record(
     force=False,
 ):
     """Run PyTorch's side of a check once and write it to the folder ``path`` (``reference.json``
-    and ``reference.safetensors``), so that ``parity.check(ms_cell, path)`` checks a MindSpore Cell
-    against it later without PyTorch. Recorded: the weights (by PyTorch's names), the seeded
+    and the arrays in ``part-N.safetensors`` files), so that ``parity.check(ms_cell, path)``
+    checks a MindSpore Cell against it later without PyTorch. Recorded: the weights (by PyTorch's names), the seeded
     inputs, the outputs, the input and parameter gradients (``grads``), the running statistics
     (``train``), every run of the rounding envelope, each layer call's inputs, outputs and
     gradients (``layers``: what a failure's first divergence needs) with their float64 noise

@@ -113,7 +113,7 @@ def test_recorded_check_gives_the_live_verdicts(nets, tmp_path, train):
     _, ms_nets, torch_nets = nets
     module = _torch_net(torch_nets)
     path = parity.record(module, INPUTS, tmp_path / "ref", train=train)
-    assert (path / "reference.json").is_file() and (path / "reference.safetensors").is_file()
+    assert (path / "reference.json").is_file() and any(path.glob("part-*.safetensors"))
     live = parity.check(ms_nets.MSNet(), module, INPUTS, train=train)
     replayed = parity.check(ms_nets.MSNet(), str(path))
     assert replayed.passed and live.passed
@@ -238,7 +238,7 @@ def test_the_catalogue_records_then_checks_without_torch(nets, pytester, monkeyp
     )
     refs = pytester.path / "refs"
     recorded = pytester.runpytest(opts.PARITY, f"{opts.RECORD.flag}={refs}", "-p", "no:cacheprovider")
-    recorded.assert_outcomes(passed=2)
+    recorded.assert_outcomes(passed=1, xpassed=1)  # recording is no check: the faulty case records too
     assert (refs / "cases" / "pairs" / "Clean_eval_" / "reference.json").is_file()
     monkeypatch.setenv("PYTHONPATH", _pythonpath(folder))
     replayed = pytester.runpytest_subprocess(

@@ -77,22 +77,28 @@ def run_record(
     seed = parse_seed(seed, "record(seed=...)")
     seed = seed if seed is not None else settings.seed if settings.seed is not None else DEFAULT_SEED
     spec = ToleranceSpec.parse(tolerance)
-    restore, state = tb.train_flags(torch_module), tb.state_of(torch_module)
-    try:
-        manifest, arrays = _record(torch_module, inputs, seed, bool(grads), bool(train), settings.device, layers, fill)
-    finally:  # the module as it was: its train flags, and the statistics its passes updated
-        restore()
-        tb.restore_state(torch_module, state)
-    manifest["options"] = {
-        "seed": seed,
-        "grads": bool(grads),
-        "train": bool(train),
-        "reference": reference,
-        "weights": {"constant": fill} if fill is not None else weights,
-    }
-    manifest["tolerance"] = tolerance_json(spec)
-    manifest["case"] = settings.case
-    return write_reference(path, manifest, arrays, force=force)
+
+    def make(arrays: Arrays) -> Dict[str, Any]:
+        restore, state = tb.train_flags(torch_module), tb.state_of(torch_module)
+        try:
+            manifest = _record(
+                torch_module, inputs, seed, bool(grads), bool(train), settings.device, layers, fill, arrays
+            )
+        finally:  # the module as it was: its train flags, and the statistics its passes updated
+            restore()
+            tb.restore_state(torch_module, state)
+        manifest["options"] = {
+            "seed": seed,
+            "grads": bool(grads),
+            "train": bool(train),
+            "reference": reference,
+            "weights": {"constant": fill} if fill is not None else weights,
+        }
+        manifest["tolerance"] = tolerance_json(spec)
+        manifest["case"] = settings.case
+        return manifest
+
+    return write_reference(path, make, force=force)
 
 
 def tolerance_json(spec: ToleranceSpec) -> Dict[str, Any]:
@@ -146,9 +152,8 @@ def _fill(module, value: float) -> None:
                 tb.write(module, slot.name, np.full(slot.shape, value, current.dtype))
 
 
-def _record(module, inputs, seed: int, grads: bool, train: bool, device: str, layers: bool, fill):
+def _record(module, inputs, seed: int, grads: bool, train: bool, device: str, layers: bool, fill, arrays: Arrays):
     tb.prepare(seed=seed, device=device)
-    arrays = Arrays()
     slots = tb.slots(module)
     data = materialize(inputs, seed)
     parts, classes = key_parts(module, data)
@@ -190,6 +195,7 @@ def _record(module, inputs, seed: int, grads: bool, train: bool, device: str, la
         "statistics": arrays.put_named(statistics),
         "environment": _environment(device, getattr(sys.modules.get("parity"), "__version__", "")),
     }
+    arrays.flush()  # one part per stage: a recording holds one of PyTorch's runs at a time
     after = tb.buffers(module)
     context = (torch_data, seed, grads, train, device, start, kept, trainable, cotangents)
     specs = list(RERUNS) + ([s for s in GOLDEN_RERUNS if s.cast is None] if dtype is not None else [])
@@ -198,7 +204,7 @@ def _record(module, inputs, seed: int, grads: bool, train: bool, device: str, la
     if layers:
         found = _layers(module, torch_data, seed, grads, device, start, trainable, arrays)
         manifest["layers"], manifest["noise"], manifest["own_reruns"] = found
-    return manifest, arrays
+    return manifest
 
 
 def layer_facts(module) -> Optional[Dict[str, Any]]:
@@ -301,12 +307,14 @@ def _rerun(module, spec, context, arrays: Arrays) -> Dict[str, Any]:
         with tb.perturbed(module, seed=draw_seed(seed, spec.draw), ulps=spec.ulps):
             moved = perturbed_inputs(data, seed, spec.draw, spec.ulps)
             found = _values(module, moved, grads, device, cotangents, trainable, train, kept)
-    return {
+    run = {
         "cast": spec.cast,
         "draw": spec.draw,
         "ulps": spec.ulps,
         "values": [[kind, name, arrays.put(value)] for kind, name, value in found],
     }
+    arrays.flush()
+    return run
 
 
 def _layers(module, data, seed, grads, device, start, trainable, arrays: Arrays):
@@ -337,8 +345,9 @@ def _layers(module, data, seed, grads, device, start, trainable, arrays: Arrays)
     noise = [
         [direction, path, call, floors[0], floors[1]] for (direction, path, call), floors in localizer.noise.items()
     ]
-    own = _own_reruns(module, recording, data, seed, grads, device, start, cotangents, arrays)
-    return calls_to_json(recording, arrays), noise, own
+    calls = calls_to_json(recording, arrays)
+    arrays.flush()
+    return calls, noise, _own_reruns(module, recording, data, seed, grads, device, start, cotangents, arrays)
 
 
 def _own_reruns(module, recording, data, seed, grads, device, start, cotangents, arrays: Arrays):
@@ -368,5 +377,7 @@ def _own_reruns(module, recording, data, seed, grads, device, start, cotangents,
                 "values": [[*key, arrays.put(np.asarray(value))] for key, value in values if value is not None],
             }
         )
+        del values
+        arrays.flush()
     tb.set_buffers(module, start)
     return found

@@ -1,5 +1,6 @@
 """A recorded reference on disk: a folder holding ``reference.json`` (the manifest: what was run,
-how, on what, and the names of the arrays) and ``reference.safetensors`` (the arrays), and the
+how, on what, and the names of the arrays) and the arrays in ``part-N.safetensors`` files (one
+per stage of the recording: the main passes, each of PyTorch's reruns, the layers), and the
 content key that says whether a reference still stands for a module.
 
 Framework-free: numpy, ``safetensors.numpy`` and the standard library. bfloat16 arrays are stored
@@ -11,9 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -25,7 +27,7 @@ from ..diagnosis.recording import LayerCall, Recording
 __all__ = [
     "FORMAT",
     "MANIFEST",
-    "TENSORS",
+    "PART_PREFIX",
     "Arrays",
     "Reference",
     "digest",
@@ -38,20 +40,25 @@ __all__ = [
 
 FORMAT = 1
 MANIFEST = "reference.json"
-TENSORS = "reference.safetensors"
+PART_PREFIX, PART_SUFFIX = "part-", ".safetensors"
 _WHAT = "reference"
 _MANIFEST_LIMIT = 256 << 20
 
 
 class Arrays:
     """The arrays of a reference being written, each under a short key; one array object held in
-    several places (a layer's output that is the next layer's input) is stored once."""
+    several places (a layer's output that is the next layer's input) is stored once. With a
+    ``folder``, :meth:`flush` writes the arrays put so far into a part file of their own and lets
+    them go, so that a recording holds one of PyTorch's runs at a time."""
 
-    def __init__(self) -> None:
-        self.arrays: Dict[str, np.ndarray] = {}
-        self.dtypes: Dict[str, str] = {}
+    def __init__(self, folder: Optional[Path] = None, recording: str = "") -> None:
+        self.folder, self.recording = folder, recording
+        self.arrays: Dict[str, np.ndarray] = {}  # put since the last flush
+        self.dtypes: Dict[str, str] = {}  # every key's dtype
+        self.files: Dict[str, List[str]] = {}  # part file -> its keys
+        self._count = 0
         self._seen: Dict[int, str] = {}
-        self._kept: List[Any] = []  # the arrays seen, kept alive so that their ids stay theirs
+        self._kept: List[Any] = []  # the arrays seen since the last flush, kept alive so that their ids stay theirs
 
     def put(self, array: Optional[np.ndarray]) -> Optional[str]:
         """The key of ``array`` (None for None)."""
@@ -60,7 +67,8 @@ class Arrays:
         known = self._seen.get(id(array))
         if known is not None:
             return known
-        key = f"a{len(self.arrays)}"
+        key = f"a{self._count}"
+        self._count += 1
         self._seen[id(array)] = key
         self._kept.append(array)
         value = np.asarray(array)
@@ -75,6 +83,16 @@ class Arrays:
 
     def put_named(self, named: Iterable[Tuple[str, np.ndarray]]) -> List[Tuple[str, Optional[str]]]:
         return [(name, self.put(a)) for name, a in named]
+
+    def flush(self) -> None:
+        """Write the arrays put since the last flush into the next part file, and let them go."""
+        if not self.arrays or self.folder is None:
+            return
+        name = f"{PART_PREFIX}{len(self.files)}{PART_SUFFIX}"
+        metadata = {"format": str(FORMAT), "recording": self.recording}
+        _safetensors().numpy.save_file(self.arrays, str(self.folder / name), metadata=metadata)
+        self.files[name] = list(self.arrays)
+        self.arrays, self._seen, self._kept = {}, {}, []
 
 
 @dataclass
@@ -133,25 +151,29 @@ def key_of(parts: Mapping[str, str]) -> str:
     return digest(f"{name}={parts[name]}".encode() for name in sorted(parts))
 
 
-def write_reference(path, manifest: Dict[str, Any], arrays: Arrays, *, force: bool = False) -> Path:
-    """Write the folder ``path`` (made if missing; its parent must exist): the arrays first, then
-    the manifest, each through a private file moved into place."""
-    save = _safetensors().numpy.save
+def write_reference(path, make: Callable[[Arrays], Dict[str, Any]], *, force: bool = False) -> Path:
+    """Write the folder ``path`` (made if missing; its parent must exist): ``make(arrays)`` puts the
+    arrays (flushing part files as it goes) and returns the manifest. Everything is written into a
+    private folder first; the part files, then the manifest, are moved into place at the end, and
+    part files of an earlier recording that this one does not have are removed."""
     folder = Path(path)
     if folder.exists() and not folder.is_dir():
         raise ParityUsageError(f"{_WHAT} {folder}: not a folder; give the path of a folder to write the reference into")
     if not folder.parent.is_dir():
         raise ParityUsageError(f"{_WHAT} {folder}: folder {folder.parent} does not exist")
     folder.mkdir(exist_ok=True)
-    manifest = dict(manifest, format=FORMAT, dtypes=arrays.dtypes)
-    with private_folder(folder / TENSORS, _WHAT, force=force) as private:
-        written = private / TENSORS
-        written.write_bytes(save(arrays.arrays, metadata={"format": str(FORMAT), "key": manifest.get("key", "")}))
-        publish(written, folder / TENSORS, _WHAT)
     with private_folder(folder / MANIFEST, _WHAT, force=force) as private:
-        written = private / MANIFEST
-        written.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        publish(written, folder / MANIFEST, _WHAT)
+        arrays = Arrays(private, uuid.uuid4().hex)
+        manifest = make(arrays)
+        arrays.flush()
+        manifest = dict(manifest, format=FORMAT, recording=arrays.recording, dtypes=arrays.dtypes, files=arrays.files)
+        (private / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        for old in folder.glob(f"{PART_PREFIX}*{PART_SUFFIX}"):
+            if old.name not in arrays.files and old.is_file() and not old.is_symlink():
+                old.unlink()
+        for name in arrays.files:
+            publish(private / name, folder / name, _WHAT)
+        publish(private / MANIFEST, folder / MANIFEST, _WHAT)
     return folder
 
 
@@ -174,36 +196,56 @@ def read_reference(path) -> Reference:
         raise ParityUsageError(
             f"{_WHAT} {folder / MANIFEST}: format {found!r}, this parity reads format {FORMAT}; record it again"
         )
-    return Reference(folder, manifest, _Lazy(folder / TENSORS, manifest.get("dtypes", {}), manifest.get("key")))
+    return Reference(folder, manifest, _Lazy(folder, manifest))
 
 
 class _Lazy(Mapping[str, np.ndarray]):
-    """The arrays of ``reference.safetensors`` by key, each read (and kept) when first asked for."""
+    """The arrays of a reference's part files by key, each read (and kept) when first asked for;
+    a part file is opened when one of its arrays is first asked for."""
 
-    def __init__(self, path: Path, dtypes: Mapping[str, str], key: Optional[str]):
-        safe_open = _safetensors().safe_open
-        regular_size(path, _WHAT)  # a regular file: nothing else is opened
-        try:
-            self._file = safe_open(str(path), framework="numpy")
-            stored, written_for = set(self._file.keys()), (self._file.metadata() or {}).get("key")
-        except Exception as exc:  # safetensors' own errors: a truncated or foreign file
-            raise ParityUsageError(f"{_WHAT} {path}: cannot be read: {type(exc).__name__}: {exc}") from None
-        missing = sorted(set(dtypes) - stored)
-        if missing or written_for != key:
+    def __init__(self, folder: Path, manifest: Mapping[str, Any]):
+        self._folder, self._recording = folder, manifest.get("recording")
+        self._dtypes: Dict[str, str] = dict(manifest.get("dtypes", {}))
+        self._file_of = {key: name for name, keys in manifest.get("files", {}).items() for key in keys}
+        missing = sorted(set(self._dtypes) - set(self._file_of))
+        if missing:
             raise ParityUsageError(
-                f"{_WHAT} {path}: the arrays were written for another manifest"
-                f"{f' ({len(missing)} missing, first {missing[0]!r})' if missing else ''}: the two files come "
-                "from different recordings; record it again"
+                f"{_WHAT} {folder / MANIFEST}: names no file for {len(missing)} arrays; record it again"
             )
-        self._dtypes = dict(dtypes)
+        self._open: Dict[str, Any] = {}
         self._read: Dict[str, np.ndarray] = {}
+
+    def _file(self, name: str) -> Any:
+        found = self._open.get(name)
+        if found is None:
+            path = self._folder / name
+            regular_size(path, _WHAT)  # a regular file: nothing else is opened
+            try:
+                found = _safetensors().safe_open(str(path), framework="numpy")
+                written_for = (found.metadata() or {}).get("recording")
+            except Exception as exc:  # safetensors' own errors: a truncated or foreign file
+                raise ParityUsageError(f"{_WHAT} {path}: cannot be read: {type(exc).__name__}: {exc}") from None
+            if written_for != self._recording:
+                raise ParityUsageError(
+                    f"{_WHAT} {path}: written by another recording than {self._folder / MANIFEST}: the files come "
+                    "from different recordings; record it again"
+                )
+            self._open[name] = found
+        return found
 
     def __getitem__(self, key: str) -> np.ndarray:
         found = self._read.get(key)
         if found is None:
             if key not in self._dtypes:
                 raise KeyError(key)
-            found = self._file.get_tensor(key)
+            try:
+                found = self._file(self._file_of[key]).get_tensor(key)
+            except ParityUsageError:
+                raise
+            except Exception as exc:  # an array the manifest names is not in its file
+                raise ParityUsageError(
+                    f"{_WHAT} {self._folder / self._file_of[key]}: cannot read array {key!r}: {exc}; record it again"
+                ) from None
             found = found.view(bfloat16()) if self._dtypes[key] == "bfloat16" else found
             self._read[key] = found
         return found
