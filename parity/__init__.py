@@ -165,12 +165,15 @@ def record(
 ):
     """Run PyTorch's side of a check once and write it to the folder ``path`` (``reference.json``
     and the arrays in ``part-N.safetensors`` files), so that ``parity.check(ms_cell, path)``
-    checks a MindSpore Cell against it later without PyTorch. Recorded: the weights (by PyTorch's names), the seeded
-    inputs, the outputs, the input and parameter gradients (``grads``), the running statistics
-    (``train``), every run of the rounding envelope, each layer call's inputs, outputs and
-    gradients (``layers``: what a failure's first divergence needs) with their float64 noise
-    floors, ``tolerance``, the environment, and a key over the module's weights, its classes'
-    source, the inputs and PyTorch's version. Returns the folder's path.
+    checks a MindSpore Cell against it later without PyTorch. Recorded: the weights (by PyTorch's
+    names), the seeded inputs, the outputs, the input and parameter gradients (``grads``), the
+    running statistics (``train``), every run of the rounding envelope, the tolerance, the
+    environment, and a key over the module's weights, its classes' source, the inputs and
+    PyTorch's version. ``layers``: ``True`` records each layer call's inputs, outputs and gradients
+    with their float64 noise floors (a failure's first divergence) and the envelope's runs of each
+    layer fed (its own error; most of a reference's size); ``"calls"`` leaves those runs out (own
+    errors are then judged by their tolerance alone); ``False`` records no layers. Returns the
+    folder's path.
 
     ``inputs``, ``seed``, ``grads``, ``train``, ``tolerance``, ``reference`` and ``weights``
     (``"copy"``, ``"as_is"`` or ``parity.constant(v)``) are :func:`check`'s; a check against the

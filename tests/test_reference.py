@@ -309,3 +309,18 @@ def test_constant_weights_as_recorded(nets, tmp_path):
     assert _verdicts(replayed) == _verdicts(live)
     with pytest.raises(parity.ParityUsageError, match="was recorded with weights=Constant"):
         parity.check(ms_nets.MSNet(), path, weights="as_is")
+
+
+@pytest.mark.parametrize("layers", ["calls", False])
+def test_a_reference_with_fewer_layers_says_what_it_left_out(nets, tmp_path, layers):
+    _, ms_nets, torch_nets = nets
+    path = parity.record(_torch_net(torch_nets), INPUTS, tmp_path / "ref", layers=layers)
+    kwargs, layer = FAULTS["eps"]
+    with pytest.raises(parity.ParityMismatch) as caught:
+        parity.check(ms_nets.MSNet(**kwargs), path)
+    result = caught.value.result
+    if layers == "calls":
+        assert result.layers.first("forward")[0].path == layer
+        assert any("judged by its tolerance alone" in note for note in result.notes)
+    else:
+        assert result.layers is None and any("recorded without them (layers=False)" in n for n in result.notes)

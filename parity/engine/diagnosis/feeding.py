@@ -43,7 +43,7 @@ def measure(run, table, chain, rerun) -> None:
     set ``own_*`` on ``table``'s verdicts and ``table.own_errors`` (causes left empty: see
     :func:`parity.engine.diagnosis.causes.own_error_causes`). ``rerun(feeds, grad_feeds, spec,
     keep)``: PyTorch's layers fed again as the envelope's ``spec`` asks (the feeds keyed by PyTorch
-    path), its values as ``(key, array)``."""
+    path), its values as ``(key, array)``; None: each own error is judged by its tolerance alone."""
     forward = table.first("forward")[0] is not None
     # Backward where the first divergence is there: after a forward divergence every gradient
     # differs downstream of it, and the forward's own errors name the cause (at a third of the cost).
@@ -88,7 +88,8 @@ def measure(run, table, chain, rerun) -> None:
     ]
     comparisons = {key: compare_pair(pair, chain, False) for key, pair in pairs}
     errors = {key: pair_metrics(pair.ms, pair.torch, comparisons[key].tolerance)[0] for key, pair in pairs}
-    _own_envelope(run, feeds, grad_feeds, dict(pairs), comparisons, rerun)
+    if rerun is not None:  # None: PyTorch cannot run again (a reference recorded without those runs)
+        _own_envelope(run, feeds, grad_feeds, dict(pairs), comparisons, rerun)
     table.own_measured = True
     table.own_errors = (
         _verdicts(table.forward, "forward", comparisons, errors)

@@ -55,7 +55,7 @@ def run_record(
     seed=None,
     tolerance=None,
     reference=None,
-    layers: bool = True,
+    layers=True,
     weights="copy",
     force: bool = False,
     settings: Settings = Settings(),
@@ -68,6 +68,7 @@ def run_record(
             f"{type(torch_module).__module__}.{type(torch_module).__qualname__}"
         )
     check_choice("reference", reference, REFERENCES, "record()")
+    check_choice("layers", layers, (True, "calls", False), "record()")
     if not isinstance(weights, Constant) and weights not in ("copy", "as_is"):
         raise ParityUsageError(
             f"record(): weights={weights!r}; a reference holds PyTorch's side, so its weights are PyTorch's "
@@ -202,7 +203,7 @@ def _record(module, inputs, seed: int, grads: bool, train: bool, device: str, la
     manifest["reruns"] = [_rerun(module, spec, context, arrays) for spec in specs]
     tb.set_buffers(module, after)
     if layers:
-        found = _layers(module, torch_data, seed, grads, device, start, trainable, arrays)
+        found = _layers(module, torch_data, seed, grads, device, start, trainable, arrays, own=layers != "calls")
         manifest["layers"], manifest["noise"], manifest["own_reruns"] = found
     return manifest
 
@@ -317,9 +318,9 @@ def _rerun(module, spec, context, arrays: Arrays) -> Dict[str, Any]:
     return run
 
 
-def _layers(module, data, seed, grads, device, start, trainable, arrays: Arrays):
-    """Every layer call captured as the localiser captures it (one more pass from the start), and
-    each call's float64 noise floors."""
+def _layers(module, data, seed, grads, device, start, trainable, arrays: Arrays, *, own: bool):
+    """Every layer call captured as the localiser captures it (one more pass from the start), each
+    call's float64 noise floors, and (``own``) the envelope's runs of every layer fed."""
     tb.set_buffers(module, start)
     tb.prepare(seed=seed, device=device)
     recording = Recording()
@@ -347,6 +348,8 @@ def _layers(module, data, seed, grads, device, start, trainable, arrays: Arrays)
     ]
     calls = calls_to_json(recording, arrays)
     arrays.flush()
+    if not own:
+        return calls, noise, []
     return calls, noise, _own_reruns(module, recording, data, seed, grads, device, start, cotangents, arrays)
 
 

@@ -197,9 +197,15 @@ def _run(
     modes = ("pynative", "graph") if mode == "both" else (mode,)
     ms_start = {p.ms: msb.read(ms_cell, p.ms) for p in wmap.pairs if not p.trainable}
     options = dict(grads=grads, train=train, ms_data=ms_data, check_dtype=check_dtype, reference=reference)
+    unrecorded = None
+    if localize is not False and not side.has_layers():  # recorded with layers=False: nothing to localise against
+        unrecorded = f"layers were not compared: {side.reference.path} was recorded without them (layers=False)"
+        localize = False
     run, comparisons = _execute(
         ms_cell, side, wmap, chain, modes, capture=localize is True, keep=localize is True, **options
     )
+    if unrecorded is not None:
+        run.notes.append(unrecorded)
     if run.structure is None and not any(c.problem == "shape" for c in comparisons if c.kind == "output"):
         check_globs_used(chain[0], [n for c in comparisons for n in (c.name, c.ms_name, c.torch_name)])
     layered = run if localize is True else None
@@ -243,8 +249,15 @@ def _run(
     diagnoses = None
     if not result.passed and layers is not None and not result.problem:
         result.first_nonfinite = first_nonfinite(layers.forward, layers.backward)
+        own_reruns = side.has_own_reruns()
+        if not own_reruns:
+            result.notes.append(
+                f"each layer's own error was judged by its tolerance alone: {side.reference.path} was recorded "
+                "without PyTorch's runs of the layers fed (layers='calls')"
+            )
         try:  # each layer fed PyTorch's recorded inputs: its own error, apart from what flowed in
-            measure(layered, layers, chain, lambda feeds, grad_feeds, spec, keep: side.own_rerun(spec, keep))
+            rerun = (lambda feeds, grad_feeds, spec, keep: side.own_rerun(spec, keep)) if own_reruns else None
+            measure(layered, layers, chain, rerun)
         except Exception as exc:  # the own errors help the message; they never hide the failure
             first = str(exc).splitlines()[0] if str(exc) else ""
             result.notes.append(f"each layer's own error was not measured: {type(exc).__name__}: {first}")

@@ -131,6 +131,9 @@ class RecordedTorch:
     def has_layers(self) -> bool:
         return self.manifest.get("layers") is not None
 
+    def has_own_reruns(self) -> bool:
+        return bool(self.manifest.get("own_reruns"))
+
     def recording(self) -> Recording:
         return recording_from(self.reference)
 
