@@ -264,6 +264,11 @@ def _run(
         layers_of = torch_module if torch_module is not None else side.module_view()
         if layers_of is not None:
             diagnoses = own_error_causes(ms_cell, layers_of, result, settings.device, modes[-1])
+    if not result.passed and settings.repro_dir is not None:
+        result.notes.append(
+            "no standalone repro was written: a repro rebuilds PyTorch's layers, and this check ran against "
+            "a recorded reference (check it live to have one)"
+        )
     if not result.passed:
         layers_of = torch_module if torch_module is not None else side.module_view()
         causes = _causes(ms_cell, layers_of, result, settings.device, modes[-1], diagnoses)
