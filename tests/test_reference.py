@@ -241,16 +241,26 @@ def test_the_catalogue_records_then_checks_without_torch(nets, pytester, monkeyp
     recorded.assert_outcomes(passed=1, xpassed=1)  # recording is no check: the faulty case records too
     assert (refs / "cases" / "pairs" / "Clean_eval_" / "reference.json").is_file()
     monkeypatch.setenv("PYTHONPATH", _pythonpath(folder))
+    pytester.makepyfile(
+        test_fixture=f"""
+        import ms_nets
+
+
+        def test_against_the_reference(parity):
+            result = parity.check(ms_nets.MSNet(), {str(refs / "cases" / "pairs" / "Clean_eval_")!r})
+            assert result.passed and parity.results == [result]
+        """
+    )
     replayed = pytester.runpytest_subprocess(
         opts.PARITY, f"{opts.REFERENCE.flag}={refs}", "-p", "no:cacheprovider", "-rA"
     )
-    replayed.assert_outcomes(passed=1, xfailed=1)
+    replayed.assert_outcomes(passed=2, xfailed=1)  # the fixture's check against a reference too
     replayed.stdout.fnmatch_lines(
         ["torch imported: False", "*ok    cases/pairs.py::Clean[[]eval[]]*", "*xfail cases/pairs.py::Faulty*"]
     )
     (pytester.path / "cases" / "more.py").write_text(CASES.replace('"Clean"', '"Unrecorded"').split("Faulty =")[0])
     missing = pytester.runpytest_subprocess(opts.PARITY, f"{opts.REFERENCE.flag}={refs}", "-p", "no:cacheprovider")
-    missing.assert_outcomes(passed=1, failed=1, xfailed=1)
+    missing.assert_outcomes(passed=2, failed=1, xfailed=1)
     missing.stdout.fnmatch_lines(["*no recorded reference for cases/more.py::Unrecorded[[]eval[]]*--parity-record*"])
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
 import shlex
 import sys
 
@@ -239,15 +240,28 @@ class FixtureChecker:
             )
         self.results = []
 
-    def check(self, ms_cell, torch_module, inputs, *, acknowledge=(), **kwargs):
+    def check(self, ms_cell, torch_module, inputs=None, *, acknowledge=(), **kwargs):
         """:func:`parity.check` with this session's seed, mode and device. ``acknowledge`` names
-        known mismatches the pair exhibits: the run summary reports those that did not show."""
+        known mismatches the pair exhibits: the run summary reports those that did not show.
+        ``torch_module`` may be a recorded reference (a path, or ``parity.recorded(path, module)``)."""
         __tracebackhide__ = True
         with acknowledged(self._request.node, tuple(acknowledge)):
             return self._check(ms_cell, torch_module, inputs, **kwargs)
 
     def _check(self, ms_cell, torch_module, inputs, **kwargs):
         __tracebackhide__ = True
+        from ..engine.reference import Recorded
+
+        if isinstance(torch_module, (str, os.PathLike, Recorded)):  # a recorded reference (see parity.record)
+            from ..engine.reference.replay import run_reference
+
+            given = torch_module if isinstance(torch_module, Recorded) else Recorded(torch_module)
+            defaults = dict(self._defaults, torch_module=given.torch_module)
+            return self._run(run_reference, "check", defaults, ms_cell, given.path, inputs, **kwargs)
+        if inputs is None:
+            raise ParityUsageError(
+                "parity.check(ms_cell, torch_module, inputs): inputs are required (a recorded reference holds its own)"
+            )
         from ..engine.check import run_check
 
         return self._run(run_check, "check", dict(self._defaults), ms_cell, torch_module, inputs, **kwargs)
