@@ -229,9 +229,10 @@ Faulty = ParityCase(
 
 
 def test_the_catalogue_records_then_checks_without_torch(nets, pytester, monkeypatch):
+    # "refcases", not "cases": this repository's own catalogue package may be imported already
     folder, _, _ = nets
-    pytester.makefile(".toml", pyproject='[tool.pytest.ini_options]\nparity_cases = ["cases"]\n')
-    pytester.mkpydir("cases").joinpath("pairs.py").write_text(CASES)
+    pytester.makefile(".toml", pyproject='[tool.pytest.ini_options]\nparity_cases = ["refcases"]\n')
+    pytester.mkpydir("refcases").joinpath("pairs.py").write_text(CASES)
     pytester.makeconftest(
         "import sys\n\ndef pytest_terminal_summary(terminalreporter):\n"
         "    terminalreporter.write_line(f'torch imported: {sys.modules.get(\"torch\") is not None}')\n"
@@ -239,7 +240,7 @@ def test_the_catalogue_records_then_checks_without_torch(nets, pytester, monkeyp
     refs = pytester.path / "refs"
     recorded = pytester.runpytest(opts.PARITY, f"{opts.RECORD.flag}={refs}", "-p", "no:cacheprovider")
     recorded.assert_outcomes(passed=1, xpassed=1)  # recording is no check: the faulty case records too
-    assert (refs / "cases" / "pairs" / "Clean_eval_" / "reference.json").is_file()
+    assert (refs / "refcases" / "pairs" / "Clean_eval_" / "reference.json").is_file()
     monkeypatch.setenv("PYTHONPATH", _pythonpath(folder))
     pytester.makepyfile(
         test_fixture=f"""
@@ -247,7 +248,7 @@ def test_the_catalogue_records_then_checks_without_torch(nets, pytester, monkeyp
 
 
         def test_against_the_reference(parity):
-            result = parity.check(ms_nets.MSNet(), {str(refs / "cases" / "pairs" / "Clean_eval_")!r})
+            result = parity.check(ms_nets.MSNet(), {str(refs / "refcases" / "pairs" / "Clean_eval_")!r})
             assert result.passed and parity.results == [result]
         """
     )
@@ -256,12 +257,12 @@ def test_the_catalogue_records_then_checks_without_torch(nets, pytester, monkeyp
     )
     replayed.assert_outcomes(passed=2, xfailed=1)  # the fixture's check against a reference too
     replayed.stdout.fnmatch_lines(
-        ["torch imported: False", "*ok    cases/pairs.py::Clean[[]eval[]]*", "*xfail cases/pairs.py::Faulty*"]
+        ["torch imported: False", "*ok    refcases/pairs.py::Clean[[]eval[]]*", "*xfail refcases/pairs.py::Faulty*"]
     )
-    (pytester.path / "cases" / "more.py").write_text(CASES.replace('"Clean"', '"Unrecorded"').split("Faulty =")[0])
+    (pytester.path / "refcases" / "more.py").write_text(CASES.replace('"Clean"', '"Unrecorded"').split("Faulty =")[0])
     missing = pytester.runpytest_subprocess(opts.PARITY, f"{opts.REFERENCE.flag}={refs}", "-p", "no:cacheprovider")
     missing.assert_outcomes(passed=2, failed=1, xfailed=1)
-    missing.stdout.fnmatch_lines(["*no recorded reference for cases/more.py::Unrecorded[[]eval[]]*--parity-record*"])
+    missing.stdout.fnmatch_lines(["*no recorded reference for refcases/more.py::Unrecorded[[]eval[]]*--parity-record*"])
 
 
 def _message(exc) -> str:
