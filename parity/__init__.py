@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
 from .catalogue import TRANSLATE, ParityCase, Training
@@ -10,7 +11,7 @@ from .errors import ParityError, ParityInternalError, ParityMismatch, ParityNoRe
 from .judge.tolerance import Tolerance
 
 if TYPE_CHECKING:
-    import os
+    import pathlib
 
     from .engine.amp import Amp
     from .engine.data_parallel.result import DataParallelResult
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "check",
+    "record",
+    "recorded",
     "constant",
     "transfer_weights",
     "Result",
@@ -79,7 +82,7 @@ def constant(value: float) -> Constant:
 def check(
     ms_cell: Any,
     torch_module: Any,
-    inputs: Any,
+    inputs: Any = None,
     *,
     weights: Union[str, Constant] = CheckOptions.weights,
     grads: bool = CheckOptions.grads,
@@ -101,6 +104,10 @@ def check(
     * ``weights``: ``"copy"`` (PyTorch -> MindSpore), ``"copy_to_torch"``, ``parity.constant(v)``,
       or ``"as_is"``.
     * ``inputs``: an array or spec (``parity.randn(...)``), a tuple of them, or a dict of keyword inputs.
+    * ``torch_module`` may be the path of a reference :func:`record` wrote: PyTorch's side is then
+      read from it (PyTorch is not imported), on the recorded inputs (``inputs=None``; inputs
+      given must be those recorded), seed, ``grads`` and ``train``. ``parity.recorded(path,
+      torch_module)`` refuses it where the module no longer is what was recorded.
     * ``tolerance``: ``Tolerance(rtol, atol)``, or ``{"*": ..., "features.3.*": ...}`` name-glob overrides.
     * A tensor above half its tolerance is judged again against PyTorch's own rounding envelope
       (mirrored perturbed runs plus float64; see docs/explanation/judging.md).
@@ -115,6 +122,33 @@ def check(
       ``.half()`` copy), judged against the float64 golden; ``Result.precisions`` says which
       precision each layer ran in on each side, and a failure names a layer where they differ.
     """
+    from .engine.reference import Recorded
+
+    if isinstance(torch_module, (str, os.PathLike, Recorded)):  # a recorded reference (see parity.record)
+        from .engine.reference.replay import run_reference
+
+        given = torch_module if isinstance(torch_module, Recorded) else Recorded(torch_module)
+        return run_reference(
+            ms_cell,
+            given.path,
+            inputs,
+            torch_module=given.torch_module,
+            weights=weights,
+            grads=grads,
+            train=train,
+            ms_mode=ms_mode,
+            tolerance=tolerance,
+            name_map=name_map,
+            seed=seed,
+            reference=reference,
+            check_dtype=check_dtype,
+            localize=localize,
+            amp=amp,
+        )
+    if inputs is None:
+        raise ParityUsageError(
+            "check(ms_cell, torch_module, inputs): inputs are required (a recorded reference holds its own)"
+        )
     from .engine.check import run_check
 
     return run_check(
@@ -132,6 +166,53 @@ def check(
         check_dtype=check_dtype,
         localize=localize,
         amp=amp,
+    )
+
+
+def record(
+    torch_module: Any,
+    inputs: Any,
+    path: Path,
+    *,
+    grads: bool = CheckOptions.grads,
+    train: bool = CheckOptions.train,
+    seed: Optional[int] = CheckOptions.seed,
+    tolerance: ToleranceLike = CheckOptions.tolerance,
+    reference: Optional[str] = CheckOptions.reference,
+    layers: Union[bool, str] = True,
+    weights: Union[str, Constant] = CheckOptions.weights,
+    force: bool = False,
+) -> pathlib.Path:
+    """Run PyTorch's side of a check once and write it to the folder ``path`` (``reference.json``
+    and the arrays in ``part-N.safetensors`` files), so that ``parity.check(ms_cell, path)``
+    checks a MindSpore Cell against it later without PyTorch. Recorded: the weights (by PyTorch's
+    names), the seeded inputs, the outputs, the input and parameter gradients (``grads``), the
+    running statistics (``train``), every run of the rounding envelope, the tolerance, the
+    environment, and a key over the module's weights, its classes' source, the inputs and
+    PyTorch's version. ``layers``: ``True`` records each layer call's inputs, outputs and gradients
+    with their float64 noise floors (a failure's first divergence) and the envelope's runs of each
+    layer fed (its own error; most of a reference's size); ``"calls"`` leaves those runs out (own
+    errors are then judged by their tolerance alone); ``False`` records no layers. Returns the
+    folder's path.
+
+    ``inputs``, ``seed``, ``grads``, ``train``, ``tolerance``, ``reference`` and ``weights``
+    (``"copy"``, ``"as_is"`` or ``parity.constant(v)``) are :func:`check`'s; a check against the
+    reference takes the recorded ones (and refuses others it is given). ``force``: replace a
+    read-only reference."""
+    from .engine.reference.record import run_record
+
+    return run_record(
+        torch_module,
+        inputs,
+        path,
+        grads=grads,
+        train=train,
+        seed=seed,
+        tolerance=tolerance,
+        reference=reference,
+        layers=layers,
+        weights=weights,
+        force=force,
     )
 
 
@@ -370,6 +451,7 @@ def transfer_weights(src: Any, dst: Any, *, name_map: NameMap = None) -> WeightR
 
 
 _LAZY = {
+    "recorded": "engine.reference",
     "randn": "engine.inputs",
     "uniform": "engine.inputs",
     "randint": "engine.inputs",

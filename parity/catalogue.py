@@ -15,9 +15,9 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from .engine.factories import TRANSLATE, Factory, resolve
 from .engine.settings import CheckOptions
-from .errors import ParityUsageError
+from .errors import ParityUnsupported, ParityUsageError
 
-__all__ = ["ParityCase", "Training", "Variant", "TRANSLATE", "load_cases", "build"]
+__all__ = ["ParityCase", "Training", "Variant", "TRANSLATE", "load_cases", "build", "build_mindspore", "build_torch"]
 
 
 @dataclass(frozen=True)
@@ -101,6 +101,46 @@ class Variant:
         from .engine.check import run_check
 
         return run_check(ms_cell, torch_module, case.inputs, train=self.train, settings=settings, **case.check_kwargs())
+
+    def unrecordable(self) -> Optional[str]:
+        """Why this variant's PyTorch side cannot be recorded (None: it can): a recorded reference
+        holds one :func:`parity.check`."""
+        if self.case.training is not None:
+            return "a training case (parity.check_training) runs PyTorch at every step: it is checked live only"
+        if self.case.shapes is not None:
+            return "a case of several shapes (parity.check_shapes) is checked live only"
+        if self.case.weights == "copy_to_torch":
+            return "weights='copy_to_torch' sets PyTorch's weights from MindSpore's: it is checked live only"
+        return None
+
+    def record(self, torch_module, settings, path):
+        """Record PyTorch's side of this variant's check into the folder ``path`` (see :func:`parity.record`)."""
+        from .engine.reference.record import run_record
+
+        case = self.case
+        return run_record(
+            torch_module,
+            case.inputs,
+            path,
+            grads=case.grads,
+            train=self.train,
+            tolerance=case.tolerance,
+            reference=case.reference,
+            weights=case.weights,
+            force=True,
+            settings=settings,
+        )
+
+    def run_recorded(self, ms_cell, path, settings, torch_module=None):
+        """This variant's check of ``ms_cell`` against the reference recorded at ``path`` (refused
+        where ``torch_module``, when given, is no longer what was recorded)."""
+        __tracebackhide__ = True
+        from .engine.reference.replay import run_reference
+
+        kwargs = self.case.check_kwargs()
+        return run_reference(
+            ms_cell, path, None, train=self.train, settings=settings, torch_module=torch_module, **kwargs
+        )
 
 
 @dataclass(frozen=True)
@@ -247,6 +287,41 @@ def build(case: ParityCase, *, device: str = "CPU", seed: int = 1234) -> Tuple[A
         except Exception as exc:  # the user's factory failed: say which, without a deep traceback
             raise ParityUsageError(f"{where}: building failed: {type(exc).__name__}: {exc}") from None
     return made[1], made[0]
+
+
+def build_mindspore(case: ParityCase, *, device: str = "CPU", seed: int = 1234) -> Any:
+    """Construct the MindSpore side of ``case`` alone (for a check against a recorded reference:
+    PyTorch is not imported), MindSpore seeded first as :func:`build` seeds it."""
+    from .backends import mindspore as msb
+
+    if case.mindspore == TRANSLATE:
+        raise ParityUnsupported(
+            f"case {case.name!r}: its MindSpore side is translated from the PyTorch module (mindspore=TRANSLATE), "
+            "which needs PyTorch: check it live"
+        )
+    msb.prepare(seed=seed, device=device)
+    where = f"case {case.name!r} mindspore"
+    try:
+        return resolve(case.mindspore, where)(**dict(case.ms_kwargs))
+    except ParityUsageError:
+        raise
+    except Exception as exc:  # the user's factory failed: say which, without a deep traceback
+        raise ParityUsageError(f"{where}: building failed: {type(exc).__name__}: {exc}") from None
+
+
+def build_torch(case: ParityCase, *, device: str = "CPU", seed: int = 1234) -> Any:
+    """Construct the PyTorch side of ``case`` alone (what ``--parity-record`` records), seeded as
+    :func:`build` seeds it."""
+    from .backends import torch as tb
+
+    tb.prepare(seed=seed, device=device)
+    where = f"case {case.name!r} torch"
+    try:
+        return resolve(case.torch, where)(**dict(case.torch_kwargs))
+    except ParityUsageError:
+        raise
+    except Exception as exc:  # the user's factory failed: say which, without a deep traceback
+        raise ParityUsageError(f"{where}: building failed: {type(exc).__name__}: {exc}") from None
 
 
 def _import_path(path: Path):

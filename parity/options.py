@@ -8,7 +8,20 @@ from typing import Optional, Tuple
 
 from .errors import ParityUsageError
 
-__all__ = ["Option", "OPTIONS", "PARITY", "SEED", "MODE", "DEVICE", "REPRO", "parse_seed", "parse_repro_dir"]
+__all__ = [
+    "Option",
+    "OPTIONS",
+    "PARITY",
+    "SEED",
+    "MODE",
+    "DEVICE",
+    "REPRO",
+    "RECORD",
+    "REFERENCE",
+    "parse_seed",
+    "parse_repro_dir",
+    "parse_reference_dirs",
+]
 
 
 @dataclass(frozen=True)
@@ -45,6 +58,36 @@ REPRO = Option(
     metavar="DIR",
 )
 OPTIONS = (SEED, MODE, DEVICE, REPRO)
+RECORD = Option(
+    "--parity-record",
+    "parity_record",
+    "record each catalogue case's PyTorch side into a folder of its own under DIR, instead of checking it",
+    metavar="DIR",
+)
+REFERENCE = Option(
+    "--parity-reference",
+    "parity_reference",
+    "check each catalogue case's MindSpore side against its PyTorch side recorded under DIR "
+    "(--parity-record); PyTorch is not imported",
+    metavar="DIR",
+)
+
+
+def parse_reference_dirs(record, reference, base: Path) -> Tuple[Optional[Path], Optional[Path]]:
+    """The folders of ``--parity-record`` and ``--parity-reference`` (relative to ``base``); at most one."""
+    if record is not None and reference is not None:
+        raise ParityUsageError(f"{RECORD.flag} and {REFERENCE.flag} exclude each other: record first, then check")
+    found = []
+    for value, option in ((record, RECORD), (reference, REFERENCE)):
+        if value is not None and not str(value).strip():
+            raise ParityUsageError(f"{option.flag}: expected a folder, got an empty path")
+        path = None if value is None else base / value
+        if path is not None and path.exists() and not path.is_dir():
+            raise ParityUsageError(f"{option.flag}: {value!r} is a file; references are folders under a folder")
+        if option is REFERENCE and path is not None and not path.is_dir():
+            raise ParityUsageError(f"{option.flag}: no folder {value!r}; record the references first ({RECORD.flag})")
+        found.append(path)
+    return found[0], found[1]
 
 
 def parse_seed(value, where: str) -> Optional[int]:

@@ -36,7 +36,8 @@ ALLOWED = {
     "registry": {"judge", "errors"},
     "weights": {"judge", "backends", "errors"},
     "translation": {"backends", "weights", "errors"},
-    "engine": {"judge", "weights", "backends", "registry", "translation", "options", "errors"},
+    # files: a recorded reference (engine.reference) is a folder the user names, written whole and read bounded.
+    "engine": {"judge", "weights", "backends", "registry", "translation", "options", "errors", "files"},
     "catalogue": {"engine", "backends", "registry", "errors"},
     "mismatch_checks": {"engine", "judge", "weights", "backends", "registry", "translation", "errors"},
     "nightly": {"engine", "judge", "options", "errors", "files", "parity"},

@@ -238,7 +238,7 @@ class Passes:
 
         spreads = decide(candidates, rerun)
         tb.set_buffers(self.torch_module, after)
-        note = _unused_note(candidates, spreads)
+        note = messages.unused_note(candidates, spreads)
         if note:
             _note(self.notes, note)
 
@@ -267,27 +267,6 @@ def _layer_alignment(ms_cell, torch_module, wmap):
         if pair.ms_part is None and pair.torch_part is None:  # a fused layer has no one counterpart
             known.setdefault(pair.ms.rpartition(".")[0], pair.torch.rpartition(".")[0])
     return align_layers(ms_kinds, torch_kinds, known).get
-
-
-def _unused_note(candidates, spreads) -> Optional[str]:
-    """Where a rerun of PyTorch's was not finite and its own run is (see
-    :class:`parity.judge.envelope.Spread`), the judged tensors and element counts, and the runs."""
-    found, runs = [], []
-    for c in candidates:
-        spread = (spreads or {}).get(c.key)
-        count = getattr(spread, "unused_count", 0)
-        if count and spread is not None:
-            found.append(f"{c.key[1]!r} ({count} of {c.comparison.total})")
-            runs += [r for r in spread.unused_runs if r not in runs]
-    if not found:
-        return None
-    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-    named = " and ".join("float64 run" if r == "float64" else "perturbed runs" for r in runs)
-    return (
-        f"PyTorch's {named} for the rounding envelope were not finite where its own run is, at elements of "
-        f"{shown}: there those runs were left out of the envelope (they would allow any difference, or none), and "
-        "those elements were judged on PyTorch's other runs"
-    )
 
 
 def seeded_cotangents(torch_side, seed: int) -> Dict[str, np.ndarray]:

@@ -45,6 +45,8 @@ def pytest_addoption(parser):
             metavar=option.metavar,
             help=option.help,
         )
+    for option in (opts.RECORD, opts.REFERENCE):
+        group.addoption(option.flag, dest=option.dest, metavar=option.metavar, help=option.help)
     group.addoption(
         STRICT_MISMATCHES,
         action="store_true",
@@ -111,6 +113,9 @@ def pytest_configure(config):
     try:
         opts.parse_seed(config.getoption(opts.SEED.dest), opts.SEED.flag)
         opts.parse_repro_dir(config.getoption(opts.REPRO.dest), opts.REPRO.flag, config.invocation_params.dir)
+        opts.parse_reference_dirs(
+            config.getoption(opts.RECORD.dest), config.getoption(opts.REFERENCE.dest), config.invocation_params.dir
+        )
     except ParityUsageError as exc:
         raise pytest.UsageError(str(exc)) from None
 

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
+import os
 import shlex
+import sys
 
 import pytest
 
 from .. import options as opts
 from ..engine import inputs as input_specs
 from ..engine.diagnosis import messages
+from ..engine.factories import TRANSLATE
 from ..engine.settings import Constant, Settings
 from ..errors import ParityError, ParityMismatch, ParityUnsupported, ParityUsageError
 from ..judge.tolerance import ToleranceSpec
@@ -43,6 +47,19 @@ def settings_for(config, nodeid: str, location: str, tolerances=()) -> Settings:
         verbose=config.get_verbosity(),
         repro_dir=repro_dir,
     )
+
+
+def _torch_at_hand(*, translated: bool) -> bool:
+    """Whether a check against a reference builds PyTorch's side too (to refuse a stale reference):
+    where PyTorch is imported already, or the MindSpore side is translated from it and it imports."""
+    if sys.modules.get("torch") is not None:
+        return True
+    if not translated:
+        return False
+    try:  # a translated case needs it to build its MindSpore side: installed, and not blocked
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):  # ValueError: sys.modules["torch"] is None
+        return False
 
 
 def _short_failure(excinfo):
@@ -89,7 +106,10 @@ class CaseFile(pytest.File):
         for case in cases:
             for variant in case.variants():
                 item = CaseItem.from_parent(self, name=variant.id, variant=variant)
-                if case.xfail:
+                if case.xfail and self.config.getoption(opts.RECORD.dest) is not None:
+                    # Recording is no check: an expected failure may record (a pass) or fail to (xfail).
+                    item.add_marker(pytest.mark.xfail(reason=case.xfail, strict=False))
+                elif case.xfail:
                     item.add_marker(
                         pytest.mark.xfail(reason=case.xfail, raises=(ParityMismatch, ParityUnsupported), strict=True)
                     )
@@ -118,18 +138,72 @@ class CaseItem(pytest.Item):
         case = self.variant.case
         location = f"{self.path.relative_to(self.config.rootpath) if self.path.is_relative_to(self.config.rootpath) else self.path}:{case.line}"
         settings = settings_for(self.config, self.nodeid, location)
+        record, reference = opts.parse_reference_dirs(
+            self.config.getoption(opts.RECORD.dest),
+            self.config.getoption(opts.REFERENCE.dest),
+            self.config.invocation_params.dir,
+        )
+        if record is not None:
+            self._record(record / self.reference_folder(), settings)
+            return
         with (
             acknowledged(self, case.acknowledge),
             records.recording(self, settings, call="case", case=case.name) as recorded,
         ):
-            ms_cell, torch_module = build(case, device=settings.device, seed=settings.resolved_seed)
             try:
-                result = self.variant.run(ms_cell, torch_module, settings)
+                if reference is not None:
+                    result = self._against(reference, settings)
+                else:
+                    ms_cell, torch_module = build(case, device=settings.device, seed=settings.resolved_seed)
+                    result = self.variant.run(ms_cell, torch_module, settings)
             except ParityMismatch as exc:
                 self._parity_summary = messages.summary_line(self.nodeid, exc.result, expected=bool(case.xfail))
                 raise
             recorded.result = result
         self._parity_summary = messages.summary_line(self.nodeid, result)
+
+    def _record(self, path, settings) -> None:
+        """``--parity-record``: PyTorch's side of this case, written to ``path``."""
+        from ..catalogue import build_torch
+
+        why = self.variant.unrecordable()
+        if why is not None:
+            pytest.skip(f"not recorded: {why}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch_module = build_torch(self.variant.case, device=settings.device, seed=settings.resolved_seed)
+        self.variant.record(torch_module, settings, path)
+        self._parity_summary = f"rec   {self.nodeid}: recorded into {path}"
+
+    def _against(self, root, settings):
+        """``--parity-reference``: this case's MindSpore side against its PyTorch side recorded under ``root``."""
+        from ..catalogue import build, build_mindspore
+
+        why = self.variant.unrecordable()
+        if why is not None:
+            pytest.skip(f"no recorded reference: {why}")
+        case, seed = self.variant.case, settings.resolved_seed
+        torch_module = None  # built where PyTorch is at hand, so that a stale reference is refused
+        if _torch_at_hand(translated=case.mindspore == TRANSLATE):
+            ms_cell, torch_module = build(case, device=settings.device, seed=seed)
+        else:  # MindSpore's side alone
+            ms_cell = build_mindspore(case, device=settings.device, seed=seed)
+        path = root / self.reference_folder()
+        if not path.is_dir():
+            raise ParityUsageError(
+                f"no recorded reference for {self.nodeid}: {path} does not exist. Record it first: "
+                f"pytest --parity {opts.RECORD.flag}={root} {self.nodeid.split('::')[0]}"
+            )
+        return self.variant.run_recorded(ms_cell, path, settings, torch_module)
+
+    def reference_folder(self) -> str:
+        """This item's folder under ``--parity-record``/``--parity-reference``: the case file's path
+        from the root without ``.py`` (``cases/models/conv``), then the item's name, in safe characters."""
+        root = self.config.rootpath
+        where = (
+            self.path.relative_to(root).with_suffix("").as_posix() if self.path.is_relative_to(root) else self.path.stem
+        )
+        text = f"{where}/{self.name}"
+        return "".join(c if c.isalnum() or c in "._-/" else "_" for c in text)
 
     def repr_failure(self, excinfo):
         return _short_failure(excinfo) or super().repr_failure(excinfo)
@@ -166,15 +240,28 @@ class FixtureChecker:
             )
         self.results = []
 
-    def check(self, ms_cell, torch_module, inputs, *, acknowledge=(), **kwargs):
+    def check(self, ms_cell, torch_module, inputs=None, *, acknowledge=(), **kwargs):
         """:func:`parity.check` with this session's seed, mode and device. ``acknowledge`` names
-        known mismatches the pair exhibits: the run summary reports those that did not show."""
+        known mismatches the pair exhibits: the run summary reports those that did not show.
+        ``torch_module`` may be a recorded reference (a path, or ``parity.recorded(path, module)``)."""
         __tracebackhide__ = True
         with acknowledged(self._request.node, tuple(acknowledge)):
             return self._check(ms_cell, torch_module, inputs, **kwargs)
 
     def _check(self, ms_cell, torch_module, inputs, **kwargs):
         __tracebackhide__ = True
+        from ..engine.reference import Recorded
+
+        if isinstance(torch_module, (str, os.PathLike, Recorded)):  # a recorded reference (see parity.record)
+            from ..engine.reference.replay import run_reference
+
+            given = torch_module if isinstance(torch_module, Recorded) else Recorded(torch_module)
+            defaults = dict(self._defaults, torch_module=given.torch_module)
+            return self._run(run_reference, "check", defaults, ms_cell, given.path, inputs, **kwargs)
+        if inputs is None:
+            raise ParityUsageError(
+                "parity.check(ms_cell, torch_module, inputs): inputs are required (a recorded reference holds its own)"
+            )
         from ..engine.check import run_check
 
         return self._run(run_check, "check", dict(self._defaults), ms_cell, torch_module, inputs, **kwargs)

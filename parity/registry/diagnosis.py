@@ -150,7 +150,14 @@ def diagnose(
     their flags do not tell (O1's rewritten layers cast inside their code). ``labels``: a loss's
     distinct integer targets, where known (a ``when`` reading ``labels`` sees None otherwise)."""
     registry = registry or load()
+    given_torch = torch_version
     ms_version, torch_version = _versions(mindspore_version, torch_version)
+    # A recorded reference's PyTorch side (parity.engine.reference.side.RecordedModule) stands in for
+    # the module: the PyTorch that recorded it, and its own classes for the registry's APIs.
+    recorded_version = getattr(torch_model, "parity_torch_version", None)
+    if recorded_version is not None and given_torch is None:
+        torch_version = recorded_version
+    resolve_torch = getattr(torch_model, "parity_resolve", resolve_api)
     # A ``precision`` entry is about mixed-precision levels against torch.autocast: only an AMP check
     # (parity.engine.amp) cites it, never an ordinary float16/float32 pair.
     entries = [
@@ -163,7 +170,7 @@ def diagnose(
     dtypes = {**_layer_dtypes(ms_layers), **(layer_dtypes or {})} if any(e.dtypes for e in entries) else {}
     found: List[Tuple[float, int, str, Diagnosis]] = []
     for entry in entries:
-        ms_class, torch_class = resolve_api(entry.mindspore), resolve_api(entry.torch)
+        ms_class, torch_class = resolve_api(entry.mindspore), resolve_torch(entry.torch)
         if not isinstance(ms_class, type) or not isinstance(torch_class, type):
             continue
         for order, path, ms_path, ms_layer, torch_layer in _pairs(

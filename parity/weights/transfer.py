@@ -294,12 +294,9 @@ def copy_weights(wmap: WeightMap, src: object, dst: object, *, to_torch: bool) -
     """Copy every mapped tensor from ``src`` to ``dst`` and verify each landed bit-identical.
     A destination tensor made of several parts is written once, all parts in place. ``src`` and
     ``dst`` are models, or dicts of numpy arrays by name (see :func:`_writer`)."""
-    from ..backends import mindspore as ms_backend
-    from ..backends import torch as torch_backend
-
-    read = _reader(src, ms_backend.read if to_torch else torch_backend.read)
-    write = _writer(dst, torch_backend.write if to_torch else ms_backend.write)
-    read_back = _reader(dst, torch_backend.read if to_torch else ms_backend.read)
+    read = _reader(src, lambda: _backend("mindspore" if to_torch else "torch").read)
+    write = _writer(dst, lambda: _backend("torch" if to_torch else "mindspore").write)
+    read_back = _reader(dst, lambda: _backend("torch" if to_torch else "mindspore").read)
     sources: Dict[str, npt.NDArray[Any]] = {}
     targets: Dict[str, List[Pair]] = {}
     for pair in wmap.pairs:
@@ -341,16 +338,28 @@ def copy_weights(wmap: WeightMap, src: object, dst: object, *, to_torch: bool) -
     return WeightReport(wmap, direction, verified)
 
 
-def _reader(model: object, read: _Read) -> _Read:
-    """``read`` for a model; for a dict of numpy arrays by name (a checkpoint's tensors), a copy."""
-    return (lambda arrays, name: np.array(arrays[name])) if isinstance(model, dict) else read
+def _backend(name: str) -> Any:
+    """The adapter of framework ``name``, imported only where a side is a model (a side given as
+    arrays, such as a recorded reference's weights, imports no framework)."""
+    if name == "torch":
+        from ..backends import torch as torch_backend
+
+        return torch_backend
+    from ..backends import mindspore as ms_backend
+
+    return ms_backend
 
 
-def _writer(model: object, write: _Write) -> _Write:
-    """``write`` for a model; for a dict of arrays, the entry replaced in the entry's own dtype (a
+def _reader(model: object, read: Callable[[], _Read]) -> _Read:
+    """``read()`` for a model; for a dict of numpy arrays by name (a checkpoint's tensors), a copy."""
+    return (lambda arrays, name: np.array(arrays[name])) if isinstance(model, dict) else read()
+
+
+def _writer(model: object, write: Callable[[], _Write]) -> _Write:
+    """``write()`` for a model; for a dict of arrays, the entry replaced in the entry's own dtype (a
     destination dict holds an array of the destination's dtype and shape under every name)."""
     if not isinstance(model, dict):
-        return write
+        return write()
 
     def put(arrays: Dict[str, npt.NDArray[Any]], name: str, value: npt.NDArray[Any]) -> None:
         arrays[name] = np.array(value, dtype=arrays[name].dtype)

@@ -451,3 +451,24 @@ def _error_of(sides: Tuple[str, str]) -> str:
     """Whose relative error the envelope line gives: MindSpore's against PyTorch, or a run's
     against its reference."""
     return "MindSpore" if sides == ("MindSpore", "PyTorch") else f"of {sides[0]} to {sides[1]}"
+
+
+def unused_note(candidates, spreads) -> Optional[str]:
+    """Where a rerun of PyTorch's was not finite and its own run is (see
+    :class:`parity.judge.envelope.Spread`), the judged tensors and element counts, and the runs."""
+    found, runs = [], []
+    for c in candidates:
+        spread = (spreads or {}).get(c.key)
+        count = getattr(spread, "unused_count", 0)
+        if count and spread is not None:
+            found.append(f"{c.key[1]!r} ({count} of {c.comparison.total})")
+            runs += [r for r in spread.unused_runs if r not in runs]
+    if not found:
+        return None
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    named = " and ".join("float64 run" if r == "float64" else "perturbed runs" for r in runs)
+    return (
+        f"PyTorch's {named} for the rounding envelope were not finite where its own run is, at elements of "
+        f"{shown}: there those runs were left out of the envelope (they would allow any difference, or none), and "
+        "those elements were judged on PyTorch's other runs"
+    )

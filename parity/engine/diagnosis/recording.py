@@ -84,6 +84,11 @@ class Recording:
     def get(self, path: str, call: int) -> Optional[LayerCall]:
         return self._by_key.get((path, call))
 
+    def add(self, call: LayerCall) -> None:
+        """A call recorded elsewhere (a recorded reference read back), kept as it is."""
+        self.calls.append(call)
+        self._by_key[call.key] = call
+
 
 class Localizer:
     """Compares MindSpore layer calls against the PyTorch recording as they happen.
