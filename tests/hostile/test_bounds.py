@@ -212,3 +212,26 @@ def test_scan_skips_an_unreadable_source_and_says_so(tmp_path, unprivileged):
         print(json.dumps(dict(scan("project").skipped)))"""
     skipped = unprivileged(code, tmp_path)
     assert skipped == {"project/secret.py": "Permission denied"}
+
+
+def test_a_bare_file_named_like_a_mindspore_parameter_decides_nothing(tmp_path):
+    """Two folders of plain arrays, one holding a file named ``beta``: neither holds MindSpore's
+    parameter names, and the reason says what decided (B by default), not that A has them."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    for folder, names in ((a, ("beta", "alpha")), (b, ("gamma_x", "alpha"))):
+        folder.mkdir()
+        for name in names:
+            np.save(folder / f"{name}.npy", np.ones(2, np.float32))
+    result = parity.compare_dumps(a, b)
+    assert result.reference == "B" and result.reference_reason == "B by default: neither side says its framework"
+
+
+def test_mindspore_parameter_names_are_named_as_the_reason(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for folder, leaf in ((a, "weight"), (b, "gamma")):
+        folder.mkdir()
+        np.save(folder / f"norm.{leaf}.npy", np.ones(2, np.float32))
+    result = parity.compare_dumps(a, b)
+    assert result.reference == "A"
+    assert result.reference_reason == "B holds names only MindSpore gives its parameters ('norm.gamma'), A none"
+    assert f"Reference: A ({result.reference_reason})" in str(result)

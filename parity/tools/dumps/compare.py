@@ -221,13 +221,21 @@ def _summary(side: Side) -> DumpSide:
     )
 
 
+def _ms_names(side: Side) -> List[str]:
+    """The names of ``side`` that end as only MindSpore names a parameter (``bn.gamma``,
+    ``bn.moving_mean``): a parameter's path, not a bare file name such as ``beta``."""
+    return sorted(n for n in side.arrays if "." in n and n.rpartition(".")[2] in _MS_LEAVES)
+
+
 def _reference(a: Side, b: Side) -> Tuple[bool, str]:
     """(is A the reference, why): see the module's docstring. The reason names what decided."""
     if {a.framework, b.framework} == {"torch", "mindspore"}:
         return a.framework == "torch", "the PyTorch side"
-    ms_a, ms_b = (bool(_MS_LEAVES & {n.rpartition(".")[2] for n in s.arrays}) for s in (a, b))
-    if ms_a != ms_b:
-        return ms_b, "the side without MindSpore's names (gamma, beta, moving_mean...)"
+    found_a, found_b = (_ms_names(s) for s in (a, b))
+    if bool(found_a) != bool(found_b):
+        named, other = ("A", "B") if found_a else ("B", "A")
+        shown = ", ".join(repr(n) for n in (found_a or found_b)[:3])
+        return bool(found_b), f"{named} holds names only MindSpore gives its parameters ({shown}), {other} none"
     if a.framework == b.framework:
         both = f"both sides are {_LABEL[a.framework]}'s" if a.framework else "neither side says its framework"
         return False, f"B by default: {both}"
