@@ -412,7 +412,7 @@ def convert_checkpoint(
 
 
 def compare_dumps(
-    a: Path, b: Path, *, name_map: NameMap = None, tolerance: ToleranceLike = None
+    a: Path, b: Path, *, name_map: NameMap = None, tolerance: ToleranceLike = None, allow_unpaired: bool = False
 ) -> Union[DumpComparison, SummaryComparison]:
     """Compare two sets of saved tensors (folders of ``.npy``/``.npz`` files, TroubleShooter and
     msprobe dumps, MindSpore ``.ckpt``, PyTorch ``.pth``/``.pt``/``.bin``, ``.safetensors``, or one
@@ -420,10 +420,11 @@ def compare_dumps(
     tolerances (by tolerance alone: there is no model to run). Returns a :class:`DumpComparison`
     with the pairs in execution order; see :mod:`parity.tools.dumps.compare`. Numpy files import no framework.
     msprobe's statistics and md5 dumps (``dump.json`` without saved tensors) are compared node by node
-    by their statistics instead, into a ``SummaryComparison`` (:mod:`parity.tools.dumps.statistics`)."""
+    by their statistics instead, into a ``SummaryComparison`` (:mod:`parity.tools.dumps.statistics`).
+    A tensor (node) of either side that did not pair fails the comparison unless ``allow_unpaired``."""
     from .tools.dumps.compare import compare_dumps as _compare_dumps
 
-    return _compare_dumps(a, b, name_map=name_map, tolerance=tolerance)
+    return _compare_dumps(a, b, name_map=name_map, tolerance=tolerance, allow_unpaired=allow_unpaired)
 
 
 def translate(torch_module: Any, inputs: Any = None, *, device: str = "CPU", seed: Optional[int] = None) -> Any:

@@ -123,7 +123,8 @@ def test_unpaired_names_come_with_the_nearest_name_and_name_map_entries(tmp_path
     a = _save(tmp_path / "a", {"enc.q.weight": q, "enc.k.weight": k, "enc.v.weight": v, "out": out})
     b = _save(tmp_path / "b", {"enc.q_proj.weight": q, "enc.k_proj.weight": k, "out": out})
     result = parity.compare_dumps(a, b)
-    assert [row.a for row in result.rows] == ["out"] and result.passed
+    assert [row.a for row in result.rows] == ["out"] and all(row.passed for row in result.rows)
+    assert not result.passed and result.exit_code == 1  # what did not pair fails the comparison
     assert [k.name for k in result.unpaired_a] == ["enc.k.weight", "enc.q.weight", "enc.v.weight"]
     assert [k.name for k in result.unpaired_b] == ["enc.k_proj.weight", "enc.q_proj.weight"]
     near = {k.name: k.near[0][0] for k in result.unpaired_a if k.near}
@@ -141,7 +142,9 @@ def test_unpaired_names_come_with_the_nearest_name_and_name_map_entries(tmp_path
         ("enc.q.weight", "enc.q_proj.weight", "name_map"),
         ("enc.k.weight", "enc.k_proj.weight", "name_map"),
     }
-    assert [k.name for k in mapped.unpaired_a] == ["enc.v.weight"] and mapped.passed
+    assert [k.name for k in mapped.unpaired_a] == ["enc.v.weight"] and not mapped.passed
+    allowed = parity.compare_dumps(a, b, name_map=name_map, allow_unpaired=True)
+    assert allowed.passed and "1 tensor did not pair (allowed)" in str(allowed)
 
 
 def test_a_name_map_entry_naming_no_tensor_is_a_usage_error(tmp_path):
@@ -306,7 +309,7 @@ def test_json_shape(tmp_path, capsys):
     }
     assert data["schema"] == 1 and data["passed"] is False and data["judged_by"] == "tolerance"
     assert set(data["a"]) == {"path", "layout", "framework", "order", "tensors", "notes"}
-    assert data["summary"] == {"paired": 2, "differ": 2, "unpaired_a": 1, "unpaired_b": 0}
+    assert data["summary"] == {"paired": 2, "differ": 2, "unpaired_a": 1, "unpaired_b": 0, "allow_unpaired": False}
     assert data["first_mismatch"] == {"a": "w", "b": "w"}  # w.npy sorts before x.npy
     w, x = data["tensors"]
     assert (w["problem"], w["a_shape"], w["b_shape"]) == ("shape", [2, 2], [4])
@@ -404,3 +407,19 @@ def test_fused_and_split_tensors_pair_part_by_part(tmp_path):
     assert [(row.a, row.how) for row in swapped.failures] == [
         ("attn.q.weight, attn.k.weight, attn.v.weight", "split automatically")
     ]
+
+
+def test_a_partial_dump_fails_closed_unless_allowed(tmp_path, capsys):
+    """A dump one of whose tensors is missing on the other side (a rank or a layer not dumped) is
+    not a pass: the command exits 1 naming what did not pair, unless --allow-unpaired."""
+    from parity.cli import main
+
+    x = np.arange(6, dtype=np.float32)
+    a = _save(tmp_path / "a", {"layer0.out": x, "layer1.out": x})
+    b = _save(tmp_path / "b", {"layer0.out": x})
+    assert main(["compare-dumps", str(a), str(b)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL: 1 tensor did not pair (listed below): the comparison covers part of the dumps only" in out
+    assert "layer1.out" in out and "--allow-unpaired" in out
+    assert main(["compare-dumps", str(a), str(b), "--allow-unpaired"]) == 0
+    assert "ok: 1 paired tensor within tolerance; 1 tensor did not pair (allowed)" in capsys.readouterr().out

@@ -41,6 +41,12 @@ def add_parser(commands) -> None:
         "ts_api_mapping.csv as is), .json (such pairs, or a table) or .toml (name = name)",
     )
     command.add_argument(
+        "--allow-unpaired",
+        action="store_true",
+        help="pass although some tensors (nodes, for statistics dumps) of either side did not pair; "
+        "without it, what did not pair fails the comparison",
+    )
+    command.add_argument(
         "--tolerance",
         metavar="FILE",
         default=None,
@@ -81,6 +87,6 @@ def main(args) -> int:
 
     tolerance = load_tolerance(args.tolerance) if args.tolerance else None
     name_map = load_pairs(args.name_map) if args.name_map else None
-    result = compare_dumps(args.a, args.b, name_map=name_map, tolerance=tolerance)
+    result = compare_dumps(args.a, args.b, name_map=name_map, tolerance=tolerance, allow_unpaired=args.allow_unpaired)
     print(json.dumps(result.as_json(), indent=2, allow_nan=False) if args.json else str(result), flush=True)
     return result.exit_code

@@ -96,11 +96,18 @@ class DumpComparison:
     not_compared: List[Tuple[str, str, str]] = field(default_factory=list)  # (side, name, reason)
     suggestions: List[str] = field(default_factory=list)  # name map entries, TOML
     notes: List[str] = field(default_factory=list)
+    allow_unpaired: bool = False  # a tensor that did not pair is accepted (compare_dumps(allow_unpaired=True))
+
+    @property
+    def unpaired(self) -> int:
+        """How many tensors of either side did not pair."""
+        return len(self.unpaired_a) + len(self.unpaired_b)
 
     @property
     def passed(self) -> bool:
-        """Every paired tensor within its tolerance (tensors that did not pair do not count)."""
-        return all(row.passed for row in self.rows)
+        """Every paired tensor within its tolerance, and every tensor paired (unless
+        ``allow_unpaired``): a comparison of part of a dump proves nothing of the rest."""
+        return all(row.passed for row in self.rows) and (self.allow_unpaired or not self.unpaired)
 
     @property
     def failures(self) -> List[TensorRow]:
@@ -126,7 +133,9 @@ class DumpComparison:
         return as_json(self)
 
 
-def compare_dumps(a, b, *, name_map=None, tolerance=None) -> Union[DumpComparison, SummaryComparison]:
+def compare_dumps(
+    a, b, *, name_map=None, tolerance=None, allow_unpaired: bool = False
+) -> Union[DumpComparison, SummaryComparison]:
     """Compare the tensors saved under ``a`` with those under ``b`` (see :mod:`parity.tools.dumps.compare`).
 
     * ``a``, ``b``: a folder or a file (``.npy``, ``.npz``, ``.ckpt``, ``.pth``/``.pt``/``.bin``,
@@ -139,6 +148,9 @@ def compare_dumps(a, b, *, name_map=None, tolerance=None) -> Union[DumpCompariso
       ``NN_Dense_0_forward_output``) maps each of them to the same suffix on the other side.
     * ``tolerance``: as for :func:`parity.check`: ``Tolerance(rtol, atol)``, an (rtol, atol) pair,
       or name-glob overrides ``{"*": ..., "NN_Dense_*": ...}`` over either side's names.
+    * ``allow_unpaired``: a tensor (a node, for statistics dumps) of either side that did not pair
+      fails the comparison unless this is true: a partial dump, or one whose names the rules
+      cannot pair, is not a pass.
 
     Returns a :class:`DumpComparison`; for msprobe's statistics or md5 dumps (no tensors saved), a
     :class:`parity.tools.dumps.statistics.SummaryComparison` of their statistics. Raises
@@ -156,7 +168,7 @@ def compare_dumps(a, b, *, name_map=None, tolerance=None) -> Union[DumpCompariso
             )
         from .statistics import compare_summaries
 
-        return compare_summaries(a, b, tolerance=spec)
+        return compare_summaries(a, b, tolerance=spec, allow_unpaired=allow_unpaired)
     side_a, side_b = read_side(a, "A"), read_side(b, "B")
     for side in (side_a, side_b):
         if not side.arrays:
@@ -189,6 +201,7 @@ def compare_dumps(a, b, *, name_map=None, tolerance=None) -> Union[DumpCompariso
             "Judged by tolerance only: two sets of saved tensors hold no model to run, so there is "
             "no rounding envelope (parity.check's noise judge)"
         ],
+        allow_unpaired=allow_unpaired,
     )
     result.suggestions = _suggestions(result.unpaired_a, result.unpaired_b)
     if not rows:

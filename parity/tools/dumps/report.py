@@ -43,7 +43,14 @@ def text(result) -> str:
 def _verdict(result) -> str:
     rows, failures = result.rows, result.failures
     unpaired = len(result.unpaired_a) + len(result.unpaired_b)
-    tail = f"; {_n(unpaired, 'tensor')} did not pair (listed below)" if unpaired else ""
+    allowed = " (allowed)" if result.allow_unpaired else ""
+    tail = f"; {_n(unpaired, 'tensor')} did not pair{allowed} (listed below)" if unpaired else ""
+    if not failures and unpaired and not result.allow_unpaired:
+        return (
+            f"FAIL: {_n(unpaired, 'tensor')} did not pair (listed below): the comparison covers part of the "
+            f"dumps only; {'all ' if len(rows) > 1 else ''}{_n(len(rows), 'paired tensor')} within tolerance. "
+            "--allow-unpaired (allow_unpaired=True) accepts a partial comparison"
+        )
     if not failures:
         return f"ok: {'all ' if len(rows) > 1 else ''}{_n(len(rows), 'paired tensor')} within tolerance{tail}"
     first = result.first_mismatch
@@ -259,6 +266,7 @@ def as_json(result) -> dict:
             "differ": len(result.failures),
             "unpaired_a": len(result.unpaired_a),
             "unpaired_b": len(result.unpaired_b),
+            "allow_unpaired": result.allow_unpaired,
         },
         "first_mismatch": None if first is None else {"a": first.a, "b": first.b},
         "tensors": [_tensor(i, row) for i, row in enumerate(result.rows, 1)],

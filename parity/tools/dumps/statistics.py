@@ -130,11 +130,18 @@ class SummaryComparison:
     parents: Dict[str, Optional[str]]  # the reference's node -> its enclosing node
     unpaired_a: List[str] = field(default_factory=list)
     unpaired_b: List[str] = field(default_factory=list)
+    allow_unpaired: bool = False  # a node that did not pair is accepted
+
+    @property
+    def unpaired(self) -> int:
+        """How many nodes of either side did not pair."""
+        return len(self.unpaired_a) + len(self.unpaired_b)
 
     @property
     def passed(self) -> bool:
-        """No statistic beyond its bound (checksums that differ do not fail a comparison)."""
-        return all(row.passed for row in self.rows)
+        """No statistic beyond its bound (checksums that differ do not fail a comparison), and every
+        node paired unless ``allow_unpaired``."""
+        return all(row.passed for row in self.rows) and (self.allow_unpaired or not self.unpaired)
 
     @property
     def failures(self) -> List[NodeRow]:
@@ -172,7 +179,7 @@ class SummaryComparison:
         return _json(self)
 
 
-def compare_summaries(a, b, *, tolerance=None) -> SummaryComparison:
+def compare_summaries(a, b, *, tolerance=None, allow_unpaired: bool = False) -> SummaryComparison:
     """Compare the msprobe summary dumps at ``a`` and ``b`` (see the module's docstring)."""
     spec = (
         tolerance
@@ -215,6 +222,7 @@ def compare_summaries(a, b, *, tolerance=None) -> SummaryComparison:
         {n.name: n.parent for n in ref.nodes},
         [n.name for n in side_a.nodes if n.name not in paired],
         [n.name for n in side_b.nodes if n.name not in paired],
+        allow_unpaired,
     )
 
 
@@ -287,6 +295,12 @@ def _where(result: SummaryComparison, row: NodeRow) -> str:
 
 def _verdict(result: SummaryComparison) -> str:
     first, rows = result.first_mismatch, result.rows
+    if first is None and not result.passed:
+        return (
+            f"FAIL: {_n(result.unpaired, 'node')} did not pair (listed below): the comparison covers part of "
+            f"the dumps only; the statistics of all {_n(len(rows), 'paired node')} are within their bounds. "
+            "--allow-unpaired (allow_unpaired=True) accepts a partial comparison"
+        )
     if first is None:
         return (
             f"ok: the statistics of all {_n(len(rows), 'paired node')} are within their bounds (which does not "
