@@ -163,10 +163,7 @@ class Passes:
         narrow = (ms_given if widths[0] < widths[1] else torch_given).dtype
         _note(
             self.notes,
-            f"the gradient of {pair.name} is compared in {narrow.name}: parity gave that input to "
-            f"MindSpore as {ms_given.dtype.name} and to PyTorch as {torch_given.dtype.name} (each side's "
-            f"own precision), and the {'PyTorch' if narrow == ms_given.dtype else 'MindSpore'} "
-            "gradient was rounded to it",
+            messages.narrowed_gradient_note(pair.name, narrow.name, ms_given.dtype.name, torch_given.dtype.name),
         )
         return dataclasses.replace(pair, ms=cast(pair.ms, narrow.name), torch=cast(pair.torch, narrow.name))
 
@@ -176,21 +173,18 @@ class Passes:
                 self.changed[label].append(name)
 
     def changed_notes(self) -> List[str]:
-        """What each side's forward changed in place among its inputs (see :func:`changed_note`)."""
-        return [changed_note(label, names) for label, names in self.changed.items() if names]
+        """What each side's forward changed in place among its inputs (see :func:`parity.engine.diagnosis.messages.changed_note`)."""
+        return [messages.changed_note(label, names) for label, names in self.changed.items() if names]
 
     def localize_in_pynative(self) -> None:
         """GRAPH mode runs no hooks: compare the layers in one extra PYNATIVE pass."""
-        self.notes.append("GRAPH mode has no layer hooks: layers were compared in an extra PYNATIVE pass")
+        self.notes.append(messages.GRAPH_HOOKS_NOTE)
         self.ms_pass("pynative", compare=False)
 
     def layer_verdicts(self):
         unmatched = self.ms_recording.unmatched if self.ms_recording is not None else []
         if unmatched:
-            self.notes.append(
-                f"{len(unmatched)} MindSpore backward hook calls had no forward record and "
-                f"were not compared: {sorted(set(unmatched))[:5]}"
-            )
+            self.notes.append(messages.unmatched_hooks_note(unmatched))
         settle(self.localizer.forward)
         settle(self.localizer.backward)
         return LayerTable(self.localizer.forward, self.localizer.backward)
@@ -279,17 +273,6 @@ def seeded_cotangents(torch_side, seed: int) -> Dict[str, np.ndarray]:
                 normal_floats(seeded_stream(seed, f"cotangent:{path}"), count).reshape(value.shape).astype(value.dtype)
             )
     return cots
-
-
-def changed_note(label: str, names: List[str]) -> str:
-    shown = ", ".join(repr(n) for n in names)
-    other = "MindSpore" if label == "PyTorch" else "PyTorch"
-    return (
-        f"{label}'s forward changed input {shown} in place. Each side ran on its own copy of every input and "
-        "the arrays given to the check were left as they were, so the verdict holds; but code that reads "
-        f"{'that input' if len(names) == 1 else 'those inputs'} after the call sees the change with {label}, "
-        f"not with {other} unless its forward does the same"
-    )
 
 
 def _note(notes: List[str], text: str) -> None:

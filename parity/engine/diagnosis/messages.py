@@ -472,3 +472,36 @@ def unused_note(candidates, spreads) -> Optional[str]:
         f"{shown}: there those runs were left out of the envelope (they would allow any difference, or none), and "
         "those elements were judged on PyTorch's other runs"
     )
+
+
+GRAPH_HOOKS_NOTE = "GRAPH mode has no layer hooks: layers were compared in an extra PYNATIVE pass"
+
+
+def changed_note(label: str, names: List[str]) -> str:
+    """What ``label``'s forward changed in place among its inputs (``names``)."""
+    shown = ", ".join(repr(n) for n in names)
+    other = "MindSpore" if label == "PyTorch" else "PyTorch"
+    return (
+        f"{label}'s forward changed input {shown} in place. Each side ran on its own copy of every input and "
+        "the arrays given to the check were left as they were, so the verdict holds; but code that reads "
+        f"{'that input' if len(names) == 1 else 'those inputs'} after the call sees the change with {label}, "
+        f"not with {other} unless its forward does the same"
+    )
+
+
+def unmatched_hooks_note(unmatched: List[str]) -> str:
+    """MindSpore backward hook calls without a forward record, which were not compared."""
+    return (
+        f"{len(unmatched)} MindSpore backward hook calls had no forward record and "
+        f"were not compared: {sorted(set(unmatched))[:5]}"
+    )
+
+
+def narrowed_gradient_note(name: str, narrow: str, ms_dtype: str, torch_dtype: str) -> str:
+    """An input's gradient compared in the narrower of the dtypes parity gave the two sides."""
+    return (
+        f"the gradient of {name} is compared in {narrow}: parity gave that input to "
+        f"MindSpore as {ms_dtype} and to PyTorch as {torch_dtype} (each side's "
+        f"own precision), and the {'PyTorch' if narrow == ms_dtype else 'MindSpore'} "
+        "gradient was rounded to it"
+    )

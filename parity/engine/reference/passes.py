@@ -21,7 +21,7 @@ from ..diagnosis.verdicts import LayerTable, settle
 from ..side_errors import backward, run_side
 from .side import RecordedTorch
 
-__all__ = ["RecordedPasses", "ms_buffers", "changed_note"]
+__all__ = ["RecordedPasses", "ms_buffers"]
 
 
 class RecordedPasses:
@@ -113,20 +113,17 @@ class RecordedPasses:
                 self.changed[label].append(name)
 
     def changed_notes(self) -> List[str]:
-        return [changed_note(label, names) for label, names in self.changed.items() if names]
+        return [messages.changed_note(label, names) for label, names in self.changed.items() if names]
 
     def localize_in_pynative(self) -> None:
-        self.notes.append("GRAPH mode has no layer hooks: layers were compared in an extra PYNATIVE pass")
+        self.notes.append(messages.GRAPH_HOOKS_NOTE)
         self.ms_pass("pynative", compare=False)
 
     def layer_verdicts(self) -> LayerTable:
         assert self.localizer is not None
         unmatched = self.ms_recording.unmatched if self.ms_recording is not None else []
         if unmatched:
-            self.notes.append(
-                f"{len(unmatched)} MindSpore backward hook calls had no forward record and "
-                f"were not compared: {sorted(set(unmatched))[:5]}"
-            )
+            self.notes.append(messages.unmatched_hooks_note(unmatched))
         settle(self.localizer.forward)
         settle(self.localizer.backward)
         return LayerTable(self.localizer.forward, self.localizer.backward)
@@ -192,15 +189,3 @@ def _structure_problem(ms_side, torch_side) -> Optional[str]:
 def _note(notes: List[str], text: str) -> None:
     if text not in notes:
         notes.append(text)
-
-
-def changed_note(label: str, names: List[str]) -> str:
-    """As :func:`parity.engine.passes.changed_note` words it."""
-    shown = ", ".join(repr(n) for n in names)
-    other = "MindSpore" if label == "PyTorch" else "PyTorch"
-    return (
-        f"{label}'s forward changed input {shown} in place. Each side ran on its own copy of every input and "
-        "the arrays given to the check were left as they were, so the verdict holds; but code that reads "
-        f"{'that input' if len(names) == 1 else 'those inputs'} after the call sees the change with {label}, "
-        f"not with {other} unless its forward does the same"
-    )
