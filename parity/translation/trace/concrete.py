@@ -22,6 +22,7 @@ C++ would take it for a tensor), and ``forward``'s ``*args`` and
 
 from __future__ import annotations
 
+import builtins
 import functools
 import inspect
 import keyword
@@ -82,6 +83,8 @@ class Guard:
             return float(value)
         if self.kind == "len":
             return len(value)
+        if self.kind == "isinstance":  # the answer stands while the node is a tensor: it always is one
+            return self.expected if _tensor_like(value) else "not a tensor"
         return value
 
     def check(self, value: Any) -> None:
@@ -94,9 +97,27 @@ class Guard:
             )
 
     def describe(self) -> str:
-        read = {"bool": "the truth value", "int": "the integer", "float": "the number", "len": "the length"}
+        read = {
+            "bool": "the truth value",
+            "int": "the integer",
+            "float": "the number",
+            "len": "the length",
+            "isinstance": "isinstance (asked of the tensor)",
+        }
         what = read.get(self.kind, f".{self.kind}")
         return f"{what} of {self.node} was {self.expected!r} (at {self.where})"
+
+
+def _tensor_like(value: Any) -> bool:
+    """A tensor of either framework, or an array: what a traced tensor's node computes."""
+    return hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, (int, float, bool))
+
+
+def _in_user_code(depth: int) -> bool:
+    """Whether the frame ``depth`` calls up is the traced model's code (not PyTorch's, not this
+    package's): where a decision belongs to ``forward``."""
+    path = os.path.abspath(sys._getframe(depth + 1).f_code.co_filename)
+    return not path.startswith(_TORCH_DIR) and not path.startswith(_HERE)
 
 
 def _decision_place() -> str:
@@ -384,8 +405,11 @@ def _refusing_vmap(vmap: Callable) -> Callable:
 @contextmanager
 def _stand_ins():
     """During a trace: the stand-ins of :data:`_STAND_INS` where their module is loaded, and
-    ``torch.vmap`` refusing traced values (it would crash the interpreter)."""
-    patched = [(torch, "vmap", _refusing_vmap(torch.vmap))]
+    ``torch.vmap`` refusing traced values (it would crash the interpreter), and ``isinstance`` and
+    ``torch.is_tensor`` answering the model's code about a traced tensor as the eager run would."""
+    patched: List[Tuple[Any, str, Any]] = [(torch, "vmap", _refusing_vmap(torch.vmap))]
+    patched += [(builtins, "isinstance", _answering_isinstance)]
+    patched += [(torch, "is_tensor", _answering_is_tensor)]
     patched += [(torch, name, _recording(getattr(torch, name))) for name in _FACTORIES]
     for (module, name), stand_in in _STAND_INS.items():
         if module in sys.modules and hasattr(sys.modules[module], name):
@@ -398,6 +422,30 @@ def _stand_ins():
     finally:
         for owner, name, value in saved:
             setattr(owner, name, value)
+
+
+_isinstance = isinstance  # the builtin, for this module's own questions and everyone else's
+_PROXIES = (ValuedProxy, ValuedAttribute)
+
+
+def _answering_isinstance(obj: Any, classes: Any) -> bool:
+    """``isinstance`` during a trace: asked by the model's code of a traced tensor, it answers as
+    PyTorch's eager run did (``isinstance(mask, torch.Tensor)`` is True) and the answer is a guard
+    at its line; a proxy stays a proxy to PyTorch's and this package's code, as before."""
+    if type(obj) not in _PROXIES or not _in_user_code(1):
+        return _isinstance(obj, classes)
+    value = obj.value
+    if not _isinstance(value, torch.Tensor):
+        return _isinstance(obj, classes)  # a proxy of a tuple, a ModelOutput...: its __class__ answers
+    return obj.tracer.decide(obj, "isinstance", _isinstance(value, classes))
+
+
+def _answering_is_tensor(obj: Any) -> bool:
+    """``torch.is_tensor`` during a trace: as :func:`_answering_isinstance` answers for
+    ``torch.Tensor`` (its own ``isinstance`` runs in PyTorch's code)."""
+    if type(obj) in _PROXIES and _in_user_code(1) and _isinstance(obj.value, torch.Tensor):
+        return obj.tracer.decide(obj, "isinstance", True)
+    return _isinstance(obj, torch.Tensor)
 
 
 # --- the calls: what each submodule was given ------------------------------------------------
