@@ -69,7 +69,7 @@ __all__ = [
     "check_shapes",
     "ShapesResult",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def constant(value: float) -> Constant:
