@@ -337,3 +337,17 @@ def test_a_structural_failure_is_reported_rather_than_the_globs_it_left_uncompar
             parity.randn((1, 3, 6, 6)),
             tolerance={"weight": parity.Tolerance(1e-4, 1e-4)},
         )
+
+
+def test_a_kernel_missing_on_this_device_names_the_kernel_and_the_registry_entry():
+    """mindspore.mint layers have no CPU kernels: the check says which kernel and which known
+    mismatch, where it said "Check that the net accepts these inputs"."""
+    import mindspore
+    import torch
+    from mindspore import mint
+
+    with pytest.raises(parity.ParityUnsupported) as raised:
+        parity.check(mint.nn.Embedding(10, 4), torch.nn.Embedding(10, 4), parity.randint((2, 3), 0, 10))
+    text = str(raised.value)
+    assert f"MindSpore {mindspore.__version__} has no kernel Embedding on this device" in text
+    assert "mint-embedding-cpu-unsupported" in text and "accepts these inputs" not in text

@@ -16,6 +16,7 @@ import traceback
 
 from ..backends import mindspore as msb
 from ..errors import ParityUnsupported, ParityUsageError
+from ..registry import load as load_registry
 
 __all__ = ["missing_kernel", "run_side", "backward", "side_step", "framework_error"]
 
@@ -29,11 +30,39 @@ _KERNEL_DEVICE = re.compile(r"Select (\w+) operator")
 _IN_PLACE = re.compile(r"modify tensor id of input tensor|leaf tensor that requires grad is being used in an inplace")
 
 
+_UNREGISTERED = re.compile(r"The kernel (\w+) unregistered")
+
+
+def _unregistered(exc: BaseException, what: str):
+    """A :class:`ParityUnsupported` for a MindSpore kernel that does not exist on this device
+    ("The kernel Embedding unregistered": most ``mindspore.mint`` layers on the CPU), naming it and
+    the known-mismatch entries measured to raise it; None for any other error."""
+    found = _UNREGISTERED.search(str(exc))
+    if found is None:
+        return None
+    kernel = found.group(1)
+    entries = [e.id for e in load_registry() if e.selftest is not None and e.selftest.raises == kernel]
+    version = getattr(sys.modules.get("mindspore"), "__version__", "")
+    known = (
+        f"The known-mismatch registry: {', '.join(entries)} (docs/known-mismatches.md says what to use instead)."
+        if entries
+        else "The known-mismatch registry has no entry for it yet."
+    )
+    return ParityUnsupported(
+        f"MindSpore {version} has no kernel {kernel} on this device (raised during {what}: "
+        f"{found.group(0)}). A layer of the Cell calls it: on the CPU use the classic mindspore.nn "
+        f"layer, or check on a device that has the kernel. {known}"
+    )
+
+
 def missing_kernel(label: str, exc: BaseException, what: str):
     """A :class:`ParityUnsupported` for a MindSpore error that says a kernel lacks a half dtype
     ("Select CPU operator[MatMul] fail! Unsupported data type! ... but get input[BFloat16 ...]"),
-    naming the dtype and the operator; None for any other error."""
+    or does not exist on this device ("The kernel Embedding unregistered"), naming the operator;
+    None for any other error."""
     text = str(exc)
+    if label == "MindSpore" and _UNREGISTERED.search(text):
+        return _unregistered(exc, what)
     if label != "MindSpore" or not (
         "Unsupported data type" in text
         or "does not support this kernel data type" in text
