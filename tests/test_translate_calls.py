@@ -356,3 +356,32 @@ def test_transformers_rotary_and_grouped_attention_helpers_translate():
     cell = parity.translate(module)
     result = parity.check(cell, module, (parity.randn((2, 5, 16)), positions))
     assert result.passed, str(result)
+
+
+class Norms(torch.nn.Module):
+    """amax/amin, linalg.vector_norm of several orders, F.softplus past its threshold, reshape_as and
+    view_as (Hiera, ConvNeXtV2, Mamba, LeViT call them)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = self.fc(x)
+        extremes = torch.amax(h, dim=-1, keepdim=True) + h.amin(1, keepdim=True) + torch.amax(h)
+        norms = (
+            torch.linalg.vector_norm(h, dim=-1, keepdim=True)
+            + torch.linalg.vector_norm(h, ord=1)
+            + torch.linalg.vector_norm(h, ord=float("inf"), dim=0)
+            + torch.linalg.vector_norm(h, ord=3, dim=-1, keepdim=True)
+        )
+        soft = F.softplus(h) + F.softplus(h * 30, beta=2.0, threshold=10.0)
+        shaped = h.reshape(4, 2, 4).reshape_as(h) + h.view(2, 16).view_as(x)
+        return extremes + norms + soft + shaped
+
+
+def test_reductions_norms_softplus_and_shapes_as_another_translate_with_gradients():
+    module, inputs = Norms(), parity.randn((4, 8))
+    result = parity.check(parity.translate(module, inputs), module, inputs)
+    assert result.passed, str(result)
+    assert {c.kind for c in result.comparisons} >= {"output", "input grad", "param grad"}

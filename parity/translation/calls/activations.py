@@ -77,6 +77,11 @@ def log_softmax(
     return ops.log_softmax(input, dim)
 
 
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """``F.softplus``: log(1 + exp(beta x)) / beta, and x itself where beta x > threshold."""
+    return ops.softplus(input, beta, threshold)
+
+
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     if not training or p == 0:
         return input
@@ -100,6 +105,7 @@ FUNCTIONS: Dict[str, Entry] = {
     "torch.nn.functional.tanh": tanh,
     "torch.nn.functional.softmax": softmax,
     "torch.nn.functional.log_softmax": log_softmax,
+    "torch.nn.functional.softplus": softplus,
     "torch.nn.functional.dropout": dropout,
 }
 METHODS: Dict[str, Adapter] = {

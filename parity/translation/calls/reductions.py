@@ -1,5 +1,6 @@
 """Reductions and scans in the call table: ``mean``, ``sum``, ``max``/``min`` (of all elements,
-elementwise of two tensors, or along ``dim`` as ``(values, indices)``), ``argmax``/``argmin``,
+elementwise of two tensors, or along ``dim`` as ``(values, indices)``), ``amax``/``amin``,
+``linalg.vector_norm``, ``argmax``/``argmin``,
 ``all``/``any``, ``cumsum`` and ``diff``.
 
 ``dim``/``keepdim`` are ``axis``/``keep_dims`` in ``ops.mean``. ``cumsum`` of an integer or bool
@@ -57,6 +58,41 @@ def _extreme(name):
     return compute
 
 
+def amax(input: Tensor, dim: Union[int, Sequence[int]] = (), keepdim: bool = False) -> Tensor:
+    """``torch.amax``: the greatest element along ``dim`` (every dimension where it is empty)."""
+    return ops.amax(input, _axes(dim) if dim != () else None, keepdim)
+
+
+def amin(input: Tensor, dim: Union[int, Sequence[int]] = (), keepdim: bool = False) -> Tensor:
+    return ops.amin(input, _axes(dim) if dim != () else None, keepdim)
+
+
+def vector_norm(
+    x: Tensor,
+    ord: float = 2,
+    dim: Union[int, Sequence[int], None] = None,
+    keepdim: bool = False,
+    *,
+    dtype: Optional[DType] = None,
+) -> Tensor:
+    """``torch.linalg.vector_norm``: the ``ord``-norm of the elements along ``dim`` (all of them
+    where it is None), from sums of powers of ``|x|`` (inf: the greatest, -inf: the least)."""
+    if dtype is not None:
+        x = x.astype(ms_dtype(dtype))
+    axes, size = _axes(dim), abs(x)
+    if ord == float("inf"):
+        return ops.amax(size, axes, keepdim)
+    if ord == float("-inf"):
+        return ops.amin(size, axes, keepdim)
+    if ord == 0:
+        return ops.sum((size != 0).astype(x.dtype), axes, keepdim)
+    if ord == 1:
+        return ops.sum(size, axes, keepdim)
+    if ord == 2:
+        return ops.sqrt(ops.sum(x * x, axes, keepdim))
+    return ops.pow(ops.sum(ops.pow(size, ord), axes, keepdim), 1.0 / ord)
+
+
 def argmax(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
     return ops.argmax(input, dim, keepdim)
 
@@ -102,6 +138,9 @@ FUNCTIONS: Dict[str, Entry] = {
     "torch.sum": sum_,
     "torch.max": _extreme("max"),
     "torch.min": _extreme("min"),
+    "torch.amax": amax,
+    "torch.amin": amin,
+    "torch.linalg.vector_norm": vector_norm,
     "torch.argmax": argmax,
     "torch.argmin": _arg_reduce(ops.argmin),
     "torch.all": all_,
@@ -114,6 +153,8 @@ METHODS: Dict[str, Adapter] = {
     "sum": sum_,
     "max": _extreme("max"),
     "min": _extreme("min"),
+    "amax": amax,
+    "amin": amin,
     "argmax": argmax,
     "argmin": _arg_reduce(ops.argmin),
     "all": all_,

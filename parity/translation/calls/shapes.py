@@ -61,6 +61,11 @@ def expand_as(input: Tensor, other: Tensor) -> Tensor:
     return ops.broadcast_to(input, other.shape)
 
 
+def reshape_as(input: Tensor, other: Tensor) -> Tensor:
+    """``Tensor.reshape_as``/``view_as``: ``input`` in ``other``'s shape."""
+    return input.reshape(other.shape)
+
+
 def size(input: Tensor, dim: Optional[int] = None) -> Union[int, Tuple[int, ...]]:
     return tuple(input.shape) if dim is None else input.shape[dim]
 
@@ -161,6 +166,8 @@ FUNCTIONS: Dict[str, Entry] = {
     "torch.flip": flip,
 }
 METHODS: Dict[str, Adapter] = {
+    "reshape_as": reshape_as,
+    "view_as": reshape_as,
     "view": reshape,
     "reshape": reshape,
     "permute": permute,
