@@ -205,12 +205,22 @@ def test_einsum_broadcasts_an_ellipsis_of_size_one():
 
 
 def test_forms_without_a_translation_are_refused_by_name():
-    class Nonzero(torch.nn.Module):
+    class Counts(torch.nn.Module):
         def forward(self, x):
-            return torch.where(x > 0)[0].float()
+            return torch.bincount((x > 0).long()).float()
 
-    with pytest.raises(parity.ParityUnsupported, match=r"torch\.where.*indices of the true elements"):
-        parity.translate(Nonzero())(mindspore.Tensor(np.ones((3,), np.float32)))
+    with pytest.raises(parity.ParityUnsupported, match=r"torch\.bincount"):
+        parity.translate(Counts(), parity.randn((3,)))
+
+
+def test_where_of_a_condition_gives_the_indices_of_the_true_elements():
+    class Indices(torch.nn.Module):
+        def forward(self, x):
+            rows, cols = torch.where(x > 0)
+            return x[rows, cols] * 2 + cols.float().sum()
+
+    module, inputs = Indices(), parity.randn((4, 5))
+    assert parity.check(parity.translate(module, inputs), module, inputs).passed
 
 
 def test_the_new_rows_are_in_the_table():
@@ -358,7 +368,7 @@ def test_transformers_rotary_and_grouped_attention_helpers_translate():
     assert result.passed, str(result)
 
 
-class Norms(torch.nn.Module):
+class Reductions(torch.nn.Module):
     """amax/amin, linalg.vector_norm of several orders, F.softplus past its threshold, reshape_as and
     view_as (Hiera, ConvNeXtV2, Mamba, LeViT call them)."""
 
@@ -381,7 +391,36 @@ class Norms(torch.nn.Module):
 
 
 def test_reductions_norms_softplus_and_shapes_as_another_translate_with_gradients():
-    module, inputs = Norms(), parity.randn((4, 8))
+    module, inputs = Reductions(), parity.randn((4, 8))
     result = parity.check(parity.translate(module, inputs), module, inputs)
     assert result.passed, str(result)
     assert {c.kind for c in result.comparisons} >= {"output", "input grad", "param grad"}
+
+
+class Routing(torch.nn.Module):
+    """A mixture of experts' routing as Mixtral writes it: top-k of the router's softmax, one-hot
+    masks, the tokens each expert is given (nonzero, where(condition)), and their outputs added
+    back (index_add_, on dim 0 and on dim 1 with alpha)."""
+
+    def __init__(self):
+        super().__init__()
+        self.router = torch.nn.Linear(8, 4)
+        self.experts = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(4))
+
+    def forward(self, x):
+        weights, chosen = torch.topk(self.router(x).softmax(-1), 2, dim=-1)
+        low, _ = x.topk(3, dim=0, largest=False)
+        mask = F.one_hot(chosen, num_classes=4).permute(2, 1, 0)
+        out = torch.zeros_like(x)
+        for expert in torch.greater(mask.sum(dim=(-1, -2)), 0).nonzero():
+            slot, token = torch.where(mask[expert].squeeze(0))
+            out.index_add_(0, token, self.experts[expert](x[token]) * weights[token, slot, None])
+        side = torch.zeros(x.shape[0], 3).index_add(1, torch.tensor([0, 2, 0]), x[:, :3], alpha=0.5)
+        return out, low.sum() + side, F.one_hot(chosen[:, 0]).float().sum(0)
+
+
+def test_mixture_of_experts_routing_translates_with_gradients():
+    module, inputs = Routing(), parity.randn((6, 8))
+    result = parity.check(parity.translate(module, inputs), module, inputs)
+    assert result.passed, str(result)
+    assert any(c.kind == "param grad" and c.name.startswith("experts.") for c in result.comparisons)

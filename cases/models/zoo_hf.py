@@ -68,6 +68,54 @@ def llama(tf):
 
 
 @_offline
+def mixtral(tf):
+    """``MixtralForCausalLM``: a sparse mixture of experts (4, each token to the top 2: ``topk``,
+    ``one_hot``, ``nonzero``, ``where(condition)``, ``index_add_``), grouped-query attention."""
+    return tf.MixtralForCausalLM(
+        tf.MixtralConfig(
+            **SMALL,
+            num_key_value_heads=2,
+            num_local_experts=4,
+            num_experts_per_tok=2,
+            max_position_embeddings=64,
+            use_cache=False,
+        )
+    )
+
+
+@_offline
+def qwen2_moe(tf):
+    """``Qwen2MoeForCausalLM``: routed experts beside a shared expert behind a sigmoid gate."""
+    return tf.Qwen2MoeForCausalLM(
+        tf.Qwen2MoeConfig(
+            **SMALL,
+            num_key_value_heads=2,
+            num_experts=4,
+            num_experts_per_tok=2,
+            moe_intermediate_size=32,
+            shared_expert_intermediate_size=48,
+            max_position_embeddings=64,
+            use_cache=False,
+        )
+    )
+
+
+@_offline
+def olmoe(tf):
+    """``OlmoeForCausalLM``: top-k routing without renormalisation, query-key norms."""
+    return tf.OlmoeForCausalLM(
+        tf.OlmoeConfig(
+            **SMALL,
+            num_key_value_heads=2,
+            num_experts=4,
+            num_experts_per_tok=2,
+            max_position_embeddings=64,
+            use_cache=False,
+        )
+    )
+
+
+@_offline
 def gpt2(tf):
     """``GPT2LMHeadModel``: ``Conv1D`` (addmm), ``gelu_new``, the head tied to the embedding."""
     return tf.GPT2LMHeadModel(

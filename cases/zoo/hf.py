@@ -23,6 +23,9 @@ def _case(name, factory, inputs=TEXT, **kwargs):
 
 
 LlamaForCausalLMTranslated = _case("LlamaForCausalLMTranslated", "llama")
+MixtralForCausalLMTranslated = _case("MixtralForCausalLMTranslated", "mixtral")
+Qwen2MoeForCausalLMTranslated = _case("Qwen2MoeForCausalLMTranslated", "qwen2_moe")
+OlmoeForCausalLMTranslated = _case("OlmoeForCausalLMTranslated", "olmoe")
 GPT2LMHeadModelTranslated = _case("GPT2LMHeadModelTranslated", "gpt2")
 BertForMaskedLMTranslated = _case("BertForMaskedLMTranslated", "bert")
 T5EncoderTranslated = _case("T5EncoderTranslated", "t5_encoder")

@@ -53,8 +53,8 @@ def _operand(value, other):
 def where(
     condition: Tensor, input: Union[Tensor, float, None] = None, other: Union[Tensor, float, None] = None
 ) -> Tensor:
-    if input is None and other is None:
-        raise TypeError("torch.where(condition) (the indices of the true elements) is not translated")
+    if input is None and other is None:  # the indices of the true elements
+        return tuple(ops.nonzero(condition).astype(ms.int64)[:, axis] for axis in range(condition.ndim))
     x, y = _operand(input, other), _operand(other, input)
     if x.dtype != y.dtype:
         raise TypeError(f"where of {x.dtype} and {y.dtype} tensors (a type promotion) is not translated")
