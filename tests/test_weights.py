@@ -353,3 +353,46 @@ def test_name_map_may_use_a_tied_alias():
 def test_tied_torch_against_untied_mindspore_is_unmapped():
     with pytest.raises(ParityUsageError, match=r"in MindSpore only \['b\.weight'\]; in PyTorch only \[\]"):
         parity.transfer_weights(TorchTied(), MSUntied())
+
+
+class _WithConstant(ms.nn.Cell):
+    """mindcv's Swin keeps a one-hot matrix as a non-trainable MindSpore-only Parameter."""
+
+    def __init__(self, trainable=False):
+        super().__init__()
+        self.fc = ms.nn.Dense(4, 4)
+        self.onehot = ms.Parameter(ms.Tensor(np.eye(4, dtype=np.float32)), requires_grad=trainable)
+
+    def construct(self, x):
+        return ms.ops.matmul(self.fc(x), self.onehot)
+
+
+class _Plain(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def test_a_constant_of_one_side_only_is_left_as_built_and_named():
+    result = parity.check(_WithConstant(), _Plain(), parity.randn((2, 4)))
+    assert result.passed and result.weights.map.constants == [("MindSpore", "onehot")]
+    assert "1 MindSpore-only constants left as built (not trainable, no counterpart): onehot" in str(result.weights)
+
+
+def test_a_trainable_parameter_of_one_side_only_is_still_refused():
+    with pytest.raises(parity.ParityUsageError, match=r"Unmapped parameters: in MindSpore only \['onehot'\]"):
+        parity.check(_WithConstant(trainable=True), _Plain(), parity.randn((2, 4)))
+
+
+def test_a_conversion_leaves_no_constant_behind():
+    """Checkpoints convert every tensor or say which did not pair: the rule is the check's only."""
+    from parity.backends import mindspore as msb
+    from parity.backends import torch as tb
+    from parity.weights.pairing import Unmapped
+    from parity.weights.transfer import map_weights
+
+    with pytest.raises(Unmapped):
+        map_weights(msb.slots(_WithConstant()), tb.slots(_Plain()))

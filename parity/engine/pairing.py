@@ -25,7 +25,7 @@ def map_pair_weights(ms_cell, torch_module, name_map, device: str) -> WeightMap:
     __tracebackhide__ = True
     ms_slots, torch_slots = msb.slots(ms_cell), tb.slots(torch_module)
     try:
-        return map_weights(ms_slots, torch_slots, name_map)
+        return map_weights(ms_slots, torch_slots, name_map, leave_constants=True)
     except ParityUsageError as exc:
         causes = parameter_causes(ms_cell, torch_module, ms_slots, torch_slots, device=device, ignore=TORCH_ONLY)
         if not causes:

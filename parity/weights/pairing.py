@@ -181,10 +181,16 @@ def fuse_automatically(ms: Index, torch: Index) -> List[Pair]:
 
 
 def align_by_order(
-    rest_ms: List[Slot], rest_torch: List[Slot], claim: Claim, ignored: Sequence[Tuple[str, str]]
-) -> None:
+    rest_ms: List[Slot],
+    rest_torch: List[Slot],
+    claim: Claim,
+    ignored: Sequence[Tuple[str, str]],
+    leave_constants: bool = False,
+) -> List[Tuple[str, str]]:
     """Pair what names could not, in definition order: all of it in lockstep when leaf and shape
-    agree all along, else kind by kind (layer class and shape); raise on what is left."""
+    agree all along, else kind by kind (layer class and shape); raise on what is left. With
+    ``leave_constants``, what is left on one side only, every one of it a constant (not trainable:
+    mindcv's one-hot matrices, a rotary table), is left as built: returned as (side, name)."""
     left_ms: List[Slot] = []
     left_torch: List[Slot] = []
     for trainable in (True, False):
@@ -207,11 +213,15 @@ def align_by_order(
             else:
                 left_ms += ms_kind
                 left_torch += torch_kind
+    for owner, left, other in (("MindSpore", left_ms, left_torch), ("PyTorch", left_torch, left_ms)):
+        if leave_constants and left and not other and not any(s.trainable for s in left):
+            return [(owner, s.name) for s in left]
     if left_ms or left_torch:
         order = {s.name: i for i, s in enumerate(rest_ms + rest_torch)}
         left_ms.sort(key=lambda s: order[s.name])
         left_torch.sort(key=lambda s: order[s.name])
         raise Unmapped(_unmapped_message(left_ms, left_torch, ignored), ms=left_ms, torch=left_torch)
+    return []
 
 
 def _unmapped_message(left_ms: List[Slot], left_torch: List[Slot], ignored: Sequence[Tuple[str, str]]) -> str:

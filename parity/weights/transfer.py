@@ -38,6 +38,8 @@ NOT_PERSISTENT = "non-persistent buffers, not in state_dict"
 class WeightMap:
     pairs: List[Pair]
     ignored: List[Tuple[str, str]] = field(default_factory=list)  # (PyTorch name, reason)
+    # (side, name): constants of one side only, with no counterpart, left as built (a check's map)
+    constants: List[Tuple[str, str]] = field(default_factory=list)
 
     def torch_name(self, ms_name: str) -> str:
         return {p.ms: p.torch for p in self.pairs}[ms_name]
@@ -76,6 +78,12 @@ class WeightReport:
         for reason, names in reasons.items():
             shown = f": {some(names)}" if reason == NOT_PERSISTENT else ""  # a step counter per BatchNorm is noise
             extra.append(f"{len(names)} PyTorch-only buffers ignored ({reason}{shown})")
+        for side in ("MindSpore", "PyTorch"):
+            names = [name for owner, name in self.map.constants if owner == side]
+            if names:
+                extra.append(
+                    f"{len(names)} {side}-only constants left as built (not trainable, no counterpart): {some(names)}"
+                )
         for label in ("fused automatically", "split automatically"):
             pairs = [p for p in self.map.pairs if p.how == label]
             if pairs:
@@ -212,8 +220,12 @@ def _finder(key: str, own: Index, other: Index) -> Callable[[str], Slot]:
     return find
 
 
-def map_weights(ms_slots: List[Slot], torch_slots: List[Slot], name_map: NameMap = None) -> WeightMap:
-    """Pair every MindSpore slot with PyTorch slots (or parts of them), or raise with a table."""
+def map_weights(
+    ms_slots: List[Slot], torch_slots: List[Slot], name_map: NameMap = None, *, leave_constants: bool = False
+) -> WeightMap:
+    """Pair every MindSpore slot with PyTorch slots (or parts of them), or raise with a table.
+    ``leave_constants`` (a check, not a conversion): constants of one side that nothing pairs are
+    left as built rather than refused (see :func:`parity.weights.pairing.align_by_order`)."""
     ms, torch = Index(ms_slots, "MindSpore"), Index(torch_slots, "PyTorch")
     plain, layouts = _explicit(name_map, ms, torch)
     pairs: List[Pair] = []
@@ -242,10 +254,10 @@ def map_weights(ms_slots: List[Slot], torch_slots: List[Slot], name_map: NameMap
         raise Unmapped("Parameter shapes differ between paired names:\n" + table(rows), conflicts=conflicts)
     ignored = _ignore(torch)
     pairs += fuse_automatically(ms, torch)
-    align_by_order(ms.rest(), torch.rest(), claim, ignored)
+    constants = align_by_order(ms.rest(), torch.rest(), claim, ignored, leave_constants)
     position = {t.name: i for i, t in enumerate(torch_slots)}
     pairs.sort(key=lambda p: position[p.torch])  # definition order, however each pair was found
-    return WeightMap(pairs, ignored)
+    return WeightMap(pairs, ignored, constants)
 
 
 def _layout_entry(key: str, key_is_ms: bool, value: Layout, ms: Index, torch: Index) -> List[Pair]:
