@@ -561,3 +561,40 @@ def test_a_float64_run_not_finite_where_float32_is_is_left_out_with_a_note():
         for note in result.notes
     )
     assert parity.check(PlusThird(0.0), PlusUniformOfMin(), parity.randn((2, 4))).passed
+
+
+class _TupleCell(ms.nn.Cell):
+    def __init__(self, swapped=False, extra=False):
+        super().__init__()
+        self.fc = ms.nn.Dense(4, 4)
+        self.swapped, self.extra = swapped, extra
+
+    def construct(self, x):
+        h = self.fc(x)
+        out = (h * 2, h) if self.swapped else (h, h * 2)
+        return out + (h,) if self.extra else out
+
+
+class _DictModule(torch.nn.Module):
+    """A dict, as transformers' ModelOutput flattens, where mindone's port returns a tuple."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        return {"logits": h, "hidden_states": h * 2}
+
+
+def test_a_tuple_against_a_dict_of_as_many_tensors_is_compared_by_position():
+    result = parity.check(_TupleCell(), _DictModule(), parity.randn((2, 4)))
+    assert result.passed and [c.name for c in result.comparisons if c.kind == "output"] == [
+        "output['logits']",
+        "output['hidden_states']",
+    ]
+    assert any("paired by position" in note and "output[0] ~ output['logits']" in note for note in result.notes)
+    with pytest.raises(ParityMismatch, match="output\\['logits'\\]"):  # by position: the order counts
+        parity.check(_TupleCell(swapped=True), _DictModule(), parity.randn((2, 4)))
+    with pytest.raises(ParityMismatch, match="Output structures differ"):  # not as many: no pairing
+        parity.check(_TupleCell(extra=True), _DictModule(), parity.randn((2, 4)))

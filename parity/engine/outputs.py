@@ -14,7 +14,30 @@ import numpy as np
 
 from ..judge.dtypes import is_floating
 
-__all__ = ["outputs_compared", "nothing_compared"]
+__all__ = ["outputs_compared", "nothing_compared", "pair_by_position"]
+
+
+def _keyed(paths: List[str]) -> bool:
+    return any("['" in path for path in paths)
+
+
+def pair_by_position(ms_side, torch_side) -> bool:
+    """Where one side returns a tuple and the other a dict or ``ModelOutput`` (mindone's models
+    against transformers') with as many tensors, give MindSpore's outputs PyTorch's paths, in
+    order, so that they are compared by position; True when it did. The side's values and the
+    leaves its backward reads the cotangents by are renamed alike."""
+    ms_paths, torch_paths = [p for p, _ in ms_side.values], [p for p, _ in torch_side.values]
+    if (
+        len(ms_paths) != len(torch_paths)
+        or len(set(ms_paths)) != len(ms_paths)
+        or _keyed(ms_paths) == _keyed(torch_paths)
+    ):
+        return False
+    renamed = dict(zip(ms_paths, torch_paths))
+    ms_side.values = [(renamed[path], value) for path, value in ms_side.values]
+    if hasattr(ms_side, "leaves"):
+        ms_side.leaves = [(renamed[path], leaf) for path, leaf in ms_side.leaves]
+    return True
 
 
 def _as_float(array: np.ndarray) -> np.ndarray:

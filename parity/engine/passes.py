@@ -26,6 +26,7 @@ from .diagnosis.alignment import align_layers
 from .diagnosis.recording import Localizer, Recording
 from .diagnosis.verdicts import LayerTable, settle
 from .inputs import Inputs, normal_floats, seeded_stream, unit_floats
+from .outputs import pair_by_position
 from .side_errors import backward, run_side
 
 __all__ = ["Passes", "buffers_of", "perturbed_inputs", "draw_seed", "seeded_cotangents"]
@@ -131,7 +132,11 @@ class Passes:
                 layers.flush()  # the forward's layers, compared before the backward starts
             self.structure = _structure_problem(ms_side, self.torch_side)
             if self.structure is not None:
-                return
+                ms_paths = [p for p, _ in ms_side.values]
+                if not pair_by_position(ms_side, self.torch_side):
+                    return
+                _note(self.notes, messages.by_position_note(ms_paths, [p for p, _ in self.torch_side.values]))
+                self.structure = None
             if [p for p, _ in ms_side.values] != [p for p, _ in self.torch_side.values]:
                 _note(self.notes, "the outputs' dict keys come in another order on each side; they were matched by key")
             outputs = _output_pairs(ms_side, self.torch_side, mode)

@@ -337,6 +337,16 @@ def device_lines(setup) -> List[str]:
     return [f"Device:     {setup.line}"]
 
 
+def by_position_note(ms_paths: List[str], torch_paths: List[str]) -> str:
+    """MindSpore's outputs compared with PyTorch's by position (a tuple against a dict)."""
+    pairs = ", ".join(f"{m} ~ {t}" for m, t in list(zip(ms_paths, torch_paths))[:4])
+    more = f" and {len(ms_paths) - 4} more" if len(ms_paths) > 4 else ""
+    return (
+        f"the outputs were paired by position: one side returns a tuple and the other a dict or "
+        f"ModelOutput of as many tensors ({pairs}{more})"
+    )
+
+
 def structure_message(ms_paths: List[str], torch_paths: List[str]) -> str:
     only_ms = [p for p in ms_paths if p not in torch_paths]
     only_torch = [p for p in torch_paths if p not in ms_paths]

@@ -18,6 +18,7 @@ from ..diagnosis import messages
 from ..diagnosis.alignment import align_layers
 from ..diagnosis.recording import Localizer, Recording
 from ..diagnosis.verdicts import LayerTable, settle
+from ..outputs import pair_by_position
 from ..side_errors import backward, run_side
 from .side import RecordedTorch
 
@@ -73,7 +74,11 @@ class RecordedPasses:
                 layers.flush()
             self.structure = _structure_problem(ms_side, self.torch_side)
             if self.structure is not None:
-                return
+                ms_paths = [p for p, _ in ms_side.values]
+                if not pair_by_position(ms_side, self.torch_side):
+                    return
+                _note(self.notes, messages.by_position_note(ms_paths, [p for p, _ in self.torch_side.values]))
+                self.structure = None
             if [p for p, _ in ms_side.values] != [p for p, _ in self.torch_side.values]:
                 _note(self.notes, "the outputs' dict keys come in another order on each side; they were matched by key")
             ms_values = dict(ms_side.values)
