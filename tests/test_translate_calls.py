@@ -424,3 +424,36 @@ def test_mixture_of_experts_routing_translates_with_gradients():
     result = parity.check(parity.translate(module, inputs), module, inputs)
     assert result.passed, str(result)
     assert any(c.kind == "param grad" and c.name.startswith("experts.") for c in result.comparisons)
+
+
+class FunctionalConvolutions(torch.nn.Module):
+    """F.conv2d/conv1d with the module's own weights (timm's Conv2dSame, LeViT), with strides,
+    padding by sides and "same", dilation and groups, and a layer made in forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.c2 = torch.nn.Conv2d(4, 6, 3)
+        self.c1 = torch.nn.Conv1d(6, 6, 3, groups=2)
+
+    def forward(self, x):
+        a = F.conv2d(x, self.c2.weight, self.c2.bias, stride=2, padding=(1, 2))
+        b = F.conv2d(x, self.c2.weight, None, padding="same", dilation=2)
+        c = torch.conv2d(x, self.c2.weight, self.c2.bias)
+        d = F.conv1d(a.flatten(2), self.c1.weight, self.c1.bias, stride=2, padding=1, groups=2)
+        e = F.conv1d(a.flatten(2), self.c1.weight, None, padding="same", groups=2)
+        return torch.nn.Softmax(dim=-1)(d), e, a.sum() + b.mean() + c.sum()
+
+
+def test_functional_convolutions_and_a_layer_made_in_forward_translate():
+    module, inputs = FunctionalConvolutions(), parity.randn((2, 4, 9, 9))
+    result = parity.check(parity.translate(module, inputs), module, inputs)
+    assert result.passed, str(result)
+
+
+def test_a_layer_with_weights_made_in_forward_is_refused_at_its_line():
+    class Fresh(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.Linear(4, 4)(x)
+
+    with pytest.raises(parity.ParityUnsupported, match=r"builds a Linear with weights at .*test_translate_calls\.py"):
+        parity.translate(Fresh(), parity.randn((2, 4)))

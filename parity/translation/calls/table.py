@@ -25,13 +25,37 @@ import operator
 import sys
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from . import activations, arithmetic, casts, creation, functional, indexing, python, reductions, routing, shapes
+from . import (
+    activations,
+    arithmetic,
+    casts,
+    convolution,
+    creation,
+    functional,
+    indexing,
+    python,
+    reductions,
+    routing,
+    shapes,
+)
 from .arguments import Adapter, Entry, Validator, is_tensor
 from .python import INPLACE_OPERATORS, is_python
 
 __all__ = ["TOPICS", "FUNCTIONS", "METHODS", "FALLBACKS", "function_for", "method_for", "is_inplace", "api_name"]
 
-TOPICS = (shapes, indexing, arithmetic, reductions, routing, creation, casts, activations, functional, python)
+TOPICS = (
+    shapes,
+    indexing,
+    arithmetic,
+    reductions,
+    routing,
+    convolution,
+    creation,
+    casts,
+    activations,
+    functional,
+    python,
+)
 # PyTorch's dotted names; Tensor methods by name, a name ending in "_" (in place) mapping to the name without it.
 FUNCTIONS: Dict[str, Entry] = {name: entry for topic in TOPICS for name, entry in topic.FUNCTIONS.items()}
 METHODS: Dict[str, Adapter] = {name: entry for topic in TOPICS for name, entry in topic.METHODS.items()}

@@ -238,6 +238,7 @@ class ConcreteTracer(torch.fx.Tracer):
         self.guards: List[Guard] = []
         self.output_class: Optional[type] = None
         self._evaluating = 0
+        self._own: Optional[set] = None  # ids of the root's modules: a module not among them was made in forward
 
     def is_leaf_module(self, module: torch.nn.Module, qualname: str) -> bool:
         return True
@@ -282,6 +283,16 @@ class ConcreteTracer(torch.fx.Tracer):
     ) -> Any:
         if self._evaluating:  # a child's own children, run for the value
             return forward(*args, **kwargs)
+        if self._own is None:
+            self._own = {id(sub) for sub in self.root.modules()}
+        if id(m) not in self._own:  # made in forward: nn.Softmax(dim=-1)(x)
+            if any(True for _ in m.parameters()) or any(True for _ in m.buffers()):
+                raise ParityUsageError(
+                    f"forward builds a {type(m).__qualname__} with weights at {_decision_place()}: made anew on "
+                    "every call, its weights are no part of the model, and nothing could copy them; build it "
+                    "in __init__"
+                )
+            return forward(*args, **kwargs)  # no weights: its forward is traced as the caller's own code
         return super().call_module(m, forward, args, kwargs)
 
     def create_proxy(
