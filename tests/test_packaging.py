@@ -1,5 +1,6 @@
 """The flat layout can hide a wheel that lacks files: build the wheel and compare it with the tree."""
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -8,7 +9,28 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# What a clean clone does not hold: environments, caches and earlier builds.
+NOT_SOURCE = shutil.ignore_patterns(
+    ".git",
+    ".venv*",
+    ".tox",
+    "build",
+    "dist",
+    "_build",
+    "*.egg-info",
+    "__pycache__",
+    ".*_cache",
+    ".hypothesis",
+    ".parity",
+)
+
+
 def test_the_wheel_holds_every_module_data_file_and_entry_point(tmp_path):
+    # setuptools writes build/ and *.egg-info beside the sources it builds: build from a copy, so the
+    # checkout (which other tests watch for stray files) gains nothing.
+    source = tmp_path / "source"
+    shutil.copytree(ROOT, source, ignore=NOT_SOURCE)
+    wheels = tmp_path / "wheels"
     subprocess.run(
         [
             sys.executable,
@@ -18,14 +40,14 @@ def test_the_wheel_holds_every_module_data_file_and_entry_point(tmp_path):
             "-q",
             "--no-deps",
             "--no-build-isolation",
-            str(ROOT),
+            str(source),
             "-w",
-            str(tmp_path),
+            str(wheels),
         ],
         check=True,
         capture_output=True,
     )
-    (wheel,) = tmp_path.glob("pytest_parity-*.whl")
+    (wheel,) = wheels.glob("pytest_parity-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {
         p.relative_to(ROOT).as_posix()
