@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence, Union
 
 from .catalogue import TRANSLATE, ParityCase, Training
 from .engine.settings import CheckOptions
@@ -124,37 +124,7 @@ def check(
     """
     from .engine.reference import Recorded
 
-    if isinstance(torch_module, (str, os.PathLike, Recorded)):  # a recorded reference (see parity.record)
-        from .engine.reference.replay import run_reference
-
-        given = torch_module if isinstance(torch_module, Recorded) else Recorded(torch_module)
-        return run_reference(
-            ms_cell,
-            given.path,
-            inputs,
-            torch_module=given.torch_module,
-            weights=weights,
-            grads=grads,
-            train=train,
-            ms_mode=ms_mode,
-            tolerance=tolerance,
-            name_map=name_map,
-            seed=seed,
-            reference=reference,
-            check_dtype=check_dtype,
-            localize=localize,
-            amp=amp,
-        )
-    if inputs is None:
-        raise ParityUsageError(
-            "check(ms_cell, torch_module, inputs): inputs are required (a recorded reference holds its own)"
-        )
-    from .engine.check import run_check
-
-    return run_check(
-        ms_cell,
-        torch_module,
-        inputs,
+    options: Dict[str, Any] = dict(
         weights=weights,
         grads=grads,
         train=train,
@@ -167,6 +137,18 @@ def check(
         localize=localize,
         amp=amp,
     )
+    if isinstance(torch_module, (str, os.PathLike, Recorded)):  # a recorded reference (see parity.record)
+        from .engine.reference.replay import run_reference
+
+        given = torch_module if isinstance(torch_module, Recorded) else Recorded(torch_module)
+        return run_reference(ms_cell, given.path, inputs, torch_module=given.torch_module, **options)
+    if inputs is None:
+        raise ParityUsageError(
+            "check(ms_cell, torch_module, inputs): inputs are required (a recorded reference holds its own)"
+        )
+    from .engine.check import run_check
+
+    return run_check(ms_cell, torch_module, inputs, **options)
 
 
 def record(

@@ -20,13 +20,11 @@ from ..backends import torch as tb
 from ..judge.dtypes import cast, eps
 from ..judge.metrics import ArrayPair
 from ..judge.tolerance import resolve
-from ..weights.layouts import by_torch_name, ms_label, torch_layout
+from .compared import buffer_pairs, buffers_of, grad_pairs, layer_alignment, match_outputs, note_once
 from .diagnosis import messages
-from .diagnosis.alignment import align_layers
 from .diagnosis.recording import Localizer, Recording
 from .diagnosis.verdicts import LayerTable, settle
 from .inputs import Inputs, normal_floats, seeded_stream, unit_floats
-from .outputs import pair_by_position
 from .side_errors import backward, run_side
 
 __all__ = ["Passes", "buffers_of", "perturbed_inputs", "draw_seed", "seeded_cotangents"]
@@ -84,7 +82,7 @@ class Passes:
         self.backward_layers = capture and grads
         self.localizer = None
         if capture:
-            align = _layer_alignment(ms_cell, torch_module, wmap)
+            align = layer_alignment(msb.layer_kinds(ms_cell), tb.layer_kinds(torch_module), wmap)
             self.localizer = Localizer(
                 self.torch_recording, align, lambda names, dtype: resolve(chain, names, dtype)[0], keep=keep_layers
             )
@@ -130,16 +128,9 @@ class Passes:
             self._changed(ms_side, "MindSpore")
             if layers is not None:
                 layers.flush()  # the forward's layers, compared before the backward starts
-            self.structure = _structure_problem(ms_side, self.torch_side)
+            self.structure, outputs = match_outputs(ms_side, self.torch_side, mode, self.notes)
             if self.structure is not None:
-                ms_paths = [p for p, _ in ms_side.values]
-                if not pair_by_position(ms_side, self.torch_side):
-                    return
-                _note(self.notes, messages.by_position_note(ms_paths, [p for p, _ in self.torch_side.values]))
-                self.structure = None
-            if [p for p, _ in ms_side.values] != [p for p, _ in self.torch_side.values]:
-                _note(self.notes, "the outputs' dict keys come in another order on each side; they were matched by key")
-            outputs = _output_pairs(ms_side, self.torch_side, mode)
+                return
             # Read statistics before the backward: in GRAPH mode the VJP re-runs the forward.
             ms_buffers = buffers_of(msb, self.ms_cell, self.wmap, "ms") if self.train else {}
             shapes_agree = all(p.ms.shape == p.torch.shape for p in outputs)
@@ -150,10 +141,10 @@ class Passes:
             return
         self.pairs += outputs
         if self.grads and shapes_agree:
-            grads = _grad_pairs(ms_grads, torch_grads, self.trainable, mode)
+            grads = grad_pairs(ms_grads, torch_grads, self.trainable, mode)
             self.pairs += [self._in_given_dtype(pair) if pair.kind == "input grad" else pair for pair in grads]
         if self.train:
-            self.pairs += _buffer_pairs(ms_buffers, self.torch_buffers, self.wmap, mode)
+            self.pairs += buffer_pairs(ms_buffers, self.torch_buffers, self.wmap, mode)
 
     def _in_given_dtype(self, pair: ArrayPair) -> ArrayPair:
         """An input's gradient, where parity gave that input to the two sides in different dtypes (each
@@ -166,7 +157,7 @@ class Passes:
         if widths[0] == widths[1]:
             return pair  # float16 against bfloat16: neither holds the other
         narrow = (ms_given if widths[0] < widths[1] else torch_given).dtype
-        _note(
+        note_once(
             self.notes,
             messages.narrowed_gradient_note(pair.name, narrow.name, ms_given.dtype.name, torch_given.dtype.name),
         )
@@ -239,7 +230,7 @@ class Passes:
         tb.set_buffers(self.torch_module, after)
         note = messages.unused_note(candidates, spreads)
         if note:
-            _note(self.notes, note)
+            note_once(self.notes, note)
 
     def float64_reference(self, module64):
         """The float64 PyTorch pass; its layers too, as the localiser's noise floor."""
@@ -257,17 +248,6 @@ class Passes:
 _GRADIENTS = ("input grad", "param grad")
 
 
-def _layer_alignment(ms_cell, torch_module, wmap):
-    """MindSpore layer path -> PyTorch layer path: same path, else as the weight map paired them,
-    else by structure (see :func:`parity.engine.diagnosis.alignment.align_layers`)."""
-    ms_kinds, torch_kinds = msb.layer_kinds(ms_cell), tb.layer_kinds(torch_module)
-    known = {path: path for path in ms_kinds if path and path in torch_kinds}
-    for pair in wmap.pairs:
-        if pair.ms_part is None and pair.torch_part is None:  # a fused layer has no one counterpart
-            known.setdefault(pair.ms.rpartition(".")[0], pair.torch.rpartition(".")[0])
-    return align_layers(ms_kinds, torch_kinds, known).get
-
-
 def seeded_cotangents(torch_side, seed: int) -> Dict[str, np.ndarray]:
     """A seeded N(0, 1) cotangent for every floating output: the VJP direction, never ``.sum()``."""
     cots = {}
@@ -278,72 +258,6 @@ def seeded_cotangents(torch_side, seed: int) -> Dict[str, np.ndarray]:
                 normal_floats(seeded_stream(seed, f"cotangent:{path}"), count).reshape(value.shape).astype(value.dtype)
             )
     return cots
-
-
-def _note(notes: List[str], text: str) -> None:
-    if text not in notes:
-        notes.append(text)
-
-
-def _structure_problem(ms_side, torch_side) -> Optional[str]:
-    """The two sides' output structures differ: other paths (a dict's keys in another order are the
-    same structure: outputs are matched by path)."""
-    ms_paths, torch_paths = [p for p, _ in ms_side.values], [p for p, _ in torch_side.values]
-    if sorted(ms_paths) != sorted(torch_paths) or len(set(ms_paths)) != len(ms_paths):
-        return messages.structure_message(ms_paths, torch_paths)
-    return None
-
-
-def _output_pairs(ms_side, torch_side, mode) -> List[ArrayPair]:
-    """One pair per output path, in PyTorch's order."""
-    ms_values = dict(ms_side.values)
-    return [
-        ArrayPair("output", path, path, path, mode, ms_values[path], torch_value)
-        for path, torch_value in torch_side.values
-    ]
-
-
-def _grad_pairs(ms_grads, torch_grads, trainable, mode) -> List[ArrayPair]:
-    found = [
-        ArrayPair("input grad", name, name, name, mode, ms_grads.inputs[name], value)
-        for name, value in torch_grads.inputs.items()
-    ]
-    # Backward order: the last layer's grads are computed first. One comparison per PyTorch
-    # tensor, the MindSpore gradient moved through the weight map's layout (part of a fused one,
-    # parts joined, transposed).
-    for name, pairs in reversed(list(by_torch_name(trainable).items())):
-        found.append(
-            ArrayPair(
-                "param grad",
-                name,
-                ms_label(pairs),
-                name,
-                mode,
-                torch_layout(pairs, ms_grads.params),
-                torch_grads.params[name],
-                name.rpartition(".")[0],
-            )
-        )
-    return found
-
-
-def buffers_of(backend, model, wmap, side: str) -> Dict[str, np.ndarray]:
-    """Non-trainable tensors by PyTorch name, in the PyTorch layout."""
-    groups = by_torch_name(p for p in wmap.pairs if not p.trainable)
-    if side != "ms":
-        return {name: backend.read(model, name) for name in groups}
-    arrays = {p.ms: backend.read(model, p.ms) for pairs in groups.values() for p in pairs}
-    return {name: torch_layout(pairs, arrays) for name, pairs in groups.items()}
-
-
-def _buffer_pairs(ms_buffers, torch_buffers, wmap, mode) -> List[ArrayPair]:
-    groups = by_torch_name(p for p in wmap.pairs if not p.trainable)
-    return [
-        ArrayPair(
-            "buffer", name, ms_label(pairs), name, mode, ms_buffers[name], torch_buffers[name], name.rpartition(".")[0]
-        )
-        for name, pairs in groups.items()
-    ]
 
 
 def draw_seed(seed: int, draw: int) -> int:

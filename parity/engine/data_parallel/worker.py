@@ -38,10 +38,10 @@ from ...errors import ParityUsageError
 from ...translation import translate
 from ...weights.layouts import by_torch_name, torch_layout
 from ...weights.transfer import copy_weights
+from ..compared import buffers_of
 from ..factories import TRANSLATE, resolve
 from ..inputs import Inputs
 from ..pairing import map_pair_weights
-from ..passes import buffers_of
 from ..training.optimizers import Optimizers, losses_of
 
 JOB = "job.pkl"

@@ -8,13 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
-import numpy as np
-
 from ...backends import mindspore as msb
 from ...backends import replay
 from ...judge.envelope import Candidate, judge_envelope, near
 from ...judge.metrics import ArrayPair, compare_pair
-from ...weights.layouts import by_torch_name, torch_layout
+from ..compared import buffers_of
 from ..side_errors import backward as side_backward
 from ..side_errors import run_side
 from .verdicts import LayerVerdict, pair_metrics
@@ -59,7 +57,7 @@ def measure(run, table, chain, rerun) -> None:
         side = run_side(
             lambda: msb.Pass(run.ms_cell, run.ms_data, grads=backward, mode="pynative"), "MindSpore (layers fed)"
         )
-        ms_buffers = _ms_buffers(run.ms_cell, run.wmap) if run.train else {}
+        ms_buffers = buffers_of(msb, run.ms_cell, run.wmap, "ms") if run.train else {}
         if backward:
             side_backward(side, run.cotangents, [], "MindSpore (layers fed)")
     for name, value in ms_after.items():
@@ -96,14 +94,6 @@ def measure(run, table, chain, rerun) -> None:
         + (_verdicts(table.backward, "backward", comparisons, errors) if backward else [])
         + _buffer_errors(comparisons)
     )
-
-
-def _ms_buffers(ms_cell, wmap) -> Dict[str, np.ndarray]:
-    """MindSpore's non-trainable tensors by PyTorch name, in the PyTorch layout (as
-    :func:`parity.engine.passes.buffers_of` reads them)."""
-    groups = by_torch_name(p for p in wmap.pairs if not p.trainable)
-    arrays = {p.ms: msb.read(ms_cell, p.ms) for pairs in groups.values() for p in pairs}
-    return {name: torch_layout(pairs, arrays) for name, pairs in groups.items()}
 
 
 def _feeds(run, verdicts: List[LayerVerdict], direction: str):

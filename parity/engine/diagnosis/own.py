@@ -26,8 +26,9 @@ import torch
 
 from ...backends import replay
 from ...backends import torch as tb
+from ..compared import buffers_of
 from ..inputs import Inputs
-from ..passes import buffers_of, draw_seed, perturbed_inputs
+from ..passes import draw_seed, perturbed_inputs
 from ..side_errors import backward as side_backward
 from ..side_errors import run_side
 from .feeding import OwnError, measure

@@ -13,16 +13,15 @@ import numpy as np
 from ...backends import mindspore as msb
 from ...judge.metrics import ArrayPair
 from ...judge.tolerance import resolve
-from ...weights.layouts import by_torch_name, ms_label, torch_layout
+from ...weights.layouts import by_torch_name
+from ..compared import buffer_pairs, buffers_of, grad_pairs, layer_alignment, match_outputs, note_once
 from ..diagnosis import messages
-from ..diagnosis.alignment import align_layers
 from ..diagnosis.recording import Localizer, Recording
 from ..diagnosis.verdicts import LayerTable, settle
-from ..outputs import pair_by_position
 from ..side_errors import backward, run_side
 from .side import RecordedTorch
 
-__all__ = ["RecordedPasses", "ms_buffers"]
+__all__ = ["RecordedPasses"]
 
 
 class RecordedPasses:
@@ -49,7 +48,7 @@ class RecordedPasses:
         self.torch_recording: Optional[Recording] = None
         if capture:
             self.torch_recording = side.recording()
-            align = _layer_alignment(ms_cell, side, wmap)
+            align = layer_alignment(msb.layer_kinds(ms_cell), side.layer_kinds(), wmap)
             self.localizer = Localizer(
                 self.torch_recording, align, lambda names, dtype: resolve(chain, names, dtype)[0], keep=keep_layers
             )
@@ -72,21 +71,10 @@ class RecordedPasses:
             self._changed(ms_side, "MindSpore")
             if layers is not None:
                 layers.flush()
-            self.structure = _structure_problem(ms_side, self.torch_side)
+            self.structure, outputs = match_outputs(ms_side, self.torch_side, mode, self.notes)
             if self.structure is not None:
-                ms_paths = [p for p, _ in ms_side.values]
-                if not pair_by_position(ms_side, self.torch_side):
-                    return
-                _note(self.notes, messages.by_position_note(ms_paths, [p for p, _ in self.torch_side.values]))
-                self.structure = None
-            if [p for p, _ in ms_side.values] != [p for p, _ in self.torch_side.values]:
-                _note(self.notes, "the outputs' dict keys come in another order on each side; they were matched by key")
-            ms_values = dict(ms_side.values)
-            outputs = [
-                ArrayPair("output", path, path, path, mode, ms_values[path], value)
-                for path, value in self.torch_side.values
-            ]
-            buffers = ms_buffers(self.ms_cell, self.wmap) if self.train else {}
+                return
+            buffers = buffers_of(msb, self.ms_cell, self.wmap, "ms") if self.train else {}
             shapes_agree = all(p.ms.shape == p.torch.shape for p in outputs)
             if self.grads and shapes_agree:
                 torch_grads = self.side.backward(p.torch for p in self.trainable)
@@ -95,22 +83,9 @@ class RecordedPasses:
             return
         self.pairs += outputs
         if self.grads and shapes_agree:
-            self.pairs += _grad_pairs(ms_grads, torch_grads, self.trainable, mode)
+            self.pairs += grad_pairs(ms_grads, torch_grads, self.trainable, mode)
         if self.train:
-            groups = by_torch_name(p for p in self.wmap.pairs if not p.trainable)
-            self.pairs += [
-                ArrayPair(
-                    "buffer",
-                    name,
-                    ms_label(pairs),
-                    name,
-                    mode,
-                    buffers[name],
-                    self.torch_buffers[name],
-                    name.rpartition(".")[0],
-                )
-                for name, pairs in groups.items()
-            ]
+            self.pairs += buffer_pairs(buffers, self.torch_buffers, self.wmap, mode)
 
     def _changed(self, side, label: str) -> None:
         for name in getattr(side, "changed", ()):
@@ -139,58 +114,9 @@ class RecordedPasses:
         spreads = decide(candidates, self.side.rerun)
         note = messages.unused_note(candidates, spreads)
         if note:
-            _note(self.notes, note)
+            note_once(self.notes, note)
 
 
 def _recorded_buffers(side: RecordedTorch, wmap) -> Dict[str, np.ndarray]:
     recorded = side.statistics()
     return {name: recorded[name] for name in by_torch_name(p for p in wmap.pairs if not p.trainable)}
-
-
-def ms_buffers(ms_cell, wmap) -> Dict[str, np.ndarray]:
-    """MindSpore's non-trainable tensors by PyTorch name, in the PyTorch layout."""
-    groups = by_torch_name(p for p in wmap.pairs if not p.trainable)
-    arrays = {p.ms: msb.read(ms_cell, p.ms) for pairs in groups.values() for p in pairs}
-    return {name: torch_layout(pairs, arrays) for name, pairs in groups.items()}
-
-
-def _layer_alignment(ms_cell, side: RecordedTorch, wmap):
-    ms_kinds, torch_kinds = msb.layer_kinds(ms_cell), side.layer_kinds()
-    known = {path: path for path in ms_kinds if path and path in torch_kinds}
-    for pair in wmap.pairs:
-        if pair.ms_part is None and pair.torch_part is None:
-            known.setdefault(pair.ms.rpartition(".")[0], pair.torch.rpartition(".")[0])
-    return align_layers(ms_kinds, torch_kinds, known).get
-
-
-def _grad_pairs(ms_grads, torch_grads, trainable, mode) -> List[ArrayPair]:
-    found = [
-        ArrayPair("input grad", name, name, name, mode, ms_grads.inputs[name], value)
-        for name, value in torch_grads.inputs.items()
-    ]
-    for name, pairs in reversed(list(by_torch_name(trainable).items())):
-        found.append(
-            ArrayPair(
-                "param grad",
-                name,
-                ms_label(pairs),
-                name,
-                mode,
-                torch_layout(pairs, ms_grads.params),
-                torch_grads.params[name],
-                name.rpartition(".")[0],
-            )
-        )
-    return found
-
-
-def _structure_problem(ms_side, torch_side) -> Optional[str]:
-    ms_paths, torch_paths = [p for p, _ in ms_side.values], [p for p, _ in torch_side.values]
-    if sorted(ms_paths) != sorted(torch_paths) or len(set(ms_paths)) != len(ms_paths):
-        return messages.structure_message(ms_paths, torch_paths)
-    return None
-
-
-def _note(notes: List[str], text: str) -> None:
-    if text not in notes:
-        notes.append(text)

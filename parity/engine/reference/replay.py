@@ -224,6 +224,33 @@ def _run(
     layers = layered.layer_verdicts() if layered is not None else None
     if layered is not None and layered is not run:
         run.notes += [note for note in layered.notes if note not in run.notes]
+    problem = run.structure or ""
+    passed = not problem and all(c.passed for c in comparisons)  # Result.passed, before the Result
+    compared, finite_notes = outputs_compared(run.pairs)
+    if passed and not compared:
+        raise ParityUsageError(nothing_compared(run.pairs, data))
+    if passed and layers is not None:
+        layers.passed_within_noise()
+    nonfinite, own_notes = None, []
+    if not passed and layers is not None and not problem:
+        nonfinite = first_nonfinite(layers.forward, layers.backward)
+        own_reruns = side.has_own_reruns()
+        if not own_reruns:
+            own_notes.append(
+                f"each layer's own error was judged by its tolerance alone: {side.reference.path} was recorded "
+                "without PyTorch's runs of the layers fed (layers='calls')"
+            )
+        try:  # each layer fed PyTorch's recorded inputs: its own error, apart from what flowed in
+            rerun = (lambda feeds, grad_feeds, spec, keep: side.own_rerun(spec, keep)) if own_reruns else None
+            measure(layered, layers, chain, rerun)
+        except Exception as exc:  # the own errors help the message; they never hide the failure
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            own_notes.append(f"each layer's own error was not measured: {type(exc).__name__}: {first}")
+    if not passed and settings.repro_dir is not None:
+        own_notes.append(
+            "no standalone repro was written: a repro rebuilds PyTorch's layers, and this check ran against "
+            "a recorded reference (check it live to have one)"
+        )
     result = Result(
         ms_type=type(ms_cell).__name__,
         torch_type=side.type_name,
@@ -237,46 +264,26 @@ def _run(
         case=settings.case,
         location=settings.location,
         reproduce=messages.reproduce_line(settings.reproduce, seed),
-        notes=data.notes() + precision_notes + run.notes + [f"PyTorch's side read from {side.reference.path}"],
-        problem=run.structure or "",
+        notes=data.notes()
+        + precision_notes
+        + run.notes
+        + [f"PyTorch's side read from {side.reference.path}"]
+        + finite_notes
+        + own_notes,
+        layers=layers,
+        problem=problem,
         device_setup=setup,
+        first_nonfinite=nonfinite,
     )
-    result.layers = layers
-    compared, finite_notes = outputs_compared(run.pairs)
-    result.notes += finite_notes
-    if result.passed and not compared:
-        raise ParityUsageError(nothing_compared(run.pairs, data))
-    if result.passed and layers is not None:
-        layers.passed_within_noise()
+    if passed:
+        return result
+    layers_of = torch_module if torch_module is not None else side.module_view()
     diagnoses = None
-    if not result.passed and layers is not None and not result.problem:
-        result.first_nonfinite = first_nonfinite(layers.forward, layers.backward)
-        own_reruns = side.has_own_reruns()
-        if not own_reruns:
-            result.notes.append(
-                f"each layer's own error was judged by its tolerance alone: {side.reference.path} was recorded "
-                "without PyTorch's runs of the layers fed (layers='calls')"
-            )
-        try:  # each layer fed PyTorch's recorded inputs: its own error, apart from what flowed in
-            rerun = (lambda feeds, grad_feeds, spec, keep: side.own_rerun(spec, keep)) if own_reruns else None
-            measure(layered, layers, chain, rerun)
-        except Exception as exc:  # the own errors help the message; they never hide the failure
-            first = str(exc).splitlines()[0] if str(exc) else ""
-            result.notes.append(f"each layer's own error was not measured: {type(exc).__name__}: {first}")
-        layers_of = torch_module if torch_module is not None else side.module_view()
-        if layers_of is not None:
-            diagnoses = own_error_causes(ms_cell, layers_of, result, settings.device, modes[-1])
-    if not result.passed and settings.repro_dir is not None:
-        result.notes.append(
-            "no standalone repro was written: a repro rebuilds PyTorch's layers, and this check ran against "
-            "a recorded reference (check it live to have one)"
-        )
-    if not result.passed:
-        layers_of = torch_module if torch_module is not None else side.module_view()
-        causes = _causes(ms_cell, layers_of, result, settings.device, modes[-1], diagnoses)
-        message = messages.failure_message(result, likely_causes=causes, verbose=settings.verbose)
-        raise ParityMismatch(message, result, causes)
-    return result
+    if layers is not None and not problem and layers_of is not None:
+        diagnoses = own_error_causes(ms_cell, layers_of, result, settings.device, modes[-1])
+    causes = _causes(ms_cell, layers_of, result, settings.device, modes[-1], diagnoses)
+    message = messages.failure_message(result, likely_causes=causes, verbose=settings.verbose)
+    raise ParityMismatch(message, result, causes)
 
 
 def _recorded_weights(side: RecordedTorch, weights):

@@ -15,7 +15,7 @@ from ...judge.dtypes import is_half
 from ...judge.metrics import ArrayPair, compare_pair
 from ...judge.tolerance import Tolerance, ToleranceSpec
 from ...weights.layouts import by_torch_name, ms_label, torch_layout
-from ..passes import buffers_of
+from ..compared import buffers_of
 from .result import STAGES
 
 __all__ = [
