@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence, Union
 
 from .catalogue import TRANSLATE, ParityCase, Training
 from .engine.settings import CheckOptions
-from .errors import ParityError, ParityInternalError, ParityMismatch, ParityNoRepro, ParityUnsupported, ParityUsageError
+from .errors import (
+    ParityError,
+    ParityInternalError,
+    ParityMismatch,
+    ParityNoRepro,
+    ParityUnsupported,
+    ParityUsageError,
+    ParityWarning,
+)
 from .judge.tolerance import Tolerance
 
 if TYPE_CHECKING:
@@ -43,6 +51,7 @@ __all__ = [
     "randint",
     "ParityError",
     "ParityMismatch",
+    "ParityWarning",
     "ParityUsageError",
     "ParityUnsupported",
     "ParityInternalError",

@@ -6,7 +6,8 @@
   as a test failure.
 * :class:`ParityInternalError`: parity itself broke. Please report it.
 
-:class:`ParityNoRepro` says why no standalone repro of a mismatch could be written.
+:class:`ParityNoRepro` says why no standalone repro of a mismatch could be written;
+:class:`ParityWarning` that a check passed but proves less than it seems.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ __all__ = [
     "ParityMismatch",
     "ParityInternalError",
     "ParityNoRepro",
+    "ParityWarning",
 ]
 
 
@@ -60,3 +62,9 @@ class ParityNoRepro(ParityError):
     """No standalone repro of a mismatch was written (``Result.write_repro``): no part of the pair
     could be rebuilt on its own, none failed on its own, or the file written did not fail as the
     check did. The message says which; nothing is left on disk."""
+
+
+class ParityWarning(UserWarning):
+    """A check passed, but proves less than a pass seems to: most of the values it compared lie
+    within their absolute tolerance of zero (the message names them and what to do). The same
+    text is among the :class:`parity.Result`'s notes."""

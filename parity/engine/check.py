@@ -29,7 +29,7 @@ from .diagnosis.repro.capture import Source
 from .diagnosis.repro.cut import offer
 from .diagnosis.verdicts import first_nonfinite
 from .inputs import materialize, per_side_inputs
-from .outputs import nothing_compared, outputs_compared
+from .outputs import little_power, nothing_compared, outputs_compared, warn_little_power
 from .pairing import map_pair_weights, refuse_unsupported_dtype, set_weights, snapshot
 from .passes import Passes
 from .result import Result
@@ -214,6 +214,7 @@ def _run_check(
     problem = run.structure or ""
     passed = not problem and all(c.passed for c in comparisons)  # Result.passed, before the Result
     compared, finite_notes = outputs_compared(run.pairs)
+    power_notes = little_power(run.pairs, comparisons) if passed else []
     if passed and not compared:
         raise ParityUsageError(nothing_compared(run.pairs, data))
     precisions = None
@@ -250,7 +251,7 @@ def _run_check(
         case=settings.case,
         location=settings.location,
         reproduce=messages.reproduce_line(settings.reproduce, seed),
-        notes=data.notes() + precision_notes + run.notes + finite_notes + own_notes,
+        notes=data.notes() + precision_notes + run.notes + finite_notes + power_notes + own_notes,
         layers=layers,
         problem=problem,
         device_setup=setup,
@@ -273,6 +274,7 @@ def _run_check(
         if settings.repro_dir is not None:
             message = _with_line(message, offer(result, settings.repro_dir))
         raise ParityMismatch(message, result, causes)
+    warn_little_power(power_notes)
     return result
 
 

@@ -8,13 +8,19 @@ that compared some numbers but also met NaN or Inf says so in its notes (:func:`
 
 from __future__ import annotations
 
+import warnings
 from typing import List, Tuple
 
 import numpy as np
 
+from ..errors import ParityWarning
 from ..judge.dtypes import is_floating
 
-__all__ = ["outputs_compared", "nothing_compared", "pair_by_position"]
+__all__ = ["little_power", "warn_little_power", "outputs_compared", "nothing_compared", "pair_by_position"]
+
+# A tensor has little power where more than this share of its reference elements lie within its
+# absolute tolerance of zero.
+WEAK_SHARE = 0.5
 
 
 def _keyed(paths: List[str]) -> bool:
@@ -101,3 +107,44 @@ def nothing_compared(pairs, data) -> str:
         "the check is refused. Give inputs with elements (a batch of at least one) whose outputs are finite "
         "(parity.randn(shape, std=...) scales them)"
     )
+
+
+def little_power(pairs, comparisons) -> List[str]:
+    """A note where the check has little power: where more than half of the values it compared
+    (or of one forward output's) lie within their absolute tolerance of zero, so that a MindSpore
+    side returning zeros there would pass as well (random weights with small scales, heads
+    initialised to zero, layer scales of 1e-6). Exact zeros of PyTorch's side count only in a tensor
+    that is zero throughout: a max-pool's unselected inputs or an embedding's rows never looked up
+    have a gradient of exactly zero by construction, and are not small values. The shares are
+    PyTorch's values against the tolerance: rounding moves them only at the edge of ``atol``."""
+    counted, weak, named = 0, 0, []
+    for pair, c in zip(pairs, comparisons):
+        if c.problem is not None or not c.total or c.tolerance.atol <= 0 or not is_floating(pair.torch.dtype):
+            continue
+        magnitude = np.abs(_as_float(np.asarray(pair.torch)))
+        nonzero = int(np.count_nonzero(magnitude))
+        if nonzero:
+            within = int(np.count_nonzero(magnitude <= c.tolerance.atol)) - (magnitude.size - nonzero)
+        else:
+            nonzero = within = magnitude.size
+        counted, weak = counted + nonzero, weak + within
+        if within > WEAK_SHARE * nonzero:
+            named.append((c.kind != "output", -within, f"{c.label} ({100 * within // nonzero}% of {nonzero})"))
+    outputs = any(not later for later, _, _ in named)
+    if not named or (not outputs and weak <= WEAK_SHARE * counted):
+        return []
+    named.sort()
+    shown = ", ".join(text for _, _, text in named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+    return [
+        f"little power: {100 * weak // counted}% of the values compared lie within their absolute tolerance "
+        f"of zero, where a MindSpore side returning zeros would pass as well, and most of those of {shown}: "
+        "there this pass proves little. Give the values scale (trained-like norm statistics, real "
+        "weights) or set a smaller atol for these tensors"
+    ]
+
+
+def warn_little_power(notes: List[str]) -> None:
+    """Each :func:`little_power` note as a :class:`parity.ParityWarning` too: a pass says nothing
+    on its own, and pytest's warnings summary names the test."""
+    for note in notes:
+        warnings.warn(note, ParityWarning, stacklevel=3)

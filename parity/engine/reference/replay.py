@@ -35,7 +35,7 @@ from ..diagnosis.causes import failure_causes, own_error_causes
 from ..diagnosis.feeding import measure
 from ..diagnosis.verdicts import first_nonfinite
 from ..inputs import materialize, per_side_inputs
-from ..outputs import nothing_compared, outputs_compared
+from ..outputs import little_power, nothing_compared, outputs_compared, warn_little_power
 from ..result import Result
 from ..settings import DEVICES, LOCALIZE, MODES, REFERENCES, Constant, Settings, check_choice
 from .passes import RecordedPasses
@@ -227,6 +227,7 @@ def _run(
     problem = run.structure or ""
     passed = not problem and all(c.passed for c in comparisons)  # Result.passed, before the Result
     compared, finite_notes = outputs_compared(run.pairs)
+    power_notes = little_power(run.pairs, comparisons) if passed else []
     if passed and not compared:
         raise ParityUsageError(nothing_compared(run.pairs, data))
     if passed and layers is not None:
@@ -269,6 +270,7 @@ def _run(
         + run.notes
         + [f"PyTorch's side read from {side.reference.path}"]
         + finite_notes
+        + power_notes
         + own_notes,
         layers=layers,
         problem=problem,
@@ -276,6 +278,7 @@ def _run(
         first_nonfinite=nonfinite,
     )
     if passed:
+        warn_little_power(power_notes)
         return result
     layers_of = torch_module if torch_module is not None else side.module_view()
     diagnoses = None
