@@ -2,9 +2,9 @@
 
 MindSpore 2.10 registers some of the kernels behind ``mindspore.mint`` for Ascend only: on CPU a
 mindone model fails at its first such call (``RuntimeError: The kernel Embedding unregistered``,
-``... Addmm unregistered``; ``cases/models/zoo_text.py``). :func:`install` gives each of those
+``... Addmm unregistered``; ``cases/models/zoo_text.py``). :func:`installed` gives each of those
 operators a stand-in written with classic ``mindspore.ops`` kernels, which run on CPU and compute
-the same thing:
+the same thing, while a block runs:
 
 * the primitives ``Clone``, ``Embedding``, ``Arange``, ``Addmm``, ``LayerNormExt`` and the
   PyBoost ``RmsNorm``: their ``__call__`` replaced (every instance, wherever it was made);
@@ -12,12 +12,14 @@ the same thing:
   module that imported the function keeps its own reference);
 * ``Tensor.clone``.
 
-This is what a user of mindone on CPU has to do; it belongs to these cases, not to parity. It
-changes MindSpore for the rest of the process, but only where it would have failed: each kernel
-replaced is one the CPU has none of. On any other device target it installs nothing. Installing
-twice changes nothing more.
+This is what a user of mindone on CPU has to do; it belongs to these cases, not to parity. Each
+kernel replaced is one the CPU has none of, and only while a block runs: the rest of the process
+(a check that a mint layer has no CPU kernel, say) sees MindSpore as it is. :func:`on_cpu` builds
+a mindone model with them in place and makes each of its calls run with them in place. On any
+other device target nothing is replaced.
 """
 
+import contextlib
 import sys
 
 
@@ -83,17 +85,10 @@ def _replace_everywhere(original, new):
                 setattr(module, attr, new)
 
 
-def install():
-    """Install the stand-ins (before a mindone model is built: some layers keep the function they
-    call from construction on)."""
-    import mindspore as ms
-    from mindspore.ops import functional_overload
-
-    if ms.get_context("device_target") != "CPU":
-        return
+def _primitives():
     from mindspore.ops.auto_generate import gen_ops_prim, pyboost_inner_prim
 
-    primitives = {
+    return {
         gen_ops_prim.Clone: _clone,
         gen_ops_prim.Embedding: _embedding,
         gen_ops_prim.Arange: _arange,
@@ -101,8 +96,55 @@ def install():
         gen_ops_prim.LayerNormExt: _layer_norm,
         pyboost_inner_prim._PyboostRmsNormPrim: _rms_norm,
     }
-    for primitive, stand_in in primitives.items():
+
+
+_MISSING = object()
+
+
+@contextlib.contextmanager
+def installed():
+    """The stand-ins in place while the block runs, MindSpore as it was after it (nested: the
+    outermost restores). On a device target other than CPU it changes nothing."""
+    import mindspore as ms
+    from mindspore.ops import functional_overload
+
+    if ms.get_context("device_target") != "CPU" or functional_overload.gelu is _gelu:
+        yield
+        return
+    gelu, clone = functional_overload.gelu, ms.Tensor.__dict__.get("clone", _MISSING)
+    calls = {primitive: primitive.__dict__.get("__call__", _MISSING) for primitive in _primitives()}
+    for primitive, stand_in in _primitives().items():
         primitive.__call__ = stand_in
-    if functional_overload.gelu is not _gelu:
-        _replace_everywhere(functional_overload.gelu, _gelu)
+    _replace_everywhere(gelu, _gelu)
     ms.Tensor.clone = _tensor_clone
+    try:
+        yield
+    finally:
+        _replace_everywhere(_gelu, gelu)
+        _restore(ms.Tensor, "clone", clone)
+        for primitive, call in calls.items():
+            _restore(primitive, "__call__", call)
+
+
+def _restore(owner, name, value):
+    if value is _MISSING:
+        delattr(owner, name)
+    else:
+        setattr(owner, name, value)
+
+
+def on_cpu(build):
+    """``build()`` (a mindone model's constructor, mindone imported inside it) run with the
+    stand-ins in place, and the Cell it returns made to run every call with them in place too (its
+    class swapped for a subclass of the same name whose ``construct`` does so)."""
+    with installed():
+        cell = build()
+    base = type(cell)
+
+    def construct(self, *args, **kwargs):
+        with installed():
+            return base.construct(self, *args, **kwargs)
+
+    namespace = {"construct": construct, "__module__": base.__module__, "__qualname__": base.__qualname__}
+    cell.__class__ = type(base.__name__, (base,), namespace)
+    return cell
