@@ -120,12 +120,12 @@ def _strided(path, conv):
 
 
 def torch_resnet18():
-    return perturb_norms(import_torchvision().models.resnet18(num_classes=NUM_CLASSES), calibrate=IMAGE)
+    return perturb_norms(import_torchvision().models.resnet18(num_classes=NUM_CLASSES), calibrate=PATCH)
 
 
 def ms_resnet18(fixed: bool = False):
-    """mindcv's ``resnet18``. Its stem max-pool pads ``'same'``: on the 32x32 map after the stem it
-    pads the bottom and right only, torchvision's ``padding=1`` every side."""
+    """mindcv's ``resnet18``. Its stem max-pool pads ``'same'``: on the 16x16 map after the stem
+    (32x32 images) it pads the bottom and right only, torchvision's ``padding=1`` every side."""
     from mindspore import nn
 
     cell = import_quietly("mindcv.models").resnet18(num_classes=NUM_CLASSES)
@@ -448,7 +448,7 @@ PAIRS = (
         "resnet18",
         _HERE + "ms_resnet18",
         _HERE + "torch_resnet18",
-        IMAGES,
+        PATCHES,
         lambda m: {"maxpool": "max-pool pads 'same' (bottom and right) vs 1 on every side"},
         causes=("maxpool2d-pad-mode-same",),
     ),
