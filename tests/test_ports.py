@@ -25,10 +25,6 @@ if _MISSING:  # shown in the run summary (-ra): make installs them
 from cases import ports as catalogue  # noqa: E402
 from cases.models.ports import pairs  # noqa: E402
 
-# Comparing masks filled with float32's minimum overflows numpy: under warnings-as-errors the
-# RuntimeWarning would stop each layer's own error from being measured (the check says so).
-_OVERFLOW = pytest.mark.filterwarnings("ignore::RuntimeWarning")
-
 
 def _diagnose(case):
     """The failure of ``case`` (a shipped port) checked as the catalogue checks it, and the pair's
@@ -44,7 +40,6 @@ def _ids(causes):
     return {i for cause in causes for i in re.findall(r"known mismatch '([^']+)'", cause)}
 
 
-@_OVERFLOW
 def test_gpt2_own_errors_are_its_two_attentions():
     failure, truth = _diagnose(catalogue.GPT2PortShipped)
     own = failure.result.layers.own_errors
@@ -52,7 +47,6 @@ def test_gpt2_own_errors_are_its_two_attentions():
     assert {e.direction for e in own} == {"forward"}
 
 
-@_OVERFLOW
 def test_llama_own_error_is_its_mask_and_names_the_mask_entry():
     failure, truth = _diagnose(catalogue.LlamaPortShipped)
     own = failure.result.layers.own_errors

@@ -17,7 +17,7 @@ import torch
 from ..backends import is_float
 from ..backends import mindspore as msb
 from ..backends import torch as tb
-from ..judge.dtypes import cast, eps
+from ..judge.dtypes import cast, dtype_name, eps
 from ..judge.metrics import ArrayPair
 from ..judge.tolerance import resolve
 from .compared import buffer_pairs, buffers_of, grad_pairs, layer_alignment, match_outputs, note_once
@@ -38,7 +38,11 @@ def perturbed_inputs(data: Inputs, seed: int, draw: int, ulps: float) -> Inputs:
             return array
         u = unit_floats(seeded_stream(seed, f"envelope:{draw}:{name}"), array.size).reshape(array.shape)
         step = eps(array.dtype) * ulps * np.where(u < 0.5, -1.0, 1.0)
-        return (array * (1.0 + step)).astype(array.dtype)
+        moved = array * (1.0 + step)
+        if dtype_name(array.dtype) != "bfloat16":  # finfo.min moved down stays finite (a mask's value)
+            limit = float(np.finfo(array.dtype).max)
+            np.clip(moved, -limit, limit, out=moved, where=np.isfinite(moved) | np.isfinite(array))
+        return moved.astype(array.dtype)
 
     args = tuple(move(f"input[{i}]", a) for i, a in enumerate(data.args))
     return Inputs(args, {k: move(k, a) for k, a in data.kwargs.items()}, data.descriptions)
