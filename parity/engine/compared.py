@@ -12,7 +12,7 @@ import numpy as np
 from ..judge.metrics import ArrayPair
 from ..weights.layouts import by_torch_name, ms_label, torch_layout
 from .diagnosis import messages
-from .diagnosis.alignment import align_layers
+from .diagnosis.alignment import align_layers, known_pairs
 from .outputs import pair_by_position
 
 __all__ = ["note_once", "match_outputs", "grad_pairs", "buffers_of", "buffer_pairs", "layer_alignment"]
@@ -86,10 +86,12 @@ def buffer_pairs(ms_buffers, torch_buffers, wmap, mode: str) -> List[ArrayPair]:
 
 
 def layer_alignment(ms_kinds: Dict[str, Any], torch_kinds: Dict[str, Any], wmap) -> Callable[[str], Optional[str]]:
-    """MindSpore layer path -> PyTorch layer path: same path, else as the weight map paired them,
-    else by structure (see :func:`parity.engine.diagnosis.alignment.align_layers`)."""
-    known = {path: path for path in ms_kinds if path and path in torch_kinds}
-    for pair in wmap.pairs:
-        if pair.ms_part is None and pair.torch_part is None:  # a fused layer has no one counterpart
-            known.setdefault(pair.ms.rpartition(".")[0], pair.torch.rpartition(".")[0])
-    return align_layers(ms_kinds, torch_kinds, known).get
+    """MindSpore layer path -> PyTorch layer path: the same path where the layers are of one kind,
+    else as the weight map paired their weights, else the same path, else by structure (see
+    :func:`parity.engine.diagnosis.alignment.known_pairs` and ``align_layers``)."""
+    owners = [
+        (pair.ms.rpartition(".")[0], pair.torch.rpartition(".")[0])
+        for pair in wmap.pairs
+        if pair.ms_part is None and pair.torch_part is None  # a fused layer has no one counterpart
+    ]
+    return align_layers(ms_kinds, torch_kinds, known_pairs(ms_kinds, torch_kinds, owners)).get

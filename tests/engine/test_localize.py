@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from parity import Tolerance
-from parity.engine.diagnosis.alignment import align_layers
+from parity.engine.diagnosis.alignment import align_layers, known_pairs
 from parity.engine.diagnosis.recording import Localizer, Recording
 from parity.engine.diagnosis.verdicts import AMPLIFICATION, LayerVerdict, first_divergence, settle
 from parity.engine.diagnosis.verdicts import compare_call as judge
@@ -19,6 +19,43 @@ from parity.engine.diagnosis.verdicts import compare_call as judge
 def kinds(*entries, root="Net"):
     """{path: (class name, built-in)} in definition order, the root first as the adapters give it."""
     return {"": (root, False), **{path: (name, builtin) for path, name, builtin in entries}}
+
+
+def test_weights_pair_a_flat_conv_with_the_one_inside_a_block_of_the_same_path():
+    # torchvision's features.0 is Conv2dNormActivation(conv, bn, act); mindcv's features.0 is the conv
+    ms_kinds = kinds(
+        ("features", "SequentialCell", True),
+        ("features.0", "Conv2d", True),
+        ("features.1", "BatchNorm2d", True),
+        ("features.2", "ReLU", True),
+    )
+    torch_kinds = kinds(
+        ("features", "Sequential", True),
+        ("features.0", "Conv2dNormActivation", False),
+        ("features.0.0", "Conv2d", True),
+        ("features.0.1", "BatchNorm2d", True),
+        ("features.0.2", "ReLU", True),
+    )
+    owners = [("features.0", "features.0.0"), ("features.1", "features.0.1")]
+    known = known_pairs(ms_kinds, torch_kinds, owners)
+    assert known == {"features": "features", "features.0": "features.0.0", "features.1": "features.0.1"}
+    mapping = align_layers(ms_kinds, torch_kinds, known)
+    assert mapping["features.0"] == "features.0.0" and mapping["features.1"] == "features.0.1"
+    assert "features.0" not in mapping.values()  # the block stands for no MindSpore layer
+
+
+def test_the_same_path_with_the_same_kind_comes_before_the_weights():
+    # tied weights: MindSpore's lm_head shares the embedding's table, PyTorch names it once
+    ms_kinds = kinds(("embed", "Embedding", True), ("lm_head", "Dense", True))
+    torch_kinds = kinds(("embed", "Embedding", True), ("lm_head", "Linear", True))
+    owners = [("lm_head", "embed"), ("embed", "embed")]
+    assert known_pairs(ms_kinds, torch_kinds, owners) == {"embed": "embed", "lm_head": "lm_head"}
+
+
+def test_the_same_path_pairs_only_layers_that_may_be_the_same():
+    ms_kinds = kinds(("head", "Dense", True), ("pool", "AvgPool2d", True))
+    torch_kinds = kinds(("head", "Sequential", True), ("head.0", "Linear", True), ("pool", "MaxPool2d", True))
+    assert known_pairs(ms_kinds, torch_kinds, []) == {}
 
 
 def test_align_keeps_known_pairs_and_pairs_their_parent():

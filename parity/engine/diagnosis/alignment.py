@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["align_layers", "by_name"]
+__all__ = ["align_layers", "by_name", "known_pairs"]
 
 
 def by_name(ms: Sequence, ms_names: Optional[Sequence[str]], ref: Sequence, ref_names: Optional[Sequence[str]]):
@@ -45,6 +45,45 @@ _SAME_KIND = {
 def _kind(ms_name: str) -> str:
     name = ms_name.lower()
     return _SAME_KIND.get(name, name)
+
+
+def known_pairs(
+    ms_kinds: Dict[str, Tuple[str, bool]],
+    torch_kinds: Dict[str, Tuple[str, bool]],
+    owners: Sequence[Tuple[str, str]],
+) -> Dict[str, str]:
+    """The layers :func:`align_layers` starts from, MindSpore path -> PyTorch path: first the
+    paths both sides have with layers of the same kind; then the layers that own paired weights
+    (``owners``: (MindSpore layer, PyTorch layer) of each weight pair, in order); then the paths
+    both sides have whose layers may be the same (both containers or both leaves, not two
+    framework layers of different kinds). The weights come before a path that merely repeats:
+    torchvision's ``features.0`` is a conv-norm-activation block where mindcv's ``features.0`` is
+    the convolution inside it, and the convolution's weight pairs the two convolutions."""
+    containers = ({_parent(p) for p in ms_kinds if p}, {_parent(p) for p in torch_kinds if p})
+    common = [path for path in ms_kinds if path and path in torch_kinds]
+    known = {path: path for path in common if _same(ms_kinds[path], torch_kinds[path])}
+    taken = set(known.values())
+    for m, t in owners:
+        if m in ms_kinds and t in torch_kinds and m not in known and t not in taken:
+            known[m] = t
+            taken.add(t)
+    for path in common:
+        if path not in known and path not in taken and _fits(path, path, ms_kinds, torch_kinds, containers):
+            known[path] = path
+            taken.add(path)
+    return known
+
+
+def _same(ms_kind: Tuple[str, bool], torch_kind: Tuple[str, bool]) -> bool:
+    return _kind(ms_kind[0]) == torch_kind[0].lower()
+
+
+def _fits(m: str, t: str, ms_kinds, torch_kinds, containers) -> bool:
+    """Whether MindSpore's layer ``m`` may stand for PyTorch's ``t``: both containers or both
+    leaves, and not two framework layers of different kinds."""
+    if (m in containers[0]) != (t in containers[1]):
+        return False
+    return _same(ms_kinds[m], torch_kinds[t]) or not (ms_kinds[m][1] and torch_kinds[t][1])
 
 
 def align_layers(
@@ -115,20 +154,13 @@ def _pair_parents(mapping: Dict[str, str], torch_kinds) -> List[Tuple[str, str]]
 
 
 def _match(ms_kids: List[str], torch_kids: List[str], ms_kinds, torch_kinds, containers) -> List[Tuple[str, str]]:
-    def same(m, t):
-        return _kind(ms_kinds[m][0]) == torch_kinds[t][0].lower()
-
-    def fits(m, t):
-        if (m in containers[0]) != (t in containers[1]):
-            return False
-        return same(m, t) or not (ms_kinds[m][1] and torch_kinds[t][1])
-
-    if ms_kids and len(ms_kids) == len(torch_kids) and all(fits(m, t) for m, t in zip(ms_kids, torch_kids)):
-        return list(zip(ms_kids, torch_kids))
+    if ms_kids and len(ms_kids) == len(torch_kids):
+        if all(_fits(m, t, ms_kinds, torch_kinds, containers) for m, t in zip(ms_kids, torch_kids)):
+            return list(zip(ms_kids, torch_kids))
     pairs, start = [], 0
     for m in ms_kids:
         for j in range(start, len(torch_kids)):
-            if same(m, torch_kids[j]):
+            if _same(ms_kinds[m], torch_kinds[torch_kids[j]]):
                 pairs.append((m, torch_kids[j]))
                 start = j + 1
                 break
