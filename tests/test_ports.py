@@ -2,7 +2,8 @@
 as shipped names the layers that truly differ, and nothing else.
 
 Held here only where today's diagnosis does so: GPT-2's and LLaMA's own errors (mindone against
-transformers), and mindcv's ViT against torchvision's, which names no false layer. The other
+transformers), mindcv's ResNet-18 (its pooled output flattened where torchvision's keeps two axes
+of size 1) and ViT against torchvision's, which name no false layer. The other
 pairs' diagnoses are measured, not held (``benchmarks/diagnosis_ports.py``). Also that the CPU
 stand-ins the mindone pairs need stay inside their models."""
 
@@ -54,6 +55,15 @@ def test_llama_own_error_is_its_mask_and_names_the_mask_entry():
     for error in own:
         assert _ids(error.causes) == {"attention-mask-inf-vs-finfo-min"}, error
     assert "attention-mask-inf-vs-finfo-min" in _ids(failure.likely_causes)
+
+
+def test_resnet18_own_error_is_its_max_pool_and_not_the_flattened_pool():
+    # mindcv's avgpool returns (N, 512), torchvision's (N, 512, 1, 1): one layout of the same values
+    failure, truth = _diagnose(catalogue.ResNet18PortShipped)
+    own = failure.result.layers.own_errors
+    assert {e.layer for e in own} == set(truth) == {"maxpool"}
+    pool = next(v for v in failure.result.layers.forward if v.path == "avgpool")
+    assert pool.ms_out_shapes != pool.out_shapes and pool.own_status != "own"
 
 
 def test_vit_names_no_layer_that_does_not_differ():
