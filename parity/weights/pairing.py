@@ -5,7 +5,7 @@ help) for what is left. Used by :func:`parity.weights.transfer.map_weights`."""
 from __future__ import annotations
 
 import difflib
-from typing import Callable, Dict, Iterable, List, Sequence, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Sequence, Tuple
 
 from ..backends import Slot
 from ..errors import ParityUsageError
@@ -14,7 +14,18 @@ from .layouts import Fuse, Pair, layout_pairs, squeezed
 # What a caller pairs a PyTorch slot and a MindSpore slot with: (PyTorch's, MindSpore's, how).
 Claim = Callable[[Slot, Slot, str], None]
 
-__all__ = ["RENAMES", "Index", "Unmapped", "fuse_automatically", "align_by_order", "compatible", "table", "row", "some"]
+__all__ = [
+    "RENAMES",
+    "Index",
+    "Unmapped",
+    "fuse_automatically",
+    "align_by_order",
+    "compatible",
+    "unmapped_message",
+    "table",
+    "row",
+    "some",
+]
 
 # PyTorch leaf name -> MindSpore leaf names it may be called instead.
 RENAMES: Dict[str, Tuple[str, ...]] = {
@@ -220,11 +231,15 @@ def align_by_order(
         order = {s.name: i for i, s in enumerate(rest_ms + rest_torch)}
         left_ms.sort(key=lambda s: order[s.name])
         left_torch.sort(key=lambda s: order[s.name])
-        raise Unmapped(_unmapped_message(left_ms, left_torch, ignored), ms=left_ms, torch=left_torch)
+        raise Unmapped(unmapped_message(left_ms, left_torch, ignored, []), ms=left_ms, torch=left_torch)
     return []
 
 
-def _unmapped_message(left_ms: List[Slot], left_torch: List[Slot], ignored: Sequence[Tuple[str, str]]) -> str:
+def unmapped_message(
+    left_ms: List[Slot], left_torch: List[Slot], ignored: Sequence[Tuple[str, str]], entries: Sequence[str]
+) -> str:
+    """The error for tensors left unpaired, with ``entries``: name_map entries that would pair some
+    of them, each consistent with both sides' order, shapes and layer kinds."""
     rows = [row("MindSpore", m) for m in left_ms] + [row("PyTorch", t) for t in left_torch]
     lines = [
         f"Unmapped parameters: in MindSpore only {[m.name for m in left_ms]}; "
@@ -233,42 +248,9 @@ def _unmapped_message(left_ms: List[Slot], left_torch: List[Slot], ignored: Sequ
         "Names differ beyond the known renames and the leftovers do not line up in definition "
         "order by kind and shape. Pass name_map={pytorch_name: mindspore_name} for these.",
     ]
-    entries = _suggestions(left_ms, left_torch)
     if entries:
         lines.append("Nearest candidates (check them), as name_map entries:")
         lines += [f"    {entry}," for entry in entries]
     if ignored:
         lines.append(f"Ignored PyTorch buffers (not paired): {some([f'{n} ({r})' for n, r in ignored])}")
     return "\n".join(lines)
-
-
-def _similarity(a: str, b: str) -> float:
-    return difflib.SequenceMatcher(None, a, b).ratio()
-
-
-def _suggestions(left_ms: List[Slot], left_torch: List[Slot]) -> List[str]:
-    """name_map entries that would pair the leftovers: a ``parity.fuse`` of sibling tensors whose
-    rows add up to a leftover of the other side (the first ones in definition order, where more
-    siblings are left than it takes), then for each MindSpore leftover the PyTorch leftover of a
-    fitting shape whose name is nearest."""
-    entries: List[str] = []
-    used: Set[str] = set()
-    for fused_side, split_side in ((left_ms, left_torch), (left_torch, left_ms)):
-        for f in fused_side:
-            for run in _sibling_runs([s for s in split_side if s.name not in used]):
-                count = f.shape[0] // run[0].shape[0] if f.shape and run[0].shape and run[0].shape[0] else 0
-                if (
-                    f.name not in used
-                    and _kind(run[0]) == _kind(f)
-                    and 2 <= count <= len(run)
-                    and f.shape == (count * run[0].shape[0],) + run[0].shape[1:]
-                ):
-                    used.update([f.name] + [s.name for s in run[:count]])
-                    entries.append(f"{f.name!r}: parity.fuse({[s.name for s in run[:count]]}, axis=0)")
-    for m in left_ms:
-        fits = [t for t in left_torch if t.name not in used and compatible(m, t)]
-        if m.name not in used and fits:
-            t = max(fits, key=lambda t: (_kind(t) == _kind(m), _similarity(m.name, t.name)))
-            used.update((m.name, t.name))
-            entries.append(f"{t.name!r}: {m.name!r}")
-    return entries

@@ -25,13 +25,27 @@ import numpy.typing as npt
 from ..backends import Slot
 from ..errors import ParityUsageError
 from .layouts import Fuse, Layout, Pair, Reshape, Transpose, by_torch_name, layout_pairs, torch_layout
-from .pairing import RENAMES, Claim, Index, Unmapped, align_by_order, compatible, fuse_automatically, row, some, table
+from .pairing import (
+    RENAMES,
+    Claim,
+    Index,
+    Unmapped,
+    align_by_order,
+    compatible,
+    fuse_automatically,
+    row,
+    some,
+    table,
+    unmapped_message,
+)
+from .structure import align
 
 __all__ = ["Pair", "WeightMap", "WeightReport", "map_weights", "copy_weights", "fill_weights"]
 
 # Buffers that exist on one side only by design, with the reason shown in the report.
 TORCH_ONLY = {"num_batches_tracked": "BatchNorm step counter; MindSpore keeps none"}
 NOT_PERSISTENT = "non-persistent buffers, not in state_dict"
+STRUCTURE = "structure"  # how a pair was found: definition order, layer kind and shape agree
 
 
 @dataclass
@@ -49,7 +63,7 @@ class WeightMap:
 
     def alignments(self) -> List[Pair]:
         """Pairs not matched by name: the report lists them so nothing is guessed silently."""
-        return [p for p in self.pairs if p.how == "definition order"]
+        return [p for p in self.pairs if p.how in ("definition order", STRUCTURE)]
 
 
 @dataclass
@@ -84,7 +98,7 @@ class WeightReport:
                 extra.append(
                     f"{len(names)} {side}-only constants left as built (not trainable, no counterpart): {some(names)}"
                 )
-        for label in ("fused automatically", "split automatically"):
+        for label in ("fused automatically", "split automatically", "fused by structure", "split by structure"):
             pairs = [p for p in self.map.pairs if p.how == label]
             if pairs:
                 wholes = {p.ms if label.startswith("fused") else p.torch for p in pairs}
@@ -93,6 +107,12 @@ class WeightReport:
         if aligned:
             extra.append(
                 f"{len(aligned)} aligned by definition order: {some([f'{p.torch} -> {p.ms}' for p in aligned])}"
+            )
+        by_structure = [p for p in self.map.pairs if p.how == STRUCTURE]
+        if by_structure:
+            extra.append(
+                f"{len(by_structure)} paired by structure (names differ; definition order, layer kind and "
+                f"shape agree): {some([f'{p.torch} -> {p.ms}' for p in by_structure])}"
             )
         reshaped = [p for p in self.map.pairs if p.reshaped]
         if reshaped:
@@ -253,11 +273,55 @@ def map_weights(
         rows = [r for m, t in conflicts for r in (row("MindSpore", m), row("PyTorch", t))]
         raise Unmapped("Parameter shapes differ between paired names:\n" + table(rows), conflicts=conflicts)
     ignored = _ignore(torch)
-    pairs += fuse_automatically(ms, torch)
-    constants = align_by_order(ms.rest(), torch.rest(), claim, ignored, leave_constants)
+    before = (dict(ms.taken), dict(torch.taken), len(pairs))
+    try:
+        pairs += fuse_automatically(ms, torch)
+        constants = align_by_order(ms.rest(), torch.rest(), claim, ignored, leave_constants)
+    except Unmapped as exc:  # what names and definition order leave, paired by structure or refused
+        ms.taken, torch.taken = dict(before[0]), dict(before[1])
+        del pairs[before[2] :]
+        constants = _by_structure(ms, torch, claim, pairs, exc, ignored, leave_constants)
     position = {t.name: i for i, t in enumerate(torch_slots)}
     pairs.sort(key=lambda p: position[p.torch])  # definition order, however each pair was found
     return WeightMap(pairs, ignored, constants)
+
+
+def _by_structure(
+    ms: Index,
+    torch: Index,
+    claim: Claim,
+    pairs: List[Pair],
+    refused: Unmapped,
+    ignored: List[Tuple[str, str]],
+    leave_constants: bool,
+) -> List[Tuple[str, str]]:
+    """Pair what is left by structure (:mod:`parity.weights.structure`), every tensor or none;
+    with ``leave_constants``, constants of both sides that fit none of the other side's are left
+    as built. Else ``refused`` again, suggesting only pairs consistent with the structure."""
+    found = align(ms.rest(), torch.rest())
+    left = found.left_ms + found.left_torch
+    constants: List[Tuple[str, str]] = []
+    if left:
+        fits = any(compatible(m, t) for m in found.left_ms for t in found.left_torch)
+        if not leave_constants or fits or any(s.trainable for s in left):
+            names = {s.name for s in refused.ms + refused.torch}
+            entries = [s.entry() for s in found.steps if s.sure and {p.name for p in (s.whole,) + s.parts} <= names]
+            message = unmapped_message(refused.ms, refused.torch, ignored, entries)
+            raise Unmapped(message, ms=refused.ms, torch=refused.torch) from None
+        constants = [("MindSpore", m.name) for m in found.left_ms] + [("PyTorch", t.name) for t in found.left_torch]
+    for step in found.steps:
+        if len(step.parts) == 1:
+            ms_slot, torch_slot = (step.whole, step.parts[0]) if step.whole_is_ms else (step.parts[0], step.whole)
+            claim(torch_slot, ms_slot, STRUCTURE)
+            continue
+        whole_side, part_side = (ms, torch) if step.whole_is_ms else (torch, ms)
+        how = "fused by structure" if step.whole_is_ms else "split by structure"
+        value = Fuse(tuple(p.name for p in step.parts), 0)
+        pairs += layout_pairs(step.whole.name, step.whole_is_ms, value, step.whole, part_side.by_name.__getitem__, how)
+        whole_side.take(step.whole, how)
+        for part in step.parts:
+            part_side.take(part, step.whole.name)
+    return constants
 
 
 def _layout_entry(key: str, key_is_ms: bool, value: Layout, ms: Index, torch: Index) -> List[Pair]:
