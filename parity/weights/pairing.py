@@ -16,6 +16,8 @@ Claim = Callable[[Slot, Slot, str], None]
 
 __all__ = [
     "RENAMES",
+    "KINDS",
+    "canonical_leaf",
     "Index",
     "Unmapped",
     "fuse_automatically",
@@ -36,7 +38,7 @@ RENAMES: Dict[str, Tuple[str, ...]] = {
 }
 _CANONICAL = {alt: leaf for leaf, alts in RENAMES.items() for alt in alts}
 # Layer classes whose tensors pair by kind; MindSpore's names first where they differ.
-_KINDS = {
+KINDS = {
     "Dense": "Linear",
     "Linear": "Linear",
     "Embedding": "Embedding",
@@ -87,7 +89,7 @@ def compatible(a: Slot, b: Slot) -> bool:
     return a.shape == b.shape or squeezed(a.shape) == squeezed(b.shape)
 
 
-def _canonical_leaf(slot: Slot) -> str:
+def canonical_leaf(slot: Slot) -> str:
     leaf = _CANONICAL.get(slot.leaf, slot.leaf)
     for base in ("weight", "bias"):  # MultiheadAttention's in_proj_weight is a weight too
         if leaf.endswith("_" + base):
@@ -98,8 +100,8 @@ def _canonical_leaf(slot: Slot) -> str:
 def _kind(slot: Slot) -> Tuple[str, str]:
     """What a tensor is, for pairing by definition order: a known layer kind and its leaf, or
     any parameter of a custom layer (whose names say nothing reliable)."""
-    kind = _KINDS.get(slot.layer_type)
-    return (kind, _canonical_leaf(slot)) if kind else ("custom", "")
+    kind = KINDS.get(slot.layer_type)
+    return (kind, canonical_leaf(slot)) if kind else ("custom", "")
 
 
 class Index:
@@ -151,9 +153,9 @@ def _sibling_runs(slots: List[Slot]) -> List[List[Slot]]:
     """Tensors of sibling layers with the same leaf, shape and layer type (q/k/v), two or more."""
     runs: Dict[Tuple[str, str, Tuple[int, ...], str, bool], List[Slot]] = {}
     for s in slots:
-        runs.setdefault(
-            (s.layer.rpartition(".")[0], _canonical_leaf(s), s.shape, s.layer_type, s.trainable), []
-        ).append(s)
+        runs.setdefault((s.layer.rpartition(".")[0], canonical_leaf(s), s.shape, s.layer_type, s.trainable), []).append(
+            s
+        )
     return [run for run in runs.values() if len(run) >= 2 and len({s.layer for s in run}) == len(run)]
 
 
@@ -175,7 +177,7 @@ def fuse_automatically(ms: Index, torch: Index) -> List[Pair]:
                 and (len(r) * r[0].shape[0],) + r[0].shape[1:] == f.shape
             ]
             if fits:
-                key = (f.shape, _canonical_leaf(f), f.trainable)
+                key = (f.shape, canonical_leaf(f), f.trainable)
                 by_shape.setdefault(key, ([], fits))[0].append(f)
         how = "fused automatically" if fused_is_ms else "split automatically"
         for fused, fits in by_shape.values():
@@ -208,7 +210,7 @@ def align_by_order(
         ms_group = [m for m in rest_ms if m.trainable == trainable]
         torch_group = [t for t in rest_torch if t.trainable == trainable]
         if len(ms_group) == len(torch_group) and all(
-            compatible(m, t) and _canonical_leaf(m) == _canonical_leaf(t) for m, t in zip(ms_group, torch_group)
+            compatible(m, t) and canonical_leaf(m) == canonical_leaf(t) for m, t in zip(ms_group, torch_group)
         ):
             for m, t in zip(ms_group, torch_group):
                 claim(t, m, "definition order")

@@ -19,7 +19,7 @@ from typing import List, Optional, Sequence, Set, Tuple
 
 from ..backends import Slot
 from .layouts import squeezed
-from .pairing import _KINDS, _canonical_leaf, compatible
+from .pairing import KINDS, canonical_leaf, compatible
 
 __all__ = ["Step", "Alignment", "align"]
 
@@ -54,11 +54,11 @@ class Alignment:
 
 
 def _kind(slot: Slot) -> str:
-    return _KINDS.get(slot.layer_type, "custom")
+    return KINDS.get(slot.layer_type, "custom")
 
 
 def _role(slot: Slot) -> str:
-    leaf = _canonical_leaf(slot)
+    leaf = canonical_leaf(slot)
     return leaf if leaf in _ROLES else ""
 
 
@@ -101,7 +101,7 @@ def _align_group(ms: List[Slot], torch: List[Slot]) -> Tuple[List[Step], List[Sl
             segments.append((a, b, [Step(m, (t,), True) for m, t in zip(ms[a], torch[b])]))
         else:
             segments.append((a, b, _resolve(ms[a], torch[b])))
-    segments = _widen(segments, ms, torch)
+    segments = _merge_unpaired(segments, ms, torch)
     steps: List[Step] = []
     left_ms: List[Slot] = []
     left_torch: List[Slot] = []
@@ -115,7 +115,7 @@ def _align_group(ms: List[Slot], torch: List[Slot]) -> Tuple[List[Step], List[Sl
     return steps, left_ms, left_torch
 
 
-def _widen(segments: List[_Segment], ms: List[Slot], torch: List[Slot]) -> List[_Segment]:
+def _merge_unpaired(segments: List[_Segment], ms: List[Slot], torch: List[Slot]) -> List[_Segment]:
     """Each stretch left unpaired, taken together with more and more of its neighbours until the
     stretch pairs (the aligner cut a fused q/k/v apart), else left as it is."""
     k = 0

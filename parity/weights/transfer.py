@@ -103,7 +103,7 @@ class WeightReport:
             if pairs:
                 wholes = {p.ms if label.startswith("fused") else p.torch for p in pairs}
                 extra.append(f"{len(wholes)} {label}: {_fusions(pairs, label)}")
-        aligned = self.map.alignments()
+        aligned = [p for p in self.map.pairs if p.how == "definition order"]
         if aligned:
             extra.append(
                 f"{len(aligned)} aligned by definition order: {some([f'{p.torch} -> {p.ms}' for p in aligned])}"
