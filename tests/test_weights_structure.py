@@ -219,3 +219,44 @@ def test_no_shifted_or_role_swapped_pair_is_suggested():
     for entry in entries:
         torch_name, ms_name = (s.strip(" ',") for s in entry.split(":"))
         assert torch_name.endswith("weight") == ms_name.endswith(("weight", "gamma"))
+
+
+# -- swin-style: the same names, a downsampling placed at a stage's end or the next one's start ----
+
+
+class MSStage(msnn.Cell):
+    def __init__(self, dim, down):
+        super().__init__()
+        self.block = msnn.Dense(dim, dim)
+        self.downsample = msnn.Dense(dim, 2 * dim) if down else None
+
+    def construct(self, x):
+        x = ops.relu(self.block(x))
+        return self.downsample(x) if self.downsample is not None else x
+
+
+class TorchStage(torch.nn.Module):
+    def __init__(self, dim, down):
+        super().__init__()
+        self.downsample = torch.nn.Linear(dim // 2, dim) if down else None
+        self.block = torch.nn.Linear(dim, dim)
+
+    def forward(self, x):
+        x = self.downsample(x) if self.downsample is not None else x
+        return torch.relu(self.block(x))
+
+
+def test_a_layer_placed_in_another_stage_pairs_by_structure_despite_its_name():
+    ms_net = msnn.SequentialCell([MSStage(C, True), MSStage(2 * C, True), MSStage(4 * C, False)])
+    torch_net = torch.nn.Sequential(TorchStage(C, False), TorchStage(2 * C, True), TorchStage(4 * C, True))
+    pairs = {p.torch: (p.ms, p.how) for p in parity.check(ms_net, torch_net, parity.randn((3, C))).weights.map.pairs}
+    assert pairs["1.block.weight"] == ("1.block.weight", "same name")
+    assert pairs["1.downsample.weight"] == ("0.downsample.weight", "structure")
+    assert pairs["2.downsample.bias"] == ("1.downsample.bias", "structure")
+
+
+def test_a_name_map_entry_of_the_wrong_shape_is_still_refused():
+    ms_net = msnn.SequentialCell([MSStage(C, True), MSStage(2 * C, True), MSStage(4 * C, False)])
+    torch_net = torch.nn.Sequential(TorchStage(C, False), TorchStage(2 * C, True), TorchStage(4 * C, True))
+    with pytest.raises(ParityUsageError, match="Parameter shapes differ between paired names"):
+        parity.transfer_weights(torch_net, ms_net, name_map={"1.downsample.weight": "1.downsample.weight"})

@@ -38,7 +38,7 @@ from .pairing import (
     table,
     unmapped_message,
 )
-from .structure import align
+from .structure import Step, align
 
 __all__ = ["Pair", "WeightMap", "WeightReport", "map_weights", "copy_weights", "fill_weights"]
 
@@ -263,27 +263,48 @@ def map_weights(
     for key, key_is_ms, value in layouts:
         pairs += _layout_entry(key, key_is_ms, value, ms, torch)
     named = _plain_entries(plain, torch_slots, ms, claim)
+    explicit_conflicts = bool(conflicts)
     for t in torch.rest():
         prefix = t.name[: len(t.name) - len(t.leaf)]
         candidates = [t.name] + [prefix + alt for alt in RENAMES.get(t.leaf, ())]
         m = next((ms.by_name[c] for c in candidates if c in ms.by_name and ms.by_name[c].name not in ms.taken), None)
         if m is not None and t.name not in named:
             claim(t, m, "same name" if m.name == t.name else "renamed")
-    if conflicts:
-        rows = [r for m, t in conflicts for r in (row("MindSpore", m), row("PyTorch", t))]
-        raise Unmapped("Parameter shapes differ between paired names:\n" + table(rows), conflicts=conflicts)
+    if explicit_conflicts:
+        raise _shapes_differ(conflicts)
     ignored = _ignore(torch)
-    before = (dict(ms.taken), dict(torch.taken), len(pairs))
-    try:
-        pairs += fuse_automatically(ms, torch)
-        constants = align_by_order(ms.rest(), torch.rest(), claim, ignored, leave_constants)
-    except Unmapped as exc:  # what names and definition order leave, paired by structure or refused
-        ms.taken, torch.taken = dict(before[0]), dict(before[1])
-        del pairs[before[2] :]
-        constants = _by_structure(ms, torch, claim, pairs, exc, ignored, leave_constants)
+    if conflicts:  # names alike, shapes not: a layer placed otherwise (a stage's downsampling)
+        refused = _shapes_differ(conflicts)
+        constants = _by_structure(ms, torch, claim, pairs, lambda entries: refused, leave_constants)
+    else:
+        before = (dict(ms.taken), dict(torch.taken), len(pairs))
+        try:
+            pairs += fuse_automatically(ms, torch)
+            constants = align_by_order(ms.rest(), torch.rest(), claim, ignored, leave_constants)
+        except Unmapped as exc:  # what names and definition order leave, paired by structure or refused
+            ms.taken, torch.taken = dict(before[0]), dict(before[1])
+            del pairs[before[2] :]
+            constants = _by_structure(ms, torch, claim, pairs, _refusal(exc, ignored), leave_constants)
     position = {t.name: i for i, t in enumerate(torch_slots)}
     pairs.sort(key=lambda p: position[p.torch])  # definition order, however each pair was found
     return WeightMap(pairs, ignored, constants)
+
+
+def _shapes_differ(conflicts: List[Tuple[Slot, Slot]]) -> Unmapped:
+    rows = [r for m, t in conflicts for r in (row("MindSpore", m), row("PyTorch", t))]
+    return Unmapped("Parameter shapes differ between paired names:\n" + table(rows), conflicts=conflicts)
+
+
+def _refusal(refused: Unmapped, ignored: List[Tuple[str, str]]) -> Callable[[List[Step]], Unmapped]:
+    """``refused`` again, suggesting the structure's pairs among its leftovers that are sure."""
+
+    def refuse(steps: List[Step]) -> Unmapped:
+        names = {s.name for s in refused.ms + refused.torch}
+        entries = [s.entry() for s in steps if s.sure and {p.name for p in (s.whole,) + s.parts} <= names]
+        message = unmapped_message(refused.ms, refused.torch, ignored, entries)
+        return Unmapped(message, ms=refused.ms, torch=refused.torch)
+
+    return refuse
 
 
 def _by_structure(
@@ -291,23 +312,19 @@ def _by_structure(
     torch: Index,
     claim: Claim,
     pairs: List[Pair],
-    refused: Unmapped,
-    ignored: List[Tuple[str, str]],
+    refuse: Callable[[List[Step]], Unmapped],
     leave_constants: bool,
 ) -> List[Tuple[str, str]]:
     """Pair what is left by structure (:mod:`parity.weights.structure`), every tensor or none;
     with ``leave_constants``, constants of both sides that fit none of the other side's are left
-    as built. Else ``refused`` again, suggesting only pairs consistent with the structure."""
+    as built. Else raise ``refuse(steps)``: the error, given the pairs the structure found."""
     found = align(ms.rest(), torch.rest())
     left = found.left_ms + found.left_torch
     constants: List[Tuple[str, str]] = []
     if left:
         fits = any(compatible(m, t) for m in found.left_ms for t in found.left_torch)
         if not leave_constants or fits or any(s.trainable for s in left):
-            names = {s.name for s in refused.ms + refused.torch}
-            entries = [s.entry() for s in found.steps if s.sure and {p.name for p in (s.whole,) + s.parts} <= names]
-            message = unmapped_message(refused.ms, refused.torch, ignored, entries)
-            raise Unmapped(message, ms=refused.ms, torch=refused.torch) from None
+            raise refuse(found.steps)
         constants = [("MindSpore", m.name) for m in found.left_ms] + [("PyTorch", t.name) for t in found.left_torch]
     for step in found.steps:
         if len(step.parts) == 1:
