@@ -260,3 +260,23 @@ def test_a_name_map_entry_of_the_wrong_shape_is_still_refused():
     torch_net = torch.nn.Sequential(TorchStage(C, False), TorchStage(2 * C, True), TorchStage(4 * C, True))
     with pytest.raises(ParityUsageError, match="Parameter shapes differ between paired names"):
         parity.transfer_weights(torch_net, ms_net, name_map={"1.downsample.weight": "1.downsample.weight"})
+
+
+class MSExtraThenNorm(msnn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.head = msnn.Dense(C, C), msnn.Dense(C, C), msnn.Dense(C, 2)
+        self.norm = ChannelNorm((2,), begin_norm_axis=-1, begin_params_axis=-1, epsilon=1e-5)
+
+    def construct(self, x):
+        return self.norm(self.head(self.b(self.a(x))))
+
+
+def test_only_the_pairs_the_structure_vouches_for_are_suggested():
+    torch_net = torch.nn.Sequential(torch.nn.Linear(C, C), torch.nn.Linear(C, 2), torch.nn.LayerNorm(2))
+    with pytest.raises(ParityUsageError) as info:
+        parity.transfer_weights(torch_net, MSExtraThenNorm())
+    message = str(info.value)
+    assert "in PyTorch only ['0.weight', '0.bias', '2.weight', '2.bias']" in message
+    entries = [line.strip() for line in message.splitlines() if line.startswith("    '")]
+    assert entries == ["'2.weight': 'norm.gamma',", "'2.bias': 'norm.beta',"]  # '0.*': a or b, not said

@@ -8,8 +8,10 @@ the same attribute path; then the known renames (norm ``gamma/beta/moving_mean/m
 PyTorch buffers that are not part of the state (non-persistent buffers, BatchNorm's step
 counter) are then set aside as ignored, with the reason. What is left is paired as fused q/k/v
 where shapes make that unambiguous, then in definition order (all of it in lockstep, else
-by kind and shape), and the report says so. Anything still left over, or of the wrong shape, is
-a :class:`ParityUsageError` listing the leftovers with the nearest candidates.
+by kind and shape), and the report says so. Where that leaves tensors over, or names alike hold
+tensors of other shapes, what is left is paired by structure (:mod:`parity.weights.structure`),
+all of it or none. Anything still left over, or of the wrong shape, is a
+:class:`ParityUsageError` listing the leftovers with the pairs the structure vouches for.
 """
 
 from __future__ import annotations
