@@ -190,6 +190,7 @@ def test_a_structure_with_a_layer_more_is_refused_with_no_guess():
     assert "Unmapped parameters: in MindSpore only ['a.weight', 'a.bias', 'b.weight', 'b.bias']" in message
     assert "in PyTorch only ['first.weight', 'first.bias']" in message
     assert "Nearest candidates" not in message  # first could be a or b: nothing to vouch for
+    assert info.value.__cause__ is None and info.value.__suppress_context__  # one error, no chain
 
 
 class MSSwappedNorm(msnn.Cell):

@@ -326,7 +326,7 @@ def _by_structure(
     if left:
         fits = any(compatible(m, t) for m in found.left_ms for t in found.left_torch)
         if not leave_constants or fits or any(s.trainable for s in left):
-            raise refuse(found.steps)
+            raise refuse(found.steps) from None
         constants = [("MindSpore", m.name) for m in found.left_ms] + [("PyTorch", t.name) for t in found.left_torch]
     for step in found.steps:
         if len(step.parts) == 1:
