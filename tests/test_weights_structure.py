@@ -281,3 +281,61 @@ def test_only_the_pairs_the_structure_vouches_for_are_suggested():
     assert "in PyTorch only ['0.weight', '0.bias', '2.weight', '2.bias']" in message
     entries = [line.strip() for line in message.splitlines() if line.startswith("    '")]
     assert entries == ["'2.weight': 'norm.gamma',", "'2.bias': 'norm.beta',"]  # '0.*': a or b, not said
+
+
+# -- ignore=[...]: tensors that should pair with nothing ------------------------------------------
+
+
+class MSWithSpare(msnn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = msnn.Dense(C, 2)
+        self.spare = ms.Parameter(ms.Tensor(np.ones((3, 3), np.float32)))  # built, never used
+
+    def construct(self, x):
+        return self.fc(x)
+
+
+class TorchWithSpare(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(C, 2)
+        self.extra_scale = torch.nn.Parameter(torch.ones(5))  # built, never used
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def test_ignore_leaves_named_tensors_of_either_side_as_built():
+    with pytest.raises(ParityUsageError, match="Unmapped parameters"):
+        parity.check(MSWithSpare(), TorchWithSpare(), parity.randn((3, C)))
+    result = parity.check(MSWithSpare(), TorchWithSpare(), parity.randn((3, C)), ignore=["spare", "extra_*"])
+    assert result.weights.map.left_out == [("MindSpore", "spare"), ("PyTorch", "extra_scale")]
+    assert "2 left as built, as ignore= asks: MindSpore spare, PyTorch extra_scale" in str(result.weights)
+    assert {p.torch for p in result.weights.map.pairs} == {"fc.weight", "fc.bias"}
+
+
+def test_ignore_reaches_check_training():
+    result = parity.check_training(
+        MSWithSpare(),
+        TorchWithSpare(),
+        [(parity.randn((3, C)), parity.randint((3,), 0, 2))],
+        loss=torch.nn.CrossEntropyLoss(),
+        optimizer=lambda p: torch.optim.SGD(p, lr=0.1),
+        steps=1,
+        ignore=["spare", "extra_scale"],
+    )
+    assert result.passed
+    assert result.weights.map.left_out == [("MindSpore", "spare"), ("PyTorch", "extra_scale")]
+
+
+@pytest.mark.parametrize(
+    "ignore, message",
+    [
+        (["spare", "fc.wieght"], r"'fc.wieght' names no tensor of either framework"),
+        ("spare", r"ignore must be a list of tensor names or patterns, got 'spare'"),
+    ],
+)
+def test_ignore_refuses_what_names_nothing(ignore, message):
+    with pytest.raises(ParityUsageError, match=message):
+        parity.check(MSWithSpare(), TorchWithSpare(), parity.randn((3, C)), ignore=ignore)

@@ -17,9 +17,10 @@ all of it or none. Anything still left over, or of the wrong shape, is a
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 import numpy.typing as npt
@@ -56,6 +57,8 @@ class WeightMap:
     ignored: List[Tuple[str, str]] = field(default_factory=list)  # (PyTorch name, reason)
     # (side, name): constants of one side only, with no counterpart, left as built (a check's map)
     constants: List[Tuple[str, str]] = field(default_factory=list)
+    # (side, name): what ``ignore=`` named, left as built and unpaired
+    left_out: List[Tuple[str, str]] = field(default_factory=list)
 
     def torch_name(self, ms_name: str) -> str:
         return {p.ms: p.torch for p in self.pairs}[ms_name]
@@ -100,6 +103,9 @@ class WeightReport:
                 extra.append(
                     f"{len(names)} {side}-only constants left as built (not trainable, no counterpart): {some(names)}"
                 )
+        if self.map.left_out:
+            shown = some([f"{side} {name}" for side, name in self.map.left_out])
+            extra.append(f"{len(self.map.left_out)} left as built, as ignore= asks: {shown}")
         for label in ("fused automatically", "split automatically", "fused by structure", "split by structure"):
             pairs = [p for p in self.map.pairs if p.how == label]
             if pairs:
@@ -243,12 +249,19 @@ def _finder(key: str, own: Index, other: Index) -> Callable[[str], Slot]:
 
 
 def map_weights(
-    ms_slots: List[Slot], torch_slots: List[Slot], name_map: NameMap = None, *, leave_constants: bool = False
+    ms_slots: List[Slot],
+    torch_slots: List[Slot],
+    name_map: NameMap = None,
+    *,
+    leave_constants: bool = False,
+    ignore: Sequence[str] = (),
 ) -> WeightMap:
     """Pair every MindSpore slot with PyTorch slots (or parts of them), or raise with a table.
     ``leave_constants`` (a check, not a conversion): constants of one side that nothing pairs are
-    left as built rather than refused (see :func:`parity.weights.pairing.align_by_order`)."""
+    left as built rather than refused (see :func:`parity.weights.pairing.align_by_order`).
+    ``ignore``: names or ``fnmatch`` patterns of tensors of either side, left as built, unpaired."""
     ms, torch = Index(ms_slots, "MindSpore"), Index(torch_slots, "PyTorch")
+    left_out = _leave_out(ignore, ms, torch)
     plain, layouts = _explicit(name_map, ms, torch)
     pairs: List[Pair] = []
     conflicts: List[Tuple[Slot, Slot]] = []
@@ -289,7 +302,32 @@ def map_weights(
             constants = _by_structure(ms, torch, claim, pairs, _refusal(exc, ignored), leave_constants)
     position = {t.name: i for i, t in enumerate(torch_slots)}
     pairs.sort(key=lambda p: position[p.torch])  # definition order, however each pair was found
-    return WeightMap(pairs, ignored, constants)
+    return WeightMap(pairs, ignored, constants, left_out)
+
+
+def _leave_out(ignore: Sequence[str], ms: Index, torch: Index) -> List[Tuple[str, str]]:
+    """Take the tensors ``ignore`` names (names or ``fnmatch`` patterns, either side) out of the
+    pairing: (side, name) of each. A pattern that matches nothing is an error: it is a typo."""
+    if isinstance(ignore, str) or not all(isinstance(p, str) for p in ignore):
+        raise ParityUsageError(f"ignore must be a list of tensor names or patterns, got {ignore!r}")
+    left: List[Tuple[str, str]] = []
+    for pattern in ignore:
+        found = [
+            (index, slot)
+            for index in (ms, torch)
+            for slot in index.slots
+            if any(fnmatch.fnmatchcase(n, pattern) for n in (slot.name,) + slot.aliases)
+        ]
+        if not found:
+            raise ParityUsageError(
+                f"ignore={list(ignore)!r}: {pattern!r} names no tensor of either framework "
+                f"(MindSpore has {some([s.name for s in ms.slots])}; PyTorch has {some([s.name for s in torch.slots])})"
+            )
+        for index, slot in found:
+            if slot.name not in index.taken:
+                index.take(slot, "ignore")
+                left.append((index.label, slot.name))
+    return left
 
 
 def _shapes_differ(conflicts: List[Tuple[Slot, Slot]]) -> Unmapped:
