@@ -339,3 +339,10 @@ def test_ignore_reaches_check_training():
 def test_ignore_refuses_what_names_nothing(ignore, message):
     with pytest.raises(ParityUsageError, match=message):
         parity.check(MSWithSpare(), TorchWithSpare(), parity.randn((3, C)), ignore=ignore)
+
+
+def test_a_tensor_both_ignored_and_name_mapped_is_refused():
+    with pytest.raises(ParityUsageError, match=r"name_map pairs \['extra_scale'\], which ignore= leaves out"):
+        parity.check(
+            MSWithSpare(), TorchWithSpare(), parity.randn((3, C)), name_map={"extra_scale": "spare"}, ignore=["extra_*"]
+        )

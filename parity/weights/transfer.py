@@ -263,6 +263,9 @@ def map_weights(
     ms, torch = Index(ms_slots, "MindSpore"), Index(torch_slots, "PyTorch")
     left_out = _leave_out(ignore, ms, torch)
     plain, layouts = _explicit(name_map, ms, torch)
+    both = sorted({name for _, name in left_out} & (set(plain) | set(plain.values())))
+    if both:
+        raise ParityUsageError(f"name_map pairs {both}, which ignore= leaves out: name each in one of them")
     pairs: List[Pair] = []
     conflicts: List[Tuple[Slot, Slot]] = []
 
