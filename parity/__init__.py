@@ -99,6 +99,7 @@ def check(
     ms_mode: str = CheckOptions.ms_mode,
     tolerance: ToleranceLike = CheckOptions.tolerance,
     name_map: NameMap = CheckOptions.name_map,
+    ignore: Sequence[str] = CheckOptions.ignore,
     seed: Optional[int] = CheckOptions.seed,
     reference: Optional[str] = CheckOptions.reference,
     check_dtype: bool = CheckOptions.check_dtype,
@@ -118,6 +119,8 @@ def check(
       given must be those recorded), seed, ``grads`` and ``train``. ``parity.recorded(path,
       torch_module)`` refuses it where the module no longer is what was recorded.
     * ``tolerance``: ``Tolerance(rtol, atol)``, or ``{"*": ..., "features.3.*": ...}`` name-glob overrides.
+    * ``ignore``: names or ``fnmatch`` patterns of parameters and buffers of either side that
+      nothing should pair: left as built, and named in ``Result.weights``.
     * A tensor above half its tolerance is judged again against PyTorch's own rounding envelope
       (mirrored perturbed runs plus float64; see docs/explanation/judging.md).
       ``reference="float64"``: run the float64 pass up front and give the localiser per-layer
@@ -140,6 +143,7 @@ def check(
         ms_mode=ms_mode,
         tolerance=tolerance,
         name_map=name_map,
+        ignore=ignore,
         seed=seed,
         reference=reference,
         check_dtype=check_dtype,
@@ -223,6 +227,7 @@ def check_training(
     ms_mode: str = CheckOptions.ms_mode,
     tolerance: ToleranceLike = CheckOptions.tolerance,
     name_map: NameMap = CheckOptions.name_map,
+    ignore: Sequence[str] = CheckOptions.ignore,
     seed: Optional[int] = CheckOptions.seed,
 ) -> TrainingResult:
     """Train ``ms_cell`` and ``torch_module`` from the same weights on the same batches for
@@ -246,6 +251,7 @@ def check_training(
       MindSpore loss scaler; per step, whether each side skipped the update on an overflow must
       agree (stage ``scale``), and gradients are compared unscaled.
     * ``accumulate``: micro-batches per step, each loss divided by ``accumulate``, gradients summed.
+    * ``ignore``: as :func:`check`'s.
     """
     from .engine.training.loop import run_training
 
@@ -264,6 +270,7 @@ def check_training(
         ms_mode=ms_mode,
         tolerance=tolerance,
         name_map=name_map,
+        ignore=ignore,
         seed=seed,
     )
 
@@ -326,6 +333,7 @@ def check_generation(
     max_new_tokens: int = CheckOptions.max_new_tokens,
     weights: Union[str, Constant] = CheckOptions.weights,
     name_map: NameMap = CheckOptions.name_map,
+    ignore: Sequence[str] = CheckOptions.ignore,
     tolerance: ToleranceLike = CheckOptions.tolerance,
     seed: Optional[int] = CheckOptions.seed,
     use_cache: bool = CheckOptions.use_cache,
@@ -349,6 +357,7 @@ def check_generation(
       cache). ``use_cache=True`` needs it: PyTorch's side then follows Hugging Face's
       ``past_key_values``, MindSpore's this convention (``cache`` None at the first step), and each
       step feeds the newest token only.
+    * ``ignore``: as :func:`check`'s.
     """
     from .engine.generation.run import run_generation
 
@@ -359,6 +368,7 @@ def check_generation(
         max_new_tokens=max_new_tokens,
         weights=weights,
         name_map=name_map,
+        ignore=ignore,
         tolerance=tolerance,
         seed=seed,
         use_cache=use_cache,

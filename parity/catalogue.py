@@ -89,6 +89,7 @@ class Variant:
                 ms_mode=case.ms_mode,
                 tolerance=case.tolerance,
                 name_map=case.name_map,
+                ignore=case.ignore,
                 acknowledge=case.acknowledge,
                 **case.training.kwargs(f"case {case.name!r}"),
             )
@@ -173,6 +174,7 @@ class ParityCase:
     acknowledge: Tuple[str, ...] = ()  # known-mismatch ids this case knowingly exhibits or relies on
     training: Optional[Training] = None
     shapes: Optional[Sequence[Any]] = None  # several inputs, one per shape: parity.check_shapes
+    ignore: Sequence[str] = CheckOptions.ignore  # tensors left as built, unpaired (parity.check's)
     line: int = field(default=0, compare=False)
 
     def __post_init__(self):
@@ -238,6 +240,7 @@ class ParityCase:
             "grads": self.grads,
             "tolerance": self.tolerance,
             "name_map": self.name_map,
+            "ignore": self.ignore,
             "reference": self.reference,
             "ms_mode": self.ms_mode,
         }

@@ -291,7 +291,9 @@ def test_a_gradient_fault_in_one_part_names_the_pytorch_parameter():
     )
 
 
-def test_an_explicit_fuse_entry_pairs_what_shapes_alone_cannot():
+def test_four_siblings_of_one_shape_pair_by_structure_or_by_an_explicit_fuse_entry():
+    """query/key/value/out against qkv/proj: the order decides which three make qkv."""
+
     class TorchFour(torch.nn.Module):
         def __init__(self):
             super().__init__()
@@ -300,10 +302,17 @@ def test_an_explicit_fuse_entry_pairs_what_shapes_alone_cannot():
         def forward(self, x):
             return self.attn(x)
 
-    with pytest.raises(ParityUsageError) as info:
-        parity.transfer_weights(TorchFour(), MSFusedNet())
-    message = str(info.value)
-    assert "in MindSpore only ['attn.qkv.weight', 'attn.qkv.bias', 'attn.proj.weight', 'attn.proj.bias']" in message
+    report = parity.transfer_weights(TorchFour(), MSFusedNet())
+    fused = {p.torch: (p.ms, p.ms_part.index) for p in report.map.pairs if p.ms_part}
+    assert fused == {name: ("attn.qkv.weight", i) for i, name in enumerate(FLAT_QKV)} | {
+        name.replace("weight", "bias"): ("attn.qkv.bias", i) for i, name in enumerate(FLAT_QKV)
+    }
+    assert report.map.torch_name("attn.proj.weight") == "attn.out.weight"
+    assert "2 fused by structure: attn.qkv.weight = [attn.query.weight, attn.key.weight, attn.value.weight]" in str(
+        report
+    )
+    assert "2 paired by structure (names differ; definition order, layer kind and shape agree)" in str(report)
+    parity.check(MSFusedNet(), TorchFour(), X)
 
     name_map = {
         "attn.qkv.weight": parity.fuse(FLAT_QKV),
@@ -337,25 +346,19 @@ def test_multihead_in_proj_is_split_automatically_and_checks():
         assert grads["mha.in_proj_weight"] == "fused from heads.q.weight, heads.k.weight, heads.v.weight"
 
 
-def test_a_choice_among_siblings_is_left_to_name_map_with_the_entries_to_write():
-    with pytest.raises(ParityUsageError) as info:
-        parity.transfer_weights(TorchMultiheadNet(), MSFlatSplitNet())
-    message = str(info.value)
-    assert "Nearest candidates (check them), as name_map entries:" in message
-    entries = [line.strip().rstrip(",") for line in message.splitlines() if line.startswith("    '")]
-    assert entries == [
-        "'mha.in_proj_weight': parity.fuse(['q.weight', 'k.weight', 'v.weight'], axis=0)",
-        "'mha.in_proj_bias': parity.fuse(['q.bias', 'k.bias', 'v.bias'], axis=0)",
-        "'mha.out_proj.weight': 'o.weight'",
-        "'mha.out_proj.bias': 'o.bias'",
+def test_four_siblings_against_in_proj_split_by_structure_and_check():
+    report = parity.transfer_weights(TorchMultiheadNet(), MSFlatSplitNet())
+    split = [(p.ms, p.torch, p.torch_part.index) for p in report.map.pairs if p.torch_part]
+    assert split == [
+        ("q.weight", "mha.in_proj_weight", 0),
+        ("k.weight", "mha.in_proj_weight", 1),
+        ("v.weight", "mha.in_proj_weight", 2),
+        ("q.bias", "mha.in_proj_bias", 0),
+        ("k.bias", "mha.in_proj_bias", 1),
+        ("v.bias", "mha.in_proj_bias", 2),
     ]
-    name_map = {
-        "mha.in_proj_weight": parity.fuse(["q.weight", "k.weight", "v.weight"]),
-        "mha.in_proj_bias": parity.fuse(["q.bias", "k.bias", "v.bias"]),
-        "mha.out_proj.weight": "o.weight",
-        "mha.out_proj.bias": "o.bias",
-    }
-    parity.check(MSFlatSplitNet(), TorchMultiheadNet(), X, name_map=name_map)
+    assert report.map.torch_name("o.weight") == "mha.out_proj.weight"
+    parity.check(MSFlatSplitNet(), TorchMultiheadNet(), X)
 
 
 # -- transposes --------------------------------------------------------------------------------

@@ -135,3 +135,41 @@ def test_resnet50_and_mobilenet_v2_pair_by_renames_and_definition_order():
     assert resnet.verified == resnet.total == 267
     mobilenet = parity.transfer_weights(zoo_vision.torch_mobilenet_v2(), zoo_vision.ms_mobilenet_v2())
     assert mobilenet.verified == mobilenet.total == 262
+
+
+@pytest.mark.slow
+def test_regnet_pairs_with_torchvisions_by_structure_and_checks():
+    """mindcv and torchvision name nothing of RegNet alike (``stages.0.blocks.0.f.a`` against
+    ``trunk_output.block1.block1-0.f.a.0``), and two 1x1 convolutions of a block add up to the next
+    stage's projection: no name map."""
+    ms_net = import_quietly("mindcv").create_model("regnet_y_400mf", num_classes=zoo_vision.NUM_CLASSES)
+    torch_net = import_quietly("torchvision").models.regnet_y_400mf(num_classes=zoo_vision.NUM_CLASSES)
+    result = parity.check(ms_net, torch_net, parity.randn((1, 3, 32, 32)), grads=False, localize=False)
+    report = result.weights
+    assert {p.how for p in report.map.pairs} == {"structure"}
+    assert report.verified == report.total == 331
+    assert "331 paired by structure (names differ; definition order, layer kind and shape agree)" in str(report)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "ms_name, torch_package, torch_name",
+    [
+        ("convnext_tiny", "torchvision", "convnext_tiny"),
+        ("swin_tiny", "torchvision", "swin_t"),
+        ("swin_tiny", "timm", "swin_tiny_patch4_window7_224"),
+    ],
+)
+def test_convnext_and_swin_pair_with_no_name_map(ms_name, torch_package, torch_name):
+    """A custom LayerNorm class, layer scales named otherwise, q/k/v against a fused qkv, one-hot
+    constants against index vectors, and (timm) each stage's downsampling at the next one's start."""
+    from parity.engine.pairing import map_pair_weights
+
+    ms_net = import_quietly("mindcv").create_model(ms_name)
+    package = import_quietly(torch_package)
+    torch_net = package.create_model(torch_name) if torch_package == "timm" else getattr(package.models, torch_name)()
+    wmap = map_pair_weights(ms_net, torch_net, None, "CPU")
+    assert {n for n, _ in torch_net.named_parameters()} <= {p.torch for p in wmap.pairs}
+    assert {n for n, p in ms_net.parameters_and_names() if p.requires_grad} <= {p.ms for p in wmap.pairs}
+    assert all(not n.endswith(("weight", "bias")) for _, n in wmap.constants)  # constants only
+    assert any(p.how == "structure" for p in wmap.pairs)

@@ -118,6 +118,7 @@ def _run_check(
     ms_mode=CheckOptions.ms_mode,
     tolerance=CheckOptions.tolerance,
     name_map=CheckOptions.name_map,
+    ignore=CheckOptions.ignore,
     seed=CheckOptions.seed,
     reference=CheckOptions.reference,
     check_dtype=CheckOptions.check_dtype,
@@ -149,7 +150,7 @@ def _run_check(
     chain += (device_profile(setup),)  # the dtype defaults on this device, last
     user_cell = ms_cell
     ms_cell, torch_module, region = _amp_pair(ms_cell, torch_module, spec)
-    wmap = map_pair_weights(ms_cell, torch_module, name_map, settings.device)
+    wmap = map_pair_weights(ms_cell, torch_module, name_map, settings.device, ignore)
     dtypes = {"ms": None if spec else msb.compute_dtype(ms_cell), "torch": tb.compute_dtype(torch_module)}
     refuse_unsupported_dtype(
         ms_cell, torch_module, spec.dtype if spec else dtypes["ms"], settings.device, spec, user_cell

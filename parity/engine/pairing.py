@@ -14,18 +14,18 @@ from ..backends import torch as tb
 from ..errors import ParityUnsupported, ParityUsageError
 from ..registry.diagnosis import parameter_causes, unsupported_dtype
 from ..weights.transfer import TORCH_ONLY, WeightMap, WeightReport, copy_weights, fill_weights, map_weights
-from .settings import Constant
+from .settings import CheckOptions, Constant
 
 __all__ = ["map_pair_weights", "refuse_unsupported_dtype", "set_weights", "snapshot", "transfer"]
 
 
-def map_pair_weights(ms_cell, torch_module, name_map, device: str) -> WeightMap:
+def map_pair_weights(ms_cell, torch_module, name_map, device: str, ignore=CheckOptions.ignore) -> WeightMap:
     """:func:`map_weights`; where parameters cannot be paired, the usage error names the known
     mismatches that explain a missing or extra parameter (``has_bias`` and the like)."""
     __tracebackhide__ = True
     ms_slots, torch_slots = msb.slots(ms_cell), tb.slots(torch_module)
     try:
-        return map_weights(ms_slots, torch_slots, name_map, leave_constants=True)
+        return map_weights(ms_slots, torch_slots, name_map, leave_constants=True, ignore=ignore)
     except ParityUsageError as exc:
         causes = parameter_causes(ms_cell, torch_module, ms_slots, torch_slots, device=device, ignore=TORCH_ONLY)
         if not causes:

@@ -44,6 +44,7 @@ class CheckOptions:
     weights: Any = "copy"
     tolerance: Any = None
     name_map: Any = None
+    ignore: Any = ()  # names or patterns of tensors (either side) left as built, unpaired
     seed: Optional[int] = None
     ms_mode: str = "pynative"  # a session's --parity-mode overrides it
     # check and check_shapes

@@ -5,7 +5,7 @@ help) for what is left. Used by :func:`parity.weights.transfer.map_weights`."""
 from __future__ import annotations
 
 import difflib
-from typing import Callable, Dict, Iterable, List, Sequence, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Sequence, Tuple
 
 from ..backends import Slot
 from ..errors import ParityUsageError
@@ -14,7 +14,20 @@ from .layouts import Fuse, Pair, layout_pairs, squeezed
 # What a caller pairs a PyTorch slot and a MindSpore slot with: (PyTorch's, MindSpore's, how).
 Claim = Callable[[Slot, Slot, str], None]
 
-__all__ = ["RENAMES", "Index", "Unmapped", "fuse_automatically", "align_by_order", "compatible", "table", "row", "some"]
+__all__ = [
+    "RENAMES",
+    "KINDS",
+    "canonical_leaf",
+    "Index",
+    "Unmapped",
+    "fuse_automatically",
+    "align_by_order",
+    "compatible",
+    "unmapped_message",
+    "table",
+    "row",
+    "some",
+]
 
 # PyTorch leaf name -> MindSpore leaf names it may be called instead.
 RENAMES: Dict[str, Tuple[str, ...]] = {
@@ -25,7 +38,7 @@ RENAMES: Dict[str, Tuple[str, ...]] = {
 }
 _CANONICAL = {alt: leaf for leaf, alts in RENAMES.items() for alt in alts}
 # Layer classes whose tensors pair by kind; MindSpore's names first where they differ.
-_KINDS = {
+KINDS = {
     "Dense": "Linear",
     "Linear": "Linear",
     "Embedding": "Embedding",
@@ -76,7 +89,7 @@ def compatible(a: Slot, b: Slot) -> bool:
     return a.shape == b.shape or squeezed(a.shape) == squeezed(b.shape)
 
 
-def _canonical_leaf(slot: Slot) -> str:
+def canonical_leaf(slot: Slot) -> str:
     leaf = _CANONICAL.get(slot.leaf, slot.leaf)
     for base in ("weight", "bias"):  # MultiheadAttention's in_proj_weight is a weight too
         if leaf.endswith("_" + base):
@@ -87,8 +100,8 @@ def _canonical_leaf(slot: Slot) -> str:
 def _kind(slot: Slot) -> Tuple[str, str]:
     """What a tensor is, for pairing by definition order: a known layer kind and its leaf, or
     any parameter of a custom layer (whose names say nothing reliable)."""
-    kind = _KINDS.get(slot.layer_type)
-    return (kind, _canonical_leaf(slot)) if kind else ("custom", "")
+    kind = KINDS.get(slot.layer_type)
+    return (kind, canonical_leaf(slot)) if kind else ("custom", "")
 
 
 class Index:
@@ -140,9 +153,9 @@ def _sibling_runs(slots: List[Slot]) -> List[List[Slot]]:
     """Tensors of sibling layers with the same leaf, shape and layer type (q/k/v), two or more."""
     runs: Dict[Tuple[str, str, Tuple[int, ...], str, bool], List[Slot]] = {}
     for s in slots:
-        runs.setdefault(
-            (s.layer.rpartition(".")[0], _canonical_leaf(s), s.shape, s.layer_type, s.trainable), []
-        ).append(s)
+        runs.setdefault((s.layer.rpartition(".")[0], canonical_leaf(s), s.shape, s.layer_type, s.trainable), []).append(
+            s
+        )
     return [run for run in runs.values() if len(run) >= 2 and len({s.layer for s in run}) == len(run)]
 
 
@@ -164,7 +177,7 @@ def fuse_automatically(ms: Index, torch: Index) -> List[Pair]:
                 and (len(r) * r[0].shape[0],) + r[0].shape[1:] == f.shape
             ]
             if fits:
-                key = (f.shape, _canonical_leaf(f), f.trainable)
+                key = (f.shape, canonical_leaf(f), f.trainable)
                 by_shape.setdefault(key, ([], fits))[0].append(f)
         how = "fused automatically" if fused_is_ms else "split automatically"
         for fused, fits in by_shape.values():
@@ -197,7 +210,7 @@ def align_by_order(
         ms_group = [m for m in rest_ms if m.trainable == trainable]
         torch_group = [t for t in rest_torch if t.trainable == trainable]
         if len(ms_group) == len(torch_group) and all(
-            compatible(m, t) and _canonical_leaf(m) == _canonical_leaf(t) for m, t in zip(ms_group, torch_group)
+            compatible(m, t) and canonical_leaf(m) == canonical_leaf(t) for m, t in zip(ms_group, torch_group)
         ):
             for m, t in zip(ms_group, torch_group):
                 claim(t, m, "definition order")
@@ -220,11 +233,15 @@ def align_by_order(
         order = {s.name: i for i, s in enumerate(rest_ms + rest_torch)}
         left_ms.sort(key=lambda s: order[s.name])
         left_torch.sort(key=lambda s: order[s.name])
-        raise Unmapped(_unmapped_message(left_ms, left_torch, ignored), ms=left_ms, torch=left_torch)
+        raise Unmapped(unmapped_message(left_ms, left_torch, ignored, []), ms=left_ms, torch=left_torch)
     return []
 
 
-def _unmapped_message(left_ms: List[Slot], left_torch: List[Slot], ignored: Sequence[Tuple[str, str]]) -> str:
+def unmapped_message(
+    left_ms: List[Slot], left_torch: List[Slot], ignored: Sequence[Tuple[str, str]], entries: Sequence[str]
+) -> str:
+    """The error for tensors left unpaired, with ``entries``: name_map entries that would pair some
+    of them, each consistent with both sides' order, shapes and layer kinds."""
     rows = [row("MindSpore", m) for m in left_ms] + [row("PyTorch", t) for t in left_torch]
     lines = [
         f"Unmapped parameters: in MindSpore only {[m.name for m in left_ms]}; "
@@ -233,42 +250,9 @@ def _unmapped_message(left_ms: List[Slot], left_torch: List[Slot], ignored: Sequ
         "Names differ beyond the known renames and the leftovers do not line up in definition "
         "order by kind and shape. Pass name_map={pytorch_name: mindspore_name} for these.",
     ]
-    entries = _suggestions(left_ms, left_torch)
     if entries:
         lines.append("Nearest candidates (check them), as name_map entries:")
         lines += [f"    {entry}," for entry in entries]
     if ignored:
         lines.append(f"Ignored PyTorch buffers (not paired): {some([f'{n} ({r})' for n, r in ignored])}")
     return "\n".join(lines)
-
-
-def _similarity(a: str, b: str) -> float:
-    return difflib.SequenceMatcher(None, a, b).ratio()
-
-
-def _suggestions(left_ms: List[Slot], left_torch: List[Slot]) -> List[str]:
-    """name_map entries that would pair the leftovers: a ``parity.fuse`` of sibling tensors whose
-    rows add up to a leftover of the other side (the first ones in definition order, where more
-    siblings are left than it takes), then for each MindSpore leftover the PyTorch leftover of a
-    fitting shape whose name is nearest."""
-    entries: List[str] = []
-    used: Set[str] = set()
-    for fused_side, split_side in ((left_ms, left_torch), (left_torch, left_ms)):
-        for f in fused_side:
-            for run in _sibling_runs([s for s in split_side if s.name not in used]):
-                count = f.shape[0] // run[0].shape[0] if f.shape and run[0].shape and run[0].shape[0] else 0
-                if (
-                    f.name not in used
-                    and _kind(run[0]) == _kind(f)
-                    and 2 <= count <= len(run)
-                    and f.shape == (count * run[0].shape[0],) + run[0].shape[1:]
-                ):
-                    used.update([f.name] + [s.name for s in run[:count]])
-                    entries.append(f"{f.name!r}: parity.fuse({[s.name for s in run[:count]]}, axis=0)")
-    for m in left_ms:
-        fits = [t for t in left_torch if t.name not in used and compatible(m, t)]
-        if m.name not in used and fits:
-            t = max(fits, key=lambda t: (_kind(t) == _kind(m), _similarity(m.name, t.name)))
-            used.update((m.name, t.name))
-            entries.append(f"{t.name!r}: {m.name!r}")
-    return entries

@@ -8,16 +8,19 @@ the same attribute path; then the known renames (norm ``gamma/beta/moving_mean/m
 PyTorch buffers that are not part of the state (non-persistent buffers, BatchNorm's step
 counter) are then set aside as ignored, with the reason. What is left is paired as fused q/k/v
 where shapes make that unambiguous, then in definition order (all of it in lockstep, else
-by kind and shape), and the report says so. Anything still left over, or of the wrong shape, is
-a :class:`ParityUsageError` listing the leftovers with the nearest candidates.
+by kind and shape), and the report says so. Where that leaves tensors over, or names alike hold
+tensors of other shapes, what is left is paired by structure (:mod:`parity.weights.structure`),
+all of it or none. Anything still left over, or of the wrong shape, is a
+:class:`ParityUsageError` listing the leftovers with the pairs the structure vouches for.
 """
 
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 import numpy.typing as npt
@@ -25,13 +28,27 @@ import numpy.typing as npt
 from ..backends import Slot
 from ..errors import ParityUsageError
 from .layouts import Fuse, Layout, Pair, Reshape, Transpose, by_torch_name, layout_pairs, torch_layout
-from .pairing import RENAMES, Claim, Index, Unmapped, align_by_order, compatible, fuse_automatically, row, some, table
+from .pairing import (
+    RENAMES,
+    Claim,
+    Index,
+    Unmapped,
+    align_by_order,
+    compatible,
+    fuse_automatically,
+    row,
+    some,
+    table,
+    unmapped_message,
+)
+from .structure import Step, align
 
 __all__ = ["Pair", "WeightMap", "WeightReport", "map_weights", "copy_weights", "fill_weights"]
 
 # Buffers that exist on one side only by design, with the reason shown in the report.
 TORCH_ONLY = {"num_batches_tracked": "BatchNorm step counter; MindSpore keeps none"}
 NOT_PERSISTENT = "non-persistent buffers, not in state_dict"
+STRUCTURE = "structure"  # how a pair was found: definition order, layer kind and shape agree
 
 
 @dataclass
@@ -40,6 +57,8 @@ class WeightMap:
     ignored: List[Tuple[str, str]] = field(default_factory=list)  # (PyTorch name, reason)
     # (side, name): constants of one side only, with no counterpart, left as built (a check's map)
     constants: List[Tuple[str, str]] = field(default_factory=list)
+    # (side, name): what ``ignore=`` named, left as built and unpaired
+    left_out: List[Tuple[str, str]] = field(default_factory=list)
 
     def torch_name(self, ms_name: str) -> str:
         return {p.ms: p.torch for p in self.pairs}[ms_name]
@@ -49,7 +68,7 @@ class WeightMap:
 
     def alignments(self) -> List[Pair]:
         """Pairs not matched by name: the report lists them so nothing is guessed silently."""
-        return [p for p in self.pairs if p.how == "definition order"]
+        return [p for p in self.pairs if p.how in ("definition order", STRUCTURE)]
 
 
 @dataclass
@@ -84,15 +103,24 @@ class WeightReport:
                 extra.append(
                     f"{len(names)} {side}-only constants left as built (not trainable, no counterpart): {some(names)}"
                 )
-        for label in ("fused automatically", "split automatically"):
+        if self.map.left_out:
+            shown = some([f"{side} {name}" for side, name in self.map.left_out])
+            extra.append(f"{len(self.map.left_out)} left as built, as ignore= asks: {shown}")
+        for label in ("fused automatically", "split automatically", "fused by structure", "split by structure"):
             pairs = [p for p in self.map.pairs if p.how == label]
             if pairs:
                 wholes = {p.ms if label.startswith("fused") else p.torch for p in pairs}
                 extra.append(f"{len(wholes)} {label}: {_fusions(pairs, label)}")
-        aligned = self.map.alignments()
+        aligned = [p for p in self.map.pairs if p.how == "definition order"]
         if aligned:
             extra.append(
                 f"{len(aligned)} aligned by definition order: {some([f'{p.torch} -> {p.ms}' for p in aligned])}"
+            )
+        by_structure = [p for p in self.map.pairs if p.how == STRUCTURE]
+        if by_structure:
+            extra.append(
+                f"{len(by_structure)} paired by structure (names differ; definition order, layer kind and "
+                f"shape agree): {some([f'{p.torch} -> {p.ms}' for p in by_structure])}"
             )
         reshaped = [p for p in self.map.pairs if p.reshaped]
         if reshaped:
@@ -221,13 +249,23 @@ def _finder(key: str, own: Index, other: Index) -> Callable[[str], Slot]:
 
 
 def map_weights(
-    ms_slots: List[Slot], torch_slots: List[Slot], name_map: NameMap = None, *, leave_constants: bool = False
+    ms_slots: List[Slot],
+    torch_slots: List[Slot],
+    name_map: NameMap = None,
+    *,
+    leave_constants: bool = False,
+    ignore: Sequence[str] = (),
 ) -> WeightMap:
     """Pair every MindSpore slot with PyTorch slots (or parts of them), or raise with a table.
     ``leave_constants`` (a check, not a conversion): constants of one side that nothing pairs are
-    left as built rather than refused (see :func:`parity.weights.pairing.align_by_order`)."""
+    left as built rather than refused (see :func:`parity.weights.pairing.align_by_order`).
+    ``ignore``: names or ``fnmatch`` patterns of tensors of either side, left as built, unpaired."""
     ms, torch = Index(ms_slots, "MindSpore"), Index(torch_slots, "PyTorch")
+    left_out = _leave_out(ignore, ms, torch)
     plain, layouts = _explicit(name_map, ms, torch)
+    both = sorted({name for _, name in left_out} & (set(plain) | set(plain.values())))
+    if both:
+        raise ParityUsageError(f"name_map pairs {both}, which ignore= leaves out: name each in one of them")
     pairs: List[Pair] = []
     conflicts: List[Tuple[Slot, Slot]] = []
 
@@ -243,21 +281,107 @@ def map_weights(
     for key, key_is_ms, value in layouts:
         pairs += _layout_entry(key, key_is_ms, value, ms, torch)
     named = _plain_entries(plain, torch_slots, ms, claim)
+    explicit_conflicts = bool(conflicts)
     for t in torch.rest():
         prefix = t.name[: len(t.name) - len(t.leaf)]
         candidates = [t.name] + [prefix + alt for alt in RENAMES.get(t.leaf, ())]
         m = next((ms.by_name[c] for c in candidates if c in ms.by_name and ms.by_name[c].name not in ms.taken), None)
         if m is not None and t.name not in named:
             claim(t, m, "same name" if m.name == t.name else "renamed")
-    if conflicts:
-        rows = [r for m, t in conflicts for r in (row("MindSpore", m), row("PyTorch", t))]
-        raise Unmapped("Parameter shapes differ between paired names:\n" + table(rows), conflicts=conflicts)
+    if explicit_conflicts:
+        raise _shapes_differ(conflicts)
     ignored = _ignore(torch)
-    pairs += fuse_automatically(ms, torch)
-    constants = align_by_order(ms.rest(), torch.rest(), claim, ignored, leave_constants)
+    if conflicts:  # names alike, shapes not: a layer placed otherwise (a stage's downsampling)
+        refused = _shapes_differ(conflicts)
+        constants = _by_structure(ms, torch, claim, pairs, lambda entries: refused, leave_constants)
+    else:
+        before = (dict(ms.taken), dict(torch.taken), len(pairs))
+        try:
+            pairs += fuse_automatically(ms, torch)
+            constants = align_by_order(ms.rest(), torch.rest(), claim, ignored, leave_constants)
+        except Unmapped as exc:  # what names and definition order leave, paired by structure or refused
+            ms.taken, torch.taken = dict(before[0]), dict(before[1])
+            del pairs[before[2] :]
+            constants = _by_structure(ms, torch, claim, pairs, _refusal(exc, ignored), leave_constants)
     position = {t.name: i for i, t in enumerate(torch_slots)}
     pairs.sort(key=lambda p: position[p.torch])  # definition order, however each pair was found
-    return WeightMap(pairs, ignored, constants)
+    return WeightMap(pairs, ignored, constants, left_out)
+
+
+def _leave_out(ignore: Sequence[str], ms: Index, torch: Index) -> List[Tuple[str, str]]:
+    """Take the tensors ``ignore`` names (names or ``fnmatch`` patterns, either side) out of the
+    pairing: (side, name) of each. A pattern that matches nothing is an error: it is a typo."""
+    if isinstance(ignore, str) or not all(isinstance(p, str) for p in ignore):
+        raise ParityUsageError(f"ignore must be a list of tensor names or patterns, got {ignore!r}")
+    left: List[Tuple[str, str]] = []
+    for pattern in ignore:
+        found = [
+            (index, slot)
+            for index in (ms, torch)
+            for slot in index.slots
+            if any(fnmatch.fnmatchcase(n, pattern) for n in (slot.name,) + slot.aliases)
+        ]
+        if not found:
+            raise ParityUsageError(
+                f"ignore={list(ignore)!r}: {pattern!r} names no tensor of either framework "
+                f"(MindSpore has {some([s.name for s in ms.slots])}; PyTorch has {some([s.name for s in torch.slots])})"
+            )
+        for index, slot in found:
+            if slot.name not in index.taken:
+                index.take(slot, "ignore")
+                left.append((index.label, slot.name))
+    return left
+
+
+def _shapes_differ(conflicts: List[Tuple[Slot, Slot]]) -> Unmapped:
+    rows = [r for m, t in conflicts for r in (row("MindSpore", m), row("PyTorch", t))]
+    return Unmapped("Parameter shapes differ between paired names:\n" + table(rows), conflicts=conflicts)
+
+
+def _refusal(refused: Unmapped, ignored: List[Tuple[str, str]]) -> Callable[[List[Step]], Unmapped]:
+    """``refused`` again, suggesting the structure's pairs among its leftovers that are sure."""
+
+    def refuse(steps: List[Step]) -> Unmapped:
+        names = {s.name for s in refused.ms + refused.torch}
+        entries = [s.entry() for s in steps if s.sure and {p.name for p in (s.whole,) + s.parts} <= names]
+        message = unmapped_message(refused.ms, refused.torch, ignored, entries)
+        return Unmapped(message, ms=refused.ms, torch=refused.torch)
+
+    return refuse
+
+
+def _by_structure(
+    ms: Index,
+    torch: Index,
+    claim: Claim,
+    pairs: List[Pair],
+    refuse: Callable[[List[Step]], Unmapped],
+    leave_constants: bool,
+) -> List[Tuple[str, str]]:
+    """Pair what is left by structure (:mod:`parity.weights.structure`), every tensor or none;
+    with ``leave_constants``, constants of both sides that fit none of the other side's are left
+    as built. Else raise ``refuse(steps)``: the error, given the pairs the structure found."""
+    found = align(ms.rest(), torch.rest())
+    left = found.left_ms + found.left_torch
+    constants: List[Tuple[str, str]] = []
+    if left:
+        fits = any(compatible(m, t) for m in found.left_ms for t in found.left_torch)
+        if not leave_constants or fits or any(s.trainable for s in left):
+            raise refuse(found.steps) from None
+        constants = [("MindSpore", m.name) for m in found.left_ms] + [("PyTorch", t.name) for t in found.left_torch]
+    for step in found.steps:
+        if len(step.parts) == 1:
+            ms_slot, torch_slot = (step.whole, step.parts[0]) if step.whole_is_ms else (step.parts[0], step.whole)
+            claim(torch_slot, ms_slot, STRUCTURE)
+            continue
+        whole_side, part_side = (ms, torch) if step.whole_is_ms else (torch, ms)
+        how = "fused by structure" if step.whole_is_ms else "split by structure"
+        value = Fuse(tuple(p.name for p in step.parts), 0)
+        pairs += layout_pairs(step.whole.name, step.whole_is_ms, value, step.whole, part_side.by_name.__getitem__, how)
+        whole_side.take(step.whole, how)
+        for part in step.parts:
+            part_side.take(part, step.whole.name)
+    return constants
 
 
 def _layout_entry(key: str, key_is_ms: bool, value: Layout, ms: Index, torch: Index) -> List[Pair]:

@@ -49,6 +49,7 @@ def run_generation(
     max_new_tokens: int = CheckOptions.max_new_tokens,
     weights=CheckOptions.weights,
     name_map=CheckOptions.name_map,
+    ignore=CheckOptions.ignore,
     tolerance=CheckOptions.tolerance,
     seed=CheckOptions.seed,
     use_cache=CheckOptions.use_cache,
@@ -68,6 +69,7 @@ def run_generation(
             max_new_tokens,
             weights,
             name_map,
+            ignore,
             tolerance,
             seed,
             use_cache,
@@ -111,7 +113,18 @@ def _prompt(prompt, seed: int) -> Tuple[np.ndarray, str]:
 
 
 def _run(
-    ms_model, torch_model, prompt, max_new_tokens, weights, name_map, tolerance, seed, use_cache, ms_step, settings
+    ms_model,
+    torch_model,
+    prompt,
+    max_new_tokens,
+    weights,
+    name_map,
+    ignore,
+    tolerance,
+    seed,
+    use_cache,
+    ms_step,
+    settings,
 ) -> GenerationResult:
     __tracebackhide__ = True
     _validate(max_new_tokens, use_cache, ms_step)
@@ -123,7 +136,7 @@ def _run(
     tb.prepare(seed=seed, device=settings.device)
     chain += (device_profile(device_setup(settings.device)),)
     ids, described = _prompt(prompt, seed)
-    wmap = map_pair_weights(ms_model, torch_model, name_map, settings.device)
+    wmap = map_pair_weights(ms_model, torch_model, name_map, settings.device, ignore)
     wreport = set_weights(weights, wmap, ms_model, torch_model)
     msb.set_train(ms_model, False)
     tb.set_train(torch_model, False)

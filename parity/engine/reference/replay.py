@@ -147,6 +147,7 @@ def _run(
     ms_mode=None,
     tolerance=None,
     name_map=None,
+    ignore=(),
     seed=None,
     reference=None,
     check_dtype=True,
@@ -184,7 +185,7 @@ def _run(
     msb.prepare(seed=seed, device=settings.device)
     setup = _setup(settings.device, side.manifest["environment"])
     chain += (device_profile(setup),)
-    wmap = _weight_map(ms_cell, side, torch_module, name_map, settings.device)
+    wmap = _weight_map(ms_cell, side, torch_module, name_map, settings.device, ignore)
     dtypes = {"ms": msb.compute_dtype(ms_cell), "torch": side.compute_dtype()}
     wreport = _set_weights(weights, wmap, ms_cell, side)
     msb.set_train(ms_cell, train)
@@ -325,13 +326,13 @@ def _set_weights(weights, wmap, ms_cell, side: RecordedTorch) -> WeightReport:
     return WeightReport(wmap, f"constant {weights.value:g}", verified)
 
 
-def _weight_map(ms_cell, side: RecordedTorch, torch_module, name_map, device: str):
+def _weight_map(ms_cell, side: RecordedTorch, torch_module, name_map, device: str, ignore=()):
     """:func:`map_weights` over the recorded slots; where parameters cannot be paired, the usage
     error names the known mismatches that explain it, as :func:`parity.engine.pairing.map_pair_weights` does."""
     __tracebackhide__ = True
     ms_slots, torch_slots = msb.slots(ms_cell), side.slots()
     try:
-        return map_weights(ms_slots, torch_slots, name_map)
+        return map_weights(ms_slots, torch_slots, name_map, ignore=ignore)
     except ParityUsageError as exc:
         layers_of = torch_module if torch_module is not None else side.module_view()
         causes = (

@@ -60,6 +60,7 @@ def run_training(
     ms_mode=CheckOptions.ms_mode,
     tolerance=CheckOptions.tolerance,
     name_map=CheckOptions.name_map,
+    ignore=CheckOptions.ignore,
     seed=CheckOptions.seed,
     acknowledge=None,
     settings: Settings = Settings(),
@@ -88,6 +89,7 @@ def run_training(
             ms_mode=ms_mode,
             tolerance=tolerance,
             name_map=name_map,
+            ignore=ignore,
             seed=seed,
             acknowledge=acknowledge,
             settings=settings,
@@ -164,6 +166,7 @@ def _run_training(
     ms_mode,
     tolerance,
     name_map,
+    ignore,
     seed,
     acknowledge,
     settings,
@@ -187,7 +190,7 @@ def _run_training(
     optimizers = Optimizers(optimizer, ms_cell, torch_module)
     schedulers = Schedulers(lr_scheduler, optimizers.pair)
     scaling = LossScaling(loss_scale)
-    wmap = map_pair_weights(ms_cell, torch_module, name_map, settings.device)
+    wmap = map_pair_weights(ms_cell, torch_module, name_map, settings.device, ignore)
     wreport = set_weights(weights, wmap, ms_cell, torch_module)
     msb.set_train(ms_cell, True)
     tb.set_train(torch_module, True)

@@ -282,7 +282,7 @@ def _rows(wmap, conflicts, ref: Side, other: Side, ref_is_a: bool, spec: Toleran
 def _how(pairs) -> str:
     """How a reference tensor was paired; for a part of a fused tensor, which part."""
     first = pairs[0]
-    if first.how == "definition order":
+    if first.how in ("definition order", "structure"):
         return "execution order"  # each side's slots are in its own execution order
     part = first.ms_part
     return first.how + (f", part {part.index + 1} of {part.count} along axis {part.axis}" if part else "")
