@@ -207,3 +207,45 @@ def test_training_names_the_step_and_stage_of_the_first_non_finite_value():
         "before it was finite on both sides"
     ) in str(info.value)
     assert _result_fields(info.value.result)["first_nonfinite"]["step"] == 1
+
+
+class MSTokens(msnn.Cell):
+    """A patch embedding that keeps tokens (N, H*W, C) between layers, as mindcv's Swin does."""
+
+    def __init__(self, eps):
+        super().__init__()
+        self.proj = msnn.Conv2d(3, 8, 4, stride=4, has_bias=True)
+        self.norm = msnn.LayerNorm((8,), epsilon=eps)
+        self.head = msnn.Dense(8, 5)
+
+    def construct(self, x):
+        x = self.proj(x)
+        n, c, h, w = x.shape
+        return self.head(self.norm(x.reshape(n, c, h * w).transpose(0, 2, 1)))
+
+
+class TorchGrid(torch.nn.Module):
+    """The same computation keeping a grid (N, H, W, C), as torchvision's Swin does."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Conv2d(3, 8, 4, stride=4)
+        self.norm = torch.nn.LayerNorm(8)
+        self.head = torch.nn.Linear(8, 5)
+
+    def forward(self, x):
+        return self.head(self.norm(self.proj(x).permute(0, 2, 3, 1))).flatten(1, 2)
+
+
+def test_tokens_against_a_grid_are_compared_through_the_layout():
+    # Shaped alike but for the layout, every layer but the LayerNorm (epsilon 1e-1 against 1e-5)
+    # agrees: it alone has an own error, and no layer is reported for its shapes.
+    inputs = [parity.randn((2, 3, 16, 16))]
+    assert parity.check(MSTokens(1e-5), TorchGrid(), inputs).passed
+    with pytest.raises(ParityMismatch) as failed:
+        parity.check(MSTokens(1e-1), TorchGrid(), inputs)
+    layers = failed.value.result.layers
+    assert [e.layer for e in layers.own_errors if e.direction == "forward"] == ["norm"]
+    norm = next(v for v in layers.forward if v.path == "norm")
+    assert norm.ms_in_shapes == ((2, 16, 8),) and norm.in_shapes == ((2, 4, 4, 8),)
+    assert "shapes differ" not in str(failed.value)

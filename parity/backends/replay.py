@@ -28,6 +28,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 import numpy as np
 
+from ..judge.layouts import one_layout
 from . import flatten_outputs
 from ._hooks import slot_names
 
@@ -172,13 +173,10 @@ class _Feeder:
 
         def swap(name, leaf):
             array = given.get(name)
-            if (
-                array is None
-                or not isinstance(leaf, self.adapter.tensor_type)
-                or tuple(array.shape) != tuple(leaf.shape)
-            ):
+            if array is None or not isinstance(leaf, self.adapter.tensor_type) or not _fits(array.shape, leaf.shape):
                 new = leaf
             else:
+                array = array.reshape(tuple(leaf.shape))  # one layout of the same values, or the same shape
                 used.append((self.adapter.held(leaf) if kept else None, array))
                 new = self.adapter.make(array, leaf)
                 if backward and self.adapter.differentiable(leaf):
@@ -267,12 +265,18 @@ class _Feeder:
             if leaf is not None and not isinstance(leaf, self.adapter.tensor_type):
                 return leaf
             array, position[0] = given[position[0]], position[0] + 1
-            if leaf is None or array is None or tuple(array.shape) != tuple(leaf.shape):
+            if leaf is None or array is None or not _fits(array.shape, leaf.shape):
                 return leaf
-            new = self.adapter.make(array, leaf)
+            new = self.adapter.make(array.reshape(tuple(leaf.shape)), leaf)
             return self.adapter.in_place_of(leaf, new) if backward and self.adapter.differentiable(leaf) else new
 
         return _rebuild(outputs, swap, "output")
+
+
+def _fits(given, own) -> bool:
+    """Whether an array of shape ``given`` may stand for a tensor of shape ``own``: the same shape,
+    or one layout of the same values (see :mod:`parity.judge.layouts`)."""
+    return tuple(given) == tuple(own) or one_layout(tuple(given), tuple(own))
 
 
 @contextlib.contextmanager
@@ -286,7 +290,7 @@ def fed(
 ):
     """Inside, each sub-layer call of ``model`` (a MindSpore Cell or a PyTorch Module, as
     ``framework`` says) that ``feeds`` names runs on the arrays given (in each tensor's own dtype;
-    a tensor whose shape differs keeps its value), and every call's outputs are kept. With
+    a tensor whose shape differs, unless it holds one layout of the same values, keeps its value), and every call's outputs are kept. With
     ``grads`` (the gradients arriving at each call's outputs, by the same keys; their ``outputs``: what
     flows back out of the call in PyTorch), the backward of a fed call starts from them, and what
     flows back out of it is kept, PyTorch's flowing on in its place. ``keep``: the only calls whose

@@ -368,18 +368,11 @@ def test_localizer_records_float64_noise_floors_and_uses_them():
 # -- one layout of the same values --------------------------------------------------------------
 
 
-def test_outputs_that_differ_by_unit_axes_are_compared_through_one_layout():
-    from parity.engine.diagnosis.verdicts import unit_axes_as
-
-    flat, pooled = np.arange(6.0).reshape(2, 3), np.arange(6.0).reshape(2, 3, 1, 1)
-    assert unit_axes_as(flat, pooled).shape == (2, 3, 1, 1)
-    other = np.arange(6.0).reshape(3, 2)  # as many elements, another layout: left as it is
-    assert unit_axes_as(other, pooled).shape == (3, 2)
-    error, margin, _, _ = judge_metrics(flat, pooled)
-    assert error == 0.0 and margin == 0.0
-
-
-def judge_metrics(a, b):
+def test_outputs_in_one_layout_are_compared_through_it():
     from parity.engine.diagnosis.verdicts import _measure, pair_metrics
 
-    return _measure([a], [b], Tolerance(1e-5, 1e-5), pair_metrics)
+    flat, pooled = np.arange(6.0).reshape(2, 3), np.arange(6.0).reshape(2, 3, 1, 1)
+    error, margin, _, _ = _measure([flat], [pooled], Tolerance(1e-5, 1e-5), pair_metrics)
+    assert error == 0.0 and margin == 0.0
+    other = np.arange(6.0).reshape(3, 2)  # as many elements, another arrangement: shapes differ
+    assert _measure([other], [pooled], Tolerance(1e-5, 1e-5), pair_metrics)[1] == float("inf")

@@ -11,11 +11,12 @@ from typing import Dict, List, Tuple
 from ...backends import mindspore as msb
 from ...backends import replay
 from ...judge.envelope import Candidate, judge_envelope, near
+from ...judge.layouts import in_layout
 from ...judge.metrics import ArrayPair, compare_pair
 from ..compared import buffers_of
 from ..side_errors import backward as side_backward
 from ..side_errors import run_side
-from .verdicts import LayerVerdict, pair_metrics, unit_axes_as
+from .verdicts import LayerVerdict, pair_metrics
 
 __all__ = ["OwnError", "measure", "torch_feeds"]
 
@@ -62,7 +63,8 @@ def measure(run, table, chain, rerun) -> None:
             side_backward(side, run.cotangents, [], "MindSpore (layers fed)")
     for name, value in ms_after.items():
         msb.write(run.ms_cell, name, value)
-    pairs = _own_pairs(run, table.forward, "forward", got.outputs) + _code_pairs(run, table.forward, got.inputs, "code")
+    pairs = _own_pairs(run, table.forward, "forward", got.outputs, got.fed)
+    pairs += _code_pairs(run, table.forward, got.inputs, "code")
     if backward:
         pairs += _own_pairs(run, table.backward, "backward", got.grad_inputs) + _code_pairs(
             run, table.backward, got.grad_outputs, "grad code"
@@ -118,15 +120,17 @@ def _feeds(run, verdicts: List[LayerVerdict], direction: str):
     return feeds
 
 
-def _own_pairs(run, verdicts, direction: str, found):
+def _own_pairs(run, verdicts, direction: str, found, fed=None):
     """((direction, path, call, i), ArrayPair) of every fed call's outputs (forward) or what
-    flowed back out of it (backward): MindSpore's, fed, against PyTorch's captured ones."""
+    flowed back out of it (backward): MindSpore's, fed, against PyTorch's captured ones. ``fed``:
+    the calls that were fed, where only those count (a call given inputs of other shapes than it
+    was called with is not fed: a wrapper against the layer inside it, a wrong pair)."""
     pairs = []
     for v in verdicts:
         key = (v.ms_path, v.call)
         ref = run.torch_recording.get(v.path, v.call)
-        if key not in found or ref is None or v.ms_in_shapes != v.in_shapes:
-            continue  # other shapes flow in on the two sides: not one computation to compare
+        if key not in found or ref is None or (fed is not None and key not in fed):
+            continue  # not fed (PyTorch's inputs have other shapes): its output is not its own error
         ms_out = found[key]
         ref_out = ref.outputs if direction == "forward" else ref.grad_inputs
         if ref_out is None or len(ms_out) != len(ref_out):
@@ -136,7 +140,7 @@ def _own_pairs(run, verdicts, direction: str, found):
                 pairs.append(
                     (
                         (direction, v.path, v.call, i),
-                        ArrayPair("output", v.path, v.ms_path, v.path, "pynative", unit_axes_as(a, b), b, v.path),
+                        ArrayPair("output", v.path, v.ms_path, v.path, "pynative", in_layout(a, b.shape), b, v.path),
                     )
                 )
     return pairs

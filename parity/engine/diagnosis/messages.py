@@ -227,12 +227,15 @@ def own_error_lines(layers) -> List[str]:
 
 
 def _layer_difference(v) -> str:
-    """How a layer's outputs differ: their shapes where those differ, else the greatest |diff|."""
+    """How a layer's outputs differ: their shapes where those differ, else the greatest |diff|
+    (through the layout where the two hold one layout of the same values)."""
     ms, torch = v.ms_out_shapes, v.out_shapes
+    if len(ms) == len(torch) and ms != torch:
+        ms, torch = next((m, t) for m, t in zip(ms, torch) if m != t)
     if v.shapes_differ:
-        if len(ms) == len(torch):
-            ms, torch = next((m, t) for m, t in zip(ms, torch) if m != t)
         return f"shapes differ: {_shape(ms)} vs {_shape(torch)}"
+    if v.layout_differs:
+        return f"max abs diff {fmt(v.max_abs)} (MindSpore's {_shape(ms)} as {_shape(torch)}: one layout)"
     return f"max abs diff {fmt(v.max_abs)}"
 
 

@@ -15,6 +15,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ...judge.layouts import in_layout, one_layout
 from ...judge.metrics import relative_error
 from ...judge.tolerance import Tolerance
 
@@ -75,8 +76,21 @@ class LayerVerdict:
 
     @property
     def shapes_differ(self) -> bool:
-        """Whether what flowed out has different shapes on the two sides."""
-        return bool(self.out_shapes) and self.ms_out_shapes != self.out_shapes
+        """Whether what flowed out has different shapes on the two sides, other than one layout of
+        the same values (see :mod:`parity.judge.layouts`)."""
+        if not self.out_shapes or self.ms_out_shapes == self.out_shapes:
+            return False
+        if len(self.ms_out_shapes) != len(self.out_shapes):
+            return True
+        return any(
+            m != t and (m is None or t is None or not one_layout(m, t))
+            for m, t in zip(self.ms_out_shapes, self.out_shapes)
+        )
+
+    @property
+    def layout_differs(self) -> bool:
+        """Whether what flowed out is one layout of the same values on the two sides, in other shapes."""
+        return bool(self.out_shapes) and self.ms_out_shapes != self.out_shapes and not self.shapes_differ
 
     @property
     def label(self) -> str:
@@ -166,22 +180,13 @@ def _measure(
     """Worst error, margin and |diff|, and every non-finite flag, over the tensors of one side of a layer call."""
     if len(ms) != len(ref):
         return float("inf"), float("inf"), float("inf"), 0
-    found = [metrics(unit_axes_as(a, b), b, tol) for a, b in zip(ms, ref) if a is not None and b is not None]
+    found = [metrics(in_layout(a, b.shape), b, tol) for a, b in zip(ms, ref) if a is not None and b is not None]
     if not found:
         return 0.0, 0.0, 0.0, 0
     flags = 0
     for item in found:
         flags |= item[3]
     return max(f[0] for f in found), max(f[1] for f in found), max(f[2] for f in found), flags
-
-
-def unit_axes_as(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a`` in ``b``'s shape where the two differ only by axes of size 1 (a pooled output
-    flattened on one side, ``(2, 1280)`` against ``(2, 1280, 1, 1)``): one layout of the same
-    values, compared through it; ``a`` as it is otherwise."""
-    if a.shape != b.shape and [n for n in a.shape if n != 1] == [n for n in b.shape if n != 1]:
-        return a.reshape(b.shape)
-    return a
 
 
 def worst_relative_error(ms: Sequence[np.ndarray], ref: Sequence[np.ndarray]) -> float:
