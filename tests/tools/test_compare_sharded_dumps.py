@@ -206,3 +206,23 @@ def test_msprobe_step_rank_layout(runs):
     assert result.passed and len(result.rows) == 2
     assert result.b.layout == "sharded msprobe dump, 2 ranks (tp=2)" and result.b.framework == "torch"
     assert "rank1: 2 tensors read from step0/rank1/dump_tensor_data" in result.b.notes
+
+
+def test_the_how_to_example(tmp_path, monkeypatch, capsys):
+    """docs/how-to/compare-dumps.md's sharded example runs and prints what the page shows (its
+    figures aside: a matmul's rounding differs between hosts)."""
+    page = Path(parity.__file__).resolve().parent.parent / "docs" / "how-to" / "compare-dumps.md"
+    section = page.read_text(encoding="utf-8")
+    section = section[section.index("## Sharded runs") :]
+    source = section[section.index("```python\n") + len("```python\n") :]
+    source = source[: source.index("```")]
+    command = "```text\n$ parity compare-dumps single tp2 --layout-b tp2.toml\n"
+    shown = section[section.index(command) + len(command) :]
+    shown = shown[: shown.index("```")].strip().splitlines()
+    monkeypatch.chdir(tmp_path)
+    exec(compile(source, str(page), "exec"), {})
+    assert cli.main(["compare-dumps", "single", "tp2", "--layout-b", "tp2.toml"]) == 0
+    printed = capsys.readouterr().out.strip().splitlines()
+    table = [line for line in shown if line.startswith("  ")]
+    assert [line for line in printed if not line.startswith("  ")] == [line for line in shown if line not in table]
+    assert [line.split()[:4] for line in printed if line.startswith("  ")] == [line.split()[:4] for line in table]
