@@ -226,3 +226,29 @@ def test_the_how_to_example(tmp_path, monkeypatch, capsys):
     table = [line for line in shown if line.startswith("  ")]
     assert [line for line in printed if not line.startswith("  ")] == [line for line in shown if line not in table]
     assert [line.split()[:4] for line in printed if line.startswith("  ")] == [line.split()[:4] for line in table]
+
+
+def test_experts_per_rank_from_a_json_layout(tmp_path):
+    """Four experts, two per ep rank, each expert's output computed on the rank that holds it."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 6)).astype(np.float32)
+    experts = rng.standard_normal((4, 6, 6)).astype(np.float32)
+    _save(tmp_path / "whole", {"x": x, "experts.weight": experts, "experts.out": np.einsum("td,edf->etf", x, experts)})
+    for r in range(2):
+        mine = experts[2 * r : 2 * r + 2]
+        _save(
+            tmp_path / "ep2" / f"rank{r}",
+            {"x": x, "experts.weight": mine, "experts.out": np.einsum("td,edf->etf", x, mine)},
+        )
+    layout = {"groups": {"ep": 2}, "tensor": [{"match": "experts.*", "experts": {"dim": 0, "group": "ep"}}]}
+    (tmp_path / "ep2.json").write_text(json.dumps(layout))
+    result = parity.compare_dumps(tmp_path / "whole", tmp_path / "ep2", layout_b=tmp_path / "ep2.json")
+    assert result.passed and [row.shape("B") for row in result.rows if row.b == "experts.out"] == [(4, 3, 6)]
+    (tmp_path / "ep2" / "rank1" / "experts.out.npy").unlink()
+    with pytest.raises(ParityUsageError, match=r"'experts.out' is missing from rank 1 \(held by rank 0\)"):
+        parity.compare_dumps(tmp_path / "whole", tmp_path / "ep2", layout_b=tmp_path / "ep2.json")
+
+
+def test_a_layout_on_a_folder_without_ranks(runs):
+    with pytest.raises(ParityUsageError, match=r"no rank folders \(rank0, rank1, \.\.\.\) in it"):
+        parity.compare_dumps(runs / "whole", runs / "whole", layout_b=runs / "tp2.toml")
