@@ -413,7 +413,14 @@ def convert_checkpoint(
 
 
 def compare_dumps(
-    a: Path, b: Path, *, name_map: NameMap = None, tolerance: ToleranceLike = None, allow_unpaired: bool = False
+    a: Path,
+    b: Path,
+    *,
+    name_map: NameMap = None,
+    tolerance: ToleranceLike = None,
+    allow_unpaired: bool = False,
+    layout_a: Any = None,
+    layout_b: Any = None,
 ) -> Union[DumpComparison, SummaryComparison]:
     """Compare two sets of saved tensors (folders of ``.npy``/``.npz`` files, TroubleShooter and
     msprobe dumps, MindSpore ``.ckpt``, PyTorch ``.pth``/``.pt``/``.bin``, ``.safetensors``, or one
@@ -422,10 +429,20 @@ def compare_dumps(
     with the pairs in execution order; see :mod:`parity.tools.dumps.compare`. Numpy files import no framework.
     msprobe's statistics and md5 dumps (``dump.json`` without saved tensors) are compared node by node
     by their statistics instead, into a ``SummaryComparison`` (:mod:`parity.tools.dumps.statistics`).
-    A tensor (node) of either side that did not pair fails the comparison unless ``allow_unpaired``."""
+    A tensor (node) of either side that did not pair fails the comparison unless ``allow_unpaired``.
+    ``layout_a``/``layout_b``: that side is a sharded dump (``rank{N}`` folders, or msprobe's
+    ``step{S}/rank{N}``) reassembled by this layout file (:mod:`parity.tools.dumps.shards`)."""
     from .tools.dumps.compare import compare_dumps as _compare_dumps
 
-    return _compare_dumps(a, b, name_map=name_map, tolerance=tolerance, allow_unpaired=allow_unpaired)
+    return _compare_dumps(
+        a,
+        b,
+        name_map=name_map,
+        tolerance=tolerance,
+        allow_unpaired=allow_unpaired,
+        layout_a=layout_a,
+        layout_b=layout_b,
+    )
 
 
 def translate(torch_module: Any, inputs: Any = None, *, device: str = "CPU", seed: Optional[int] = None) -> Any:

@@ -46,6 +46,15 @@ def add_parser(commands) -> None:
         help="pass although some tensors (nodes, for statistics dumps) of either side did not pair; "
         "without it, what did not pair fails the comparison",
     )
+    for side in ("a", "b"):
+        command.add_argument(
+            f"--layout-{side}",
+            metavar="FILE",
+            default=None,
+            help=f"{side.upper()} is a sharded dump (rank0, rank1, ... folders, or msprobe's step/rank): a .toml "
+            "or .json layout saying how its ranks divide into groups and how each tensor is sharded, to "
+            "reassemble whole tensors",
+        )
     command.add_argument(
         "--tolerance",
         metavar="FILE",
@@ -87,6 +96,14 @@ def main(args) -> int:
 
     tolerance = load_tolerance(args.tolerance) if args.tolerance else None
     name_map = load_pairs(args.name_map) if args.name_map else None
-    result = compare_dumps(args.a, args.b, name_map=name_map, tolerance=tolerance, allow_unpaired=args.allow_unpaired)
+    result = compare_dumps(
+        args.a,
+        args.b,
+        name_map=name_map,
+        tolerance=tolerance,
+        allow_unpaired=args.allow_unpaired,
+        layout_a=args.layout_a,
+        layout_b=args.layout_b,
+    )
     print(json.dumps(result.as_json(), indent=2, allow_nan=False) if args.json else str(result), flush=True)
     return result.exit_code

@@ -134,7 +134,7 @@ class DumpComparison:
 
 
 def compare_dumps(
-    a, b, *, name_map=None, tolerance=None, allow_unpaired: bool = False
+    a, b, *, name_map=None, tolerance=None, allow_unpaired: bool = False, layout_a=None, layout_b=None
 ) -> Union[DumpComparison, SummaryComparison]:
     """Compare the tensors saved under ``a`` with those under ``b`` (see :mod:`parity.tools.dumps.compare`).
 
@@ -151,6 +151,9 @@ def compare_dumps(
     * ``allow_unpaired``: a tensor (a node, for statistics dumps) of either side that did not pair
       fails the comparison unless this is true: a partial dump, or one whose names the rules
       cannot pair, is not a pass.
+    * ``layout_a``, ``layout_b``: that side is a sharded dump (a folder of ``rank{N}`` folders, or
+      msprobe's ``step{S}/rank{N}``), reassembled into whole tensors by this layout: a path to a
+      layout file or a :class:`parity.tools.dumps.shards.Layout` (see that module).
 
     Returns a :class:`DumpComparison`; for msprobe's statistics or md5 dumps (no tensors saved), a
     :class:`parity.tools.dumps.statistics.SummaryComparison` of their statistics. Raises
@@ -169,7 +172,7 @@ def compare_dumps(
         from .statistics import compare_summaries
 
         return compare_summaries(a, b, tolerance=spec, allow_unpaired=allow_unpaired)
-    side_a, side_b = read_side(a, "A"), read_side(b, "B")
+    side_a, side_b = _read(a, "A", layout_a), _read(b, "B", layout_b)
     for side in (side_a, side_b):
         if not side.arrays:
             raise ParityUsageError(f"{side.label} {side.path}: no tensors that hold numbers")
@@ -219,6 +222,16 @@ def compare_dumps(
         )
     check_globs_used(spec, [n for row in rows for n in (row.a, row.b)])
     return result
+
+
+def _read(path, label: str, layout) -> Side:
+    if layout is None:
+        return read_side(path, label)
+    from .shards import Layout, load_layout, read_sharded
+
+    if not isinstance(layout, Layout):
+        layout = load_layout(layout, f"--layout-{label.lower()}")
+    return read_sharded(path, label, layout)
 
 
 def _summary(side: Side) -> DumpSide:
