@@ -28,14 +28,20 @@ COMMON = [
     "tanh",
     "sigmoid",
 ]
+# parity.translation.calls.elementwise: one-to-one MindSpore operators, each passing on PyTorch's samples.
+ELEMENTWISE = ["floor", "ceil", "trunc", "sign", "acos", "atanh", "cosh", "tan", "expm1", "log1p", "log10"]
+ELEMENTWISE += ["reciprocal", "erfc", "lgamma", "digamma", "isnan", "isfinite", "atan2", "hypot", "logaddexp"]
 
 
 @pytest.fixture(scope="module")
 def ops():
-    return {(op.name, op.variant_test_name): op for op in sweep.op_db(COMMON + ["erfinv", "special.bessel_j0"])}
+    return {
+        (op.name, op.variant_test_name): op
+        for op in sweep.op_db(COMMON + ELEMENTWISE + ["erfinv", "special.bessel_j0"])
+    }
 
 
-@pytest.mark.parametrize("name", COMMON)
+@pytest.mark.parametrize("name", COMMON + ELEMENTWISE)
 def test_common_op_translates_and_passes(ops, name):
     record = sweep.run_op(ops[(name, "")], timeout=60)
     assert record["category"] == "passed", record
