@@ -73,7 +73,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_check.py
 
 opinfo: $(STAMP)
-	$(BIN)/python benchmarks/opinfo_sweep.py --table docs/reference/translation-coverage.md
+	$(BIN)/python benchmarks/opinfo_sweep.py --modules all --table docs/reference/translation-coverage.md
 
 clean:
 	rm -rf $(VENV) $(CORE_VENV) build dist docs/_build *.egg-info .pytest_cache .mypy_cache .ruff_cache

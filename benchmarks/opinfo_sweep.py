@@ -12,7 +12,7 @@ Run from the repository root::
     python benchmarks/opinfo_sweep.py                                   # the whole op_db
     python benchmarks/opinfo_sweep.py --ops add,matmul,softmax
     python benchmarks/opinfo_sweep.py --limit 50 --json sweep.json
-    python benchmarks/opinfo_sweep.py --table docs/reference/translation-coverage.md
+    python benchmarks/opinfo_sweep.py --modules all --table docs/reference/translation-coverage.md
 
 Each operator ends in one category (``CATEGORIES``):
 
@@ -97,7 +97,7 @@ NO_COUNTERPART = frozenset(
 )
 
 _CALLS = "has no MindSpore translation:"
-_NO_KERNEL = re.compile(r"has no kernel|unregistered|Unsupported data type|not support(ed)? on CPU|CPU operator")
+_NO_KERNEL = re.compile(r"has no (\w+ )?kernel|unregistered|Unsupported data type|not support(ed)? on CPU|CPU operator")
 
 
 class _Timeout(Exception):
@@ -247,6 +247,10 @@ def _one(op, sample, parity, ParityMismatch, ParityUnsupported) -> Dict[str, Any
         module(*tensors)
     except Exception as exc:  # noqa: BLE001
         return {"category": "unusable", "reason": f"the wrapped op raises in PyTorch: {type(exc).__name__}"}
+    return _translate_and_check(module, inputs, bool(op.supports_autograd), parity, ParityMismatch, ParityUnsupported)
+
+
+def _translate_and_check(module, inputs, grads, parity, ParityMismatch, ParityUnsupported) -> Dict[str, Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -257,7 +261,7 @@ def _one(op, sample, parity, ParityMismatch, ParityUnsupported) -> Dict[str, Any
         except Exception as exc:  # noqa: BLE001
             return {"category": "error", "reason": f"translate: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"}
         try:
-            parity.check(cell, module, inputs, grads=bool(op.supports_autograd))
+            parity.check(cell, module, inputs, grads=grads)
         except ParityMismatch as exc:
             return {"category": "mismatch", "reason": str(exc).strip().splitlines()[0][:200]}
         except ParityUnsupported as exc:
@@ -267,6 +271,51 @@ def _one(op, sample, parity, ParityMismatch, ParityUnsupported) -> Dict[str, Any
             line = (str(exc).strip().splitlines() or [""])[0]
             return {"category": "error", "reason": f"check: {type(exc).__name__}: {line[:160]}"}
     return {"category": "passed", "reason": ""}
+
+
+def run_module(info, *, timeout: int = 60) -> Dict[str, Any]:
+    """Translate and check one ``common_modules.module_db`` kind on its first float32 CPU input."""
+    import parity
+    from parity import ParityMismatch, ParityUnsupported
+
+    start = time.perf_counter()
+    record: Dict[str, Any] = {"op": info.name, "variant": "(module)", "grads": True}
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(timeout)
+    try:
+        record.update(_run_module(info, parity, ParityMismatch, ParityUnsupported))
+    except _Timeout:
+        record.update(category="error", reason=f"over the {timeout} s limit")
+    except Exception as exc:  # noqa: BLE001  (one module must not stop the sweep)
+        record.update(category="unusable", reason=f"the sweep cannot build it: {type(exc).__name__}: {exc}"[:200])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    record["seconds"] = round(time.perf_counter() - start, 3)
+    return record
+
+
+def _run_module(info, parity, ParityMismatch, ParityUnsupported) -> Dict[str, Any]:
+    import torch
+
+    found = info.module_inputs_func(info, device="cpu", dtype=torch.float32, requires_grad=False, training=False)
+    for given in found:
+        forward = given.forward_input
+        if forward is None or forward.kwargs or not forward.args:
+            continue
+        if not all(isinstance(a, torch.Tensor) and a.dtype == torch.float32 and a.numel() for a in forward.args):
+            continue
+        module = info.module_cls(*given.constructor_input.args, **given.constructor_input.kwargs).eval()
+        inputs = tuple(t.detach().numpy().copy() for t in forward.args)
+        return _translate_and_check(module, inputs, True, parity, ParityMismatch, ParityUnsupported)
+    return {"category": "unusable", "reason": "no float32 input of positional tensors only"}
+
+
+def module_db(names: Optional[List[str]] = None, limit: Optional[int] = None) -> List[Any]:
+    from torch.testing._internal.common_modules import module_db as db
+
+    infos = [m for m in db if not names or m.name in names]
+    return infos[:limit] if limit else infos
 
 
 def op_db(names: Optional[List[str]] = None, limit: Optional[int] = None) -> List[Any]:
@@ -294,29 +343,27 @@ def _share(part: int, whole: int) -> str:
 
 
 def table(records: List[Dict[str, Any]], meta: Dict[str, Any]) -> str:
+    ops = [r for r in records if r["variant"] != "(module)"]
+    kinds = [r for r in records if r["variant"] == "(module)"]
+    lines = _head(meta, len(records)) + ["## Operators (`op_db`)", ""] + _shares(ops)
+    if kinds:
+        lines += ["", "## Module kinds (`common_modules.module_db`, in eval mode)", ""] + _shares(kinds)
+    lines += ["", "## Every entry", "", "| op | variant | grads | result | why not |", "|---|---|---|---|---|"]
+    for r in sorted(records, key=lambda r: (r["op"], r["variant"])):
+        reason = r["reason"].replace("|", "\\|").replace("\n", " ")
+        lines.append(
+            f"| `{r['op']}` | {r['variant'] or ''} | {'yes' if r['grads'] else 'no'} | {r['category']} | {reason} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _shares(records: List[Dict[str, Any]]) -> List[str]:
     counts = summary(records)
     total = len(records)
     usable = total - counts["unusable"]
     translated = counts["passed"] + counts["mismatch"] + counts["error"]
     computable = usable - counts["no_cpu_kernel"] - counts["no_counterpart"]
     lines = [
-        "# Translation coverage of PyTorch's operator database",
-        "",
-        "Generated by `make opinfo` (`python benchmarks/opinfo_sweep.py --table "
-        "docs/reference/translation-coverage.md`); do not edit by hand.",
-        "",
-        "Each entry of PyTorch's OpInfo database (`torch.testing._internal.common_methods_invocations.op_db`, "
-        "the operators PyTorch tests its own backends with) is wrapped, on its first float32 CPU sample, "
-        "as a one-call `torch.nn.Module` taking the sample's tensors; `parity.translate` translates it "
-        "with those inputs and `parity.check` compares the Cell with the module, with gradients where "
-        "the operator has them.",
-        "",
-        f"Measured with torch {meta['torch']} and MindSpore {meta['mindspore']} on the CPU, "
-        f"{meta['seconds']:.0f} s for {total} entries.",
-        "",
-        "An entry not yet translated counts among those MindSpore computes on the CPU: whether MindSpore "
-        "has a CPU kernel for it shows only once it is translated, so that share is a lower bound.",
-        "",
         "| | entries | share |",
         "|---|---|---|",
         f"| entries tried | {total} | |",
@@ -329,18 +376,37 @@ def table(records: List[Dict[str, Any]], meta: Dict[str, Any]) -> str:
     ]
     for c in CATEGORIES:
         lines.append(f"| {LABELS[c]} (`{c}`) | {counts[c]} | {_share(counts[c], total)} of all |")
-    lines += ["", "| op | variant | grads | result | why not |", "|---|---|---|---|---|"]
-    for r in sorted(records, key=lambda r: (r["op"], r["variant"])):
-        reason = r["reason"].replace("|", "\\|").replace("\n", " ")
-        lines.append(
-            f"| `{r['op']}` | {r['variant'] or ''} | {'yes' if r['grads'] else 'no'} | {r['category']} | {reason} |"
-        )
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _head(meta: Dict[str, Any], total: int) -> List[str]:
+    return [
+        "# Translation coverage of PyTorch's operator database",
+        "",
+        "Generated by `make opinfo` (`python benchmarks/opinfo_sweep.py --modules all --table "
+        "docs/reference/translation-coverage.md`); do not edit by hand.",
+        "",
+        "Each entry of PyTorch's OpInfo database (`torch.testing._internal.common_methods_invocations.op_db`, "
+        "the operators PyTorch tests its own backends with) is wrapped, on its first float32 CPU sample, "
+        "as a one-call `torch.nn.Module` taking the sample's tensors; `parity.translate` translates it "
+        "with those inputs and `parity.check` compares the Cell with the module, with gradients where "
+        "the operator has them.",
+        "",
+        f"Measured with torch {meta['torch']} and MindSpore {meta['mindspore']} on the CPU, "
+        f"{meta['seconds']:.0f} s for {total} entries.",
+        "",
+        "An entry not yet translated counts among those MindSpore computes on the CPU: whether MindSpore "
+        "has a CPU kernel for it shows only once it is translated, so that share is a lower bound. "
+        "Each module kind of `torch.testing._internal.common_modules.module_db` is built from its first "
+        "float32 input whose forward takes positional tensors only, translated and checked with gradients.",
+        "",
+    ]
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", help="comma-separated op_db names (default: every entry)")
+    parser.add_argument("--modules", help="comma-separated module_db names, or 'all' (default: none)")
     parser.add_argument("--limit", type=int, help="the first N entries only")
     parser.add_argument("--samples", type=int, default=1, help="float32 samples to check per op (default 1)")
     parser.add_argument("--timeout", type=int, default=60, help="seconds one op may take (default 60)")
@@ -364,6 +430,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         )
         if (i + 1) % 25 == 0:  # a sweep stopped early still leaves what it measured
             _write(opts, records, torch, mindspore, start)
+    kinds = module_db(None if opts.modules == "all" else opts.modules.split(","), opts.limit) if opts.modules else []
+    for i, info in enumerate(kinds):
+        record = run_module(info, timeout=opts.timeout)
+        records.append(record)
+        print(f"[module {i + 1}/{len(kinds)}] {info.name}: {record['category']} {record['reason'][:100]}", flush=True)
     counts = _write(opts, records, torch, mindspore, start)
     print(json.dumps(counts))
     return 0

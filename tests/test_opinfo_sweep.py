@@ -72,3 +72,10 @@ def test_the_table_states_the_shares():
     text = sweep.table(records, {"torch": "t", "mindspore": "m", "seconds": 1.0})
     assert "| passed | 1 | 50.0% of usable |" in text
     assert "| `erfinv` |  | yes | not_translated | torch.erfinv |" in text
+
+
+def test_module_kinds_are_swept():
+    kinds = {info.name: info for info in sweep.module_db(["nn.Linear", "nn.GELU", "nn.SoftMarginLoss"])}
+    assert sweep.run_module(kinds["nn.Linear"], timeout=60)["category"] == "passed"
+    assert sweep.run_module(kinds["nn.GELU"], timeout=60)["category"] == "passed"
+    assert sweep.run_module(kinds["nn.SoftMarginLoss"], timeout=60)["category"] == "no_cpu_kernel"
