@@ -30,7 +30,18 @@ COMMON = [
 ]
 # parity.translation.calls.elementwise: one-to-one MindSpore operators, each passing on PyTorch's samples.
 ELEMENTWISE = ["floor", "ceil", "trunc", "sign", "acos", "atanh", "cosh", "tan", "expm1", "log1p", "log10"]
-ELEMENTWISE += ["reciprocal", "erfc", "lgamma", "digamma", "isnan", "isfinite", "atan2", "hypot", "logaddexp"]
+ELEMENTWISE += [
+    "true_divide",
+    "reciprocal",
+    "erfc",
+    "lgamma",
+    "digamma",
+    "isnan",
+    "isfinite",
+    "atan2",
+    "hypot",
+    "logaddexp",
+]
 
 
 @pytest.fixture(scope="module")
