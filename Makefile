@@ -12,6 +12,8 @@
 #   make docs       the documentation site (docs/, Sphinx + MyST + furo) into docs/_build/html, with
 #                   warnings as errors and every cross-reference checked
 #   make bench      the benchmark (benchmarks/)
+#   make opinfo     translate and check every operator of PyTorch's OpInfo database, regenerating
+#                   docs/reference/translation-coverage.md (benchmarks/opinfo_sweep.py)
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
@@ -22,7 +24,7 @@ CORE_STAMP := $(CORE_VENV)/.installed
 # The framework-free tier: tests/conftest.py's FRAMEWORK_FREE names the same folders.
 CORE_TESTS := tests/engine tests/judge tests/nightly tests/plugin tests/registry tests/tools
 
-.PHONY: parity test test-slow test-perturbed test-core lint docs bench clean
+.PHONY: parity test test-slow test-perturbed test-core lint docs bench opinfo clean
 
 $(STAMP): pyproject.toml constraints.txt constraints-common.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -69,6 +71,9 @@ test-core: $(CORE_STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_check.py
+
+opinfo: $(STAMP)
+	$(BIN)/python benchmarks/opinfo_sweep.py --modules all --table docs/reference/translation-coverage.md
 
 clean:
 	rm -rf $(VENV) $(CORE_VENV) build dist docs/_build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -31,6 +31,7 @@ from . import (
     casts,
     convolution,
     creation,
+    elementwise,
     functional,
     indexing,
     python,
@@ -53,6 +54,7 @@ TOPICS = (
     creation,
     casts,
     activations,
+    elementwise,
     functional,
     python,
 )

@@ -1,0 +1,52 @@
+"""Elementwise functions in the call table that map one to one onto a MindSpore operator of the
+same meaning, as functions and as Tensor methods (``torch.floor``, ``x.log1p()``...): the rounding
+functions, the inverse and hyperbolic trigonometric functions, the logarithms and exponentials of
+other bases, and the special functions MindSpore has on the CPU. Each was checked against PyTorch,
+values and gradients, by ``benchmarks/opinfo_sweep.py`` on PyTorch's own samples."""
+
+from __future__ import annotations
+
+from typing import Callable, Dict
+
+from mindspore import ops
+
+from .arguments import Adapter, Entry
+
+__all__ = ["FUNCTIONS", "METHODS"]
+
+_UNARY: Dict[str, Callable] = {
+    "floor": ops.floor,
+    "ceil": ops.ceil,
+    "trunc": ops.trunc,
+    "sign": ops.sign,
+    "acos": ops.acos,
+    "asin": ops.asin,
+    "atan": ops.atan,
+    "acosh": ops.acosh,
+    "asinh": ops.asinh,
+    "atanh": ops.atanh,
+    "sinh": ops.sinh,
+    "cosh": ops.cosh,
+    "tan": ops.tan,
+    "expm1": ops.expm1,
+    "exp2": ops.exp2,
+    "log1p": ops.log1p,
+    "log2": ops.log2,
+    "log10": ops.log10,
+    "reciprocal": ops.reciprocal,
+    "erfc": ops.erfc,
+    "lgamma": ops.lgamma,
+    "digamma": ops.digamma,
+    "isnan": ops.isnan,
+    "isinf": ops.isinf,
+    "isfinite": ops.isfinite,
+}
+_BINARY: Dict[str, Callable] = {
+    "atan2": ops.atan2,
+    "hypot": ops.hypot,
+    "logaddexp": ops.logaddexp,
+    "logical_xor": ops.logical_xor,
+}
+
+FUNCTIONS: Dict[str, Entry] = {f"torch.{name}": fn for name, fn in {**_UNARY, **_BINARY}.items()}
+METHODS: Dict[str, Adapter] = dict({**_UNARY, **_BINARY})

@@ -1,0 +1,92 @@
+"""The OpInfo sweep (benchmarks/opinfo_sweep.py) on a dozen common operators: each translates and
+passes ``check`` (with gradients), and refusals land in the category that names why."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("expecttest")  # PyTorch's op_db imports it
+
+_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "opinfo_sweep.py"
+_spec = importlib.util.spec_from_file_location("opinfo_sweep", _PATH)
+assert _spec is not None and _spec.loader is not None
+sweep = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sweep)
+
+COMMON = [
+    "add",
+    "mul",
+    "matmul",
+    "softmax",
+    "nn.functional.relu",
+    "sum",
+    "mean",
+    "transpose",
+    "cat",
+    "exp",
+    "tanh",
+    "sigmoid",
+]
+# parity.translation.calls.elementwise: one-to-one MindSpore operators, each passing on PyTorch's samples.
+ELEMENTWISE = ["floor", "ceil", "trunc", "sign", "acos", "atanh", "cosh", "tan", "expm1", "log1p", "log10"]
+ELEMENTWISE += [
+    "true_divide",
+    "reciprocal",
+    "erfc",
+    "lgamma",
+    "digamma",
+    "isnan",
+    "isfinite",
+    "atan2",
+    "hypot",
+    "logaddexp",
+]
+
+
+@pytest.fixture(scope="module")
+def ops():
+    return {
+        (op.name, op.variant_test_name): op
+        for op in sweep.op_db(COMMON + ELEMENTWISE + ["erfinv", "special.bessel_j0"])
+    }
+
+
+@pytest.mark.parametrize("name", COMMON + ELEMENTWISE)
+def test_common_op_translates_and_passes(ops, name):
+    record = sweep.run_op(ops[(name, "")], timeout=60)
+    assert record["category"] == "passed", record
+
+
+def test_an_op_the_translator_does_not_know_is_not_translated(ops):
+    record = sweep.run_op(ops[("erfinv", "")], timeout=60)
+    assert record["category"] == "not_translated", record
+    assert "torch.erfinv" in record["reason"]
+
+
+def test_an_op_mindspore_lacks_is_no_counterpart(ops):
+    record = sweep.run_op(ops[("special.bessel_j0", "")], timeout=60)
+    assert record["category"] == "no_counterpart", record
+
+
+def test_refusal_messages_are_classified():
+    kernel = "MindSpore 2.10.0 has no kernel Embedding on this device (raised during forward: ...)"
+    assert sweep.classify_refusal(kernel)[0] == "no_cpu_kernel"
+    assert sweep.classify_refusal("momentum=None has no MindSpore counterpart")[0] == "no_counterpart"
+
+
+def test_the_table_states_the_shares():
+    records = [
+        {"op": "add", "variant": "", "grads": True, "category": "passed", "reason": ""},
+        {"op": "erfinv", "variant": "", "grads": True, "category": "not_translated", "reason": "torch.erfinv"},
+    ]
+    text = sweep.table(records, {"torch": "t", "mindspore": "m", "seconds": 1.0})
+    assert "| passed | 1 | 50.0% of usable |" in text
+    assert "| `erfinv` |  | yes | not_translated | torch.erfinv |" in text
+
+
+def test_module_kinds_are_swept():
+    kinds = {info.name: info for info in sweep.module_db(["nn.Linear", "nn.GELU", "nn.SoftMarginLoss"])}
+    assert sweep.run_module(kinds["nn.Linear"], timeout=60)["category"] == "passed"
+    assert sweep.run_module(kinds["nn.GELU"], timeout=60)["category"] == "passed"
+    assert sweep.run_module(kinds["nn.SoftMarginLoss"], timeout=60)["category"] == "no_cpu_kernel"
