@@ -196,16 +196,6 @@ def ms_regnet_y_400mf(fixed: bool = False):
     return import_quietly("mindcv.models").regnet_y_400mf(num_classes=NUM_CLASSES)
 
 
-def regnet_name_map():
-    """Three 1x1 convolutions the automatic pairing would otherwise take for parts of fused
-    tensors (a (208, 104) weight as two (104, 104) siblings), so that the rest lines up."""
-    return {
-        "trunk_output.block2.block2-0.f.c.0.weight": "stages.1.blocks.0.f.c.weight",
-        "trunk_output.block3.block3-0.proj.0.weight": "stages.2.blocks.0.proj.weight",
-        "trunk_output.block3.block3-0.f.a.0.weight": "stages.2.blocks.0.f.a.weight",
-    }
-
-
 # -- ConvNeXt (reduced) ---------------------------------------------------------------------------
 
 CONVNEXT = dict(depths=[1, 1, 2, 1], dims=[32, 64, 128, 256])
@@ -229,19 +219,6 @@ def ms_convnext(fixed: bool = False):
     if fixed:
         _replace(cell, _is_gelu, _exact_gelu)
     return cell
-
-
-def convnext_name_map():
-    """The layer scales: mindcv's ``feature.S.B.gamma_`` (C,) is torchvision's
-    ``features.S.B.layer_scale`` (C, 1, 1), with stages at the same indices."""
-    import parity
-
-    rules = {}
-    for stage, depth in enumerate(CONVNEXT["depths"]):
-        for block in range(depth):
-            index = 2 * stage + 1
-            rules[f"feature.{index}.{block}.gamma_"] = parity.reshape(f"features.{index}.{block}.layer_scale")
-    return rules
 
 
 def convnext_differences(module):
@@ -279,37 +256,6 @@ def ms_swin(fixed: bool = False):
         _replace(cell, _is_gelu, _exact_gelu)
         _replace(cell, lambda path, c: path.endswith("downsample.norm"), _layernorm_eps(1e-5))
     return cell
-
-
-def swin_name_map():
-    """torchvision's fused ``qkv`` Linear is mindcv's q, k and v Dense layers, row-wise."""
-    import parity
-
-    rules = {}
-    for layer, depth in enumerate(SWIN["depths"]):
-        for block in range(depth):
-            for leaf in ("weight", "bias"):
-                parts = [f"layers.{layer}.blocks.{block}.attn.{x}.{leaf}" for x in "qkv"]
-                rules[f"features.{2 * layer + 1}.{block}.attn.qkv.{leaf}"] = parity.fuse(parts, axis=0)
-    return rules
-
-
-def swin_adapt(ms_cell, module):
-    """Neither side's constant index tables can pair: mindcv keeps each block's one-hot relative
-    position index and each shifted block's mask as ``Parameter``s (``requires_grad=False``),
-    torchvision its relative position index as a persistent int64 buffer. mindcv's become plain
-    Tensors, torchvision's a non-persistent buffer, so that the weight map leaves them out."""
-    from mindspore import Tensor
-
-    for _, cell in list(ms_cell.cells_and_names()) if ms_cell is not None else ():
-        for name, parameter in list(cell._params.items()):
-            if not parameter.requires_grad:
-                del cell._params[name]
-                object.__setattr__(cell, name, Tensor(parameter.asnumpy()))
-    for _, layer in module.named_modules() if module is not None else ():
-        index = layer._buffers.get("relative_position_index")
-        if index is not None:
-            layer.register_buffer("relative_position_index", index, persistent=False)
 
 
 def swin_differences(module):
@@ -474,7 +420,6 @@ PAIRS = (
         _HERE + "torch_regnet_y_400mf",
         IMAGES,
         _none,
-        name_map=regnet_name_map,
     ),
     Port(
         "convnext",
@@ -483,7 +428,6 @@ PAIRS = (
         IMAGES,
         convnext_differences,
         causes=("gelu-approximate-default",),
-        name_map=convnext_name_map,
     ),
     Port(
         "swin",
@@ -492,8 +436,6 @@ PAIRS = (
         IMAGES,
         swin_differences,
         causes=("gelu-approximate-default", "layernorm-epsilon-default"),
-        name_map=swin_name_map,
-        adapt=swin_adapt,
     ),
     Port(
         "vit",
