@@ -199,6 +199,25 @@ def test_a_minus_inf_mask_fails_at_the_first_attention_and_cites_the_registry():
     assert f"Likely cause: known mismatch '{MASK_FILL}' at 'model'" in str(info.value)
 
 
+# float16's minimum in a float32 mask makes numpy warn (a 0/0 margin, a float64 value cast to
+# float32); as errors, under this suite's warnings-as-errors, they would stop the own errors
+# being measured, which they are not outside a test.
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_a_float16_minimum_mask_names_no_cause_at_the_attention_whose_own_error_passes():
+    """Fed PyTorch's mask, the attention computes what PyTorch does: the attention entries the
+    registry holds for it (scale, GQA repeat, RoPE layout) explain nothing and are not named."""
+    ms_cell, torch_module = build(llm.LlamaHF)
+    ms_cell.model.smallest = float(np.finfo(np.float16).min)
+    with pytest.raises(ParityMismatch) as info:
+        parity.check(ms_cell, torch_module, llm.LlamaHF.inputs, **llm.LlamaHF.check_kwargs())
+    layers = info.value.result.layers
+    attention = [v for v in layers.forward if v.path == "model.layers.0.self_attn"]
+    assert attention and {v.own_status for v in attention} <= {"ok", "inherited"}, str(info.value)[-600:]
+    named = [line for line in str(info.value).splitlines() if line.startswith("Likely cause:")]
+    assert any(f"'{MASK_FILL}' at 'model'" in line for line in named), named
+    assert not [line for line in named if "self_attn" in line], named
+
+
 def test_the_mask_entry_is_cited_only_for_a_batch_of_several_sequences():
     from parity.registry.diagnosis import Seen
 

@@ -4,7 +4,7 @@ layer's own error given the causes found at that layer (see :mod:`parity.registr
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import List
+from typing import List, Set
 
 from ...registry.diagnosis import UNSUPPORTED, diagnose, likely_causes, observed
 
@@ -28,7 +28,26 @@ def failure_causes(ms_cell, torch_module, result, device: str, mode: str, found=
     seen = None
     if result.layers is not None:
         seen = observed(result.layers, [(c.layer, c.kind) for c in result.failures if c.layer])
+        passed = _own_error_passed(result.layers)
+        if passed:  # fed PyTorch's inputs, such a layer computes what PyTorch does: it explains nothing
+            try:
+                if found is None:
+                    found = diagnose(ms_cell, torch_module, device=device, mode=mode, seen=seen)
+            except Exception:  # the registry helps the message; it never hides the failure
+                return []
+            found = [d for d in found if d.path not in passed]
     return likely_causes(ms_cell, torch_module, at=at, device=device, mode=mode, seen=seen, found=found)
+
+
+def _own_error_passed(layers) -> Set[str]:
+    """The PyTorch paths of the layers whose own error was measured and passed in every call and
+    direction (none of them in ``layers.own_errors``)."""
+    if not layers.own_measured:
+        return set()
+    own = {e.layer for e in layers.own_errors}
+    measured = [v for v in layers.forward + layers.backward if v.own_status]
+    out = {v.path for v in measured if v.own_status in ("ok", "inherited")}
+    return out - own - {v.path for v in measured if v.own_status == "own"}
 
 
 def own_error_causes(ms_cell, torch_module, result, device: str, mode: str):
