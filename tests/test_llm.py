@@ -199,10 +199,6 @@ def test_a_minus_inf_mask_fails_at_the_first_attention_and_cites_the_registry():
     assert f"Likely cause: known mismatch '{MASK_FILL}' at 'model'" in str(info.value)
 
 
-# float16's minimum in a float32 mask makes numpy warn (a 0/0 margin, a float64 value cast to
-# float32); as errors, under this suite's warnings-as-errors, they would stop the own errors
-# being measured, which they are not outside a test.
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_a_float16_minimum_mask_names_no_cause_at_the_attention_whose_own_error_passes():
     """Fed PyTorch's mask, the attention computes what PyTorch does: the attention entries the
     registry holds for it (scale, GQA repeat, RoPE layout) explain nothing and are not named."""
