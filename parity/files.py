@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import re
 import shutil
 import signal
 import stat
+import sys
 import tempfile
 import threading
 import time
@@ -36,6 +38,7 @@ from .errors import ParityUsageError
 __all__ = [
     "read_bytes",
     "read_text",
+    "read_table",
     "text_lines",
     "regular_size",
     "open_regular",
@@ -141,6 +144,27 @@ def read_text(path, what: str, *, limit: Optional[int] = None) -> str:
         end = data.find(b"\n", exc.start)
         _decode(data[start : end if end >= 0 else len(data)], path, number, what)
         raise  # pragma: no cover - _decode raised
+
+
+def read_table(path, source: str, what: str, *, limit: int) -> object:
+    """The data of a ``.toml`` or ``.json`` file (as :func:`read_text` reads it), or a usage error
+    that starts with ``source``: another suffix, no such file, or text that does not parse."""
+    path = Path(path)
+    if path.suffix not in (".toml", ".json"):
+        raise ParityUsageError(f"{source}: give a .toml or .json file")
+    if not path.exists():
+        raise ParityUsageError(f"{source}: no such file")
+    text = read_text(path, what, limit=limit)
+    try:
+        if path.suffix == ".toml":
+            if sys.version_info >= (3, 11):
+                import tomllib
+            else:  # pragma: no cover - Python < 3.11
+                import tomli as tomllib
+            return tomllib.loads(text)
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:  # TOMLDecodeError and JSONDecodeError are ValueErrors
+        raise ParityUsageError(f"{source}: cannot parse it: {exc}") from None
 
 
 def text_lines(path, what: str) -> Iterator[Tuple[int, str]]:

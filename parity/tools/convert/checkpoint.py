@@ -14,7 +14,6 @@ unless ``allow_missing``; the :class:`~parity.ConversionReport` lists them with 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -110,23 +109,7 @@ def load_name_map(path) -> Dict[str, object]:
     table for a layout: ``{fuse = ["q.weight", "k.weight", "v.weight"], axis = 0}``,
     ``{transpose = "w", axes = [1, 0]}`` or ``{reshape = "w"}`` (see :mod:`parity.weights.layouts`)."""
     path = Path(path)
-    if path.suffix not in (".toml", ".json"):
-        raise ParityUsageError(f"name map {path}: give a .toml or .json file")
-    if not path.exists():
-        raise ParityUsageError(f"name map {path}: no such file")
-    text = files.read_text(path, "name map", limit=64 * 1024 * 1024)
-    try:
-        if path.suffix == ".toml":
-            if sys.version_info >= (3, 11):
-                import tomllib
-            else:  # pragma: no cover - Python < 3.11
-                import tomli as tomllib
-
-            data = tomllib.loads(text)
-        else:
-            data = json.loads(text)
-    except (ValueError, RecursionError) as exc:  # tomllib.TOMLDecodeError and JSONDecodeError are ValueErrors
-        raise ParityUsageError(f"name map {path}: cannot parse it: {exc}") from None
+    data = files.read_table(path, f"name map {path}", "name map", limit=64 * 1024 * 1024)
     if not isinstance(data, dict):
         raise ParityUsageError(f"name map {path}: expected a table of PyTorch name = MindSpore name")
     return {key: _layout(value, f"name map {path}, {key!r}") for key, value in data.items()}

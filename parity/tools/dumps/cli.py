@@ -8,7 +8,6 @@ folder, an unreadable file, nothing paired, a bad name map or tolerance file).""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from ... import files
@@ -69,23 +68,7 @@ def load_tolerance(path) -> ToleranceSpec:
     is the source every tensor's tolerance names."""
     path = Path(path)
     source = f"--tolerance {path}"
-    if path.suffix not in (".toml", ".json"):
-        raise ParityUsageError(f"{source}: give a .toml or .json file")
-    if not path.exists():
-        raise ParityUsageError(f"{source}: no such file")
-    text = files.read_text(path, "--tolerance", limit=1024 * 1024)
-    try:
-        if path.suffix == ".toml":
-            if sys.version_info >= (3, 11):
-                import tomllib
-            else:  # pragma: no cover - Python < 3.11
-                import tomli as tomllib
-
-            data = tomllib.loads(text)
-        else:
-            data = json.loads(text)
-    except (ValueError, RecursionError) as exc:  # TOMLDecodeError and JSONDecodeError are ValueErrors
-        raise ParityUsageError(f"{source}: cannot parse it: {exc}") from None
+    data = files.read_table(path, source, "--tolerance", limit=1024 * 1024)
     if not isinstance(data, dict) or not data:
         raise ParityUsageError(f"{source}: expected rtol and atol, or tables of name globs each with rtol and atol")
     return ToleranceSpec.parse(data, source=source)

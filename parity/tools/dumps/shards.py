@@ -24,9 +24,7 @@ that differ, or shards whose shapes do not stitch is a usage error naming the ra
 from __future__ import annotations
 
 import fnmatch
-import json
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -78,22 +76,7 @@ def load_layout(path, option: str = "--layout") -> Layout:
     """A layout file, or a usage error naming the key that is wrong."""
     path = Path(path)
     source = f"{option} {path}"
-    if path.suffix not in (".toml", ".json"):
-        raise ParityUsageError(f"{source}: give a .toml or .json file")
-    if not path.is_file():
-        raise ParityUsageError(f"{source}: no such file")
-    text = files.read_text(path, option, limit=1024 * 1024)
-    try:
-        if path.suffix == ".toml":
-            if sys.version_info >= (3, 11):
-                import tomllib
-            else:  # pragma: no cover - Python < 3.11
-                import tomli as tomllib
-            data = tomllib.loads(text)
-        else:
-            data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise ParityUsageError(f"{source}: cannot parse it: {exc}") from None
+    data = files.read_table(path, source, option, limit=1024 * 1024)
     return parse_layout(data, source)
 
 
