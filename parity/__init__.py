@@ -431,7 +431,7 @@ def compare_dumps(
     by their statistics instead, into a ``SummaryComparison`` (:mod:`parity.tools.dumps.statistics`).
     A tensor (node) of either side that did not pair fails the comparison unless ``allow_unpaired``.
     ``layout_a``/``layout_b``: that side is a sharded dump (``rank{N}`` folders, or msprobe's
-    ``step{S}/rank{N}``) reassembled by this layout file (:mod:`parity.tools.dumps.shards`)."""
+    ``step{S}/rank{N}``) reassembled by this layout file (see docs/how-to/compare-dumps.md, "Sharded runs")."""
     from .tools.dumps.compare import compare_dumps as _compare_dumps
 
     return _compare_dumps(

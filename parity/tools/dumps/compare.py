@@ -153,7 +153,7 @@ def compare_dumps(
       cannot pair, is not a pass.
     * ``layout_a``, ``layout_b``: that side is a sharded dump (a folder of ``rank{N}`` folders, or
       msprobe's ``step{S}/rank{N}``), reassembled into whole tensors by this layout: a path to a
-      layout file or a :class:`parity.tools.dumps.shards.Layout` (see that module).
+      layout file or a ``parity.tools.dumps.shards.Layout`` (see that module).
 
     Returns a :class:`DumpComparison`; for msprobe's statistics or md5 dumps (no tensors saved), a
     :class:`parity.tools.dumps.statistics.SummaryComparison` of their statistics. Raises
