@@ -55,8 +55,8 @@ def known_pairs(
     """The layers :func:`align_layers` starts from, MindSpore path -> PyTorch path: first the
     paths both sides have with layers of the same kind; then the layers that own paired weights
     (``owners``: (MindSpore layer, PyTorch layer) of each weight pair, in order); then the paths
-    both sides have whose layers may be the same (both containers or both leaves, not two
-    framework layers of different kinds). The weights come before a path that merely repeats:
+    both sides have whose layers are both containers or both leaves (a layer of another kind at
+    the same place may be the fault: a Sigmoid written for a Tanh). The weights come before a path that merely repeats:
     torchvision's ``features.0`` is a conv-norm-activation block where mindcv's ``features.0`` is
     the convolution inside it, and the convolution's weight pairs the two convolutions."""
     containers = ({_parent(p) for p in ms_kinds if p}, {_parent(p) for p in torch_kinds if p})
@@ -67,8 +67,8 @@ def known_pairs(
         if m in ms_kinds and t in torch_kinds and m not in known and t not in taken:
             known[m] = t
             taken.add(t)
-    for path in common:
-        if path not in known and path not in taken and _fits(path, path, ms_kinds, torch_kinds, containers):
+    for path in common:  # a layer of another kind at the same place may be the fault itself (Sigmoid for Tanh)
+        if path not in known and path not in taken and (path in containers[0]) == (path in containers[1]):
             known[path] = path
             taken.add(path)
     return known
