@@ -27,7 +27,7 @@ from .diagnosis.verdicts import LayerTable, settle
 from .inputs import Inputs, normal_floats, seeded_stream, unit_floats
 from .side_errors import backward, run_side
 
-__all__ = ["Passes", "buffers_of", "perturbed_inputs", "draw_seed", "seeded_cotangents"]
+__all__ = ["Passes", "perturbed_inputs", "draw_seed", "seeded_cotangents"]
 
 
 def perturbed_inputs(data: Inputs, seed: int, draw: int, ulps: float) -> Inputs:
