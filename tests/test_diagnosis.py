@@ -256,7 +256,9 @@ def test_mindcv_resnet50_blames_the_stem_max_pool_alone():
     assert "Divergence: first at forward output of 'maxpool' (MaxPool2d <-> MaxPool2d)" in text
     assert _likely_causes(text) == [
         "Likely cause: known mismatch 'maxpool2d-pad-mode-same' at 'maxpool' (MindSpore 'max_pool') (MindSpore "
-        "pad_mode='SAME' vs PyTorch padding=1; input shape (2, 64, 16, 16)); fix: pass pad_mode='pad', padding=1"
+        "pad_mode='SAME' vs PyTorch padding=1; input shape (2, 64, 16, 16)); fix: pass pad_mode='pad', padding=1; "
+        "confirmed: PyTorch's layer with padding=0, ceil_mode=False, its input padded [0, 1, 0, 1] as MindSpore "
+        "pads it reproduces MindSpore's output"
     ]
 
 

@@ -578,6 +578,47 @@ def perturbed_keeping_buffers(model, *, seed: int, ulps: float):
             b.copy_(kept[name])
 
 
+_UNSET = object()
+
+
+@contextlib.contextmanager
+def altered(model, changes):
+    """Inside, each layer ``changes`` names (path -> ``(attributes, pads, value)``: a known
+    mismatch's replay, see :class:`parity.registry.diagnosis.Replay`) has those attributes, and its
+    first tensor input padded as ``pads`` says for an input of its shape (``torch.nn.functional.pad``'s
+    order, with ``value``); an input of another shape is left as it is. Enter it after any hooks that
+    feed the layer, so that the fed input is the one padded. A name the layer lacks raises
+    :class:`AttributeError`. Everything comes back as it was on exit."""
+    saved, handles = [], []
+    try:
+        for path, (attributes, pads, value) in changes.items():
+            layer = model.get_submodule(path)
+            for name, new in attributes:
+                if not hasattr(layer, name):
+                    raise AttributeError(f"{type(layer).__name__} at {path!r} has no attribute {name!r}")
+                saved.append((layer, name, layer.__dict__.get(name, _UNSET)))
+                setattr(layer, name, new)
+            if pads:
+                hook = functools.partial(_pad_first, dict(pads), value)
+                handles.append(layer.register_forward_pre_hook(hook))
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+        for layer, name, own in reversed(saved):
+            if own is _UNSET:  # not the instance's own: the class's again
+                layer.__dict__.pop(name, None)
+            else:
+                setattr(layer, name, own)
+
+
+def _pad_first(pads, value: float, layer, args):
+    if not args or not isinstance(args[0], torch.Tensor) or tuple(args[0].shape) not in pads:
+        return None
+    padded = torch.nn.functional.pad(args[0], pads[tuple(args[0].shape)], value=value)
+    return (padded,) + tuple(args[1:])
+
+
 def state_of(model) -> Dict[str, "torch.Tensor"]:
     """Every parameter and buffer, cloned (``restore_state`` puts them back, in any dtype)."""
     return {

@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Tuple, TypeVar
 import numpy as np
 
 from ..errors import ParityMismatch, ParityUsageError
+from ..registry.diagnosis import replay_of
 from ..registry.schema import Entry, SelfTestSpec
 
 __all__ = [
@@ -149,8 +150,20 @@ def flush_mindspore() -> None:
 
 
 def module_pair(
-    entry: Entry, api: str, ms_kwargs, spec: SelfTestSpec, inputs, *, fixed: bool, device: str, seed: int
+    entry: Entry,
+    api: str,
+    ms_kwargs,
+    spec: SelfTestSpec,
+    inputs,
+    *,
+    fixed: bool,
+    device: str,
+    seed: int,
+    replayed: bool = False,
 ) -> Measurement:
+    """The pair checked as :func:`parity.check` checks it; with ``replayed``, PyTorch's layer
+    altered by the entry's replay (it must then agree with the naive MindSpore layer)."""
+    from ..backends import torch as tb
     from ..engine.check import run_check
     from ..engine.settings import Settings
 
@@ -162,18 +175,25 @@ def module_pair(
     name_map = _weights_map(entry) if fixed and entry.weights else None
     weights = "copy" if fixed else spec.weights
     mode = (spec.fixed_ms_mode or spec.ms_mode) if fixed else spec.ms_mode
+    changes = {}
+    if replayed:
+        found, why = replay_of(entry, ms_cell, torch_module, [s for s in [first_shape(inputs)] if s])
+        if found is None:
+            return Measurement("usage", None, f"not replayed: {why}", why)
+        changes = {"": (found.attributes, found.pads, found.value)}
     try:
-        result = run_check(
-            ms_cell,
-            torch_module,
-            input_specs(inputs),
-            weights=weights,
-            grads=spec.grads,
-            train=spec.train,
-            ms_mode=mode,
-            name_map=name_map,
-            settings=Settings(seed=seed, device=device),
-        )
+        with tb.altered(torch_module, changes):
+            result = run_check(
+                ms_cell,
+                torch_module,
+                input_specs(inputs),
+                weights=weights,
+                grads=spec.grads,
+                train=spec.train,
+                ms_mode=mode,
+                name_map=name_map,
+                settings=Settings(seed=seed, device=device),
+            )
     except ParityMismatch as exc:
         return _classify(exc)
     except ParityUsageError as exc:

@@ -37,7 +37,18 @@ from .pairs import (
 
 __all__ = ["Measurement", "SelfTestOutcome", "selftest", "check_available", "resolve", "fmt2", "STATUSES"]
 
-STATUSES = ("ok", "stale", "unexpected", "fix-failed", "outside-range", "not-applicable", "no-selftest")
+STATUSES = (
+    "ok",
+    "stale",
+    "unexpected",
+    "fix-failed",
+    "replay-failed",
+    "outside-range",
+    "not-applicable",
+    "no-selftest",
+)
+# what a replay can reproduce: the naive pair's values, running statistics or gradients
+_REPLAYED = ("values", "buffers", "grads")
 
 
 @dataclass(frozen=True)
@@ -84,7 +95,13 @@ def selftest(entry: Entry, *, device: str = "CPU", seed: int = 1234, check_range
     with quiet():
         naive = _run(entry, spec, fixed=False, device=device, seed=seed)
         fixed = _run(entry, spec, fixed=True, device=device, seed=seed) if spec.fixed else None
+        replayed = None
+        if (entry.replay_set or entry.replay_pad) and naive.observed == spec.differs_in in _REPLAYED:
+            replayed = _run(entry, spec, fixed=False, device=device, seed=seed, replayed=True)
     status, message = _judge(spec, naive, fixed)
+    if status == "ok" and replayed is not None and replayed.observed != "agrees":
+        status = "replay-failed"
+        message = f"the naive pair with its replay applied to PyTorch's layer still differs in {replayed.observed}: {replayed.detail}"
     if not in_range:
         status, message = _judge_outside(entry, status, message, naive, ms_version, torch_version)
     return SelfTestOutcome(entry.id, status, naive, fixed, message, time.perf_counter() - start)
@@ -127,7 +144,9 @@ def _judge(spec: SelfTestSpec, naive: Measurement, fixed: Optional[Measurement])
     return "ok", ""
 
 
-def _run(entry: Entry, spec: SelfTestSpec, *, fixed: bool, device: str, seed: int) -> Measurement:
+def _run(
+    entry: Entry, spec: SelfTestSpec, *, fixed: bool, device: str, seed: int, replayed: bool = False
+) -> Measurement:
     api = entry.replacement if fixed and entry.replacement else (spec.mindspore_api or entry.mindspore)
     if spec.optimizer is not None:
         kwargs = _fixed_kwargs(entry, spec, None) if fixed else dict(spec.ms_kwargs)
@@ -148,7 +167,7 @@ def _run(entry: Entry, spec: SelfTestSpec, *, fixed: bool, device: str, seed: in
         return zero_fraction(entry, api, kwargs, spec, device, seed)
     if spec.differs_in == "init" and not fixed:
         return init_stats(entry, api, kwargs, spec, device, seed)
-    return module_pair(entry, api, kwargs, spec, inputs, fixed=fixed, device=device, seed=seed)
+    return module_pair(entry, api, kwargs, spec, inputs, fixed=fixed, device=device, seed=seed, replayed=replayed)
 
 
 def _fixed_kwargs(entry: Entry, spec: SelfTestSpec, input_shape) -> Dict[str, Any]:

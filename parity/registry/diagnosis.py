@@ -14,7 +14,9 @@ from .store import Registry, installed_versions, load, resolve_api
 
 __all__ = [
     "Diagnosis",
+    "Replay",
     "Seen",
+    "replay_of",
     "diagnose",
     "likely_causes",
     "observed",
@@ -81,6 +83,28 @@ PRESENT = 0.2  # the layer types are merely present on both sides
 
 
 @dataclass(frozen=True)
+class Replay:
+    """A known mismatch applied to the PyTorch layer, to replay it there (the entry's ``replay``):
+    its ``attributes`` set as MindSpore's layer has them, and, with ``pads``, its first input padded
+    (``torch.nn.functional.pad``'s order, with ``value``) as MindSpore pads an input of that shape."""
+
+    attributes: Tuple[Tuple[str, Any], ...] = ()
+    pads: Tuple[Tuple[Tuple[int, ...], Tuple[int, ...]], ...] = ()  # (input shape, its pads)
+    value: float = 0.0
+
+    def __str__(self) -> str:
+        shown = [f"{name}={_short(value)}" for name, value in self.attributes]
+        if self.pads:
+            shown.append("its input padded " + ", ".join(f"{list(p)}" for _, p in self.pads) + " as MindSpore pads it")
+        return ", ".join(shown)
+
+
+def _short(value: Any) -> str:
+    """A replayed attribute's value as a person writes it (0.1, not 0.09999999999999998)."""
+    return f"{value:.6g}" if isinstance(value, float) else repr(value)
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     """A known mismatch found in a pair of models: ``score`` in [0, 1], higher is more likely."""
 
@@ -90,6 +114,9 @@ class Diagnosis:
     path: str  # the layer's attribute path (PyTorch's, where the two differ)
     ms_path: str = ""  # MindSpore's path, where it differs from PyTorch's
     fix: str = ""  # the arguments that fix this pair (``inspect.fix``), where the entry has them
+    replay: Optional[Replay] = None  # the mismatch applied to PyTorch's layer (None: it cannot be)
+    unreplayable: str = ""  # why it cannot be, where the entry has a replay
+    confirmed: str = ""  # what replaying it showed, where it was replayed and reproduced MindSpore's output
 
     def __str__(self) -> str:
         where = f"{self.path or '(root)'!r}" + (f" (MindSpore {self.ms_path!r})" if self.ms_path else "")
@@ -98,7 +125,8 @@ class Diagnosis:
     def cause(self) -> str:
         """One line for a failure message: what, where, and the fix."""
         fix = f"; fix: pass {self.fix}" if self.fix else f"; fix: {self.entry.fix}" if self.entry.fix else ""
-        return f"{self}{fix}"
+        confirmed = f"; confirmed: {self.confirmed}" if self.confirmed else ""
+        return f"{self}{fix}{confirmed}"
 
 
 @dataclass(frozen=True)
@@ -391,8 +419,33 @@ def _judge(
             return Diagnosis(entry, PRESENT, f"layer types present; could not read the arguments: {exc}", path, ms_path)
         if holds:
             evidence = _evidence(entry, roots) + (f"; input shape {shape}" if by_shape and shape is not None else "")
-            return Diagnosis(entry, HIGH, evidence, path, ms_path, _fix(entry, roots, shape))
+            replay, why = replay_of(entry, ms_layer, torch_layer, shapes)
+            return Diagnosis(entry, HIGH, evidence, path, ms_path, _fix(entry, roots, shape), replay, why)
     return None
+
+
+def replay_of(
+    entry: Entry, ms_layer: Model, torch_layer: Model, shapes: Sequence[Tuple[int, ...]]
+) -> Tuple[Optional[Replay], str]:
+    """The entry's ``replay`` for this pair of layers (``shapes``: the first input's shape in each
+    distinct call), or None and why it cannot be replayed."""
+    roots = {"ms": rules.attribute_lookup(ms_layer), "torch": rules.attribute_lookup(torch_layer)}
+    if not entry.replay_set and not entry.replay_pad:
+        return None, "the entry has no replay"
+    try:
+        attributes = tuple((name, rules.evaluate(source, roots)) for name, source in entry.replay_set.items())
+        pads: Tuple[Tuple[Tuple[int, ...], Tuple[int, ...]], ...] = ()
+        if entry.replay_pad:
+            if not shapes:
+                return None, "the layer's input shapes are not known"
+            pads = tuple(
+                (tuple(s), tuple(int(p) for p in rules.evaluate(entry.replay_pad, roots, {"input_shape": tuple(s)})))
+                for s in shapes
+            )
+        value = float(rules.evaluate(entry.replay_value, roots)) if entry.replay_value else 0.0
+    except (rules.RuleError, TypeError, ValueError) as exc:
+        return None, f"its replay could not be read for these layers: {exc}"
+    return Replay(attributes, pads, value), ""
 
 
 def _fix(entry: Entry, roots: Mapping[str, rules.Lookup], shape: Optional[Tuple[int, ...]]) -> str:

@@ -67,6 +67,7 @@ _ENTRY_KEYS = {
     "weights",
     "layout",
     "inspect",
+    "replay",
     "versions",
     "devices",
     "modes",
@@ -252,6 +253,7 @@ def _entry(raw: Dict[str, Any], text: _Text, index: int, errors: List[str]) -> O
         except rules.RuleError as exc:
             errors.append(f"{where('inspect')}: inspect.when: {exc}")
     selftest = _selftest(raw, where, errors)
+    replay = _replay(raw.get("replay", {}), where, errors)
     entry = Entry(
         id=raw["id"],
         kind=raw["kind"],
@@ -271,6 +273,9 @@ def _entry(raw: Dict[str, Any], text: _Text, index: int, errors: List[str]) -> O
         inspect_torch=inspect_table(inspect.get("torch", []), where("inspect"), errors, "torch"),
         inspect_mindspore=inspect_table(inspect.get("mindspore", []), where("inspect"), errors, "ms"),
         inspect_fix=inspect_table(inspect.get("fix", {}), where("inspect"), errors, "fix"),
+        replay_set=replay.get("set", {}),
+        replay_pad=replay.get("pad", ""),
+        replay_value=replay.get("value", ""),
         when=when,
         versions=parse_versions(raw.get("versions", {}), where("versions"), errors),
         modes=check_names(raw.get("modes", list(MODES)), MODES, "modes", where("modes"), errors),
@@ -382,6 +387,36 @@ def _rule(value: object, where: _Where, errors: List[str]) -> Dict[str, str]:
         except rules.RuleError as exc:
             errors.append(f"{where('rule')}: rule {key}: {exc}")
     return table
+
+
+def _replay(value: object, where: _Where, errors: List[str]) -> Dict[str, Any]:
+    """``replay = { set = { attribute = "<expression>" }, pad = "<expression>", value = "<expression>" }``:
+    expressions over ``ms.``/``torch.`` and ``input_shape``, checked here."""
+    if isinstance(value, dict) and not value:
+        return {}  # no replay
+    if not isinstance(value, dict) or set(value) - {"set", "pad", "value"}:
+        errors.append(f"{where('replay')}: replay must be a table with keys set, pad, value")
+        return {}
+    found: Dict[str, Any] = {"set": _string_table(value.get("set", {}), "replay.set", where, errors)}
+    for key in ("pad", "value"):
+        if key in value:
+            if not isinstance(value[key], str):
+                errors.append(f"{where('replay')}: replay.{key} must be a string expression, got {value[key]!r}")
+                continue
+            found[key] = value[key]
+    if "value" in found and "pad" not in found:
+        errors.append(f"{where('replay')}: replay.value is the padding's value: it needs replay.pad")
+    if not found["set"] and "pad" not in found:
+        errors.append(f"{where('replay')}: replay must set an attribute or pad the input")
+    sources = [(f"set.{k}", v) for k, v in found["set"].items()] + [
+        (k, found[k]) for k in ("pad", "value") if k in found
+    ]
+    for label, source in sources:
+        try:
+            rules.check_expression(source, INSPECT_ROOTS, RULE_NAMES)
+        except rules.RuleError as exc:
+            errors.append(f"{where('replay')}: replay.{label}: {exc}")
+    return found
 
 
 def _string_table(value: object, label: str, where: _Where, errors: List[str]) -> Dict[str, str]:

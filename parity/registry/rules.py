@@ -135,6 +135,20 @@ def _same_pads_differ(
     return False
 
 
+def _same_pads(
+    input_shape: Optional[Tuple[int, ...]], kernel_size: Value, stride: Value, dilation: Value
+) -> Tuple[int, ...]:
+    """MindSpore's pad_mode='same' pads of an input of ``input_shape`` (N, C, *spatial), in the
+    order ``torch.nn.functional.pad`` takes them: the last dimension's (start, end) first."""
+    if input_shape is None:
+        raise RuleError("same_pads needs the input's shape")
+    n = len(kernel_size) if isinstance(kernel_size, (tuple, list)) else len(input_shape) - 2
+    spatial = input_shape[len(input_shape) - n :]
+    dims = zip(spatial, _per_dim(kernel_size, n), _per_dim(stride, n), _per_dim(dilation, n))
+    pads = [_same_pad(int(size), kernel, step, dilation_) for size, kernel, step, dilation_ in dims]
+    return tuple(p for pair in reversed(pads) for p in pair)
+
+
 def _same_transpose_differs(
     kernel_size: Value, stride: Value, dilation: Value, padding: Value, output_padding: Value
 ) -> bool:
@@ -180,6 +194,7 @@ HELPERS: Dict[str, Callable[..., Any]] = {
     "as_tuple": _as_tuple,
     "as4": _as4,
     "same_pads_differ": _same_pads_differ,
+    "same_pads": _same_pads,
     "same_transpose_differs": _same_transpose_differs,
 }
 

@@ -162,6 +162,11 @@ class Entry:
     inspect_torch: Mapping[str, str] = field(default_factory=dict)
     inspect_mindspore: Mapping[str, str] = field(default_factory=dict)
     inspect_fix: Mapping[str, str] = field(default_factory=dict)  # MindSpore kwargs fixing a built pair
+    # How the mismatch is replayed on a PyTorch layer (see docs/registry.md): its attributes set as
+    # MindSpore's layer has them, and its first input padded as MindSpore pads it
+    replay_set: Mapping[str, str] = field(default_factory=dict)
+    replay_pad: str = ""
+    replay_value: str = ""
     when: str = ""
     versions: Mapping[str, SpecifierSet] = field(default_factory=dict)
     modes: Tuple[str, ...] = MODES

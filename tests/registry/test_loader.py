@@ -183,3 +183,27 @@ def test_none_and_arrays_convert(tmp_path):
 
 def test_data_files_are_packaged():
     assert DATA_DIR.name == "mismatches" and sorted(p.name for p in DATA_DIR.glob("*.toml"))
+
+
+def test_replay_reads_and_its_expressions_are_checked(tmp_path):
+    replay = (
+        'replay = { set = { approximate = "ms.approximate" }, pad = "same_pads(input_shape, 3, 2, 1)", value = "0" }'
+    )
+    text = GOOD.format(id="p").replace('devices = ["CPU"]', f'devices = ["CPU"]\n{replay}')
+    entry = load([write(tmp_path, "p.toml", text)]).get("p")
+    assert (dict(entry.replay_set), entry.replay_pad, entry.replay_value) == (
+        {"approximate": "ms.approximate"},
+        "same_pads(input_shape, 3, 2, 1)",
+        "0",
+    )
+    assert load([write(tmp_path, "g.toml", GOOD.format(id="g"))]).get("g").replay_set == {}
+    cases = {
+        'replay = { set = { approximate = "gelu_of(ms.approximate)" } }': "replay.set.approximate: unknown name 'gelu_of'",
+        'replay = { sets = { approximate = "ms.approximate" } }': "replay must be a table with keys set, pad, value",
+        'replay = { set = { approximate = "ms.approximate" }, value = "0" }': "replay.value is the padding's value",
+        "replay = { pad = 3 }": "replay.pad must be a string expression, got 3",
+        "replay = { set = {} }": "replay must set an attribute or pad the input",
+    }
+    for line, expected in cases.items():
+        bad = GOOD.format(id="b").replace('devices = ["CPU"]', f'devices = ["CPU"]\n{line}')
+        assert f"f0.toml:{line_of(bad, 'replay = ')}: entry 'b': {expected}" in problems(tmp_path, bad)

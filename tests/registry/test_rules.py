@@ -82,3 +82,14 @@ def test_applies_versions_devices_modes():
     noop = registry.get("mint-optim-sgd-pynative-noop")
     assert noop.applies(device="CPU", mode="pynative") and not noop.applies(device="CPU", mode="graph")
     assert registry.applicable(mindspore_version="2.10.0", torch_version="2.13.0", device="CPU")
+
+
+def test_same_pads_in_the_order_functional_pad_takes_them():
+    from parity.registry.rules import RuleError, evaluate
+
+    # 8 wide, kernel 3, stride 2: MindSpore pads 1 in all, at the end; the last dimension comes first
+    assert evaluate("same_pads(input_shape, 3, 2, 1)", {}, {"input_shape": (2, 3, 8, 6)}) == (0, 1, 0, 1)
+    assert evaluate("same_pads(input_shape, (5, 3), 1, 1)", {}, {"input_shape": (1, 1, 7, 7)}) == (1, 1, 2, 2)
+    assert evaluate("same_pads(input_shape, 3, 1, 2)", {}, {"input_shape": (1, 1, 9)}) == (2, 2)
+    with pytest.raises(RuleError, match="needs the input's shape"):
+        evaluate("same_pads(input_shape, 3, 2, 1)", {}, {"input_shape": None})

@@ -5,20 +5,20 @@ those runs from the recording). Imports MindSpore's adapter, never PyTorch."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ...backends import mindspore as msb
 from ...backends import replay
 from ...judge.envelope import Candidate, judge_envelope, near
 from ...judge.layouts import in_layout
-from ...judge.metrics import ArrayPair, compare_pair
+from ...judge.metrics import ArrayPair, Comparison, compare_pair
 from ..compared import buffers_of
 from ..side_errors import backward as side_backward
 from ..side_errors import run_side
 from .verdicts import LayerVerdict, pair_metrics
 
-__all__ = ["OwnError", "measure", "torch_feeds"]
+__all__ = ["OwnError", "Replayable", "measure", "torch_feeds"]
 
 
 @dataclass(frozen=True)
@@ -27,22 +27,48 @@ class OwnError:
 
     layer: str  # the PyTorch path
     direction: str  # "forward", "backward" or "buffer" (its running statistics, in training mode)
-    causes: Tuple[str, ...] = ()  # the registry's likely causes at this layer
+    causes: Tuple[str, ...] = ()  # the registry's likely causes at this layer (confirmed, where replayed)
     ms_path: str = ""
     label: str = ""  # the path with its call number, where the layer was called more than once
     margin: float = 0.0  # greatest |diff| / allowed of its own output
+
+    # the registry's entries at this layer that a replay did not confirm, each with what it showed
+    unconfirmed: Tuple[str, ...] = ()
 
     def as_dict(self) -> dict:
         return {"layer": self.layer, "direction": self.direction, "causes": list(self.causes)}
 
 
-def measure(run, table, chain, rerun) -> None:
+@dataclass
+class Replayable:
+    """What a known mismatch's replay at a layer is judged against: each own value out of bounds
+    (key as :func:`measure` keys them -> MindSpore's fed value against PyTorch's, and its comparison),
+    the tolerance chain, and ``rerun(changes, keep, backward)``: PyTorch's layers fed as before with
+    ``changes`` (PyTorch path -> ``(attributes, pads, value)``, see
+    :func:`parity.backends.torch.altered`) applied, its values as ``(key, array)``."""
+
+    failed: Dict[tuple, Tuple[ArrayPair, Comparison]]
+    chain: Any
+    rerun: Callable
+
+    def judge(self, key: tuple, value) -> Optional[Comparison]:
+        """``value`` (PyTorch's, replayed) against MindSpore's fed value at ``key``; None where its
+        shape differs."""
+        pair = self.failed[key][0]
+        if value is None or value.shape != pair.torch.shape:
+            return None
+        return compare_pair(replace(pair, torch=value), self.chain, False)
+
+
+def measure(run, table, chain, rerun, rerun_altered=None) -> None:
     """Feed every aligned layer call PyTorch's inputs (``run``: the check's captured passes, its
     PyTorch recording still holding its arrays), judge each layer's own output (and gradient), and
     set ``own_*`` on ``table``'s verdicts and ``table.own_errors`` (causes left empty: see
     :func:`parity.engine.diagnosis.causes.own_error_causes`). ``rerun(feeds, grad_feeds, spec,
     keep)``: PyTorch's layers fed again as the envelope's ``spec`` asks (the feeds keyed by PyTorch
-    path), its values as ``(key, array)``; None: each own error is judged by its tolerance alone."""
+    path), its values as ``(key, array)``; None: each own error is judged by its tolerance alone.
+    ``rerun_altered(feeds, grad_feeds, keep, changes)``: PyTorch's layers fed again with known
+    mismatches applied (:class:`Replayable`; ``table.replayable`` is set where given)."""
     forward = table.first("forward")[0] is not None
     # Backward where the first divergence is there: after a forward divergence every gradient
     # differs downstream of it, and the forward's own errors name the cause (at a third of the cost).
@@ -88,9 +114,24 @@ def measure(run, table, chain, rerun) -> None:
     ]
     comparisons = {key: compare_pair(pair, chain, False) for key, pair in pairs}
     errors = {key: pair_metrics(pair.ms, pair.torch, comparisons[key].tolerance)[0] for key, pair in pairs}
+    pairs_by_key = dict(pairs)
     if rerun is not None:  # None: PyTorch cannot run again (a reference recorded without those runs)
-        _own_envelope(run, feeds, grad_feeds, dict(pairs), comparisons, rerun)
+        _own_envelope(run, feeds, grad_feeds, pairs_by_key, comparisons, rerun)
     table.own_measured = True
+    if rerun_altered is not None:
+        torch_feeds = _by_torch_path(run, feeds)
+        torch_grads = _by_torch_path(run, grad_feeds) if grad_feeds is not None else None
+        table.replayable = Replayable(
+            {
+                key: (pairs_by_key[key], c)
+                for key, c in comparisons.items()
+                if not c.passed and key[0] != "code" and key[0] != "grad code"
+            },
+            chain,
+            lambda changes, keep, backward: rerun_altered(
+                torch_feeds, torch_grads if backward else None, keep, changes
+            ),
+        )
     table.own_errors = (
         _verdicts(table.forward, "forward", comparisons, errors)
         + (_verdicts(table.backward, "backward", comparisons, errors) if backward else [])

@@ -217,13 +217,31 @@ def own_error_lines(layers) -> List[str]:
     width = min(max(len(label) for label in rows), 40)
     for label, found in list(rows.items())[:_OWN_SHOWN]:
         what = ", ".join(f"{_OWN_WHAT[e.direction]} at {fmt(e.margin)}x allowed" for e in found)
-        known = "; ".join(dict.fromkeys(c.split(" at ", 1)[0] for e in found for c in e.causes)) or "no known mismatch"
+        known = "; ".join(dict.fromkeys(_known(c) for e in found for c in e.causes)) or (
+            "no known mismatch" if not any(e.unconfirmed for e in found) else "no confirmed known mismatch"
+        )
         lines.append(f"  {label:<{width}}  {what}  ({known})")
     if len(rows) > _OWN_SHOWN:
         lines.append(f"  ... and {len(rows) - _OWN_SHOWN} more (Result.layers.own_errors)")
+    ruled = list(dict.fromkeys(c for e in own for c in e.unconfirmed))
+    if ruled:
+        lines.append(
+            f"Ruled out by replay ({len(ruled)}: the mismatch applied to PyTorch's layer does not reproduce MindSpore's output):"
+        )
+        lines += [f"  {c}" for c in ruled[:_OWN_SHOWN]]
+        if len(ruled) > _OWN_SHOWN:
+            lines.append(f"  ... and {len(ruled) - _OWN_SHOWN} more (Result.layers.own_errors[i].unconfirmed)")
     if inherited:
         lines.append(f"Inherited only: {len(inherited)} other layers out of bounds by what flowed into them")
     return lines + unfed_line + [""]
+
+
+def _known(cause: str) -> str:
+    """A cause's entry for the own-error table, and whether a replay confirmed it."""
+    entry = cause.split(" at ", 1)[0]
+    if "; confirmed: " in cause:
+        return f"{entry}, confirmed"
+    return f"{entry}, not confirmed" if "; not confirmed: " in cause else entry
 
 
 def _layer_difference(v) -> str:

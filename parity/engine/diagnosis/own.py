@@ -33,7 +33,7 @@ from ..side_errors import backward as side_backward
 from ..side_errors import run_side
 from .feeding import OwnError, measure
 
-__all__ = ["OwnError", "measure_own_errors", "rerun_fed"]
+__all__ = ["OwnError", "measure_own_errors", "rerun_altered", "rerun_fed"]
 
 
 def measure_own_errors(run, table, chain) -> None:
@@ -43,7 +43,13 @@ def measure_own_errors(run, table, chain) -> None:
     ``table.own_errors`` (see :func:`parity.engine.diagnosis.feeding.measure`); PyTorch's layers
     run again, fed the same way, for the envelope. Its buffers are as they were on return."""
     torch_after = tb.buffers(run.torch_module)
-    measure(run, table, chain, lambda feeds, grad_feeds, spec, keep: rerun_fed(run, feeds, grad_feeds, spec, keep))
+    measure(
+        run,
+        table,
+        chain,
+        lambda feeds, grad_feeds, spec, keep: rerun_fed(run, feeds, grad_feeds, spec, keep),
+        lambda feeds, grad_feeds, keep, changes: rerun_altered(run, feeds, grad_feeds, keep, changes, torch_after),
+    )
     tb.set_buffers(run.torch_module, torch_after)
 
 
@@ -58,16 +64,32 @@ def rerun_fed(run, feeds, grad_feeds, spec, keep):
         module = run.torch_module
         perturb = tb.perturbed(module, seed=draw_seed(run.seed, spec.draw), ulps=spec.ulps)
         feeds, grad_feeds = _moved(feeds, run.seed, spec), _moved(grad_feeds, run.seed, spec)
+    return _fed_values(run, module, feeds, grad_feeds, keep, torch.float64 if spec.cast else None, perturb)
+
+
+def rerun_altered(run, feeds, grad_feeds, keep, changes, after):
+    """PyTorch's model fed ``feeds`` (and ``grad_feeds``) again as it was, with ``changes`` applied
+    to its layers (see :func:`parity.backends.torch.altered`): a known mismatch replayed. Its
+    buffers are ``after`` again on return."""
+    try:
+        return _fed_values(run, run.torch_module, feeds, grad_feeds, keep, None, contextlib.nullcontext(), changes)
+    finally:
+        tb.set_buffers(run.torch_module, after)
+
+
+def _fed_values(run, module, feeds, grad_feeds, keep, cast, perturb, changes=None):
+    """PyTorch's ``module`` fed ``feeds`` (and ``grad_feeds``), from its starting buffers, inside
+    ``perturb``, its values as ``(key, array)`` keyed as :func:`parity.engine.diagnosis.feeding.measure`
+    keys them."""
     tb.set_buffers(module, run.torch_start)
     tb.prepare(seed=run.seed, device=run.device)
     grads = grad_feeds is not None
     with perturb, replay.fed(module, feeds, framework="torch", grads=grad_feeds, keep=keep) as got:
-        side = run_side(
-            lambda: tb.Pass(
-                module, run.data, grads=grads, device=run.device, cast=torch.float64 if spec.cast else None
-            ),
-            "PyTorch (layers fed)",
-        )
+        with tb.altered(module, changes or {}):  # after the feeding hooks: the fed input is the one altered
+            side = run_side(
+                lambda: tb.Pass(module, run.data, grads=grads, device=run.device, cast=cast),
+                "PyTorch (layers fed)",
+            )
         statistics = buffers_of(tb, module, run.wmap, "torch") if run.train else {}
         if grads:
             side_backward(side, run.cotangents, [], "PyTorch (layers fed)")

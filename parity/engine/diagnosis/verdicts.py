@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -349,6 +349,9 @@ class LayerTable:
     # when a failing check measured them.
     own_errors: List = field(default_factory=list)
     own_measured: bool = False  # whether the own errors were measured (a failing check's layers)
+    # what a known mismatch's replay is judged against (parity.engine.diagnosis.feeding.Replayable),
+    # from the own errors' measurement until the causes are confirmed
+    replayable: Any = field(default=None, repr=False, compare=False)
 
     def first(self, direction: str) -> Tuple[Optional[LayerVerdict], str]:
         return first_divergence(self.forward if direction == "forward" else self.backward)
