@@ -404,7 +404,7 @@ PAIRS = (
         _HERE + "torch_mobilenet_v3_small",
         IMAGES,
         mobilenet_v3_differences,
-        causes=("conv2d-pad-mode-default",),
+        causes=("conv2d-pad-mode-default", "batchnorm2d-eps-not-carried"),
     ),
     Port(
         "efficientnet_b0",

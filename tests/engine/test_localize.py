@@ -121,6 +121,31 @@ def test_align_zips_a_custom_layer_with_anything():
     assert align_layers(ms_kinds, torch_kinds, {}) == {"a": "x", "b": "y"}
 
 
+def test_a_parent_pairs_with_the_layer_holding_the_same_paired_layers():
+    # torchvision nests conv and norm in a block of their own where mindcv lists them
+    ms_kinds = kinds(
+        ("f", "SequentialCell", True),
+        ("f.5", "Bottleneck", False),
+        ("f.5.layers", "SequentialCell", True),
+        ("f.5.layers.0", "Conv2d", True),
+        ("f.5.layers.1", "BatchNorm2d", True),
+        ("f.5.layers.2", "Conv2d", True),
+    )
+    torch_kinds = kinds(
+        ("f", "Sequential", True),
+        ("f.3", "InvertedResidual", False),
+        ("f.3.block", "Sequential", True),
+        ("f.3.block.0", "Conv2dNormActivation", False),
+        ("f.3.block.0.0", "Conv2d", True),
+        ("f.3.block.0.1", "BatchNorm2d", True),
+        ("f.3.block.1", "Conv2dNormActivation", False),
+        ("f.3.block.1.0", "Conv2d", True),
+    )
+    known = {"f.5.layers.0": "f.3.block.0.0", "f.5.layers.1": "f.3.block.0.1", "f.5.layers.2": "f.3.block.1.0"}
+    mapping = align_layers(ms_kinds, torch_kinds, known)
+    assert (mapping["f.5.layers"], mapping["f.5"], mapping["f"]) == ("f.3.block", "f.3", "f")
+
+
 def test_align_pairs_nothing_twice():
     ms_kinds = kinds(
         ("a", "MSBlock", False),
@@ -134,8 +159,8 @@ def test_align_pairs_nothing_twice():
     )
     mapping = align_layers(ms_kinds, torch_kinds, {"a.fc": "x.fc", "b.fc": "x.fc2", "head": "head"})
     assert len(set(mapping.values())) == len(mapping)
-    assert mapping["a"] == "x"  # both parents vote for x: the first takes it ...
-    assert "b" not in mapping  # ... and the second finds it taken
+    # x holds what a and b hold together: neither stands for it (each holds half its weights)
+    assert "a" not in mapping and "b" not in mapping
 
 
 # -- judge -------------------------------------------------------------------------------------

@@ -67,11 +67,30 @@ def known_pairs(
         if m in ms_kinds and t in torch_kinds and m not in known and t not in taken:
             known[m] = t
             taken.add(t)
+    placed = [(m, t) for m, t in owners if m in ms_kinds and t in torch_kinds]
     for path in common:  # a layer of another kind at the same place may be the fault itself (Sigmoid for Tanh)
         if path not in known and path not in taken and (path in containers[0]) == (path in containers[1]):
-            known[path] = path
-            taken.add(path)
+            if _owners_agree(path, placed):
+                known[path] = path
+                taken.add(path)
     return known
+
+
+def _under(path: str, scope: str) -> bool:
+    return not scope or path == scope or path.startswith(scope + ".")
+
+
+def _owners_agree(path: str, owners: Sequence[Tuple[str, str]]) -> bool:
+    """Whether the same path may pair: no paired weight lies under it on one side and elsewhere
+    on the other (mindcv's ``features.7`` is torchvision's ``features.5``: their weights say so,
+    the index does not); a path with no paired weight under it asks its parent."""
+    while True:
+        mine = [(m, t) for m, t in owners if _under(m, path) or _under(t, path)]
+        if mine:
+            return all(_under(m, path) and _under(t, path) for m, t in mine)
+        if not path:
+            return True
+        path = _parent(path)
 
 
 def _same(ms_kind: Tuple[str, bool], torch_kind: Tuple[str, bool]) -> bool:
@@ -129,28 +148,53 @@ def _children(kinds, parent: str) -> List[str]:
 
 
 def _pair_parents(mapping: Dict[str, str], torch_kinds) -> List[Tuple[str, str]]:
-    """Pair each MindSpore parent whose paired descendants all lie under one PyTorch layer with
-    it (unless that layer is paired already); return every such (parent, layer) as a frame for
-    structural pairing, paired or not."""
-    votes: Dict[str, set] = {}
-    t: Optional[str]
-    for m, t in mapping.items():
-        while m:
-            m, t = _parent(m), (_parent(t) if t else None)
-            if t is None:
-                break
-            votes.setdefault(m, set()).add(t)
+    """Pair each MindSpore parent of paired layers with the PyTorch layer that holds exactly the
+    same paired layers: the nearest common parent of its paired descendants' partners, or a parent
+    of that one where a deeper MindSpore layer holds it already (torchvision nests each
+    convolution, norm and activation in a block of their own where mindcv lists them: its
+    ``Bottleneck`` holds what torchvision's ``InvertedResidual`` holds, its ``layers`` what the
+    ``block`` inside does), unless some paired layer under it has its partner elsewhere. Deepest
+    first; return every such (parent, layer) as a frame for structural pairing, paired or not."""
+    pairs = list(mapping.items())
+    under: Dict[str, List[Tuple[str, str]]] = {}
+    for m, t in pairs:
+        parent = m
+        while parent:
+            parent = _parent(parent)
+            under.setdefault(parent, []).append((m, t))
     taken = set(mapping.values())
+    held: Dict[str, str] = {}  # PyTorch layer -> the MindSpore parent paired with it here
     frames = []
-    for m, ts in votes.items():
-        if not m or m in mapping or len(ts) != 1:
+    for m in sorted(under, key=lambda p: (-p.count("."), p)):
+        if not m or m in mapping:
             continue
-        t = next(iter(ts))
+        found = _common(partner for _, partner in under[m])
+        while found is not None and found in held and held[found].startswith(m + "."):
+            found = _parent(found) if found else None  # a deeper layer of ours holds it: the one around it
+        if found is None or not all(_under(mm, m) for mm, tt in pairs if _under(tt, found)):
+            continue
+        t = found
         frames.append((m, t))
+        held.setdefault(t, m)
         if t and t not in taken and t in torch_kinds:
             mapping[m] = t
             taken.add(t)
     return frames
+
+
+def _common(paths) -> Optional[str]:
+    """The nearest layer holding every one of ``paths`` ("" the root; None: no paths)."""
+    common: Optional[List[str]] = None
+    for path in paths:
+        parts = path.split(".")
+        if common is None:
+            common = parts[:-1] if len(parts) > 1 else []
+            continue
+        n = 0
+        while n < len(common) and n < len(parts) - 1 and common[n] == parts[n]:
+            n += 1
+        common = common[:n]
+    return None if common is None else ".".join(common)
 
 
 def _match(ms_kids: List[str], torch_kids: List[str], ms_kinds, torch_kinds, containers) -> List[Tuple[str, str]]:
