@@ -374,8 +374,9 @@ def _pairs(
     aligned: Optional[Mapping[str, str]] = None,
 ) -> List[Tuple[int, str, str, Model, Model]]:
     """(order, path, MindSpore path if different, ms layer, torch layer) of these types: as
-    ``aligned`` (MindSpore path -> PyTorch path) pairs them, then the same path, the rest paired in
-    definition order; ``order`` is the MindSpore layer's position, to rank ties by execution order."""
+    ``aligned`` (MindSpore path -> PyTorch path) pairs them, then the same path, the rest that
+    ``aligned`` leaves unpaired paired in definition order; ``order`` is the MindSpore layer's
+    position, to rank ties by execution order."""
     aligned = aligned or {}
     ms_of_type = [(i, p, c) for i, (p, c) in enumerate(ms_layers) if isinstance(c, ms_class)]
     torch_of_type = {p: m for p, m in torch_layers.items() if isinstance(m, torch_class)}
@@ -391,7 +392,12 @@ def _pairs(
             module = torch_of_type.pop(torch_path)
             paired.append((i, torch_path, "" if torch_path == ms_path else ms_path, cell, module))
         rest_ms = left
-    for (i, ms_path, cell), (torch_path, module) in zip(rest_ms, torch_of_type.items()):
+    # in definition order: only layers the check did not pair with another (a Dropout the check
+    # paired with a StochasticDepth stands for no other Dropout)
+    partners = set(aligned.values())
+    rest_ms = [(i, p, c) for i, p, c in rest_ms if p not in aligned]
+    rest_torch = [(p, m) for p, m in torch_of_type.items() if p not in partners]
+    for (i, ms_path, cell), (torch_path, module) in zip(rest_ms, rest_torch):
         paired.append((i, torch_path, ms_path, cell, module))
     return paired
 
