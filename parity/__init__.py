@@ -459,14 +459,16 @@ def translate(torch_module: Any, inputs: Any = None, *, device: str = "CPU", see
     return run_translate(torch_module, inputs, device=device, seed=seed)
 
 
-def transfer_weights(src: Any, dst: Any, *, name_map: NameMap = None) -> WeightReport:
+def transfer_weights(src: Any, dst: Any, *, name_map: NameMap = None, ignore: Sequence[str] = ()) -> WeightReport:
     """Copy every parameter and buffer from ``src`` to ``dst`` (a MindSpore Cell and a PyTorch
     Module, either way round) and verify the copy. ``name_map`` maps PyTorch names to MindSpore
     names, or names one tensor made of several of the other side's (``parity.fuse``), transposed
-    (``parity.transpose``) or reshaped (``parity.reshape``). Returns a :class:`WeightReport`."""
+    (``parity.transpose``) or reshaped (``parity.reshape``); ``ignore``: names or ``fnmatch``
+    patterns of tensors of either side left as they are (as :func:`check`'s). Returns a
+    :class:`WeightReport`."""
     from .engine.pairing import transfer
 
-    return transfer(src, dst, name_map=name_map)
+    return transfer(src, dst, name_map=name_map, ignore=ignore)
 
 
 _LAZY = {

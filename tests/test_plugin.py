@@ -123,6 +123,32 @@ def test_seed_and_mode_options_reach_the_check(project):
     )
 
 
+def test_the_marker_ignore_leaves_a_tensor_as_built(project):
+    project.makepyfile(
+        test_ignore="""
+        import numpy as np
+        import pytest
+
+        def pair():
+            import mindspore, torch
+            cell = mindspore.nn.Dense(4, 3)
+            cell.spare = mindspore.Parameter(mindspore.Tensor(np.ones(2, np.float32)))
+            return cell, torch.nn.Linear(4, 3)
+
+        @pytest.mark.parity(ignore=["spare"])
+        def test_ignored(parity):
+            result = parity.check(*pair(), parity.randn((2, 4)))
+            assert result.weights.map.left_out == [("MindSpore", "spare")]
+
+        def test_not_ignored(parity):
+            parity.check(*pair(), parity.randn((2, 4)))
+    """
+    )
+    result = project.runpytest(PARITY, "-rfE")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["FAILED test_ignore.py::test_not_ignored - *Unmapped*"])
+
+
 def test_marker_arguments_reach_the_check_and_name_their_source(project):
     project.makepyfile(
         test_marker="""

@@ -329,6 +329,16 @@ def test_ignore_reaches_check_training():
     assert result.weights.map.left_out == [("MindSpore", "spare"), ("PyTorch", "extra_scale")]
 
 
+def test_ignore_reaches_transfer_weights():
+    ms_cell, module = MSWithSpare(), TorchWithSpare()
+    with pytest.raises(ParityUsageError, match="Unmapped parameters"):
+        parity.transfer_weights(module, ms_cell)
+    report = parity.transfer_weights(module, ms_cell, ignore=["spare", "extra_scale"])
+    assert report.map.left_out == [("MindSpore", "spare"), ("PyTorch", "extra_scale")]
+    np.testing.assert_array_equal(ms_cell.fc.weight.asnumpy(), module.fc.weight.detach().numpy())
+    np.testing.assert_array_equal(ms_cell.spare.asnumpy(), np.ones((3, 3), np.float32))  # left as built
+
+
 @pytest.mark.parametrize(
     "ignore, message",
     [

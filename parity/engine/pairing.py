@@ -87,7 +87,7 @@ def snapshot(ms_cell, torch_module, wmap):
     return restore
 
 
-def transfer(src, dst, *, name_map=None) -> WeightReport:
+def transfer(src, dst, *, name_map=None, ignore=()) -> WeightReport:
     """See :func:`parity.transfer_weights`."""
     src_kind, dst_kind = framework_of(src), framework_of(dst)
     if {src_kind, dst_kind} != {"mindspore", "torch"}:
@@ -96,5 +96,5 @@ def transfer(src, dst, *, name_map=None) -> WeightReport:
             f"{type(src).__qualname__} ({src_kind or 'neither'}) and {type(dst).__qualname__} ({dst_kind or 'neither'})"
         )
     ms_model, torch_model = (src, dst) if src_kind == "mindspore" else (dst, src)
-    wmap = map_weights(msb.slots(ms_model), tb.slots(torch_model), name_map)
+    wmap = map_weights(msb.slots(ms_model), tb.slots(torch_model), name_map, ignore=ignore)
     return copy_weights(wmap, src, dst, to_torch=src_kind == "mindspore")

@@ -19,10 +19,10 @@ from ..errors import ParityError, ParityMismatch, ParityUnsupported, ParityUsage
 from ..judge.tolerance import ToleranceSpec
 from ..nightly import records
 
-_MARKER_KEYS = {"tolerance", "train", "ms_mode", "reference", "weights", "grads", "name_map", "check_dtype"}
-_TRAINING_MARKER_KEYS = {"tolerance", "ms_mode", "weights", "name_map"}  # what check_training takes
+_MARKER_KEYS = {"tolerance", "train", "ms_mode", "reference", "weights", "grads", "name_map", "ignore", "check_dtype"}
+_TRAINING_MARKER_KEYS = {"tolerance", "ms_mode", "weights", "name_map", "ignore"}  # what check_training takes
 _DATA_PARALLEL_MARKER_KEYS = {"tolerance", "name_map"}  # what check_data_parallel takes
-_GENERATION_MARKER_KEYS = {"tolerance", "weights", "name_map"}  # what check_generation takes
+_GENERATION_MARKER_KEYS = {"tolerance", "weights", "name_map", "ignore"}  # what check_generation takes
 
 
 def settings_for(config, nodeid: str, location: str, tolerances=()) -> Settings:
