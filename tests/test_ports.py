@@ -3,9 +3,10 @@ as shipped names the layers that truly differ, and nothing else.
 
 Held here only where today's diagnosis does so: GPT-2's and LLaMA's own errors (mindone against
 transformers), mindcv's ResNet-18 (its pooled output flattened where torchvision's keeps two axes
-of size 1) and ViT against torchvision's, which name no false layer. The other
-pairs' diagnoses are measured, not held (``benchmarks/diagnosis_ports.py``). Also that the CPU
-stand-ins the mindone pairs need stay inside their models."""
+of size 1) and ViT against torchvision's, which name no false layer, and (slow) mindcv's
+MobileNetV3 and EfficientNet, each own error a true difference with its cause confirmed by
+replay. The other pairs' diagnoses are measured, not held (``benchmarks/diagnosis_ports.py``).
+Also that the CPU stand-ins the mindone pairs need stay inside their models."""
 
 import importlib.util
 import re
@@ -76,6 +77,33 @@ def test_vit_names_no_layer_that_does_not_differ():
     gelus = {path for path, what in truth.items() if "GELU" in what}
     assert len(gelus) == 2 and gelus <= {e.layer for e in own}
     assert _ids(failure.likely_causes) == {"gelu-approximate-default", "layernorm-epsilon-default"}
+
+
+def _shipped(name):
+    """The port ``name`` as shipped, checked as a user would: its failure and true differences."""
+    from cases.models.ports import factory
+
+    port = pairs()[name]
+    module = factory(port.torch)()
+    ms_cell = factory(port.mindspore)(fixed=False)
+    with pytest.raises(parity.ParityMismatch) as raised:
+        parity.check(ms_cell, module, port.inputs, **port.check)
+    return raised.value, port.differences(module), set(port.causes)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["mobilenet_v3_small", "efficientnet_b0"])
+def test_every_own_error_is_true_and_every_cause_confirmed(name):
+    # MobileNetV3: 34 BatchNorms at eps 1e-5 against 1e-3 and 4 strided convolutions padded 'same';
+    # each BatchNorm's momentum entry is ruled out by replay (eval mode: momentum moves no output)
+    failure, truth, true_causes = _shipped(name)
+    own = failure.result.layers.own_errors
+    assert {e.layer for e in own} == set(truth)
+    for error in own:
+        assert error.causes and all("; confirmed: PyTorch's layer with " in c for c in error.causes), error
+        assert _ids(error.causes) <= true_causes, error
+    assert _ids(failure.likely_causes) == true_causes
+    assert all("; confirmed: " in c for c in failure.likely_causes)
 
 
 def test_the_mint_stand_ins_stay_inside_the_mindone_model():
