@@ -433,20 +433,34 @@ def test_calls_after_the_last_paired_call_pair_at_the_end():
 def test_framework_layers_of_other_kinds_pair_only_alone_between_neighbours_with_one_shape():
     # a Sigmoid written for a Tanh is a fault at that place
     ms_kinds = kinds(("fc1", "Dense", True), ("act", "Sigmoid", True), ("fc2", "Dense", True))
-    torch_kinds = kinds(("fc1", "Linear", True), ("blk", "Block", False), ("blk.act", "Tanh", True))
-    torch_kinds.update(kinds(("fc2", "Linear", True), root="Net"))
+    torch_kinds = kinds(("fc1", "Linear", True), ("tanh", "Tanh", True), ("fc2", "Linear", True))
     weights = (["fc1.weight", "fc2.weight"], ["fc1.weight", "fc2.weight"])
-    torch_calls = [("fc1", "Linear", REF), ("blk.act", "Tanh", REF), ("blk", "Block", REF), ("fc2", "Linear", REF)]
+    torch_calls = [("fc1", "Linear", REF), ("tanh", "Tanh", REF), ("fc2", "Linear", REF)]
     ms_calls = [("fc1", "Dense", REF), ("act", "Sigmoid", REF + [1.0, 0.0]), ("fc2", "Dense", REF)]
     alignment = by_place(ms_kinds, torch_kinds, {"fc1": "fc1", "fc2": "fc2"}, weights)
-    assert localized(alignment, torch_calls, ms_calls)[1] == ("act", "blk.act", "FAIL")
+    assert localized(alignment, torch_calls, ms_calls)[1] == ("act", "tanh", "FAIL")
     # another shape out, or a layer of the model's own (not the framework's): not one layer
     alignment = by_place(ms_kinds, torch_kinds, {"fc1": "fc1", "fc2": "fc2"}, weights)
-    ms_calls[1] = ("act", "Sigmoid", np.ones(3))
-    assert localized(alignment, torch_calls, ms_calls)[1] == ("act", "act", "unaligned")
-    torch_kinds["blk.act"] = ("MyTanh", False)
+    assert (
+        localized(alignment, torch_calls, ms_calls[:1] + [("act", "Sigmoid", np.ones(3))] + ms_calls[2:])[1][1] == "act"
+    )
+    torch_kinds["tanh"] = ("MyTanh", False)
     alignment = by_place(ms_kinds, torch_kinds, {"fc1": "fc1", "fc2": "fc2"}, weights)
-    assert localized(alignment, torch_calls, ms_calls[:1] + [("act", "Sigmoid", REF)] + ms_calls[2:])[1][1] == "act"
+    assert localized(alignment, torch_calls, ms_calls)[1][1] == "act"
+
+
+def test_a_leaf_inside_another_unpaired_layer_is_not_paired_with_a_layer_of_another_kind():
+    # mindcv's Swish (x * sigmoid(x), its Sigmoid a sub-layer) against torchvision's SiLU
+    ms_kinds = kinds(("conv", "Conv2d", True), ("act", "Swish", False), ("act.sigmoid", "Sigmoid", True))
+    ms_kinds.update(kinds(("head", "Dense", True)))
+    torch_kinds = kinds(("conv", "Conv2d", True), ("silu", "SiLU", True), ("head", "Linear", True))
+    weights = (["conv.weight", "head.weight"], ["conv.weight", "head.weight"])
+    alignment = by_place(ms_kinds, torch_kinds, {"conv": "conv", "head": "head"}, weights)
+    torch_calls = [("conv", "Conv2d", REF), ("silu", "SiLU", REF), ("head", "Linear", REF)]
+    ms_calls = [("conv", "Conv2d", REF), ("act.sigmoid", "Sigmoid", REF * 0.1), ("act", "Swish", REF)]
+    ms_calls += [("head", "Dense", REF)]
+    verdicts = localized(alignment, torch_calls, ms_calls)
+    assert [v[:2] for v in verdicts[1:3]] == [("act.sigmoid", "act.sigmoid"), ("act", "act")]  # unpaired
 
 
 def test_a_layer_paired_already_is_never_paired_by_place():

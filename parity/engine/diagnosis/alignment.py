@@ -224,9 +224,10 @@ class Alignment:
         """Pair MindSpore's waiting calls among ``ms_calls`` (each with ``path``, ``call``,
         ``inputs``, ``outputs``) with PyTorch's unpaired parameter-free calls among ``torch_calls``:
         the calls each side made between the same two paired calls, in execution order. First
-        those of one kind, in order; then, between two such pairs, the leaf layers left pair in
-        order where both sides left as many and each pair is two of the frameworks' own layers with
-        the same input and output shapes (a Sigmoid written for a Tanh). Never a layer already
+        those of one kind, in order; then, between two such pairs, the calls left pair in order
+        where both sides left as many and each pair is two of the frameworks' own leaf layers with
+        the same input and output shapes (a Sigmoid written for a Tanh; not the Sigmoid inside
+        mindcv's Swish, a layer of its own, for torchvision's SiLU). Never a layer already
         paired, never a container with a leaf."""
         ms = [c for c in ms_calls if c.call == 0 and self.waits(c.path)]
         self._tried.update(c.path for c in ms)
@@ -242,11 +243,8 @@ class Alignment:
                 start = j + 1
         pairs = list(same)
         for (i0, j0), (i1, j1) in zip([(-1, -1)] + same, same + [(len(ms), len(torch))]):
-            # the leaves left between them: a container wrapping one of them is no layer of its own
-            rest_ms = [i for i in range(i0 + 1, i1) if ms[i].path not in self._containers[0]]
-            rest_torch = [j for j in range(j0 + 1, j1) if torch[j].path not in self._containers[1]]
-            left = list(zip(rest_ms, rest_torch))
-            if left and len(rest_ms) == len(rest_torch) and all(self._own_alike(ms[i], torch[j]) for i, j in left):
+            left = list(zip(range(i0 + 1, i1), range(j0 + 1, j1)))
+            if left and i1 - i0 == j1 - j0 and all(self._own_alike(ms[i], torch[j]) for i, j in left):
                 pairs += left
         for i, j in pairs:
             self.found[ms[i].path] = torch[j].path
