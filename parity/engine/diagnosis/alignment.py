@@ -5,7 +5,7 @@ was given keywords (:func:`by_name`)."""
 
 from __future__ import annotations
 
-from typing import AbstractSet, Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 __all__ = ["Alignment", "align_layers", "by_name", "known_pairs", "stateless"]
 
@@ -168,7 +168,7 @@ def _match(ms_kids: List[str], torch_kids: List[str], ms_kinds, torch_kinds, con
     return pairs
 
 
-def stateless(kinds: Dict[str, Tuple[str, bool]], tensors: Iterable[str]) -> frozenset:
+def stateless(kinds: Dict[str, Tuple[str, bool]], tensors: Iterable[str]) -> FrozenSet[str]:
     """The layer paths of ``kinds`` that hold no tensor of ``tensors`` (parameter and buffer names),
     their sub-layers' included: activations, pools, dropout, identity, flatten..."""
     holders = set()
@@ -264,8 +264,6 @@ class Alignment:
         return own and self._leaves(m.path, t.path) == (True, True) and _shapes(m) == _shapes(t) != ((), ())
 
 
-def _shapes(call: Any) -> Tuple[Tuple[Tuple[int, ...], ...], Tuple[Tuple[int, ...], ...]]:
-    return tuple(
-        tuple(a.shape for a in arrays if a is not None) if arrays is not None else ()
-        for arrays in (call.inputs, call.outputs)
-    )  # type: ignore[return-value]
+def _shapes(call: Any) -> tuple:
+    """The shapes of a call's input tensors and of its output tensors."""
+    return tuple(tuple(a.shape for a in arrays or () if a is not None) for arrays in (call.inputs, call.outputs))
