@@ -57,6 +57,7 @@ FRAMEWORK_AT_TOP = (
     "parity.translation",
     "parity.mismatch_checks.amp_pairs",
     "parity.mismatch_checks.llm_pairs",
+    "parity.mismatch_checks.padding_pairs",
     "parity.engine",
 )
 NO_FRAMEWORK_AT_ALL = ("judge", "registry", "nightly", "plugin", "catalogue", "options", "errors", "files")

@@ -249,3 +249,53 @@ def test_tokens_against_a_grid_are_compared_through_the_layout():
     norm = next(v for v in layers.forward if v.path == "norm")
     assert norm.ms_in_shapes == ((2, 16, 8),) and norm.in_shapes == ((2, 4, 4, 8),)
     assert "shapes differ" not in str(failed.value)
+
+
+class MSFlatBlock(msnn.Cell):
+    """Its GELU is ``act``, a child of its own; the weights pair ``fc1``, ``norm`` and ``fc2``."""
+
+    def __init__(self, approximate, eps):
+        super().__init__()
+        self.fc1 = msnn.Dense(16, 32)
+        self.norm = msnn.LayerNorm((32,), epsilon=eps)
+        self.act = msnn.GELU(approximate=approximate)
+        self.fc2 = msnn.Dense(32, 8)
+
+    def construct(self, x):
+        return self.fc2(self.act(self.norm(self.fc1(x))))
+
+
+class TorchMlpBlock(torch.nn.Module):
+    """The same computation, its GELU ``mlp.2`` inside a Sequential (torchvision's ConvNeXt's way)."""
+
+    def __init__(self):
+        super().__init__()
+        self.mlp = torch.nn.Sequential(
+            torch.nn.Linear(16, 32), torch.nn.LayerNorm(32), torch.nn.GELU(), torch.nn.Linear(32, 8)
+        )
+
+    def forward(self, x):
+        return self.mlp(x)
+
+
+def test_an_activation_at_another_path_is_paired_by_its_place_and_named():
+    # MindSpore's tanh GELU against the exact one, on inputs wide enough to tell them apart
+    with pytest.raises(ParityMismatch) as failed:
+        parity.check(MSFlatBlock(True, 1e-5), TorchMlpBlock(), parity.randn((4, 16), std=3.0))
+    layers = failed.value.result.layers
+    gelu = next(v for v in layers.forward if v.ms_path == "act")
+    assert (gelu.path, gelu.status, gelu.own_status) == ("mlp.2", "FAIL", "own")
+    (own,) = layers.own_errors
+    assert (own.layer, own.ms_path, own.direction) == ("mlp.2", "act", "forward")
+    assert any("known mismatch 'gelu-approximate-default'" in cause for cause in own.causes)
+    assert "Divergence: first at forward output of 'mlp.2' (GELU <-> GELU)" in str(failed.value)
+
+
+def test_a_clean_activation_paired_by_its_place_has_no_own_error():
+    # the LayerNorm before it differs (epsilon 1e-1 against 1e-5): the GELU only inherits that
+    with pytest.raises(ParityMismatch) as failed:
+        parity.check(MSFlatBlock(False, 1e-1), TorchMlpBlock(), parity.randn((4, 16), std=3.0))
+    layers = failed.value.result.layers
+    gelu = next(v for v in layers.forward if v.ms_path == "act")
+    assert (gelu.path, gelu.status, gelu.own_status) == ("mlp.2", "downstream", "inherited")
+    assert [(e.layer, e.direction) for e in layers.own_errors if e.direction == "forward"] == [("mlp.1", "forward")]

@@ -5,14 +5,14 @@ framework: the backend that reads a model's buffers is passed in."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from ..judge.metrics import ArrayPair
 from ..weights.layouts import by_torch_name, ms_label, torch_layout
 from .diagnosis import messages
-from .diagnosis.alignment import align_layers, known_pairs
+from .diagnosis.alignment import Alignment, align_layers, known_pairs, stateless
 from .outputs import pair_by_position
 
 __all__ = ["note_once", "match_outputs", "grad_pairs", "buffers_of", "buffer_pairs", "layer_alignment"]
@@ -85,13 +85,22 @@ def buffer_pairs(ms_buffers, torch_buffers, wmap, mode: str) -> List[ArrayPair]:
     ]
 
 
-def layer_alignment(ms_kinds: Dict[str, Any], torch_kinds: Dict[str, Any], wmap) -> Callable[[str], Optional[str]]:
+def layer_alignment(ms_kinds: Dict[str, Any], torch_kinds: Dict[str, Any], wmap) -> Alignment:
     """MindSpore layer path -> PyTorch layer path: the same path where the layers are of one kind,
     else as the weight map paired their weights, else the same path, else by structure (see
-    :func:`parity.engine.diagnosis.alignment.known_pairs` and ``align_layers``)."""
+    :func:`parity.engine.diagnosis.alignment.known_pairs` and ``align_layers``); the layers that
+    hold no tensor of the map are paired by their place among the calls as they come
+    (:class:`parity.engine.diagnosis.alignment.Alignment`)."""
     owners = [
         (pair.ms.rpartition(".")[0], pair.torch.rpartition(".")[0])
         for pair in wmap.pairs
         if pair.ms_part is None and pair.torch_part is None  # a fused layer has no one counterpart
     ]
-    return align_layers(ms_kinds, torch_kinds, known_pairs(ms_kinds, torch_kinds, owners)).get
+    mapping = align_layers(ms_kinds, torch_kinds, known_pairs(ms_kinds, torch_kinds, owners))
+    unpaired = wmap.constants + wmap.left_out
+    ms_tensors = [p.ms for p in wmap.pairs] + [name for side, name in unpaired if side == "MindSpore"]
+    torch_tensors = [p.torch for p in wmap.pairs] + [name for side, name in unpaired if side == "PyTorch"]
+    torch_tensors += [name for name, _ in wmap.ignored]
+    return Alignment(
+        mapping, ms_kinds, torch_kinds, stateless(ms_kinds, ms_tensors), stateless(torch_kinds, torch_tensors)
+    )

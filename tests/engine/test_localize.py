@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from parity import Tolerance
-from parity.engine.diagnosis.alignment import align_layers, known_pairs
+from parity.engine.diagnosis.alignment import Alignment, align_layers, known_pairs, stateless
 from parity.engine.diagnosis.recording import Localizer, Recording
 from parity.engine.diagnosis.verdicts import AMPLIFICATION, LayerVerdict, first_divergence, settle
 from parity.engine.diagnosis.verdicts import compare_call as judge
@@ -389,6 +389,113 @@ def test_localizer_records_float64_noise_floors_and_uses_them():
     (verdict,) = localizer.forward
     assert verdict.noise == pytest.approx(factor * 0.1) and verdict.in_noise == pytest.approx(factor * 0.04)
     assert verdict.status == "downstream"
+
+
+# -- parameter-free layers paired by their place among the calls ----------------------------------
+
+# A block whose GELU is ``act`` in MindSpore and ``mlp.1`` in PyTorch, between two Linears the weights pair.
+MS_BLOCK = kinds(("fc1", "Dense", True), ("drop", "Dropout", True), ("act", "GELU", True), ("fc2", "Dense", True))
+TORCH_BLOCK = kinds(
+    ("mlp", "Sequential", True),
+    ("mlp.0", "Linear", True),
+    ("mlp.1", "GELU", True),
+    ("mlp.2", "Linear", True),
+)
+WEIGHTS = (["fc1.weight", "fc2.weight"], ["mlp.0.weight", "mlp.2.weight"])
+
+
+def by_place(ms_kinds, torch_kinds, mapping, weights=WEIGHTS):
+    return Alignment(
+        mapping, ms_kinds, torch_kinds, stateless(ms_kinds, weights[0]), stateless(torch_kinds, weights[1])
+    )
+
+
+def localized(alignment, torch_calls, ms_calls):
+    """The forward verdicts of MindSpore's ``ms_calls`` ((path, type, output)) against PyTorch's."""
+    torch_recording = Recording()
+    for path, kind, out in torch_calls:
+        torch_recording.forward(path, kind, [REF.copy()], [np.asarray(out, float)])
+    localizer = Localizer(torch_recording, alignment, lambda names, dtype: TOL)
+    ms_recording = Recording(localizer.on_forward)
+    for path, kind, out in ms_calls:
+        ms_recording.forward(path, kind, [REF.copy()], [np.asarray(out, float)])
+    return [(v.ms_path, v.path, v.status) for v in localizer.forward]
+
+
+def test_stateless_layers_hold_no_tensor_nor_have_a_sub_layer_that_does():
+    found = stateless(TORCH_BLOCK, ["mlp.0.weight", "mlp.2.bias"])
+    assert found == {"mlp.1"}  # "mlp" holds its Linears' tensors
+
+
+def test_a_parameter_free_layer_pairs_by_its_place_between_paired_neighbours():
+    alignment = by_place(MS_BLOCK, TORCH_BLOCK, {"fc1": "mlp.0", "fc2": "mlp.2"})
+    torch_calls = [
+        ("mlp.0", "Linear", REF),
+        ("mlp.1", "GELU", REF),
+        ("mlp.2", "Linear", REF),
+        ("mlp", "Sequential", REF),
+    ]
+    ms_calls = [("fc1", "Dense", REF), ("drop", "Dropout", REF), ("act", "GELU", REF + [0.5, 0.0])]
+    ms_calls += [("fc2", "Dense", REF)]
+    assert localized(alignment, torch_calls, ms_calls) == [
+        ("fc1", "mlp.0", "ok"),
+        ("drop", "drop", "unaligned"),  # PyTorch has no Dropout there: not paired with the GELU
+        ("act", "mlp.1", "FAIL"),
+        ("fc2", "mlp.2", "ok"),
+    ]
+    assert alignment("act") == "mlp.1" and alignment("drop") is None
+
+
+def test_calls_after_the_last_paired_call_pair_at_the_end():
+    ms_kinds = kinds(("fc", "Dense", True), ("act", "Tanh", True))
+    torch_kinds = kinds(("fc", "Linear", True), ("head", "Sequential", True), ("head.0", "Tanh", True))
+    alignment = by_place(ms_kinds, torch_kinds, {"fc": "fc"}, (["fc.weight"], ["fc.weight"]))
+    torch_calls = [("fc", "Linear", REF), ("head.0", "Tanh", REF), ("head", "Sequential", REF)]
+    verdicts = localized(alignment, torch_calls, [("fc", "Dense", REF), ("act", "Tanh", REF)])
+    assert verdicts == [("fc", "fc", "ok"), ("act", "head.0", "ok")]  # never the container "head"
+
+
+def test_framework_layers_of_other_kinds_pair_only_alone_between_neighbours_with_one_shape():
+    # a Sigmoid written for a Tanh is a fault at that place
+    ms_kinds = kinds(("fc1", "Dense", True), ("act", "Sigmoid", True), ("fc2", "Dense", True))
+    torch_kinds = kinds(("fc1", "Linear", True), ("tanh", "Tanh", True), ("fc2", "Linear", True))
+    weights = (["fc1.weight", "fc2.weight"], ["fc1.weight", "fc2.weight"])
+    torch_calls = [("fc1", "Linear", REF), ("tanh", "Tanh", REF), ("fc2", "Linear", REF)]
+    ms_calls = [("fc1", "Dense", REF), ("act", "Sigmoid", REF + [1.0, 0.0]), ("fc2", "Dense", REF)]
+    alignment = by_place(ms_kinds, torch_kinds, {"fc1": "fc1", "fc2": "fc2"}, weights)
+    assert localized(alignment, torch_calls, ms_calls)[1] == ("act", "tanh", "FAIL")
+    # another shape out, or a layer of the model's own (not the framework's): not one layer
+    alignment = by_place(ms_kinds, torch_kinds, {"fc1": "fc1", "fc2": "fc2"}, weights)
+    assert (
+        localized(alignment, torch_calls, ms_calls[:1] + [("act", "Sigmoid", np.ones(3))] + ms_calls[2:])[1][1] == "act"
+    )
+    torch_kinds["tanh"] = ("MyTanh", False)
+    alignment = by_place(ms_kinds, torch_kinds, {"fc1": "fc1", "fc2": "fc2"}, weights)
+    assert localized(alignment, torch_calls, ms_calls)[1][1] == "act"
+
+
+def test_a_leaf_inside_another_unpaired_layer_is_not_paired_with_a_layer_of_another_kind():
+    # mindcv's Swish (x * sigmoid(x), its Sigmoid a sub-layer) against torchvision's SiLU
+    ms_kinds = kinds(("conv", "Conv2d", True), ("act", "Swish", False), ("act.sigmoid", "Sigmoid", True))
+    ms_kinds.update(kinds(("head", "Dense", True)))
+    torch_kinds = kinds(("conv", "Conv2d", True), ("silu", "SiLU", True), ("head", "Linear", True))
+    weights = (["conv.weight", "head.weight"], ["conv.weight", "head.weight"])
+    alignment = by_place(ms_kinds, torch_kinds, {"conv": "conv", "head": "head"}, weights)
+    torch_calls = [("conv", "Conv2d", REF), ("silu", "SiLU", REF), ("head", "Linear", REF)]
+    ms_calls = [("conv", "Conv2d", REF), ("act.sigmoid", "Sigmoid", REF * 0.1), ("act", "Swish", REF)]
+    ms_calls += [("head", "Dense", REF)]
+    verdicts = localized(alignment, torch_calls, ms_calls)
+    assert [v[:2] for v in verdicts[1:3]] == [("act.sigmoid", "act.sigmoid"), ("act", "act")]  # unpaired
+
+
+def test_a_layer_paired_already_is_never_paired_by_place():
+    ms_kinds = kinds(("fc1", "Dense", True), ("act", "ReLU", True), ("fc2", "Dense", True), ("relu", "ReLU", True))
+    torch_kinds = kinds(("fc1", "Linear", True), ("relu", "ReLU", True), ("fc2", "Linear", True))
+    weights = (["fc1.weight", "fc2.weight"], ["fc1.weight", "fc2.weight"])
+    alignment = by_place(ms_kinds, torch_kinds, {"fc1": "fc1", "fc2": "fc2", "relu": "relu"}, weights)
+    torch_calls = [("fc1", "Linear", REF), ("relu", "ReLU", REF), ("fc2", "Linear", REF)]
+    ms_calls = [("fc1", "Dense", REF), ("act", "ReLU", REF), ("fc2", "Dense", REF), ("relu", "ReLU", REF)]
+    assert localized(alignment, torch_calls, ms_calls)[1] == ("act", "act", "unaligned")
 
 
 # -- one layout of the same values --------------------------------------------------------------

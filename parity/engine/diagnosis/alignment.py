@@ -1,12 +1,13 @@
 """Which layer of one side is which of the other: MindSpore layer paths paired with PyTorch's
-(:func:`align_layers`), and the tensors of one layer call paired by argument name where either
-side was given keywords (:func:`by_name`)."""
+(:func:`align_layers`), parameter-free layers paired by their place among the calls
+(:class:`Alignment`), and the tensors of one layer call paired by argument name where either side
+was given keywords (:func:`by_name`)."""
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
-__all__ = ["align_layers", "by_name", "known_pairs"]
+__all__ = ["Alignment", "align_layers", "by_name", "known_pairs", "stateless"]
 
 
 def by_name(ms: Sequence, ms_names: Optional[Sequence[str]], ref: Sequence, ref_names: Optional[Sequence[str]]):
@@ -209,3 +210,104 @@ def _match(ms_kids: List[str], torch_kids: List[str], ms_kinds, torch_kinds, con
                 start = j + 1
                 break
     return pairs
+
+
+def stateless(kinds: Dict[str, Tuple[str, bool]], tensors: Iterable[str]) -> FrozenSet[str]:
+    """The layer paths of ``kinds`` that hold no tensor of ``tensors`` (parameter and buffer names),
+    their sub-layers' included: activations, pools, dropout, identity, flatten..."""
+    holders = set()
+    for name in tensors:
+        path = _parent(name)
+        while path and path not in holders:
+            holders.add(path)
+            path = _parent(path)
+    return frozenset(path for path in kinds if path and path not in holders)
+
+
+class Alignment:
+    """MindSpore layer path -> PyTorch layer path (call it with a MindSpore path): the pairs made
+    before any pass (``mapping``: :func:`known_pairs` and :func:`align_layers`), then parameter-free
+    layers paired by their place among the calls (:meth:`pair_calls`), where nothing else can pair
+    them: ConvNeXt's GELU is ``act`` in mindcv and ``block.4`` in torchvision, between the two
+    Linears the weights pair.
+
+    ``*_free`` are each side's parameter-free layers (:func:`stateless`); a layer pairs by its
+    place at its first call or never."""
+
+    def __init__(
+        self,
+        mapping: Dict[str, str],
+        ms_kinds: Dict[str, Tuple[str, bool]],
+        torch_kinds: Dict[str, Tuple[str, bool]],
+        ms_free: AbstractSet[str] = frozenset(),
+        torch_free: AbstractSet[str] = frozenset(),
+    ):
+        self.mapping = mapping
+        self.found: Dict[str, str] = {}  # paired by place in the calls
+        self._kinds = (ms_kinds, torch_kinds)
+        self._free = (ms_free, torch_free)
+        self._containers = ({_parent(p) for p in ms_kinds if p}, {_parent(p) for p in torch_kinds if p})
+        self._taken = set(mapping.values())
+        self._tried: set = set()
+
+    def __call__(self, ms_path: str) -> Optional[str]:
+        if ms_path in self.mapping:
+            return self.mapping[ms_path]
+        return self.found.get(ms_path)
+
+    def waits(self, ms_path: str) -> bool:
+        """Whether a call of MindSpore's ``ms_path`` may yet be paired by its place."""
+        return (
+            ms_path in self._free[0]
+            and ms_path not in self.mapping
+            and ms_path not in self.found
+            and ms_path not in self._tried
+        )
+
+    def pair_calls(self, ms_calls: Sequence[Any], torch_calls: Sequence[Any]) -> None:
+        """Pair MindSpore's waiting calls among ``ms_calls`` (each with ``path``, ``call``,
+        ``inputs``, ``outputs``) with PyTorch's unpaired parameter-free calls among ``torch_calls``:
+        the calls each side made between the same two paired calls, in execution order. First
+        those of one kind, in order; then, between two such pairs, the calls left pair in order
+        where both sides left as many and each pair is two of the frameworks' own leaf layers with
+        the same input and output shapes (a Sigmoid written for a Tanh; not the Sigmoid inside
+        mindcv's Swish, a layer of its own, for torchvision's SiLU). Never a layer already
+        paired, never a container with a leaf."""
+        ms = [c for c in ms_calls if c.call == 0 and self.waits(c.path)]
+        self._tried.update(c.path for c in ms)
+        torch = [c for c in torch_calls if c.call == 0 and c.path in self._free[1] and c.path not in self._taken]
+        if not ms or not torch:
+            return
+        same = []
+        start = 0
+        for i, m in enumerate(ms):
+            j = next((j for j in range(start, len(torch)) if self._same_kind(m.path, torch[j].path)), None)
+            if j is not None:
+                same.append((i, j))
+                start = j + 1
+        pairs = list(same)
+        for (i0, j0), (i1, j1) in zip([(-1, -1)] + same, same + [(len(ms), len(torch))]):
+            left = list(zip(range(i0 + 1, i1), range(j0 + 1, j1)))
+            if left and i1 - i0 == j1 - j0 and all(self._own_alike(ms[i], torch[j]) for i, j in left):
+                pairs += left
+        for i, j in pairs:
+            self.found[ms[i].path] = torch[j].path
+            self._taken.add(torch[j].path)
+
+    def _leaves(self, m: str, t: str) -> Tuple[bool, bool]:
+        return m not in self._containers[0], t not in self._containers[1]
+
+    def _same_kind(self, m: str, t: str) -> bool:
+        leaves = self._leaves(m, t)
+        return leaves[0] == leaves[1] and _same(self._kinds[0][m], self._kinds[1][t])
+
+    def _own_alike(self, m: Any, t: Any) -> bool:
+        """Two of the frameworks' own leaf layers, called with tensors of the same shapes and
+        returning tensors of the same shapes."""
+        own = self._kinds[0][m.path][1] and self._kinds[1][t.path][1]
+        return own and self._leaves(m.path, t.path) == (True, True) and _shapes(m) == _shapes(t) != ((), ())
+
+
+def _shapes(call: Any) -> tuple:
+    """The shapes of a call's input tensors and of its output tensors."""
+    return tuple(tuple(a.shape for a in arrays or () if a is not None) for arrays in (call.inputs, call.outputs))

@@ -9,12 +9,12 @@ by one side's activations.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 
-from .alignment import by_name
+from .alignment import Alignment, by_name
 from .verdicts import LayerVerdict, Metrics, compare_call, worst_relative_error
 
 __all__ = ["LayerCall", "Recording", "Localizer"]
@@ -95,12 +95,17 @@ class Localizer:
 
     Each PyTorch array is released once the MindSpore call aligned with it has been compared, so
     the recording shrinks while the MindSpore side runs. Noise floors are measured while the
-    float64 pass runs and kept as numbers only."""
+    float64 pass runs and kept as numbers only.
+
+    Where ``align`` is an :class:`.alignment.Alignment`, a parameter-free layer it has not paired
+    waits for the next paired call: the calls between two paired calls of MindSpore are paired
+    by their place with PyTorch's between the same two (:meth:`.alignment.Alignment.pair_calls`),
+    then compared in their order. Only the waiting calls keep their arrays meanwhile."""
 
     def __init__(
         self,
         torch_recording: Recording,
-        align: Callable[[str], Optional[str]],
+        align: Union[Alignment, Callable[[str], Optional[str]]],
         resolve_tol,
         noise_factor: float = 10.0,
         *,
@@ -113,8 +118,14 @@ class Localizer:
         self.noise: Dict[Tuple[str, str, int], Tuple[float, float]] = {}  # (direction, path, call) -> floors
         self.noise_factor = noise_factor
         self.align = align
+        self._positions = align if isinstance(align, Alignment) else None
+        # MindSpore's calls since the last paired one while one of them waits to be paired by its
+        # place: the waiting calls themselves, the others' verdicts (made at once, in their order)
+        self._waiting: List[Any] = []
+        self._last = -1  # the place among PyTorch's calls of the last paired call's counterpart
+        self._places: Optional[Dict[Tuple[str, int], int]] = None
         self.resolve_tol = resolve_tol
-        self.forward: List[LayerVerdict] = []
+        self._forward: List[LayerVerdict] = []
         self.backward: List[LayerVerdict] = []
         self.metrics = Metrics()
 
@@ -170,10 +181,48 @@ class Localizer:
             _release(ref, direction)
         return verdict
 
+    @property
+    def forward(self) -> List[LayerVerdict]:
+        """The forward verdicts in MindSpore's execution order (the waiting calls settled first)."""
+        self._settle(None)
+        return self._forward
+
     def on_forward(self, call: LayerCall) -> None:
-        self.forward.append(self._compare("forward", call))
+        if self._positions is None:
+            self._forward.append(self._compare("forward", call))
+            return
+        path = self.align(call.path)
+        place = self._place(path, call.call) if path is not None else None
+        if place is not None:  # a paired call: the calls before it pair by place, up to it
+            self._settle(place)
+            self._forward.append(self._compare("forward", call))
+            self._last = place
+        elif self._positions.waits(call.path):
+            self._waiting.append(replace(call))  # its own record: the Recording drops its arrays
+        elif self._waiting:
+            self._waiting.append(self._compare("forward", call))
+        else:
+            self._forward.append(self._compare("forward", call))
+
+    def _place(self, path: str, call: int) -> Optional[int]:
+        if self._places is None:  # PyTorch's side ran first: its calls are all there
+            self._places = {c.key: i for i, c in enumerate(self.torch.calls)}
+        return self._places.get((path, call))
+
+    def _settle(self, place: Optional[int]) -> None:
+        """Pair the waiting calls by their place with PyTorch's between the last paired call's
+        counterpart and ``place`` (None: the end), then compare them in their order."""
+        if not self._waiting or self._positions is None:
+            return
+        waiting, self._waiting = self._waiting, []
+        calls = [c for c in waiting if isinstance(c, LayerCall)]
+        end = len(self.torch.calls) if place is None else place
+        self._positions.pair_calls(calls, self.torch.calls[self._last + 1 : end])
+        for item in waiting:
+            self._forward.append(self._compare("forward", item) if isinstance(item, LayerCall) else item)
 
     def on_backward(self, call: LayerCall) -> None:
+        self._settle(None)
         self.backward.append(self._compare("backward", call))
 
     def float64_recording(self) -> Recording:
