@@ -103,6 +103,14 @@ def test_whole_against_tensor_parallel(runs):
     assert "rank1: 8 tensors read from rank1" in result.b.notes
 
 
+def test_a_sharded_folder_without_its_layout_points_at_one(runs):
+    with pytest.raises(
+        ParityUsageError,
+        match=r"2 folders below it hold tensor files \(rank0, rank1\); they look like the ranks of a sharded run \(2 rank folders\): compare it whole with --layout-b FILE",
+    ):
+        parity.compare_dumps(runs / "whole", runs / "tp2")
+
+
 def test_two_layouts_of_one_run(runs, capsys):
     code = cli.main(
         [

@@ -219,9 +219,15 @@ def _tensor_folder(root: Path, label: str) -> Path:
     if not found:
         raise ParityUsageError(f"{label} {root}: no tensor files ({', '.join(TENSOR_SUFFIXES)}) in it or below it")
     shown = ", ".join(str(p.relative_to(root)) for p in found[:5]) + (" ..." if len(found) > 5 else "")
-    raise ParityUsageError(
-        f"{label} {root}: {len(found)} folders below it hold tensor files ({shown}); give one of them"
+    ranks = {part for p in found for part in p.relative_to(root).parts if re.fullmatch(r"rank\d+", part)}
+    hint = (
+        f"; they look like the ranks of a sharded run ({len(ranks)} rank folders): compare it whole with "
+        f"--layout-{label.lower()} FILE (compare_dumps(layout_{label.lower()}=...)), which says how each "
+        "tensor is split across the ranks (docs/how-to/compare-dumps.md), or give one rank's folder"
+        if len(ranks) > 1
+        else "; give one of them"
     )
+    raise ParityUsageError(f"{label} {root}: {len(found)} folders below it hold tensor files ({shown}){hint}")
 
 
 def _folder_side(root: Path, label: str) -> Side:
