@@ -509,3 +509,25 @@ def test_outputs_in_one_layout_are_compared_through_it():
     assert error == 0.0 and margin == 0.0
     other = np.arange(6.0).reshape(3, 2)  # as many elements, another arrangement: shapes differ
     assert _measure([other], [pooled], Tolerance(1e-5, 1e-5), pair_metrics)[1] == float("inf")
+
+
+def test_a_layer_holding_no_paired_layer_does_not_stand_for_one_holding_them():
+    # mindcv's EfficientNet stem: conv, bn and a Swish side by side; torchvision's in one block
+    ms_kinds = kinds(
+        ("features", "SequentialCell", True),
+        ("features.0", "Conv2d", True),
+        ("features.1", "BatchNorm2d", True),
+        ("features.2", "Swish", False),
+        ("features.2.sigmoid", "Sigmoid", True),
+    )
+    torch_kinds = kinds(
+        ("features", "Sequential", True),
+        ("features.0", "Conv2dNormActivation", False),
+        ("features.0.0", "Conv2d", True),
+        ("features.0.1", "BatchNorm2d", True),
+        ("features.0.2", "SiLU", True),
+    )
+    owners = [("features.0", "features.0.0"), ("features.1", "features.0.1")]
+    mapping = align_layers(ms_kinds, torch_kinds, known_pairs(ms_kinds, torch_kinds, owners))
+    assert mapping["features.0"] == "features.0.0" and mapping["features.1"] == "features.0.1"
+    assert "features.2" not in mapping  # not the whole block: it holds neither the conv nor the norm

@@ -54,7 +54,8 @@ def known_pairs(
     owners: Sequence[Tuple[str, str]],
 ) -> Dict[str, str]:
     """The layers :func:`align_layers` starts from, MindSpore path -> PyTorch path: first the
-    paths both sides have with layers of the same kind; then the layers that own paired weights
+    paths both sides have with layers of the same kind (where the paired weights under them agree:
+    two Sequentials at ``features.7`` of models indexed differently are not one); then the layers that own paired weights
     (``owners``: (MindSpore layer, PyTorch layer) of each weight pair, in order); then the paths
     both sides have whose layers are both containers or both leaves (a layer of another kind at
     the same place may be the fault: a Sigmoid written for a Tanh). The weights come before a path that merely repeats:
@@ -62,13 +63,13 @@ def known_pairs(
     the convolution inside it, and the convolution's weight pairs the two convolutions."""
     containers = ({_parent(p) for p in ms_kinds if p}, {_parent(p) for p in torch_kinds if p})
     common = [path for path in ms_kinds if path and path in torch_kinds]
-    known = {path: path for path in common if _same(ms_kinds[path], torch_kinds[path])}
+    placed = [(m, t) for m, t in owners if m in ms_kinds and t in torch_kinds]
+    known = {path: path for path in common if _same(ms_kinds[path], torch_kinds[path]) and _owners_agree(path, placed)}
     taken = set(known.values())
     for m, t in owners:
         if m in ms_kinds and t in torch_kinds and m not in known and t not in taken:
             known[m] = t
             taken.add(t)
-    placed = [(m, t) for m, t in owners if m in ms_kinds and t in torch_kinds]
     for path in common:  # a layer of another kind at the same place may be the fault itself (Sigmoid for Tanh)
         if path not in known and path not in taken and (path in containers[0]) == (path in containers[1]):
             if _owners_agree(path, placed):
@@ -82,15 +83,16 @@ def _under(path: str, scope: str) -> bool:
 
 
 def _owners_agree(path: str, owners: Sequence[Tuple[str, str]]) -> bool:
-    """Whether the same path may pair: no paired weight lies under it on one side and elsewhere
-    on the other (mindcv's ``features.7`` is torchvision's ``features.5``: their weights say so,
-    the index does not); a path with no paired weight under it asks its parent."""
+    """Whether the same path may pair: where paired weights lie under it on both sides, some pair
+    lies under it on both (mindcv's ``features.7`` is torchvision's ``features.5``: their weights
+    say so, the index does not); a path with no paired weight under it asks its parent."""
     while True:
-        mine = [(m, t) for m, t in owners if _under(m, path) or _under(t, path)]
-        if mine:
-            return all(_under(m, path) and _under(t, path) for m, t in mine)
-        if not path:
-            return True
+        ms_side = [(m, t) for m, t in owners if _under(m, path)]
+        torch_side = [(m, t) for m, t in owners if _under(t, path)]
+        if ms_side and torch_side:  # one pair inside on both sides is enough: a tied weight has owners elsewhere too
+            return any(_under(t, path) for _, t in ms_side)
+        if ms_side or torch_side or not path:
+            return True  # weights under it on one side only: nothing to say against the path
         path = _parent(path)
 
 
@@ -134,10 +136,18 @@ def align_layers(
         ms_kids = [c for c in _children(ms_kinds, parent[0]) if c not in mapping]
         torch_kids = [c for c in _children(torch_kinds, parent[1]) if c not in taken]
         for m, t in _match(ms_kids, torch_kids, ms_kinds, torch_kinds, containers):
+            if not _holds_alike(m, t, mapping):
+                continue  # a layer whose paired layers are elsewhere (mindcv's Swish for a conv-norm-act block)
             mapping[m] = t
             taken.add(t)
             queue.append((m, t))
     return mapping
+
+
+def _holds_alike(m: str, t: str, mapping: Dict[str, str]) -> bool:
+    """Whether no layer paired already lies under ``m`` with its counterpart outside ``t``, or
+    under ``t`` with its counterpart outside ``m``."""
+    return all(_under(mm, m) == _under(tt, t) for mm, tt in mapping.items() if _under(mm, m) or _under(tt, t))
 
 
 def _parent(path: str) -> str:
