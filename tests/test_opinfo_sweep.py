@@ -43,18 +43,44 @@ ELEMENTWISE += [
     "logaddexp",
 ]
 
+# Element-wise math with arguments, activations, statistics and sorting (pointwise, activations,
+# reductions, ordering), each with a variant where op_db has one.
+ARGUMENTS = [
+    ("round", "decimals_3"),
+    ("round", "decimals_neg_3"),
+    ("div", "floor_rounding"),
+    ("div", "trunc_rounding"),
+    ("remainder", ""),
+    ("clamp_min", ""),
+    ("addcdiv", ""),
+    ("nn.functional.hardtanh", ""),
+    ("nn.functional.softmin", "with_dtype"),
+    ("nn.functional.selu", ""),
+    ("nn.functional.mish", ""),
+    ("std", "unbiased"),
+    ("var_mean", ""),
+    ("logsumexp", ""),
+    ("prod", ""),
+    ("sort", ""),
+    ("median", ""),
+]
+
 
 @pytest.fixture(scope="module")
 def ops():
-    return {
-        (op.name, op.variant_test_name): op
-        for op in sweep.op_db(COMMON + ELEMENTWISE + ["erfinv", "special.bessel_j0"])
-    }
+    names = COMMON + ELEMENTWISE + [name for name, _ in ARGUMENTS] + ["erfinv", "special.bessel_j0"]
+    return {(op.name, op.variant_test_name): op for op in sweep.op_db(names)}
 
 
 @pytest.mark.parametrize("name", COMMON + ELEMENTWISE)
 def test_common_op_translates_and_passes(ops, name):
     record = sweep.run_op(ops[(name, "")], timeout=60)
+    assert record["category"] == "passed", record
+
+
+@pytest.mark.parametrize("name, variant", ARGUMENTS, ids=lambda v: v or "-")
+def test_op_with_arguments_translates_and_passes(ops, name, variant):
+    record = sweep.run_op(ops[(name, variant)], timeout=60)
     assert record["category"] == "passed", record
 
 
