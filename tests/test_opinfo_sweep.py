@@ -43,8 +43,8 @@ ELEMENTWISE += [
     "logaddexp",
 ]
 
-# Element-wise math with arguments, activations, statistics and sorting (pointwise, activations,
-# reductions, ordering), each with a variant where op_db has one.
+# Element-wise math with arguments, activations, statistics, sorting, linear algebra and views
+# (pointwise, activations, reductions, ordering, linalg, views), each with a variant where op_db has one.
 ARGUMENTS = [
     ("round", "decimals_3"),
     ("round", "decimals_neg_3"),
@@ -63,6 +63,16 @@ ARGUMENTS = [
     ("prod", ""),
     ("sort", ""),
     ("median", ""),
+    ("mm", ""),
+    ("addmv", ""),
+    ("tensordot", ""),
+    ("linalg.norm", "subgradients_at_zero"),
+    ("cdist", ""),
+    ("tensor_split", ""),
+    ("diag_embed", ""),
+    ("unfold", ""),
+    ("block_diag", ""),
+    ("mT", ""),
 ]
 
 

@@ -90,8 +90,16 @@ def vector_norm(
     if ord == 1:
         return ops.sum(size, axes, keepdim)
     if ord == 2:
-        return ops.sqrt(ops.sum(x * x, axes, keepdim))
-    return ops.pow(ops.sum(ops.pow(size, ord), axes, keepdim), 1.0 / ord)
+        return _root(ops.sum(x * x, axes, keepdim), 2)
+    return _root(ops.sum(ops.pow(size, ord), axes, keepdim), ord)
+
+
+def _root(summed: Tensor, ord: float) -> Tensor:
+    """``summed ** (1 / ord)`` with PyTorch's zero gradient where ``summed`` is 0 (the root's is infinite)."""
+    zero = summed == 0
+    safe = ops.where(zero, ops.ones_like(summed), summed)
+    root = ops.sqrt(safe) if ord == 2 else ops.pow(safe, 1.0 / ord)
+    return ops.where(zero, ops.zeros_like(summed), root)
 
 
 def argmax(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:

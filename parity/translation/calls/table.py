@@ -34,12 +34,14 @@ from . import (
     elementwise,
     functional,
     indexing,
+    linalg,
     ordering,
     pointwise,
     python,
     reductions,
     routing,
     shapes,
+    views,
 )
 from .arguments import Adapter, Entry, Validator, is_tensor
 from .python import INPLACE_OPERATORS, is_python
@@ -48,6 +50,8 @@ __all__ = ["TOPICS", "FUNCTIONS", "METHODS", "FALLBACKS", "function_for", "metho
 
 TOPICS = (
     shapes,
+    views,
+    linalg,
     indexing,
     arithmetic,
     reductions,

@@ -1,0 +1,103 @@
+"""The call table's rows for element-wise math with arguments, statistics, sorting, linear algebra and
+views (``parity.translation.calls``: pointwise, reductions, ordering, linalg, views), in the argument
+forms PyTorch's OpInfo samples do not reach: dims as tuples, ``keepdim``, ``correction``, negative
+numbers under the rounding divisions, sections that do not divide a length. Each module is checked
+against PyTorch through ``parity.check``, outputs and input gradients."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import parity
+from parity.translation.trace.graph import GraphForward
+
+
+class Statistics(torch.nn.Module):
+    def forward(self, x):
+        var, mean = torch.var_mean(x, dim=(0, 2), correction=0, keepdim=True)
+        spread = torch.std(x, 1, True, True) + x.var(False) + torch.std(x, dim=-1, correction=2).sum()
+        top = torch.logsumexp(x, dim=(1, 2), keepdim=True) + torch.logsumexp(x * 100, 0)
+        counts = torch.count_nonzero(x > 0, dim=1).float().sum() + torch.nanmean(x, dim=1).sum()
+        return var * mean + spread, top, counts, torch.prod(x, 2, keepdim=True), torch.cumprod(x, dim=1)
+
+
+class Rounding(torch.nn.Module):
+    def forward(self, x, y):
+        quotients = torch.div(x * 7, y, rounding_mode="floor") + torch.div(x * 7, y, rounding_mode="trunc")
+        rounded = torch.round(x * 100, decimals=-1) + x.round(decimals=2) + torch.round(x * 4)
+        rest = torch.remainder(x * 5, y) + torch.fmod(x * 5, y) + torch.floor_divide(x * 5, -2.0).detach()
+        clamped = x.clamp_min(-0.5) + torch.clamp_max(x, 0.25) + torch.addcdiv(x, x, y.abs() + 1, value=0.5)
+        return quotients, rounded, rest, clamped + torch.lerp(x, y, 0.3) + torch.logit(x.sigmoid(), eps=1e-3)
+
+
+class Sorting(torch.nn.Module):
+    def forward(self, x):
+        values, indices = torch.sort(x, dim=1, descending=True)
+        lower, at = torch.median(x, dim=-1, keepdim=True)
+        kth = torch.kthvalue(x, 2, dim=0).values
+        return values * 2, indices.float(), lower + at.float() + torch.median(x), kth, x.argsort(0).float()
+
+
+class Products(torch.nn.Module):
+    def forward(self, a, b, v):
+        products = (
+            torch.mm(a[0], b[0])
+            + a[0].mv(v).unsqueeze(-1)
+            + torch.addmv(v[:4], a[0], v, beta=0.5, alpha=2).unsqueeze(-1)
+        )
+        contracted = torch.tensordot(a, b, dims=([1, 2], [2, 1])) + torch.tensordot(a, b[0], dims=1).sum()
+        crossed = torch.cross(a[..., :3], b[:, :4, :3], dim=2) + torch.linalg.cross(a[..., :3], b[:1, :4, :3])
+        norms = (
+            torch.linalg.norm(a, ord=float("inf"), dim=(1, 2))
+            + torch.linalg.norm(a, ord=1, dim=(2, 1))
+            + torch.norm(a, p=3, dim=-1).sum(-1)
+            + torch.linalg.norm(a - a)  # a zero norm: a zero gradient, as in PyTorch
+        )
+        return products, contracted, crossed, norms + torch.trace(a[0, :, :3]) + torch.dot(v, v)
+
+
+class Views(torch.nn.Module):
+    def forward(self, x):
+        pieces = torch.tensor_split(x, 3, dim=2)  # 7 into 3, 2, 2
+        cut = torch.cat([pieces[0], pieces[1] * 2, pieces[2] * 3], 2) + torch.narrow(x, 2, -3, 3).sum()
+        windows = x.unfold(2, 3, 2)  # (2, 4, 3, 3)
+        turned = torch.rot90(x, 3, (1, 2)).sum() + torch.diag_embed(x[0, 0], offset=-1, dim1=0, dim2=1).sum(0)
+        blocks = torch.block_diag(x[0], x[1, :2, :3], x[1, 0])
+        return cut, windows * 2, turned, blocks, x.mT * 3 + torch.select(x, 1, -1).unsqueeze(-1)
+
+
+@pytest.mark.parametrize(
+    "module, inputs",
+    [
+        (Statistics(), parity.randn((3, 4, 5))),
+        (Rounding(), (parity.randn((3, 4)), parity.randn((3, 4)))),
+        (Sorting(), parity.randn((4, 5))),
+        (Products(), (parity.randn((2, 4, 5)), parity.randn((2, 5, 4)), parity.randn((5,)))),
+        (Views(), parity.randn((2, 4, 7))),
+    ],
+    ids=lambda v: type(v).__name__ if isinstance(v, torch.nn.Module) else "",
+)
+def test_argument_forms_match_pytorch(module, inputs):
+    cell = parity.translate(module.eval())
+    assert isinstance(cell, GraphForward)
+    result = parity.check(cell, module, inputs)
+    assert result.passed, str(result)
+
+
+def test_a_norm_needing_singular_values_is_refused_by_name():
+    class Nuclear(torch.nn.Module):
+        def forward(self, x):
+            return torch.linalg.matrix_norm(x, ord="nuc")
+
+    with pytest.raises(parity.ParityUnsupported, match=r"torch\.linalg\.matrix_norm.*singular values"):
+        parity.translate(Nuclear(), parity.randn((3, 3)))
+
+
+def test_rrelu_in_train_mode_is_refused_by_name():
+    class Random(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.rrelu(x, training=True)
+
+    with pytest.raises(parity.ParityUnsupported, match=r"rrelu.*random"):
+        parity.translate(Random(), parity.randn((3,)))
