@@ -44,7 +44,7 @@ ELEMENTWISE += [
 ]
 
 # Element-wise math with arguments, activations, statistics, sorting, linear algebra and views
-# (pointwise, activations, reductions, ordering, linalg, views), each with a variant where op_db has one.
+# (pointwise, activations, reductions, ordering, linalg, views), pools, norms and losses, each with a variant where op_db has one.
 ARGUMENTS = [
     ("round", "decimals_3"),
     ("round", "decimals_neg_3"),
@@ -73,6 +73,15 @@ ARGUMENTS = [
     ("unfold", ""),
     ("block_diag", ""),
     ("mT", ""),
+    ("nn.functional.layer_norm", ""),
+    ("nn.functional.interpolate", "area"),
+    ("nn.functional.avg_pool2d", ""),
+    ("nn.functional.avg_pool3d", ""),
+    ("nn.functional.adaptive_avg_pool1d", ""),
+    ("nn.functional.cross_entropy", ""),
+    ("nn.functional.binary_cross_entropy_with_logits", ""),
+    ("nn.functional.kl_div", ""),
+    ("nn.functional.local_response_norm", ""),
 ]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import parity
 from parity.translation.trace.graph import GraphForward
@@ -67,6 +68,32 @@ class Views(torch.nn.Module):
         return cut, windows * 2, turned, blocks, x.mT * 3 + torch.select(x, 1, -1).unsqueeze(-1)
 
 
+class Layers(torch.nn.Module):
+    """Functional pools, norms and losses with their arguments."""
+
+    def forward(self, x, logits):
+        pooled = (
+            F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False).sum()
+            + F.avg_pool2d(x, 2, divisor_override=3).sum()
+            + F.avg_pool1d(x[0], 4, 3, 2, count_include_pad=False).sum()
+            + F.adaptive_avg_pool1d(x[0], 4).sum()
+            + F.interpolate(x, scale_factor=0.6, mode="area").sum()
+        )
+        normed = F.layer_norm(x, x.shape[1:], eps=0.1) + F.rms_norm(x, (9,)) + F.local_response_norm(x, 2)
+        normed = normed + F.instance_norm(x, weight=torch.ones(3) * 2) + F.channel_shuffle(x[:, :2], 2).sum()
+        classes = torch.tensor([1, 0, 4, -100])
+        losses = (
+            F.cross_entropy(logits, classes, weight=torch.arange(5.0) + 1)
+            + F.cross_entropy(logits, logits.softmax(-1), label_smoothing=0.1, reduction="sum")
+            + F.kl_div(logits.log_softmax(-1), logits.softmax(0), reduction="batchmean")
+            + F.binary_cross_entropy_with_logits(logits, logits.sigmoid(), pos_weight=torch.ones(5) * 2)
+            + F.gaussian_nll_loss(logits, logits * 0.5, logits[:, 0].abs(), full=True)
+            + F.smooth_l1_loss(logits, logits.flip(0), beta=0.5)
+            + F.triplet_margin_loss(logits, logits.flip(0), logits.flip(1), swap=True)
+        )
+        return pooled, normed, losses
+
+
 @pytest.mark.parametrize(
     "module, inputs",
     [
@@ -75,6 +102,7 @@ class Views(torch.nn.Module):
         (Sorting(), parity.randn((4, 5))),
         (Products(), (parity.randn((2, 4, 5)), parity.randn((2, 5, 4)), parity.randn((5,)))),
         (Views(), parity.randn((2, 4, 7))),
+        (Layers(), (parity.randn((2, 3, 7, 9)), parity.randn((4, 5)))),
     ],
     ids=lambda v: type(v).__name__ if isinstance(v, torch.nn.Module) else "",
 )

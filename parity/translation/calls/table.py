@@ -35,8 +35,10 @@ from . import (
     functional,
     indexing,
     linalg,
+    losses,
     ordering,
     pointwise,
+    pooling,
     python,
     reductions,
     routing,
@@ -64,6 +66,8 @@ TOPICS = (
     elementwise,
     pointwise,
     functional,
+    pooling,
+    losses,
     python,
 )
 # PyTorch's dotted names; Tensor methods by name, a name ending in "_" (in place) mapping to the name without it.
