@@ -82,6 +82,13 @@ ARGUMENTS = [
     ("nn.functional.binary_cross_entropy_with_logits", ""),
     ("nn.functional.kl_div", ""),
     ("nn.functional.local_response_norm", ""),
+    ("linalg.matrix_power", ""),
+    ("linalg.slogdet", ""),
+    ("quantile", ""),
+    ("cov", ""),
+    ("trapezoid", ""),
+    ("angle", ""),
+    ("fft.fftshift", ""),
 ]
 
 
@@ -112,6 +119,13 @@ def test_an_op_the_translator_does_not_know_is_not_translated(ops):
 def test_an_op_mindspore_lacks_is_no_counterpart(ops):
     record = sweep.run_op(ops[("special.bessel_j0", "")], timeout=60)
     assert record["category"] == "no_counterpart", record
+
+
+def test_an_op_without_a_cpu_backward_kernel_is_no_cpu_kernel():
+    cholesky = sweep.op_db(["linalg.cholesky"])[0]
+    record = sweep.run_op(cholesky, timeout=60)
+    assert record["category"] == "no_cpu_kernel", record
+    assert "CholeskyGrad" in record["reason"]
 
 
 def test_refusal_messages_are_classified():

@@ -94,6 +94,23 @@ class Layers(torch.nn.Module):
         return pooled, normed, losses
 
 
+class Assorted(torch.nn.Module):
+    """Quantiles, matrix powers, integrals, covariances and membership, with their arguments."""
+
+    def forward(self, x):
+        q = torch.quantile(x, torch.tensor([0.2, 0.9]), dim=1, keepdim=True).sum(0)
+        q = q + torch.quantile(x, 0.4, dim=0, interpolation="midpoint").sum() + x.quantile(0.7)
+        square = x[:, :4] + 3 * torch.eye(4)
+        powers = torch.linalg.matrix_power(square, -2) + torch.linalg.matrix_power(square, 5) * 1e-4
+        integrals = torch.trapezoid(x, torch.arange(6.0) ** 2) + torch.cumulative_trapezoid(x, dx=0.5, dim=0).sum()
+        spread = torch.cov(x, correction=0) + torch.corrcoef(x.T[:4]).sum()
+        member = torch.isin(torch.round(x * 2), torch.tensor([0.0, 1.0])).float() + torch.bucketize(
+            x, torch.tensor([-0.5, 0.0, 0.5]), right=True
+        )
+        shifted = torch.fft.fftshift(x, dim=1) + torch.fft.ifftshift(x)
+        return q, powers, integrals, spread, member * x + shifted
+
+
 @pytest.mark.parametrize(
     "module, inputs",
     [
@@ -103,6 +120,7 @@ class Layers(torch.nn.Module):
         (Products(), (parity.randn((2, 4, 5)), parity.randn((2, 5, 4)), parity.randn((5,)))),
         (Views(), parity.randn((2, 4, 7))),
         (Layers(), (parity.randn((2, 3, 7, 9)), parity.randn((4, 5)))),
+        (Assorted(), parity.randn((4, 6))),
     ],
     ids=lambda v: type(v).__name__ if isinstance(v, torch.nn.Module) else "",
 )

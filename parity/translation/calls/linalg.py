@@ -2,7 +2,8 @@
 ``vdot``, ``inner``, ``addmv``, ``addr``, ``addbmm``, ``kron``, ``tensordot``, ``linalg.vecdot``,
 ``linalg.multi_dot``), ``cross``, ``trace``, the norms (``torch.norm``, ``linalg.norm``,
 ``linalg.matrix_norm``, ``dist``, ``cdist``, ``F.pairwise_distance``, ``F.cosine_similarity``) and
-``linalg.det``/``inv``.
+``linalg.det``/``inv``/``slogdet``/``pinv``/``solve``/``svdvals``, ``matrix_power`` (PyTorch's
+repeated squaring), ``cholesky`` and ``F.bilinear``.
 
 Real tensors only: ``vdot`` is ``dot``. The ``add*`` products compute ``beta * input + alpha * product``
 without multiplying by a factor of 1, and ignore ``input`` for ``beta=0``, as PyTorch does. A matrix
@@ -11,6 +12,7 @@ norm that needs singular values (``ord`` 2, -2, ``'nuc'``) is refused.
 
 from __future__ import annotations
 
+import collections
 from typing import Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -235,6 +237,82 @@ def inv(A: Tensor, *, out: object = None) -> Tensor:
     return ops.inverse(A)
 
 
+_SignLogDet = collections.namedtuple("_SignLogDet", ["sign", "logabsdet"])
+
+
+def slogdet(A: Tensor, *, out: object = None) -> _SignLogDet:
+    if A.shape[-1] == 1:  # MindSpore's kernel takes 2x2 matrices and larger
+        value = ops.reshape(A, tuple(A.shape[:-2]))
+        return _SignLogDet(ops.sign(value), ops.log(ops.abs(value)))
+    sign, logabsdet = ops.slogdet(A)
+    return _SignLogDet(sign, logabsdet)
+
+
+def logdet(input: Tensor) -> Tensor:
+    sign, logabsdet = slogdet(input)
+    return ops.where(sign < 0, ops.full_like(logabsdet, float("nan")), logabsdet)
+
+
+def matrix_power(A: Tensor, n: int, *, out: object = None) -> Tensor:
+    """PyTorch's repeated squaring (of the inverse for a negative ``n``), so the products round alike."""
+    if n == 0:
+        return ops.broadcast_to(ops.eye(A.shape[-1], A.shape[-1], A.dtype), A.shape)
+    if n < 0:
+        A, n = ops.inverse(A), -n
+    result, square = None, None
+    while n:
+        square = A if square is None else ops.matmul(square, square)
+        if n & 1:
+            result = square if result is None else ops.matmul(result, square)
+        n >>= 1
+    return result
+
+
+def pinv(A: Tensor, *, atol: object = None, rtol: object = None, hermitian: bool = False, out: object = None) -> Tensor:
+    return ops.pinv(A)  # the validator lets only the general case through
+
+
+def _pinv_check(args, kwargs) -> Optional[str]:
+    given = [name for name in ("atol", "rtol") if kwargs.get(name) is not None]
+    if kwargs.get("hermitian"):
+        given.append("hermitian=True")
+    return f"{', '.join(given)} is not translated" if given else None
+
+
+def cholesky(A: Tensor, upper: bool = False, *, out: object = None) -> Tensor:
+    return ops.cholesky(A, upper)
+
+
+def linalg_cholesky(A: Tensor, *, upper: bool = False, out: object = None) -> Tensor:
+    return ops.cholesky(A, upper)
+
+
+def cholesky_inverse(L: Tensor, upper: bool = False, *, out: object = None) -> Tensor:
+    """The inverse of ``L L^T`` (``U^T U`` for ``upper``), composed: MindSpore's gradient differs."""
+    factor = ops.swapaxes(L, -2, -1)
+    product = ops.matmul(factor, L) if upper else ops.matmul(L, factor)
+    return ops.inverse(product)
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True, out: object = None) -> Tensor:
+    if not left:
+        raise TypeError("linalg.solve(left=False) is not translated")
+    vector = B.ndim == A.ndim - 1
+    found = ops.matrix_solve(A, ops.expand_dims(B, -1) if vector else B)
+    return ops.squeeze(found, -1) if vector else found
+
+
+def svdvals(A: Tensor, *, driver: object = None, out: object = None) -> Tensor:
+    return ops.svd(A, compute_uv=False)
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """``x1^T W_o x2 + b_o`` for each output ``o``."""
+    left = ops.tensor_dot(input1, weight, ((input1.ndim - 1,), (1,)))  # (..., out, in2)
+    out = ops.sum(left * ops.expand_dims(input2, -2), -1)
+    return out if bias is None else out + bias
+
+
 FUNCTIONS: Dict[str, Entry] = {
     "torch.mm": mm,
     "torch.mv": mv,
@@ -265,6 +343,20 @@ FUNCTIONS: Dict[str, Entry] = {
     "torch.linalg.det": det,
     "torch.inverse": inv,
     "torch.linalg.inv": inv,
+    "torch.slogdet": slogdet,
+    "torch.linalg.slogdet": slogdet,
+    "torch.logdet": logdet,
+    "torch.matrix_power": matrix_power,
+    "torch.linalg.matrix_power": matrix_power,
+    "torch.linalg.pinv": (pinv, _pinv_check),
+    "torch.pinverse": lambda input, rcond=1e-15: pinv(input),
+    "torch.cholesky": cholesky,
+    "torch.linalg.cholesky": linalg_cholesky,
+    "torch.cholesky_inverse": cholesky_inverse,
+    "torch.linalg.solve": solve,
+    "torch.linalg.svdvals": svdvals,
+    "torch.bilinear": bilinear,
+    "torch.nn.functional.bilinear": bilinear,
 }
 METHODS: Dict[str, Adapter] = {
     "mm": mm,
@@ -282,4 +374,10 @@ METHODS: Dict[str, Adapter] = {
     "dist": dist,
     "det": det,
     "inverse": inv,
+    "slogdet": slogdet,
+    "logdet": logdet,
+    "matrix_power": matrix_power,
+    "pinverse": lambda input, rcond=1e-15: pinv(input),
+    "cholesky": cholesky,
+    "cholesky_inverse": cholesky_inverse,
 }

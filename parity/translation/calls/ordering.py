@@ -1,4 +1,5 @@
-"""Sorting in the call table: ``sort``, ``argsort``, ``msort``, ``median`` and ``kthvalue``.
+"""Sorting in the call table: ``sort``, ``argsort``, ``msort``, ``median``, ``kthvalue``, ``quantile``
+and ``cummax``/``cummin``.
 
 Indices are int64, as PyTorch's are. ``median`` is PyTorch's lower median (of an even count, the
 smaller of the two middle elements), and ``median``/``kthvalue`` are read off a sort, so their
@@ -8,7 +9,7 @@ gradients flow to the element picked, as PyTorch's do.
 from __future__ import annotations
 
 import collections
-from typing import Dict, Optional
+from typing import Dict, Optional, Union
 
 import mindspore as ms
 from mindspore import Tensor, ops
@@ -60,12 +61,64 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> _So
     return _pick(input, k - 1, dim, keepdim)
 
 
+def _cumulative(extreme):
+    def run(input: Tensor, dim: int) -> _Sorted:
+        values, indices = extreme(input, dim)
+        return _Sorted(values, indices.astype(ms.int64))
+
+    return run
+
+
+def quantile(
+    input: Tensor,
+    q: Union[float, Tensor],
+    dim: Optional[int] = None,
+    keepdim: bool = False,
+    *,
+    interpolation: str = "linear",
+) -> Tensor:
+    """PyTorch's quantile read off a sort, between the two neighbouring ranks by ``interpolation``;
+    the quantiles of a 1-d ``q`` in a first dimension, as PyTorch puts them."""
+    rank = input.ndim
+    values = ops.reshape(input, (-1,)) if dim is None or rank == 0 else input
+    axis = 0 if dim is None or rank == 0 else dim % rank
+    values = sort(values, axis).values
+    qs = q if isinstance(q, Tensor) else ms.Tensor(q, input.dtype)
+    ranks = ops.reshape(qs, (-1,)).astype(input.dtype) * (values.shape[axis] - 1)
+    below, above = ops.floor(ranks), ops.ceil(ranks)
+    if interpolation == "lower":
+        above = below
+    elif interpolation == "higher":
+        below = above
+    elif interpolation == "nearest":
+        below = above = ops.round(ranks)
+    elif interpolation not in ("linear", "midpoint"):
+        raise TypeError(
+            f"quantile(interpolation={interpolation!r}): PyTorch knows linear, lower, higher, midpoint, nearest"
+        )
+    low = ops.gather(values, below.astype(ms.int64), axis)
+    high = ops.gather(values, above.astype(ms.int64), axis)
+    if interpolation == "midpoint":
+        low = low + (high - low) * 0.5
+    elif interpolation == "linear":
+        weight = ops.reshape(ranks - below, (-1,) + (1,) * (values.ndim - axis - 1))
+        low = ops.lerp(low, high, weight)
+    picked = ops.moveaxis(low, axis, 0)
+    if keepdim:
+        shape = (1,) * rank if dim is None else tuple(1 if d == axis else n for d, n in enumerate(input.shape))
+        picked = ops.reshape(picked, (picked.shape[0],) + shape)
+    return picked[0] if qs.ndim == 0 else picked
+
+
 FUNCTIONS: Dict[str, Entry] = {
     "torch.sort": sort,
     "torch.argsort": argsort,
     "torch.msort": msort,
     "torch.median": median,
     "torch.kthvalue": kthvalue,
+    "torch.cummax": _cumulative(ops.cummax),
+    "torch.cummin": _cumulative(ops.cummin),
+    "torch.quantile": quantile,
 }
 METHODS: Dict[str, Adapter] = {
     "sort": sort,
@@ -73,4 +126,7 @@ METHODS: Dict[str, Adapter] = {
     "msort": msort,
     "median": median,
     "kthvalue": kthvalue,
+    "cummax": _cumulative(ops.cummax),
+    "cummin": _cumulative(ops.cummin),
+    "quantile": quantile,
 }

@@ -43,6 +43,7 @@ from . import (
     reductions,
     routing,
     shapes,
+    special,
     views,
 )
 from .arguments import Adapter, Entry, Validator, is_tensor
@@ -68,6 +69,7 @@ TOPICS = (
     functional,
     pooling,
     losses,
+    special,
     python,
 )
 # PyTorch's dotted names; Tensor methods by name, a name ending in "_" (in place) mapping to the name without it.
