@@ -111,6 +111,19 @@ class Assorted(torch.nn.Module):
         return q, powers, integrals, spread, member * x + shifted
 
 
+class MaxPools(torch.nn.Module):
+    """Max pools of 1 to 3 dimensions with their indices, an unbatched input, and a 3-d convolution."""
+
+    def forward(self, x, w):
+        values, indices = F.max_pool1d(x[0], 3, 2, 1, return_indices=True)
+        adaptive, where = F.adaptive_max_pool1d(x[0], 3, return_indices=True)
+        volume = x.reshape(2, 1, 4, 3, 5)
+        cube, at = F.max_pool3d(volume[0], 2, 1, 1, ceil_mode=True, return_indices=True)
+        pooled = F.adaptive_max_pool3d(volume, (2, None, 3)).sum() + F.max_pool2d(x, 2, ceil_mode=True).sum()
+        convolved = F.conv3d(volume, w, torch.ones(2), stride=(1, 2, 1), padding=(1, 0, 2))
+        return values, indices.float(), adaptive + where.float(), cube * at.float(), pooled, convolved
+
+
 @pytest.mark.parametrize(
     "module, inputs",
     [
@@ -121,6 +134,7 @@ class Assorted(torch.nn.Module):
         (Views(), parity.randn((2, 4, 7))),
         (Layers(), (parity.randn((2, 3, 7, 9)), parity.randn((4, 5)))),
         (Assorted(), parity.randn((4, 6))),
+        (MaxPools(), (parity.randn((2, 6, 10)), parity.randn((2, 1, 2, 2, 3)))),
     ],
     ids=lambda v: type(v).__name__ if isinstance(v, torch.nn.Module) else "",
 )

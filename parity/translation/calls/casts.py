@@ -1,5 +1,6 @@
 """Casts and copies in the call table: ``Tensor.to``, ``type``, ``type_as``, ``float``, ``half``,
-``double``, ``long``, ``int``, ``bool``, ``clone`` and ``detach``.
+``double``, ``long``, ``int``, ``bool``, ``byte``, ``char``, ``short``, ``bfloat16``, ``clone`` and
+``detach``.
 
 ``Tensor.to`` casts to a dtype (given, or another tensor's) and ignores a device: a MindSpore tensor
 is where MindSpore's context puts it, and a traced value's ``.device`` reads as
@@ -78,6 +79,7 @@ def detach(input: Tensor) -> Tensor:
 
 FUNCTIONS: Dict[str, Entry] = {
     "torch.clone": clone,
+    "torch.alias_copy": clone,
 }
 METHODS: Dict[str, Adapter] = {
     "to": to,
@@ -87,6 +89,10 @@ METHODS: Dict[str, Adapter] = {
     "long": _cast(ms.int64),
     "int": _cast(ms.int32),
     "bool": _cast(ms.bool_),
+    "byte": _cast(ms.uint8),
+    "char": _cast(ms.int8),
+    "short": _cast(ms.int16),
+    "bfloat16": _cast(ms.bfloat16),
     "type": type_,
     "type_as": type_as,
     "clone": clone,

@@ -169,6 +169,8 @@ def max_pool2d(
     ceil_mode: bool = False,
     return_indices: bool = False,
 ) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+    if input.ndim == 3:  # unbatched: MindSpore's pool takes a batch
+        return pooling.max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
     return ops.max_pool2d(
         input, kernel_size, stride if stride else kernel_size, padding, dilation, return_indices, ceil_mode
     )

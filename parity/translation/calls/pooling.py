@@ -1,4 +1,6 @@
-"""Average pools in the call table: ``F.avg_pool1d``/``3d`` (and ``avg_pool2d`` with ``ceil_mode`` or
+"""Pools in the call table: the max pools of 1 to 3 dimensions and their adaptive forms, with their
+indices (int64, flat over each plane, as PyTorch's), an unbatched input given a batch of one; and
+average pools: ``F.avg_pool1d``/``3d`` (and ``avg_pool2d`` with ``ceil_mode`` or
 ``divisor_override``), ``F.adaptive_avg_pool1d``/``3d`` and ``F.interpolate(mode='area')``.
 
 An average over a box is separable: each pooled dimension is summed with a 0/1 matrix of its
@@ -118,6 +120,93 @@ def _adaptive(n: int):
     return pool
 
 
+def _batched(input: Tensor, rank: int):
+    """``input`` with a batch dimension (a pool's ``rank`` dimensions after the channels), and the
+    function taking one back off."""
+    if input.ndim == rank + 1:
+        return ops.expand_dims(input, 0), lambda out: ops.squeeze(out, 0)
+    return input, lambda out: out
+
+
+def _with_indices(found, return_indices: bool, unbatch):
+    if not return_indices:
+        return unbatch(found[0] if isinstance(found, tuple) else found)
+    values, indices = found
+    return unbatch(values), unbatch(indices.astype(ms.int64))
+
+
+def max_pool1d(
+    input: Tensor,
+    kernel_size: Sizes,
+    stride: Optional[Sizes] = None,
+    padding: Sizes = 0,
+    dilation: Sizes = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+):
+    """A 2-d max pool over a height of 1 (the flat indices of a 1-high plane are the positions)."""
+    batched, unbatch = _batched(input, 1)
+    (kernel,), (step,), (pad,), (spread,) = (
+        _each(kernel_size, 1),
+        _each(stride or kernel_size, 1),
+        _each(padding, 1),
+        _each(dilation, 1),
+    )
+    found = ops.max_pool2d(ops.expand_dims(batched, 2), (1, kernel), (1, step), (0, pad), (1, spread), True, ceil_mode)
+    values, indices = (ops.squeeze(t, 2) for t in found)
+    return _with_indices((values, indices), return_indices, unbatch)
+
+
+def max_pool2d_with_indices(
+    input: Tensor,
+    kernel_size: Sizes,
+    stride: Optional[Sizes] = None,
+    padding: Sizes = 0,
+    dilation: Sizes = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+):
+    batched, unbatch = _batched(input, 2)
+    found = ops.max_pool2d(batched, kernel_size, stride or kernel_size, padding, dilation, True, ceil_mode)
+    return _with_indices(found, return_indices, unbatch)
+
+
+def max_pool3d(
+    input: Tensor,
+    kernel_size: Sizes,
+    stride: Optional[Sizes] = None,
+    padding: Sizes = 0,
+    dilation: Sizes = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+):
+    batched, unbatch = _batched(input, 3)
+    found = ops.max_pool3d(batched, kernel_size, stride or kernel_size, padding, dilation, ceil_mode, True)
+    return _with_indices(found, return_indices, unbatch)
+
+
+def adaptive_max_pool1d(input: Tensor, output_size: int, return_indices: bool = False):
+    batched, unbatch = _batched(input, 1)
+    size = output_size[0] if isinstance(output_size, (tuple, list)) else output_size
+    found = ops.adaptive_max_pool2d(ops.expand_dims(batched, 2), (1, size), True)
+    values, indices = (ops.squeeze(t, 2) for t in found)
+    return _with_indices((values, indices), return_indices, unbatch)
+
+
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size, return_indices: bool = False):
+    batched, unbatch = _batched(input, 2)
+    sizes = tuple(output_size) if isinstance(output_size, (tuple, list)) else (output_size,) * 2
+    sizes = tuple(batched.shape[2 + i] if s is None else s for i, s in enumerate(sizes))
+    return _with_indices(ops.adaptive_max_pool2d(batched, sizes, True), return_indices, unbatch)
+
+
+def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):
+    batched, unbatch = _batched(input, 3)
+    sizes = tuple(output_size) if isinstance(output_size, (tuple, list)) else (output_size,) * 3
+    sizes = tuple(batched.shape[2 + i] if s is None else s for i, s in enumerate(sizes))
+    return _with_indices(ops.adaptive_max_pool3d(batched, sizes, True), return_indices, unbatch)
+
+
 avg_pool1d, avg_pool2d, avg_pool3d = _avg_pool(1), _avg_pool(2), _avg_pool(3)
 
 FUNCTIONS: Dict[str, Entry] = {
@@ -127,5 +216,22 @@ FUNCTIONS: Dict[str, Entry] = {
     "torch.adaptive_avg_pool1d": _adaptive(1),
     "torch.nn.functional.adaptive_avg_pool1d": _adaptive(1),
     "torch.nn.functional.adaptive_avg_pool3d": _adaptive(3),
+    "torch.nn.functional.max_pool1d": max_pool1d,
+    "torch.nn.functional.max_pool3d": max_pool3d,
+    "torch.nn.functional.adaptive_max_pool1d": adaptive_max_pool1d,
+    "torch.nn.functional.adaptive_max_pool3d": adaptive_max_pool3d,
+    "torch.nn.functional.max_pool1d_with_indices": max_pool1d,
+    "torch.nn.functional._max_pool1d": max_pool1d,
+    "torch.max_pool1d": max_pool1d,
+    "torch.nn.functional.max_pool2d_with_indices": max_pool2d_with_indices,
+    "torch.nn.functional.max_pool3d_with_indices": max_pool3d,
+    "torch.nn.functional._max_pool3d": max_pool3d,
+    "torch.max_pool3d": max_pool3d,
+    "torch.nn.functional.adaptive_max_pool1d_with_indices": adaptive_max_pool1d,
+    "torch.nn.functional._adaptive_max_pool1d": adaptive_max_pool1d,
+    "torch.adaptive_max_pool1d": adaptive_max_pool1d,
+    "torch.nn.functional.adaptive_max_pool2d_with_indices": adaptive_max_pool2d_with_indices,
+    "torch.nn.functional.adaptive_max_pool3d_with_indices": adaptive_max_pool3d,
+    "torch.nn.functional._adaptive_max_pool3d": adaptive_max_pool3d,
 }
 METHODS: Dict[str, Adapter] = {}

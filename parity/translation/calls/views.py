@@ -236,10 +236,6 @@ def sum_to_size(input: Tensor, *size: Size) -> Tensor:
     return ops.sum(input, axes, True) if axes else input
 
 
-def alias(input: Tensor) -> Tensor:
-    return input
-
-
 FUNCTIONS: Dict[str, Entry] = {
     "torch.t": t,
     "torch.ravel": ravel,
@@ -277,7 +273,6 @@ FUNCTIONS: Dict[str, Entry] = {
     "torch.meshgrid": meshgrid,
     "torch._VF.meshgrid": meshgrid,
     "torch.cartesian_prod": cartesian_prod,
-    "torch.alias_copy": alias,
     "torch.t_copy": t,
     "torch.narrow_copy": narrow,
     "torch.diagonal_copy": diagonal,
