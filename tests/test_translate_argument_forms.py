@@ -124,6 +124,20 @@ class MaxPools(torch.nn.Module):
         return values, indices.float(), adaptive + where.float(), cube * at.float(), pooled, convolved
 
 
+class Solvers(torch.nn.Module):
+    """Triangular solves on either side, the _ex forms, scatters into slices, combinations."""
+
+    def forward(self, a, b):
+        square = a + 4 * torch.eye(4)
+        upper = torch.linalg.solve_triangular(square, b, upper=True, unitriangular=True)
+        lower = torch.linalg.solve_triangular(square, b.T, upper=False, left=False)
+        inverse, info = torch.linalg.inv_ex(square)
+        scattered = torch.slice_scatter(b, b[:, 1:5:2] * 3, dim=1, start=1, end=5, step=2)
+        scattered = scattered + torch.select_scatter(b, b[:, 0] * 2, 1, -1)
+        pairs = torch.combinations(b[0], 2, with_replacement=True).prod(-1).sum()
+        return upper, lower, inverse + info.float().sum(), scattered + pairs + torch.linalg.cond(square)
+
+
 @pytest.mark.parametrize(
     "module, inputs",
     [
@@ -135,6 +149,7 @@ class MaxPools(torch.nn.Module):
         (Layers(), (parity.randn((2, 3, 7, 9)), parity.randn((4, 5)))),
         (Assorted(), parity.randn((4, 6))),
         (MaxPools(), (parity.randn((2, 6, 10)), parity.randn((2, 1, 2, 2, 3)))),
+        (Solvers(), (parity.randn((4, 4)), parity.randn((4, 6)))),
     ],
     ids=lambda v: type(v).__name__ if isinstance(v, torch.nn.Module) else "",
 )

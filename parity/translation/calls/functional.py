@@ -19,6 +19,7 @@ What each adapter closes, as read from mindspore 2.10 on CPU:
 
 from __future__ import annotations
 
+import collections
 import math
 from typing import Dict, Optional, Sequence, Tuple, Union
 
@@ -263,13 +264,21 @@ def _stochastic_depth_check(args, kwargs) -> Optional[str]:
     return None
 
 
+_EPS = {
+    ms.float16: float(np.finfo(np.float16).eps),
+    ms.float32: float(np.finfo(np.float32).eps),
+    ms.float64: float(np.finfo(np.float64).eps),
+    ms.bfloat16: 2.0**-7,
+}
+
+
 def rms_norm(
     input: Tensor, normalized_shape: Sequence[int], weight: Optional[Tensor] = None, eps: Optional[float] = None
 ) -> Tensor:
     """``x / sqrt(mean(x^2) + eps)`` over the normalized dimensions (``eps``: the dtype's epsilon by default)."""
     shape = tuple(normalized_shape) if isinstance(normalized_shape, (tuple, list)) else (normalized_shape,)
     if eps is None:
-        eps = float(np.finfo(ms.dtype_to_nptype(input.dtype)).eps)
+        eps = _EPS.get(input.dtype, float(np.finfo(np.float32).eps))
     axes = tuple(range(input.ndim - len(shape), input.ndim))
     out = input * ops.rsqrt(ops.mean(input * input, axes, True) + eps)
     return out if weight is None else out * weight
@@ -329,6 +338,50 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     return ops.pixel_unshuffle(input, downscale_factor)
 
 
+_Normalized = collections.namedtuple("_Normalized", ["output", "mean", "rstd"])
+
+
+def native_layer_norm(
+    input: Tensor, normalized_shape: Sequence[int], weight: Optional[Tensor], bias: Optional[Tensor], eps: float
+) -> _Normalized:
+    """``torch.native_layer_norm``: the output, and the mean and reciprocal deviation it used (which
+    carry no gradient in PyTorch)."""
+    axes = tuple(range(input.ndim - len(normalized_shape), input.ndim))
+    mean = ops.mean(input, axes, True)
+    rstd = ops.rsqrt(ops.mean(ops.square(input - mean), axes, True) + eps)
+    out = (input - mean) * rstd
+    out = out if weight is None else out * weight
+    # PyTorch's mean and rstd outputs carry no gradient
+    return _Normalized(out if bias is None else out + bias, ops.stop_gradient(mean), ops.stop_gradient(rstd))
+
+
+def native_group_norm(
+    input: Tensor,
+    weight: Optional[Tensor],
+    bias: Optional[Tensor],
+    N: int,
+    C: int,
+    HxW: int,
+    group: int,
+    eps: float,
+) -> _Normalized:
+    """``torch.native_group_norm``: the output, and each (sample, group)'s mean and reciprocal deviation."""
+    grouped = ops.reshape(input, (N, group, -1))
+    mean = ops.mean(grouped, 2, True)
+    rstd = ops.rsqrt(ops.mean(ops.square(grouped - mean), 2, True) + eps)
+    out = ops.reshape((grouped - mean) * rstd, tuple(input.shape))
+    view = (1, C) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        out = out * ops.reshape(weight, view)
+    if bias is not None:
+        out = out + ops.reshape(bias, view)
+    return _Normalized(out, ops.reshape(mean, (N, group)), ops.reshape(rstd, (N, group)))
+
+
+def constant_pad_nd(input: Tensor, pad: Sequence[int], value: float = 0) -> Tensor:
+    return ops.pad(input, tuple(pad), "constant", value)
+
+
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:
     shape = tuple(input.shape)
     grouped = ops.reshape(input, (shape[0], groups, shape[1] // groups) + shape[2:])
@@ -367,6 +420,9 @@ FUNCTIONS: Dict[str, Entry] = {
     "torch.nn.functional.interpolate": interpolate,
     "torch.nn.functional.scaled_dot_product_attention": scaled_dot_product_attention,
     "torch.nn.functional.rms_norm": rms_norm,
+    "torch.native_layer_norm": native_layer_norm,
+    "torch.native_group_norm": native_group_norm,
+    "torch.constant_pad_nd": constant_pad_nd,
     "torch.rms_norm": rms_norm,
     "torch.nn.functional.instance_norm": (instance_norm, _instance_norm_check),
     "torch.nn.functional.local_response_norm": local_response_norm,

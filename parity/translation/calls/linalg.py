@@ -2,7 +2,8 @@
 ``vdot``, ``inner``, ``addmv``, ``addr``, ``addbmm``, ``kron``, ``tensordot``, ``linalg.vecdot``,
 ``linalg.multi_dot``), ``cross``, ``trace``, the norms (``torch.norm``, ``linalg.norm``,
 ``linalg.matrix_norm``, ``dist``, ``cdist``, ``F.pairwise_distance``, ``F.cosine_similarity``) and
-``linalg.det``/``inv``/``slogdet``/``pinv``/``solve``/``svdvals``, ``matrix_power`` (PyTorch's
+``linalg.det``/``inv``/``slogdet``/``pinv``/``solve``/``svdvals``/``cond``/``matrix_rank``/
+``solve_triangular`` (and the ``_ex`` forms, their ``info`` 0), ``matrix_power`` (PyTorch's
 repeated squaring), ``cholesky`` and ``F.bilinear``.
 
 Real tensors only: ``vdot`` is ``dot``. The ``add*`` products compute ``beta * input + alpha * product``
@@ -15,6 +16,7 @@ from __future__ import annotations
 import collections
 from typing import Dict, Optional, Sequence, Tuple, Union
 
+import mindspore as ms
 import numpy as np
 from mindspore import Tensor, ops
 
@@ -313,6 +315,61 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Optional[Tens
     return out if bias is None else out + bias
 
 
+_WithInfo = collections.namedtuple("_WithInfo", ["result", "info"])
+
+
+def _info(A: Tensor) -> Tensor:
+    return ops.zeros(tuple(A.shape[:-2]), ms.int32)  # PyTorch's 0: no error found
+
+
+def inv_ex(A: Tensor, *, check_errors: bool = False, out: object = None) -> _WithInfo:
+    return _WithInfo(ops.inverse(A), _info(A))
+
+
+def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False, out: object = None):
+    return _WithInfo(solve(A, B, left=left), _info(A))
+
+
+def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False, out: object = None):
+    return _WithInfo(ops.cholesky(A, upper), _info(A))
+
+
+def solve_triangular(
+    A: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False, out: object = None
+) -> Tensor:
+    """The triangle of ``A`` (its diagonal 1 for ``unitriangular``) solved against ``B``; the rest of
+    ``A`` is not read, and gets no gradient, as in PyTorch."""
+    triangle = ops.triu(A) if upper else ops.tril(A)
+    if unitriangular:
+        size = A.shape[-1]
+        eye = ops.eye(size, size, A.dtype)
+        triangle = triangle * (1 - eye) + eye
+    if left:
+        return ops.matrix_solve(triangle, B)
+    return ops.swapaxes(ops.matrix_solve(ops.swapaxes(triangle, -2, -1), ops.swapaxes(B, -2, -1)), -2, -1)
+
+
+def cond(A: Tensor, p: Union[str, float, None] = None, *, out: object = None) -> Tensor:
+    """The 2-norm condition number (the greatest singular value over the least); other ``p`` refused."""
+    if p not in (None, 2):
+        raise TypeError(f"linalg.cond(p={p!r}) is not translated (only the 2-norm)")
+    values = ops.svd(A, compute_uv=False)
+    return ops.amax(values, -1) / ops.amin(values, -1)
+
+
+def matrix_rank(
+    A: Tensor, *, atol: object = None, rtol: object = None, hermitian: bool = False, out: object = None
+) -> Tensor:
+    """How many singular values exceed PyTorch's default tolerance (the greatest times eps times the
+    larger dimension); ``atol``/``rtol`` are refused."""
+    if atol is not None or rtol is not None:
+        raise TypeError("linalg.matrix_rank(atol=..., rtol=...) is not translated")
+    values = ops.svd(A, compute_uv=False)
+    eps = float(np.finfo(np.float64 if A.dtype == ms.float64 else np.float32).eps)
+    tolerance = ops.amax(values, -1, True) * eps * max(A.shape[-2], A.shape[-1])
+    return ops.sum((values > tolerance).astype(ms.int64), -1)
+
+
 FUNCTIONS: Dict[str, Entry] = {
     "torch.mm": mm,
     "torch.mv": mv,
@@ -356,6 +413,12 @@ FUNCTIONS: Dict[str, Entry] = {
     "torch.linalg.solve": solve,
     "torch.linalg.svdvals": svdvals,
     "torch.bilinear": bilinear,
+    "torch.linalg.inv_ex": inv_ex,
+    "torch.linalg.solve_ex": solve_ex,
+    "torch.linalg.cholesky_ex": cholesky_ex,
+    "torch.linalg.solve_triangular": solve_triangular,
+    "torch.linalg.cond": cond,
+    "torch.linalg.matrix_rank": matrix_rank,
     "torch.nn.functional.bilinear": bilinear,
 }
 METHODS: Dict[str, Adapter] = {

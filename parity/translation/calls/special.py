@@ -12,6 +12,7 @@ PyTorch computes it, so the powers round alike.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Dict, Optional, Sequence, Union
 
@@ -219,8 +220,27 @@ def _shift(sign: int):
     return shift
 
 
+def fmin(input: Tensor, other: Tensor) -> Tensor:
+    """The lesser of the two, a NaN taking the other (MindSpore's ``ops.fmin`` fails on CPU)."""
+    least = ops.minimum(input, other)
+    least = ops.where(ops.isnan(input), other, least)
+    return ops.where(ops.isnan(other), input, least)
+
+
+def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
+    """The ``r``-element combinations of a 1-d ``input``, picked with ``gather`` in itertools' order."""
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = list(pick(range(input.shape[0]), r))
+    if not rows:
+        return ops.zeros((0, r) if r else (0,), input.dtype)
+    index = ms.Tensor([i for row in rows for i in row], ms.int64)
+    return ops.reshape(ops.gather(input, index, 0), (len(rows), r))
+
+
 FUNCTIONS: Dict[str, Entry] = {
     "torch.conj": conj,
+    "torch.fmin": fmin,
+    "torch.combinations": combinations,
     "torch.conj_physical": conj,
     "torch.resolve_conj": conj,
     "torch.resolve_neg": real,
@@ -254,6 +274,7 @@ FUNCTIONS: Dict[str, Entry] = {
 }
 METHODS: Dict[str, Adapter] = {
     "conj": conj,
+    "fmin": fmin,
     "conj_physical": conj,
     "resolve_conj": conj,
     "resolve_neg": real,

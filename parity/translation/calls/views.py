@@ -3,7 +3,7 @@
 ``dstack``, ``column_stack``), ``fliplr``/``flipud``/``rot90``, the splits (``tensor_split``,
 ``hsplit``, ``vsplit``, ``dsplit``, ``split_with_sizes``), the diagonals (``diag``, ``diagonal``,
 ``diag_embed``, ``diagflat``), ``block_diag``, ``meshgrid``, ``cartesian_prod``, ``Tensor.unfold``,
-``sum_to_size`` and the ``*_copy`` forms of the views.
+``sum_to_size``, ``select_scatter``/``slice_scatter`` and the ``*_copy`` forms of the views.
 
 ``narrow``, ``select`` and ``unfold`` pick with ``gather``: the backward of ``ops.narrow`` fails on
 CPU (``StridedSliceGrad``: ``input memory out of bounds``).
@@ -236,8 +236,41 @@ def sum_to_size(input: Tensor, *size: Size) -> Tensor:
     return ops.sum(input, axes, True) if axes else input
 
 
+def _along(input: Tensor, dim: int, flags: Sequence[bool]) -> Tensor:
+    """A bool mask of ``input``'s shape, ``flags`` along ``dim``."""
+    view = [1] * input.ndim
+    view[dim] = len(flags)
+    mask = ops.reshape(ms.Tensor(np.array(flags, np.bool_)), tuple(view))
+    return ops.broadcast_to(mask, tuple(input.shape))
+
+
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
+    """``input`` with ``src`` as its ``index``-th slice along ``dim``."""
+    dim %= input.ndim
+    index %= input.shape[dim]
+    spread = ops.broadcast_to(ops.expand_dims(src, dim), tuple(input.shape))
+    return ops.where(_along(input, dim, [i == index for i in range(input.shape[dim])]), spread, input)
+
+
+def slice_scatter(
+    input: Tensor, src: Tensor, dim: int = 0, start: Optional[int] = None, end: Optional[int] = None, step: int = 1
+) -> Tensor:
+    """``input`` with ``src`` in the positions ``start:end:step`` along ``dim`` (placed with ``gather``,
+    whose gradient gives each element of ``src`` the gradient of its position)."""
+    dim %= input.ndim
+    length = input.shape[dim]
+    positions = list(range(*slice(start, end, step).indices(length)))
+    source_of = [0] * length
+    for k, position in enumerate(positions):
+        source_of[position] = k
+    placed = ops.gather(src, ms.Tensor(source_of, ms.int64), dim)
+    return ops.where(_along(input, dim, [i in positions for i in range(length)]), placed, input)
+
+
 FUNCTIONS: Dict[str, Entry] = {
     "torch.t": t,
+    "torch.select_scatter": select_scatter,
+    "torch.slice_scatter": slice_scatter,
     "torch.ravel": ravel,
     "torch.movedim": movedim,
     "torch.moveaxis": movedim,
@@ -288,6 +321,8 @@ FUNCTIONS: Dict[str, Entry] = {
 }
 METHODS: Dict[str, Adapter] = {
     "t": t,
+    "select_scatter": select_scatter,
+    "slice_scatter": slice_scatter,
     "ravel": ravel,
     "movedim": movedim,
     "moveaxis": movedim,
