@@ -37,7 +37,10 @@ class Sorting(torch.nn.Module):
         values, indices = torch.sort(x, dim=1, descending=True)
         lower, at = torch.median(x, dim=-1, keepdim=True)
         kth = torch.kthvalue(x, 2, dim=0).values
-        return values * 2, indices.float(), lower + at.float() + torch.median(x), kth, x.argsort(0).float()
+        holed = torch.where(x > 0.8, float("nan"), x)
+        middle, where = torch.nanmedian(holed, dim=1, keepdim=True)
+        middles = middle + where.float() + holed.nanmedian()
+        return values * 2, indices.float(), lower + at.float() + torch.median(x), kth, x.argsort(0).float(), middles
 
 
 class Products(torch.nn.Module):

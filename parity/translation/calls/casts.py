@@ -1,6 +1,6 @@
 """Casts and copies in the call table: ``Tensor.to``, ``type``, ``type_as``, ``float``, ``half``,
-``double``, ``long``, ``int``, ``bool``, ``byte``, ``char``, ``short``, ``bfloat16``, ``clone`` and
-``detach``.
+``double``, ``long``, ``int``, ``bool``, ``byte``, ``char``, ``short``, ``bfloat16``, ``clone``,
+``detach`` and ``is_floating_point``.
 
 ``Tensor.to`` casts to a dtype (given, or another tensor's) and ignores a device: a MindSpore tensor
 is where MindSpore's context puts it, and a traced value's ``.device`` reads as
@@ -77,7 +77,12 @@ def detach(input: Tensor) -> Tensor:
     return ops.stop_gradient(input)
 
 
+def is_floating_point(input: Tensor) -> bool:
+    return input.dtype in (ms.float16, ms.bfloat16, ms.float32, ms.float64)
+
+
 FUNCTIONS: Dict[str, Entry] = {
+    "torch.is_floating_point": is_floating_point,
     "torch.clone": clone,
     "torch.alias_copy": clone,
 }
@@ -97,4 +102,5 @@ METHODS: Dict[str, Adapter] = {
     "type_as": type_as,
     "clone": clone,
     "detach": detach,
+    "is_floating_point": is_floating_point,
 }

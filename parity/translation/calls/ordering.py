@@ -1,4 +1,4 @@
-"""Sorting in the call table: ``sort``, ``argsort``, ``msort``, ``median``, ``kthvalue``, ``quantile``
+"""Sorting in the call table: ``sort``, ``argsort``, ``msort``, ``median``, ``nanmedian``, ``kthvalue``, ``quantile``
 and ``cummax``/``cummin``.
 
 Indices are int64, as PyTorch's are. ``median`` is PyTorch's lower median (of an even count, the
@@ -61,6 +61,27 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> _So
     return _pick(input, k - 1, dim, keepdim)
 
 
+def nanmedian(input: Tensor, dim: Optional[int] = None, keepdim: bool = False):
+    """The lower median of the elements that are not NaN (NaN where all are): a sort with NaN
+    last, read at each row's own middle."""
+    flat = dim is None
+    values = ops.reshape(input, (-1,)) if flat or input.ndim == 0 else input
+    axis = 0 if flat or input.ndim == 0 else dim % input.ndim
+    missing = ops.isnan(values)
+    key = ops.where(missing, ops.full_like(values, float("inf")), values)
+    order = sort(key, axis).indices
+    present = ops.sum(ops.logical_not(missing).astype(ms.int64), axis, True)
+    middle = ops.clamp((present - 1) // 2, 0, None)
+    at = ops.gather_elements(order, axis, middle)
+    found = ops.gather_elements(values, axis, at)
+    found = ops.where(present == 0, ops.full_like(found, float("nan")), found)
+    if flat:
+        return ops.reshape(found, ())
+    if not keepdim or input.ndim == 0:
+        found, at = ops.squeeze(found, axis), ops.squeeze(at, axis)
+    return _Sorted(found, at)
+
+
 def _cumulative(extreme):
     def run(input: Tensor, dim: int) -> _Sorted:
         values, indices = extreme(input, dim)
@@ -119,6 +140,7 @@ FUNCTIONS: Dict[str, Entry] = {
     "torch.cummax": _cumulative(ops.cummax),
     "torch.cummin": _cumulative(ops.cummin),
     "torch.quantile": quantile,
+    "torch.nanmedian": nanmedian,
 }
 METHODS: Dict[str, Adapter] = {
     "sort": sort,
@@ -129,4 +151,5 @@ METHODS: Dict[str, Adapter] = {
     "cummax": _cumulative(ops.cummax),
     "cummin": _cumulative(ops.cummin),
     "quantile": quantile,
+    "nanmedian": nanmedian,
 }
