@@ -110,6 +110,11 @@ def test_op_with_arguments_translates_and_passes(ops, name, variant):
     assert record["category"] == "passed", record
 
 
+def test_asking_for_more_samples_than_an_op_has_still_passes(ops):
+    record = sweep.run_op(ops[("exp", "")], n_samples=1000, timeout=120)
+    assert record["category"] == "passed", record
+
+
 def test_an_op_the_translator_does_not_know_is_not_translated(ops):
     record = sweep.run_op(ops[("erfinv", "")], timeout=60)
     assert record["category"] == "not_translated", record

@@ -68,7 +68,10 @@ class Views(torch.nn.Module):
         windows = x.unfold(2, 3, 2)  # (2, 4, 3, 3)
         turned = torch.rot90(x, 3, (1, 2)).sum() + torch.diag_embed(x[0, 0], offset=-1, dim1=0, dim2=1).sum(0)
         blocks = torch.block_diag(x[0], x[1, :2, :3], x[1, 0])
-        return cut, windows * 2, turned, blocks, x.mT * 3 + torch.select(x, 1, -1).unsqueeze(-1)
+        stacked = torch.hstack([x[0, 0], x[1, 1]]).sum() + torch.dstack([x[0], x[1]]).sum(-1)
+        columns = torch.column_stack([x[0, :, 0], x[1, :, :2]]) + torch.atleast_3d(x[0, 0]).sum()
+        planes = x.mT * 3 + torch.select(x, 1, -1).unsqueeze(-1)
+        return cut, windows * 2, turned, blocks, planes, stacked, columns
 
 
 class Layers(torch.nn.Module):

@@ -64,16 +64,24 @@ def broadcast_tensors(*tensors: Tensor) -> Tuple[Tensor, ...]:
     return tuple(ops.broadcast_to(x, shape) for x in tensors)
 
 
+def _raised(x: Tensor, rank: int) -> Tensor:
+    """``x`` with at least ``rank`` dimensions, as PyTorch adds them: a scalar all ones; a vector
+    ``(1, n)`` for 2, ``(1, n, 1)`` for 3; a matrix ``(a, b, 1)`` for 3."""
+    if x.ndim >= rank:
+        return x
+    if x.ndim == 0:
+        return ops.reshape(x, (1,) * rank)
+    if x.ndim == 1:
+        return ops.reshape(x, (1, x.shape[0]) + (1,) * (rank - 2))
+    return ops.reshape(x, tuple(x.shape) + (1,))
+
+
 def _at_least(rank: int):
     def make(*tensors):
-        given = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
-        made = []
-        for x in given:
-            if x.ndim < rank:
-                shape = {0: (1,) * rank, 1: (1, x.shape[0], 1)[:rank] if rank == 3 else (1,) + tuple(x.shape)}
-                x = ops.reshape(x, shape[x.ndim] if x.ndim in shape else tuple(x.shape) + (1,))
-            made.append(x)
-        return made[0] if len(given) == 1 and not isinstance(tensors[0], (list, tuple)) else tuple(made)
+        listed = len(tensors) == 1 and isinstance(tensors[0], (list, tuple))
+        given = tensors[0] if listed else tensors
+        made = tuple(_raised(x, rank) for x in given)
+        return made[0] if len(made) == 1 and not listed else made
 
     return make
 
