@@ -140,6 +140,8 @@ class Solvers(torch.nn.Module):
         inverse, info = torch.linalg.inv_ex(square)
         scattered = torch.slice_scatter(b, b[:, 1:5:2] * 3, dim=1, start=1, end=5, step=2)
         scattered = scattered + torch.select_scatter(b, b[:, 0] * 2, 1, -1)
+        scattered = scattered + torch.diagonal_scatter(b, b[0, :4] * 5, offset=2)
+        scattered = scattered + torch.diagonal_scatter(b.T, b[1, :2] * 3, -2, 1, 0).T
         pairs = torch.combinations(b[0], 2, with_replacement=True).prod(-1).sum()
         return upper, lower, inverse + info.float().sum(), scattered + pairs + torch.linalg.cond(square)
 

@@ -3,7 +3,7 @@
 ``dstack``, ``column_stack``), ``fliplr``/``flipud``/``rot90``, the splits (``tensor_split``,
 ``hsplit``, ``vsplit``, ``dsplit``, ``split_with_sizes``), the diagonals (``diag``, ``diagonal``,
 ``diag_embed``, ``diagflat``), ``block_diag``, ``meshgrid``, ``cartesian_prod``, ``Tensor.unfold``,
-``sum_to_size``, ``select_scatter``/``slice_scatter`` and the ``*_copy`` forms of the views.
+``sum_to_size``, ``select_scatter``/``slice_scatter``/``diagonal_scatter`` and the ``*_copy`` forms of the views.
 
 ``narrow``, ``select`` and ``unfold`` pick with ``gather``: the backward of ``ops.narrow`` fails on
 CPU (``StridedSliceGrad``: ``input memory out of bounds``).
@@ -275,10 +275,27 @@ def slice_scatter(
     return ops.where(_along(input, dim, [i in positions for i in range(length)]), placed, input)
 
 
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """``input`` with ``src`` on its ``offset`` diagonal of planes ``dim1``, ``dim2`` (placed with
+    ``gather``, as :func:`slice_scatter` places its slices)."""
+    dim1, dim2 = dim1 % input.ndim, dim2 % input.ndim
+    planes = ops.movedim(input, (dim1, dim2), (-2, -1))
+    rows, cols = planes.shape[-2], planes.shape[-1]
+    source_of = np.zeros(rows * cols, np.int64)
+    on = np.zeros((rows, cols), np.bool_)
+    for k in range(src.shape[-1]):
+        r, c = k + max(-offset, 0), k + max(offset, 0)
+        source_of[r * cols + c], on[r, c] = k, True
+    placed = ops.reshape(ops.gather(src, ms.Tensor(source_of), src.ndim - 1), tuple(planes.shape))
+    mask = ops.broadcast_to(ms.Tensor(on), tuple(planes.shape))
+    return ops.movedim(ops.where(mask, placed, planes), (-2, -1), (dim1, dim2))
+
+
 FUNCTIONS: Dict[str, Entry] = {
     "torch.t": t,
     "torch.select_scatter": select_scatter,
     "torch.slice_scatter": slice_scatter,
+    "torch.diagonal_scatter": diagonal_scatter,
     "torch.ravel": ravel,
     "torch.movedim": movedim,
     "torch.moveaxis": movedim,
@@ -331,6 +348,7 @@ METHODS: Dict[str, Adapter] = {
     "t": t,
     "select_scatter": select_scatter,
     "slice_scatter": slice_scatter,
+    "diagonal_scatter": diagonal_scatter,
     "ravel": ravel,
     "movedim": movedim,
     "moveaxis": movedim,
