@@ -68,7 +68,6 @@ NO_COUNTERPART = frozenset(
         "torch._C._linalg.linalg_lu_factor_ex",
         "torch._C._linalg.linalg_tensorinv",
         "torch._C._linalg.linalg_tensorsolve",
-        "torch._C._linalg.linalg_matrix_power",
         "torch._C._special.special_airy_ai",
         "torch._C._special.special_scaled_modified_bessel_k0",
         "torch._C._special.special_scaled_modified_bessel_k1",
@@ -236,6 +235,8 @@ def _run(op, n_samples, parity, ParityMismatch, ParityUnsupported) -> Dict[str, 
         result = _one(op, sample, parity, ParityMismatch, ParityUnsupported)
         if result["category"] != "passed" or tried >= n_samples:
             return result
+    if tried:  # fewer usable samples than asked for, and each passed
+        return {"category": "passed", "reason": ""}
     return {"category": "unusable", "reason": why}
 
 

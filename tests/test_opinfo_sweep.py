@@ -43,18 +43,75 @@ ELEMENTWISE += [
     "logaddexp",
 ]
 
+# Element-wise math with arguments, activations, statistics, sorting, linear algebra and views
+# (pointwise, activations, reductions, ordering, linalg, views), pools, norms and losses, each with a variant where op_db has one.
+ARGUMENTS = [
+    ("round", "decimals_3"),
+    ("round", "decimals_neg_3"),
+    ("div", "floor_rounding"),
+    ("div", "trunc_rounding"),
+    ("remainder", ""),
+    ("clamp_min", ""),
+    ("addcdiv", ""),
+    ("nn.functional.hardtanh", ""),
+    ("nn.functional.softmin", "with_dtype"),
+    ("nn.functional.selu", ""),
+    ("nn.functional.mish", ""),
+    ("std", "unbiased"),
+    ("var_mean", ""),
+    ("logsumexp", ""),
+    ("prod", ""),
+    ("sort", ""),
+    ("median", ""),
+    ("mm", ""),
+    ("addmv", ""),
+    ("tensordot", ""),
+    ("linalg.norm", "subgradients_at_zero"),
+    ("cdist", ""),
+    ("tensor_split", ""),
+    ("diag_embed", ""),
+    ("unfold", ""),
+    ("block_diag", ""),
+    ("mT", ""),
+    ("nn.functional.layer_norm", ""),
+    ("nn.functional.interpolate", "area"),
+    ("nn.functional.avg_pool2d", ""),
+    ("nn.functional.avg_pool3d", ""),
+    ("nn.functional.adaptive_avg_pool1d", ""),
+    ("nn.functional.cross_entropy", ""),
+    ("nn.functional.binary_cross_entropy_with_logits", ""),
+    ("nn.functional.kl_div", ""),
+    ("nn.functional.local_response_norm", ""),
+    ("linalg.matrix_power", ""),
+    ("linalg.slogdet", ""),
+    ("quantile", ""),
+    ("cov", ""),
+    ("trapezoid", ""),
+    ("angle", ""),
+    ("fft.fftshift", ""),
+]
+
 
 @pytest.fixture(scope="module")
 def ops():
-    return {
-        (op.name, op.variant_test_name): op
-        for op in sweep.op_db(COMMON + ELEMENTWISE + ["erfinv", "special.bessel_j0"])
-    }
+    names = COMMON + ELEMENTWISE + [name for name, _ in ARGUMENTS] + ["erfinv", "special.bessel_j0"]
+    return {(op.name, op.variant_test_name): op for op in sweep.op_db(names)}
 
 
 @pytest.mark.parametrize("name", COMMON + ELEMENTWISE)
 def test_common_op_translates_and_passes(ops, name):
     record = sweep.run_op(ops[(name, "")], timeout=60)
+    assert record["category"] == "passed", record
+
+
+@pytest.mark.parametrize("name, variant", ARGUMENTS, ids=lambda v: v or "-")
+def test_op_with_arguments_translates_and_passes(ops, name, variant):
+    record = sweep.run_op(ops[(name, variant)], timeout=60)
+    assert record["category"] == "passed", record
+
+
+def test_asking_for_more_samples_than_an_op_has_still_passes(ops):
+    record = sweep.run_op(ops[("exp", "")], n_samples=1000, timeout=120)
     assert record["category"] == "passed", record
 
 
@@ -67,6 +124,13 @@ def test_an_op_the_translator_does_not_know_is_not_translated(ops):
 def test_an_op_mindspore_lacks_is_no_counterpart(ops):
     record = sweep.run_op(ops[("special.bessel_j0", "")], timeout=60)
     assert record["category"] == "no_counterpart", record
+
+
+def test_an_op_without_a_cpu_backward_kernel_is_no_cpu_kernel():
+    cholesky = sweep.op_db(["linalg.cholesky"])[0]
+    record = sweep.run_op(cholesky, timeout=60)
+    assert record["category"] == "no_cpu_kernel", record
+    assert "CholeskyGrad" in record["reason"]
 
 
 def test_refusal_messages_are_classified():

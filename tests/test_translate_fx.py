@@ -503,17 +503,17 @@ class Spectral(torch.nn.Module):
 
     def forward(self, x):
         y = torch.fft.rfft(self.fc(x))
-        return y.abs().unfold(1, 2, 1)
+        return y.abs().mode(1)
 
 
 def test_untranslated_calls_are_named_with_file_and_line():
-    first, second = _line_of(Spectral.forward, "rfft"), _line_of(Spectral.forward, "unfold")
+    first, second = _line_of(Spectral.forward, "rfft"), _line_of(Spectral.forward, "mode")
     with pytest.raises(ParityUnsupported) as info:
         parity.translate(Spectral())
     message = str(info.value)
     assert message.startswith("<root> (test_translate_fx.Spectral): forward calls what has no MindSpore translation")
     assert f"rfft at tests/test_translate_fx.py:{first}  (y = torch.fft.rfft(self.fc(x)))" in message
-    assert f"Tensor.unfold at tests/test_translate_fx.py:{second}" in message
+    assert f"Tensor.mode at tests/test_translate_fx.py:{second}" in message
 
 
 class FractionalNearest(torch.nn.Module):

@@ -30,7 +30,8 @@ _KERNEL_DEVICE = re.compile(r"Select (\w+) operator")
 _IN_PLACE = re.compile(r"modify tensor id of input tensor|leaf tensor that requires grad is being used in an inplace")
 
 
-_UNREGISTERED = re.compile(r"The kernel (\w+) unregistered")
+# "The kernel Embedding unregistered", or "Kernel select failed: Unsupported op [CholeskyGrad] on CPU"
+_UNREGISTERED = re.compile(r"The kernel (\w+) unregistered|Unsupported op \[(\w+)\] on \w+")
 
 
 def _unregistered(exc: BaseException, what: str):
@@ -40,7 +41,7 @@ def _unregistered(exc: BaseException, what: str):
     found = _UNREGISTERED.search(str(exc))
     if found is None:
         return None
-    kernel = found.group(1)
+    kernel = found.group(1) or found.group(2)
     entries = [e.id for e in load_registry() if e.selftest is not None and e.selftest.raises == kernel]
     version = getattr(sys.modules.get("mindspore"), "__version__", "")
     known = (

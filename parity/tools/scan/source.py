@@ -59,6 +59,7 @@ SHARED_METHODS = frozenset(
     """
     to reshape sum mean max min float half double transpose type split repeat flatten squeeze size item
     tolist all any std var round clip cumsum argmax argmin sort prod cpu cuda add swapaxes nonzero
+    argsort cumprod diagonal ravel trace dot conj bfloat16
 """.split()
 )
 

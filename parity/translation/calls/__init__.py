@@ -1,8 +1,10 @@
 """The call table: how each PyTorch function and Tensor method a traced ``forward`` calls is
 computed in MindSpore. One module per topic, each with its ``FUNCTIONS`` and ``METHODS`` at module
-level (``parity scan`` reads them from the source): :mod:`.shapes`, :mod:`.indexing`,
-:mod:`.arithmetic` (with :mod:`.einsum`), :mod:`.reductions`, :mod:`.creation`, :mod:`.casts`,
-:mod:`.activations`, :mod:`.functional` (layers as functions) and :mod:`.python` (``getattr``,
+level (``parity scan`` reads them from the source): :mod:`.shapes` and :mod:`.views`,
+:mod:`.indexing`, :mod:`.arithmetic` (with :mod:`.einsum`), :mod:`.linalg`, :mod:`.reductions`,
+:mod:`.ordering`, :mod:`.routing`, :mod:`.convolution`, :mod:`.creation`, :mod:`.casts`,
+:mod:`.activations`, :mod:`.elementwise`, :mod:`.pointwise`, :mod:`.special`, :mod:`.functional`
+(layers as functions), :mod:`.pooling`, :mod:`.losses` and :mod:`.python` (``getattr``,
 assertions, Python's own functions); :mod:`.arguments` reads PyTorch's arguments for all of them,
 and :mod:`.table` gathers the one table and looks calls up in it.
 

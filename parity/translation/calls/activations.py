@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Dict, Optional
 
+import mindspore as ms
 from mindspore import Tensor, ops
 
 from ..layers import activation
@@ -82,6 +83,87 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     return ops.softplus(input, beta, threshold)
 
 
+def softmin(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3, dtype: Optional[DType] = None) -> Tensor:
+    """``F.softmin``: the softmax of ``-input``."""
+    if dim is None:
+        raise TypeError("softmin with dim=None (picked from the input rank) is not translated; pass dim")
+    if dtype is not None:
+        input = input.astype(ms_dtype(dtype))
+    return ops.softmax(-input, dim)
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    return ops.hardtanh(input, float(min_val), float(max_val))
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``F.selu`` as a scaled ELU: the gradient of MindSpore's ``ops.selu`` is off on CPU."""
+    return _SELU_SCALE * activation.elu_with_alpha(input, _SELU_ALPHA)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    return ops.celu(input, float(alpha))
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """``x * tanh(softplus(x))`` with the accurate ``tanh``: MindSpore's ``ops.mish`` is off on CPU."""
+    return input * activation.tanh(ops.softplus(input))
+
+
+def softsign(input: Tensor) -> Tensor:
+    return input / (1 + ops.abs(input))
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    return input - activation.tanh(input)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    return ops.softshrink(input, float(lambd))
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    return ops.hardshrink(input, float(lambd))
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    return ops.logsigmoid(input)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    first, second = ops.chunk(input, 2, dim)
+    return first * ops.sigmoid(second)
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """``F.threshold``: ``input`` where it is greater than ``threshold``, ``value`` elsewhere."""
+    return ops.where(input > threshold, input, ms.Tensor(value, input.dtype))
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """``F.prelu``: one slope, or one per channel (dimension 1)."""
+    if weight.size != 1 and input.ndim > 1:
+        weight = weight.reshape((-1,) + (1,) * (input.ndim - 2))
+    return ops.where(input >= 0, input, weight * input)
+
+
+def rrelu(
+    input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False, inplace: bool = False
+) -> Tensor:
+    return ops.leaky_relu(input, (lower + upper) / 2)  # the validator lets only eval mode through
+
+
+def _rrelu_check(args, kwargs) -> Optional[str]:
+    bound = dict(zip(("input", "lower", "upper", "training", "inplace"), args), **kwargs)
+    if bound.get("training", False):
+        return "in train mode it draws random slopes, and MindSpore's random numbers are not PyTorch's"
+    return None
+
+
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     if not training or p == 0:
         return input
@@ -107,6 +189,28 @@ FUNCTIONS: Dict[str, Entry] = {
     "torch.nn.functional.log_softmax": log_softmax,
     "torch.nn.functional.softplus": softplus,
     "torch.nn.functional.dropout": dropout,
+    "torch.log_softmax": log_softmax,
+    "torch.nn.functional.softmin": softmin,
+    "torch.nn.functional.hardtanh": hardtanh,
+    "torch.selu": selu,
+    "torch.nn.functional.selu": selu,
+    "torch.celu": celu,
+    "torch.nn.functional.celu": celu,
+    "torch.nn.functional.mish": mish,
+    "torch.nn.functional.softsign": softsign,
+    "torch.nn.functional.tanhshrink": tanhshrink,
+    "torch.nn.functional.softshrink": softshrink,
+    "torch.nn.functional.hardshrink": hardshrink,
+    "torch.hardshrink": hardshrink,
+    "torch.nn.functional.logsigmoid": logsigmoid,
+    "torch.nn.functional.glu": glu,
+    "torch.nn.functional.threshold": threshold,
+    "torch.threshold": threshold,
+    "torch.prelu": prelu,
+    "torch.nn.functional.prelu": prelu,
+    "torch.nn.functional.rrelu": (rrelu, _rrelu_check),
+    "torch.special.log_softmax": log_softmax,
+    "torch.special.softmax": softmax,
 }
 METHODS: Dict[str, Adapter] = {
     "relu": relu,
@@ -114,4 +218,6 @@ METHODS: Dict[str, Adapter] = {
     "tanh": tanh,
     "softmax": softmax,
     "log_softmax": log_softmax,
+    "hardshrink": hardshrink,
+    "prelu": prelu,
 }

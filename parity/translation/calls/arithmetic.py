@@ -17,6 +17,7 @@ from mindspore import Tensor, ops
 
 from .arguments import Adapter, Entry
 from .einsum import einsum
+from .pointwise import divide
 
 __all__ = ["FUNCTIONS", "METHODS"]
 
@@ -34,9 +35,7 @@ def mul(input: Tensor, other: Union[Tensor, float]) -> Tensor:
 
 
 def div(input: Tensor, other: Union[Tensor, float], *, rounding_mode: Optional[str] = None) -> Tensor:
-    if rounding_mode is not None:
-        raise TypeError(f"rounding_mode={rounding_mode!r} is not translated")
-    return input / other
+    return divide(input, other, rounding_mode)
 
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:

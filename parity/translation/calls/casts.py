@@ -1,5 +1,6 @@
 """Casts and copies in the call table: ``Tensor.to``, ``type``, ``type_as``, ``float``, ``half``,
-``double``, ``long``, ``int``, ``bool``, ``clone`` and ``detach``.
+``double``, ``long``, ``int``, ``bool``, ``byte``, ``char``, ``short``, ``bfloat16``, ``clone``,
+``detach`` and ``is_floating_point``.
 
 ``Tensor.to`` casts to a dtype (given, or another tensor's) and ignores a device: a MindSpore tensor
 is where MindSpore's context puts it, and a traced value's ``.device`` reads as
@@ -76,8 +77,14 @@ def detach(input: Tensor) -> Tensor:
     return ops.stop_gradient(input)
 
 
+def is_floating_point(input: Tensor) -> bool:
+    return input.dtype in (ms.float16, ms.bfloat16, ms.float32, ms.float64)
+
+
 FUNCTIONS: Dict[str, Entry] = {
+    "torch.is_floating_point": is_floating_point,
     "torch.clone": clone,
+    "torch.alias_copy": clone,
 }
 METHODS: Dict[str, Adapter] = {
     "to": to,
@@ -87,8 +94,13 @@ METHODS: Dict[str, Adapter] = {
     "long": _cast(ms.int64),
     "int": _cast(ms.int32),
     "bool": _cast(ms.bool_),
+    "byte": _cast(ms.uint8),
+    "char": _cast(ms.int8),
+    "short": _cast(ms.int16),
+    "bfloat16": _cast(ms.bfloat16),
     "type": type_,
     "type_as": type_as,
     "clone": clone,
     "detach": detach,
+    "is_floating_point": is_floating_point,
 }

@@ -1,6 +1,6 @@
-"""Convolutions as functions in the call table: ``F.conv1d``/``F.conv2d`` (``torch.conv1d``/
-``torch.conv2d``), as timm's ``Conv2dSame``, LeViT and the NF-Net family call them with a
-module's own weights.
+"""Convolutions as functions in the call table: ``F.conv1d``/``F.conv2d``/``F.conv3d``
+(``torch.conv1d``/``torch.conv2d``/``torch.conv3d``), as timm's ``Conv2dSame``, LeViT and the
+NF-Net family call them with a module's own weights.
 
 PyTorch pads each side of a dimension alike (``padding=(1, 2)``: 1 above and below, 2 left and
 right), or says ``"same"``/``"valid"``; MindSpore's ``ops.conv2d`` takes the same as ``pad_mode``
@@ -62,10 +62,41 @@ def conv1d(
     return out if bias is None else out + bias.reshape(1, -1, 1)
 
 
+def _triple(value: Pair) -> Tuple[int, int, int]:
+    return (value,) * 3 if isinstance(value, int) else tuple(value) * (3 // len(value))  # type: ignore[return-value]
+
+
+def conv3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor] = None,
+    stride: Pair = 1,
+    padding: Union[str, Pair] = 0,
+    dilation: Pair = 1,
+    groups: int = 1,
+) -> Tensor:
+    """``ops.conv3d``, which takes PyTorch's padding (each dimension's, on both of its sides)."""
+    unbatched = input.ndim == 4
+    if unbatched:
+        input = input.expand_dims(0)
+    widths: Union[int, Tuple[int, ...]] = 0
+    if isinstance(padding, str):
+        mode = padding
+    else:
+        widths = _triple(padding)
+        mode = "pad" if any(widths) else "valid"
+        widths = widths if any(widths) else 0
+    out = ops.conv3d(input, weight, None, _triple(stride), mode, widths, _triple(dilation), groups)
+    out = out if bias is None else out + bias.reshape(1, -1, 1, 1, 1)
+    return out.squeeze(0) if unbatched else out
+
+
 FUNCTIONS: Dict[str, Entry] = {
     "torch.conv2d": conv2d,
     "torch.conv1d": conv1d,
     "torch.nn.functional.conv2d": conv2d,
     "torch.nn.functional.conv1d": conv1d,
+    "torch.conv3d": conv3d,
+    "torch.nn.functional.conv3d": conv3d,
 }
 METHODS: Dict[str, Adapter] = {}

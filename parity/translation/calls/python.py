@@ -54,6 +54,9 @@ _ATTRIBUTES = {
     "shape": lambda t: tuple(t.shape),
     "ndim": lambda t: t.ndim,
     "T": lambda t: ops.permute(t, tuple(range(t.ndim - 1, -1, -1))),
+    "mT": lambda t: ops.swapaxes(t, -2, -1),
+    "H": lambda t: ops.swapaxes(t, 0, 1) if t.ndim == 2 else t,  # real tensors: no conjugate to take
+    "mH": lambda t: ops.swapaxes(t, -2, -1),
     "dtype": torch_dtype,
     "device": lambda t: DEVICE,
 }

@@ -36,6 +36,9 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
 
 
 def nonzero(input: Tensor, *, as_tuple: bool = False):
+    if input.ndim == 0:  # MindSpore's kernel takes a dimension: PyTorch's answer has no columns
+        rows = int(bool(input != 0))
+        return (ops.zeros((rows,), ms.int64),) if as_tuple else ops.zeros((rows, 0), ms.int64)
     found = ops.nonzero(input).astype(ms.int64)
     if as_tuple:
         return tuple(found[:, axis] for axis in range(found.shape[1]))
@@ -61,6 +64,7 @@ FUNCTIONS: Dict[str, Entry] = {
     "torch.topk": topk,
     "torch.nn.functional.one_hot": one_hot,
     "torch.nonzero": nonzero,
+    "torch.argwhere": nonzero,
     "torch.index_add": index_add,
     "torch.greater": _compared(ops.gt),
     "torch.greater_equal": _compared(ops.ge),
@@ -71,5 +75,6 @@ FUNCTIONS: Dict[str, Entry] = {
 METHODS: Dict[str, Adapter] = {
     "topk": topk,
     "nonzero": nonzero,
+    "argwhere": nonzero,
     "index_add": index_add,
 }

@@ -34,10 +34,17 @@ from . import (
     elementwise,
     functional,
     indexing,
+    linalg,
+    losses,
+    ordering,
+    pointwise,
+    pooling,
     python,
     reductions,
     routing,
     shapes,
+    special,
+    views,
 )
 from .arguments import Adapter, Entry, Validator, is_tensor
 from .python import INPLACE_OPERATORS, is_python
@@ -46,16 +53,23 @@ __all__ = ["TOPICS", "FUNCTIONS", "METHODS", "FALLBACKS", "function_for", "metho
 
 TOPICS = (
     shapes,
+    views,
+    linalg,
     indexing,
     arithmetic,
     reductions,
+    ordering,
     routing,
     convolution,
     creation,
     casts,
     activations,
     elementwise,
+    pointwise,
     functional,
+    pooling,
+    losses,
+    special,
     python,
 )
 # PyTorch's dotted names; Tensor methods by name, a name ending in "_" (in place) mapping to the name without it.
