@@ -85,7 +85,7 @@ def run_one(name: str, repeats: int) -> dict:
     spent.update(confirm=0.0, replayed=0, confirmed=0)
     full, plain = [], []
     for i in range(repeats):
-        for localize in (("auto", False) if i % 2 == 0 else (False, "auto")):
+        for localize in ("auto", False) if i % 2 == 0 else (False, "auto"):
             (full if localize == "auto" else plain).append(check(localize))
     with_s, without_s = statistics.median(full), statistics.median(plain)
     confirm_s = spent["confirm"] / repeats
