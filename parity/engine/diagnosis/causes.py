@@ -84,10 +84,14 @@ def own_error_causes(ms_cell, torch_module, result, device: str, mode: str):
     except Exception:  # the registry helps the message; it never hides the failure
         return None
     likely = [d for d in found if d.score >= UNSUPPORTED]
-    if replayable is None:  # PyTorch cannot run here (a recorded reference): listed as found
-        layers.own_errors = [replace(e, causes=tuple(d.cause() for d in likely if d.path == e.layer)) for e in own]
-        return found
     at = {e.layer for e in own if e.layer}
+    if replayable is None:  # PyTorch's layers do not run here (a recorded reference): listed as found
+        why = "PyTorch's layers are not run against a recorded reference (check it live to replay it)"
+        marked = {id(d): replace(d, evidence=f"{d.evidence}; not confirmed: {why}") for d in likely if d.path in at}
+        layers.own_errors = [
+            replace(e, causes=tuple(marked.get(id(d), d).cause() for d in likely if d.path == e.layer)) for e in own
+        ]
+        return [marked.get(id(d), d) for d in found]
     candidates = [d for d in likely if d.path in at]
     shown = [_settled(d, why) for d, why in confirm(candidates, replayable)]
     layers.own_errors = [
