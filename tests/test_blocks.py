@@ -9,7 +9,6 @@ import importlib.util
 import weakref
 
 import mindspore  # noqa: F401  (both frameworks before parity, as everywhere in tests/)
-import numpy as np
 import pytest
 import torch
 
@@ -23,23 +22,9 @@ if importlib.util.find_spec("transformers") is None:
 from safetensors.torch import save_file  # noqa: E402
 
 from cases.models import llama  # noqa: E402
-from cases.models.zoo_compat import import_quietly  # noqa: E402
 
 BLOCKS = 3
 SEQ = 6
-HF = import_quietly("transformers.models.llama.modeling_llama")
-
-
-class TorchLayer(HF.LlamaDecoderLayer):
-    """transformers' decoder layer taking the rotary ``cos`` and ``sin`` one by one."""
-
-    def forward(self, hidden_states, attention_mask, cos, sin):
-        return super().forward(hidden_states, attention_mask=attention_mask, position_embeddings=(cos, sin))
-
-
-class MsLayer(llama.LlamaDecoderLayer):
-    def construct(self, hidden_states, attention_mask, cos, sin):
-        return super().construct(hidden_states, attention_mask=attention_mask, position_embeddings=(cos, sin))
 
 
 class Built:
@@ -63,13 +48,13 @@ class Built:
 
     def torch_block(self, i):
         gc.collect()  # what the check let go of is gone before counting
-        return self._born("torch", TorchLayer(llama.llama_config(), layer_idx=i).eval())
+        return self._born("torch", llama.torch_llama_block(llama.llama_config(), i))
 
     def ms_block(self, i):
         gc.collect()
         config = llama.llama_config()
         config.rms_norm_eps = self.ms_eps.get(i, config.rms_norm_eps)
-        return self._born("ms", MsLayer(config))
+        return self._born("ms", llama.LlamaBlock(config))
 
 
 def _state(count, dtype=torch.float32):
@@ -77,7 +62,7 @@ def _state(count, dtype=torch.float32):
     torch.manual_seed(0)
     state = {}
     for i in range(count):
-        layer = TorchLayer(llama.llama_config(), layer_idx=i)
+        layer = llama.torch_llama_block(llama.llama_config(), i)
         for name, tensor in layer.state_dict().items():
             value = torch.randn_like(tensor) * (0.2 if tensor.ndim > 1 else 0.1) + (tensor.ndim == 1)
             state[f"model.layers.{i}.{name}"] = value.to(dtype).contiguous()
@@ -92,13 +77,7 @@ def weights(tmp_path_factory):
 
 
 def _shared():
-    """The causal mask and the rotary cos/sin every layer takes, as the model computes them."""
-    config = llama.llama_config()
-    dim = config.hidden_size // config.num_attention_heads
-    inv_freq = 1.0 / config.rope_theta ** (np.arange(0, dim, 2, dtype=np.float32) / dim)
-    emb = np.concatenate([np.outer(np.arange(SEQ, dtype=np.float32), inv_freq)] * 2, axis=-1)[None]
-    mask = np.triu(np.full((SEQ, SEQ), np.finfo(np.float32).min, np.float32), 1)[None, None]
-    return (mask, np.cos(emb).astype(np.float32), np.sin(emb).astype(np.float32))
+    return llama.block_inputs(llama.llama_config(), SEQ)
 
 
 def _check(weights_path, built, count=BLOCKS, **kwargs):
@@ -138,7 +117,7 @@ def test_the_weights_read_are_the_checkpoints(weights):
     mask, cos, sin = (torch.from_numpy(a) for a in _shared())
     with torch.no_grad():
         for i in range(BLOCKS):
-            layer = TorchLayer(llama.llama_config(), layer_idx=i).eval()
+            layer = llama.torch_llama_block(llama.llama_config(), i)
             prefix = f"model.layers.{i}."
             layer.load_state_dict({k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)})
             x = layer(x, mask, cos, sin)
@@ -168,6 +147,7 @@ def test_a_fault_in_one_block_fails_naming_it(weights):
     assert built.most == {"ms": 1, "torch": 1}
 
 
+@pytest.mark.slow
 def test_bfloat16_weights_are_read_as_float32_and_mindspore_reads_its_own_checkpoint(tmp_path):
     torch_path = tmp_path / "model.safetensors"
     state = _state(2, torch.bfloat16)
