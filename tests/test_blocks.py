@@ -87,9 +87,8 @@ def _check(weights_path, built, count=BLOCKS, **kwargs):
         count,
         parity.randn((1, SEQ, llama.CONFIG["hidden_size"])),
         torch_weights=weights_path,
-        shared=_shared(),
         grads=False,
-        **kwargs,
+        **{"shared": _shared(), **kwargs},
     )
 
 
@@ -175,6 +174,20 @@ def test_a_missing_key_names_the_block_and_the_key(tmp_path):
         _check(path, Built(), count=2)
 
 
+def test_a_tensor_the_block_has_no_place_for_is_noted(tmp_path):
+    state = _state(1)
+    state["model.layers.0.self_attn.rotary_emb.inv_freq"] = torch.ones(4)  # as older versions saved it
+    path = tmp_path / "model.safetensors"
+    save_file(state, str(path))
+    result = _check(path, Built(), count=1)
+    assert result.passed
+    assert result.notes == [
+        "block 0: torch_weights holds 1 tensors under 'model.layers.0.' that the block has no place for, "
+        "left unused: 'model.layers.0.self_attn.rotary_emb.inv_freq'"
+    ]
+    assert "note: block 0:" in str(result)
+
+
 def test_more_blocks_than_the_checkpoint_holds_is_refused_before_any_runs(weights):
     built = Built()
     with pytest.raises(ParityUsageError, match=r"count=5 blocks, but .* holds no key under 'model\.layers\.3\.'"):
@@ -187,6 +200,8 @@ def test_more_blocks_than_the_checkpoint_holds_is_refused_before_any_runs(weight
     [
         (dict(count=0), "count must be a positive number"),
         (dict(prefix="model.layers."), "must be a string holding '{i}'"),
+        (dict(prefix="model.layers.{i}"), "ends with the index: end it with the separator"),
+        (dict(shared={"mask": None}), "shared must be a tuple"),
         (dict(torch_weights="/nonexistent/model.safetensors"), "is not a file"),
     ],
 )

@@ -23,6 +23,7 @@ class BlockCheck:
     result: Any  # the block's Result
     chained: Comparison
     message: str = ""  # a failed check's message
+    notes: List[str] = field(default_factory=list)  # checkpoint tensors under its prefix left unused
 
     @property
     def passed(self) -> bool:
@@ -93,7 +94,8 @@ class BlocksResult(Verdicts):
             f"{len(self.blocks)} blocks ({self.prefix}); worst margin {messages.fmt(self.worst_margin)}x allowed"
         )
         text += f"; failing: {', '.join(str(i) for i in failing)}" if failing else ""
-        return text + (
+        text += (
             f"; end to end (MindSpore's blocks chained): max |diff| {messages.fmt(end.max_abs)}, "
             f"max rel {messages.fmt(end.max_rel)}, {messages.fmt(end.margin)}x allowed"
         )
+        return "\n".join([text] + [f"  note: {n}" for n in self.notes])

@@ -84,7 +84,7 @@ def run_blocks(
         )
         checks.append(check)
         gc.collect()  # the block pair is gone before the next is built
-    result = BlocksResult(types[0], types[1], checks, prefix)
+    result = BlocksResult(types[0], types[1], checks, prefix, [n for c in checks for n in c.notes])
     if not result.passed:
         raise ParityMismatch(_message(result), result)
     return result
@@ -94,9 +94,9 @@ def _one_block(index, ms_block, torch_block, torch_side, ms_side, fed, extra, *,
     """Block ``index`` built, loaded, checked and run on both chains; only arrays come back."""
     torch_module, ms_cell = _build(torch_block, index, "torch_block"), _build(ms_block, index, "ms_block")
     types = (type(ms_cell).__qualname__, type(torch_module).__qualname__)
-    _load(tb, torch_module, index, *torch_side, "torch_weights")
+    notes = _load(tb, torch_module, index, *torch_side, "torch_weights")
     if ms_side[0] is not None:
-        _load(msb, ms_cell, index, *ms_side, "ms_weights")
+        notes += _load(msb, ms_cell, index, *ms_side, "ms_weights")
     reference, own = fed
     weights = "copy" if ms_side[0] is None else "as_is"
     message = ""
@@ -114,7 +114,7 @@ def _one_block(index, ms_block, torch_block, torch_side, ms_side, fed, extra, *,
     msb.release_graphs()
     pair = ArrayPair("output", f"block {index} output (chained)", "output", "output", mode, ms_out, torch_out)
     chained: Comparison = compare_pair(pair, chain, check_dtype=False)
-    return BlockCheck(index, result, chained, message), torch_out, ms_out, types
+    return BlockCheck(index, result, chained, message, notes), torch_out, ms_out, types
 
 
 def _check_call(ms_block, torch_block, count, prefix, ms_prefix) -> None:
@@ -131,6 +131,11 @@ def _check_call(ms_block, torch_block, count, prefix, ms_prefix) -> None:
             raise ParityUsageError(
                 f"{WHERE}: {label} must be a string holding '{{i}}' where the block index goes "
                 f"(as 'model.layers.{{i}}.'), got {value!r}"
+            )
+        if value is not None and value.endswith("{i}"):
+            raise ParityUsageError(
+                f"{WHERE}: {label}={value!r} ends with the index: end it with the separator "
+                f"({value + '.'!r}), or block 1 would take block 10's keys"
             )
 
 
@@ -170,8 +175,8 @@ def _block_inputs(inputs: Any, shared: Sequence[Any], seed: int) -> Tuple[np.nda
             f"{WHERE}: shared must be a tuple of the arrays every block takes after its input "
             f"(an attention mask, cos, sin), got {type(shared).__qualname__}"
         )
-    extra = materialize(tuple(shared), seed + 1).args if shared else ()
-    return first.args[0], tuple(extra)
+    drawn = materialize((inputs,) + tuple(shared), seed).args  # one stream per position, as check draws them
+    return drawn[0], tuple(drawn[1:])
 
 
 def _arrays(first: np.ndarray, extra: Tuple[np.ndarray, ...]) -> Inputs:
@@ -186,8 +191,10 @@ def _build(factory, index: int, label: str):
     return block
 
 
-def _load(backend, model, index: int, path: str, prefix: str, label: str) -> None:
-    """Block ``index``'s tensors from ``path`` into ``model``, each of its weights and buffers named."""
+def _load(backend, model, index: int, path: str, prefix: str, label: str) -> List[str]:
+    """Block ``index``'s tensors from ``path`` into ``model``, each of its weights and buffers named;
+    a note naming the checkpoint's tensors under the block's prefix that the block has no place for
+    (a buffer older versions saved, such as ``rotary_emb.inv_freq``)."""
     where = prefix.format(i=index)
     arrays = checkpoints.read_block(path, where)
     slots = {slot.name: slot for slot in backend.slots(model) if slot.persistent}
@@ -201,12 +208,15 @@ def _load(backend, model, index: int, path: str, prefix: str, label: str) -> Non
             + ", ".join(repr(where + n) for n in missing[:5])
             + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         )
-    extra = sorted(set(arrays) - set(names))
-    if extra:
-        raise ParityUsageError(
-            f"{WHERE}: block {index}: {label} {path} holds {len(extra)} tensors under {where!r} the block "
-            "does not have: " + ", ".join(repr(where + n) for n in extra[:5])
-        )
+    unused = sorted(set(arrays) - set(names))
+    notes = (
+        [
+            f"block {index}: {label} holds {len(unused)} tensors under {where!r} that the block has no "
+            "place for, left unused: " + ", ".join(repr(where + n) for n in unused[:5])
+        ]
+        if unused
+        else []
+    )
     for name, slot in slots.items():
         array = arrays.pop(name)
         if tuple(array.shape) != slot.shape:
@@ -215,6 +225,7 @@ def _load(backend, model, index: int, path: str, prefix: str, label: str) -> Non
                 f"the block's {name!r} {slot.shape}"
             )
         backend.write(model, name, array)
+    return notes
 
 
 def _first_output(run, index: int) -> np.ndarray:
