@@ -192,6 +192,11 @@ def test_a_tensor_the_block_has_no_place_for_is_noted(tmp_path):
     assert "note: block 0:" in str(result)
 
 
+def test_an_error_inside_a_block_check_names_the_block(weights):
+    with pytest.raises(ParityUsageError, match=r"^check_blocks\(\): block 0: .*no\.such"):
+        _check(weights, Built(), count=1, tolerance={"no.such.*": (1e-3, 1e-3)})
+
+
 def test_more_blocks_than_the_checkpoint_holds_is_refused_before_any_runs(weights):
     built = Built()
     with pytest.raises(ParityUsageError, match=r"count=5 blocks, but .* holds no key under 'model\.layers\.3\.'"):

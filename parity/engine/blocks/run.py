@@ -16,7 +16,7 @@ import numpy as np
 from ...backends import checkpoints
 from ...backends import mindspore as msb
 from ...backends import torch as tb
-from ...errors import ParityMismatch, ParityUsageError
+from ...errors import ParityMismatch, ParityUnsupported, ParityUsageError
 from ...judge.metrics import ArrayPair, Comparison, compare_pair
 from ...judge.tolerance import ToleranceSpec
 from ...options import parse_seed
@@ -107,6 +107,8 @@ def _one_block(index, ms_block, torch_block, torch_side, ms_side, fed, extra, *,
             raise
         # the failed check keeps the pair for a repro: let go of it, the block is freed below
         result, message = dataclasses.replace(exc.result, repro_source=None), str(exc)
+    except (ParityUsageError, ParityUnsupported) as exc:  # the block's own pair or call: say which block
+        raise type(exc)(f"{WHERE}: block {index}: {exc}") from None
     torch_out = _first_output(tb.Pass(torch_module, _arrays(reference, extra), grads=False, device="CPU"), index)
     with msb.execution_mode(mode):
         ms_out = _first_output(msb.Pass(ms_cell, _arrays(own, extra), grads=False, mode=mode), index)
