@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import pathlib
 
     from .engine.amp import Amp
+    from .engine.blocks.result import BlocksResult
     from .engine.data_parallel.result import DataParallelResult
     from .engine.generation.result import GenerationResult
     from .engine.result import Result
@@ -77,6 +78,8 @@ __all__ = [
     "GenerationResult",
     "check_shapes",
     "ShapesResult",
+    "check_blocks",
+    "BlocksResult",
 ]
 __version__ = "0.2.0"
 
@@ -389,6 +392,68 @@ def check_shapes(ms_cell: Any, torch_module: Any, inputs: Sequence[Any], **check
     return run_shapes(ms_cell, torch_module, inputs, **check_options)
 
 
+def check_blocks(
+    ms_block: Callable[[int], Any],
+    torch_block: Callable[[int], Any],
+    count: int,
+    inputs: Any,
+    *,
+    torch_weights: Path,
+    ms_weights: Optional[Path] = None,
+    prefix: str = "model.layers.{i}.",
+    ms_prefix: Optional[str] = None,
+    shared: Sequence[Any] = (),
+    grads: bool = CheckOptions.grads,
+    ms_mode: str = CheckOptions.ms_mode,
+    tolerance: ToleranceLike = CheckOptions.tolerance,
+    name_map: NameMap = CheckOptions.name_map,
+    ignore: Sequence[str] = CheckOptions.ignore,
+    seed: Optional[int] = CheckOptions.seed,
+) -> BlocksResult:
+    """Check a model too large for memory block by block, from its real weights: for ``i`` in
+    ``range(count)``, ``torch_block(i)`` and ``ms_block(i)`` build block ``i`` of each side (a
+    decoder layer: its initial weights do not matter), PyTorch's is loaded with the keys under
+    ``prefix.format(i=i)`` of ``torch_weights`` (names after the prefix; safetensors memory-mapped
+    and read key by key, or a ``.bin``/``.pt``; bfloat16 read as float32), and the pair is checked
+    as :func:`check` checks it, fed PyTorch's output of the block before (``inputs`` for block 0).
+    Each block is freed before the next is built. Returns a :class:`BlocksResult` (``blocks``: each
+    block's :class:`Result`; ``first_failing``; ``end_to_end``); raises :class:`ParityMismatch`
+    naming the first failing block, and :class:`ParityUsageError` naming the block and the key a
+    checkpoint lacks, or the blocks it does not hold.
+
+    * ``ms_weights``: MindSpore's own checkpoint (``.safetensors`` or ``.ckpt``, names under
+      ``ms_prefix``, by default ``prefix``); without it, PyTorch's weights are copied across through
+      the weight map, as :func:`check` copies them (``name_map`` and ``ignore`` are its).
+    * ``inputs``: block 0's one input (an array or ``parity.randn(...)``); ``shared``: the arrays
+      every block takes after it, given once (an attention mask, the rotary ``cos`` and ``sin``).
+      A block taking a tuple (``position_embeddings=(cos, sin)``) is adapted by a subclass whose
+      ``forward``/``construct`` takes them one by one.
+    * Each block's output (its first, where it returns several) feeds the next. MindSpore's blocks
+      are run on their own outputs too: each block's ``chained`` comparison, and ``end_to_end`` the
+      last, say how far its error grew over the blocks; they are reported, and fail nothing.
+    * ``grads``, ``ms_mode``, ``tolerance`` and ``seed`` are :func:`check`'s, for every block.
+    """
+    from .engine.blocks.run import run_blocks
+
+    return run_blocks(
+        ms_block,
+        torch_block,
+        count,
+        inputs,
+        torch_weights=os.fspath(torch_weights) if isinstance(torch_weights, os.PathLike) else torch_weights,
+        ms_weights=os.fspath(ms_weights) if isinstance(ms_weights, os.PathLike) else ms_weights,
+        prefix=prefix,
+        ms_prefix=ms_prefix,
+        shared=shared,
+        grads=grads,
+        ms_mode=ms_mode,
+        tolerance=tolerance,
+        name_map=name_map,
+        ignore=ignore,
+        seed=seed,
+    )
+
+
 def convert_checkpoint(
     src: Path,
     model: Any,
@@ -490,6 +555,7 @@ _LAZY = {
     "Amp": "engine.amp",
     "GenerationResult": "engine.generation.result",
     "ShapesResult": "engine.shapes.result",
+    "BlocksResult": "engine.blocks.result",
 }
 
 

@@ -212,6 +212,37 @@ class LlamaDecoderLayer(nn.Cell):
         return residual + self.mlp(self.post_attention_layernorm(hidden_states))
 
 
+class LlamaBlock(LlamaDecoderLayer):
+    """The decoder layer taking the mask and the rotary ``cos`` and ``sin`` one by one, as
+    ``parity.check_blocks`` feeds a block (its inputs are arrays, not a tuple of them)."""
+
+    def construct(self, hidden_states, attention_mask, cos, sin):
+        return super().construct(hidden_states, attention_mask=attention_mask, position_embeddings=(cos, sin))
+
+
+def torch_llama_block(config, index):
+    """transformers' ``LlamaDecoderLayer`` for layer ``index`` of ``config``, in eval mode, taking
+    the mask, ``cos`` and ``sin`` one by one (the pair of :class:`LlamaBlock`)."""
+    modeling = import_quietly("transformers.models.llama.modeling_llama")
+
+    class TorchLlamaBlock(modeling.LlamaDecoderLayer):
+        def forward(self, hidden_states, attention_mask, cos, sin):
+            return super().forward(hidden_states, attention_mask=attention_mask, position_embeddings=(cos, sin))
+
+    return TorchLlamaBlock(config, layer_idx=index).eval()
+
+
+def block_inputs(config, length):
+    """What every decoder layer of a batch of one unpadded sequence of ``length`` takes besides
+    the hidden states, as numpy float32: the causal mask (0 or float32's smallest finite value)
+    and the rotary ``cos`` and ``sin`` of positions 0..length-1 (transformers' layout)."""
+    dim = config.hidden_size // config.num_attention_heads
+    inv_freq = 1.0 / config.rope_theta ** (np.arange(0, dim, 2, dtype=np.float32) / dim)
+    emb = np.concatenate([np.outer(np.arange(length, dtype=np.float32), inv_freq)] * 2, axis=-1)[None]
+    mask = np.triu(np.full((length, length), np.finfo(np.float32).min, np.float32), 1)[None, None]
+    return mask, np.cos(emb).astype(np.float32), np.sin(emb).astype(np.float32)
+
+
 def causal_padding_mask(attention_mask, dtype, smallest):
     """(batch, 1, n, n): 0 where query i may attend key j (j <= i and j a real token), else
     ``smallest``, the dtype's smallest finite value, as transformers' eager mask. Ops only, so that

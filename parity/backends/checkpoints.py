@@ -21,6 +21,8 @@ __all__ = [
     "save_state_file",
     "state_keys",
     "load_state_into",
+    "checkpoint_keys",
+    "read_block",
 ]
 
 
@@ -177,3 +179,64 @@ def load_state_into(model, path: str) -> tuple[list[str], list[str]]:
     arrays, _, _ = load_state_file(path)
     result = model.load_state_dict({n: torch.from_numpy(a) for n, a in arrays.items()}, strict=False)
     return list(result.missing_keys), list(result.unexpected_keys)
+
+
+# -- One block of a large checkpoint -----------------------------------------------------------
+
+
+def checkpoint_keys(path: str) -> List[str]:
+    """Every key a checkpoint holds, read without its tensors where the format allows:
+    safetensors' header, or ``torch.load(mmap=True)`` for a PyTorch ``.bin``/``.pt``. A MindSpore
+    ``.ckpt`` has no index to read apart: its keys are known block by block (an empty list here)."""
+    if path.endswith(".safetensors"):
+        from safetensors import safe_open
+
+        try:
+            with safe_open(path, framework="pt") as opened:
+                return list(opened.keys())
+        except Exception as exc:  # safetensors raises its own error types for a bad header
+            raise ParityUsageError(f"{path}: safetensors cannot read it: {_first_line(exc)}") from None
+    if path.endswith(".ckpt"):
+        return []
+    return list(_mapped_state(path))
+
+
+def read_block(path: str, prefix: str) -> Dict[str, np.ndarray]:
+    """The tensors under ``prefix`` in the checkpoint ``path``, by their names after it, as numpy
+    arrays (bfloat16 widened to float32, which is exact): safetensors memory-mapped and read key by
+    key, a PyTorch ``.bin``/``.pt`` through ``torch.load(mmap=True)``, a MindSpore ``.ckpt`` through
+    ``load_checkpoint`` keeping only those names. Nothing else of the file is read into memory."""
+    if path.endswith(".ckpt"):
+        import mindspore as ms
+
+        params = ms.load_checkpoint(path, choice_func=lambda name: name.startswith(prefix))
+        return {name[len(prefix) :]: _float32(param.asnumpy()) for name, param in params.items()}
+    if path.endswith(".safetensors"):
+        from safetensors import safe_open
+
+        with safe_open(path, framework="pt") as opened:
+            return {k[len(prefix) :]: _torch_array(opened.get_tensor(k)) for k in opened.keys() if k.startswith(prefix)}
+    state = _mapped_state(path)
+    return {k[len(prefix) :]: _torch_array(t) for k, t in state.items() if k.startswith(prefix)}
+
+
+def _mapped_state(path: str) -> dict:
+    import torch
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception as exc:  # unpickling and I/O errors of many types
+        raise ParityUsageError(f"{path}: torch.load(weights_only=True) cannot read it: {_first_line(exc)}") from None
+    return _state_dict_in(state, path, [])
+
+
+def _torch_array(tensor) -> np.ndarray:
+    import torch
+
+    if tensor.dtype == torch.bfloat16:
+        tensor = tensor.float()
+    return tensor.detach().cpu().numpy().copy()
+
+
+def _float32(array: np.ndarray) -> np.ndarray:
+    return array.astype(np.float32) if array.dtype.name == "bfloat16" else array.copy()

@@ -65,6 +65,7 @@ def test_the_site_has_examples():
 # Pages whose examples train, launch workers or run Hypothesis take over ten seconds each.
 SLOW_PAGES = (
     "docs/how-to/data-parallel.md",
+    "docs/how-to/large-models.md",
     "docs/how-to/tolerances.md",
     "docs/how-to/property-based.md",
     "docs/explanation/registry.md",

@@ -1,0 +1,101 @@
+"""What :func:`parity.check_blocks` returns: each block's check, in order, and how MindSpore's own
+chain of blocks drifted from PyTorch's. Framework-free."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, List, Optional
+
+from ...judge.metrics import Comparison
+from ..diagnosis import messages
+from ..result import Verdicts
+
+__all__ = ["BlockCheck", "BlocksResult"]
+
+
+@dataclass
+class BlockCheck:
+    """One block: its check on PyTorch's input to it (a normal :class:`parity.Result`, a failed
+    one's too, with its message), and ``chained``: MindSpore's output after running every block so
+    far on its own outputs, against PyTorch's (the error accumulated up to this block)."""
+
+    index: int
+    result: Any  # the block's Result
+    chained: Comparison
+    message: str = ""  # a failed check's message
+    notes: List[str] = field(default_factory=list)  # checkpoint tensors under its prefix left unused
+
+    @property
+    def passed(self) -> bool:
+        return self.result.passed
+
+    def line(self) -> str:
+        status = "ok  " if self.passed else "FAIL"
+        return (
+            f"  {status} block {self.index}: worst margin {messages.fmt(self.result.worst_margin)}x allowed; "
+            f"chained: max |diff| {messages.fmt(self.chained.max_abs)}, "
+            f"{messages.fmt(self.chained.margin)}x allowed"
+        )
+
+
+@dataclass
+class BlocksResult(Verdicts):
+    """Every block's check, in order; ``comparisons`` are every block's, in that order.
+    ``end_to_end``: MindSpore's chained output after the last block against PyTorch's; it is
+    reported, and fails nothing by itself (error grows over many blocks within each one's
+    tolerance)."""
+
+    ms_type: str
+    torch_type: str
+    blocks: List[BlockCheck]
+    prefix: str
+    notes: List[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(b.passed for b in self.blocks)
+
+    @property
+    def results(self) -> list:
+        return [b.result for b in self.blocks]
+
+    @property
+    def comparisons(self) -> list:
+        return [c for b in self.blocks for c in b.result.comparisons]
+
+    @property
+    def failing_blocks(self) -> List[int]:
+        return [b.index for b in self.blocks if not b.passed]
+
+    @property
+    def first_failing(self) -> Optional[int]:
+        failing = self.failing_blocks
+        return failing[0] if failing else None
+
+    @property
+    def end_to_end(self) -> Comparison:
+        return self.blocks[-1].chained
+
+    @property
+    def problem(self) -> str:
+        return ""
+
+    def __getitem__(self, index: int) -> BlockCheck:
+        return self.blocks[index]
+
+    def __len__(self) -> int:
+        return len(self.blocks)
+
+    def __str__(self) -> str:
+        failing = self.failing_blocks
+        end = self.end_to_end
+        text = (
+            f"{'ok' if not failing else 'FAIL'}: mindspore {self.ms_type} <-> torch {self.torch_type} over "
+            f"{len(self.blocks)} blocks ({self.prefix}); worst margin {messages.fmt(self.worst_margin)}x allowed"
+        )
+        text += f"; failing: {', '.join(str(i) for i in failing)}" if failing else ""
+        text += (
+            f"; end to end (MindSpore's blocks chained): max |diff| {messages.fmt(end.max_abs)}, "
+            f"max rel {messages.fmt(end.max_rel)}, {messages.fmt(end.margin)}x allowed"
+        )
+        return "\n".join([text] + [f"  note: {n}" for n in self.notes])

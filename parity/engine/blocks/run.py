@@ -1,0 +1,251 @@
+"""Block by block: :func:`parity.check_blocks`. For each block index, both sides' block is built,
+PyTorch's loaded from its checkpoint's keys under the block's prefix (and MindSpore's from its own
+checkpoint, or copied from PyTorch's through the weight map), checked by :func:`parity.engine.check.run_check`
+on PyTorch's output of the block before, run once more on MindSpore's own chained output, and freed
+before the next block is built: at most one block per side is alive at a time."""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import os
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ...backends import checkpoints
+from ...backends import mindspore as msb
+from ...backends import torch as tb
+from ...errors import ParityMismatch, ParityUnsupported, ParityUsageError
+from ...judge.metrics import ArrayPair, Comparison, compare_pair
+from ...judge.tolerance import ToleranceSpec
+from ...options import parse_seed
+from ..check import run_check
+from ..inputs import Inputs, materialize
+from ..settings import DEFAULT_SEED, MODES, CheckOptions, check_choice
+from .result import BlockCheck, BlocksResult
+
+__all__ = ["run_blocks"]
+
+WHERE = "check_blocks()"
+
+
+def run_blocks(
+    ms_block: Callable[[int], Any],
+    torch_block: Callable[[int], Any],
+    count: int,
+    inputs: Any,
+    *,
+    torch_weights: str,
+    ms_weights: Optional[str] = None,
+    prefix: str = "model.layers.{i}.",
+    ms_prefix: Optional[str] = None,
+    shared: Sequence[Any] = (),
+    grads: bool = CheckOptions.grads,
+    ms_mode: str = CheckOptions.ms_mode,
+    tolerance: Any = CheckOptions.tolerance,
+    name_map: Any = CheckOptions.name_map,
+    ignore: Sequence[str] = CheckOptions.ignore,
+    seed: Optional[int] = CheckOptions.seed,
+) -> BlocksResult:
+    """See :func:`parity.check_blocks`."""
+    __tracebackhide__ = True
+    _check_call(ms_block, torch_block, count, prefix, ms_prefix)
+    check_choice("ms_mode", ms_mode, MODES, WHERE)
+    given = parse_seed(seed, f"{WHERE} seed")
+    seed = DEFAULT_SEED if given is None else given
+    torch_path = _weights_file(torch_weights, "torch_weights")
+    ms_path = _weights_file(ms_weights, "ms_weights") if ms_weights is not None else None
+    ms_prefix = prefix if ms_prefix is None else ms_prefix
+    _check_count(torch_path, prefix, count)
+    if ms_path is not None:
+        _check_count(ms_path, ms_prefix, count)
+    first, extra = _block_inputs(inputs, shared, seed)
+    chain = (ToleranceSpec.parse(tolerance, source=f"{WHERE} tolerance"),)
+    options: Dict[str, Any] = dict(
+        grads=grads, ms_mode=ms_mode, tolerance=tolerance, name_map=name_map, ignore=ignore, seed=seed
+    )
+    mode = "graph" if ms_mode == "graph" else "pynative"
+    reference, own = first, first
+    checks: List[BlockCheck] = []
+    types = ("", "")
+    for index in range(count):
+        check, reference, own, types = _one_block(
+            index,
+            ms_block,
+            torch_block,
+            (torch_path, prefix),
+            (ms_path, ms_prefix),
+            (reference, own),
+            extra,
+            mode=mode,
+            chain=chain,
+            options=options,
+        )
+        checks.append(check)
+        gc.collect()  # the block pair is gone before the next is built
+    result = BlocksResult(types[0], types[1], checks, prefix, [n for c in checks for n in c.notes])
+    if not result.passed:
+        raise ParityMismatch(_message(result), result)
+    return result
+
+
+def _one_block(index, ms_block, torch_block, torch_side, ms_side, fed, extra, *, mode, chain, options):
+    """Block ``index`` built, loaded, checked and run on both chains; only arrays come back."""
+    torch_module, ms_cell = _build(torch_block, index, "torch_block"), _build(ms_block, index, "ms_block")
+    types = (type(ms_cell).__qualname__, type(torch_module).__qualname__)
+    notes = _load(tb, torch_module, index, *torch_side, "torch_weights")
+    if ms_side[0] is not None:
+        notes += _load(msb, ms_cell, index, *ms_side, "ms_weights")
+    reference, own = fed
+    weights = "copy" if ms_side[0] is None else "as_is"
+    message = ""
+    try:
+        result = run_check(ms_cell, torch_module, (reference,) + extra, weights=weights, **options)
+    except ParityMismatch as exc:
+        if exc.result is None:
+            raise
+        # the failed check keeps the pair for a repro: let go of it, the block is freed below
+        result, message = dataclasses.replace(exc.result, repro_source=None), str(exc)
+    except (ParityUsageError, ParityUnsupported) as exc:  # the block's own pair or call: say which block
+        raise type(exc)(f"{WHERE}: block {index}: {exc}") from None
+    torch_out = _first_output(tb.Pass(torch_module, _arrays(reference, extra), grads=False, device="CPU"), index)
+    with msb.execution_mode(mode):
+        ms_out = _first_output(msb.Pass(ms_cell, _arrays(own, extra), grads=False, mode=mode), index)
+    del torch_module, ms_cell
+    msb.release_graphs()
+    pair = ArrayPair("output", f"block {index} output (chained)", "output", "output", mode, ms_out, torch_out)
+    chained: Comparison = compare_pair(pair, chain, check_dtype=False)
+    return BlockCheck(index, result, chained, message, notes), torch_out, ms_out, types
+
+
+def _check_call(ms_block, torch_block, count, prefix, ms_prefix) -> None:
+    for label, factory in (("ms_block", ms_block), ("torch_block", torch_block)):
+        if not callable(factory):
+            raise ParityUsageError(
+                f"{WHERE}: {label} must be a callable building block i (``{label}(i)``), "
+                f"got {type(factory).__qualname__}"
+            )
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ParityUsageError(f"{WHERE}: count must be a positive number of blocks, got {count!r}")
+    for label, value in (("prefix", prefix), ("ms_prefix", ms_prefix)):
+        if value is not None and (not isinstance(value, str) or "{i}" not in value):
+            raise ParityUsageError(
+                f"{WHERE}: {label} must be a string holding '{{i}}' where the block index goes "
+                f"(as 'model.layers.{{i}}.'), got {value!r}"
+            )
+        if value is not None and value.endswith("{i}"):
+            raise ParityUsageError(
+                f"{WHERE}: {label}={value!r} ends with the index: end it with the separator "
+                f"({value + '.'!r}), or block 1 would take block 10's keys"
+            )
+
+
+def _weights_file(path: Any, label: str) -> str:
+    if not isinstance(path, (str, os.PathLike)):
+        raise ParityUsageError(f"{WHERE}: {label} must be a checkpoint's path, got {type(path).__qualname__}")
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise ParityUsageError(f"{WHERE}: {label}={path!r} is not a file")
+    return path
+
+
+def _check_count(path: str, prefix: str, count: int) -> None:
+    """A checkpoint with an index must hold every block asked for (a ``.ckpt`` is checked per block)."""
+    keys = checkpoints.checkpoint_keys(path)
+    if not keys:
+        return
+    held = [i for i in range(count) if any(k.startswith(prefix.format(i=i)) for k in keys)]
+    missing = sorted(set(range(count)) - set(held))
+    if missing:
+        shown = ", ".join(str(i) for i in missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise ParityUsageError(
+            f"{WHERE}: count={count} blocks, but {path} holds no key under {prefix.format(i=missing[0])!r} "
+            f"(blocks missing: {shown}; it holds {len(held)} of the blocks 0..{count - 1})"
+        )
+
+
+def _block_inputs(inputs: Any, shared: Sequence[Any], seed: int) -> Tuple[np.ndarray, Tuple[np.ndarray, ...]]:
+    first = materialize(inputs, seed)
+    if len(first.args) != 1 or first.kwargs:
+        raise ParityUsageError(
+            f"{WHERE}: inputs is the first block's one input (an array or spec such as parity.randn(...)); "
+            f"give what every block takes besides it in shared=(...), got {len(first.args) + len(first.kwargs)} inputs"
+        )
+    if not isinstance(shared, (tuple, list)):
+        raise ParityUsageError(
+            f"{WHERE}: shared must be a tuple of the arrays every block takes after its input "
+            f"(an attention mask, cos, sin), got {type(shared).__qualname__}"
+        )
+    drawn = materialize((inputs,) + tuple(shared), seed).args  # one stream per position, as check draws them
+    return drawn[0], tuple(drawn[1:])
+
+
+def _arrays(first: np.ndarray, extra: Tuple[np.ndarray, ...]) -> Inputs:
+    args = (first,) + extra
+    return Inputs(args, {}, {f"input[{i}]": "" for i in range(len(args))})
+
+
+def _build(factory, index: int, label: str):
+    block = factory(index)
+    if block is None:
+        raise ParityUsageError(f"{WHERE}: {label}({index}) returned None, not a block")
+    return block
+
+
+def _load(backend, model, index: int, path: str, prefix: str, label: str) -> List[str]:
+    """Block ``index``'s tensors from ``path`` into ``model``, each of its weights and buffers named;
+    a note naming the checkpoint's tensors under the block's prefix that the block has no place for
+    (a buffer older versions saved, such as ``rotary_emb.inv_freq``)."""
+    where = prefix.format(i=index)
+    arrays = checkpoints.read_block(path, where)
+    slots = {slot.name: slot for slot in backend.slots(model) if slot.persistent}
+    names = list(slots)
+    missing = [n for n in names if n not in arrays]
+    if not arrays:
+        raise ParityUsageError(f"{WHERE}: block {index}: {label} {path} holds no key under {where!r}")
+    if missing:
+        raise ParityUsageError(
+            f"{WHERE}: block {index}: {label} {path} lacks {len(missing)} of the block's tensors: "
+            + ", ".join(repr(where + n) for n in missing[:5])
+            + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        )
+    unused = sorted(set(arrays) - set(names))
+    notes = (
+        [
+            f"block {index}: {label} holds {len(unused)} tensors under {where!r} that the block has no "
+            "place for, left unused: " + ", ".join(repr(where + n) for n in unused[:5])
+        ]
+        if unused
+        else []
+    )
+    for name, slot in slots.items():
+        array = arrays.pop(name)
+        if tuple(array.shape) != slot.shape:
+            raise ParityUsageError(
+                f"{WHERE}: block {index}: {label} {path}: {where + name!r} has shape {tuple(array.shape)}, "
+                f"the block's {name!r} {slot.shape}"
+            )
+        backend.write(model, name, array)
+    return notes
+
+
+def _first_output(run, index: int) -> np.ndarray:
+    outputs = run.outputs()
+    if not outputs:
+        raise ParityUsageError(f"{WHERE}: block {index} returned no tensor to feed the next block")
+    return outputs[0][1]
+
+
+def _message(result: BlocksResult) -> str:
+    failing = result.failing_blocks
+    first = failing[0]
+    shown = ", ".join(str(i) for i in failing[:10]) + (" ..." if len(failing) > 10 else "")
+    lines = [
+        f"block {first} of {len(result)} differs (failing blocks: {shown}), each block fed PyTorch's "
+        "output of the block before",
+        str(result),
+    ]
+    lines += [b.line() for b in result.blocks]
+    lines += ["", f"block {first}'s check:", result.blocks[first].message]
+    return "\n".join(lines)
