@@ -113,3 +113,12 @@ def test_a_replay_leaves_the_pytorch_layer_as_it_was():
         with tb.altered(module, {"act": ((("eps", 1e-3),), (), 0.0)}):
             pass
     assert module.act.approximate == before[0]
+
+
+def test_a_replay_that_changes_the_output_shape_confirms_it():
+    # pad_mode='same' keeps 8x8 where PyTorch's padding=0 gives 6x6: the replay pads as MindSpore does
+    ms_cell = msnn.SequentialCell(msnn.Conv2d(3, 4, 3, has_bias=True), msnn.ReLU())
+    failure = _failure(ms_cell, torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU()))
+    (own,) = failure.result.layers.own_errors
+    assert _entries(own.causes) == ["conv2d-pad-mode-default"] and "; confirmed: " in own.causes[0]
+    assert _entries(failure.likely_causes) == ["conv2d-pad-mode-default"]

@@ -53,9 +53,9 @@ class Replayable:
 
     def judge(self, key: tuple, value) -> Optional[Comparison]:
         """``value`` (PyTorch's, replayed) against MindSpore's fed value at ``key``; None where its
-        shape differs."""
+        shape differs from MindSpore's (a replay may change the shape: 'same' padding)."""
         pair = self.failed[key][0]
-        if value is None or value.shape != pair.torch.shape:
+        if value is None or value.shape != pair.ms.shape:  # PyTorch's changed layer against MindSpore's
             return None
         return compare_pair(replace(pair, torch=value), self.chain, False)
 
