@@ -119,8 +119,14 @@ def test_vit_qkv_is_fused_automatically_and_reported():
 
 
 def test_vit_fused_qkv_checks_from_mindspore_weights_with_grads_named_by_pytorch():
+    # what this holds is the gradients' names; an attention bias's gradient sits near its rounding
+    # envelope at float32's defaults on some CPUs (1.44x under 4 ulps of noise), so the verdict is loosened
     result = parity.check(
-        zoo_vision.ms_vit(), zoo_vision.torch_vit_hf(), parity.randn((2, 3, 32, 32)), weights="copy_to_torch"
+        zoo_vision.ms_vit(),
+        zoo_vision.torch_vit_hf(),
+        parity.randn((2, 3, 32, 32)),
+        weights="copy_to_torch",
+        tolerance=parity.Tolerance(1e-4, 1e-4),
     )
     grads = {c.name: c.ms_name for c in result.comparisons if c.kind == "param grad"}
     assert grads["vit.encoder.layer.1.attention.attention.value.weight"] == "part 2 of fused blocks.1.attn.qkv.weight"
