@@ -94,13 +94,21 @@ def _resolve(name: str):
         return None
 
 
+_INDEXED_AT = [-1]  # len(sys.modules) when the unresolved names were last looked up
+
+
 def _index() -> Dict[int, Tuple[Adapter, Optional[Validator]]]:
+    """The table by the identity of its targets. A name resolves once its package is imported, so the
+    unresolved ones are looked up again only after an import (a trace asks this for every node)."""
+    if len(sys.modules) == _INDEXED_AT[0]:
+        return _BY_ID
     for name in sorted(_UNRESOLVED):
         target = _resolve(name)
         if target is not None:
             entry = FUNCTIONS[name]
             _BY_ID[id(target)] = entry if isinstance(entry, tuple) else (entry, None)
             _UNRESOLVED.discard(name)
+    _INDEXED_AT[0] = len(sys.modules)
     return _BY_ID
 
 
@@ -142,13 +150,30 @@ def is_inplace(op: str, target: Any, kwargs: Mapping[str, Any]) -> bool:
     return target in INPLACE_OPERATORS or target is operator.setitem or bool(kwargs.get("inplace", False))
 
 
+_NAMES: Dict[int, str] = {}
+_NAMED_AT = [-1]  # len(sys.modules) when _NAMES was built
+
+
+def _names() -> Dict[int, str]:
+    """The table's first name for each target that resolves (PyTorch's aliases are distinct objects),
+    built again only after an import."""
+    if len(sys.modules) != _NAMED_AT[0]:
+        _NAMES.clear()
+        for name in FUNCTIONS:
+            target = _resolve(name)
+            if target is not None:
+                _NAMES.setdefault(id(target), name)
+        _NAMED_AT[0] = len(sys.modules)
+    return _NAMES
+
+
 def api_name(op: str, target: object) -> str:
     """How an error names the call: ``torch.flatten``, ``Tensor.view``, ``operator.add``."""
     if op == "call_method":
         return f"Tensor.{target}"
-    for name in FUNCTIONS:
-        if _resolve(name) is target:
-            return name
+    name = _names().get(id(target))
+    if name is not None:
+        return name
     # __module__, or the owner's __name__: a str as a rule, though an object may hold anything there
     module: Any = getattr(target, "__module__", None) or getattr(getattr(target, "__self__", None), "__name__", "")
     module = {

@@ -552,8 +552,10 @@ def graph_cell(
     with, refusing then if that trace fails too.
 
     Translated with example inputs (``ctx.examples``), the programs built now are those of the calls
-    the Module received, traced on their values, and a failure in the Module's mode raises; a Module
-    the example run never called is traced only when it is called."""
+    the Module received, traced on their values in the Module's mode, and a failure raises where the
+    other mode fails too; the other mode's are traced when the Cell first runs in it (each trace
+    evaluates the Module's code in PyTorch, which is most of a translation's time). A Module the
+    example run never called is traced only when it is called."""
     cell = GraphForward(module, ctx)
     for name, child in children.items():
         cell.insert_child_to_cell(name, child)
@@ -562,14 +564,13 @@ def graph_cell(
     failed: List[Exception] = []
     if ctx.examples is not None:
         for key in source.examples:
-            failed = []
-            for training in (module.training, not module.training):
-                try:
-                    source.valued_program(cell, training, key)
-                except (TraceFailed, ParityUnsupported) as exc:
-                    failed.append(exc)
-            if len(failed) == 2:
-                raise failed[0]  # a mode that fails alone says so when the Cell runs in it
+            try:
+                source.valued_program(cell, module.training, key)
+            except (TraceFailed, ParityUnsupported) as exc:
+                try:  # the other mode is traced now only to tell a mode that fails alone
+                    source.valued_program(cell, not module.training, key)
+                except (TraceFailed, ParityUnsupported):
+                    raise exc from None
         return cell
     _refuse_var_positional(source.signature)
     for training in (module.training, not module.training):
