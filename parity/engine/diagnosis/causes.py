@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, NamedTuple, Optional, Set, Tuple
 
 from ...registry.diagnosis import UNSUPPORTED, Diagnosis, diagnose, likely_causes, observed
 from .messages import fmt
 
-__all__ = ["confirm", "failure_causes", "own_error_causes"]
+__all__ = ["Replayed", "confirm", "failure_causes", "own_error_causes"]
 
 
 def _merged(found: List[Diagnosis]) -> Tuple[tuple, tuple, float]:
@@ -93,7 +93,7 @@ def own_error_causes(ms_cell, torch_module, result, device: str, mode: str):
         ]
         return [marked.get(id(d), d) for d in found]
     candidates = [d for d in likely if d.path in at]
-    shown = [_settled(d, why) for d, why in confirm(candidates, replayable)]
+    shown = [_settled(o) for o in confirm(candidates, replayable)]
     layers.own_errors = [
         replace(
             e,
@@ -111,29 +111,40 @@ def own_error_causes(ms_cell, torch_module, result, device: str, mode: str):
     return kept
 
 
-def _settled(d: Diagnosis, why: str) -> Tuple[Diagnosis, str]:
-    """A replayed candidate as the message shows it: confirmed, or one that cannot be replayed
+class Replayed(NamedTuple):
+    """What a candidate's replay showed: ``diagnosis`` (``confirmed`` set where it reproduced
+    MindSpore's output), ``why`` (what the replay showed, or why there was none) and ``ruled_out``
+    (replayed, and PyTorch's changed layer still differs from MindSpore's)."""
+
+    diagnosis: Diagnosis
+    why: str = ""
+    ruled_out: bool = False
+
+
+def _settled(o: Replayed) -> Tuple[Diagnosis, str]:
+    """A replayed candidate as the message shows it: confirmed, or one that could not be replayed
     saying so (a likely cause still), or ruled out (second: what the replay showed)."""
+    d = o.diagnosis
     if d.confirmed:
         return d, ""
-    if d.replay is None or not why.startswith("replayed:"):
-        return replace(d, evidence=f"{d.evidence}; not confirmed: {why}"), ""
-    return d, f"{d} ({why})"
+    if not o.ruled_out:
+        return replace(d, evidence=f"{d.evidence}; not confirmed: {o.why}"), ""
+    return d, f"{d} ({o.why})"
 
 
-def confirm(candidates: List[Diagnosis], replayable) -> List[Tuple[Diagnosis, str]]:
+def confirm(candidates: List[Diagnosis], replayable) -> List[Replayed]:
     """Each candidate cause at a layer with its own error, replayed: the entry's mismatch applied to
     PyTorch's layer (its attributes as MindSpore's layer has them, its input padded as MindSpore
     pads it), PyTorch's layers fed their captured inputs again. A cause is confirmed (``confirmed``
     set) when the changed layer's every own value out of bounds then lies within tolerance of
-    MindSpore's; else the second of each pair says what the replay showed, or why there was none.
+    MindSpore's; else each :class:`Replayed` says what the replay showed, or why there was none.
     Causes at one layer are replayed one at a time, and, where none reproduces MindSpore's output
     alone, together; causes at different layers in the same rerun (each layer is fed PyTorch's
     inputs, so one layer's change reaches no other). Never raises."""
-    outcome: Dict[int, Tuple[Diagnosis, str]] = {}
+    outcome: Dict[int, Replayed] = {}
     for d in candidates:
         if d.replay is None:
-            outcome[id(d)] = (d, d.unreplayable or "the entry has no replay")
+            outcome[id(d)] = Replayed(d, d.unreplayable or "the entry has no replay")
     rounds: List[List[Diagnosis]] = []
     for d in candidates:
         if d.replay is not None:
@@ -149,7 +160,9 @@ def confirm(candidates: List[Diagnosis], replayable) -> List[Tuple[Diagnosis, st
         if d.replay is not None:
             together.setdefault(d.path, []).append(d)
     retry = {
-        path: ds for path, ds in together.items() if len(ds) > 1 and not any(outcome[id(d)][0].confirmed for d in ds)
+        path: ds
+        for path, ds in together.items()
+        if len(ds) > 1 and not any(outcome[id(d)].diagnosis.confirmed for d in ds)
     }
     if retry:
         _replay([d for ds in retry.values() for d in ds], retry, replayable, outcome, jointly=True)
@@ -168,7 +181,7 @@ def _replay(group: List[Diagnosis], by_layer: Dict[str, List[Diagnosis]], replay
         text = str(exc).splitlines()[0] if str(exc) else ""
         for d in group:
             if not jointly:
-                outcome[id(d)] = (d, f"its replay raised {type(exc).__name__}: {text}")
+                outcome[id(d)] = Replayed(d, f"its replay raised {type(exc).__name__}: {text}")
         return
     for path, ds in by_layer.items():
         mine = [k for k in keys if k[1] == path]
@@ -182,18 +195,17 @@ def _replay(group: List[Diagnosis], by_layer: Dict[str, List[Diagnosis]], replay
             why = "its own error lies in its code between sub-layers, which a replay of the layer does not reach"
             for d in ds:
                 if not jointly:
-                    outcome[id(d)] = (d, why)
+                    outcome[id(d)] = Replayed(d, why)
             continue
         if worst == 0.0:
             both = f" together with {', '.join(repr(x.entry.id) for x in ds[1:])}" if len(ds) > 1 else ""
             shown = f"PyTorch's layer with {applied} reproduces MindSpore's output{both}"
             for d in ds:
-                outcome[id(d)] = (replace(d, confirmed=shown), "")
+                outcome[id(d)] = Replayed(replace(d, confirmed=shown))
             continue
         if not jointly:
             still = "another shape" if worst is None or math.isinf(worst) else f"{fmt(worst)}x its tolerance"
             for d in ds:
-                outcome[id(d)] = (
-                    d,
-                    f"replayed: PyTorch's layer with {applied} still differs from MindSpore's ({still})",
+                outcome[id(d)] = Replayed(
+                    d, f"replayed: PyTorch's layer with {applied} still differs from MindSpore's ({still})", True
                 )
