@@ -290,6 +290,7 @@ def check_data_parallel(
     shard: Any = CheckOptions.shard,
     tolerance: ToleranceLike = CheckOptions.tolerance,
     name_map: NameMap = CheckOptions.name_map,
+    ignore: Sequence[str] = CheckOptions.ignore,
     seed: Optional[int] = CheckOptions.seed,
     timeout: float = CheckOptions.timeout,
 ) -> DataParallelResult:
@@ -308,6 +309,7 @@ def check_data_parallel(
       optimizer factory, translated); each batch is a global batch, its size divisible by ``workers``.
     * ``shard``: ``fn(rank, world, rows) -> row indices`` (importable), or a pair for MindSpore and
       PyTorch; default rows ``rank, rank + world, ...``.
+    * ``ignore``: as :func:`check`'s, in every run's weight map.
     * ``timeout``: seconds each framework's workers may take.
     """
     from .engine.data_parallel.run import run_data_parallel
@@ -323,6 +325,7 @@ def check_data_parallel(
         shard=shard,
         tolerance=tolerance,
         name_map=name_map,
+        ignore=ignore,
         seed=seed,
         timeout=timeout,
     )

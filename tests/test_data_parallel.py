@@ -176,7 +176,7 @@ def _single_runs(job_dir, *, ms_lr=None, ms_loss=None):
     from parity.judge.tolerance import ToleranceSpec
 
     job, arrays, _ = distributed._check_call(
-        parity.TRANSLATE, bn_mlp, BATCHES, ADAM["loss"], ADAM["optimizer"], 2, 2, None, None, 1234, "CPU"
+        parity.TRANSLATE, bn_mlp, BATCHES, ADAM["loss"], ADAM["optimizer"], 2, 2, None, None, (), 1234, "CPU"
     )
     _, built = distributed._write_job(str(job_dir), job, arrays, ADAM["optimizer"])
     distributed._single(str(job_dir), "torch")
@@ -239,6 +239,31 @@ def test_factories_must_be_importable_by_the_workers():
         r"separate processes: .* got .*<locals>.<lambda>",
     ):
         parity.check_data_parallel(parity.TRANSLATE, lambda: mlp(), BATCHES, **TRAINING)
+
+
+def test_ignore_is_a_list_of_names_and_reaches_every_run_s_weight_map(tmp_path):
+    from parity.engine.data_parallel import run as distributed
+
+    with pytest.raises(
+        parity.ParityUsageError, match=r"ignore must be a list of tensor names or patterns, got '0.bias'"
+    ):
+        parity.check_data_parallel(parity.TRANSLATE, mlp, BATCHES, ignore="0.bias", **TRAINING)
+    job, arrays, _ = distributed._check_call(
+        parity.TRANSLATE,
+        mlp,
+        BATCHES,
+        TRAINING["loss"],
+        TRAINING["optimizer"],
+        2,
+        2,
+        None,
+        None,
+        ("no_such.*",),
+        1,
+        "CPU",
+    )
+    with pytest.raises(parity.ParityUsageError, match=r"ignore=\['no_such\.\*'\]: 'no_such\.\*' names no tensor"):
+        distributed._write_job(str(tmp_path), job, arrays, TRAINING["optimizer"])  # before any worker starts
 
 
 def test_a_batch_the_workers_cannot_share_equally_is_refused():

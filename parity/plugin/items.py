@@ -21,7 +21,7 @@ from ..nightly import records
 
 _MARKER_KEYS = {"tolerance", "train", "ms_mode", "reference", "weights", "grads", "name_map", "ignore", "check_dtype"}
 _TRAINING_MARKER_KEYS = {"tolerance", "ms_mode", "weights", "name_map", "ignore"}  # what check_training takes
-_DATA_PARALLEL_MARKER_KEYS = {"tolerance", "name_map"}  # what check_data_parallel takes
+_DATA_PARALLEL_MARKER_KEYS = {"tolerance", "name_map", "ignore"}  # what check_data_parallel takes
 _GENERATION_MARKER_KEYS = {"tolerance", "weights", "name_map", "ignore"}  # what check_generation takes
 
 
@@ -302,7 +302,7 @@ class FixtureChecker:
 
     def check_data_parallel(self, ms_factory, torch_factory, batches, *, acknowledge=(), **kwargs):
         """:func:`parity.check_data_parallel` with this session's seed and device, and the marker's
-        ``tolerance`` and ``name_map``. It trains in PyNative mode: a session in graph mode alone
+        ``tolerance``, ``name_map`` and ``ignore``. It trains in PyNative mode: a session in graph mode alone
         gets :class:`ParityUnsupported`."""
         __tracebackhide__ = True
         with acknowledged(self._request.node, tuple(acknowledge)):

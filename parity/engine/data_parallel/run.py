@@ -150,7 +150,9 @@ def _optimizer_spec(optimizer, module) -> Dict[str, object]:
     }
 
 
-def _check_call(ms_factory, torch_factory, batches, loss, optimizer, steps, workers, shard, name_map, seed, device):
+def _check_call(
+    ms_factory, torch_factory, batches, loss, optimizer, steps, workers, shard, name_map, ignore, seed, device
+):
     """The job and its batches, from what can be checked before building anything."""
     if not callable(optimizer) or isinstance(optimizer, (tuple, list)):
         raise ParityUsageError(
@@ -163,11 +165,14 @@ def _check_call(ms_factory, torch_factory, batches, loss, optimizer, steps, work
             f"{WHERE}: loss must be a PyTorch loss Module (translated to MindSpore in every run), "
             f"got {type(loss).__module__}.{type(loss).__qualname__}"
         )
+    if isinstance(ignore, str) or not all(isinstance(p, str) for p in ignore):
+        raise ParityUsageError(f"{WHERE}: ignore must be a list of tensor names or patterns, got {ignore!r}")
     job = {
         "mindspore": _dotted(ms_factory, "ms_factory", allow_translate=True),
         "torch": _dotted(torch_factory, "torch_factory"),
         "loss": loss,
         "name_map": name_map,
+        "ignore": tuple(ignore),
         "seed": seed,
         "steps": steps,
         "shard": _shards(shard),
@@ -437,6 +442,7 @@ def run_data_parallel(
     shard=CheckOptions.shard,
     tolerance=CheckOptions.tolerance,
     name_map=CheckOptions.name_map,
+    ignore=CheckOptions.ignore,
     seed=CheckOptions.seed,
     timeout: float = CheckOptions.timeout,
     settings: Settings = Settings(),
@@ -464,7 +470,18 @@ def run_data_parallel(
     seed = seed if seed is not None else settings.resolved_seed
     chain = (ToleranceSpec.parse(tolerance, source=f"{WHERE[:-2]}(tolerance=...)"),) + settings.tolerances
     job, arrays, described = _check_call(
-        ms_factory, torch_factory, batches, loss, optimizer, steps, workers, shard, name_map, seed, settings.device
+        ms_factory,
+        torch_factory,
+        batches,
+        loss,
+        optimizer,
+        steps,
+        workers,
+        shard,
+        name_map,
+        ignore,
+        seed,
+        settings.device,
     )
     job_dir = tempfile.mkdtemp(prefix="parity-dp-")
     launches = [Launch(fw, job_dir, workers, timeout) for fw in worker.FRAMEWORKS]

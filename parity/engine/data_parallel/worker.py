@@ -152,7 +152,7 @@ def mindspore_model(job, torch_module, arrays):
         cell = translate(torch_module, device=job["device"])
     else:
         cell = _build(job["mindspore"], "ms_factory")
-    wmap = map_pair_weights(cell, torch_module, job["name_map"], job["device"])
+    wmap = map_pair_weights(cell, torch_module, job["name_map"], job["device"], job["ignore"])
     copy_weights(wmap, {k[5:]: v for k, v in arrays.items() if k.startswith("init/")}, cell, to_torch=False)
     msb.set_train(cell, True)
     return cell, wmap
