@@ -16,7 +16,9 @@ A guard names the node whose value it fixed, the value and the line of the decis
 computes that node on MindSpore tensors and refuses a call where it differs (:class:`GuardFailed`),
 as the branch taken would be wrong for it. A proxy also answers ``isinstance`` as its value would
 (``isinstance(out, tuple)``, a ``ModelOutput``; a tensor's proxy stays a proxy, for PyTorch's
-C++ would take it for a tensor), and ``forward``'s ``*args`` and
+C++ would take it for a tensor); asked by the model's code, ``isinstance(x, torch.Tensor)``,
+``torch.is_tensor(x)`` and ``type(x)`` of a traced tensor answer as in the eager run, each a guard;
+and ``forward``'s ``*args`` and
 ``**kwargs`` bind each value they receive to a placeholder of its own (:func:`call_slots`).
 """
 
@@ -70,7 +72,7 @@ class Guard:
     """A decision the trace took: ``node``'s value, read as ``kind``, was ``expected`` at ``where``."""
 
     node: str
-    kind: str  # "bool", "int", "float", "len", or an attribute read: "dtype", "ndim"
+    kind: str  # "bool", "int", "float", "len", "isinstance", "type", or an attribute read: "dtype", "ndim"
     expected: Any
     where: str
 
@@ -83,7 +85,7 @@ class Guard:
             return float(value)
         if self.kind == "len":
             return len(value)
-        if self.kind == "isinstance":  # the answer stands while the node is a tensor: it always is one
+        if self.kind in ("isinstance", "type"):  # the answer stands while the node is a tensor: it always is one
             return self.expected if _tensor_like(value) else "not a tensor"
         return value
 
@@ -103,6 +105,7 @@ class Guard:
             "float": "the number",
             "len": "the length",
             "isinstance": "isinstance (asked of the tensor)",
+            "type": "type()",
         }
         what = read.get(self.kind, f".{self.kind}")
         return f"{what} of {self.node} was {self.expected!r} (at {self.where})"
@@ -246,7 +249,7 @@ class ConcreteTracer(torch.fx.Tracer):
     def trace(
         self, root: Union[torch.nn.Module, Callable[..., Any]], concrete_args: Optional[Dict[str, Any]] = None
     ) -> torch.fx.Graph:
-        with _stand_ins(), warnings.catch_warnings():
+        with _stand_ins(), _answering_type(root), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the Module's own warnings were the example run's to give
             return super().trace(root, concrete_args)
 
@@ -449,6 +452,60 @@ def _answering_isinstance(obj: Any, classes: Any) -> bool:
     if not _isinstance(value, torch.Tensor):
         return _isinstance(obj, classes)  # a proxy of a tuple, a ModelOutput...: its __class__ answers
     return obj.tracer.decide(obj, "isinstance", _isinstance(value, classes))
+
+
+_type = type  # the builtin
+
+
+class _TypeQuestion(type):
+    """The metaclass of :class:`_AnsweringType`: calling it is calling ``type``; asked whether
+    something is an instance or subclass of it, it answers for ``type``."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and _type(args[0]) in _PROXIES and _in_user_code(1):
+            obj = args[0]
+            if _isinstance(obj.value, torch.Tensor):
+                return obj.tracer.decide(obj, "type", _type(obj.value))
+            return _type(obj.value)  # a tuple, a ModelOutput: their structure is the trace's, as isinstance's
+        return _type(*args, **kwargs)
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return _isinstance(obj, _type)
+
+    def __subclasscheck__(cls, sub: Any) -> bool:
+        return issubclass(sub, _type)
+
+
+class _AnsweringType(metaclass=_TypeQuestion):
+    """``type`` during a trace, in the modules that define the model's classes: ``type(x)`` of a
+    traced tensor is the class PyTorch's eager run saw (``type(mask) is torch.Tensor`` holds), a
+    guard at its line; of a traced tuple or ``ModelOutput``, its class (DistilBERT's ``type(out) is
+    not tuple``); any other call is ``type``'s. Without it, ``type(x)`` of a proxy is the proxy's
+    class, and the branch PyTorch did not take would be traced without a word. (``builtins.type``
+    itself stays: a module imported during the trace may define a metaclass on it.)"""
+
+
+@contextmanager
+def _answering_type(root: Any) -> Iterator[None]:
+    """:class:`_AnsweringType` as ``type`` in the modules defining the classes of ``root``'s
+    Modules (and their bases outside PyTorch), where the module has no ``type`` of its own."""
+    names: set[str] = set()
+    if _isinstance(root, torch.nn.Module):
+        for sub in root.modules():
+            names.update(c.__module__ for c in _type(sub).__mro__ if not c.__module__.startswith("torch"))
+    shadowed = [
+        vars(sys.modules[n])
+        for n in sorted(names)
+        if n in sys.modules and n != __name__ and "type" not in vars(sys.modules[n])
+    ]
+    for space in shadowed:
+        space["type"] = _AnsweringType
+    try:
+        yield
+    finally:
+        for space in shadowed:
+            if space.get("type") is _AnsweringType:
+                del space["type"]
 
 
 def _answering_is_tensor(obj: Any) -> bool:
