@@ -431,6 +431,12 @@ def check_blocks(
     * Each block's output (its first, where it returns several) feeds the next. MindSpore's blocks
       are run on their own outputs too: each block's ``chained`` comparison, and ``end_to_end`` the
       last, say how far its error grew over the blocks; they are reported, and fail nothing.
+    * With ``grads``, the backward is also chained end to end: each block's input on each side is
+      kept (one array per block per side), and the blocks are built again from the last to the
+      first, each side differentiated on its own kept input with the cotangent its block after
+      handed back (the last block's: the seeded one :func:`check` draws, the same on both sides).
+      Each block's ``chained_grads`` and ``end_to_end_grad`` (the gradient reaching block 0's
+      input; ``chained_input_grad``: both sides' arrays) are reported like ``chained``.
     * ``grads``, ``ms_mode``, ``tolerance`` and ``seed`` are :func:`check`'s, for every block.
     """
     from .engine.blocks.run import run_blocks

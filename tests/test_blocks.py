@@ -9,6 +9,7 @@ import importlib.util
 import weakref
 
 import mindspore  # noqa: F401  (both frameworks before parity, as everywhere in tests/)
+import numpy as np
 import pytest
 import torch
 
@@ -47,11 +48,10 @@ class Built:
         self.alive[side] -= 1
 
     def torch_block(self, i):
-        gc.collect()  # what the check let go of is gone before counting
+        gc.collect()  # what the check let go of is gone before counting (PyTorch's block is built first)
         return self._born("torch", llama.torch_llama_block(llama.llama_config(), i))
 
     def ms_block(self, i):
-        gc.collect()
         config = llama.llama_config()
         config.rms_norm_eps = self.ms_eps.get(i, config.rms_norm_eps)
         return self._born("ms", llama.LlamaBlock(config))
@@ -87,18 +87,25 @@ def _check(weights_path, built, count=BLOCKS, **kwargs):
         count,
         parity.randn((1, SEQ, llama.CONFIG["hidden_size"])),
         torch_weights=weights_path,
-        grads=False,
-        **{"shared": _shared(), **kwargs},
+        **{"shared": _shared(), "grads": False, **kwargs},
     )
 
 
-def test_a_clean_pair_passes_block_by_block_one_block_alive_at_a_time(weights):
+@pytest.fixture(scope="module")
+def clean(weights):
+    """One clean check with gradients, shared: its result and the factories that counted its blocks."""
     built = Built()
-    result = _check(weights, built)
+    result = _check(weights, built, grads=True)
+    return result, built
+
+
+def test_a_clean_pair_passes_block_by_block_one_block_alive_at_a_time(clean):
+    result, built = clean
     assert result.passed and len(result) == BLOCKS and result.first_failing is None
     assert [b.index for b in result.blocks] == list(range(BLOCKS))
     assert all(isinstance(b.result, parity.Result) and b.result.comparisons for b in result.blocks)
-    assert built.built.count("ms") == built.built.count("torch") == BLOCKS
+    # each block built twice per side: the forward walk, then the backward walk from the last block
+    assert built.built.count("ms") == built.built.count("torch") == 2 * BLOCKS
     assert built.most == {"ms": 1, "torch": 1}, built.most  # each block freed before the next is built
     gc.collect()
     assert built.alive == {"ms": 0, "torch": 0}  # and nothing of them kept by the result
@@ -106,24 +113,53 @@ def test_a_clean_pair_passes_block_by_block_one_block_alive_at_a_time(weights):
     # the chain's own drift (reported, failing nothing) moves with the host's rounding: its verdict is not held
     assert end.total == SEQ * llama.CONFIG["hidden_size"]
     assert "end to end" in str(result) and f"over {BLOCKS} blocks" in str(result)
+    assert "backward end to end (chained from the last block)" in str(result)
+    assert all("chained backward:" in b.line() for b in result.blocks)
 
 
-def test_the_weights_read_are_the_checkpoints(weights):
-    """A block's output is PyTorch's layer with the checkpoint's weights: the chain of blocks
-    equals transformers' layers loaded from the same file and run one after the other."""
-    result = _check(weights, Built())
-    state = _state(BLOCKS)
-    x = torch.from_numpy(parity.randn((1, SEQ, llama.CONFIG["hidden_size"])).generate(_stream()))
+def _whole_model(state, x):
+    """transformers' layers loaded from ``state`` and run one after the other, as one graph."""
     mask, cos, sin = (torch.from_numpy(a) for a in _shared())
-    with torch.no_grad():
-        for i in range(BLOCKS):
-            layer = llama.torch_llama_block(llama.llama_config(), i)
-            prefix = f"model.layers.{i}."
-            layer.load_state_dict({k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)})
-            x = layer(x, mask, cos, sin)
-    end = result.end_to_end
-    assert end.max_abs <= 1e-4 * float(x.abs().max())  # MindSpore's chain ends near PyTorch's
-    assert float(x.abs().max()) > 0
+    for i in range(BLOCKS):
+        layer = llama.torch_llama_block(llama.llama_config(), i)
+        prefix = f"model.layers.{i}."
+        layer.load_state_dict({k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)})
+        x = layer(x, mask, cos, sin)
+    return x
+
+
+def test_the_weights_read_are_the_checkpoints_and_the_backward_is_the_whole_models(clean):
+    """A block's output is PyTorch's layer with the checkpoint's weights: the chain of blocks
+    equals transformers' layers loaded from the same file and run one after the other; and the
+    backward chained block by block from the last block's seeded cotangent is that whole model's
+    gradient with respect to its input."""
+    result, _ = clean
+    x = torch.from_numpy(parity.randn((1, SEQ, llama.CONFIG["hidden_size"])).generate(_stream()))
+    x.requires_grad_(True)
+    out = _whole_model(_state(BLOCKS), x)
+    top = float(out.detach().abs().max())
+    assert result.end_to_end.max_abs <= 1e-4 * top and top > 0  # MindSpore's chain ends near PyTorch's
+    cotangent = torch.from_numpy(_seeded_cotangent(out.shape))
+    (whole,) = torch.autograd.grad(out, x, cotangent)
+    ms_grad, torch_grad = result.chained_input_grad
+    scale = float(whole.abs().max())
+    assert scale > 0 and torch_grad.shape == ms_grad.shape == tuple(x.shape)
+    assert float(np.abs(torch_grad - whole.numpy()).max()) <= 1e-5 * scale  # the chain is the whole model's
+    assert float(np.abs(ms_grad - whole.numpy()).max()) <= 1e-4 * scale  # MindSpore's chain ends near it
+    grad = result.end_to_end_grad
+    assert grad.kind == "input grad" and grad.total == x.numel() and grad.max_abs > 0
+    params = len(llama.torch_llama_block(llama.llama_config(), 0).state_dict())
+    assert [len(b.chained_grads) for b in result.blocks] == [1 + params] * BLOCKS
+    assert {c.kind for b in result.blocks for c in b.chained_grads[1:]} == {"param grad"}
+
+
+def _seeded_cotangent(shape):
+    """The cotangent parity.check draws for a module's one output."""
+    from parity.engine.inputs import normal_floats, seeded_stream
+    from parity.engine.settings import DEFAULT_SEED
+
+    count = int(np.prod(shape))
+    return normal_floats(seeded_stream(DEFAULT_SEED, "cotangent:output"), count).reshape(shape).astype(np.float32)
 
 
 def _stream():
@@ -136,37 +172,40 @@ def _stream():
 def test_a_fault_in_one_block_fails_naming_it(weights):
     built = Built(ms_eps={1: 0.5})  # block 1's RMSNorm eps differs on MindSpore's side
     with pytest.raises(ParityMismatch) as raised:
-        _check(weights, built)
+        _check(weights, built, grads=True)
     result = raised.value.result
     assert result.failing_blocks == [1] and result.first_failing == 1
     assert result[0].passed and result[2].passed  # each block fed PyTorch's input judges itself
     assert not result[1].passed and result[1].message
+    failed = {c.kind for c in result[1].result.comparisons if not c.passed}
+    assert "param grad" in failed  # its own gradients too, fed PyTorch's cotangent
     assert str(raised.value).startswith(f"block 1 of {BLOCKS} differs")
     assert "block 1's check:" in str(raised.value)
     assert not result.end_to_end.passed  # the fault carried through MindSpore's own chain
+    assert not result.end_to_end_grad.passed  # and back through its chained backward to block 0
+    assert not all(c.passed for c in result[1].chained_grads)
     assert built.most == {"ms": 1, "torch": 1}
 
 
 def test_bfloat16_weights_are_read_as_float32(tmp_path):
     path = tmp_path / "model.safetensors"
-    save_file(_state(2, torch.bfloat16), str(path))
-    built = Built()
-    result = _check(path, built, count=2)
-    assert result.passed and built.most == {"ms": 1, "torch": 1}
+    save_file(_state(1, torch.bfloat16), str(path))
+    result = _check(path, Built(), count=1)
+    assert result.passed
     assert {c.torch_dtype for b in result.blocks for c in b.result.comparisons} == {"float32"}
 
 
 def test_mindspore_reads_its_own_checkpoint(tmp_path):
     torch_path, ms_path = tmp_path / "model.safetensors", tmp_path / "model.ckpt"
-    state = _state(2)
+    state = _state(1)
     save_file(state, str(torch_path))
     changed = {k: v.numpy().copy() for k, v in state.items()}
-    changed["model.layers.1.self_attn.o_proj.weight"][0, 0] += 0.5  # a changed weight, MindSpore's file only
+    changed["model.layers.0.self_attn.o_proj.weight"][0, 0] += 0.5  # a changed weight, MindSpore's file only
     save_checkpoint_file(changed, str(ms_path))
-    with pytest.raises(ParityMismatch, match="^block 1 of 2 differs") as raised:
-        _check(torch_path, Built(), count=2, ms_weights=ms_path)
+    with pytest.raises(ParityMismatch, match="^block 0 of 1 differs") as raised:
+        _check(torch_path, Built(), count=1, ms_weights=ms_path)
     result = raised.value.result
-    assert result.failing_blocks == [1]
+    assert result.failing_blocks == [0]
     assert all(b.result.weights.direction == "as is" for b in result.blocks)  # nothing copied across
 
 

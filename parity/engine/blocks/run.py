@@ -21,13 +21,15 @@ from ...judge.metrics import ArrayPair, Comparison, compare_pair
 from ...judge.tolerance import ToleranceSpec
 from ...options import parse_seed
 from ..check import run_check
-from ..inputs import Inputs, materialize
+from ..inputs import materialize
 from ..settings import DEFAULT_SEED, MODES, CheckOptions, check_choice
+from .backward import walk_backward
+from .load import WHERE, Sides, block_arrays, first_output
 from .result import BlockCheck, BlocksResult
 
 __all__ = ["run_blocks"]
 
-WHERE = "check_blocks()"
+DEVICE = "CPU"
 
 
 def run_blocks(
@@ -66,39 +68,38 @@ def run_blocks(
         grads=grads, ms_mode=ms_mode, tolerance=tolerance, name_map=name_map, ignore=ignore, seed=seed
     )
     mode = "graph" if ms_mode == "graph" else "pynative"
+    sides = Sides(ms_block, torch_block, (torch_path, prefix), (ms_path, ms_prefix))
     reference, own = first, first
     checks: List[BlockCheck] = []
+    kept: List[Tuple[np.ndarray, np.ndarray]] = []  # with grads, each block's input on each side
     types = ("", "")
     for index in range(count):
+        if grads:
+            kept.append((own, reference))
         check, reference, own, types = _one_block(
-            index,
-            ms_block,
-            torch_block,
-            (torch_path, prefix),
-            (ms_path, ms_prefix),
-            (reference, own),
-            extra,
-            mode=mode,
-            chain=chain,
-            options=options,
+            sides, index, (reference, own), extra, mode=mode, chain=chain, options=options
         )
         checks.append(check)
         gc.collect()  # the block pair is gone before the next is built
-    result = BlocksResult(types[0], types[1], checks, prefix, [n for c in checks for n in c.notes])
+    input_grad = None
+    if grads:
+        found, input_grad = walk_backward(sides, kept, extra, options=options, mode=mode, chain=chain, device=DEVICE)
+        for check, compared in zip(checks, found):
+            check.chained_grads = compared
+    result = BlocksResult(
+        types[0], types[1], checks, prefix, [n for c in checks for n in c.notes], chained_input_grad=input_grad
+    )
     if not result.passed:
         raise ParityMismatch(_message(result), result)
     return result
 
 
-def _one_block(index, ms_block, torch_block, torch_side, ms_side, fed, extra, *, mode, chain, options):
+def _one_block(sides, index, fed, extra, *, mode, chain, options):
     """Block ``index`` built, loaded, checked and run on both chains; only arrays come back."""
-    torch_module, ms_cell = _build(torch_block, index, "torch_block"), _build(ms_block, index, "ms_block")
+    torch_module, ms_cell, notes = sides.pair(index)
     types = (type(ms_cell).__qualname__, type(torch_module).__qualname__)
-    notes = _load(tb, torch_module, index, *torch_side, "torch_weights")
-    if ms_side[0] is not None:
-        notes += _load(msb, ms_cell, index, *ms_side, "ms_weights")
     reference, own = fed
-    weights = "copy" if ms_side[0] is None else "as_is"
+    weights = "copy" if sides.ms_weights[0] is None else "as_is"
     message = ""
     try:
         result = run_check(ms_cell, torch_module, (reference,) + extra, weights=weights, **options)
@@ -109,10 +110,11 @@ def _one_block(index, ms_block, torch_block, torch_side, ms_side, fed, extra, *,
         result, message = dataclasses.replace(exc.result, repro_source=None), str(exc)
     except (ParityUsageError, ParityUnsupported) as exc:  # the block's own pair or call: say which block
         raise type(exc)(f"{WHERE}: block {index}: {exc}") from None
-    torch_out = _first_output(tb.Pass(torch_module, _arrays(reference, extra), grads=False, device="CPU"), index)
+    run = tb.Pass(torch_module, block_arrays(reference, extra), grads=False, device=DEVICE)
+    torch_out = first_output(run, index)[1]
     with msb.execution_mode(mode):
-        ms_out = _first_output(msb.Pass(ms_cell, _arrays(own, extra), grads=False, mode=mode), index)
-    del torch_module, ms_cell
+        ms_out = first_output(msb.Pass(ms_cell, block_arrays(own, extra), grads=False, mode=mode), index)[1]
+    del torch_module, ms_cell, run
     msb.release_graphs()
     pair = ArrayPair("output", f"block {index} output (chained)", "output", "output", mode, ms_out, torch_out)
     chained: Comparison = compare_pair(pair, chain, check_dtype=False)
@@ -179,62 +181,6 @@ def _block_inputs(inputs: Any, shared: Sequence[Any], seed: int) -> Tuple[np.nda
         )
     drawn = materialize((inputs,) + tuple(shared), seed).args  # one stream per position, as check draws them
     return drawn[0], tuple(drawn[1:])
-
-
-def _arrays(first: np.ndarray, extra: Tuple[np.ndarray, ...]) -> Inputs:
-    args = (first,) + extra
-    return Inputs(args, {}, {f"input[{i}]": "" for i in range(len(args))})
-
-
-def _build(factory, index: int, label: str):
-    block = factory(index)
-    if block is None:
-        raise ParityUsageError(f"{WHERE}: {label}({index}) returned None, not a block")
-    return block
-
-
-def _load(backend, model, index: int, path: str, prefix: str, label: str) -> List[str]:
-    """Block ``index``'s tensors from ``path`` into ``model``, each of its weights and buffers named;
-    a note naming the checkpoint's tensors under the block's prefix that the block has no place for
-    (a buffer older versions saved, such as ``rotary_emb.inv_freq``)."""
-    where = prefix.format(i=index)
-    arrays = checkpoints.read_block(path, where)
-    slots = {slot.name: slot for slot in backend.slots(model) if slot.persistent}
-    names = list(slots)
-    missing = [n for n in names if n not in arrays]
-    if not arrays:
-        raise ParityUsageError(f"{WHERE}: block {index}: {label} {path} holds no key under {where!r}")
-    if missing:
-        raise ParityUsageError(
-            f"{WHERE}: block {index}: {label} {path} lacks {len(missing)} of the block's tensors: "
-            + ", ".join(repr(where + n) for n in missing[:5])
-            + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        )
-    unused = sorted(set(arrays) - set(names))
-    notes = (
-        [
-            f"block {index}: {label} holds {len(unused)} tensors under {where!r} that the block has no "
-            "place for, left unused: " + ", ".join(repr(where + n) for n in unused[:5])
-        ]
-        if unused
-        else []
-    )
-    for name, slot in slots.items():
-        array = arrays.pop(name)
-        if tuple(array.shape) != slot.shape:
-            raise ParityUsageError(
-                f"{WHERE}: block {index}: {label} {path}: {where + name!r} has shape {tuple(array.shape)}, "
-                f"the block's {name!r} {slot.shape}"
-            )
-        backend.write(model, name, array)
-    return notes
-
-
-def _first_output(run, index: int) -> np.ndarray:
-    outputs = run.outputs()
-    if not outputs:
-        raise ParityUsageError(f"{WHERE}: block {index} returned no tensor to feed the next block")
-    return outputs[0][1]
 
 
 def _message(result: BlocksResult) -> str:
