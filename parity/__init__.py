@@ -421,6 +421,9 @@ def check_blocks(
     naming the first failing block, and :class:`ParityUsageError` naming the block and the key a
     checkpoint lacks, or the blocks it does not hold.
 
+    * A checkpoint sharded over several safetensors files is given as its index
+      (``model.safetensors.index.json``: Hugging Face's ``weight_map``, each key -> its file) or
+      the folder holding it; each key is read from its file.
     * ``ms_weights``: MindSpore's own checkpoint (``.safetensors`` or ``.ckpt``, names under
       ``ms_prefix``, by default ``prefix``); without it, PyTorch's weights are copied across through
       the weight map, as :func:`check` copies them (``name_map`` and ``ignore`` are its).

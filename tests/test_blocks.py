@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import json
 import weakref
 
 import mindspore  # noqa: F401  (both frameworks before parity, as everywhere in tests/)
@@ -270,3 +271,45 @@ def test_a_wrong_call_says_what_is_wrong(weights, kwargs, match):
     path, count = kwargs.pop("torch_weights"), kwargs.pop("count")
     with pytest.raises(ParityUsageError, match=match):
         _check(path, Built(), count=count, **kwargs)
+
+
+def _sharded(folder, state, files=3):
+    """``state`` split over ``files`` safetensors files (block 0's tensors over two of them) with
+    Hugging Face's index beside them."""
+    folder.mkdir(exist_ok=True)
+    keys = list(state)
+    names = [f"model-{n + 1:05d}-of-{files:05d}.safetensors" for n in range(files)]
+    weight_map = {}
+    for n, name in enumerate(names):
+        part = keys[n * len(keys) // files : (n + 1) * len(keys) // files]
+        save_file({k: state[k] for k in part}, str(folder / name))
+        weight_map.update({k: name for k in part})
+    index = {"metadata": {"total_size": sum(t.numel() * 4 for t in state.values())}, "weight_map": weight_map}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    return folder
+
+
+def test_a_checkpoint_sharded_over_several_files_is_read_through_its_index(tmp_path, weights):
+    folder = _sharded(tmp_path / "sharded", _state(2))
+    whole = _check(weights, Built(), count=2)
+    for given in (folder, folder / "model.safetensors.index.json"):
+        built = Built()
+        result = _check(given, built, count=2)
+        assert result.passed and built.most == {"ms": 1, "torch": 1}
+        # the same weights as the one file holds: the same outputs, bit for bit
+        assert [b.chained.max_abs for b in result.blocks] == [b.chained.max_abs for b in whole.blocks]
+
+
+def test_a_sharded_checkpoint_names_the_missing_file_and_the_missing_key(tmp_path):
+    folder = _sharded(tmp_path / "sharded", _state(2))
+    (folder / "model-00002-of-00003.safetensors").unlink()
+    with pytest.raises(ParityUsageError, match=r"maps keys to 1 files that are not there: .*model-00002-of-00003"):
+        _check(folder, Built(), count=2)
+    folder = _sharded(tmp_path / "other", _state(2))
+    index = json.loads((folder / "model.safetensors.index.json").read_text())
+    index["weight_map"]["model.layers.1.mlp.up_proj.weight"] = "model-00001-of-00003.safetensors"
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(ParityUsageError, match=r"maps 'model\.layers\.1\.mlp\.up_proj\.weight' to .*00001-of-00003"):
+        _check(folder, Built(), count=2)
+    with pytest.raises(ParityUsageError, match=r"is a folder, read as a sharded checkpoint's, but it holds no"):
+        _check(tmp_path, Built(), count=1)

@@ -5,5 +5,7 @@ next; MindSpore's own outputs are chained as well, to say how far its error grow
 and with gradients the backward is chained from the last block to the first.
 
 Modules: ``run`` (the forward walk, the failure message), ``load`` (one block pair built and its
-weights read), ``backward`` (the backward walk) and ``result`` (framework-free). May import what the rest of the engine may, and :mod:`parity.engine.check`.
+weights read), ``checkpoint`` (one file, or a sharded checkpoint through its index), ``backward``
+(the backward walk) and ``result`` (framework-free). May import what the rest of the engine may,
+and :mod:`parity.engine.check`.
 """

@@ -8,11 +8,11 @@ from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 
-from ...backends import checkpoints
 from ...backends import mindspore as msb
 from ...backends import torch as tb
 from ...errors import ParityUsageError
 from ..inputs import Inputs
+from .checkpoint import Checkpoint
 
 __all__ = ["WHERE", "Sides", "build", "load", "block_arrays", "first_output"]
 
@@ -26,8 +26,8 @@ class Sides:
 
     ms_block: Callable[[int], Any]
     torch_block: Callable[[int], Any]
-    torch_weights: Tuple[str, str]
-    ms_weights: Tuple[Optional[str], str]
+    torch_weights: Tuple[Checkpoint, str]
+    ms_weights: Tuple[Optional[Checkpoint], str]
 
     def pair(self, index: int) -> Tuple[Any, Any, List[str]]:
         """Block ``index`` of both sides, built and loaded: PyTorch's module, MindSpore's Cell, and
@@ -47,12 +47,13 @@ def build(factory, index: int, label: str):
     return block
 
 
-def load(backend, model, index: int, path: str, prefix: str, label: str) -> List[str]:
+def load(backend, model, index: int, checkpoint: Checkpoint, prefix: str, label: str) -> List[str]:
     """Block ``index``'s tensors from ``path`` into ``model``, each of its weights and buffers named;
     a note naming the checkpoint's tensors under the block's prefix that the block has no place for
     (a buffer older versions saved, such as ``rotary_emb.inv_freq``)."""
     where = prefix.format(i=index)
-    arrays = checkpoints.read_block(path, where)
+    arrays = checkpoint.read(where)
+    path = checkpoint.path
     slots = {slot.name: slot for slot in backend.slots(model) if slot.persistent}
     names = list(slots)
     missing = [n for n in names if n not in arrays]

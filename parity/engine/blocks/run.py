@@ -9,12 +9,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
-import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...backends import checkpoints
 from ...backends import mindspore as msb
 from ...backends import torch as tb
 from ...errors import ParityMismatch, ParityUnsupported, ParityUsageError
@@ -25,6 +23,7 @@ from ..check import run_check
 from ..inputs import materialize
 from ..settings import DEFAULT_SEED, MODES, CheckOptions, check_choice
 from .backward import walk_backward
+from .checkpoint import Checkpoint, open_checkpoint
 from .load import WHERE, Sides, block_arrays, first_output
 from .result import BlockCheck, BlocksResult
 
@@ -57,8 +56,8 @@ def run_blocks(
     check_choice("ms_mode", ms_mode, MODES, WHERE)
     given = parse_seed(seed, f"{WHERE} seed")
     seed = DEFAULT_SEED if given is None else given
-    torch_path = _weights_file(torch_weights, "torch_weights")
-    ms_path = _weights_file(ms_weights, "ms_weights") if ms_weights is not None else None
+    torch_path = open_checkpoint(torch_weights, "torch_weights", WHERE)
+    ms_path = open_checkpoint(ms_weights, "ms_weights", WHERE) if ms_weights is not None else None
     ms_prefix = prefix if ms_prefix is None else ms_prefix
     _check_count(torch_path, prefix, count)
     if ms_path is not None:
@@ -166,18 +165,10 @@ def _check_call(ms_block, torch_block, count, prefix, ms_prefix) -> None:
             )
 
 
-def _weights_file(path: Any, label: str) -> str:
-    if not isinstance(path, (str, os.PathLike)):
-        raise ParityUsageError(f"{WHERE}: {label} must be a checkpoint's path, got {type(path).__qualname__}")
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise ParityUsageError(f"{WHERE}: {label}={path!r} is not a file")
-    return path
-
-
-def _check_count(path: str, prefix: str, count: int) -> None:
+def _check_count(checkpoint: Checkpoint, prefix: str, count: int) -> None:
     """A checkpoint with an index must hold every block asked for (a ``.ckpt`` is checked per block)."""
-    keys = checkpoints.checkpoint_keys(path)
+    path = checkpoint.path
+    keys = checkpoint.keys()
     if not keys:
         return
     held = [i for i in range(count) if any(k.startswith(prefix.format(i=i)) for k in keys)]
