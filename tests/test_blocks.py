@@ -8,6 +8,7 @@ import gc
 import importlib.util
 import json
 import weakref
+from pathlib import Path
 
 import mindspore  # noqa: F401  (both frameworks before parity, as everywhere in tests/)
 import numpy as np
@@ -313,3 +314,45 @@ def test_a_sharded_checkpoint_names_the_missing_file_and_the_missing_key(tmp_pat
         _check(folder, Built(), count=2)
     with pytest.raises(ParityUsageError, match=r"is a folder, read as a sharded checkpoint's, but it holds no"):
         _check(tmp_path, Built(), count=1)
+
+
+def test_the_fixture_offers_check_blocks_bound_to_the_session_and_records_it(pytester):
+    save_file(_state(2), str(pytester.path / "model.safetensors"))
+    root = str(Path(__file__).resolve().parents[1])
+    pytester.makepyfile(
+        test_fixture=f"""
+        import sys
+
+        sys.path.insert(0, {root!r})  # the catalogue's LLaMA layers
+        from cases.models import llama
+
+        def test_blocks(parity):
+            config = llama.llama_config()
+            result = parity.check_blocks(
+                lambda i: llama.LlamaBlock(config),
+                lambda i: llama.torch_llama_block(config, i),
+                2,
+                parity.randn((1, {SEQ}, config.hidden_size)),
+                torch_weights="model.safetensors",
+                shared=llama.block_inputs(config, {SEQ}),
+            )
+            assert result.passed and len(result) == 2
+            assert {{b.result.seed for b in result.blocks}} == {{7}}  # the session's seed
+        """
+    )
+    result = pytester.runpytest("--parity", "--parity-seed=7", "--parity-report=blocks.jsonl", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*parity summary*", "ok    test_fixture.py::test_blocks: worst margin *x allowed*"])
+    from parity.nightly.records import read_records
+
+    _, checks = read_records(pytester.path / "blocks.jsonl")
+    (record,) = checks
+    assert record["call"] == "check_blocks" and record["verdict"] == "pass" and record["seed"] == 7
+    blocks = record["blocks"]
+    assert blocks["count"] == 2 and blocks["failing"] == [] and blocks["prefix"] == "model.layers.{i}."
+    assert [b["index"] for b in blocks["per_block"]] == [0, 1] and all(b["passed"] for b in blocks["per_block"])
+    assert blocks["end_to_end"]["kind"] == "output" and blocks["end_to_end_grad"]["kind"] == "input grad"
+    assert {t["block"] for t in record["tensors"]} == {0, 1}
+    assert "model.layers.1.mlp.up_proj.weight" in {t["name"] for t in record["tensors"]}  # checkpoint keys
+    chained = blocks["per_block"][1]["chained_grads"]
+    assert chained[0]["kind"] == "input grad" and {t["kind"] for t in chained[1:]} == {"param grad"}

@@ -21,15 +21,13 @@ from ...judge.tolerance import ToleranceSpec
 from ...options import parse_seed
 from ..check import run_check
 from ..inputs import materialize
-from ..settings import DEFAULT_SEED, MODES, CheckOptions, check_choice
+from ..settings import MODES, CheckOptions, Settings, check_choice
 from .backward import walk_backward
 from .checkpoint import Checkpoint, open_checkpoint
 from .load import WHERE, Sides, block_arrays, first_output
 from .result import BlockCheck, BlocksResult
 
 __all__ = ["run_blocks"]
-
-DEVICE = "CPU"
 
 
 def run_blocks(
@@ -49,13 +47,16 @@ def run_blocks(
     name_map: Any = CheckOptions.name_map,
     ignore: Sequence[str] = CheckOptions.ignore,
     seed: Optional[int] = CheckOptions.seed,
+    settings: Settings = Settings(),
 ) -> BlocksResult:
-    """See :func:`parity.check_blocks`."""
+    """See :func:`parity.check_blocks`. ``settings``: the session's (the ``parity`` fixture's seed,
+    mode, device and the marker's tolerance), as :func:`parity.engine.check.run_check` takes them."""
     __tracebackhide__ = True
     _check_call(ms_block, torch_block, count, prefix, ms_prefix)
     check_choice("ms_mode", ms_mode, MODES, WHERE)
+    ms_mode = settings.mode or ms_mode  # the command line decides how the run behaves
     given = parse_seed(seed, f"{WHERE} seed")
-    seed = DEFAULT_SEED if given is None else given
+    seed = given if given is not None else settings.resolved_seed
     torch_path = open_checkpoint(torch_weights, "torch_weights", WHERE)
     ms_path = open_checkpoint(ms_weights, "ms_weights", WHERE) if ms_weights is not None else None
     ms_prefix = prefix if ms_prefix is None else ms_prefix
@@ -63,9 +64,15 @@ def run_blocks(
     if ms_path is not None:
         _check_count(ms_path, ms_prefix, count)
     first, extra = _block_inputs(inputs, shared, seed)
-    chain = (ToleranceSpec.parse(tolerance, source=f"{WHERE} tolerance"),)
+    chain = (ToleranceSpec.parse(tolerance, source=f"{WHERE} tolerance"),) + settings.tolerances
     options: Dict[str, Any] = dict(
-        grads=grads, ms_mode=ms_mode, tolerance=tolerance, name_map=name_map, ignore=ignore, seed=seed
+        grads=grads,
+        ms_mode=ms_mode,
+        tolerance=tolerance,
+        name_map=name_map,
+        ignore=ignore,
+        seed=seed,
+        settings=settings,
     )
     mode = "graph" if ms_mode == "graph" else "pynative"
     sides = Sides(ms_block, torch_block, (torch_path, prefix), (ms_path, ms_prefix))
@@ -109,7 +116,8 @@ def _walk(sides, count, fed, grads, *, mode, chain, options) -> BlocksResult:
         gc.collect()  # the block pair is gone before the next is built
     input_grad = None
     if grads:
-        found, input_grad = walk_backward(sides, kept, extra, options=options, mode=mode, chain=chain, device=DEVICE)
+        device = options["settings"].device
+        found, input_grad = walk_backward(sides, kept, extra, options=options, mode=mode, chain=chain, device=device)
         for check, compared in zip(checks, found):
             check.chained_grads = compared
     notes = [n for c in checks for n in c.notes]
@@ -132,7 +140,7 @@ def _one_block(sides, index, fed, extra, *, mode, chain, options):
         result, message = dataclasses.replace(exc.result, repro_source=None), str(exc)
     except (ParityUsageError, ParityUnsupported) as exc:  # the block's own pair or call: say which block
         raise type(exc)(f"{WHERE}: block {index}: {exc}") from None
-    run = tb.Pass(torch_module, block_arrays(reference, extra), grads=False, device=DEVICE)
+    run = tb.Pass(torch_module, block_arrays(reference, extra), grads=False, device=options["settings"].device)
     torch_out = first_output(run, index)[1]
     with msb.execution_mode(mode):
         ms_out = first_output(msb.Pass(ms_cell, block_arrays(own, extra), grads=False, mode=mode), index)[1]
