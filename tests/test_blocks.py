@@ -117,6 +117,10 @@ def test_a_clean_pair_passes_block_by_block_one_block_alive_at_a_time(clean):
     assert "end to end" in str(result) and f"over {BLOCKS} blocks" in str(result)
     assert "backward end to end (chained from the last block)" in str(result)
     assert all("chained backward:" in b.line() for b in result.blocks)
+    # each walk's time on each block, the process's CPU time (every thread's) beside the wall time
+    assert all(b.forward_time.cpu > 0 and b.backward_time.cpu > 0 for b in result.blocks)
+    assert all(b.forward_time.wall > 0 and b.backward_time.wall > 0 for b in result.blocks)
+    assert len(result.cpu_seconds) == BLOCKS and all(s > 0 for s in result.cpu_seconds)
 
 
 def _whole_model(state, x):
@@ -354,5 +358,6 @@ def test_the_fixture_offers_check_blocks_bound_to_the_session_and_records_it(pyt
     assert blocks["end_to_end"]["kind"] == "output" and blocks["end_to_end_grad"]["kind"] == "input grad"
     assert {t["block"] for t in record["tensors"]} == {0, 1}
     assert "model.layers.1.mlp.up_proj.weight" in {t["name"] for t in record["tensors"]}  # checkpoint keys
+    assert all(b["cpu_s"] > 0 and b["wall_s"] > 0 for b in blocks["per_block"])
     chained = blocks["per_block"][1]["chained_grads"]
     assert chained[0]["kind"] == "input grad" and {t["kind"] for t in chained[1:]} == {"param grad"}

@@ -459,6 +459,8 @@ def _blocks_fields(result: BlocksResult) -> Dict[str, Any]:
                     "worst_margin": _block_result(b).worst_margin,
                     "chained": tensor_record(b.chained),
                     "chained_grads": [_in_block(c, b, result.prefix) for c in b.chained_grads],
+                    "cpu_s": b.forward_time.cpu + b.backward_time.cpu,
+                    "wall_s": b.forward_time.wall + b.backward_time.wall,
                 }
                 for b in result.blocks
             ],

@@ -24,6 +24,7 @@ from ..pairing import map_pair_weights, set_weights
 from ..passes import seeded_cotangents
 from ..side_errors import backward, run_side
 from .load import WHERE, Sides, block_arrays, first_output
+from .result import Seconds
 
 __all__ = ["walk_backward"]
 
@@ -41,17 +42,20 @@ def walk_backward(
     mode: str,
     chain: tuple,
     device: str,
-) -> Tuple[List[List[Comparison]], Optional[Pair]]:
+) -> Tuple[List[Tuple[List[Comparison], Seconds]], Optional[Pair]]:
     """Each block's chained gradients compared (its input's first, then its parameters', in
-    backward order), by block index; and both sides' gradient reaching block 0's input (None where
-    that input is not floating). ``kept``: each block's input, (MindSpore's, PyTorch's)."""
-    found: List[List[Comparison]] = [[] for _ in kept]
+    backward order) and the time the walk spent on it, by block index; and both sides' gradient
+    reaching block 0's input (None where that input is not floating). ``kept``: each block's input,
+    (MindSpore's, PyTorch's)."""
+    found: List[Tuple[List[Comparison], Seconds]] = [([], Seconds()) for _ in kept]
     cotangent: Optional[Pair] = None
     for index in reversed(range(len(kept))):
-        found[index], cotangent = _one_block(
+        started = Seconds.now()
+        compared, cotangent = _one_block(
             sides, index, kept[index], extra, cotangent, options=options, mode=mode, chain=chain, device=device
         )
         gc.collect()  # the block pair is gone before the one before it is built
+        found[index] = (compared, Seconds.since(started))
         if cotangent is None and index > 0:
             raise ParityUsageError(
                 f"{WHERE}: block {index}'s input is not floating: no gradient to hand to block {index - 1}"

@@ -3,6 +3,7 @@ chain of blocks drifted from PyTorch's, forward and (with gradients) backward. F
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, List, Optional, Tuple
 
@@ -10,7 +11,26 @@ from ...judge.metrics import Comparison
 from ..diagnosis import messages
 from ..result import Verdicts
 
-__all__ = ["BlockCheck", "BlocksResult"]
+__all__ = ["BlockCheck", "BlocksResult", "Seconds"]
+
+
+@dataclass(frozen=True)
+class Seconds:
+    """What one walk spent on one block (building both sides, reading the weights, the check or
+    the gradients, freeing the pair): the process's CPU time, every thread's (``time.process_time``),
+    and the wall time. CPU time is the figure to compare across blocks on a loaded machine."""
+
+    cpu: float = 0.0
+    wall: float = 0.0
+
+    @classmethod
+    def since(cls, started: Tuple[float, float]) -> "Seconds":
+        """From ``started``: ``(time.process_time(), time.perf_counter())`` taken before the block."""
+        return cls(time.process_time() - started[0], time.perf_counter() - started[1])
+
+    @staticmethod
+    def now() -> Tuple[float, float]:
+        return time.process_time(), time.perf_counter()
 
 
 @dataclass
@@ -27,6 +47,8 @@ class BlockCheck:
     # with gradients: the backward chained from the last block, each side on its own chain: the
     # gradient reaching this block's input (first, where the input is floating), then its parameters'
     chained_grads: List[Comparison] = field(default_factory=list)
+    forward_time: Seconds = Seconds()  # the forward walk's time on this block
+    backward_time: Seconds = Seconds()  # the backward walk's (zero without gradients)
 
     @property
     def passed(self) -> bool:
@@ -100,6 +122,11 @@ class BlocksResult(Verdicts):
     def chained_grads(self) -> List[Comparison]:
         """Every block's chained backward comparisons, block 0's first."""
         return [c for b in self.blocks for c in b.chained_grads]
+
+    @property
+    def cpu_seconds(self) -> List[float]:
+        """Each block's CPU time over both walks, in block order."""
+        return [b.forward_time.cpu + b.backward_time.cpu for b in self.blocks]
 
     @property
     def problem(self) -> str:

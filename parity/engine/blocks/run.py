@@ -25,7 +25,7 @@ from ..settings import MODES, CheckOptions, Settings, check_choice
 from .backward import walk_backward
 from .checkpoint import Checkpoint, open_checkpoint
 from .load import WHERE, Sides, block_arrays, first_output
-from .result import BlockCheck, BlocksResult
+from .result import BlockCheck, BlocksResult, Seconds
 
 __all__ = ["run_blocks"]
 
@@ -109,17 +109,19 @@ def _walk(sides, count, fed, grads, *, mode, chain, options) -> BlocksResult:
     for index in range(count):
         if grads:
             kept.append((own, reference))
+        started = Seconds.now()
         check, reference, own, types = _one_block(
             sides, index, (reference, own), extra, mode=mode, chain=chain, options=options
         )
-        checks.append(check)
         gc.collect()  # the block pair is gone before the next is built
+        check.forward_time = Seconds.since(started)
+        checks.append(check)
     input_grad = None
     if grads:
         device = options["settings"].device
         found, input_grad = walk_backward(sides, kept, extra, options=options, mode=mode, chain=chain, device=device)
-        for check, compared in zip(checks, found):
-            check.chained_grads = compared
+        for check, (compared, spent) in zip(checks, found):
+            check.chained_grads, check.backward_time = compared, spent
     notes = [n for c in checks for n in c.notes]
     return BlocksResult(types[0], types[1], checks, sides.torch_weights[1], notes, chained_input_grad=input_grad)
 
