@@ -220,10 +220,13 @@ def test_mindspore_reads_its_own_checkpoint(tmp_path):
     changed["model.layers.0.self_attn.o_proj.weight"][0, 0] += 0.5  # a changed weight, MindSpore's file only
     save_checkpoint_file(changed, str(ms_path))
     with pytest.raises(ParityMismatch, match="^block 0 of 1 differs") as raised:
-        _check(torch_path, Built(), count=1, ms_weights=ms_path)
+        _check(torch_path, Built(), count=1, ms_weights=ms_path, grads=True)
     result = raised.value.result
     assert result.failing_blocks == [0]
     assert all(b.result.weights.direction == "as is" for b in result.blocks)  # nothing copied across
+    # the backward walk reads MindSpore's checkpoint too: the changed weight's gradient differs
+    chained = {c.name: c for c in result[0].chained_grads}
+    assert not chained["self_attn.o_proj.weight"].passed
 
 
 def test_a_missing_key_names_the_block_and_the_key(tmp_path):
