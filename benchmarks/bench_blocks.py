@@ -126,6 +126,8 @@ def run_one(args) -> dict:
         "per_block_s": wall / args.count,
         "cpu_s": sum(cpu),
         "per_block_cpu_s": cpu,
+        # tensors each block's check sent to the rounding envelope (each costs PyTorch reruns)
+        "per_block_enveloped": [sum(c.envelope is not None for c in b.result.comparisons) for b in result.blocks],
         "peak_rss_mb": _peak_rss_mb(),
         "passed": result.passed,
         "worst_margin": result.worst_margin,
