@@ -17,7 +17,7 @@ import numpy as np
 
 from ...backends import mindspore as msb
 from ...backends import torch as tb
-from ...errors import ParityUsageError
+from ...errors import ParityUnsupported, ParityUsageError
 from ...judge.metrics import ArrayPair, Comparison, compare_pair
 from ..compared import grad_pairs
 from ..pairing import map_pair_weights, set_weights
@@ -51,9 +51,14 @@ def walk_backward(
     cotangent: Optional[Pair] = None
     for index in reversed(range(len(kept))):
         started = Seconds.now()
-        compared, cotangent = _one_block(
-            sides, index, kept[index], extra, cotangent, options=options, mode=mode, chain=chain, device=device
-        )
+        try:
+            compared, cotangent = _one_block(
+                sides, index, kept[index], extra, cotangent, options=options, mode=mode, chain=chain, device=device
+            )
+        except (ParityUsageError, ParityUnsupported) as exc:  # a side's error in the walk: say which block
+            if str(exc).startswith(WHERE):
+                raise
+            raise type(exc)(f"{WHERE}: block {index}, in the chained backward: {exc}") from None
         gc.collect()  # the block pair is gone before the one before it is built
         found[index] = (compared, Seconds.since(started))
         if cotangent is None and index > 0:
