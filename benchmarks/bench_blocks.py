@@ -1,7 +1,9 @@
-"""What :func:`parity.check_blocks` costs on a 7B LLaMA-shaped checkpoint: wall time, time per
+"""What :func:`parity.check_blocks` costs on a 7B LLaMA-shaped checkpoint: wall time, CPU time per
 block and peak memory, over ``--blocks`` decoder layers and over a quarter of them, so that "time
 grows linearly with the number of blocks, peak memory stays flat" reads off ratios measured in one
-run.
+run. Each block's CPU time is the process's (every thread's, ``time.process_time``) over the
+block's work, as ``BlockCheck.forward_time``/``backward_time`` hold it: on a machine shared with
+other work it stays put where wall time swings.
 
 Run from the repository root::
 
@@ -14,9 +16,11 @@ embedding or head, which a block check does not read) as one bfloat16 safetensor
 weights, written tensor by tensor so that the writer holds one tensor at a time (7B's 32 layers:
 about 13 GB). Then each count of blocks is checked in a fresh process: the catalogue's MindSpore
 decoder layer (``cases.models.llama.LlamaBlock``) against transformers' ``LlamaDecoderLayer``,
-forward only (``grads=False``), batch 1, sequence ``--seq`` (128), PyTorch's weights read from the
-file and copied across. Reported per count: wall time, time per block, peak RSS of the process
-(``VmHWM``), and the ratios between the two counts. A measurement, not a test: nothing asserts.
+forward only (``grads=False``; ``--grads``: with gradients, and the backward chained through the
+blocks), batch 1, sequence ``--seq`` (128), PyTorch's weights read from the file and copied across.
+Reported per count: wall time, CPU time per block (mean, least and most over the blocks), peak RSS
+of the process (``VmHWM``), and the ratios between the two counts. A measurement, not a test:
+nothing asserts.
 """
 
 from __future__ import annotations
@@ -110,14 +114,20 @@ def run_one(args) -> dict:
         parity.randn((1, args.seq, args.hidden)),
         torch_weights=Path(args.dir) / "model.safetensors",
         shared=shared,
-        grads=False,
+        grads=args.grads,
     )
     wall = time.perf_counter() - start
     end = result.end_to_end
+    cpu = result.cpu_seconds
     return {
         "blocks": args.count,
+        "grads": args.grads,
         "wall_s": wall,
         "per_block_s": wall / args.count,
+        "cpu_s": sum(cpu),
+        "per_block_cpu_s": cpu,
+        # tensors each block's check sent to the rounding envelope (each costs PyTorch reruns)
+        "per_block_enveloped": [sum(c.envelope is not None for c in b.result.comparisons) for b in result.blocks],
         "peak_rss_mb": _peak_rss_mb(),
         "passed": result.passed,
         "worst_margin": result.worst_margin,
@@ -142,9 +152,11 @@ def import_config(args):
 
 
 def _child(args, count: int) -> dict:
-    command = [sys.executable, __file__, "--one", str(count)] + [
-        f"--{k}={getattr(args, k)}" for k in ("dir", "layers", "hidden", "mlp", "heads", "seq")
-    ]
+    command = (
+        [sys.executable, __file__, "--one", str(count)]
+        + [f"--{k}={getattr(args, k)}" for k in ("dir", "layers", "hidden", "mlp", "heads", "seq")]
+        + (["--grads"] if args.grads else [])
+    )
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     for line in done.stdout.splitlines():
         if line.startswith(MARK):
@@ -162,6 +174,7 @@ def main() -> None:
     parser.add_argument("--mlp", type=int, default=11008)
     parser.add_argument("--heads", type=int, default=32)
     parser.add_argument("--seq", type=int, default=128)
+    parser.add_argument("--grads", action="store_true", help="with gradients and the chained backward")
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--json", default=None, help="also write the figures to this file")
     args = parser.parse_args()
@@ -179,16 +192,19 @@ def main() -> None:
     fewer = args.fewer or max(1, blocks // 4)
     runs = [_child(args, count) for count in (fewer, blocks)]
     for run in runs:
+        cpu = run["per_block_cpu_s"]
         print(
-            f"{run['blocks']:>3} blocks: {run['wall_s']:8.1f} s wall, {run['per_block_s']:6.2f} s per block, "
-            f"peak RSS {run['peak_rss_mb']:8.0f} MB; passed {run['passed']}, worst margin "
+            f"{run['blocks']:>3} blocks: {run['wall_s']:8.1f} s wall, {run['per_block_s']:6.2f} s per block; "
+            f"CPU {run['cpu_s']:8.1f} s, per block {run['cpu_s'] / len(cpu):6.2f} s (least {min(cpu):.2f}, "
+            f"most {max(cpu):.2f}); peak RSS {run['peak_rss_mb']:8.0f} MB; passed {run['passed']}, worst margin "
             f"{run['worst_margin']:.3g}x; end to end max |diff| {run['end_to_end_max_abs']:.3g} "
             f"({run['end_to_end_margin']:.3g}x allowed)"
         )
     small, large = runs
     print(
         f"ratios ({large['blocks']} / {small['blocks']} blocks = {large['blocks'] / small['blocks']:.2f}): "
-        f"wall {large['wall_s'] / small['wall_s']:.2f}, peak RSS {large['peak_rss_mb'] / small['peak_rss_mb']:.2f}"
+        f"CPU {large['cpu_s'] / small['cpu_s']:.2f}, wall {large['wall_s'] / small['wall_s']:.2f}, "
+        f"peak RSS {large['peak_rss_mb'] / small['peak_rss_mb']:.2f}"
     )
     if args.json:
         Path(args.json).write_text(json.dumps(runs, indent=2))

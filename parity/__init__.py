@@ -424,6 +424,9 @@ def check_blocks(
     naming the first failing block, and :class:`ParityUsageError` naming the block and the key a
     checkpoint lacks, or the blocks it does not hold.
 
+    * A checkpoint sharded over several safetensors files is given as its index
+      (``model.safetensors.index.json``: Hugging Face's ``weight_map``, each key -> its file) or
+      the folder holding it; each key is read from its file.
     * ``ms_weights``: MindSpore's own checkpoint (``.safetensors`` or ``.ckpt``, names under
       ``ms_prefix``, by default ``prefix``); without it, PyTorch's weights are copied across through
       the weight map, as :func:`check` copies them (``name_map`` and ``ignore`` are its).
@@ -434,6 +437,12 @@ def check_blocks(
     * Each block's output (its first, where it returns several) feeds the next. MindSpore's blocks
       are run on their own outputs too: each block's ``chained`` comparison, and ``end_to_end`` the
       last, say how far its error grew over the blocks; they are reported, and fail nothing.
+    * With ``grads``, the backward is also chained end to end: each block's input on each side is
+      kept (one array per block per side), and the blocks are built again from the last to the
+      first, each side differentiated on its own kept input with the cotangent its block after
+      handed back (the last block's: the seeded one :func:`check` draws, the same on both sides).
+      Each block's ``chained_grads`` and ``end_to_end_grad`` (the gradient reaching block 0's
+      input; ``chained_input_grad``: both sides' arrays) are reported like ``chained``.
     * ``grads``, ``ms_mode``, ``tolerance`` and ``seed`` are :func:`check`'s, for every block.
     """
     from .engine.blocks.run import run_blocks

@@ -23,6 +23,7 @@ __all__ = [
     "load_state_into",
     "checkpoint_keys",
     "read_block",
+    "read_shards",
 ]
 
 
@@ -218,6 +219,34 @@ def read_block(path: str, prefix: str) -> Dict[str, np.ndarray]:
             return {k[len(prefix) :]: _torch_array(opened.get_tensor(k)) for k in opened.keys() if k.startswith(prefix)}
     state = _mapped_state(path)
     return {k[len(prefix) :]: _torch_array(t) for k, t in state.items() if k.startswith(prefix)}
+
+
+def read_shards(shards: Dict[str, List[str]], prefix: str, index: str) -> Dict[str, np.ndarray]:
+    """The tensors of a checkpoint sharded over several safetensors files: ``shards`` maps each
+    file to the keys (all under ``prefix``) to read from it, as the index ``index`` says where each
+    key is. Each file is memory-mapped and read key by key, as :func:`read_block` reads one file;
+    the arrays come back by their names after ``prefix``. A file that does not hold a key its index
+    maps to it, or that safetensors cannot read, is a usage error naming the file and the key."""
+    from safetensors import safe_open
+
+    found: Dict[str, np.ndarray] = {}
+    for shard, keys in shards.items():
+        try:
+            with safe_open(shard, framework="pt") as opened:
+                held = set(opened.keys())
+                for key in keys:
+                    if key not in held:
+                        raise ParityUsageError(
+                            f"{index} maps {key!r} to {shard}, which does not hold it ({len(held)} other tensors there)"
+                        )
+                    found[key[len(prefix) :]] = _torch_array(opened.get_tensor(key))
+        except ParityUsageError:
+            raise
+        except Exception as exc:  # safetensors raises its own error types for a bad header
+            raise ParityUsageError(
+                f"{shard} (a shard of {index}): safetensors cannot read it: {_first_line(exc)}"
+            ) from None
+    return found
 
 
 def _mapped_state(path: str) -> dict:

@@ -33,6 +33,7 @@ from . import environment
 from .schema import check_fields
 
 if TYPE_CHECKING:
+    from ..engine.blocks.result import BlockCheck, BlocksResult
     from ..engine.diagnosis.verdicts import LayerTable, LayerVerdict
     from ..engine.generation.result import GenerationResult
     from ..engine.result import Result, WeightReport
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from ..judge.metrics import Comparison
 
     # What a check returns, told apart by its fields (see _result_fields).
-    CheckResult = Union[Result, TrainingResult, DataParallelResult, GenerationResult, ShapesResult]
+    CheckResult = Union[Result, TrainingResult, DataParallelResult, GenerationResult, ShapesResult, BlocksResult]
 
 __all__ = [
     "SCHEMA",
@@ -418,9 +419,60 @@ def _shapes_fields(result: ShapesResult) -> Dict[str, Any]:
     }
 
 
+def _block_result(block: BlockCheck) -> Result:
+    """One block's check result: a Result (typed ``Any`` on the engine's side)."""
+    return cast("Result", block.result)
+
+
+def _in_block(c: Comparison, block: BlockCheck, prefix: str) -> Dict[str, Any]:
+    """A block's tensor, named with the block's prefix (a parameter: its checkpoint key), so that
+    each block's tensors keep their own names across runs."""
+    return {**tensor_record(c), "name": prefix.format(i=block.index) + c.name, "block": block.index}
+
+
+def _blocks_fields(result: BlocksResult) -> Dict[str, Any]:
+    tensors = [_in_block(c, b, result.prefix) for b in result.blocks for c in _block_result(b).comparisons]
+    margins: List[float] = [t["margin"] for t in tensors if t["margin"] is not None]
+    first = _block_result(result.blocks[0])
+    weights = first.weights
+    grad = result.end_to_end_grad
+    return {
+        "pair": {"mindspore": result.ms_type, "torch": result.torch_type},
+        "train": first.train,
+        "modes": list(first.modes),
+        "seed": first.seed,
+        "worst_margin": max(margins, default=None),
+        "tensors": tensors,
+        "notes": list(result.notes),
+        "weights": {"direction": weights.direction, "mapped": weights.total, "verified": weights.verified},
+        "inputs": first.inputs,
+        "blocks": {
+            "count": len(result.blocks),
+            "prefix": result.prefix,
+            "failing": result.failing_blocks,
+            "end_to_end": tensor_record(result.end_to_end),
+            "end_to_end_grad": None if grad is None else tensor_record(grad),
+            "per_block": [
+                {
+                    "index": b.index,
+                    "passed": b.passed,
+                    "worst_margin": _block_result(b).worst_margin,
+                    "chained": tensor_record(b.chained),
+                    "chained_grads": [_in_block(c, b, result.prefix) for c in b.chained_grads],
+                    "cpu_s": b.forward_time.cpu + b.backward_time.cpu,
+                    "wall_s": b.forward_time.wall + b.backward_time.wall,
+                }
+                for b in result.blocks
+            ],
+        },
+    }
+
+
 def _result_fields(result: CheckResult) -> Dict[str, Any]:
     if isinstance(result, DataParallelResult):
         return _parallel_fields(result)
+    if hasattr(result, "failing_blocks"):  # parity.engine.blocks.result.BlocksResult
+        return _blocks_fields(cast("BlocksResult", result))
     if hasattr(result, "signature"):  # parity.engine.shapes.result.ShapesResult
         return _shapes_fields(cast("ShapesResult", result))
     if hasattr(result, "use_cache"):  # parity.engine.generation.result.GenerationResult
@@ -500,6 +552,7 @@ def check_record(
         "generation": None,
         "shapes": None,
         "signature": None,
+        "blocks": None,
         "weights": None,
         "inputs": None,
         "notes": [],

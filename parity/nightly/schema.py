@@ -49,6 +49,7 @@ _CHECK = {
     "data_parallel": _TABLE,
     "generation": _TABLE,
     "shapes": _TABLES,
+    "blocks": _TABLE,
     "weights": _TABLE,
     "device_setup": _TABLE,
 }
@@ -65,6 +66,7 @@ _TENSOR = {
     "torch_dtype": _TEXT,
     "passed": _FLAG,
     "step": _INTEGER,
+    "block": _INTEGER,
     "margin": _NUMBER,
     "max_abs": _NUMBER,
     "max_rel": _NUMBER,
@@ -88,6 +90,13 @@ _INNER = {
     "error": {"type": _TEXT, "message": _TEXT},
     "git": {"commit": _TEXT, "dirty": _FLAG},
     "first_divergence": {"forward": _TABLE, "backward": _TABLE},
+    "blocks": {
+        "count": _INTEGER,
+        "prefix": _TEXT,
+        "per_block": _TABLES,
+        "end_to_end": _TABLE,
+        "end_to_end_grad": _TABLE,
+    },
 }
 
 

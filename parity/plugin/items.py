@@ -23,6 +23,7 @@ _MARKER_KEYS = {"tolerance", "train", "ms_mode", "reference", "weights", "grads"
 _TRAINING_MARKER_KEYS = {"tolerance", "ms_mode", "weights", "name_map", "ignore"}  # what check_training takes
 _DATA_PARALLEL_MARKER_KEYS = {"tolerance", "name_map", "ignore"}  # what check_data_parallel takes
 _GENERATION_MARKER_KEYS = {"tolerance", "weights", "name_map", "ignore"}  # what check_generation takes
+_BLOCKS_MARKER_KEYS = {"tolerance", "ms_mode", "grads", "name_map", "ignore"}  # what check_blocks takes
 
 
 def settings_for(config, nodeid: str, location: str, tolerances=()) -> Settings:
@@ -334,6 +335,20 @@ class FixtureChecker:
 
         with acknowledged(self._request.node, tuple(acknowledge)):
             return self._run(run_shapes, "check_shapes", dict(self._defaults), ms_cell, torch_module, inputs, **kwargs)
+
+    def check_blocks(self, ms_block, torch_block, count, inputs, *, acknowledge=(), **kwargs):
+        """:func:`parity.check_blocks` with this session's seed, mode and device, and the marker's
+        ``tolerance``, ``ms_mode``, ``grads``, ``name_map`` and ``ignore`` (for every block)."""
+        __tracebackhide__ = True
+        from ..engine.blocks.run import run_blocks
+
+        def blocks(ms_factory, torch_factory, data, **options):
+            __tracebackhide__ = True
+            return run_blocks(ms_factory, torch_factory, count, data, **options)
+
+        defaults = {k: v for k, v in self._defaults.items() if k in _BLOCKS_MARKER_KEYS}
+        with acknowledged(self._request.node, tuple(acknowledge)):
+            return self._run(blocks, "check_blocks", defaults, ms_block, torch_block, inputs, **kwargs)
 
     def translate(self, torch_module, inputs=None, **kwargs):
         """:func:`parity.translate` for this session's device (``--parity-device``) and seed
