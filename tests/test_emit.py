@@ -119,3 +119,24 @@ def test_emit_needs_example_inputs(tmp_path):
 def test_the_folder_must_name_a_package(tmp_path):
     with pytest.raises(ParityUsageError, match="Python identifier"):
         parity.translate(Net().eval(), INPUTS, emit=tmp_path / "not-a-name")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("train", [False, True])
+def test_timm_efficientnet_emitted_passes_in_both_modes(tmp_path, train):
+    """timm's EfficientNet: its BatchNormAct2d written with a construct per mode, the batch counter
+    it adds to in place assigned in train mode; checked, buffers too, in GRAPH and PYNATIVE."""
+    from cases.models.zoo_translated import timm_efficientnet
+
+    torch.manual_seed(0)
+    module = timm_efficientnet().train(train)
+    images = parity.randn((2, 3, 32, 32))
+    parity.translate(module, images, emit=tmp_path / "efficientnet")
+    text = (tmp_path / "efficientnet" / "model.py").read_text()
+    assert "class EfficientNet(nn.Cell)" in text and "class InvertedResidual(nn.Cell)" in text
+    assert "ops.assign(self.num_batches_tracked" in text
+    package = _import(tmp_path / "efficientnet")
+    for mode in ("pynative", "graph"):
+        model = package.build()
+        model.set_train(train)
+        assert parity.check(model, module, images, ms_mode=mode, train=train).passed

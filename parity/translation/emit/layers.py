@@ -15,7 +15,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Dict, List, Tuple
 
-from mindspore import nn
+from mindspore import nn, ops
 
 from ...errors import ParityUnsupported
 
@@ -84,6 +84,9 @@ def _argument(cell: nn.Cell, param: inspect.Parameter) -> Any:
         if kept is not None:
             return kept(cell)
     if param.name not in vars(cell) and not isinstance(getattr(type(cell), param.name, None), property):
+        held = [p.attrs[param.name] for p in _primitives(cell) if param.name in p.attrs]
+        if held:  # kept by the operator the layer runs (AdaptiveAvgPool2d's output_size)
+            return held[0]
         if param.default is inspect.Parameter.empty:
             raise _NoRecipe(f"takes {param.name!r}, which the instance does not keep")
         return inspect.Parameter.empty
@@ -91,6 +94,10 @@ def _argument(cell: nn.Cell, param: inspect.Parameter) -> Any:
     if param.name == "pad_mode" and isinstance(value, str):
         value = value.lower()
     return value
+
+
+def _primitives(cell: nn.Cell) -> List[Any]:
+    return [value for value in vars(cell).values() if isinstance(value, ops.Primitive)]
 
 
 def _plain_attributes(cell: nn.Cell) -> Dict[str, Any]:

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import math
 import operator
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+import mindspore as ms
 import numpy as np
 import torch
 import torch.fx
@@ -59,7 +61,7 @@ _INFIX = {
 _INFIX.update({inplace: _INFIX[plain] for inplace, plain in calls.python.INPLACE_OPERATORS.items()})
 _UNARY = {operator.neg: "-", operator.invert: "~", operator.pos: "+"}
 _PLAIN_ATTRIBUTES = ("shape", "ndim")  # a MindSpore tensor's own reads are what the adapter gives
-_CHECKED_GUARDS = {"bool": "bool", "int": "int", "float": "float", "len": "len"}
+_CHECKED_GUARDS = {"bool": "bool", "int": "int", "float": "float", "len": "len", "ndim": ""}
 _DTYPE_NAMES = {
     "float32": "float32",
     "float64": "float64",
@@ -95,6 +97,7 @@ class _Writer:
         self.imports: Dict[str, str] = {}
         self.constants: Dict[str, np.ndarray] = {}
         self.problems: List[str] = []
+        self.parameters: Dict[str, str] = {}  # get_attr node -> the buffer it reads (self.<path>)
 
     # --- values --------------------------------------------------------------------------------
 
@@ -136,9 +139,12 @@ class _Writer:
     def statement(self, node: torch.fx.Node, run: Optional[Callable]) -> str:
         name = _identifier(node.name)
         if node.op == "get_attr":
-            attribute, constant = self.attribute_of(node, run() if run is not None else None)
+            value = run() if run is not None else None
+            attribute, constant = self.attribute_of(node, value)
             if constant is not None:
                 self.constants[attribute] = constant
+            elif isinstance(value, ms.Parameter) and not value.requires_grad:
+                self.parameters[node.name] = attribute
             return f"{name} = {attribute}"
         if node.op == "call_module":
             return f"{name} = {_child(str(node.target))}({self.call_args(node.args, node.kwargs)})"
@@ -195,14 +201,30 @@ class _Writer:
     def guards(self, node: torch.fx.Node) -> List[str]:
         lines = []
         for guard in self.program.guards.get(node.name, ()):
-            where = guard.where.split("  (")[0]
+            where = short_place(guard.where.split("  (")[0])
             lines.append(f"# guard ({where}): {guard.describe().split(' (at ')[0]}")
             read = _CHECKED_GUARDS.get(guard.kind)
             if read is not None and isinstance(guard.expected, (bool, int, float)):
+                value = f"{read}({_identifier(node.name)})" if read else _identifier(node.name)
                 lines.append(
-                    f"assert {read}({_identifier(node.name)}) == {guard.expected!r}, "
-                    f"{'the trace took another path here (' + where + ')'!r}"
+                    f"assert {value} == {guard.expected!r}, {'the trace took another path here (' + where + ')'!r}"
                 )
+        return lines
+
+    def in_place(self, node: torch.fx.Node, order: Dict[torch.fx.Node, int]) -> List[str]:
+        """What PyTorch's in-place call changes: a buffer the Cell holds (``ops.assign``), and the
+        name later statements read the modified tensor by."""
+        source = node.args[0]
+        assert isinstance(source, torch.fx.Node)
+        lines = []
+        if source.op == "get_attr" and source.name in self.parameters:
+            self.imports["ops"] = "mindspore.ops"
+            target = self.parameters[source.name]
+            lines.append(
+                f"ops.assign({target}, {_identifier(node.name)}.astype({target}.dtype))  # in place in PyTorch"
+            )
+        if any(order[user] > order[node] for user in source.users):
+            lines.append(f"{_identifier(source.name)} = {_identifier(node.name)}  # in place in PyTorch")
         return lines
 
     def output(self, node: torch.fx.Node) -> str:
@@ -234,6 +256,7 @@ def construct_of(program: Program, attribute_of: "AttributeOf", where: str) -> C
     attribute the Cell reads it from, and the array where it is a constant the package keeps. Raises
     :class:`parity.ParityUnsupported` naming each node that cannot be written (and its file:line)."""
     writer = _Writer(program, attribute_of)
+    order = {node: i for i, node in enumerate(program.graph.nodes)}
     arguments: List[str] = []
     body: List[str] = []
     for step in program.steps:
@@ -251,7 +274,7 @@ def construct_of(program: Program, attribute_of: "AttributeOf", where: str) -> C
         body.append(text)
         body += writer.guards(node)
         if step.inplace and node.args and isinstance(node.args[0], torch.fx.Node):
-            body.append(f"{_identifier(node.args[0].name)} = {_identifier(node.name)}  # in place in PyTorch")
+            body += writer.in_place(node, order)
     if writer.problems:
         raise ParityUnsupported(f"{where}: cannot write as Python text:\n  " + "\n  ".join(writer.problems))
     head = f"def construct(self{''.join(', ' + a for a in arguments)}):"
@@ -260,5 +283,11 @@ def construct_of(program: Program, attribute_of: "AttributeOf", where: str) -> C
 
 
 def _source_place(node: torch.fx.Node) -> str:
-    """``file:line`` of the PyTorch code a node came from."""
-    return node_location(node).split("  (")[0]
+    """``file:line`` of the PyTorch code a node came from (an installed package's from its name)."""
+    return short_place(node_location(node).split("  (")[0])
+
+
+def short_place(place: str) -> str:
+    """``timm/layers/norm_act.py:103`` for a place in an installed package."""
+    _, marker, rest = place.rpartition("-packages" + os.sep)
+    return rest if marker else place
