@@ -28,7 +28,7 @@ from mindspore import nn
 from ...errors import ParityUnsupported
 from ..trace.graph import GraphForward, Program
 from .layers import layer_call
-from .program import construct_of
+from .program import Arguments, arguments_of, construct_of
 
 __all__ = ["Package", "package_of", "write_package"]
 
@@ -56,6 +56,7 @@ class _Class:
 class _Writer:
     classes: Dict[str, _Class] = field(default_factory=dict)  # the class's text -> the class
     imports: Dict[str, str] = field(default_factory=dict)
+    bindings: Dict[str, Tuple[str, str]] = field(default_factory=dict)
     constants: Dict[str, np.ndarray] = field(default_factory=dict)
     layer_modules: Dict[str, str] = field(default_factory=dict)  # module -> alias
 
@@ -98,10 +99,11 @@ class _Writer:
         own = [(name, p) for name, p in cell._params.items()]  # noqa: SLF001  (MindSpore's own registry)
         constants: Dict[str, np.ndarray] = {}
         constructs = {}
-        for training, program in programs:
-            found = construct_of(program, _attributes(cell, constants), where)
+        for training, call, program in programs:
+            found = construct_of(program, _attributes(cell, constants), where, _arguments(cell, call, where))
             constructs[training] = found
             self.imports.update(found.imports)
+            self.bindings.update(found.bindings)
         arguments = list(children) + [name for name, _ in own] + sorted(constants)
         text = _class_body(arguments, list(children), own, sorted(constants), constructs)
         klass = self.class_for(cell.torch_class, text)
@@ -152,7 +154,14 @@ def _dtype_name(dtype: Any) -> str:
     return names[dtype]
 
 
-def _programs(cell: GraphForward, where: str) -> List[Tuple[bool, Program]]:
+def _arguments(cell: GraphForward, call: tuple, where: str) -> Arguments:
+    try:
+        return arguments_of(cell.forward_signature, call)
+    except ParityUnsupported as exc:
+        raise ParityUnsupported(f"{where}: {exc}") from None
+
+
+def _programs(cell: GraphForward, where: str) -> List[Tuple[bool, tuple, Program]]:
     if cell.example_calls() != 1:
         raise ParityUnsupported(
             f"{where}: the example inputs called it in {cell.example_calls()} ways; the package writes one "
@@ -203,11 +212,14 @@ def _class_body(arguments, children, own, constants, constructs) -> List[str]:
     if len(constructs) == 1 or constructs[False].lines == constructs[True].lines:
         only = next(iter(constructs.values()))
         return lines + [""] + only.lines
-    lines += ["", "def construct(self, *args):"]
+    head = constructs[False].lines[0]  # both programs were traced on one call: one signature
+    names = [a.split("=")[0] for a in head[len("def construct(self") : -len("):")].split(", ") if a and a != "*"]
+    passed = ", ".join(f"{name}={name}" for name in names)
+    lines += ["", head]
     lines += [
         "    if self.training:",
-        "        return self.construct_train(*args)",
-        "    return self.construct_eval(*args)",
+        f"        return self.construct_train({passed})",
+        f"    return self.construct_eval({passed})",
     ]
     for training, name in ((False, "construct_eval"), (True, "construct_train")):
         body = list(constructs[training].lines)
@@ -243,6 +255,14 @@ import os
 import mindspore
 import numpy as np
 from mindspore import Parameter, Tensor, nn
+'''
+
+_BINDINGS = '''
+def adapter(entry):
+    \"\"\"A call-table adapter that a factory made (no module names it), as the table holds it.\"\"\"
+    return entry[0] if isinstance(entry, tuple) else entry
+
+
 '''
 
 _FOOTER = '''
@@ -293,6 +313,9 @@ def _model_text(writer: _Writer, tree: str, torch_class: str) -> str:
     )
     if extra:
         parts.append("\n".join(extra))
+    if writer.bindings:
+        bound = [f"{alias} = adapter(table.{kind}[{name!r}])" for alias, (kind, name) in sorted(writer.bindings.items())]
+        parts.append(_BINDINGS + "\n".join(bound))
     for klass in writer.classes.values():
         body = "\n".join(("    " + line) if line else "" for line in klass.text)
         parts.append(f'\nclass {klass.name}(nn.Cell):\n    """Translated from {klass.torch_class}."""\n\n{body}')

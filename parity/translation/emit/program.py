@@ -19,6 +19,8 @@ length or a truth value, as an ``assert`` on the node.
 
 from __future__ import annotations
 
+import inspect
+import keyword
 import math
 import operator
 import os
@@ -35,7 +37,7 @@ from .. import calls
 from ..calls import table
 from ..trace.graph import Program, node_location
 
-__all__ = ["Construct", "construct_of", "AttributeOf"]
+__all__ = ["Arguments", "Construct", "arguments_of", "construct_of", "AttributeOf"]
 
 # (a get_attr node, the value the translated Cell reads for it) -> (the attribute, the array of a constant)
 AttributeOf = Callable[[torch.fx.Node, Any], Tuple[str, Optional[np.ndarray]]]
@@ -84,6 +86,7 @@ class Construct:
 
     lines: List[str]
     imports: Dict[str, str] = field(default_factory=dict)
+    bindings: Dict[str, Tuple[str, str]] = field(default_factory=dict)
     constants: Dict[str, np.ndarray] = field(default_factory=dict)
 
 
@@ -98,6 +101,7 @@ class _Writer:
         self.constants: Dict[str, np.ndarray] = {}
         self.problems: List[str] = []
         self.parameters: Dict[str, str] = {}  # get_attr node -> the buffer it reads (self.<path>)
+        self.bindings: Dict[str, Tuple[str, str]] = {}  # module-level name -> (table, key)
 
     # --- values --------------------------------------------------------------------------------
 
@@ -170,6 +174,10 @@ class _Writer:
             return f"{self.value(args[0])}[{self.value(args[1])}]"
         if target is getattr and args[1] in _PLAIN_ATTRIBUTES and _is_tensor(args[0]):
             return f"{self.value(args[0])}.{args[1]}"
+        if target is getattr and isinstance(_traced(args[0]), dict) and len(args) == 2:
+            return f"{self.value(args[0])}.get({args[1]!r})"  # a ModelOutput, written as a dict
+        if target is operator.getitem and isinstance(_traced(args[0]), dict) and isinstance(args[1], int):
+            return f"[v for v in {self.value(args[0])}.values() if v is not None][{args[1]}]"
         if run is None:
             raise _Unwritable("a call without an adapter")
         return f"{self.adapter(run, target)}({self.call_args(args, kwargs)})"
@@ -185,18 +193,30 @@ class _Writer:
                 return qualname
             self.imports[alias] = alias
             return f"{alias}.{qualname}"
-        if not module.startswith("parity.") or "<" in qualname or "." in qualname:
-            raise _Unwritable(
-                f"{calls.api_name('call_function', target)} runs {qualname or function!r}, not importable"
-            )
-        found: Any = __import__(module, fromlist=["_"])
-        if getattr(found, qualname, None) is not function:
-            raise _Unwritable(f"{module}.{qualname} is not the adapter the translation runs")
+        name = getattr(function, "__name__", "")
+        if module.startswith("mindspore") and getattr(ms.ops, name, None) is function:
+            self.imports["ops"] = "mindspore.ops"
+            return f"ops.{name}"
+        found: Any = __import__(module, fromlist=["_"]) if module.startswith("parity.") else None
+        if found is None or "<" in qualname or "." in qualname or getattr(found, qualname, None) is not function:
+            return self.bound(function, key)
         alias = module.rpartition(".")[2]
         if self.imports.get(alias, module) != module:
             alias = module.replace(".", "_")
         self.imports[alias] = module
         return f"{alias}.{qualname}"
+
+    def bound(self, function: Callable, key: Optional[Tuple[str, str]]) -> str:
+        """A module-level name for an adapter the table holds but no module names (a factory's)."""
+        if key is None:
+            raise _Unwritable(f"{getattr(function, '__qualname__', function)!r} is not importable by name")
+        entry = getattr(table, key[0])[key[1]]
+        if (entry[0] if isinstance(entry, tuple) else entry) is not function and key[0] == "FUNCTIONS":
+            raise _Unwritable(f"{key[1]} is not the call table's adapter")
+        alias = _identifier(key[1].replace(".", "_")) + "_"
+        self.bindings[alias] = key
+        self.imports["table"] = "parity.translation.calls.table"
+        return alias
 
     def guards(self, node: torch.fx.Node) -> List[str]:
         lines = []
@@ -228,11 +248,19 @@ class _Writer:
         return lines
 
     def output(self, node: torch.fx.Node) -> str:
-        return f"return {self.value(node.args[0])}"
+        result = node.args[0]
+        if isinstance(result, dict):  # a ModelOutput holds no field that is None
+            result = {k: v for k, v in result.items() if v is not None and _traced(v, ...) is not None}
+        return f"return {self.value(result)}"
 
 
 class _Unwritable(Exception):
     pass
+
+
+def _traced(arg: Any, missing: Any = None) -> Any:
+    """The value a node held when traced on the example inputs (``missing`` where none is known)."""
+    return arg.meta.get("parity_value", missing) if isinstance(arg, torch.fx.Node) else arg
 
 
 def _is_tensor(arg: Any) -> bool:
@@ -251,35 +279,88 @@ def _child(path: str) -> str:
     return shown
 
 
-def construct_of(program: Program, attribute_of: "AttributeOf", where: str) -> Construct:
+@dataclass(frozen=True)
+class Arguments:
+    """``construct``'s parameters as written (``forward``'s names, so callers' keywords bind; a
+    constant the trace baked in defaults to its example value) and the name of each tensor slot,
+    in the order of the program's placeholders."""
+
+    written: List[str]
+    slots: List[str]
+
+
+def arguments_of(signature: inspect.Signature, call: tuple) -> Arguments:
+    """The :class:`Arguments` of the example call ``call`` (its key from :func:`call_slots`) of a
+    ``forward`` with ``signature``; a ``*args`` or ``**kwargs`` that received values is refused."""
+    written: List[str] = []
+    named: List[str] = []  # keyword-only: forward's own, and what its **kwargs received
+    slots: List[str] = []
+    defaulted = False
+    for name, param in signature.parameters.items():
+        for entry in (entry for entry in call if entry[0] == name):
+            slot = entry[1]
+            if not slot.isidentifier() or keyword.iskeyword(slot) or slot == "self":
+                raise ParityUnsupported(f"forward's argument {slot!r} cannot be written as a parameter")
+            keyword_only = param.kind in (param.KEYWORD_ONLY, param.VAR_KEYWORD)
+            if len(entry) == 4:  # a constant the trace baked in: its example value by default
+                (named if keyword_only else written).append(f"{slot}={_value_of(entry[3])}")
+                defaulted = defaulted or not keyword_only
+                continue
+            slots.append(slot)
+            if keyword_only:
+                named.append(f"{slot}=None")
+            elif param.default is not param.empty or defaulted:
+                written.append(f"{slot}=None")
+                defaulted = True
+            else:
+                written.append(slot)
+    return Arguments(written + (["*"] + named if named else []), slots)
+
+
+def _value_of(key: Any) -> str:
+    """The text of a constant from its key (``("int", 3)``, or a tuple of keys)."""
+    if isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], str):
+        return repr(key[1])
+    if isinstance(key, tuple):
+        inner = ", ".join(_value_of(k) for k in key)
+        return f"({inner},)" if len(key) == 1 else f"({inner})"
+    return repr(key)
+
+
+def construct_of(program: Program, attribute_of: "AttributeOf", where: str, arguments: Arguments) -> Construct:
     """The ``construct`` of ``program``. ``attribute_of(get_attr node, the value it reads)``: the
     attribute the Cell reads it from, and the array where it is a constant the package keeps. Raises
     :class:`parity.ParityUnsupported` naming each node that cannot be written (and its file:line)."""
     writer = _Writer(program, attribute_of)
     order = {node: i for i, node in enumerate(program.graph.nodes)}
-    arguments: List[str] = []
     body: List[str] = []
+    slots = iter(arguments.slots)
     for step in program.steps:
         node = step.node
         if node.op == "placeholder":
-            arguments.append(_identifier(node.name))
+            slot = next(slots, None)
+            if slot is None:
+                writer.problems.append(f"{node.name}: a placeholder with no argument of forward")
+            elif slot != _identifier(node.name):
+                body.append(f"{_identifier(node.name)} = {slot}")
             continue
         try:
             text = writer.output(node) if node.op == "output" else writer.statement(node, step.run)
         except _Unwritable as exc:
             writer.problems.append(f"{node.name}: {exc} (at {node_location(node)})")
             continue
-        if node.op in ("call_function", "call_method", "call_module"):
-            text += f"  # {_source_place(node)}"
+        place = _source_place(node)
+        if node.op in ("call_function", "call_method", "call_module") and place != "an unknown place":
+            text += f"  # {place}"
         body.append(text)
         body += writer.guards(node)
         if step.inplace and node.args and isinstance(node.args[0], torch.fx.Node):
             body += writer.in_place(node, order)
     if writer.problems:
         raise ParityUnsupported(f"{where}: cannot write as Python text:\n  " + "\n  ".join(writer.problems))
-    head = f"def construct(self{''.join(', ' + a for a in arguments)}):"
+    head = f"def construct(self{''.join(', ' + a for a in arguments.written)}):"
     lines = [head] + ["    " + line for line in body]
-    return Construct(lines, writer.imports, writer.constants)
+    return Construct(lines, writer.imports, writer.bindings, writer.constants)
 
 
 def _source_place(node: torch.fx.Node) -> str:

@@ -424,15 +424,20 @@ class GraphForward(nn.Cell):
     def construct(self, *args: Any, **kwargs: Any) -> Any:
         return self._source.run(self, args, kwargs)
 
-    def traced_programs(self) -> List[Tuple[bool, Program]]:
-        """``[(training, program)]``: the programs traced on the example inputs' calls of the Module
-        that built without error, one per mode and kind of call (what :mod:`parity.translation.emit`
-        writes as text)."""
+    def traced_programs(self) -> List[Tuple[bool, tuple, Program]]:
+        """``[(training, call, program)]``: the programs traced on the example inputs' calls of the
+        Module that built without error, one per mode and kind of call (``call``: its key, as
+        :func:`.concrete.call_slots` gives it), what :mod:`parity.translation.emit` writes as text."""
         found = []
         for key, program in self._source.programs.items():
             if key[0] == "valued" and isinstance(program, Program):
-                found.append((bool(key[1]), program))
+                found.append((bool(key[1]), key[2], program))
         return found
+
+    @property
+    def forward_signature(self) -> inspect.Signature:
+        """The signature of the Module's ``forward``, without ``self``."""
+        return self._source.signature
 
     def example_calls(self) -> int:
         """How many kinds of call the example inputs made of the Module (one program per mode each)."""
