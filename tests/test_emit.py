@@ -43,6 +43,7 @@ class Net(torch.nn.Module):
 
     def forward(self, x):
         x = self.blocks(torch.relu(self.stem(x)))
+        x = torch.where(torch.gt(x, 0.5), x, x * 0.1)  # torch.gt: an adapter a factory made
         x = x.mean(dim=(2, 3))
         return torch.softmax(self.head(x), dim=-1)
 
@@ -93,6 +94,7 @@ def test_one_class_per_module_with_statements_named_and_placed(emitted):
     assert text.count("class Block(nn.Cell)") == 1  # two instances, one construct: one class
     assert "class Net(nn.Cell)" in text
     assert "import torch" not in text
+    assert "torch_gt_ = adapter(table.FUNCTIONS['torch.gt'])" in text
     line = inspect.getsourcelines(Block.forward)[1]
     here = f"{__file__.rpartition('/')[2]}:{line + 1}"
     assert any(
@@ -140,3 +142,24 @@ def test_timm_efficientnet_emitted_passes_in_both_modes(tmp_path, train):
         model = package.build()
         model.set_train(train)
         assert parity.check(model, module, images, ms_mode=mode, train=train).passed
+
+
+@pytest.mark.slow
+def test_llama_emitted_passes_in_both_modes(tmp_path):
+    """A Hugging Face decoder: its layers called by keyword, its model's ModelOutput read as a dict,
+    its mask and rotary tables computed in construct (the rotary matmul of buffers and positions
+    without a gradient, which MindSpore's GRAPH backward cannot take)."""
+    from cases.models.zoo_hf import llama
+
+    torch.manual_seed(0)
+    module = llama().eval()
+    mask = np.ones((2, 8), np.int64)
+    mask[1, :2] = 0
+    text = {"input_ids": parity.randint((2, 8), 0, 128), "attention_mask": mask}
+    parity.translate(module, text, emit=tmp_path / "llama")
+    source = (tmp_path / "llama" / "model.py").read_text()
+    assert source.count("class LlamaDecoderLayer(nn.Cell)") == 1
+    assert ".get('last_hidden_state')" in source
+    package = _import(tmp_path / "llama")
+    for mode in ("pynative", "graph"):
+        assert parity.check(package.build(), module, text, ms_mode=mode).passed

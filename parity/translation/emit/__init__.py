@@ -257,13 +257,13 @@ import numpy as np
 from mindspore import Parameter, Tensor, nn
 '''
 
-_BINDINGS = '''
+_BINDINGS = """
 def adapter(entry):
     \"\"\"A call-table adapter that a factory made (no module names it), as the table holds it.\"\"\"
     return entry[0] if isinstance(entry, tuple) else entry
 
 
-'''
+"""
 
 _FOOTER = '''
 
@@ -286,6 +286,7 @@ def build(weights=True):
     model = {tree}
     for path, param in model.parameters_and_names():
         param.name = path
+    model.set_jit_config(mindspore.JitConfig(jit_syntax_level="LAX"))  # GRAPH mode: Python's objects too
     if weights:
         missing, _ = mindspore.load_param_into_net(model, mindspore.load_checkpoint(os.path.join(here, "{weights}")), strict_load=True)
         if missing:
@@ -314,7 +315,9 @@ def _model_text(writer: _Writer, tree: str, torch_class: str) -> str:
     if extra:
         parts.append("\n".join(extra))
     if writer.bindings:
-        bound = [f"{alias} = adapter(table.{kind}[{name!r}])" for alias, (kind, name) in sorted(writer.bindings.items())]
+        bound = [
+            f"{alias} = adapter(table.{kind}[{name!r}])" for alias, (kind, name) in sorted(writer.bindings.items())
+        ]
         parts.append(_BINDINGS + "\n".join(bound))
     for klass in writer.classes.values():
         body = "\n".join(("    " + line) if line else "" for line in klass.text)

@@ -25,7 +25,7 @@ import math
 import operator
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import mindspore as ms
 import numpy as np
@@ -62,8 +62,9 @@ _INFIX = {
 }
 _INFIX.update({inplace: _INFIX[plain] for inplace, plain in calls.python.INPLACE_OPERATORS.items()})
 _UNARY = {operator.neg: "-", operator.invert: "~", operator.pos: "+"}
-_PLAIN_ATTRIBUTES = ("shape", "ndim")  # a MindSpore tensor's own reads are what the adapter gives
-_CHECKED_GUARDS = {"bool": "bool", "int": "int", "float": "float", "len": "len", "ndim": ""}
+# a MindSpore tensor's own reads: the adapter's (a dtype as MindSpore's: the text writes torch's as MindSpore's)
+_PLAIN_ATTRIBUTES = ("shape", "ndim", "dtype")
+_CHECKED_GUARDS = {"bool": "bool", "int": "int", "float": "float", "len": "len", "ndim": "", "dtype": ""}
 _DTYPE_NAMES = {
     "float32": "float32",
     "float64": "float64",
@@ -102,6 +103,7 @@ class _Writer:
         self.problems: List[str] = []
         self.parameters: Dict[str, str] = {}  # get_attr node -> the buffer it reads (self.<path>)
         self.bindings: Dict[str, Tuple[str, str]] = {}  # module-level name -> (table, key)
+        self.constant_nodes: Set[str] = set()
 
     # --- values --------------------------------------------------------------------------------
 
@@ -134,6 +136,18 @@ class _Writer:
             return repr(arg)
         raise _Unwritable(f"the argument {arg!r} ({type(arg).__qualname__}) cannot be written as Python text")
 
+    def index(self, index: Any) -> str:
+        """``x[:, 0:, None]``: an index as Python writes it."""
+        items = index if isinstance(index, tuple) and index else (index,)
+        shown = []
+        for item in items:
+            if isinstance(item, slice):
+                parts = [("" if v is None else self.value(v)) for v in (item.start, item.stop, item.step)]
+                shown.append(":".join(parts[:2]) + (f":{parts[2]}" if parts[2] else ""))
+            else:
+                shown.append(self.value(item))
+        return ", ".join(shown) + ("," if isinstance(index, tuple) and len(index) == 1 else "")
+
     def call_args(self, args: tuple, kwargs: dict) -> str:
         shown = [self.value(a) for a in args] + [f"{k}={self.value(v)}" for k, v in kwargs.items()]
         return ", ".join(shown)
@@ -147,6 +161,7 @@ class _Writer:
             attribute, constant = self.attribute_of(node, value)
             if constant is not None:
                 self.constants[attribute] = constant
+                self.constant_nodes.add(node.name)
             elif isinstance(value, ms.Parameter) and not value.requires_grad:
                 self.parameters[node.name] = attribute
             return f"{name} = {attribute}"
@@ -162,7 +177,8 @@ class _Writer:
         if not _is_tensor(receiver):  # a method of a Python value (a shape's .index, a dict's .get)
             return f"{self.value(receiver)}.{method}({self.call_args(rest, node.kwargs)})"
         plain = method[:-1] if method.endswith("_") and not method.endswith("__") else method
-        return f"{self.adapter(table.METHODS[plain])}({self.call_args(node.args, node.kwargs)})"
+        adapter = self.adapter(table.METHODS[plain], key=("METHODS", plain))
+        return f"{adapter}({self.call_args(node.args, node.kwargs)})"
 
     def function(self, node: torch.fx.Node, run: Optional[Callable]) -> str:
         target, args, kwargs = node.target, node.args, node.kwargs
@@ -170,8 +186,8 @@ class _Writer:
             return f"{self.value(args[0])} {_INFIX[target]} {self.value(args[1])}"
         if target in _UNARY and len(args) == 1 and not kwargs:
             return f"{_UNARY[target]}{self.value(args[0])}"
-        if target is operator.getitem and not _is_tensor(args[0]):
-            return f"{self.value(args[0])}[{self.value(args[1])}]"
+        if target is operator.getitem and (not _is_tensor(args[0]) or _plain_index(args[1])):
+            return f"{self.value(args[0])}[{self.index(args[1])}]"
         if target is getattr and args[1] in _PLAIN_ATTRIBUTES and _is_tensor(args[0]):
             return f"{self.value(args[0])}.{args[1]}"
         if target is getattr and isinstance(_traced(args[0]), dict) and len(args) == 2:
@@ -180,11 +196,14 @@ class _Writer:
             return f"[v for v in {self.value(args[0])}.values() if v is not None][{args[1]}]"
         if run is None:
             raise _Unwritable("a call without an adapter")
-        return f"{self.adapter(run, target)}({self.call_args(args, kwargs)})"
+        name = calls.api_name("call_function", target)
+        key = ("FUNCTIONS", name) if name in table.FUNCTIONS else None
+        return f"{self.adapter(run, key=key)}({self.call_args(args, kwargs)})"
 
-    def adapter(self, function: Callable, target: Any = None) -> str:
-        """How the text names ``function``: ``topic.name`` for the call table's adapters, Python's
-        own functions by their module."""
+    def adapter(self, function: Callable, key: Optional[Tuple[str, str]] = None) -> str:
+        """How the text names ``function``: ``topic.name`` for the call table's adapters, MindSpore's
+        functions as ``ops.name``, Python's own functions by their module; an adapter a factory made,
+        by the table's key (``key``: the table and the name it is held under)."""
         module = getattr(function, "__module__", None) or ""
         qualname = getattr(function, "__qualname__", "")
         if module in ("_operator", "operator", "math", "builtins") and "." not in qualname:
@@ -224,10 +243,11 @@ class _Writer:
             where = short_place(guard.where.split("  (")[0])
             lines.append(f"# guard ({where}): {guard.describe().split(' (at ')[0]}")
             read = _CHECKED_GUARDS.get(guard.kind)
-            if read is not None and isinstance(guard.expected, (bool, int, float)):
+            if read is not None and isinstance(guard.expected, (bool, int, float, torch.dtype)):
                 value = f"{read}({_identifier(node.name)})" if read else _identifier(node.name)
                 lines.append(
-                    f"assert {value} == {guard.expected!r}, {'the trace took another path here (' + where + ')'!r}"
+                    f"assert {value} == {self.value(guard.expected)}, "
+                    f"{'the trace took another path here (' + where + ')'!r}"
                 )
         return lines
 
@@ -256,6 +276,33 @@ class _Writer:
 
 class _Unwritable(Exception):
     pass
+
+
+def _needs_no_gradient(node: torch.fx.Node, writer: "_Writer", no_gradient: Set[torch.fx.Node]) -> bool:
+    """Whether ``node`` computes from buffers, constants and integer tensors only."""
+    if node.op == "placeholder":
+        value = _traced(node)
+        return isinstance(value, torch.Tensor) and not value.is_floating_point()
+    if node.op == "get_attr":
+        return node.name in writer.parameters or node.name in writer.constant_nodes
+    if node.op == "call_module":
+        return False
+    inputs: List[torch.fx.Node] = []
+    torch.fx.node.map_arg((node.args, node.kwargs), inputs.append)
+    return all(arg in no_gradient for arg in inputs)
+
+
+def _is_matmul(node: torch.fx.Node) -> bool:
+    if node.op == "call_method":
+        return node.target in ("matmul", "bmm")
+    return node.target in (operator.matmul, torch.matmul, torch.bmm)
+
+
+def _plain_index(index: Any) -> bool:
+    """An index a MindSpore tensor takes as it is: no slice with a step (which the call table's
+    ``getitem`` gathers, for MindSpore's backward of it fails on CPU)."""
+    items = index if isinstance(index, tuple) else (index,)
+    return not any(isinstance(i, slice) and i.step not in (None, 1) for i in items)
 
 
 def _traced(arg: Any, missing: Any = None) -> Any:
@@ -334,10 +381,13 @@ def construct_of(program: Program, attribute_of: "AttributeOf", where: str, argu
     writer = _Writer(program, attribute_of)
     order = {node: i for i, node in enumerate(program.graph.nodes)}
     body: List[str] = []
+    no_gradient: Set[torch.fx.Node] = set()  # what computes from buffers, constants and integers only
     slots = iter(arguments.slots)
     for step in program.steps:
         node = step.node
         if node.op == "placeholder":
+            if _needs_no_gradient(node, writer, no_gradient):
+                no_gradient.add(node)
             slot = next(slots, None)
             if slot is None:
                 writer.problems.append(f"{node.name}: a placeholder with no argument of forward")
@@ -349,6 +399,12 @@ def construct_of(program: Program, attribute_of: "AttributeOf", where: str, argu
         except _Unwritable as exc:
             writer.problems.append(f"{node.name}: {exc} (at {node_location(node)})")
             continue
+        if node.op != "output" and _needs_no_gradient(node, writer, no_gradient):
+            no_gradient.add(node)
+            if _is_matmul(node):  # MindSpore's GRAPH-mode backward of a batched matmul of buffers fails
+                name = _identifier(node.name)
+                text = text.replace(f"{name} = ", f"{name} = ops.stop_gradient(", 1) + ")"
+                writer.imports["ops"] = "mindspore.ops"
         place = _source_place(node)
         if node.op in ("call_function", "call_method", "call_module") and place != "an unknown place":
             text += f"  # {place}"
