@@ -163,3 +163,49 @@ def test_llama_emitted_passes_in_both_modes(tmp_path):
     package = _import(tmp_path / "llama")
     for mode in ("pynative", "graph"):
         assert parity.check(package.build(), module, text, ms_mode=mode).passed
+
+
+_FACTORY = """
+import torch
+
+
+def tiny():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh()).eval()
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = tiny()
+
+    def forward(self, x):
+        return self.body(x) * x.shape[-1]
+
+
+def scaled():
+    return Scaled().eval()
+"""
+
+
+def test_the_command_line_writes_the_package(tmp_path, monkeypatch, capsys):
+    from parity import cli
+
+    (tmp_path / "tiny_factory.py").write_text(_FACTORY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    folder = tmp_path / "scaled_pkg"
+    status = cli.main(["translate", "tiny_factory:scaled", "--input-shape", "2,4", "--emit", str(folder)])
+    assert status == 0, capsys.readouterr().err
+    assert "class Scaled(nn.Cell)" in (folder / "model.py").read_text()
+    import tiny_factory
+
+    result = parity.check(_import(folder).build(), tiny_factory.scaled(), parity.randn((2, 4)), ms_mode="graph")
+    assert result.passed
+
+
+def test_the_command_line_needs_inputs(capsys):
+    from parity import cli
+
+    with pytest.raises(SystemExit):
+        cli.main(["translate", "tiny_factory:scaled", "--emit", "pkg"])
+    assert "--input-shape" in capsys.readouterr().err
