@@ -209,3 +209,20 @@ def test_the_command_line_needs_inputs(capsys):
     with pytest.raises(SystemExit):
         cli.main(["translate", "tiny_factory:scaled", "--emit", "pkg"])
     assert "--input-shape" in capsys.readouterr().err
+
+
+class Tied(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(10, 4)
+        self.out = torch.nn.Linear(4, 10, bias=False)
+        self.out.weight = self.embed.weight
+
+    def forward(self, ids):
+        return self.out(self.embed(ids))
+
+
+def test_tied_weights_are_refused_naming_both_places(tmp_path):
+    with pytest.raises(parity.ParityUnsupported, match=r"out\.weight is the Parameter embed\.\w+ too \(tied"):
+        parity.translate(Tied().eval(), parity.randint((2, 3), 0, 10), emit=tmp_path / "tied")
+    assert not (tmp_path / "tied").exists()

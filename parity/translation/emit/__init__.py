@@ -143,7 +143,7 @@ def _listed(items: List[str], depth: int) -> str:
 
 
 def _zeros(param: ms.Parameter) -> str:
-    return f"zeros({tuple(param.shape)!r}, mindspore.{_dtype_name(param.dtype)}, requires_grad={param.requires_grad})"
+    return f"zeros({tuple(param.shape)!r}, mindspore.{_dtype_name(param.dtype)})"
 
 
 def _dtype_name(dtype: Any) -> str:
@@ -228,9 +228,23 @@ def _class_body(arguments, children, own, constants, constructs) -> List[str]:
     return lines
 
 
+def _refuse_shared(cell: nn.Cell) -> None:
+    """A Parameter held at two places (an output layer tied to the embedding) would be two in the
+    package, which builds every layer on its own: refused, naming both places."""
+    first: Dict[int, str] = {}
+    for path, param in _own_paths(cell):
+        if id(param) in first:
+            raise ParityUnsupported(
+                f"{path} is the Parameter {first[id(param)]} too (tied weights), which the package, building "
+                "each layer on its own, would hold as two"
+            )
+        first[id(param)] = path
+
+
 def package_of(cell: nn.Cell, torch_class: str) -> Package:
     """The package for ``cell`` (translated with example inputs); :class:`parity.ParityUnsupported`
     names what cannot be written."""
+    _refuse_shared(cell)
     writer = _Writer()
     tree = writer.expression(cell, "", 1)
     return Package(
@@ -267,7 +281,7 @@ def adapter(entry):
 
 _FOOTER = '''
 
-def zeros(shape, dtype, requires_grad=True):
+def zeros(shape, dtype):
     """A placeholder for a Parameter's value: build() loads the weights over it."""
     return Tensor(np.zeros(shape), dtype)
 
