@@ -19,11 +19,15 @@ length or a truth value, as an ``assert`` on the node.
 
 from __future__ import annotations
 
+import ast
+import copy
+import functools
 import inspect
 import keyword
 import math
 import operator
 import os
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
@@ -177,7 +181,11 @@ class _Writer:
         if not _is_tensor(receiver):  # a method of a Python value (a shape's .index, a dict's .get)
             return f"{self.value(receiver)}.{method}({self.call_args(rest, node.kwargs)})"
         plain = method[:-1] if method.endswith("_") and not method.endswith("__") else method
-        adapter = self.adapter(table.METHODS[plain], key=("METHODS", plain))
+        function = table.METHODS[plain]
+        inline = self.inline(function, node.args, node.kwargs)
+        if inline is not None:
+            return inline
+        adapter = self.adapter(function, key=("METHODS", plain))
         return f"{adapter}({self.call_args(node.args, node.kwargs)})"
 
     def function(self, node: torch.fx.Node, run: Optional[Callable]) -> str:
@@ -198,7 +206,31 @@ class _Writer:
             raise _Unwritable("a call without an adapter")
         name = calls.api_name("call_function", target)
         key = ("FUNCTIONS", name) if name in table.FUNCTIONS else None
+        inline = self.inline(run, args, kwargs)
+        if inline is not None:
+            return inline
         return f"{self.adapter(run, key=key)}({self.call_args(args, kwargs)})"
+
+    def inline(self, function: Callable, args: tuple, kwargs: dict) -> Optional[str]:
+        """The adapter's one expression with the call's arguments in place (``ops.relu(bn)``), where
+        its body is ``return <expression>`` over its parameters and MindSpore's ``ops``; else None."""
+        expression = _one_expression(function)
+        if expression is None:
+            return None
+        try:
+            bound = inspect.signature(function).bind(*args, **kwargs)
+        except TypeError:
+            return None
+        bound.apply_defaults()
+        texts = {}
+        for name, value in bound.arguments.items():
+            try:
+                texts[name] = self.value(value)
+            except _Unwritable:
+                return None
+        tree = _Substituted(texts).visit(copy.deepcopy(expression))
+        self.imports["ops"] = "mindspore.ops"
+        return ast.unparse(tree)
 
     def adapter(self, function: Callable, key: Optional[Tuple[str, str]] = None) -> str:
         """How the text names ``function``: ``topic.name`` for the call table's adapters, MindSpore's
@@ -296,6 +328,44 @@ def _is_matmul(node: torch.fx.Node) -> bool:
     if node.op == "call_method":
         return node.target in ("matmul", "bmm")
     return node.target in (operator.matmul, torch.matmul, torch.bmm)
+
+
+class _Substituted(ast.NodeTransformer):
+    def __init__(self, texts: Dict[str, str]):
+        self.texts = texts
+
+    def visit_Name(self, node: ast.Name) -> Any:
+        if node.id in self.texts:
+            return ast.parse(f"({self.texts[node.id]})", mode="eval").body
+        return node
+
+
+@functools.lru_cache(maxsize=None)
+def _one_expression(function: Callable) -> Optional[ast.expr]:
+    """The expression of an adapter whose body is one ``return`` of its parameters, constants and
+    ``ops`` (MindSpore's) calls, without ``*args``; None for any other."""
+    try:
+        source = textwrap.dedent(inspect.getsource(function))
+        parameters = inspect.signature(function).parameters.values()
+    except (OSError, TypeError, ValueError):
+        return None
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters):
+        return None
+    tree = ast.parse(source).body[0]
+    if not isinstance(tree, ast.FunctionDef) or tree.decorator_list:
+        return None
+    body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+        return None
+    names = {p.name for p in parameters}
+    if getattr(function, "__globals__", {}).get("ops") is not ms.ops:
+        return None
+    for node in ast.walk(body[0].value):
+        if isinstance(node, ast.Name) and node.id not in names and node.id != "ops":
+            return None
+        if isinstance(node, (ast.Lambda, ast.NamedExpr, ast.comprehension)):
+            return None
+    return body[0].value
 
 
 def _plain_index(index: Any) -> bool:
