@@ -97,9 +97,7 @@ def test_one_class_per_module_with_statements_named_and_placed(emitted):
     assert "torch_gt_ = adapter(table.FUNCTIONS['torch.gt'])" in text
     line = inspect.getsourcelines(Block.forward)[1]
     here = f"{__file__.rpartition('/')[2]}:{line + 1}"
-    assert any(
-        stmt.strip().startswith("relu = ops.relu(bn)") and stmt.endswith(here) for stmt in text.splitlines()
-    )
+    assert any(stmt.strip().startswith("relu = ops.relu(bn)") and stmt.endswith(here) for stmt in text.splitlines())
     assert "# guard (" in text and f":{line + 2}): the truth value of eq was True" in text
     compile(text, "model.py", "exec")
 
