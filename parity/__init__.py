@@ -522,7 +522,9 @@ def compare_dumps(
     )
 
 
-def translate(torch_module: Any, inputs: Any = None, *, device: str = "CPU", seed: Optional[int] = None) -> Any:
+def translate(
+    torch_module: Any, inputs: Any = None, *, device: str = "CPU", seed: Optional[int] = None, emit: Any = None
+) -> Any:
     """Build the MindSpore counterpart of ``torch_module`` with equivalent arguments and the same
     weights. Raises :class:`ParityUnsupported` naming what cannot be translated: every blocker in the
     model at once, grouped by what blocks, with the modules each blocks.
@@ -530,10 +532,14 @@ def translate(torch_module: Any, inputs: Any = None, *, device: str = "CPU", see
     ``inputs`` (as :func:`check` takes them: arrays, specs, a tuple, a dict of keyword inputs, drawn
     under ``seed`` as ``check`` draws them): each ``forward`` is traced on the values it receives
     from them, so that code branching on shapes, dtypes and values translates; each branch taken is
-    a guard, and a call of the Cell that would take another is refused (a ``ParityUsageError``)."""
+    a guard, and a call of the Cell that would take another is refused (a ``ParityUsageError``).
+
+    ``emit`` (a folder; needs ``inputs``): the translation is also written there as a Python package
+    of MindSpore Cells to read and edit, one class per traced Module, that runs in GRAPH mode as well
+    as PYNATIVE: ``build()`` in it gives the model with the translated weights (docs/translate.md)."""
     from .engine.translating import run_translate
 
-    return run_translate(torch_module, inputs, device=device, seed=seed)
+    return run_translate(torch_module, inputs, device=device, seed=seed, emit=emit)
 
 
 def transfer_weights(src: Any, dst: Any, *, name_map: NameMap = None, ignore: Sequence[str] = ()) -> WeightReport:

@@ -3,6 +3,8 @@
     parity list [PATH ...]
     parity run [PATH ...] [-k TEXT] [--parity-seed N] [--parity-mode MODE] [--parity-device DEV] [--plot DIR]
     parity scan PATH [--json] [--device CPU|GPU|Ascend] [--module PKG.MOD:FACTORY --input-shape N,C,H,W | --input-int SHAPE:LOW:HIGH]
+    parity translate PKG.MOD:FACTORY --emit DIR (--input-shape N,C,H,W | --input-int SHAPE:LOW:HIGH | --inputs PKG.MOD:NAME)
+                     [--seed N] [--device CPU|GPU|Ascend]
     parity convert SRC DST (--cell PKG.MOD:FACTORY | --module PKG.MOD:FACTORY) [--name-map FILE] [--allow-missing]
                    [--allow-cast] [--force]
     parity report RUN.jsonl [RUN2.jsonl ...] [--baseline DIR] [--html OUT.html] [--markdown OUT.md] [--save-baseline DIR]
@@ -17,7 +19,8 @@ PATH defaults to ``cases``. Exit status: 0 all passed (expected failures include
 failed, 2 a usage error. ``parity scan`` (:mod:`parity.tools.scan.scanner`) exits 0 once it has reported (files
 that do not parse are listed as skipped), 2 on a usage error. ``parity convert``
 (:mod:`parity.tools.convert.checkpoint`) exits 0 once the file is written and verified, 2 when nothing was written.
-``parity report`` (:mod:`parity.nightly.cli`) exits 0 once written, 1 when a check failed or drifted.
+``parity translate`` exits 0 once the package is written, 2 when nothing was (a usage error, or what cannot be
+translated or written, named). ``parity report`` (:mod:`parity.nightly.cli`) exits 0 once written, 1 when a check failed or drifted.
 ``parity compare-dumps`` (:mod:`parity.tools.dumps.cli`) exits 0 when every paired tensor agrees, 1 when
 some differ, 2 on a usage error. ``parity doctor`` (:mod:`parity.tools.doctor.cli`) exits 0 when checks can
 run in this environment, 1 when they cannot.
@@ -68,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     _scan_parser(commands)
     report_cli.add_parser(commands)
     _convert_parser(commands)
+    _translate_parser(commands)
     dumps_cli.add_parser(commands)
     doctor_cli.add_parser(commands)
     return parser
@@ -104,6 +108,50 @@ def _convert_parser(commands) -> None:
         "integers into floats); the report lists what was lost",
     )
     convert.add_argument("--force", action="store_true", help="replace DST even when it is read-only")
+
+
+def _translate_parser(commands) -> None:
+    command = commands.add_parser(
+        "translate",
+        help="write a PyTorch Module's translation as a package of MindSpore Cells",
+        description="Translate the Module FACTORY() returns, traced on example inputs, and write it into DIR as a "
+        "Python package of MindSpore Cells (one class per traced Module, build() with the translated weights) "
+        "that runs in GRAPH and PYNATIVE modes: parity.translate(module, inputs, emit=DIR).",
+    )
+    command.add_argument("module", metavar="PKG.MOD:FACTORY", help="what builds the PyTorch Module")
+    command.add_argument("--emit", metavar="DIR", required=True, help="the package's folder (its parent must exist)")
+    given = command.add_mutually_exclusive_group(required=True)
+    given.add_argument("--input-shape", metavar="N,C,H,W", help="a random float32 input of this shape")
+    given.add_argument("--input-int", metavar="SHAPE:LOW:HIGH", help="a random int64 input, e.g. 2,16:0:128")
+    given.add_argument(
+        "--inputs", metavar="PKG.MOD:NAME", help="the inputs as parity.check takes them (or a function returning them)"
+    )
+    command.add_argument("--seed", type=int, default=None, help="the seed the inputs are drawn under")
+    command.add_argument("--device", choices=("CPU", "GPU", "Ascend"), default="CPU", help="default: CPU")
+
+
+def _translate(args) -> int:
+    import parity
+    from parity.engine.factories import resolve
+
+    from .tools.scan.runtime import parse_int_input, parse_shape
+
+    if args.input_shape is not None:
+        inputs = parity.randn(parse_shape(args.input_shape))
+    elif args.input_int is not None:
+        shape, low, high = parse_int_input(args.input_int)
+        inputs = parity.randint(shape, low, high)
+    else:
+        found = resolve(args.inputs, "parity translate --inputs")
+        inputs = found() if callable(found) else found
+    module = resolve(args.module, "parity translate")()
+    try:
+        parity.translate(module, inputs, device=args.device, seed=args.seed, emit=args.emit)
+    except ParityUnsupported as exc:
+        print(f"parity translate: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.emit}: import it and call build() for the model")
+    return 0
 
 
 def _scan_parser(commands) -> None:
@@ -238,6 +286,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             return dumps_cli.main(args)
         if args.command == "doctor":
             return doctor_cli.main(args, __version__)
+        if args.command == "translate":
+            return _translate(args)
         if args.command == "convert":
             from .tools.convert.checkpoint import run_command
 

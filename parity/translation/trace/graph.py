@@ -53,7 +53,7 @@ from .. import calls
 from ..layers.table import Context, torch_name
 from .concrete import ConcreteTracer, call_slots, is_constant, kept_state, root_function
 
-__all__ = ["graph_cell", "GraphForward", "TraceFailed"]
+__all__ = ["graph_cell", "GraphForward", "Program", "TraceFailed"]
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 # parity/translation/: the tracer's own frames (and the call table's) are never the call
@@ -192,7 +192,7 @@ def _trace(
         # torch.fx keeps the tensors forward made as constants on the Module (_tensor_constant0):
         # they move to the graph, and the user's Module is left as it was
         made = {name: vars(module).pop(name) for name in set(vars(module)) - before}
-    # parity's own attributes on the Graph, which _Program reads
+    # parity's own attributes on the Graph, which Program reads
     graph.parity_constants = made  # type: ignore[attr-defined]
     graph.parity_output_class = getattr(tracer, "output_class", None)  # type: ignore[attr-defined]
     graph.parity_guards = list(getattr(tracer, "guards", ()))  # type: ignore[attr-defined]
@@ -215,7 +215,7 @@ class _Step:
     where: str = ""
 
 
-class _Program:
+class Program:
     """One traced graph, its nodes resolved against the Cell once, run on MindSpore tensors."""
 
     def __init__(self, graph: torch.fx.Graph, cell: "GraphForward", module, ctx: Context):
@@ -424,6 +424,25 @@ class GraphForward(nn.Cell):
     def construct(self, *args: Any, **kwargs: Any) -> Any:
         return self._source.run(self, args, kwargs)
 
+    def traced_programs(self) -> List[Tuple[bool, tuple, Program]]:
+        """``[(training, call, program)]``: the programs traced on the example inputs' calls of the
+        Module that built without error, one per mode and kind of call (``call``: its key, as
+        :func:`.concrete.call_slots` gives it), what :mod:`parity.translation.emit` writes as text."""
+        found = []
+        for key, program in self._source.programs.items():
+            if key[0] == "valued" and isinstance(program, Program):
+                found.append((bool(key[1]), key[2], program))
+        return found
+
+    @property
+    def forward_signature(self) -> inspect.Signature:
+        """The signature of the Module's ``forward``, without ``self``."""
+        return self._source.signature
+
+    def example_calls(self) -> int:
+        """How many kinds of call the example inputs made of the Module (one program per mode each)."""
+        return len(self._source.examples)
+
     def extend_repr(self) -> str:
         return f"traced forward of {self.torch_class}"
 
@@ -462,7 +481,7 @@ class _Source:
 
     def program(
         self, cell, training: bool, concrete: Dict[str, Any], extra: Optional[Dict[str, Any]] = None
-    ) -> _Program:
+    ) -> Program:
         """``extra``: the constants ``**kwargs`` receives (``{}`` where forward has one and none is given)."""
         _refuse_var_positional(self.signature)
         if extra is None and self.var_keyword:
@@ -474,7 +493,7 @@ class _Source:
         )
         return self._built(key, cell, lambda: _trace(self.module, training, concrete, extra))
 
-    def valued_program(self, cell, training: bool, key: tuple) -> _Program:
+    def valued_program(self, cell, training: bool, key: tuple) -> Program:
         """The program for calls like the example call of ``key``, traced on its values."""
         slots, constants = self.examples[key]
 
@@ -485,10 +504,10 @@ class _Source:
 
         return self._built(("valued", training, key), cell, trace)
 
-    def _built(self, key, cell, trace: Callable[[], torch.fx.Graph]) -> _Program:
+    def _built(self, key, cell, trace: Callable[[], torch.fx.Graph]) -> Program:
         if key not in self.programs:
             try:
-                self.programs[key] = _Program(trace(), cell, self.module, self.ctx)
+                self.programs[key] = Program(trace(), cell, self.module, self.ctx)
             except (TraceFailed, ParityUnsupported) as exc:
                 self.programs[key] = exc
         found = self.programs[key]

@@ -1,0 +1,34 @@
+"""Translations written as packages of MindSpore Cells (``parity.translate(..., emit=folder)``),
+imported and built, checked against the PyTorch model in GRAPH mode and in PYNATIVE mode, forward
+and gradients at the float32 default: timm's EfficientNet (train mode too: batch statistics and its
+batch counter) and a small LLaMA from transformers.
+"""
+
+import numpy as np
+
+from parity import ParityCase, randint, randn
+
+VOCAB, LENGTH = 128, 8  # cases.models.zoo_hf.VOCAB (not imported: listing the catalogue imports no framework)
+MASK = np.ones((2, LENGTH), np.int64)
+MASK[1, :2] = 0
+TEXT = {"input_ids": randint((2, LENGTH), 0, VOCAB), "attention_mask": MASK}
+_E = "cases.models.zoo_emitted:"
+
+
+def _cases(name, factory, torch, inputs, **kwargs):
+    return (
+        ParityCase(f"{name}_graph", mindspore=_E + factory, torch=torch, inputs=inputs, ms_mode="graph", **kwargs),
+        ParityCase(
+            f"{name}_pynative", mindspore=_E + factory, torch=torch, inputs=inputs, ms_mode="pynative", **kwargs
+        ),
+    )
+
+
+EmittedTimmEfficientNet_graph, EmittedTimmEfficientNet_pynative = _cases(
+    "EmittedTimmEfficientNet",
+    "timm_efficientnet",
+    "cases.models.zoo_translated:timm_efficientnet",
+    randn((2, 3, 32, 32)),
+    train=(False, True),
+)
+EmittedLlama_graph, EmittedLlama_pynative = _cases("EmittedLlama", "llama", "cases.models.zoo_hf:llama", TEXT)
