@@ -224,3 +224,29 @@ def test_tied_weights_are_refused_naming_both_places(tmp_path):
     with pytest.raises(parity.ParityUnsupported, match=r"out\.weight is the Parameter embed\.\w+ too \(tied"):
         parity.translate(Tied().eval(), parity.randint((2, 3), 0, 10), emit=tmp_path / "tied")
     assert not (tmp_path / "tied").exists()
+
+
+class ModeDependent(torch.nn.Module):
+    """forward branches on self.training: one construct per mode in the package."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(6, 6)
+
+    def forward(self, x):
+        y = self.linear(x)
+        return y * 2 if self.training else y - 1
+
+
+def test_a_module_translated_in_eval_mode_keeps_its_train_mode_program(tmp_path):
+    torch.manual_seed(0)
+    module = ModeDependent().eval()
+    inputs = parity.randn((3, 6))
+    folder = tmp_path / "by_mode"
+    parity.translate(module, inputs, emit=folder)
+    text = (folder / "model.py").read_text()
+    assert "def construct_train(" in text and "def construct_eval(" in text
+    for train in (False, True):
+        cell = _import(folder).build()
+        result = parity.check(cell, module.train(train), inputs, train=train)
+        assert result.passed, str(result)

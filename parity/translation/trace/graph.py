@@ -427,7 +427,14 @@ class GraphForward(nn.Cell):
     def traced_programs(self) -> List[Tuple[bool, tuple, Program]]:
         """``[(training, call, program)]``: the programs traced on the example inputs' calls of the
         Module that built without error, one per mode and kind of call (``call``: its key, as
-        :func:`.concrete.call_slots` gives it), what :mod:`parity.translation.emit` writes as text."""
+        :func:`.concrete.call_slots` gives it), what :mod:`parity.translation.emit` writes as text.
+        A mode the Cell has not run in yet is traced now (translation traces the Module's own mode)."""
+        for key in list(self._source.examples):
+            for training in (False, True):
+                try:
+                    self._source.valued_program(self, training, key)
+                except (TraceFailed, ParityUnsupported):
+                    pass  # kept as the program of that mode: raised where the Cell runs in it
         found = []
         for key, program in self._source.programs.items():
             if key[0] == "valued" and isinstance(program, Program):
