@@ -119,4 +119,5 @@ METHODS: Dict[str, Adapter] = {
     "masked_fill": masked_fill,
     "triu": ops.triu,
     "tril": ops.tril,
+    "__getitem__": getitem,  # a captured tensor indexed by a traced one (CodeGen's ``embed_positions[position_ids]``)
 }

@@ -1,0 +1,79 @@
+"""The call-table rows model families need (DeepSeek's group mask, CodeGen's captured sinusoid table),
+each in a small Module against PyTorch through ``parity.check``: forward, input and parameter
+gradients."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import parity
+from parity.translation.calls import table
+
+
+class GroupLimitedRouting(torch.nn.Module):
+    """DeepSeek-V3's router: the best 2 of 4 groups kept by a ``scatter_`` of ones into a mask, the
+    top 2 experts among them; beside it ``scatter`` of a tensor (gradient to both sides) and
+    ``scatter_add``."""
+
+    def __init__(self):
+        super().__init__()
+        self.router = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        scores = self.router(x).sigmoid()
+        groups = scores.view(-1, 4, 2).topk(2, dim=-1)[0].sum(dim=-1)
+        kept = torch.topk(groups, k=2, dim=-1, sorted=False)[1]
+        mask = torch.zeros_like(groups)
+        mask.scatter_(1, kept, 1)
+        expanded = mask.unsqueeze(-1).expand(-1, 4, 2).reshape(-1, 8)
+        chosen = torch.topk(scores.masked_fill(~expanded.bool(), 0.0), k=2, dim=-1)[1]
+        weights = scores.gather(1, chosen)
+        index = torch.tensor([[0, 3], [5, 1]]).repeat(x.shape[0] // 2, 1)
+        written = torch.scatter(x, 1, index, scores[:, :2]) + x.scatter(1, index, value=-1.0)
+        added = (
+            torch.scatter_add(x, 1, index.repeat(1, 2), scores[:, :4])[:, :6]
+            + x.scatter_add(0, torch.tensor([[1], [0], [3], [1]]).expand(-1, 8), x)[:, 2:]
+        )
+        return weights / weights.sum(-1, keepdim=True), written, added
+
+
+class CapturedTable(torch.nn.Module):
+    """A plain tensor attribute (not a buffer) indexed by a tensor computed in ``forward``, as
+    CodeGen reads its rotary table: ``self.table[positions]`` is ``Tensor.__getitem__`` in the trace."""
+
+    def __init__(self):
+        super().__init__()
+        self.table = torch.randn(16, 4)
+        self.proj = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        positions = torch.arange(x.shape[1]).unsqueeze(0).expand(x.shape[0], -1)
+        sin, cos = torch.split(self.table[positions], 2, dim=-1)
+        return self.proj(x) * torch.cat([sin, cos], -1)
+
+
+@pytest.mark.parametrize(
+    "module, inputs",
+    [(GroupLimitedRouting(), parity.randn((4, 8))), (CapturedTable(), parity.randn((2, 5, 4)))],
+    ids=lambda v: type(v).__name__ if isinstance(v, torch.nn.Module) else "",
+)
+def test_family_rows_translate_with_gradients(module, inputs):
+    torch.manual_seed(0)
+    result = parity.check(parity.translate(module, inputs), module, inputs)
+    assert result.passed, str(result)
+    assert {c.kind for c in result.comparisons} >= {"output", "input grad", "param grad"}
+
+
+def test_scatter_with_a_reduction_is_refused_by_name():
+    class Reduced(torch.nn.Module):
+        def forward(self, x):
+            return torch.scatter(x, 1, torch.tensor([[0, 1]]), 2.0, reduce="multiply")
+
+    with pytest.raises(parity.ParityUnsupported, match=r"torch\.scatter: reduce='multiply'.*test_translate_families"):
+        parity.translate(Reduced(), parity.randn((1, 3)))
+
+
+def test_the_family_rows_are_in_the_table():
+    assert {"torch.scatter", "torch.scatter_add"} <= set(table.FUNCTIONS)
+    assert {"scatter", "scatter_add", "__getitem__"} <= set(table.METHODS)
