@@ -36,6 +36,12 @@ WhisperEncoderTranslated = _case(
 )
 CLIPTextTranslated = _case("CLIPTextTranslated", "clip_text")
 Wav2Vec2Translated = _case("Wav2Vec2Translated", "wav2vec2", inputs={"input_values": randn((2, 400))})
+Qwen3MoeForCausalLMTranslated = _case("Qwen3MoeForCausalLMTranslated", "qwen3_moe")
+DeepseekV3ForCausalLMTranslated = _case("DeepseekV3ForCausalLMTranslated", "deepseek_v3")
+MambaForCausalLMTranslated = _case("MambaForCausalLMTranslated", "mamba")
+Mamba2ForCausalLMTranslated = _case("Mamba2ForCausalLMTranslated", "mamba2")
+BartTranslated = _case("BartTranslated", "bart", inputs=dict(TEXT, decoder_input_ids=randint((2, 6), 0, VOCAB)))
+CodeGenForCausalLMTranslated = _case("CodeGenForCausalLMTranslated", "codegen")
 # The translated LLaMA trains: three steps of next-token loss, AdamW with a warmup and gradient
 # clipping, on the padded batch (traced on that batch's inputs).
 LlamaForCausalLMTranslated_training = _case(
