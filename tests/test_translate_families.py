@@ -14,7 +14,7 @@ from parity.translation.calls import table
 class GroupLimitedRouting(torch.nn.Module):
     """DeepSeek-V3's router: the best 2 of 4 groups kept by a ``scatter_`` of ones into a mask, the
     top 2 experts among them; beside it ``scatter`` of a tensor (gradient to both sides) and
-    ``scatter_add``."""
+    ``scatter_add``; rows written over ``empty_like``."""
 
     def __init__(self):
         super().__init__()
@@ -35,7 +35,11 @@ class GroupLimitedRouting(torch.nn.Module):
             torch.scatter_add(x, 1, index.repeat(1, 2), scores[:, :4])[:, :6]
             + x.scatter_add(0, torch.tensor([[1], [0], [3], [1]]).expand(-1, 8), x)[:, 2:]
         )
-        return weights / weights.sum(-1, keepdim=True), written, added
+        back = torch.empty_like(x)  # every row written, as DeepSeek-V2 puts its sorted tokens back
+        back[torch.arange(x.shape[0]).flip(0)] = x * scores
+        fresh = x.new_empty(4, 8)
+        fresh[:, :] = 1.0
+        return weights / weights.sum(-1, keepdim=True), written, added, back + fresh
 
 
 class CapturedTable(torch.nn.Module):
@@ -76,4 +80,42 @@ def test_scatter_with_a_reduction_is_refused_by_name():
 
 def test_the_family_rows_are_in_the_table():
     assert {"torch.scatter", "torch.scatter_add"} <= set(table.FUNCTIONS)
-    assert {"scatter", "scatter_add", "__getitem__"} <= set(table.METHODS)
+    assert {"scatter", "scatter_add", "__getitem__", "new_empty"} <= set(table.METHODS)
+    assert {"torch.view_as_complex", "torch.view_as_real", "torch.polar", "torch.empty_like"} <= set(table.FUNCTIONS)
+
+
+class ComplexRotary(torch.nn.Module):
+    """DeepSeek-V2's rotary embedding: angles to unit complex numbers (``torch.polar``), scaled, the
+    query's pairs as complex numbers times them, back to pairs; and ``torch.complex``."""
+
+    def __init__(self):
+        super().__init__()
+        self.q = torch.nn.Linear(8, 8)
+        self.angles = torch.nn.Parameter(torch.randn(5, 4))
+
+    def forward(self, x):
+        turns = torch.polar(torch.ones_like(self.angles), self.angles) * 0.5
+        pairs = torch.view_as_complex(self.q(x).float().reshape(*x.shape[:-1], -1, 2))
+        rotated = torch.view_as_real(pairs * turns.unsqueeze(0).to(x.device)).flatten(2).type_as(x)
+        made = torch.view_as_real(torch.complex(x[..., :4], x[..., 4:]) * pairs)
+        return rotated, made.sum(-1)
+
+
+def test_complex_numbers_translate_as_pairs_of_real_tensors_with_gradients():
+    module, inputs = ComplexRotary(), parity.randn((2, 5, 8))
+    result = parity.check(parity.translate(module, inputs), module, inputs)
+    assert result.passed, str(result)
+    assert {c.name for c in result.comparisons if c.kind == "param grad"} >= {"angles", "q.weight"}
+
+
+def test_what_a_complex_tensor_is_asked_beyond_the_pairs_is_refused_by_name():
+    class Magnitude(torch.nn.Module):
+        def forward(self, x):
+            return torch.view_as_complex(x).abs()
+
+    inputs = parity.randn((3, 2))
+    cell = parity.translate(Magnitude(), inputs)
+    with pytest.raises(
+        parity.ParityUnsupported, match=r"Tensor\.abs at .*: TypeError: Tensor\.abs of a complex tensor"
+    ):
+        parity.check(cell, Magnitude(), inputs)

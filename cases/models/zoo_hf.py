@@ -367,3 +367,33 @@ def codegen(tf):
             attn_implementation="eager",
         )
     )
+
+
+@_offline
+def deepseek_v2(tf):
+    """``DeepseekV2ForCausalLM``: multi-head latent attention with rotary embeddings as complex
+    numbers (``torch.polar``, ``view_as_complex``, a complex product, ``view_as_real``), a dense
+    first layer, then 8 routed experts in 4 groups, ``group_limited_greedy`` (the top 2 groups by
+    their best score, ``scatter_``), tokens sorted by expert (``argsort``, ``empty_like``, an indexed
+    write), beside a shared expert."""
+    return tf.DeepseekV2ForCausalLM(
+        tf.DeepseekV2Config(
+            **SMALL,
+            num_key_value_heads=4,
+            n_routed_experts=8,
+            num_experts_per_tok=2,
+            n_group=4,
+            topk_group=2,
+            topk_method="group_limited_greedy",
+            n_shared_experts=1,
+            moe_intermediate_size=32,
+            first_k_dense_replace=1,
+            kv_lora_rank=16,
+            q_lora_rank=24,
+            qk_rope_head_dim=8,
+            qk_nope_head_dim=8,
+            v_head_dim=8,
+            max_position_embeddings=64,
+            use_cache=False,
+        )
+    )
