@@ -1,4 +1,5 @@
-"""The call-table rows model families need (DeepSeek's group mask, CodeGen's captured sinusoid table),
+"""The call-table rows model families need (DeepSeek's group mask, CodeGen's captured sinusoid table,
+DeBERTa's ``@torch.jit.script`` helpers traced as Python),
 each in a small Module against PyTorch through ``parity.check``: forward, input and parameter
 gradients."""
 
@@ -9,6 +10,30 @@ import torch
 
 import parity
 from parity.translation.calls import table
+
+
+@torch.jit.script
+def _scaled_sqrt(query: torch.Tensor, factor: int):
+    return torch.sqrt(torch.tensor(query.size(-1), dtype=torch.float) * factor)
+
+
+@torch.jit.script
+def _expanded(positions, query):
+    if query.size(0) > 1:  # a decision inside the script: a guard once traced as Python
+        return positions.expand([query.size(0), positions.size(-1)])
+    return positions
+
+
+class Scripted(torch.nn.Module):
+    """``@torch.jit.script`` helpers, as DeBERTa-v2 calls them from ``forward``."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(6, 6)
+
+    def forward(self, x):
+        scores = self.proj(x) / _scaled_sqrt(x, 2)
+        return scores * _expanded(torch.arange(6.0).unsqueeze(0), x)
 
 
 class GroupLimitedRouting(torch.nn.Module):
@@ -59,7 +84,11 @@ class CapturedTable(torch.nn.Module):
 
 @pytest.mark.parametrize(
     "module, inputs",
-    [(GroupLimitedRouting(), parity.randn((4, 8))), (CapturedTable(), parity.randn((2, 5, 4)))],
+    [
+        (GroupLimitedRouting(), parity.randn((4, 8))),
+        (CapturedTable(), parity.randn((2, 5, 4))),
+        (Scripted(), parity.randn((3, 6))),
+    ],
     ids=lambda v: type(v).__name__ if isinstance(v, torch.nn.Module) else "",
 )
 def test_family_rows_translate_with_gradients(module, inputs):

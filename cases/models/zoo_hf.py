@@ -397,3 +397,20 @@ def deepseek_v2(tf):
             use_cache=False,
         )
     )
+
+
+@_offline
+def deberta_v2(tf):
+    """``DebertaV2ForMaskedLM``: disentangled attention, content-to-position and position-to-content
+    over log-bucketed relative positions (8 buckets), its ``@torch.jit.script`` helpers traced as
+    the Python they were compiled from."""
+    return tf.DebertaV2ForMaskedLM(
+        tf.DebertaV2Config(
+            **SMALL,
+            max_position_embeddings=64,
+            relative_attention=True,
+            position_buckets=8,
+            pos_att_type=["p2c", "c2p"],
+            max_relative_positions=16,
+        )
+    )

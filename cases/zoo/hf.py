@@ -43,6 +43,7 @@ MambaForCausalLMTranslated = _case("MambaForCausalLMTranslated", "mamba")
 Mamba2ForCausalLMTranslated = _case("Mamba2ForCausalLMTranslated", "mamba2")
 BartTranslated = _case("BartTranslated", "bart", inputs=dict(TEXT, decoder_input_ids=randint((2, 6), 0, VOCAB)))
 CodeGenForCausalLMTranslated = _case("CodeGenForCausalLMTranslated", "codegen")
+DebertaV2ForMaskedLMTranslated = _case("DebertaV2ForMaskedLMTranslated", "deberta_v2")
 # The translated LLaMA trains: three steps of next-token loss, AdamW with a warmup and gradient
 # clipping, on the padded batch (traced on that batch's inputs).
 LlamaForCausalLMTranslated_training = _case(

@@ -246,7 +246,7 @@ class ConcreteTracer(torch.fx.Tracer):
     def trace(
         self, root: Union[torch.nn.Module, Callable[..., Any]], concrete_args: Optional[Dict[str, Any]] = None
     ) -> torch.fx.Graph:
-        with _stand_ins(), warnings.catch_warnings():
+        with _stand_ins(), _scripts_as_python(root), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the Module's own warnings were the example run's to give
             return super().trace(root, concrete_args)
 
@@ -371,8 +371,9 @@ def _broadcast_bhqkv(mask_function: Callable, bh_indices: bool = True) -> Callab
 
 _STAND_INS = {("transformers.masking_utils", "_vmap_for_bhqkv"): _broadcast_bhqkv}
 # PyTorch's factories that take sizes as varargs: their C++ parser takes a proxy for a size for the
-# whole size (and raises) before PyTorch's dispatch to the proxy could record the call
-_FACTORIES = ("ones", "zeros", "empty", "full", "rand", "randn", "randint")
+# whole size (and raises) before PyTorch's dispatch to the proxy could record the call; and
+# torch.tensor, whose data (DeBERTa's torch.tensor(q.size(-1))) is read as a sequence, never dispatched
+_FACTORIES = ("ones", "zeros", "empty", "full", "rand", "randn", "randint", "tensor")
 
 
 def _recording(factory: Callable) -> Callable:
@@ -433,6 +434,28 @@ def _stand_ins():
     finally:
         for owner, name, value in saved:
             setattr(owner, name, value)
+
+
+@contextmanager
+def _scripts_as_python(root: Any) -> Iterator[None]:
+    """During a trace: each ``@torch.jit.script`` function held by the module of a class in ``root``
+    (DeBERTa's ``scaled_size_sqrt``, ``build_rpos``) replaced by the Python function it was compiled
+    from, so that its body is traced as ``forward``'s own code: TorchScript's compiled function
+    takes no traced value (its arguments are checked in C++)."""
+    classes = {type(m) for m in root.modules()} if isinstance(root, torch.nn.Module) else set()
+    namespaces = {id(ns): ns for ns in (sys.modules.get(c.__module__) for c in classes) if ns is not None}
+    saved = []
+    for namespace in namespaces.values():
+        for name, value in list(vars(namespace).items()):
+            python = getattr(value, "_torchdynamo_inline", None)  # the function a ScriptFunction compiled
+            if _isinstance(value, torch.jit.ScriptFunction) and callable(python):
+                saved.append((namespace, name, value))
+                setattr(namespace, name, python)
+    try:
+        yield
+    finally:
+        for namespace, name, value in saved:
+            setattr(namespace, name, value)
 
 
 _isinstance = isinstance  # the builtin, for this module's own questions and everyone else's
