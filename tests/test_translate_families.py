@@ -5,6 +5,8 @@ gradients."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 import torch
 
@@ -109,7 +111,7 @@ def test_scatter_with_a_reduction_is_refused_by_name():
 
 def test_the_family_rows_are_in_the_table():
     assert {"torch.scatter", "torch.scatter_add"} <= set(table.FUNCTIONS)
-    assert {"scatter", "scatter_add", "__getitem__", "new_empty"} <= set(table.METHODS)
+    assert {"scatter", "scatter_add", "__getitem__", "new_empty", "stride", "as_strided"} <= set(table.METHODS)
     assert {"torch.view_as_complex", "torch.view_as_real", "torch.polar", "torch.empty_like"} <= set(table.FUNCTIONS)
 
 
@@ -148,3 +150,61 @@ def test_what_a_complex_tensor_is_asked_beyond_the_pairs_is_refused_by_name():
         parity.ParityUnsupported, match=r"Tensor\.abs at .*: TypeError: Tensor\.abs of a complex tensor"
     ):
         parity.check(cell, Magnitude(), inputs)
+
+
+class Windows(torch.nn.Module):
+    """Overlapping windows as Longformer's ``_chunk`` makes them: ``as_strided`` over the tensor's
+    own ``stride()``, the window dimension's stride halved (each element read twice: its gradient
+    adds up)."""
+
+    def __init__(self, transposed: bool = False):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4)
+        self.transposed = transposed
+
+    def forward(self, x):
+        h = self.proj(x)
+        if self.transposed:  # Longformer's (sequence, batch) to (batch, sequence): a strided view
+            h = h.transpose(0, 1)
+        h = h.view(h.size(0), h.size(1) // 4, 4, h.size(2))
+        size, stride = list(h.size()), list(h.stride())
+        size[1], stride[1] = size[1] * 2 - 1, stride[1] // 2
+        return h.as_strided(size=size, stride=stride) * 2 + torch.as_strided(h, (2, 3), (1, 2)).sum()
+
+
+def test_overlapping_windows_of_a_contiguous_tensor_translate_with_gradients():
+    module, inputs = Windows(), parity.randn((2, 8, 4))
+    result = parity.check(parity.translate(module, inputs), module, inputs)
+    assert result.passed, str(result)
+
+
+def test_strides_of_a_tensor_pytorch_holds_as_a_strided_view_are_refused_at_the_line():
+    with pytest.raises(
+        parity.ParityUnsupported,
+        match=r"Tensor\.stride of a tensor that is not contiguous in PyTorch \(strides \(4, 32, 8, 1\) for shape "
+        r"\(2, 2, 4, 4\)\): a MindSpore tensor is contiguous.* \(at .*test_translate_families\.py:\d+ ",
+    ):
+        parity.translate(Windows(transposed=True), parity.randn((8, 2, 4)))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="transformers is not installed")
+def test_longformer_is_refused_naming_its_strided_windows():
+    from cases.models.zoo_compat import import_quietly
+
+    tf = import_quietly("transformers")
+    torch.manual_seed(0)
+    config = tf.LongformerConfig(
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        intermediate_size=64,
+        vocab_size=128,
+        attention_window=4,
+        max_position_embeddings=64,
+        pad_token_id=1,
+    )
+    inputs = {"input_ids": parity.randint((2, 8), 2, 128)}
+    with pytest.raises(parity.ParityUnsupported) as info:
+        parity.translate(tf.LongformerModel(config).eval(), inputs)
+    assert "Tensor.stride of a tensor that is not contiguous in PyTorch" in str(info.value)
+    assert "modeling_longformer.py:" in str(info.value)

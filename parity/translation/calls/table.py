@@ -46,6 +46,7 @@ from . import (
     scatters,
     shapes,
     special,
+    strides,
     views,
 )
 from .arguments import Adapter, Entry, Validator, is_tensor
@@ -74,6 +75,7 @@ TOPICS = (
     pooling,
     losses,
     special,
+    strides,
     python,
 )
 # PyTorch's dotted names; Tensor methods by name, a name ending in "_" (in place) mapping to the name without it.

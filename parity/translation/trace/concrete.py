@@ -120,6 +120,17 @@ def _in_user_code(depth: int) -> bool:
     return not path.startswith(_TORCH_DIR) and not path.startswith(_HERE)
 
 
+def _refuse_a_strided_view(method: str, receiver: Any) -> None:
+    """``stride`` and ``as_strided`` answer by the tensor's layout, and a translated tensor is
+    contiguous: on a tensor PyTorch holds otherwise (a transposed view), they are refused here."""
+    if method in ("stride", "as_strided") and _isinstance(receiver, torch.Tensor) and not receiver.is_contiguous():
+        raise ParityUsageError(
+            f"Tensor.{method} of a tensor that is not contiguous in PyTorch (strides {tuple(receiver.stride())} "
+            f"for shape {tuple(receiver.shape)}): a MindSpore tensor is contiguous, so these strides would name "
+            "other elements; make it contiguous first (.contiguous())"
+        )
+
+
 def _decision_place() -> str:
     """``file:line  (code)`` of the innermost frame outside PyTorch and this package."""
     for frame in reversed(traceback.extract_stack()):
@@ -342,6 +353,7 @@ class ConcreteTracer(torch.fx.Tracer):
                     self.calls.setdefault(id(child), []).append((_copied(args), _copied(kwargs)))
                 return child(*args, **kwargs)
             if kind == "call_method":
+                _refuse_a_strided_view(target, args[0])
                 return getattr(args[0], target)(*args[1:], **kwargs)
             return target(*args, **kwargs)
 
