@@ -414,3 +414,17 @@ def deberta_v2(tf):
             max_relative_positions=16,
         )
     )
+
+
+@_offline
+def longformer(tf):
+    """``LongformerForMaskedLM``: sliding-window attention over windows of 4 (two on each side),
+    cut by ``as_strided`` over the strides of a transposed view (answered by PyTorch's layout),
+    diagonals padded and masked, no global attention."""
+    config = tf.LongformerConfig(
+        **{k: v for k, v in SMALL.items() if k != "attn_implementation"},  # its own attention only
+        attention_window=4,
+        max_position_embeddings=64,
+        pad_token_id=1,
+    )
+    return tf.LongformerForMaskedLM(config)

@@ -44,6 +44,7 @@ Mamba2ForCausalLMTranslated = _case("Mamba2ForCausalLMTranslated", "mamba2")
 BartTranslated = _case("BartTranslated", "bart", inputs=dict(TEXT, decoder_input_ids=randint((2, 6), 0, VOCAB)))
 CodeGenForCausalLMTranslated = _case("CodeGenForCausalLMTranslated", "codegen")
 DebertaV2ForMaskedLMTranslated = _case("DebertaV2ForMaskedLMTranslated", "deberta_v2")
+LongformerForMaskedLMTranslated = _case("LongformerForMaskedLMTranslated", "longformer")
 # The translated LLaMA trains: three steps of next-token loss, AdamW with a warmup and gradient
 # clipping, on the padded batch (traced on that batch's inputs).
 LlamaForCausalLMTranslated_training = _case(

@@ -176,6 +176,17 @@ def new_full(
     return ops.full(tuple(size), fill_value, dtype=made_dtype(dtype, self.dtype))
 
 
+def _size_by_keyword(adapter: Adapter) -> Adapter:
+    """``adapter`` that also takes its size by keyword, ``x.new_ones(size=(2, 3))`` (Longformer)."""
+
+    def call(self: Tensor, *size: Size, **kwargs) -> Tensor:
+        if "size" in kwargs:
+            size = (kwargs.pop("size"),)
+        return adapter(self, *size, **kwargs)
+
+    return call
+
+
 FUNCTIONS: Dict[str, Entry] = {
     "torch.arange": arange,
     "torch.tensor": tensor,
@@ -188,8 +199,8 @@ FUNCTIONS: Dict[str, Entry] = {
     "torch.empty_like": zeros_like,  # unspecified values in PyTorch: zeros here (DeepSeek-V2 writes every row)
 }
 METHODS: Dict[str, Adapter] = {
-    "new_zeros": new_zeros,
-    "new_ones": new_ones,
+    "new_zeros": _size_by_keyword(new_zeros),
+    "new_ones": _size_by_keyword(new_ones),
     "new_full": new_full,
-    "new_empty": new_zeros,  # as torch.empty_like
+    "new_empty": _size_by_keyword(new_zeros),  # as torch.empty_like
 }

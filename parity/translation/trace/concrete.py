@@ -41,9 +41,10 @@ from torch.fx.proxy import Attribute, Proxy
 
 from ...errors import ParityUsageError
 
-__all__ = ["ConcreteTracer", "Guard", "GuardFailed", "record_calls", "call_slots", "is_constant"]
+__all__ = ["ConcreteTracer", "Guard", "GuardFailed", "record_calls", "call_slots", "is_constant", "LAYOUT"]
 
 _VALUE = "parity_value"
+LAYOUT = "parity_layout"  # a node's meta: its tensor's layout in PyTorch, for stride and as_strided (see _layout)
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # parity/translation/
 _SCALARS = (type(None), bool, int, float, str)
@@ -120,15 +121,13 @@ def _in_user_code(depth: int) -> bool:
     return not path.startswith(_TORCH_DIR) and not path.startswith(_HERE)
 
 
-def _refuse_a_strided_view(method: str, receiver: Any) -> None:
-    """``stride`` and ``as_strided`` answer by the tensor's layout, and a translated tensor is
-    contiguous: on a tensor PyTorch holds otherwise (a transposed view), they are refused here."""
-    if method in ("stride", "as_strided") and _isinstance(receiver, torch.Tensor) and not receiver.is_contiguous():
-        raise ParityUsageError(
-            f"Tensor.{method} of a tensor that is not contiguous in PyTorch (strides {tuple(receiver.stride())} "
-            f"for shape {tuple(receiver.shape)}): a MindSpore tensor is contiguous, so these strides would name "
-            "other elements; make it contiguous first (.contiguous())"
-        )
+def _layout(tensor: Any) -> Optional[Tuple[Tuple[int, ...], Tuple[int, ...], int]]:
+    """``(shape, strides, storage offset)`` of a tensor PyTorch holds otherwise than contiguous from
+    the start of its storage (a transposed view, a slice): what ``stride`` and ``as_strided`` answer
+    by, which a translated (contiguous) tensor cannot tell. None for a contiguous one."""
+    if not _isinstance(tensor, torch.Tensor) or (tensor.is_contiguous() and tensor.storage_offset() == 0):
+        return None
+    return tuple(tensor.shape), tuple(tensor.stride()), int(tensor.storage_offset())
 
 
 def _decision_place() -> str:
@@ -320,6 +319,12 @@ class ConcreteTracer(torch.fx.Tracer):
         if kind == "output":
             return proxy
         value = proxy.node.meta[_VALUE] = self._evaluate(kind, target, args, kwargs)
+        if (kind, target) in (
+            ("call_method", "stride"),
+            ("call_method", "as_strided"),
+            ("call_function", torch.as_strided),
+        ):
+            proxy.node.meta[LAYOUT] = _layout(_plain(args[0]))
         if kind == "call_module" and type(value) in (tuple, list):  # type(out) is tuple holds, as unpacking does
             return type(value)(proxy[i] for i in range(len(value)))  # type: ignore[index]  # Proxy's, set at import
         return proxy
@@ -353,7 +358,6 @@ class ConcreteTracer(torch.fx.Tracer):
                     self.calls.setdefault(id(child), []).append((_copied(args), _copied(kwargs)))
                 return child(*args, **kwargs)
             if kind == "call_method":
-                _refuse_a_strided_view(target, args[0])
                 return getattr(args[0], target)(*args[1:], **kwargs)
             return target(*args, **kwargs)
 
