@@ -328,25 +328,40 @@ def mamba2(tf):
     )
 
 
+SEQ2SEQ = dict(
+    vocab_size=VOCAB,
+    d_model=32,
+    encoder_layers=2,
+    decoder_layers=2,
+    encoder_attention_heads=4,
+    decoder_attention_heads=4,
+    encoder_ffn_dim=64,
+    decoder_ffn_dim=64,
+    max_position_embeddings=64,
+    use_cache=False,
+    attn_implementation="eager",
+)
+
+
 @_offline
 def bart(tf):
     """``BartForConditionalGeneration``: learned positions offset by 2, the padding mask checked with
     ``isinstance(mask, torch.Tensor)``, a causal decoder with cross-attention, the tied LM head."""
-    return tf.BartForConditionalGeneration(
-        tf.BartConfig(
-            vocab_size=VOCAB,
-            d_model=32,
-            encoder_layers=2,
-            decoder_layers=2,
-            encoder_attention_heads=4,
-            decoder_attention_heads=4,
-            encoder_ffn_dim=64,
-            decoder_ffn_dim=64,
-            max_position_embeddings=64,
-            use_cache=False,
-            attn_implementation="eager",
-        )
-    )
+    return tf.BartForConditionalGeneration(tf.BartConfig(**SEQ2SEQ))
+
+
+@_offline
+def mbart(tf):
+    """``MBartForConditionalGeneration``: BART's layers with the norm before each block and a final
+    LayerNorm on each stack."""
+    return tf.MBartForConditionalGeneration(tf.MBartConfig(**SEQ2SEQ, pad_token_id=1, decoder_start_token_id=2))
+
+
+@_offline
+def marian(tf):
+    """``MarianMTModel``: fixed sinusoidal positions (a parameter without gradient), embeddings scaled
+    by the square root of the width."""
+    return tf.MarianMTModel(tf.MarianConfig(**SEQ2SEQ, pad_token_id=1, decoder_start_token_id=2))
 
 
 @_offline
