@@ -18,6 +18,10 @@ as the branch taken would be wrong for it. A proxy also answers ``isinstance`` a
 (``isinstance(out, tuple)``, a ``ModelOutput``; a tensor's proxy stays a proxy, for PyTorch's
 C++ would take it for a tensor), and ``forward``'s ``*args`` and
 ``**kwargs`` bind each value they receive to a placeholder of its own (:func:`call_slots`).
+
+A ``@torch.jit.script`` function held by the module of a traced class is traced as the Python it
+was compiled from (:func:`_scripts_as_python`), and a ``stride``/``as_strided`` node keeps the
+layout PyTorch held its tensor in (:data:`LAYOUT`), which a MindSpore tensor, contiguous, cannot tell.
 """
 
 from __future__ import annotations
