@@ -1,7 +1,8 @@
-"""The call-table rows model families need (DeepSeek's group mask, CodeGen's captured sinusoid table,
-DeBERTa's ``@torch.jit.script`` helpers traced as Python),
-each in a small Module against PyTorch through ``parity.check``: forward, input and parameter
-gradients."""
+"""What model families need of the translation, each in a small Module against PyTorch through
+``parity.check`` (forward, input and parameter gradients): DeepSeek's group mask (``scatter``),
+CodeGen's captured sinusoid table (``Tensor.__getitem__``), DeBERTa's ``@torch.jit.script`` helpers
+traced as Python, DeepSeek-V2's complex rotary embedding, Longformer's windows (``as_strided`` by
+PyTorch's layout) and its other calls; and the refusals where those stop."""
 
 from __future__ import annotations
 
