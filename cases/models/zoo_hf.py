@@ -242,3 +242,204 @@ def wav2vec2(tf):
         attn_implementation="eager",
     )
     return tf.Wav2Vec2Model(config)
+
+
+@_offline
+def qwen3_moe(tf):
+    """``Qwen3MoeForCausalLM``: routed experts (4, the top 2 renormalised), query-key RMSNorms, heads of 8."""
+    return tf.Qwen3MoeForCausalLM(
+        tf.Qwen3MoeConfig(
+            **SMALL,
+            num_key_value_heads=2,
+            head_dim=8,
+            num_experts=4,
+            num_experts_per_tok=2,
+            moe_intermediate_size=32,
+            max_position_embeddings=64,
+            use_cache=False,
+        )
+    )
+
+
+@_offline
+def deepseek_v3(tf):
+    """``DeepseekV3ForCausalLM``: multi-head latent attention (low-rank queries and keys/values, a
+    rotary part beside a plain part), a dense first layer, then 8 routed experts in 4 groups, the
+    top 2 groups kept (``scatter_`` of a group mask) and the top 2 experts of those, sigmoid scores
+    with a correction bias, beside a shared expert."""
+    return tf.DeepseekV3ForCausalLM(
+        tf.DeepseekV3Config(
+            **SMALL,
+            num_key_value_heads=4,
+            n_routed_experts=8,
+            num_experts_per_tok=2,
+            n_group=4,
+            topk_group=2,
+            n_shared_experts=1,
+            moe_intermediate_size=32,
+            first_k_dense_replace=1,
+            kv_lora_rank=16,
+            q_lora_rank=24,
+            qk_rope_head_dim=8,
+            qk_nope_head_dim=8,
+            v_head_dim=8,
+            max_position_embeddings=64,
+            rope_scaling=None,
+            use_cache=False,
+        )
+    )
+
+
+@_offline
+def mamba(tf):
+    """``MambaForCausalLM`` on its sequential path (the CUDA kernels absent): a causal depthwise
+    1-D convolution, softplus time steps, the selective scan written out token by token."""
+    return tf.MambaForCausalLM(
+        tf.MambaConfig(
+            hidden_size=32,
+            num_hidden_layers=2,
+            vocab_size=VOCAB,
+            state_size=8,
+            expand=2,
+            conv_kernel=4,
+            use_cache=False,
+        )
+    )
+
+
+@_offline
+def mamba2(tf):
+    """``Mamba2ForCausalLM`` on its naive path: 8 heads of 8, the state-space dual form in chunks of
+    4 (``cumsum``, segment sums, ``exp`` of masked decays), a gated RMSNorm."""
+    return tf.Mamba2ForCausalLM(
+        tf.Mamba2Config(
+            hidden_size=32,
+            num_hidden_layers=2,
+            vocab_size=VOCAB,
+            state_size=8,
+            expand=2,
+            conv_kernel=4,
+            num_heads=8,
+            head_dim=8,
+            n_groups=1,
+            chunk_size=4,
+            use_cache=False,
+        )
+    )
+
+
+SEQ2SEQ = dict(
+    vocab_size=VOCAB,
+    d_model=32,
+    encoder_layers=2,
+    decoder_layers=2,
+    encoder_attention_heads=4,
+    decoder_attention_heads=4,
+    encoder_ffn_dim=64,
+    decoder_ffn_dim=64,
+    max_position_embeddings=64,
+    use_cache=False,
+    attn_implementation="eager",
+)
+
+
+@_offline
+def bart(tf):
+    """``BartForConditionalGeneration``: learned positions offset by 2, the padding mask checked with
+    ``isinstance(mask, torch.Tensor)``, a causal decoder with cross-attention, the tied LM head."""
+    return tf.BartForConditionalGeneration(tf.BartConfig(**SEQ2SEQ))
+
+
+@_offline
+def mbart(tf):
+    """``MBartForConditionalGeneration``: BART's layers with the norm before each block and a final
+    LayerNorm on each stack."""
+    return tf.MBartForConditionalGeneration(tf.MBartConfig(**SEQ2SEQ, pad_token_id=1, decoder_start_token_id=2))
+
+
+@_offline
+def marian(tf):
+    """``MarianMTModel``: fixed sinusoidal positions (a parameter without gradient), embeddings scaled
+    by the square root of the width."""
+    return tf.MarianMTModel(tf.MarianConfig(**SEQ2SEQ, pad_token_id=1, decoder_start_token_id=2))
+
+
+@_offline
+def codegen(tf):
+    """``CodeGenForCausalLM``: one fused projection split by a model-parallel layout, rotary on the
+    first 4 dimensions read from a sinusoid table held as a plain tensor
+    (``embed_positions[position_ids]``), ``nn.Softmax(dim=-1)`` built inside ``forward``."""
+    return tf.CodeGenForCausalLM(
+        tf.CodeGenConfig(
+            vocab_size=VOCAB,
+            n_embd=32,
+            n_layer=2,
+            n_head=4,
+            rotary_dim=4,
+            n_positions=64,
+            n_ctx=64,
+            use_cache=False,
+            attn_implementation="eager",
+        )
+    )
+
+
+@_offline
+def deepseek_v2(tf):
+    """``DeepseekV2ForCausalLM``: multi-head latent attention with rotary embeddings as complex
+    numbers (``torch.polar``, ``view_as_complex``, a complex product, ``view_as_real``), a dense
+    first layer, then 8 routed experts in 4 groups, ``group_limited_greedy`` (the top 2 groups by
+    their best score, ``scatter_``), tokens sorted by expert (``argsort``, ``empty_like``, an indexed
+    write), beside a shared expert."""
+    return tf.DeepseekV2ForCausalLM(
+        tf.DeepseekV2Config(
+            **SMALL,
+            num_key_value_heads=4,
+            n_routed_experts=8,
+            num_experts_per_tok=2,
+            n_group=4,
+            topk_group=2,
+            topk_method="group_limited_greedy",
+            n_shared_experts=1,
+            moe_intermediate_size=32,
+            first_k_dense_replace=1,
+            kv_lora_rank=16,
+            q_lora_rank=24,
+            qk_rope_head_dim=8,
+            qk_nope_head_dim=8,
+            v_head_dim=8,
+            max_position_embeddings=64,
+            use_cache=False,
+        )
+    )
+
+
+@_offline
+def deberta_v2(tf):
+    """``DebertaV2ForMaskedLM``: disentangled attention, content-to-position and position-to-content
+    over log-bucketed relative positions (8 buckets), its ``@torch.jit.script`` helpers traced as
+    the Python they were compiled from."""
+    return tf.DebertaV2ForMaskedLM(
+        tf.DebertaV2Config(
+            **SMALL,
+            max_position_embeddings=64,
+            relative_attention=True,
+            position_buckets=8,
+            pos_att_type=["p2c", "c2p"],
+            max_relative_positions=16,
+        )
+    )
+
+
+@_offline
+def longformer(tf):
+    """``LongformerForMaskedLM``: sliding-window attention over windows of 4 (two on each side),
+    cut by ``as_strided`` over the strides of a transposed view (answered by PyTorch's layout),
+    diagonals padded and masked, no global attention."""
+    config = tf.LongformerConfig(
+        **{k: v for k, v in SMALL.items() if k != "attn_implementation"},  # its own attention only
+        attention_window=4,
+        max_position_embeddings=64,
+        pad_token_id=1,
+    )
+    return tf.LongformerForMaskedLM(config)

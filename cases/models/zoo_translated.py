@@ -133,6 +133,89 @@ def timm_efficientnet():
     return efficientnet.test_efficientnet(num_classes=NUM_CLASSES)
 
 
+def timm_levit():
+    """timm's LeViT: levit_384_s8's stem (three stride-2 convolutions) to 4x4 tokens, two stages of
+    one attention block (2 heads, keys of 8, learned attention biases read as ``biases[:, idxs]``)
+    joined by an attention subsample, hard-swish, BatchNorm'd linear layers (levit_128s: a 16-fold
+    stem, three stages of 2/3/4 blocks, 128 to 384 wide). In eval mode LeViT keeps the attention
+    biases it gathered, with their autograd graph, for the next call, and PyTorch's own second
+    backward through them fails: the case runs in train mode (batch statistics, no dropout), where
+    the 8-fold stem keeps each statistic over 8 values or more (the 16-fold one leaves 2, too
+    ill-conditioned for gradients to agree to float32's rounding)."""
+    levit = import_quietly("timm.models.levit")
+    return levit.Levit(
+        img_size=32,
+        stem_type="s8",
+        embed_dim=(32, 48),
+        key_dim=8,
+        depth=(1, 1),
+        num_heads=(2, 2),
+        num_classes=NUM_CLASSES,
+    )
+
+
+def _nf(**config):
+    nfnet = import_quietly("timm.models.nfnet")
+    return nfnet.NormFreeNet(nfnet.NfCfg(**config), num_classes=NUM_CLASSES)
+
+
+def timm_nf_resnet():
+    """timm's NormFreeNet as nf_resnet builds it (ScaledStdConv2d: weights standardised through
+    ``F.batch_norm``, scaled activations), four stages of one bottleneck block, 16 to 64 channels
+    (nf_resnet26: 2/2/2/2 blocks, 256 to 2048)."""
+    return _nf(depths=(1, 1, 1, 1), channels=(16, 32, 64, 64), stem_type="7x7_pool", stem_chs=16, act_layer="relu")
+
+
+def timm_dm_nfnet():
+    """timm's NormFreeNet as dm_nfnet builds it, with TensorFlow's "same" padding
+    (ScaledStdConv2dSame: ``pad_same`` then the standardised convolution), a deep stem, grouped
+    convolutions, squeeze-excitation and GELU, two stages of one block, 16 and 32 channels;
+    ``skipinit`` off (its zero gains would leave every residual branch without a gradient)."""
+    return _nf(
+        depths=(1, 1),
+        channels=(16, 32),
+        stem_type="deep_quad",
+        stem_chs=16,
+        group_size=8,
+        extra_conv=True,
+        gamma_in_act=True,
+        same_padding=True,
+        num_features=64,
+        act_layer="gelu",
+        attn_layer="se",
+        attn_kwargs=dict(rd_ratio=0.5),
+    )
+
+
+def timm_hiera():
+    """timm's Hiera: 4x4 patches of a 32x32 image, four stages of one block (16 to 128 wide, 1 to 8
+    heads), mask-unit attention in the first two, query pooling by ``amax`` over the pooled tokens;
+    PyTorch's default initialisation (``weight_init="skip"``: timm's zeroes the classifier, leaving
+    zero logits and no gradient behind them) and the head at its full scale (timm's: 0.001)."""
+    hiera = import_quietly("timm.models.hiera")
+    return hiera.Hiera(
+        img_size=(32, 32),
+        embed_dim=16,
+        num_heads=1,
+        stages=(1, 1, 1, 1),
+        q_pool=3,
+        mask_unit_size=(8, 8),
+        weight_init="skip",
+        head_init_scale=1.0,
+        num_classes=NUM_CLASSES,
+    )
+
+
+def timm_convnextv2():
+    """timm's ConvNeXt as ConvNeXt-V2 builds it: global response normalisation (an L2 norm over
+    the spatial dimensions, ``linalg.vector_norm``), no layer scale, four stages of one block, 16 to
+    64 channels (convnextv2_atto: 2/2/6/2 blocks, 40 to 320)."""
+    convnext = import_quietly("timm.models.convnext")
+    return convnext.ConvNeXt(
+        depths=(1, 1, 1, 1), dims=(16, 24, 32, 64), use_grn=True, ls_init_value=None, num_classes=NUM_CLASSES
+    )
+
+
 class PositionalEncoding(torch.nn.Module):
     """The sinusoidal table of PyTorch's transformer tutorial, added to the embeddings, then dropout."""
 

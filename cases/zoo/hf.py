@@ -36,6 +36,18 @@ WhisperEncoderTranslated = _case(
 )
 CLIPTextTranslated = _case("CLIPTextTranslated", "clip_text")
 Wav2Vec2Translated = _case("Wav2Vec2Translated", "wav2vec2", inputs={"input_values": randn((2, 400))})
+Qwen3MoeForCausalLMTranslated = _case("Qwen3MoeForCausalLMTranslated", "qwen3_moe")
+DeepseekV3ForCausalLMTranslated = _case("DeepseekV3ForCausalLMTranslated", "deepseek_v3")
+DeepseekV2ForCausalLMTranslated = _case("DeepseekV2ForCausalLMTranslated", "deepseek_v2")
+MambaForCausalLMTranslated = _case("MambaForCausalLMTranslated", "mamba")
+Mamba2ForCausalLMTranslated = _case("Mamba2ForCausalLMTranslated", "mamba2")
+SEQ2SEQ = dict(TEXT, decoder_input_ids=randint((2, 6), 0, VOCAB))
+BartTranslated = _case("BartTranslated", "bart", inputs=SEQ2SEQ)
+MBartTranslated = _case("MBartTranslated", "mbart", inputs=SEQ2SEQ)
+MarianMTTranslated = _case("MarianMTTranslated", "marian", inputs=SEQ2SEQ)
+CodeGenForCausalLMTranslated = _case("CodeGenForCausalLMTranslated", "codegen")
+DebertaV2ForMaskedLMTranslated = _case("DebertaV2ForMaskedLMTranslated", "deberta_v2")
+LongformerForMaskedLMTranslated = _case("LongformerForMaskedLMTranslated", "longformer")
 # The translated LLaMA trains: three steps of next-token loss, AdamW with a warmup and gradient
 # clipping, on the padded batch (traced on that batch's inputs).
 LlamaForCausalLMTranslated_training = _case(

@@ -1,5 +1,6 @@
 """Real models through ``parity.translate``: torchvision's ten classifier families and its ViT and
-Swin, timm's VisionTransformer and EfficientNet and PyTorch's transformer tutorial model, each
+Swin, timm's VisionTransformer, EfficientNet, LeViT, NF-ResNet, NFNet (TensorFlow's "same"
+padding), Hiera and ConvNeXt-V2, and PyTorch's transformer tutorial model, each
 translated from what its ``forward`` executes (a ``torch.fx`` trace: ``torch.flatten``,
 ``torch.cat``, ``F.relu``, ``F.layer_norm``, ``F.batch_norm``, ``F.scaled_dot_product_attention``,
 channel shuffles, in-place residual additions, Swin's ``torch.fx.wrap``ped helpers traced into)
@@ -8,7 +9,8 @@ and checked against itself, forward and gradients, at the float32 default.
 Batches of two 32x32 images, 10 classes (``cases/models/zoo_translated.py`` says which families are
 built narrower). Train mode too where it is deterministic and cheap: batch statistics (RegNet, and
 timm's EfficientNet, whose ``BatchNormAct2d`` calls ``F.batch_norm`` and counts its batches in
-place), LayerNorm with stochastic depth at p=0 (ConvNeXt). Not in train mode: torchvision's
+place), LayerNorm with stochastic depth at p=0 (ConvNeXt); LeViT in train mode only (in eval mode it reuses
+attention biases whose graph PyTorch's first backward freed). Not in train mode: torchvision's
 EfficientNet (its stochastic depth drops random samples; the translation refuses it in train mode,
 naming the call), the models with dropout (MindSpore's random numbers are not PyTorch's), DenseNet
 (it passes, but its batch statistics put 34 gradients beyond the tolerance, inside PyTorch's
@@ -40,4 +42,9 @@ TimmViTTranslated = _case("TimmViTTranslated", "timm_vit")
 TorchvisionViTTranslated = _case("TorchvisionViTTranslated", "torchvision_vit")
 TorchvisionSwinTranslated = _case("TorchvisionSwinTranslated", "torchvision_swin")
 TimmEfficientNetTranslated = _case("TimmEfficientNetTranslated", "timm_efficientnet", train=BOTH)
+TimmLeViTTranslated = _case("TimmLeViTTranslated", "timm_levit", train=True)
+TimmNFResNetTranslated = _case("TimmNFResNetTranslated", "timm_nf_resnet")
+TimmDMNFNetTranslated = _case("TimmDMNFNetTranslated", "timm_dm_nfnet")
+TimmHieraTranslated = _case("TimmHieraTranslated", "timm_hiera")
+TimmConvNeXtV2Translated = _case("TimmConvNeXtV2Translated", "timm_convnextv2")
 TransformerLMTranslated = _case("TransformerLMTranslated", "TransformerLM", inputs=randint((8, 2), 0, 50))

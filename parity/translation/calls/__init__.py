@@ -2,9 +2,9 @@
 computed in MindSpore. One module per topic, each with its ``FUNCTIONS`` and ``METHODS`` at module
 level (``parity scan`` reads them from the source): :mod:`.shapes` and :mod:`.views`,
 :mod:`.indexing`, :mod:`.arithmetic` (with :mod:`.einsum`), :mod:`.linalg`, :mod:`.reductions`,
-:mod:`.ordering`, :mod:`.routing`, :mod:`.convolution`, :mod:`.creation`, :mod:`.casts`,
+:mod:`.ordering`, :mod:`.routing`, :mod:`.scatters`, :mod:`.convolution`, :mod:`.creation`, :mod:`.casts`, :mod:`.complex`,
 :mod:`.activations`, :mod:`.elementwise`, :mod:`.pointwise`, :mod:`.special`, :mod:`.functional`
-(layers as functions), :mod:`.pooling`, :mod:`.losses` and :mod:`.python` (``getattr``,
+(layers as functions), :mod:`.pooling`, :mod:`.strides`, :mod:`.losses` and :mod:`.python` (``getattr``,
 assertions, Python's own functions); :mod:`.arguments` reads PyTorch's arguments for all of them,
 and :mod:`.table` gathers the one table and looks calls up in it.
 

@@ -37,10 +37,11 @@ def is_tensor(value: object) -> TypeGuard[ms.Tensor]:
 
 
 def as_shape(sizes: Sequence[Any]) -> Tuple[int, ...]:
-    """``view(2, 3)`` and ``view((2, 3))`` alike."""
+    """``view(2, 3)`` and ``view((2, 3))`` alike; a one-element tensor as a size is its integer, as
+    PyTorch takes it (Longformer's ``torch.div(n, w, rounding_mode="trunc")``)."""
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
-        return tuple(sizes[0])
-    return tuple(sizes)
+        sizes = sizes[0]
+    return tuple(int(s.asnumpy().reshape(-1)[0]) if isinstance(s, ms.Tensor) and s.size == 1 else s for s in sizes)
 
 
 _DTYPES = {

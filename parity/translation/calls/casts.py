@@ -9,7 +9,7 @@ is where MindSpore's context puts it, and a traced value's ``.device`` reads as
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict, Optional, Union
 
 import mindspore as ms
 import torch
@@ -77,6 +77,14 @@ def detach(input: Tensor) -> Tensor:
     return ops.stop_gradient(input)
 
 
+def item(input: Tensor) -> Union[bool, int, float]:
+    """The Python number a one-element tensor holds (a bool for a bool tensor, as PyTorch's)."""
+    value = input.asnumpy().reshape(-1)
+    if value.size != 1:
+        raise ValueError(f"item() of a tensor of {value.size} elements")
+    return value[0].item()
+
+
 def is_floating_point(input: Tensor) -> bool:
     return input.dtype in (ms.float16, ms.bfloat16, ms.float32, ms.float64)
 
@@ -103,4 +111,5 @@ METHODS: Dict[str, Adapter] = {
     "clone": clone,
     "detach": detach,
     "is_floating_point": is_floating_point,
+    "item": item,  # Longformer's is_index_global_attn.flatten().any().item()
 }

@@ -4,6 +4,8 @@
 Made tensors take PyTorch's default dtypes: ``arange`` of ints is int64, of any float float32
 (``torch.tensor`` of Python numbers likewise); ``ones``/``zeros`` float32, ``full`` its fill
 value's (bool, int64 or float32); the ``_like`` forms the input's and ``new_*`` the receiver's.
+``empty_like`` and ``new_empty`` are made as zeros: PyTorch leaves their values unspecified, so
+code that reads them before writing them has no one answer to match.
 """
 
 from __future__ import annotations
@@ -174,6 +176,17 @@ def new_full(
     return ops.full(tuple(size), fill_value, dtype=made_dtype(dtype, self.dtype))
 
 
+def _size_by_keyword(adapter: Adapter) -> Adapter:
+    """``adapter`` that also takes its size by keyword, ``x.new_ones(size=(2, 3))`` (Longformer)."""
+
+    def call(self: Tensor, *size: Size, **kwargs) -> Tensor:
+        if "size" in kwargs:
+            size = (kwargs.pop("size"),)
+        return adapter(self, *size, **kwargs)
+
+    return call
+
+
 FUNCTIONS: Dict[str, Entry] = {
     "torch.arange": arange,
     "torch.tensor": tensor,
@@ -183,9 +196,11 @@ FUNCTIONS: Dict[str, Entry] = {
     "torch.ones_like": ones_like,
     "torch.zeros_like": zeros_like,
     "torch.full_like": full_like,
+    "torch.empty_like": zeros_like,  # unspecified values in PyTorch: zeros here (DeepSeek-V2 writes every row)
 }
 METHODS: Dict[str, Adapter] = {
-    "new_zeros": new_zeros,
-    "new_ones": new_ones,
+    "new_zeros": _size_by_keyword(new_zeros),
+    "new_ones": _size_by_keyword(new_ones),
     "new_full": new_full,
+    "new_empty": _size_by_keyword(new_zeros),  # as torch.empty_like
 }

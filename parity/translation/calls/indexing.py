@@ -61,6 +61,12 @@ def where(
     return ops.where(condition, x, y)
 
 
+def where_method(input: Tensor, condition: Tensor, other: Union[Tensor, float]) -> Tensor:
+    """``x.where(condition, y)``: ``torch.where(condition, x, y)`` (the receiver is the value taken
+    where the condition holds, not the condition)."""
+    return where(condition, input, other)
+
+
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     return ops.gather_elements(input, dim, index)
 
@@ -113,10 +119,11 @@ FUNCTIONS: Dict[str, Entry] = {
     "operator.setitem": setitem,
 }
 METHODS: Dict[str, Adapter] = {
-    "where": where,
+    "where": where_method,
     "gather": gather,
     "index_select": index_select,
     "masked_fill": masked_fill,
     "triu": ops.triu,
     "tril": ops.tril,
+    "__getitem__": getitem,  # a captured tensor indexed by a traced one (CodeGen's ``embed_positions[position_ids]``)
 }

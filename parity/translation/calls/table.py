@@ -29,6 +29,7 @@ from . import (
     activations,
     arithmetic,
     casts,
+    complex,
     convolution,
     creation,
     elementwise,
@@ -42,8 +43,10 @@ from . import (
     python,
     reductions,
     routing,
+    scatters,
     shapes,
     special,
+    strides,
     views,
 )
 from .arguments import Adapter, Entry, Validator, is_tensor
@@ -60,9 +63,11 @@ TOPICS = (
     reductions,
     ordering,
     routing,
+    scatters,
     convolution,
     creation,
     casts,
+    complex,
     activations,
     elementwise,
     pointwise,
@@ -70,6 +75,7 @@ TOPICS = (
     pooling,
     losses,
     special,
+    strides,
     python,
 )
 # PyTorch's dotted names; Tensor methods by name, a name ending in "_" (in place) mapping to the name without it.

@@ -20,6 +20,10 @@ C++ would take it for a tensor); asked by the model's code, ``isinstance(x, torc
 ``torch.is_tensor(x)`` and ``type(x)`` of a traced tensor answer as in the eager run, each a guard;
 and ``forward``'s ``*args`` and
 ``**kwargs`` bind each value they receive to a placeholder of its own (:func:`call_slots`).
+
+A ``@torch.jit.script`` function held by the module of a traced class is traced as the Python it
+was compiled from (:func:`_scripts_as_python`), and a ``stride``/``as_strided`` node keeps the
+layout PyTorch held its tensor in (:data:`LAYOUT`), which a MindSpore tensor, contiguous, cannot tell.
 """
 
 from __future__ import annotations
@@ -43,9 +47,10 @@ from torch.fx.proxy import Attribute, Proxy
 
 from ...errors import ParityUsageError
 
-__all__ = ["ConcreteTracer", "Guard", "GuardFailed", "record_calls", "call_slots", "is_constant"]
+__all__ = ["ConcreteTracer", "Guard", "GuardFailed", "record_calls", "call_slots", "is_constant", "LAYOUT"]
 
 _VALUE = "parity_value"
+LAYOUT = "parity_layout"  # a node's meta: its tensor's layout in PyTorch, for stride and as_strided (see _layout)
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # parity/translation/
 _SCALARS = (type(None), bool, int, float, str)
@@ -121,6 +126,15 @@ def _in_user_code(depth: int) -> bool:
     package's): where a decision belongs to ``forward``."""
     path = os.path.abspath(sys._getframe(depth + 1).f_code.co_filename)
     return not path.startswith(_TORCH_DIR) and not path.startswith(_HERE)
+
+
+def _layout(tensor: Any) -> Optional[Tuple[Tuple[int, ...], Tuple[int, ...], int]]:
+    """``(shape, strides, storage offset)`` of a tensor PyTorch holds otherwise than contiguous from
+    the start of its storage (a transposed view, a slice): what ``stride`` and ``as_strided`` answer
+    by, which a translated (contiguous) tensor cannot tell. None for a contiguous one."""
+    if not _isinstance(tensor, torch.Tensor) or (tensor.is_contiguous() and tensor.storage_offset() == 0):
+        return None
+    return tuple(tensor.shape), tuple(tensor.stride()), int(tensor.storage_offset())
 
 
 def _decision_place() -> str:
@@ -249,7 +263,7 @@ class ConcreteTracer(torch.fx.Tracer):
     def trace(
         self, root: Union[torch.nn.Module, Callable[..., Any]], concrete_args: Optional[Dict[str, Any]] = None
     ) -> torch.fx.Graph:
-        with _stand_ins(), _answering_type(root), warnings.catch_warnings():
+        with _stand_ins(), _answering_type(root), _scripts_as_python(root), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the Module's own warnings were the example run's to give
             return super().trace(root, concrete_args)
 
@@ -312,6 +326,12 @@ class ConcreteTracer(torch.fx.Tracer):
         if kind == "output":
             return proxy
         value = proxy.node.meta[_VALUE] = self._evaluate(kind, target, args, kwargs)
+        if (kind, target) in (
+            ("call_method", "stride"),
+            ("call_method", "as_strided"),
+            ("call_function", torch.as_strided),
+        ):
+            proxy.node.meta[LAYOUT] = _layout(_plain(args[0]))
         if kind == "call_module" and type(value) in (tuple, list):  # type(out) is tuple holds, as unpacking does
             return type(value)(proxy[i] for i in range(len(value)))  # type: ignore[index]  # Proxy's, set at import
         return proxy
@@ -374,8 +394,9 @@ def _broadcast_bhqkv(mask_function: Callable, bh_indices: bool = True) -> Callab
 
 _STAND_INS = {("transformers.masking_utils", "_vmap_for_bhqkv"): _broadcast_bhqkv}
 # PyTorch's factories that take sizes as varargs: their C++ parser takes a proxy for a size for the
-# whole size (and raises) before PyTorch's dispatch to the proxy could record the call
-_FACTORIES = ("ones", "zeros", "empty", "full", "rand", "randn", "randint")
+# whole size (and raises) before PyTorch's dispatch to the proxy could record the call; and
+# torch.tensor, whose data (DeBERTa's torch.tensor(q.size(-1))) is read as a sequence, never dispatched
+_FACTORIES = ("ones", "zeros", "empty", "full", "rand", "randn", "randint", "tensor")
 
 
 def _recording(factory: Callable) -> Callable:
@@ -438,6 +459,26 @@ def _stand_ins():
             setattr(owner, name, value)
 
 
+@contextmanager
+def _scripts_as_python(root: Any) -> Iterator[None]:
+    """During a trace: each ``@torch.jit.script`` function held by the module of a class in ``root``
+    (DeBERTa's ``scaled_size_sqrt``, ``build_rpos``) replaced by the Python function it was compiled
+    from, so that its body is traced as ``forward``'s own code: TorchScript's compiled function
+    takes no traced value (its arguments are checked in C++)."""
+    saved = []
+    for namespace in _model_modules(root):
+        for name, value in list(vars(namespace).items()):
+            python = getattr(value, "_torchdynamo_inline", None)  # the function a ScriptFunction compiled
+            if _isinstance(value, torch.jit.ScriptFunction) and callable(python):
+                saved.append((namespace, name, value))
+                setattr(namespace, name, python)
+    try:
+        yield
+    finally:
+        for namespace, name, value in saved:
+            setattr(namespace, name, value)
+
+
 _isinstance = isinstance  # the builtin, for this module's own questions and everyone else's
 _PROXIES = (ValuedProxy, ValuedAttribute)
 
@@ -485,19 +526,24 @@ class _AnsweringType(metaclass=_TypeQuestion):
     itself stays: a module imported during the trace may define a metaclass on it.)"""
 
 
+_NOT_MODEL = ("torch", "builtins")
+
+
+def _model_modules(root: Any) -> List[Any]:
+    """The Python modules defining the classes of ``root``'s Modules and their bases outside
+    PyTorch: where the model's own code is."""
+    names: set[str] = set()
+    if _isinstance(root, torch.nn.Module):
+        for sub in root.modules():
+            names.update(c.__module__ for c in _type(sub).__mro__ if c.__module__.partition(".")[0] not in _NOT_MODEL)
+    return [sys.modules[n] for n in sorted(names) if n in sys.modules]
+
+
 @contextmanager
 def _answering_type(root: Any) -> Iterator[None]:
     """:class:`_AnsweringType` as ``type`` in the modules defining the classes of ``root``'s
     Modules (and their bases outside PyTorch), where the module has no ``type`` of its own."""
-    names: set[str] = set()
-    if _isinstance(root, torch.nn.Module):
-        for sub in root.modules():
-            names.update(c.__module__ for c in _type(sub).__mro__ if not c.__module__.startswith("torch"))
-    shadowed = [
-        vars(sys.modules[n])
-        for n in sorted(names)
-        if n in sys.modules and n != __name__ and "type" not in vars(sys.modules[n])
-    ]
+    shadowed = [vars(m) for m in _model_modules(root) if m.__name__ != __name__ and "type" not in vars(m)]
     for space in shadowed:
         space["type"] = _AnsweringType
     try:

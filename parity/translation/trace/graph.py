@@ -51,7 +51,7 @@ from mindspore import nn
 from ...errors import ParityUnsupported
 from .. import calls
 from ..layers.table import Context, torch_name
-from .concrete import ConcreteTracer, call_slots, is_constant, kept_state, root_function
+from .concrete import LAYOUT, ConcreteTracer, call_slots, is_constant, kept_state, root_function
 
 __all__ = ["graph_cell", "GraphForward", "Program", "TraceFailed"]
 
@@ -260,6 +260,10 @@ class Program:
             why = validate(*_constants(node)) if validate else None
             if why:
                 raise _Untranslatable(f"{name}: {why}")
+        if name in ("Tensor.stride", "Tensor.as_strided", "torch.as_strided") and "parity_value" not in node.meta:
+            raise _Untranslatable(f"{name}: its tensor's layout in PyTorch is known from example inputs only")
+        if node.meta.get(LAYOUT):  # stride/as_strided of a tensor PyTorch holds as a strided view
+            adapter = _with_layout(adapter, node.meta[LAYOUT])
         inplace = calls.is_inplace(node.op, node.target, node.kwargs)
         return _Step(node, adapter, inplace, f"{name} at {node_location(node)}")
 
@@ -285,6 +289,10 @@ class Program:
             for guard in self.guards.get(node.name, ()):
                 guard.check(env[node.name])
         raise ParityUnsupported("the traced graph has no output")
+
+
+def _with_layout(adapter: Callable, layout) -> Callable:
+    return lambda *args, **kwargs: adapter(*args, **kwargs, pytorch_layout=layout)
 
 
 def _write_back(cell, source: torch.fx.Node, value) -> None:
