@@ -37,6 +37,8 @@ def to_numpy(tensor) -> np.ndarray:
     """A tensor's values as numpy; bfloat16 as its raw bits viewed as ``ml_dtypes.bfloat16``
     (``Tensor.numpy()`` refuses bfloat16). Shares memory where ``Tensor.numpy()`` would."""
     tensor = tensor.detach().cpu()
+    if tensor._is_zerotensor():  # a gradient PyTorch knows is zero (``sgn``'s): numpy() refuses it unmaterialised
+        tensor = torch.zeros(tensor.shape, dtype=tensor.dtype)
     if tensor.dtype == torch.bfloat16:
         from ..judge.dtypes import bfloat16
 
