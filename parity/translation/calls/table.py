@@ -36,6 +36,7 @@ from . import (
     indexing,
     linalg,
     losses,
+    numerics,
     ordering,
     pointwise,
     pooling,
@@ -70,6 +71,7 @@ TOPICS = (
     pooling,
     losses,
     special,
+    numerics,
     python,
 )
 # PyTorch's dotted names; Tensor methods by name, a name ending in "_" (in place) mapping to the name without it.
@@ -78,7 +80,7 @@ METHODS: Dict[str, Adapter] = {name: entry for topic in TOPICS for name, entry i
 
 # Asked, in order, for a call_function target the table does not hold: ``(adapter, validator)`` or None
 # (:mod:`parity.translation.trace.wrapped` registers the one for ``torch.fx.wrap``ped functions).
-FALLBACKS: List[Callable[[Callable[..., Any]], Optional[Tuple[Adapter, Optional[Validator]]]]] = []
+FALLBACKS: List[Callable[[Callable[..., Any]], Optional[Tuple[Adapter, Optional[Validator]]]]] = [numerics.aten_adapter]
 _BY_ID: Dict[int, Tuple[Adapter, Optional[Validator]]] = {}
 _UNRESOLVED = set(FUNCTIONS)
 
