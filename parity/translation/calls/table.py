@@ -45,6 +45,7 @@ from . import (
     routing,
     shapes,
     special,
+    transposed,
     views,
 )
 from .arguments import Adapter, Entry, Validator, is_tensor
@@ -72,6 +73,7 @@ TOPICS = (
     losses,
     special,
     numerics,
+    transposed,
     python,
 )
 # PyTorch's dotted names; Tensor methods by name, a name ending in "_" (in place) mapping to the name without it.
