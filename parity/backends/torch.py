@@ -39,6 +39,7 @@ def to_numpy(tensor) -> np.ndarray:
     tensor = tensor.detach().cpu()
     if tensor._is_zerotensor():  # a gradient PyTorch knows is zero (``sgn``'s): numpy() refuses it unmaterialised
         tensor = torch.zeros(tensor.shape, dtype=tensor.dtype)
+    tensor = tensor.resolve_conj().resolve_neg()  # a lazily conjugated (or negated) view: numpy() refuses it
     if tensor.dtype == torch.bfloat16:
         from ..judge.dtypes import bfloat16
 

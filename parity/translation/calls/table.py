@@ -45,6 +45,7 @@ from . import (
     routing,
     shapes,
     special,
+    spectral,
     transposed,
     views,
 )
@@ -74,6 +75,7 @@ TOPICS = (
     special,
     numerics,
     transposed,
+    spectral,
     python,
 )
 # PyTorch's dotted names; Tensor methods by name, a name ending in "_" (in place) mapping to the name without it.

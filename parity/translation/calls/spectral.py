@@ -1,0 +1,36 @@
+"""The discrete Fourier transforms in the call table: ``torch.fft.fft``/``ifft``/``rfft``/``irfft``/
+``hfft``/``ihfft`` and their 2-d and n-d forms, each MindSpore's operator of the same name, which
+takes PyTorch's arguments (``n``/``s``, ``dim``, ``norm``). A real input is taken as it is; the
+complex outputs are compared as complex numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict
+
+from mindspore import ops
+
+from .arguments import Adapter, Entry
+
+__all__ = ["FUNCTIONS", "METHODS"]
+
+_NAMES = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
+
+
+def _transform(name: str) -> Callable[..., Any]:
+    op = getattr(ops, name)
+
+    def transform(input, *args, **kwargs):
+        if kwargs.get("out") is not None:
+            raise TypeError(f"torch.fft.{name}(out=...) is not translated")
+        kwargs.pop("out", None)
+        return op(input, *args, **kwargs)
+
+    transform.__name__ = name
+    return transform
+
+
+FUNCTIONS: Dict[str, Entry] = {
+    f"torch.fft.{base}{suffix}": _transform(base + suffix) for base in _NAMES for suffix in ("", "2", "n")
+}
+METHODS: Dict[str, Adapter] = {}
