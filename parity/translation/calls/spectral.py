@@ -26,6 +26,25 @@ def _transform(name: str) -> Callable[..., Any]:
         kwargs.pop("out", None)
         return op(input, *args, **kwargs)
 
+    def transform_dims(input, s=None, dim=None, norm=None, *, out=None):
+        """The 2-d and n-d forms, their ``dim`` a tuple: an int one names one dimension, and with
+        ``s`` and no ``dim`` the last ``len(s)`` (MindSpore 2.10 crashes on that call as given)."""
+        if out is not None:
+            raise TypeError(f"torch.fft.{name}(out=...) is not translated")
+        if isinstance(dim, int):
+            dim = (dim,)
+        if s is not None and dim is None:
+            dim = tuple(range(input.ndim - len(s), input.ndim))
+        if dim is not None:
+            dim = tuple(d % input.ndim for d in dim)
+        if name.endswith("2"):
+            return op(input, s, (-2, -1) if dim is None else dim, norm)
+        return op(input, s, dim, norm)
+
+    if name[-1] in "2n":
+        transform_dims.__name__ = name
+        return transform_dims
+
     transform.__name__ = name
     return transform
 

@@ -31,6 +31,7 @@ from . import (
     casts,
     convolution,
     creation,
+    decompositions,
     elementwise,
     functional,
     indexing,
@@ -76,6 +77,7 @@ TOPICS = (
     numerics,
     transposed,
     spectral,
+    decompositions,
     python,
 )
 # PyTorch's dotted names; Tensor methods by name, a name ending in "_" (in place) mapping to the name without it.
