@@ -300,7 +300,9 @@ def _nothing_to_compare(output) -> bool:
         return False
     for t in tensors:
         values = t.detach()
-        if values.numel() and (not values.is_floating_point() or bool(torch.isfinite(values).any())):
+        if values.layout != torch.strided or (
+            values.numel() and (not values.is_floating_point() or bool(torch.isfinite(values).any()))
+        ):
             return False
     return True
 
@@ -332,6 +334,11 @@ def _translate_and_check(module, inputs, grads, parity, ParityMismatch, ParityUn
             return {"category": "error", "reason": f"translate: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"}
         try:
             parity.check(cell, module, inputs, grads=grads)
+        except ParityMismatch as exc:
+            return {"category": "mismatch", "reason": str(exc).strip().splitlines()[0][:200]}
+        except ParityUnsupported as exc:
+            category, reason = classify_refusal(str(exc))
+            return {"category": category if category != "not_translated" else "error", "reason": reason[:200]}
         except ParityUsageError as exc:
             text = str(exc).strip()
             if text.startswith(_TORCH_REFUSES):  # with gradients on every tensor input (running statistics)
@@ -340,11 +347,6 @@ def _translate_and_check(module, inputs, grads, parity, ParityMismatch, ParityUn
                     "reason": f"PyTorch refuses the sample: {text.splitlines()[1].strip()}"[:200],
                 }
             return {"category": "error", "reason": f"check: ParityUsageError: {text.splitlines()[0][:160]}"}
-        except ParityMismatch as exc:
-            return {"category": "mismatch", "reason": str(exc).strip().splitlines()[0][:200]}
-        except ParityUnsupported as exc:
-            category, reason = classify_refusal(str(exc))
-            return {"category": category if category != "not_translated" else "error", "reason": reason[:200]}
         except Exception as exc:  # noqa: BLE001
             line = (str(exc).strip().splitlines() or [""])[0]
             return {"category": "error", "reason": f"check: {type(exc).__name__}: {line[:160]}"}

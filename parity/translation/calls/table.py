@@ -44,6 +44,7 @@ from . import (
     python,
     reductions,
     routing,
+    sampling,
     shapes,
     special,
     spectral,
@@ -78,6 +79,7 @@ TOPICS = (
     transposed,
     spectral,
     decompositions,
+    sampling,
     python,
 )
 # PyTorch's dotted names; Tensor methods by name, a name ending in "_" (in place) mapping to the name without it.
