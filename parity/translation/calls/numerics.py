@@ -85,7 +85,16 @@ def entr(input: Tensor) -> Tensor:
 
 
 def erfcx(input: Tensor) -> Tensor:
-    """``exp(x**2) erfc(x)`` in float64; past x = 25 the series ``(1 - 1/(2x²) + 3/(4x⁴)) / (x sqrt(pi))``."""
+    """``exp(x**2) erfc(x)`` in float64; past x = 25 the series ``(1 - 1/(2x²) + 3/(4x⁴)) / (x sqrt(pi))``.
+    Its gradient is PyTorch's ``2 x erfcx(x) - 2/sqrt(pi)`` (-inf where the value overflows)."""
+    return _Elementwise(_erfcx, _erfcx_derivative)(input)
+
+
+def _erfcx_derivative(x: Tensor, y: Tensor) -> Tensor:
+    return 2.0 * x * y - 2.0 / math.sqrt(math.pi)
+
+
+def _erfcx(input: Tensor) -> Tensor:
     x = input.astype(ms.float64)
     large = x > 25.0
     near = ops.where(large, ops.zeros_like(x), x)
