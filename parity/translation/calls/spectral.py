@@ -1,14 +1,17 @@
 """The discrete Fourier transforms in the call table: ``torch.fft.fft``/``ifft``/``rfft``/``irfft``/
 ``hfft``/``ihfft`` and their 2-d and n-d forms, each MindSpore's operator of the same name, which
 takes PyTorch's arguments (``n``/``s``, ``dim``, ``norm``). A real input is taken as it is; the
-complex outputs are compared as complex numbers.
+complex outputs are compared as complex numbers. Complex numbers made from real ones:
+``torch.complex``, ``torch.polar``, ``Tensor.cfloat``/``cdouble``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Tuple
 
-from mindspore import ops
+import mindspore as ms
+import numpy as np
+from mindspore import Tensor, ops
 
 from .arguments import Adapter, Entry
 
@@ -53,3 +56,29 @@ FUNCTIONS: Dict[str, Entry] = {
     f"torch.fft.{base}{suffix}": _transform(base + suffix) for base in _NAMES for suffix in ("", "2", "n")
 }
 METHODS: Dict[str, Adapter] = {}
+
+
+def _broadcast(a: Tensor, b: Tensor) -> Tuple[Tensor, Tensor]:
+    """Both broadcast to one shape (MindSpore's ``Complex`` and ``Polar`` take only equal shapes)."""
+    shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+    return ops.broadcast_to(a, shape), ops.broadcast_to(b, shape)
+
+
+def complex(real: Tensor, imag: Tensor) -> Tensor:
+    """``real + i imag`` (``ops.Complex``), in complex64 from float32 as PyTorch makes it."""
+    return ops.Complex()(*_broadcast(real, imag))
+
+
+def polar(abs: Tensor, angle: Tensor) -> Tensor:
+    return ops.polar(*_broadcast(abs, angle))
+
+
+def _to_complex(dtype: Any) -> Callable[..., Tensor]:
+    def cast(input: Tensor, memory_format: object = None) -> Tensor:
+        return input.astype(dtype)
+
+    return cast
+
+
+FUNCTIONS.update({"torch.complex": complex, "torch.polar": polar})
+METHODS.update({"cfloat": _to_complex(ms.complex64), "cdouble": _to_complex(ms.complex128)})
