@@ -38,6 +38,18 @@ class Solves(torch.nn.Module):
         return solved, back, values, spectrum, torch.matrix_exp(a * 0.3)
 
 
+class NanQuantiles(torch.nn.Module):
+    def forward(self, x):
+        holed = torch.where(x > 0.6, float("nan"), x)
+        holed = torch.cat([holed, torch.full((1, 6), float("nan"))])  # a column of NaN only: NaN out
+        q = torch.tensor([0.1, 0.5, 0.9])
+        by_row = torch.nanquantile(holed.T, q, dim=1, keepdim=True)
+        nearest = torch.nanquantile(holed, 0.3, dim=0, interpolation="nearest")
+        whole = torch.nanquantile(holed, q, interpolation="midpoint") + holed.nanquantile(0.7, keepdim=True).sum()
+        empty_row = torch.nanquantile(holed, 0.5, dim=1)
+        return by_row, nearest, whole, empty_row
+
+
 class Counting(torch.nn.Module):
     def forward(self, x):
         rounded = (x * 2).round()
@@ -52,9 +64,10 @@ class Counting(torch.nn.Module):
     [
         (Smooth(), (parity.randn((4, 6)), parity.randn((4, 3, 3))), True),
         (Solves(), (parity.randn((4, 4)), parity.randn((4, 3))), True),
+        (NanQuantiles(), parity.randn((5, 6)), True),
         (Counting(), parity.randn((5, 6)), False),
     ],
-    ids=["Smooth", "Solves", "Counting"],
+    ids=["Smooth", "Solves", "NanQuantiles", "Counting"],
 )
 @pytest.mark.filterwarnings("ignore:torch.triangular_solve is deprecated")
 def test_composed_rows_match_pytorch(module, inputs, grads):

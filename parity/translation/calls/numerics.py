@@ -20,7 +20,6 @@ import torch
 from mindspore import Tensor, nn, ops
 
 from .arguments import Adapter, Entry, made_dtype
-from .ordering import quantile
 
 __all__ = ["FUNCTIONS", "METHODS", "aten_adapter"]
 
@@ -199,10 +198,39 @@ def nanquantile(
     *,
     interpolation: str = "linear",
 ) -> Tensor:
-    """``quantile`` of the elements that are not NaN; NaN where a slice holds no other."""
-    if not bool(ops.isnan(ops.stop_gradient(input)).any()):
-        return quantile(input, q, dim, keepdim, interpolation=interpolation)
-    raise TypeError("nanquantile of a tensor holding NaN is not translated (of one without, it is quantile)")
+    """``quantile`` of the elements that are not NaN, each slice's ranks counted over its own; NaN
+    where a slice holds no other. Read off a sort with NaN moved past every number."""
+    if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
+        raise TypeError(
+            f"nanquantile(interpolation={interpolation!r}): PyTorch knows linear, lower, higher, midpoint, nearest"
+        )
+    rank = input.ndim
+    whole = dim is None or rank == 0
+    values = ops.reshape(input, (-1,)) if whole else ops.moveaxis(input, dim, -1)
+    missing = ops.isnan(values)
+    ordered = ops.sort(ops.where(missing, ops.full_like(values, math.inf), values), -1)[0]
+    count = ops.sum(ops.logical_not(missing).astype(input.dtype), -1, keepdim=True)
+    scalar = not isinstance(q, Tensor) or q.ndim == 0
+    qs = ops.reshape(q if isinstance(q, Tensor) else ms.Tensor(q, input.dtype), (-1,)).astype(input.dtype)
+    ranks = ops.reshape(qs, (-1,) + (1,) * ordered.ndim) * ops.maximum(count - 1, ops.zeros_like(count))
+    below, above = ops.floor(ranks), ops.ceil(ranks)
+    if interpolation == "lower":
+        above = below
+    elif interpolation == "higher":
+        below = above
+    elif interpolation == "nearest":
+        below = above = ops.round(ranks)
+    spread = ops.broadcast_to(ordered, (qs.shape[0],) + tuple(ordered.shape))
+    low = ops.gather_elements(spread, -1, below.astype(ms.int64))
+    high = ops.gather_elements(spread, -1, above.astype(ms.int64))
+    if interpolation == "midpoint":
+        low = low + (high - low) * 0.5
+    elif interpolation == "linear":
+        low = ops.where(above > below, low + (high - low) * (ranks - below), low)
+    found = ops.where(count > 0, low, ops.full_like(low, math.nan)).squeeze(-1)  # (len(q), ...)
+    if keepdim:
+        found = ops.reshape(found, (found.shape[0],) + (1,) * rank) if whole else ops.expand_dims(found, dim % rank + 1)
+    return found[0] if scalar else found
 
 
 def histogram(
