@@ -2,7 +2,7 @@
 
 PyTorch tests its backends against ``torch.testing._internal.common_methods_invocations.op_db``
 (one ``OpInfo`` per operator, each with sample inputs; importing it needs ``expecttest``). This
-sweep wraps each operator, on its first float32 CPU sample, as a one-call ``torch.nn.Module``
+sweep wraps each operator, on its first usable float32 CPU sample, as a one-call ``torch.nn.Module``
 whose tensors (the input, tensor arguments, tensors in a list argument) are the module's inputs,
 translates it with those inputs (``parity.translate(module, inputs)``) and checks the Cell against
 the module (``parity.check``, with gradients where the OpInfo says the operator has them).
@@ -23,7 +23,14 @@ Each operator ends in one category (``CATEGORIES``):
   or an unsupported data type);
 * ``no_counterpart``: MindSpore has no such operator (``NO_COUNTERPART``, a declared list);
 * ``not_translated``: the translator does not know the operator yet;
-* ``unusable``: no float32 sample, or a sample the wrapper cannot take (counted, never run).
+* ``random``: the OpInfo draws random numbers or returns uninitialised memory (``RANDOM``, a declared
+  list): there is nothing to compare, so it is never run and stays out of the shares;
+* ``unusable``: no usable float32 sample (counted, never run).
+
+A sample is usable when the wrapper can take it (float32 tensors, none empty, no generator),
+PyTorch runs it (with gradients on every tensor input where the OpInfo has gradients) and not every
+output is empty or all NaN/Inf; the sweep takes the first usable sample of the first 20 and says
+why when none is.
 
 Each operator runs under a time limit (``--timeout``, ``signal.alarm``), so that one cannot hang
 the sweep. A measurement, not a test: ``tests/test_opinfo_sweep.py`` runs a dozen operators.
@@ -45,7 +52,16 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python benchmarks/opinfo_sweep.py` puts benchmarks/ first, not the root
     sys.path.insert(0, str(ROOT))
 
-CATEGORIES = ("passed", "mismatch", "error", "no_cpu_kernel", "no_counterpart", "not_translated", "unusable")
+CATEGORIES = (
+    "passed",
+    "mismatch",
+    "error",
+    "no_cpu_kernel",
+    "no_counterpart",
+    "not_translated",
+    "random",
+    "unusable",
+)
 
 LABELS = {
     "passed": "translated, check passes",
@@ -54,6 +70,7 @@ LABELS = {
     "no_cpu_kernel": "no MindSpore CPU kernel",
     "no_counterpart": "no MindSpore counterpart",
     "not_translated": "not yet translated",
+    "random": "draws random or uninitialised values",
     "unusable": "sample unusable here",
 }
 
@@ -95,7 +112,32 @@ NO_COUNTERPART = frozenset(
     }
 )
 
+# Operators whose OpInfo draws random numbers or returns uninitialised memory: two frameworks' values
+# cannot be compared, so they are `random`, never run, and stay out of the shares' denominators.
+RANDOM = frozenset(
+    {
+        "bernoulli",
+        "cauchy",
+        "empty_like",
+        "exponential",
+        "geometric",
+        "log_normal",
+        "multinomial",
+        "new_empty",
+        "new_empty_strided",
+        "nn.functional.fractional_max_pool2d",
+        "nn.functional.fractional_max_pool3d",
+        "nn.functional.rrelu",
+        "normal",
+        "rand_like",
+        "randint_like",
+        "randn_like",
+        "uniform",
+    }
+)
+
 _CALLS = "has no MindSpore translation:"
+_TORCH_REFUSES = "The PyTorch side raised"
 _NO_KERNEL = re.compile(r"has no (\w+ )?kernel|unregistered|Unsupported data type|not support(ed)? on CPU|CPU operator")
 
 
@@ -143,6 +185,8 @@ class OpModule:
                         box[key] = t
                     else:
                         box[key][index] = t
+                if method == "__rdiv__":  # Python 3 writes it ``other / self`` (torch.fx cannot trace the method)
+                    return a[1] / a[0]
                 if method is not None:  # a Tensor method (``Tensor.__getitem__``): called as one, as models do
                     return getattr(a[0], method)(*a[1:], **kw)
                 return fn(*a, **kw)
@@ -220,24 +264,47 @@ def run_op(op, *, n_samples: int = 1, timeout: int = 60) -> Dict[str, Any]:
 
 
 def _run(op, n_samples, parity, ParityMismatch, ParityUnsupported) -> Dict[str, Any]:
-    why = "no float32 sample"
+    if op.name in RANDOM:
+        return {"category": "random", "reason": "draws random or uninitialised values: nothing to compare"}
+    why = None  # why the first sample skipped cannot be used
     tried = 0
     try:
         chosen = list(samples(op, 20))
     except Exception as exc:  # noqa: BLE001  (a sample generator may need what this host lacks)
         return {"category": "unusable", "reason": f"its samples raise: {type(exc).__name__}: {exc}"[:200]}
-    for sample in chosen:
+    for index, sample in enumerate(chosen):
         why_not = _usable(sample)
         if why_not is not None:
-            why = why_not
+            why = why or why_not
+            continue
+        result = _one(op, sample, parity, ParityMismatch, ParityUnsupported)
+        if result["category"] == "unusable":  # PyTorch refuses this sample, or it has nothing to compare
+            why = why or result["reason"]
             continue
         tried += 1
-        result = _one(op, sample, parity, ParityMismatch, ParityUnsupported)
+        result.setdefault("sample", index)
         if result["category"] != "passed" or tried >= n_samples:
             return result
     if tried:  # fewer usable samples than asked for, and each passed
         return {"category": "passed", "reason": ""}
-    return {"category": "unusable", "reason": why}
+    return {"category": "unusable", "reason": why or "no float32 sample"}
+
+
+def _nothing_to_compare(output) -> bool:
+    """Whether every tensor PyTorch's op returns is empty or all NaN/Inf (``check`` refuses such a sample)."""
+    import torch
+
+    leaves = output if isinstance(output, (list, tuple)) else [output]
+    tensors = [t for t in leaves if isinstance(t, torch.Tensor)]
+    if not tensors:
+        return False
+    for t in tensors:
+        values = t.detach()
+        if values.layout != torch.strided or (
+            values.numel() and (not values.is_floating_point() or bool(torch.isfinite(values).any()))
+        ):
+            return False
+    return True
 
 
 def _one(op, sample, parity, ParityMismatch, ParityUnsupported) -> Dict[str, Any]:
@@ -245,13 +312,17 @@ def _one(op, sample, parity, ParityMismatch, ParityUnsupported) -> Dict[str, Any
     module, tensors = OpModule.build(op.op, args, dict(sample.kwargs))
     inputs = tuple(t.detach().numpy().copy() for t in tensors)
     try:
-        module(*tensors)
+        output = module(*tensors)
     except Exception as exc:  # noqa: BLE001
         return {"category": "unusable", "reason": f"the wrapped op raises in PyTorch: {type(exc).__name__}"}
+    if _nothing_to_compare(output):
+        return {"category": "unusable", "reason": "its outputs are empty or all NaN/Inf"}
     return _translate_and_check(module, inputs, bool(op.supports_autograd), parity, ParityMismatch, ParityUnsupported)
 
 
 def _translate_and_check(module, inputs, grads, parity, ParityMismatch, ParityUnsupported) -> Dict[str, Any]:
+    from parity import ParityUsageError
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -268,6 +339,14 @@ def _translate_and_check(module, inputs, grads, parity, ParityMismatch, ParityUn
         except ParityUnsupported as exc:
             category, reason = classify_refusal(str(exc))
             return {"category": category if category != "not_translated" else "error", "reason": reason[:200]}
+        except ParityUsageError as exc:
+            text = str(exc).strip()
+            if text.startswith(_TORCH_REFUSES):  # with gradients on every tensor input (running statistics)
+                return {
+                    "category": "unusable",
+                    "reason": f"PyTorch refuses the sample: {text.splitlines()[1].strip()}"[:200],
+                }
+            return {"category": "error", "reason": f"check: ParityUsageError: {text.splitlines()[0][:160]}"}
         except Exception as exc:  # noqa: BLE001
             line = (str(exc).strip().splitlines() or [""])[0]
             return {"category": "error", "reason": f"check: {type(exc).__name__}: {line[:160]}"}
@@ -361,14 +440,14 @@ def table(records: List[Dict[str, Any]], meta: Dict[str, Any]) -> str:
 def _shares(records: List[Dict[str, Any]]) -> List[str]:
     counts = summary(records)
     total = len(records)
-    usable = total - counts["unusable"]
+    usable = total - counts["unusable"] - counts["random"]
     translated = counts["passed"] + counts["mismatch"] + counts["error"]
     computable = usable - counts["no_cpu_kernel"] - counts["no_counterpart"]
     lines = [
         "| | entries | share |",
         "|---|---|---|",
         f"| entries tried | {total} | |",
-        f"| with a usable float32 sample | {usable} | {_share(usable, total)} of all |",
+        f"| with a usable float32 sample, not random | {usable} | {_share(usable, total)} of all |",
         f"| translated | {translated} | {_share(translated, usable)} of usable |",
         f"| passed | {counts['passed']} | {_share(counts['passed'], usable)} of usable |",
         f"| MindSpore computes on the CPU (usable, less the two refusals below) | {computable} | |",
@@ -388,10 +467,18 @@ def _head(meta: Dict[str, Any], total: int) -> List[str]:
         "docs/reference/translation-coverage.md`); do not edit by hand.",
         "",
         "Each entry of PyTorch's OpInfo database (`torch.testing._internal.common_methods_invocations.op_db`, "
-        "the operators PyTorch tests its own backends with) is wrapped, on its first float32 CPU sample, "
-        "as a one-call `torch.nn.Module` taking the sample's tensors; `parity.translate` translates it "
-        "with those inputs and `parity.check` compares the Cell with the module, with gradients where "
+        "the operators PyTorch tests its own backends with) is wrapped, on its first usable float32 CPU "
+        "sample, as a one-call `torch.nn.Module` taking the sample's tensors; `parity.translate` translates "
+        "it with those inputs and `parity.check` compares the Cell with the module, with gradients where "
         "the operator has them.",
+        "",
+        "A sample is usable when its tensors are float32 and none is empty, PyTorch runs it (with gradients "
+        "on every tensor input where the operator has them) and not every output is empty or all NaN/Inf: "
+        "such a sample has nothing to compare, so the sweep takes the next one (of the first 20), and an "
+        "entry with none is `unusable`, saying why. An entry whose OpInfo draws random numbers or returns "
+        "uninitialised memory (`bernoulli`, `normal`, `rand_like`, `empty_like`, ...) is `random`: there "
+        "is nothing to compare across two frameworks, so it is not run, and it counts neither among the "
+        "usable entries nor in the share's denominator.",
         "",
         f"Measured with torch {meta['torch']} and MindSpore {meta['mindspore']} on the CPU, "
         f"{meta['seconds']:.0f} s for {total} entries.",

@@ -37,6 +37,9 @@ def to_numpy(tensor) -> np.ndarray:
     """A tensor's values as numpy; bfloat16 as its raw bits viewed as ``ml_dtypes.bfloat16``
     (``Tensor.numpy()`` refuses bfloat16). Shares memory where ``Tensor.numpy()`` would."""
     tensor = tensor.detach().cpu()
+    if tensor._is_zerotensor():  # a gradient PyTorch knows is zero (``sgn``'s): numpy() refuses it unmaterialised
+        tensor = torch.zeros(tensor.shape, dtype=tensor.dtype)
+    tensor = tensor.resolve_conj().resolve_neg()  # a lazily conjugated (or negated) view: numpy() refuses it
     if tensor.dtype == torch.bfloat16:
         from ..judge.dtypes import bfloat16
 

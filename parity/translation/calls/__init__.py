@@ -14,6 +14,7 @@ May import: the frameworks, :mod:`parity.translation.layers.activation` (the acc
 
 from __future__ import annotations
 
+from .complex import as_tensor
 from .table import FALLBACKS, FUNCTIONS, METHODS, api_name, function_for, is_inplace, method_for
 
-__all__ = ["FUNCTIONS", "METHODS", "FALLBACKS", "function_for", "method_for", "is_inplace", "api_name"]
+__all__ = ["FUNCTIONS", "METHODS", "FALLBACKS", "function_for", "method_for", "is_inplace", "api_name", "as_tensor"]

@@ -8,7 +8,10 @@ writes the product out, ``(a + bi)(c + di) = (ac - bd) + (ad + bc)i``: the gradi
 real arithmetic, which are PyTorch's for a real-valued loss. A pair answers what the rotary code
 asks of it (a product with a pair, a tensor or a number, ``unsqueeze``, ``.to`` the same device,
 ``.shape``, ``.device``); anything else raises ``TypeError`` naming what a complex tensor was
-asked, and the translation reports the call that asked it.
+asked, and the translation reports the call that asked it. A MindSpore complex tensor met in a
+product is taken by its parts; what a translated Module returns is a complex tensor again
+(:func:`as_tensor`). These rows come after :mod:`.spectral`'s ``torch.polar``/``torch.complex``
+in the table, and win.
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ from __future__ import annotations
 from typing import Any, Dict, Tuple, Union
 
 from mindspore import Tensor, ops
+from mindspore.common import dtype as mstype
 
 from .arguments import DEVICE, Adapter, Entry, is_device, is_tensor
 
-__all__ = ["ComplexPair", "FUNCTIONS", "METHODS"]
+__all__ = ["ComplexPair", "FUNCTIONS", "METHODS", "as_tensor"]
 
 
 class ComplexPair:
@@ -41,6 +45,8 @@ class ComplexPair:
         return DEVICE
 
     def __mul__(self, other: Union["ComplexPair", Tensor, float]) -> "ComplexPair":
+        if _is_complex(other):  # a MindSpore complex tensor (an FFT's, a translated child's output)
+            other = ComplexPair(ops.real(other), ops.imag(other))
         if isinstance(other, ComplexPair):
             return ComplexPair(
                 self.real * other.real - self.imag * other.imag, self.real * other.imag + self.imag * other.real
@@ -71,7 +77,19 @@ def view_as_complex(input: Tensor) -> ComplexPair:
     return ComplexPair(input[..., 0], input[..., 1])
 
 
+def _is_complex(value: Any) -> bool:
+    return is_tensor(value) and value.dtype in (mstype.complex64, mstype.complex128)
+
+
+def as_tensor(value: Any) -> Any:
+    """A pair as the MindSpore complex tensor it stands for (what a translated Module returns:
+    ``ops.Complex`` has a CPU gradient, only the product of complex tensors has none); else ``value``."""
+    return ops.Complex()(value.real, value.imag) if isinstance(value, ComplexPair) else value
+
+
 def view_as_real(input: ComplexPair) -> Tensor:
+    if _is_complex(input):
+        return ops.stack([ops.real(input), ops.imag(input)], -1)
     if not isinstance(input, ComplexPair):
         raise TypeError("view_as_real of a real tensor (PyTorch takes complex tensors only)")
     return ops.stack([input.real, input.imag], -1)

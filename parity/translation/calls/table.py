@@ -32,21 +32,26 @@ from . import (
     complex,
     convolution,
     creation,
+    decompositions,
     elementwise,
     functional,
     indexing,
     linalg,
     losses,
+    numerics,
     ordering,
     pointwise,
     pooling,
     python,
     reductions,
     routing,
+    sampling,
     scatters,
     shapes,
     special,
+    spectral,
     strides,
+    transposed,
     views,
 )
 from .arguments import Adapter, Entry, Validator, is_tensor
@@ -67,7 +72,6 @@ TOPICS = (
     convolution,
     creation,
     casts,
-    complex,
     activations,
     elementwise,
     pointwise,
@@ -76,6 +80,12 @@ TOPICS = (
     losses,
     special,
     strides,
+    numerics,
+    transposed,
+    spectral,
+    complex,  # after spectral: its torch.polar/torch.complex make pairs, whose product has a gradient
+    decompositions,
+    sampling,
     python,
 )
 # PyTorch's dotted names; Tensor methods by name, a name ending in "_" (in place) mapping to the name without it.
@@ -84,7 +94,7 @@ METHODS: Dict[str, Adapter] = {name: entry for topic in TOPICS for name, entry i
 
 # Asked, in order, for a call_function target the table does not hold: ``(adapter, validator)`` or None
 # (:mod:`parity.translation.trace.wrapped` registers the one for ``torch.fx.wrap``ped functions).
-FALLBACKS: List[Callable[[Callable[..., Any]], Optional[Tuple[Adapter, Optional[Validator]]]]] = []
+FALLBACKS: List[Callable[[Callable[..., Any]], Optional[Tuple[Adapter, Optional[Validator]]]]] = [numerics.aten_adapter]
 _BY_ID: Dict[int, Tuple[Adapter, Optional[Validator]]] = {}
 _UNRESOLVED = set(FUNCTIONS)
 

@@ -276,7 +276,8 @@ class Program:
             if node.op == "placeholder":
                 env[node.name] = next(places)
             elif node.op == "output":
-                return _structured(self.graph.parity_output_class, torch.fx.node.map_arg(node.args[0], value))  # type: ignore[attr-defined]  # set by _trace
+                found = torch.fx.node.map_aggregate(torch.fx.node.map_arg(node.args[0], value), calls.as_tensor)
+                return _structured(self.graph.parity_output_class, found)  # type: ignore[attr-defined]  # set by _trace
             elif node.op == "get_attr":
                 env[node.name] = step.run()  # type: ignore[misc]  # None only for placeholders and the output
             else:
