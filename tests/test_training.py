@@ -93,6 +93,29 @@ def test_regression_losses_translate():
         ).passed, loss
 
 
+class _SmoothedCrossEntropy(torch.nn.Module):
+    """A loss Module of the user's own: functional cross entropy with label smoothing, plus a
+    penalty on the logits' size."""
+
+    def forward(self, logits, labels):
+        return torch.nn.functional.cross_entropy(logits, labels, label_smoothing=0.1) + 1e-3 * logits.pow(2).mean()
+
+
+def test_a_loss_module_calling_functional_losses_translates():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 3))
+    batches = [(parity.randn((5, 4)), parity.randint((5,), 0, 3))]
+    result = parity.check_training(
+        parity.translate(model),
+        model,
+        batches,
+        loss=_SmoothedCrossEntropy(),
+        steps=2,
+        optimizer=lambda p: torch.optim.SGD(p, lr=0.1),
+    )
+    assert result.passed
+
+
 def test_users_nn_adam_with_weight_decay_fails_at_step_one_naming_both_entries():
     model = _net()
     cell = parity.translate(model)

@@ -91,6 +91,8 @@ class Layers(torch.nn.Module):
         losses = (
             F.cross_entropy(logits, classes, weight=torch.arange(5.0) + 1)
             + F.cross_entropy(logits, logits.softmax(-1), label_smoothing=0.1, reduction="sum")
+            + F.cross_entropy(logits, classes, weight=torch.arange(5.0) + 1, label_smoothing=0.2)
+            + F.cross_entropy(logits, classes, label_smoothing=0.1, reduction="none").sum()
             + F.kl_div(logits.log_softmax(-1), logits.softmax(0), reduction="batchmean")
             + F.binary_cross_entropy_with_logits(logits, logits.sigmoid(), pos_weight=torch.ones(5) * 2)
             + F.gaussian_nll_loss(logits, logits * 0.5, logits[:, 0].abs(), full=True)

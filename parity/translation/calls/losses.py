@@ -4,8 +4,8 @@ gradients are PyTorch's.
 
 ``reduction`` is ``'none'``, ``'mean'`` or ``'sum'`` (``kl_div`` also ``'batchmean'``); the legacy
 ``size_average``/``reduce`` arguments map onto it as PyTorch maps them. ``cross_entropy`` takes class
-probabilities or class indices; with indices it honours ``weight`` and ``ignore_index``, and
-``label_smoothing`` is refused.
+probabilities or class indices, with ``weight``, ``ignore_index`` (indices) and
+``label_smoothing``, normalised as PyTorch normalises each.
 """
 
 from __future__ import annotations
@@ -193,6 +193,24 @@ def _picked(log_probs: Tensor, target: Tensor, weight: Optional[Tensor], ignore_
     return _reduce(loss, reduction)
 
 
+def _smoothing(log_probs: Tensor, target: Tensor, weight: Optional[Tensor], ignore_index: int, reduction: str):
+    """The uniform part of label smoothing with class indices, as PyTorch's ``cross_entropy``
+    computes it: ``-sum_c w[c] log p[c]`` per sample not ignored; its mean divided by the weights of
+    the samples' own classes, as the picked part's is."""
+    classes = 1 if log_probs.ndim > 1 else 0
+    target = target.astype(ms.int64)
+    kept = target != ignore_index
+    if weight is not None:
+        log_probs = log_probs * ops.reshape(weight, (log_probs.shape[classes],) + (1,) * (log_probs.ndim - classes - 1))
+    loss = ops.where(kept, -ops.sum(log_probs, classes), ops.zeros_like(kept, dtype=log_probs.dtype))
+    if reduction != "mean":
+        return _reduce(loss, reduction)
+    if weight is None:
+        return ops.sum(loss) / ops.sum(kept.astype(loss.dtype))
+    own = ops.gather(weight, ops.where(kept, target, ops.zeros_like(target)), 0)
+    return ops.sum(loss) / ops.sum(ops.where(kept, own, ops.zeros_like(own)))
+
+
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean") -> Tensor:
     return _picked(input, target, weight, ignore_index, _reduction(size_average, reduce, reduction))
 
@@ -211,9 +229,12 @@ def cross_entropy(
     classes = 1 if input.ndim > 1 else 0
     log_probs = ops.log_softmax(input, classes)
     if target.dtype in INTEGRAL:
-        if label_smoothing:
-            raise TypeError("cross_entropy with class indices and label_smoothing is not translated")
-        return _picked(log_probs, target, weight, ignore_index, reduction)
+        picked = _picked(log_probs, target, weight, ignore_index, reduction)
+        if not label_smoothing:
+            return picked
+        return (1 - label_smoothing) * picked + _smoothing(log_probs, target, weight, ignore_index, reduction) * (
+            label_smoothing / input.shape[classes]
+        )
     count = input.shape[classes]
     if label_smoothing:
         target = target * (1 - label_smoothing) + label_smoothing / count
