@@ -106,7 +106,7 @@ def rms(x, weight):
     dtype = x.dtype
     x = x.to(torch.float32)
     x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
-    return weight * x.to(dtype) * x.cos() + x.sin().reshape(x.shape) + x.erfinv()
+    return weight * x.to(dtype) * x.cos() + x.sin().reshape(x.shape) + x.geqrf()[0]
 """
 
 
@@ -117,7 +117,7 @@ def test_translated_methods_no_other_type_has_are_counted_and_shared_ones_report
     apis = {a["api"]: a for a in data["apis"]}
     for method in ("pow", "cos", "sin"):  # in the translation table, and no other type's
         assert apis[f"torch.Tensor.{method}"]["inferred"] and apis[f"torch.Tensor.{method}"]["status"] == "as-is"
-    assert "torch.Tensor.to" not in apis and "torch.Tensor.erfinv" not in apis
+    assert "torch.Tensor.to" not in apis and "torch.Tensor.geqrf" not in apis
     assert data["summary"]["not_seen"] == {
         "calls": 4,
         "methods": {"to": 2, "mean": 1, "reshape": 1},
@@ -147,7 +147,7 @@ def forward(x, y):
     x = F.relu(torch.flatten(x, 1)).view(2, -1)
     x.relu_()
     x.fill_(0.0)
-    z = torch.fft.fft(torch.cat([x, y], 1))
+    z = torch.geqrf(torch.cat([x, y], 1))
     return torch.frobnicate(z), F.relu6(x), torch.special.erf(x)
 """
 
@@ -163,7 +163,7 @@ def test_functions_and_tensor_methods_translate_tells_what_translate_can(tmp_pat
         "torch.Tensor.relu_",
     ):  # relu_: computed out of place
         assert apis[api].status.code == "as-is", api
-    for api in ("torch.fft.fft", "torch.frobnicate", "torch.special.erf", "torch.Tensor.fill_"):
+    for api in ("torch.geqrf", "torch.frobnicate", "torch.special.erf", "torch.Tensor.fill_"):
         assert apis[api].status.code == "unknown", api
 
 

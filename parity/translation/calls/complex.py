@@ -22,6 +22,7 @@ from mindspore import Tensor, ops
 from mindspore.common import dtype as mstype
 
 from .arguments import DEVICE, Adapter, Entry, is_device, is_tensor
+from .spectral import broadcast_both
 
 __all__ = ["ComplexPair", "FUNCTIONS", "METHODS", "as_tensor"]
 
@@ -96,11 +97,12 @@ def view_as_real(input: ComplexPair) -> Tensor:
 
 
 def polar(abs: Tensor, angle: Tensor) -> ComplexPair:
+    abs, angle = broadcast_both(abs, angle)
     return ComplexPair(abs * ops.cos(angle), abs * ops.sin(angle))
 
 
 def complex(real: Tensor, imag: Tensor) -> ComplexPair:
-    return ComplexPair(real, imag)
+    return ComplexPair(*broadcast_both(real, imag))
 
 
 FUNCTIONS: Dict[str, Entry] = {

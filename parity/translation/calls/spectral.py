@@ -1,8 +1,8 @@
 """The discrete Fourier transforms in the call table: ``torch.fft.fft``/``ifft``/``rfft``/``irfft``/
 ``hfft``/``ihfft`` and their 2-d and n-d forms, each MindSpore's operator of the same name, which
 takes PyTorch's arguments (``n``/``s``, ``dim``, ``norm``). A real input is taken as it is; the
-complex outputs are compared as complex numbers. Complex numbers made from real ones:
-``torch.complex``, ``torch.polar``, ``Tensor.cfloat``/``cdouble``.
+complex outputs are compared as complex numbers. ``Tensor.cfloat``/``cdouble`` make complex
+tensors of real ones (``torch.complex``/``torch.polar``: :mod:`.complex`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from mindspore import Tensor, ops
 
 from .arguments import Adapter, Entry
 
-__all__ = ["FUNCTIONS", "METHODS"]
+__all__ = ["FUNCTIONS", "METHODS", "broadcast_both"]
 
 
 def _transform(name: str) -> Callable[..., Any]:
@@ -50,19 +50,10 @@ def _transform(name: str) -> Callable[..., Any]:
     return transform
 
 
-def _broadcast(a: Tensor, b: Tensor) -> Tuple[Tensor, Tensor]:
+def broadcast_both(a: Tensor, b: Tensor) -> Tuple[Tensor, Tensor]:
     """Both broadcast to one shape (MindSpore's ``Complex`` and ``Polar`` take only equal shapes)."""
     shape = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
     return ops.broadcast_to(a, shape), ops.broadcast_to(b, shape)
-
-
-def complex(real: Tensor, imag: Tensor) -> Tensor:
-    """``real + i imag`` (``ops.Complex``), in complex64 from float32 as PyTorch makes it."""
-    return ops.Complex()(*_broadcast(real, imag))
-
-
-def polar(abs: Tensor, angle: Tensor) -> Tensor:
-    return ops.polar(*_broadcast(abs, angle))
 
 
 def _to_complex(dtype: Any) -> Callable[..., Tensor]:
@@ -92,7 +83,5 @@ FUNCTIONS: Dict[str, Entry] = {
     "torch.fft.irfftn": _transform("irfftn"),
     "torch.fft.hfftn": _transform("hfftn"),
     "torch.fft.ihfftn": _transform("ihfftn"),
-    "torch.complex": complex,
-    "torch.polar": polar,
 }
 METHODS: Dict[str, Adapter] = {"cfloat": _to_complex(ms.complex64), "cdouble": _to_complex(ms.complex128)}
