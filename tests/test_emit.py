@@ -220,10 +220,37 @@ class Tied(torch.nn.Module):
         return self.out(self.embed(ids))
 
 
-def test_tied_weights_are_refused_naming_both_places(tmp_path):
-    with pytest.raises(parity.ParityUnsupported, match=r"out\.weight is the Parameter embed\.\w+ too \(tied"):
-        parity.translate(Tied().eval(), parity.randint((2, 3), 0, 10), emit=tmp_path / "tied")
-    assert not (tmp_path / "tied").exists()
+@pytest.mark.parametrize("mode", ["pynative", "graph"])
+def test_tied_weights_are_one_parameter_in_the_package(tmp_path, mode):
+    """build() builds each layer, then gives the tied place the first place's Parameter: one
+    Parameter under the translated Cell's name, loaded once, trained as one."""
+    torch.manual_seed(0)
+    module, ids = Tied().eval(), parity.randint((2, 3), 0, 10)
+    parity.translate(module, ids, emit=tmp_path / "tied")
+    assert "tie(model, 'out.weight', 'embed.embedding_table')" in (tmp_path / "tied" / "model.py").read_text()
+    model = _import(tmp_path / "tied").build()
+    assert [name for name, _ in model.parameters_and_names()] == ["embed.embedding_table"]
+    assert model.out.weight is model.embed.embedding_table
+    assert parity.check(model, module, ids, ms_mode=mode).passed
+
+
+@pytest.mark.slow
+def test_gpt2_emitted_with_its_tied_head_passes_in_both_modes(tmp_path):
+    """GPT-2: its head tied to the token embedding, its model's ModelOutput read by position."""
+    from cases.models.zoo_hf import gpt2
+
+    torch.manual_seed(0)
+    module = gpt2().eval()
+    mask = np.ones((2, 8), np.int64)
+    mask[1, :2] = 0
+    text = {"input_ids": parity.randint((2, 8), 0, 128), "attention_mask": mask}
+    parity.translate(module, text, emit=tmp_path / "gpt2")
+    source = (tmp_path / "gpt2" / "model.py").read_text()
+    assert "tie(model, 'lm_head.weight', 'transformer.wte.embedding_table')" in source
+    assert "transformer.get('last_hidden_state')" in source
+    package = _import(tmp_path / "gpt2")
+    for mode in ("pynative", "graph"):
+        assert parity.check(package.build(), module, text, ms_mode=mode).passed
 
 
 class ModeDependent(torch.nn.Module):

@@ -48,3 +48,8 @@ def text_inputs():
 def llama():
     """LLaMA from transformers, small: its ModelOutputs as dicts, its rotary matmul without a gradient."""
     return _emitted(zoo_hf.llama(), text_inputs(), "llama")
+
+
+def gpt2():
+    """GPT-2 from transformers, small: its head tied to the token embedding (one Parameter)."""
+    return _emitted(zoo_hf.gpt2(), text_inputs(), "gpt2")

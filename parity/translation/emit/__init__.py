@@ -228,27 +228,28 @@ def _class_body(arguments, children, own, constants, constructs) -> List[str]:
     return lines
 
 
-def _refuse_shared(cell: nn.Cell) -> None:
-    """A Parameter held at two places (an output layer tied to the embedding) would be two in the
-    package, which builds every layer on its own: refused, naming both places."""
+def _tied(cell: nn.Cell) -> List[Tuple[str, str]]:
+    """``(path, first path)`` of each place that holds a Parameter held before it (an output layer
+    tied to the embedding), in the order MindSpore walks them: ``build()`` builds each layer on its
+    own, then gives the later places the first one's Parameter, as the translated Cell holds it."""
     first: Dict[int, str] = {}
+    tied = []
     for path, param in _own_paths(cell):
         if id(param) in first:
-            raise ParityUnsupported(
-                f"{path} is the Parameter {first[id(param)]} too (tied weights), which the package, building "
-                "each layer on its own, would hold as two"
-            )
-        first[id(param)] = path
+            tied.append((path, first[id(param)]))
+        else:
+            first[id(param)] = path
+    return tied
 
 
 def package_of(cell: nn.Cell, torch_class: str) -> Package:
     """The package for ``cell`` (translated with example inputs); :class:`parity.ParityUnsupported`
     names what cannot be written."""
-    _refuse_shared(cell)
     writer = _Writer()
     tree = writer.expression(cell, "", 1)
+    ties = "".join(f"    tie(model, {path!r}, {first!r})\n" for path, first in _tied(cell))
     return Package(
-        {"__init__.py": _init_text(torch_class), "model.py": _model_text(writer, tree, torch_class)},
+        {"__init__.py": _init_text(torch_class), "model.py": _model_text(writer, tree, ties, torch_class)},
         writer.constants,
         cell,
     )
@@ -293,12 +294,26 @@ def configured(cell, **attributes):
     return cell
 
 
+def tie(model, path, first):
+    """Hold at ``path`` the Parameter at ``first`` (tied weights: one Parameter, named by ``first``)."""
+
+    def owner(dotted):
+        *parts, name = dotted.split(".")
+        cell = model
+        for part in parts:
+            cell = cell.name_cells()[part]
+        return cell, name
+
+    holder, name = owner(first)
+    setattr(*owner(path), getattr(holder, name))
+
+
 def build(weights=True):
     """The model, its Parameters named by their paths; ``weights``: load weights.ckpt beside this file."""
     here = os.path.dirname(os.path.abspath(__file__))
     constants = dict(np.load(os.path.join(here, "{constants}"))) if os.path.exists(os.path.join(here, "{constants}")) else {{}}
     model = {tree}
-    for path, param in model.parameters_and_names():
+{ties}    for path, param in model.parameters_and_names():
         param.name = path
     model.set_jit_config(mindspore.JitConfig(jit_syntax_level="LAX"))  # GRAPH mode: Python's objects too
     if weights:
@@ -309,7 +324,7 @@ def build(weights=True):
 '''
 
 
-def _model_text(writer: _Writer, tree: str, torch_class: str) -> str:
+def _model_text(writer: _Writer, tree: str, ties: str, torch_class: str) -> str:
     parts = [_HEADER.format(torch_class=torch_class).rstrip("\n")]
     standard = {"math", "operator", "mindspore", "os"}
     extra = sorted(
@@ -337,7 +352,7 @@ def _model_text(writer: _Writer, tree: str, torch_class: str) -> str:
         body = "\n".join(("    " + line) if line else "" for line in klass.text)
         parts.append(f'\nclass {klass.name}(nn.Cell):\n    """Translated from {klass.torch_class}."""\n\n{body}')
     text = "\n\n".join(parts)
-    return text + _FOOTER.format(constants=CONSTANTS, weights=WEIGHTS, tree=tree)
+    return text + _FOOTER.format(constants=CONSTANTS, weights=WEIGHTS, tree=tree, ties=ties)
 
 
 def _init_text(torch_class: str) -> str:
