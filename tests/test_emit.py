@@ -163,6 +163,26 @@ def test_llama_emitted_passes_in_both_modes(tmp_path):
         assert parity.check(package.build(), module, text, ms_mode=mode).passed
 
 
+@pytest.mark.slow
+def test_bert_emitted_passes_in_both_modes(tmp_path):
+    """BERT: a child named ``self`` (an argument and a variable renamed, the attribute kept), its
+    masked-LM head tied to the word embedding."""
+    from cases.models.zoo_hf import bert
+
+    torch.manual_seed(0)
+    module = bert().eval()
+    mask = np.ones((2, 8), np.int64)
+    mask[1, :2] = 0
+    text = {"input_ids": parity.randint((2, 8), 0, 128), "attention_mask": mask}
+    parity.translate(module, text, emit=tmp_path / "bert")
+    source = (tmp_path / "bert" / "model.py").read_text()
+    assert "def __init__(self, self_, output):" in source
+    assert "v_self = self.self(" in source
+    package = _import(tmp_path / "bert")
+    for mode in ("pynative", "graph"):
+        assert parity.check(package.build(), module, text, ms_mode=mode).passed
+
+
 _FACTORY = """
 import torch
 

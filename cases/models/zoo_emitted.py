@@ -53,3 +53,8 @@ def llama():
 def gpt2():
     """GPT-2 from transformers, small: its head tied to the token embedding (one Parameter)."""
     return _emitted(zoo_hf.gpt2(), text_inputs(), "gpt2")
+
+
+def bert():
+    """BERT from transformers, small: a child named ``self``, the masked-LM head tied to the embedding."""
+    return _emitted(zoo_hf.bert(), text_inputs(), "bert")

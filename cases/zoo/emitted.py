@@ -1,7 +1,8 @@
 """Translations written as packages of MindSpore Cells (``parity.translate(..., emit=folder)``),
 imported and built, checked against the PyTorch model in GRAPH mode and in PYNATIVE mode, forward
 and gradients at the float32 default: timm's EfficientNet (train mode too: batch statistics and its
-batch counter), a small LLaMA and a small GPT-2 (its head tied to the embedding) from transformers.
+batch counter), a small LLaMA, GPT-2 and BERT (their heads tied to the embedding) from
+transformers.
 """
 
 import numpy as np
@@ -33,3 +34,4 @@ EmittedTimmEfficientNet_graph, EmittedTimmEfficientNet_pynative = _cases(
 )
 EmittedLlama_graph, EmittedLlama_pynative = _cases("EmittedLlama", "llama", "cases.models.zoo_hf:llama", TEXT)
 EmittedGpt2_graph, EmittedGpt2_pynative = _cases("EmittedGpt2", "gpt2", "cases.models.zoo_hf:gpt2", TEXT)
+EmittedBert_graph, EmittedBert_pynative = _cases("EmittedBert", "bert", "cases.models.zoo_hf:bert", TEXT)

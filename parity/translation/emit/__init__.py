@@ -109,9 +109,12 @@ class _Writer:
         klass = self.class_for(cell.torch_class, text)
         for name, array in constants.items():
             self.constants[_joined(path, name)] = array
-        given = [f"{name}={self.expression(child, _joined(path, name), depth + 1)}" for name, child in children.items()]
-        given += [f"{name}={_zeros(p)}" for name, p in own]
-        given += [f"{name}=constants[{_joined(path, name)!r}]" for name in sorted(constants)]
+        given = [
+            f"{_argument(name)}={self.expression(child, _joined(path, name), depth + 1)}"
+            for name, child in children.items()
+        ]
+        given += [f"{_argument(name)}={_zeros(p)}" for name, p in own]
+        given += [f"{_argument(name)}=constants[{_joined(path, name)!r}]" for name in sorted(constants)]
         return f"{klass}({_listed(given, depth)})"
 
     def class_for(self, torch_class: str, body: List[str]) -> str:
@@ -129,6 +132,11 @@ class _Writer:
 def _identifier(name: str) -> str:
     name = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "Module"
     return name if name.isidentifier() and not keyword.iskeyword(name) else "M_" + name
+
+
+def _argument(name: str) -> str:
+    """The constructor's argument for the attribute ``name`` (``self_`` for BERT's ``self``)."""
+    return name + "_" if name == "self" else name
 
 
 def _joined(path: str, name: str) -> str:
@@ -205,10 +213,13 @@ def _self_path(path: str) -> str:
 
 
 def _class_body(arguments, children, own, constants, constructs) -> List[str]:
-    lines = [f"def __init__(self{''.join(', ' + a for a in arguments)}):", "    super().__init__()"]
-    lines += [f"    self.{name} = {name}" for name in children]
-    lines += [f"    self.{name} = Parameter({name}, name={name!r}, requires_grad={p.requires_grad})" for name, p in own]
-    lines += [f"    self.{name} = Tensor({name})" for name in constants]
+    lines = [f"def __init__(self{''.join(', ' + _argument(a) for a in arguments)}):", "    super().__init__()"]
+    lines += [f"    self.{name} = {_argument(name)}" for name in children]
+    lines += [
+        f"    self.{name} = Parameter({_argument(name)}, name={name!r}, requires_grad={p.requires_grad})"
+        for name, p in own
+    ]
+    lines += [f"    self.{name} = Tensor({_argument(name)})" for name in constants]
     if len(constructs) == 1 or constructs[False].lines == constructs[True].lines:
         only = next(iter(constructs.values()))
         return lines + [""] + only.lines

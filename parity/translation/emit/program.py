@@ -95,8 +95,15 @@ class Construct:
     constants: Dict[str, np.ndarray] = field(default_factory=dict)
 
 
+# Names construct's statements must not rebind: the Cell, and what model.py imports or defines.
+_TAKEN = {"self", "math", "operator", "os", "mindspore", "np", "Parameter", "Tensor", "nn", "ops", "table", "adapter"}
+
+
 def _identifier(name: str) -> str:
-    return name if name.isidentifier() else "v_" + "".join(c if c.isalnum() else "_" for c in name)
+    """The variable a node's value is held in (``v_self`` for the node BERT's ``self`` child made)."""
+    if name.isidentifier() and not keyword.iskeyword(name) and name not in _TAKEN:
+        return name
+    return "v_" + "".join(c if c.isalnum() else "_" for c in name)
 
 
 class _Writer:
