@@ -183,6 +183,52 @@ def test_bert_emitted_passes_in_both_modes(tmp_path):
         assert parity.check(package.build(), module, text, ms_mode=mode).passed
 
 
+@pytest.mark.parametrize("mode", ["pynative", "graph"])
+def test_a_padded_max_pool_is_written_with_its_two_dimensional_arguments(tmp_path, mode):
+    """MindSpore's MaxPool2d keeps a padded pooling's arguments as the 3-d pooling it runs; the
+    package writes them back as the 2-d call."""
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.MaxPool2d(3, stride=2, padding=1)).eval()
+    images = parity.randn((2, 3, 9, 9))
+    parity.translate(module, images, emit=tmp_path / "pooled")
+    source = (tmp_path / "pooled" / "model.py").read_text()
+    assert "nn.MaxPool2d(kernel_size=(3, 3), stride=(2, 2), pad_mode='pad', padding=(1, 1), dilation=(1, 1))" in source
+    assert parity.check(_import(tmp_path / "pooled").build(), module, images, ms_mode=mode).passed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("train", [False, True])
+def test_torchvision_resnet18_emitted_passes_in_both_modes(tmp_path, train):
+    from cases.models.zoo_translated import resnet18
+
+    torch.manual_seed(0)
+    module = resnet18().train(train)
+    images = parity.randn((2, 3, 32, 32))
+    parity.translate(module, images, emit=tmp_path / "resnet")
+    package = _import(tmp_path / "resnet")
+    for mode in ("pynative", "graph"):
+        model = package.build()
+        model.set_train(train)
+        assert parity.check(model, module, images, ms_mode=mode, train=train).passed
+
+
+@pytest.mark.slow
+def test_mixtral_emitted_passes_in_pynative_mode(tmp_path):
+    """A sparse mixture of experts: its routing (top-k, one-hot, nonzero, index_add) written as
+    statements; PYNATIVE mode only (GRAPH mode does not compile routing whose shapes depend on the data)."""
+    from cases.models.zoo_hf import mixtral
+
+    torch.manual_seed(0)
+    module = mixtral().eval()
+    mask = np.ones((2, 8), np.int64)
+    mask[1, :2] = 0
+    text = {"input_ids": parity.randint((2, 8), 0, 128), "attention_mask": mask}
+    parity.translate(module, text, emit=tmp_path / "mixtral")
+    source = (tmp_path / "mixtral" / "model.py").read_text()
+    assert "routing.index_add(" in source
+    assert parity.check(_import(tmp_path / "mixtral").build(), module, text, ms_mode="pynative").passed
+
+
 _FACTORY = """
 import torch
 
