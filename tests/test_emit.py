@@ -319,6 +319,37 @@ def test_gpt2_emitted_with_its_tied_head_passes_in_both_modes(tmp_path):
         assert parity.check(package.build(), module, text, ms_mode=mode).passed
 
 
+class Scaled2(torch.nn.Module):
+    def forward(self, x, scale):
+        return x * scale
+
+
+class Scaled3(Scaled2):
+    pass
+
+
+class CalledTwoWays(torch.nn.Module):
+    """Three children each called with two constant scales: three places, two blockers."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = Scaled2(), Scaled2(), Scaled3()
+
+    def forward(self, x):
+        return sum(child(x, 2) + child(x, 3) for child in (self.a, self.b, self.c))
+
+
+def test_emission_refuses_naming_every_blocker_at_once(tmp_path):
+    with pytest.raises(parity.ParityUnsupported) as refused:
+        parity.translate(CalledTwoWays().eval(), parity.randn((2, 4)), emit=tmp_path / "twice")
+    text = str(refused.value)
+    assert text.startswith("the package cannot be written: 2 blocker(s) in 3 place(s), every one found")
+    assert text.index("Scaled2: the example inputs called it in 2 ways") < text.index("Scaled3: the example")
+    assert "at 2 place(s): a, b" in text
+    assert "at 1 place(s): c" in text
+    assert not (tmp_path / "twice").exists()
+
+
 class ModeDependent(torch.nn.Module):
     """forward branches on self.training: one construct per mode in the package."""
 

@@ -59,8 +59,18 @@ class _Writer:
     bindings: Dict[str, Tuple[str, str]] = field(default_factory=dict)
     constants: Dict[str, np.ndarray] = field(default_factory=dict)
     layer_modules: Dict[str, str] = field(default_factory=dict)  # module -> alias
+    problems: List[Tuple[str, str]] = field(default_factory=list)  # (place, why it cannot be written)
 
     def expression(self, cell: nn.Cell, path: str, depth: int) -> str:
+        """The text that builds ``cell``; where it cannot be written, ``None`` and the problem kept,
+        so that every place is found in one pass."""
+        try:
+            return self._expression(cell, path, depth)
+        except ParityUnsupported as exc:
+            self.problems.append((path or "<root>", str(exc)))
+            return "None"
+
+    def _expression(self, cell: nn.Cell, path: str, depth: int) -> str:
         if isinstance(cell, GraphForward):
             return self.custom(cell, path, depth)
         if isinstance(cell, (nn.SequentialCell, nn.CellList)):
@@ -253,11 +263,34 @@ def _tied(cell: nn.Cell) -> List[Tuple[str, str]]:
     return tied
 
 
+def _refusal(problems: List[Tuple[str, str]]) -> str:
+    """One problem as it was said; several grouped by what blocks them, those blocking most places first."""
+    if len(problems) == 1:
+        return problems[0][1]
+    groups: Dict[str, List[str]] = {}
+    for place, why in problems:
+        key = why[len(place) :].lstrip(" :") if why.startswith(place) else why
+        if key.startswith("(") and ")" in key:  # "(torch.Class): why" -> "torch.Class: why"
+            key = key[1:].replace(")", "", 1)
+        groups.setdefault(key, []).append(place)
+    lines = [
+        f"the package cannot be written: {len(groups)} blocker(s) in {len(problems)} place(s), every one found "
+        "(those blocking most places first):"
+    ]
+    for key, places in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        shown = ", ".join(places[:3]) + (f" and {len(places) - 3} more" if len(places) > 3 else "")
+        lines.append("  " + key.replace("\n", "\n  "))
+        lines.append(f"      at {len(places)} place(s): {shown}")
+    return "\n".join(lines)
+
+
 def package_of(cell: nn.Cell, torch_class: str) -> Package:
     """The package for ``cell`` (translated with example inputs); :class:`parity.ParityUnsupported`
     names what cannot be written."""
     writer = _Writer()
     tree = writer.expression(cell, "", 1)
+    if writer.problems:
+        raise ParityUnsupported(_refusal(writer.problems))
     ties = "".join(f"    tie(model, {path!r}, {first!r})\n" for path, first in _tied(cell))
     return Package(
         {"__init__.py": _init_text(torch_class), "model.py": _model_text(writer, tree, ties, torch_class)},
