@@ -163,6 +163,72 @@ def test_llama_emitted_passes_in_both_modes(tmp_path):
         assert parity.check(package.build(), module, text, ms_mode=mode).passed
 
 
+@pytest.mark.slow
+def test_bert_emitted_passes_in_both_modes(tmp_path):
+    """BERT: a child named ``self`` (an argument and a variable renamed, the attribute kept), its
+    masked-LM head tied to the word embedding."""
+    from cases.models.zoo_hf import bert
+
+    torch.manual_seed(0)
+    module = bert().eval()
+    mask = np.ones((2, 8), np.int64)
+    mask[1, :2] = 0
+    text = {"input_ids": parity.randint((2, 8), 0, 128), "attention_mask": mask}
+    parity.translate(module, text, emit=tmp_path / "bert")
+    source = (tmp_path / "bert" / "model.py").read_text()
+    assert "def __init__(self, self_, output):" in source
+    assert "v_self = self.self(" in source
+    package = _import(tmp_path / "bert")
+    for mode in ("pynative", "graph"):
+        assert parity.check(package.build(), module, text, ms_mode=mode).passed
+
+
+@pytest.mark.parametrize("mode", ["pynative", "graph"])
+def test_a_padded_max_pool_is_written_with_its_two_dimensional_arguments(tmp_path, mode):
+    """MindSpore's MaxPool2d keeps a padded pooling's arguments as the 3-d pooling it runs; the
+    package writes them back as the 2-d call."""
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.MaxPool2d(3, stride=2, padding=1)).eval()
+    images = parity.randn((2, 3, 9, 9))
+    parity.translate(module, images, emit=tmp_path / "pooled")
+    source = (tmp_path / "pooled" / "model.py").read_text()
+    assert "nn.MaxPool2d(kernel_size=(3, 3), stride=(2, 2), pad_mode='pad', padding=(1, 1), dilation=(1, 1))" in source
+    assert parity.check(_import(tmp_path / "pooled").build(), module, images, ms_mode=mode).passed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("train", [False, True])
+def test_torchvision_resnet18_emitted_passes_in_both_modes(tmp_path, train):
+    from cases.models.zoo_translated import resnet18
+
+    torch.manual_seed(0)
+    module = resnet18().train(train)
+    images = parity.randn((2, 3, 32, 32))
+    parity.translate(module, images, emit=tmp_path / "resnet")
+    package = _import(tmp_path / "resnet")
+    for mode in ("pynative", "graph"):
+        model = package.build()
+        model.set_train(train)
+        assert parity.check(model, module, images, ms_mode=mode, train=train).passed
+
+
+@pytest.mark.slow
+def test_mixtral_emitted_passes_in_pynative_mode(tmp_path):
+    """A sparse mixture of experts: its routing (top-k, one-hot, nonzero, index_add) written as
+    statements; PYNATIVE mode only (GRAPH mode does not compile routing whose shapes depend on the data)."""
+    from cases.models.zoo_hf import mixtral
+
+    torch.manual_seed(0)
+    module = mixtral().eval()
+    mask = np.ones((2, 8), np.int64)
+    mask[1, :2] = 0
+    text = {"input_ids": parity.randint((2, 8), 0, 128), "attention_mask": mask}
+    parity.translate(module, text, emit=tmp_path / "mixtral")
+    source = (tmp_path / "mixtral" / "model.py").read_text()
+    assert "routing.index_add(" in source
+    assert parity.check(_import(tmp_path / "mixtral").build(), module, text, ms_mode="pynative").passed
+
+
 _FACTORY = """
 import torch
 
@@ -220,10 +286,68 @@ class Tied(torch.nn.Module):
         return self.out(self.embed(ids))
 
 
-def test_tied_weights_are_refused_naming_both_places(tmp_path):
-    with pytest.raises(parity.ParityUnsupported, match=r"out\.weight is the Parameter embed\.\w+ too \(tied"):
-        parity.translate(Tied().eval(), parity.randint((2, 3), 0, 10), emit=tmp_path / "tied")
-    assert not (tmp_path / "tied").exists()
+@pytest.mark.parametrize("mode", ["pynative", "graph"])
+def test_tied_weights_are_one_parameter_in_the_package(tmp_path, mode):
+    """build() builds each layer, then gives the tied place the first place's Parameter: one
+    Parameter under the translated Cell's name, loaded once, trained as one."""
+    torch.manual_seed(0)
+    module, ids = Tied().eval(), parity.randint((2, 3), 0, 10)
+    parity.translate(module, ids, emit=tmp_path / "tied")
+    assert "tie(model, 'out.weight', 'embed.embedding_table')" in (tmp_path / "tied" / "model.py").read_text()
+    model = _import(tmp_path / "tied").build()
+    assert [name for name, _ in model.parameters_and_names()] == ["embed.embedding_table"]
+    assert model.out.weight is model.embed.embedding_table
+    assert parity.check(model, module, ids, ms_mode=mode).passed
+
+
+@pytest.mark.slow
+def test_gpt2_emitted_with_its_tied_head_passes_in_both_modes(tmp_path):
+    """GPT-2: its head tied to the token embedding, its model's ModelOutput read by position."""
+    from cases.models.zoo_hf import gpt2
+
+    torch.manual_seed(0)
+    module = gpt2().eval()
+    mask = np.ones((2, 8), np.int64)
+    mask[1, :2] = 0
+    text = {"input_ids": parity.randint((2, 8), 0, 128), "attention_mask": mask}
+    parity.translate(module, text, emit=tmp_path / "gpt2")
+    source = (tmp_path / "gpt2" / "model.py").read_text()
+    assert "tie(model, 'lm_head.weight', 'transformer.wte.embedding_table')" in source
+    assert "transformer.get('last_hidden_state')" in source
+    package = _import(tmp_path / "gpt2")
+    for mode in ("pynative", "graph"):
+        assert parity.check(package.build(), module, text, ms_mode=mode).passed
+
+
+class Scaled2(torch.nn.Module):
+    def forward(self, x, scale):
+        return x * scale
+
+
+class Scaled3(Scaled2):
+    pass
+
+
+class CalledTwoWays(torch.nn.Module):
+    """Three children each called with two constant scales: three places, two blockers."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = Scaled2(), Scaled2(), Scaled3()
+
+    def forward(self, x):
+        return sum(child(x, 2) + child(x, 3) for child in (self.a, self.b, self.c))
+
+
+def test_emission_refuses_naming_every_blocker_at_once(tmp_path):
+    with pytest.raises(parity.ParityUnsupported) as refused:
+        parity.translate(CalledTwoWays().eval(), parity.randn((2, 4)), emit=tmp_path / "twice")
+    text = str(refused.value)
+    assert text.startswith("the package cannot be written: 2 blocker(s) in 3 place(s), every one found")
+    assert text.index("Scaled2: the example inputs called it in 2 ways") < text.index("Scaled3: the example")
+    assert "at 2 place(s): a, b" in text
+    assert "at 1 place(s): c" in text
+    assert not (tmp_path / "twice").exists()
 
 
 class ModeDependent(torch.nn.Module):

@@ -38,6 +38,11 @@ def timm_efficientnet():
     return _emitted(zoo_translated.timm_efficientnet(), parity.randn((2, 3, 32, 32)), "efficientnet")
 
 
+def resnet18():
+    """torchvision's ResNet-18 (both modes' constructs), its padded max pooling written as a 2-d call."""
+    return _emitted(zoo_translated.resnet18(), parity.randn((2, 3, 32, 32)), "resnet18")
+
+
 def text_inputs():
     """The translated Hugging Face cases' text: token ids and a mask padding the second row's first two."""
     mask = np.ones((2, 8), np.int64)
@@ -48,3 +53,18 @@ def text_inputs():
 def llama():
     """LLaMA from transformers, small: its ModelOutputs as dicts, its rotary matmul without a gradient."""
     return _emitted(zoo_hf.llama(), text_inputs(), "llama")
+
+
+def gpt2():
+    """GPT-2 from transformers, small: its head tied to the token embedding (one Parameter)."""
+    return _emitted(zoo_hf.gpt2(), text_inputs(), "gpt2")
+
+
+def bert():
+    """BERT from transformers, small: a child named ``self``, the masked-LM head tied to the embedding."""
+    return _emitted(zoo_hf.bert(), text_inputs(), "bert")
+
+
+def mixtral():
+    """Mixtral from transformers, small: a sparse mixture of experts' routing (PYNATIVE mode only)."""
+    return _emitted(zoo_hf.mixtral(), text_inputs(), "mixtral")

@@ -59,8 +59,18 @@ class _Writer:
     bindings: Dict[str, Tuple[str, str]] = field(default_factory=dict)
     constants: Dict[str, np.ndarray] = field(default_factory=dict)
     layer_modules: Dict[str, str] = field(default_factory=dict)  # module -> alias
+    problems: List[Tuple[str, str]] = field(default_factory=list)  # (place, why it cannot be written)
 
     def expression(self, cell: nn.Cell, path: str, depth: int) -> str:
+        """The text that builds ``cell``; where it cannot be written, ``None`` and the problem kept,
+        so that every place is found in one pass."""
+        try:
+            return self._expression(cell, path, depth)
+        except ParityUnsupported as exc:
+            self.problems.append((path or "<root>", str(exc)))
+            return "None"
+
+    def _expression(self, cell: nn.Cell, path: str, depth: int) -> str:
         if isinstance(cell, GraphForward):
             return self.custom(cell, path, depth)
         if isinstance(cell, (nn.SequentialCell, nn.CellList)):
@@ -109,9 +119,12 @@ class _Writer:
         klass = self.class_for(cell.torch_class, text)
         for name, array in constants.items():
             self.constants[_joined(path, name)] = array
-        given = [f"{name}={self.expression(child, _joined(path, name), depth + 1)}" for name, child in children.items()]
-        given += [f"{name}={_zeros(p)}" for name, p in own]
-        given += [f"{name}=constants[{_joined(path, name)!r}]" for name in sorted(constants)]
+        given = [
+            f"{_argument(name)}={self.expression(child, _joined(path, name), depth + 1)}"
+            for name, child in children.items()
+        ]
+        given += [f"{_argument(name)}={_zeros(p)}" for name, p in own]
+        given += [f"{_argument(name)}=constants[{_joined(path, name)!r}]" for name in sorted(constants)]
         return f"{klass}({_listed(given, depth)})"
 
     def class_for(self, torch_class: str, body: List[str]) -> str:
@@ -129,6 +142,11 @@ class _Writer:
 def _identifier(name: str) -> str:
     name = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "Module"
     return name if name.isidentifier() and not keyword.iskeyword(name) else "M_" + name
+
+
+def _argument(name: str) -> str:
+    """The constructor's argument for the attribute ``name`` (``self_`` for BERT's ``self``)."""
+    return name + "_" if name == "self" else name
 
 
 def _joined(path: str, name: str) -> str:
@@ -205,10 +223,13 @@ def _self_path(path: str) -> str:
 
 
 def _class_body(arguments, children, own, constants, constructs) -> List[str]:
-    lines = [f"def __init__(self{''.join(', ' + a for a in arguments)}):", "    super().__init__()"]
-    lines += [f"    self.{name} = {name}" for name in children]
-    lines += [f"    self.{name} = Parameter({name}, name={name!r}, requires_grad={p.requires_grad})" for name, p in own]
-    lines += [f"    self.{name} = Tensor({name})" for name in constants]
+    lines = [f"def __init__(self{''.join(', ' + _argument(a) for a in arguments)}):", "    super().__init__()"]
+    lines += [f"    self.{name} = {_argument(name)}" for name in children]
+    lines += [
+        f"    self.{name} = Parameter({_argument(name)}, name={name!r}, requires_grad={p.requires_grad})"
+        for name, p in own
+    ]
+    lines += [f"    self.{name} = Tensor({_argument(name)})" for name in constants]
     if len(constructs) == 1 or constructs[False].lines == constructs[True].lines:
         only = next(iter(constructs.values()))
         return lines + [""] + only.lines
@@ -228,27 +249,51 @@ def _class_body(arguments, children, own, constants, constructs) -> List[str]:
     return lines
 
 
-def _refuse_shared(cell: nn.Cell) -> None:
-    """A Parameter held at two places (an output layer tied to the embedding) would be two in the
-    package, which builds every layer on its own: refused, naming both places."""
+def _tied(cell: nn.Cell) -> List[Tuple[str, str]]:
+    """``(path, first path)`` of each place that holds a Parameter held before it (an output layer
+    tied to the embedding), in the order MindSpore walks them: ``build()`` builds each layer on its
+    own, then gives the later places the first one's Parameter, as the translated Cell holds it."""
     first: Dict[int, str] = {}
+    tied = []
     for path, param in _own_paths(cell):
         if id(param) in first:
-            raise ParityUnsupported(
-                f"{path} is the Parameter {first[id(param)]} too (tied weights), which the package, building "
-                "each layer on its own, would hold as two"
-            )
-        first[id(param)] = path
+            tied.append((path, first[id(param)]))
+        else:
+            first[id(param)] = path
+    return tied
+
+
+def _refusal(problems: List[Tuple[str, str]]) -> str:
+    """One problem as it was said; several grouped by what blocks them, those blocking most places first."""
+    if len(problems) == 1:
+        return problems[0][1]
+    groups: Dict[str, List[str]] = {}
+    for place, why in problems:
+        key = why[len(place) :].lstrip(" :") if why.startswith(place) else why
+        if key.startswith("(") and ")" in key:  # "(torch.Class): why" -> "torch.Class: why"
+            key = key[1:].replace(")", "", 1)
+        groups.setdefault(key, []).append(place)
+    lines = [
+        f"the package cannot be written: {len(groups)} blocker(s) in {len(problems)} place(s), every one found "
+        "(those blocking most places first):"
+    ]
+    for key, places in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        shown = ", ".join(places[:3]) + (f" and {len(places) - 3} more" if len(places) > 3 else "")
+        lines.append("  " + key.replace("\n", "\n  "))
+        lines.append(f"      at {len(places)} place(s): {shown}")
+    return "\n".join(lines)
 
 
 def package_of(cell: nn.Cell, torch_class: str) -> Package:
     """The package for ``cell`` (translated with example inputs); :class:`parity.ParityUnsupported`
     names what cannot be written."""
-    _refuse_shared(cell)
     writer = _Writer()
     tree = writer.expression(cell, "", 1)
+    if writer.problems:
+        raise ParityUnsupported(_refusal(writer.problems))
+    ties = "".join(f"    tie(model, {path!r}, {first!r})\n" for path, first in _tied(cell))
     return Package(
-        {"__init__.py": _init_text(torch_class), "model.py": _model_text(writer, tree, torch_class)},
+        {"__init__.py": _init_text(torch_class), "model.py": _model_text(writer, tree, ties, torch_class)},
         writer.constants,
         cell,
     )
@@ -293,12 +338,26 @@ def configured(cell, **attributes):
     return cell
 
 
+def tie(model, path, first):
+    """Hold at ``path`` the Parameter at ``first`` (tied weights: one Parameter, named by ``first``)."""
+
+    def owner(dotted):
+        *parts, name = dotted.split(".")
+        cell = model
+        for part in parts:
+            cell = cell.name_cells()[part]
+        return cell, name
+
+    holder, name = owner(first)
+    setattr(*owner(path), getattr(holder, name))
+
+
 def build(weights=True):
     """The model, its Parameters named by their paths; ``weights``: load weights.ckpt beside this file."""
     here = os.path.dirname(os.path.abspath(__file__))
     constants = dict(np.load(os.path.join(here, "{constants}"))) if os.path.exists(os.path.join(here, "{constants}")) else {{}}
     model = {tree}
-    for path, param in model.parameters_and_names():
+{ties}    for path, param in model.parameters_and_names():
         param.name = path
     model.set_jit_config(mindspore.JitConfig(jit_syntax_level="LAX"))  # GRAPH mode: Python's objects too
     if weights:
@@ -309,7 +368,7 @@ def build(weights=True):
 '''
 
 
-def _model_text(writer: _Writer, tree: str, torch_class: str) -> str:
+def _model_text(writer: _Writer, tree: str, ties: str, torch_class: str) -> str:
     parts = [_HEADER.format(torch_class=torch_class).rstrip("\n")]
     standard = {"math", "operator", "mindspore", "os"}
     extra = sorted(
@@ -337,7 +396,7 @@ def _model_text(writer: _Writer, tree: str, torch_class: str) -> str:
         body = "\n".join(("    " + line) if line else "" for line in klass.text)
         parts.append(f'\nclass {klass.name}(nn.Cell):\n    """Translated from {klass.torch_class}."""\n\n{body}')
     text = "\n\n".join(parts)
-    return text + _FOOTER.format(constants=CONSTANTS, weights=WEIGHTS, tree=tree)
+    return text + _FOOTER.format(constants=CONSTANTS, weights=WEIGHTS, tree=tree, ties=ties)
 
 
 def _init_text(torch_class: str) -> str:

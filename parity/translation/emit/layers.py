@@ -39,6 +39,10 @@ _KEPT_OTHERWISE = {
     ("BatchNorm2d", "momentum"): lambda cell: round(1.0 - float(cell.momentum), 7),
     ("BatchNorm3d", "momentum"): lambda cell: round(1.0 - float(cell.momentum), 7),
     ("GELU", "approximate"): lambda cell: cell.approximate == "tanh",
+    # MaxPool2d with pad_mode "pad" runs a 3-d pooling over a depth of 1 and keeps its arguments so
+    ("MaxPool2d", "data_format"): lambda cell: cell.format,
+    ("MaxPool2d", "padding"): lambda cell: tuple(cell.padding[-2:]) if cell.use_pad else 0,
+    ("MaxPool2d", "dilation"): lambda cell: tuple(cell.max_pool.attrs["dilation"][-2:]) if cell.use_pad else 1,
 }
 _PLAIN = (bool, int, float, str, type(None))
 

@@ -95,8 +95,15 @@ class Construct:
     constants: Dict[str, np.ndarray] = field(default_factory=dict)
 
 
+# Names construct's statements must not rebind: the Cell, and what model.py imports or defines.
+_TAKEN = {"self", "math", "operator", "os", "mindspore", "np", "Parameter", "Tensor", "nn", "ops", "table", "adapter"}
+
+
 def _identifier(name: str) -> str:
-    return name if name.isidentifier() else "v_" + "".join(c if c.isalnum() else "_" for c in name)
+    """The variable a node's value is held in (``v_self`` for the node BERT's ``self`` child made)."""
+    if name.isidentifier() and not keyword.iskeyword(name) and name not in _TAKEN:
+        return name
+    return "v_" + "".join(c if c.isalnum() else "_" for c in name)
 
 
 class _Writer:
@@ -194,14 +201,15 @@ class _Writer:
             return f"{self.value(args[0])} {_INFIX[target]} {self.value(args[1])}"
         if target in _UNARY and len(args) == 1 and not kwargs:
             return f"{_UNARY[target]}{self.value(args[0])}"
+        if target is operator.getitem and isinstance(_traced(args[0]), dict) and isinstance(args[1], int):
+            fields = [key for key, value in _traced(args[0]).items() if value is not None]
+            return f"{self.value(args[0])}.get({fields[args[1]]!r})"  # a ModelOutput's field by position
         if target is operator.getitem and (not _is_tensor(args[0]) or _plain_index(args[1])):
             return f"{self.value(args[0])}[{self.index(args[1])}]"
         if target is getattr and args[1] in _PLAIN_ATTRIBUTES and _is_tensor(args[0]):
             return f"{self.value(args[0])}.{args[1]}"
         if target is getattr and isinstance(_traced(args[0]), dict) and len(args) == 2:
             return f"{self.value(args[0])}.get({args[1]!r})"  # a ModelOutput, written as a dict
-        if target is operator.getitem and isinstance(_traced(args[0]), dict) and isinstance(args[1], int):
-            return f"[v for v in {self.value(args[0])}.values() if v is not None][{args[1]}]"
         if run is None:
             raise _Unwritable("a call without an adapter")
         name = calls.api_name("call_function", target)
