@@ -477,7 +477,8 @@ def perturbed(model, *, seed: int, ulps: float):
             return moved
 
         if isinstance(output, (tuple, list)):
-            return type(output)(move(t) for t in output)
+            moved = [move(t) for t in output]
+            return type(output)(*moved) if hasattr(output, "_fields") else type(output)(moved)  # a namedtuple
         return move(output)
 
     handles = [cell.register_forward_hook(forward_hook) for _, cell in model.cells_and_names() if not cell.name_cells()]
