@@ -263,7 +263,8 @@ class ConcreteTracer(torch.fx.Tracer):
     def trace(
         self, root: Union[torch.nn.Module, Callable[..., Any]], concrete_args: Optional[Dict[str, Any]] = None
     ) -> torch.fx.Graph:
-        with _stand_ins(), _answering_type(root), _scripts_as_python(root), warnings.catch_warnings():
+        model = _model_modules(root)
+        with _stand_ins(), _answering_type(model), _scripts_as_python(model), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the Module's own warnings were the example run's to give
             return super().trace(root, concrete_args)
 
@@ -460,13 +461,13 @@ def _stand_ins():
 
 
 @contextmanager
-def _scripts_as_python(root: Any) -> Iterator[None]:
-    """During a trace: each ``@torch.jit.script`` function held by the module of a class in ``root``
-    (DeBERTa's ``scaled_size_sqrt``, ``build_rpos``) replaced by the Python function it was compiled
-    from, so that its body is traced as ``forward``'s own code: TorchScript's compiled function
-    takes no traced value (its arguments are checked in C++)."""
+def _scripts_as_python(model: List[Any]) -> Iterator[None]:
+    """During a trace: each ``@torch.jit.script`` function held by one of ``model``'s modules
+    (:func:`_model_modules`; DeBERTa's ``scaled_size_sqrt``, ``build_rpos``) replaced by the Python
+    function it was compiled from, so that its body is traced as ``forward``'s own code:
+    TorchScript's compiled function takes no traced value (its arguments are checked in C++)."""
     saved = []
-    for namespace in _model_modules(root):
+    for namespace in model:
         for name, value in list(vars(namespace).items()):
             python = getattr(value, "_torchdynamo_inline", None)  # the function a ScriptFunction compiled
             if _isinstance(value, torch.jit.ScriptFunction) and callable(python):
@@ -540,10 +541,10 @@ def _model_modules(root: Any) -> List[Any]:
 
 
 @contextmanager
-def _answering_type(root: Any) -> Iterator[None]:
-    """:class:`_AnsweringType` as ``type`` in the modules defining the classes of ``root``'s
-    Modules (and their bases outside PyTorch), where the module has no ``type`` of its own."""
-    shadowed = [vars(m) for m in _model_modules(root) if m.__name__ != __name__ and "type" not in vars(m)]
+def _answering_type(model: List[Any]) -> Iterator[None]:
+    """:class:`_AnsweringType` as ``type`` in ``model``'s modules (:func:`_model_modules`), where
+    the module has no ``type`` of its own."""
+    shadowed = [vars(m) for m in model if m.__name__ != __name__ and "type" not in vars(m)]
     for space in shadowed:
         space["type"] = _AnsweringType
     try:
